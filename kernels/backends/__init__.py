@@ -1,0 +1,20 @@
+"""Backends, one per native library, loaded by name so that the host never imports them."""
+
+from __future__ import annotations
+
+from importlib import import_module
+
+from ..results import Settings
+from .base import Backend
+
+# name -> "module:class"; a backend's module imports its library, so import only when used.
+BACKENDS: dict[str, str] = {
+    "torch": "deepbench.kernels.backends.pytorch:TorchBackend",
+}
+
+
+def load_backend(name: str, settings: Settings) -> Backend:
+    if name not in BACKENDS:
+        raise ValueError(f"unknown backend '{name}' (choose from: {', '.join(BACKENDS)})")
+    module, _, cls = BACKENDS[name].partition(":")
+    return getattr(import_module(module), cls)(settings)

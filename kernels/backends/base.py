@@ -1,0 +1,83 @@
+"""The small interface every backend (one per native library) implements.
+
+Like an nccl-tests collective, each operation a backend supports provides: the sizes (from the
+kernel), inputs and a reference, the call to time, and the derived metric (FLOPs and bytes, from
+the kernel). A backend turns (kernel, precision) into `TimedPart`s, one per direction; the
+harness warms up, measures each with the backend's timer and checks the outputs of the last
+timed call, so every backend is measured and checked the same way.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..catalog import Kernel
+from ..precision import Precision
+from ..results import Check, Measurement, Settings
+from ..timing.stopping import StopRule
+
+
+class Unsupported(Exception):
+    """Raised by `prepare` when the backend cannot run a kernel in a precision; the message is
+    the reason reported to the user, so it must say why (and what would run instead)."""
+
+
+@dataclass
+class TimedPart:
+    """One direction of a kernel, ready to time.
+
+    `run` recomputes the outputs from the inputs every call (beta = 0: nothing accumulates);
+    `check` compares the outputs the last `run` left behind with a reference."""
+
+    direction: str
+    run: Callable[[], object]
+    check: Callable[[], Check]
+    flops: float
+    min_bytes: float
+    info: dict[str, Any] = field(default_factory=dict)
+    # Work that a CUDA graph cannot capture (host synchronisation, dynamic shapes) says so.
+    capturable: bool = True
+
+
+@dataclass
+class Prepared:
+    parts: list[TimedPart]
+    padding: dict[str, int] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+    # Extra figures derived after timing (e.g. sparse GEMM's dense time), filled by the backend.
+    after: Callable[["Backend", StopRule], dict[str, Any]] | None = None
+
+
+class Backend(ABC):
+    """One native library (PyTorch on a device, onnxruntime, TFLite, ...)."""
+
+    name: str = ""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    @abstractmethod
+    def prepare(self, kernel: Kernel, precision: Precision) -> Prepared:
+        """Allocate inputs and outputs for the kernel; raise Unsupported with the reason."""
+
+    @abstractmethod
+    def measure(self, fn: Callable[[], object], rule: StopRule, part: TimedPart) -> Measurement:
+        """Time `fn` with this backend's timer until `rule` says stop."""
+
+    def default_precisions(self, kernel: Kernel) -> list[Precision]:
+        return [Precision.FP32]
+
+    def library_versions(self) -> dict[str, str]:
+        return {}
+
+    def device_facts(self) -> dict[str, Any]:
+        return {}
+
+    def ceilings(self) -> dict[str, float]:
+        """Measured peaks (tflops_<precision>, gbps_copy) for the roofline; empty if not measured."""
+        return {}
+
+    def release(self) -> None:
+        """Free what the last kernel held before the next is prepared."""

@@ -1,0 +1,55 @@
+"""Correctness checks on torch tensors, in float64 on the tensors' own device.
+
+The error is ||out - ref||_F / ||ref||_F; NaN or Inf anywhere fails. Large GEMMs use Freivalds'
+randomized check (out @ r against A @ (B @ r) for a few random vectors), which costs O(n^2)
+instead of O(n^3) and catches any wrong block with high probability."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ...precision import TOLERANCE, Precision
+from ...results import Check
+
+FREIVALDS_VECTORS = 4
+# Above this many multiply-adds a float64 reference GEMM is replaced by Freivalds' check.
+REFERENCE_MAX_MACS = 1 << 31
+
+
+def relative_error(out: torch.Tensor, ref: torch.Tensor) -> float:
+    out64, ref64 = out.detach().to(torch.float64), ref.detach().to(torch.float64)
+    if not bool(torch.isfinite(out64).all()):
+        return math.nan
+    denom = torch.linalg.vector_norm(ref64).item()
+    num = torch.linalg.vector_norm(out64 - ref64).item()
+    return num / denom if denom > 0 else num
+
+
+def verdict(error: float, precision: Precision, method: str, detail: str = "") -> Check:
+    tol = TOLERANCE[precision]
+    passed = math.isfinite(error) and error <= tol
+    return Check(passed=passed, method=method, error=error if math.isfinite(error) else None,
+                 tolerance=tol, detail=detail if passed or math.isfinite(error) else (detail + " non-finite output").strip())
+
+
+def check_matmul(out: torch.Tensor, x: torch.Tensor, y: torch.Tensor, precision: Precision,
+                 generator: torch.Generator | None = None) -> Check:
+    """out should equal x @ y (any layouts). Integer results must match exactly."""
+    n, k = x.shape
+    m = y.shape[1]
+    if precision is Precision.INT8:
+        if n * k * m <= REFERENCE_MAX_MACS:
+            ref = x.to(torch.int64) @ y.to(torch.int64) if x.device.type == "cpu" else (x.double() @ y.double())
+            wrong = int((out.to(torch.int64) != ref.to(torch.int64)).sum().item())
+            return Check(passed=wrong == 0, method="exact-int", error=float(wrong), tolerance=0.0,
+                         detail=f"{wrong} wrong elements")
+        r = torch.randint(-2, 3, (m, FREIVALDS_VECTORS), device=x.device, generator=generator).double()
+        lhs, rhs = out.double() @ r, x.double() @ (y.double() @ r)
+        wrong = int((lhs != rhs).sum().item())
+        return Check(passed=wrong == 0, method="freivalds-exact", error=float(wrong), tolerance=0.0)
+    if n * k * m <= REFERENCE_MAX_MACS:
+        return verdict(relative_error(out, x.double() @ y.double()), precision, "reference-fp64")
+    r = torch.randn(m, FREIVALDS_VECTORS, device=x.device, dtype=torch.float64, generator=generator)
+    return verdict(relative_error(out.double() @ r, x.double() @ (y.double() @ r)), precision, "freivalds")

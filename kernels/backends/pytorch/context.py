@@ -1,0 +1,65 @@
+"""What every PyTorch operation needs from its device: dtypes, random inputs, precision modes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from ...precision import Precision
+from ..base import Unsupported
+
+DTYPES = {
+    Precision.FP32: torch.float32, Precision.TF32: torch.float32, Precision.FP16: torch.float16,
+    Precision.BF16: torch.bfloat16, Precision.INT8: torch.int8,
+}
+INT8_RANGE = 64  # int8 inputs drawn from [-64, 64): random, never constant, no overflow in int32
+
+
+@dataclass
+class TorchContext:
+    device: torch.device
+    seed: int = 0
+    generator: torch.Generator = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.generator = torch.Generator(device=self.device)
+        self.generator.manual_seed(self.seed)
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device.type == "cuda"
+
+    def dtype(self, precision: Precision) -> torch.dtype:
+        if precision not in DTYPES:
+            raise Unsupported(f"{precision.value} is not available through PyTorch on {self.device.type}")
+        return DTYPES[precision]
+
+    def random(self, shape: tuple[int, ...], dtype: torch.dtype, scale: float = 1.0) -> torch.Tensor:
+        """Random normal inputs (int8: uniform integers): zeros or constants would run faster."""
+        if dtype == torch.int8:
+            return torch.randint(-INT8_RANGE, INT8_RANGE, shape, device=self.device, dtype=torch.int8,
+                                 generator=self.generator)
+        t = torch.randn(shape, device=self.device, dtype=torch.float32, generator=self.generator)
+        if scale != 1.0:
+            t.mul_(scale)
+        return t.to(dtype)
+
+    def set_precision_mode(self, precision: Precision) -> None:
+        """TF32 only when asked for; half types accumulate in float32 (no reduced-precision
+        reductions), as DeepBench's 16-bit-multiply / 32-bit-accumulate rule requires."""
+        tf32 = precision is Precision.TF32
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        torch.backends.cudnn.allow_tf32 = tf32
+        torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
+        torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
+        if tf32 and not self.is_cuda:
+            raise Unsupported("tf32 is a tensor-core mode of NVIDIA GPUs; this CPU computes float32 as fp32")
+
+    def int8_gemm_shape(self, m: int, n: int, k: int) -> tuple[int, int, int, dict[str, int]]:
+        """Device limits of torch._int_mm beyond DeepBench's padding to 4 (none on CPU)."""
+        return m, n, k, {}
+
+    def synchronize(self) -> None:
+        if self.is_cuda:
+            torch.cuda.synchronize(self.device)

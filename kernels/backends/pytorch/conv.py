@@ -1,0 +1,118 @@
+"""Convolution on PyTorch (oneDNN on CPU, cuDNN on CUDA): forward, backward-data and
+backward-filter, each a separate library call timed separately (aten::convolution_backward with
+one output mask bit set computes only that gradient).
+
+The check samples output elements at random and recomputes each exactly in float64 from its
+definition (a dot product over the receptive field), independent of the library under test."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from ...catalog import ConvKernel
+from ...precision import Precision
+from ...results import Check
+from ..base import Prepared, TimedPart, Unsupported
+from .checks import verdict
+from .context import TorchContext
+
+CHECK_POINTS = 48
+DILATION = [1, 1]
+OUTPUT_PADDING = [0, 0]
+GROUPS = 1
+
+
+def prepare(ctx: TorchContext, kernel: ConvKernel, precision: Precision) -> Prepared:
+    if precision in (Precision.INT8, Precision.FP8):
+        raise Unsupported(f"PyTorch has no {precision.value} convolution with 32-bit accumulate and output "
+                          "(its quantized convolution requantizes to 8 bits); run fp32, fp16 or bf16")
+    dtype = ctx.dtype(precision)
+    kk = kernel
+    stride, pad = [kk.stride_h, kk.stride_w], [kk.pad_h, kk.pad_w]
+    x = ctx.random((kk.n, kk.c, kk.h, kk.w), dtype)
+    w = ctx.random((kk.k, kk.c, kk.r, kk.s), dtype, scale=(kk.c * kk.r * kk.s) ** -0.5)
+    dy = ctx.random((kk.n, kk.k, kk.out_h, kk.out_w), dtype)
+    out: dict[str, torch.Tensor] = {}
+
+    def fwd() -> None:
+        out["y"] = torch.ops.aten.convolution(x, w, None, stride, pad, DILATION, False, OUTPUT_PADDING, GROUPS)
+
+    def bwd_data() -> None:
+        out["dx"] = torch.ops.aten.convolution_backward(dy, x, w, None, stride, pad, DILATION, False,
+                                                        OUTPUT_PADDING, GROUPS, [True, False, False])[0]
+
+    def bwd_filter() -> None:
+        out["dw"] = torch.ops.aten.convolution_backward(dy, x, w, None, stride, pad, DILATION, False,
+                                                        OUTPUT_PADDING, GROUPS, [False, True, False])[1]
+
+    sampler = _Sampler(ctx, kernel, x, w, dy)
+    parts = [
+        TimedPart("fwd", fwd, lambda: sampler.check_fwd(out["y"], precision), kernel.flops("fwd"),
+                  kernel.min_bytes("fwd", precision)),
+        TimedPart("bwd_data", bwd_data, lambda: sampler.check_bwd_data(out["dx"], precision),
+                  kernel.flops("bwd_data"), kernel.min_bytes("bwd_data", precision)),
+        TimedPart("bwd_filter", bwd_filter, lambda: sampler.check_bwd_filter(out["dw"], precision),
+                  kernel.flops("bwd_filter"), kernel.min_bytes("bwd_filter", precision)),
+    ]
+    return Prepared(parts=parts)
+
+
+class _Sampler:
+    """Exact float64 values of randomly chosen output elements, from the definition."""
+
+    def __init__(self, ctx: TorchContext, kk: ConvKernel, x: torch.Tensor, w: torch.Tensor, dy: torch.Tensor) -> None:
+        self.kk, self.ctx = kk, ctx
+        self.xp = F.pad(x.double(), (kk.pad_w, kk.pad_w, kk.pad_h, kk.pad_h))
+        self.w, self.dy = w.double(), dy.double()
+
+    def _points(self, *sizes: int) -> list[tuple[int, ...]]:
+        cols = [torch.randint(0, s, (CHECK_POINTS,), generator=self.ctx.generator, device=self.ctx.device).tolist()
+                for s in sizes]
+        return list(zip(*cols))
+
+    def check_fwd(self, y: torch.Tensor, precision: Precision) -> Check:
+        kk = self.kk
+        got, ref = [], []
+        for n, k, oh, ow in self._points(kk.n, kk.k, kk.out_h, kk.out_w):
+            h0, w0 = oh * kk.stride_h, ow * kk.stride_w
+            patch = self.xp[n, :, h0:h0 + kk.r, w0:w0 + kk.s]
+            ref.append((patch * self.w[k]).sum())
+            got.append(y[n, k, oh, ow])
+        return _compare(got, ref, precision, "sampled-fp64")
+
+    def check_bwd_filter(self, dw: torch.Tensor, precision: Precision) -> Check:
+        kk = self.kk
+        got, ref = [], []
+        oh_end, ow_end = kk.stride_h * (kk.out_h - 1) + 1, kk.stride_w * (kk.out_w - 1) + 1
+        for k, c, r, s in self._points(kk.k, kk.c, kk.r, kk.s):
+            window = self.xp[:, c, r:r + oh_end:kk.stride_h, s:s + ow_end:kk.stride_w]
+            ref.append((window * self.dy[:, k]).sum())
+            got.append(dw[k, c, r, s])
+        return _compare(got, ref, precision, "sampled-fp64")
+
+    def check_bwd_data(self, dx: torch.Tensor, precision: Precision) -> Check:
+        kk = self.kk
+        got, ref = [], []
+        for n, c, ih, iw in self._points(kk.n, kk.c, kk.h, kk.w):
+            total = torch.zeros((), dtype=torch.float64, device=self.dy.device)
+            for r in range(kk.r):
+                num_h = ih + kk.pad_h - r
+                if num_h % kk.stride_h or not 0 <= num_h // kk.stride_h < kk.out_h:
+                    continue
+                for s in range(kk.s):
+                    num_w = iw + kk.pad_w - s
+                    if num_w % kk.stride_w or not 0 <= num_w // kk.stride_w < kk.out_w:
+                        continue
+                    total = total + (self.dy[n, :, num_h // kk.stride_h, num_w // kk.stride_w] * self.w[:, c, r, s]).sum()
+            ref.append(total)
+            got.append(dx[n, c, ih, iw])
+        return _compare(got, ref, precision, "sampled-fp64")
+
+
+def _compare(got: list[torch.Tensor], ref: list[torch.Tensor], precision: Precision, method: str) -> Check:
+    from .checks import relative_error
+
+    g = torch.stack([t.double() for t in got])
+    r = torch.stack(ref)
+    return verdict(relative_error(g, r), precision, method, f"{len(got)} random elements")

@@ -1,0 +1,71 @@
+"""Dense GEMM on PyTorch (MKL/oneDNN on CPU, cuBLAS/cuBLASLt on CUDA).
+
+DeepBench's problem is column-major C (m x n) = op(A) op(B). PyTorch is row-major and hands the
+BLAS the transposed problem, so we lay the operands out such that the library call it makes is
+exactly DeepBench's (transa, transb, m, n, k):
+
+    out (n x m, row-major)  =  X (n x k)  @  Y (k x m)      i.e.  C = A B in column-major,
+
+with Y standing for A and X for B: a column-major m x k A (lda = m) is the same memory as a
+row-major k x m tensor, and a transposed A (stored k x m column-major) is a row-major m x k
+tensor seen through .t(), which the library receives as transa = T. Likewise for B.
+`tests/benchmarks/` shows the call with cuBLAS's own logging.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ...catalog import GemmKernel
+from ...precision import Precision
+from ..base import Prepared, TimedPart, Unsupported
+from .checks import check_matmul
+from .context import TorchContext
+
+INT8_MULTIPLE = 4  # DeepBench pads int8 GEMM dimensions to multiples of 4
+
+
+def pad_to(value: int, multiple: int) -> int:
+    return -(-value // multiple) * multiple
+
+
+def operands(ctx: TorchContext, m: int, n: int, k: int, a_t: bool, b_t: bool, dtype: torch.dtype
+             ) -> tuple[torch.Tensor, torch.Tensor]:
+    """(X, Y) with X @ Y = B^T-as-rows @ A-as-rows, so the BLAS sees DeepBench's problem."""
+    a_store = ctx.random((m, k) if a_t else (k, m), dtype)
+    b_store = ctx.random((k, n) if b_t else (n, k), dtype)
+    y = a_store.t() if a_t else a_store
+    x = b_store.t() if b_t else b_store
+    return x, y
+
+
+def prepare(ctx: TorchContext, kernel: GemmKernel, precision: Precision) -> Prepared:
+    m, n, k = kernel.m, kernel.n, kernel.k
+    padding: dict[str, int] = {}
+    if precision is Precision.INT8:
+        m, n, k = (pad_to(v, INT8_MULTIPLE) for v in (m, n, k))
+        padding = {name: v for name, v, orig in (("m", m, kernel.m), ("n", n, kernel.n), ("k", k, kernel.k)) if v != orig}
+        m, n, k, extra = ctx.int8_gemm_shape(m, n, k)
+        padding.update(extra)
+    dtype = ctx.dtype(precision)
+    x, y = operands(ctx, m, n, k, kernel.a_t, kernel.b_t, dtype)
+    if precision is Precision.INT8:
+        out = torch.empty((n, m), dtype=torch.int32, device=ctx.device)
+
+        def run() -> None:
+            torch._int_mm(x, y, out=out)
+    elif precision is Precision.FP8:
+        raise Unsupported("fp8 GEMM is not implemented by the torch backend on this device")
+    else:
+        out = torch.empty((n, m), dtype=dtype, device=ctx.device)
+
+        def run() -> None:
+            torch.mm(x, y, out=out)
+
+    part = TimedPart(
+        direction="fwd", run=run, check=lambda: check_matmul(out, x, y, precision, ctx.generator),
+        flops=kernel.flops(), min_bytes=kernel.min_bytes("fwd", precision),
+        info={"blas_call": {"transa": "T" if kernel.a_t else "N", "transb": "T" if kernel.b_t else "N",
+                            "m": m, "n": n, "k": k}},
+    )
+    return Prepared(parts=[part], padding=padding)

@@ -1,0 +1,100 @@
+"""Recurrent layers on PyTorch, following DeepBench's rules on what is timed.
+
+The input projection W x_t + b for all t is computed once, before timing (it is one large GEMM
+outside the recurrence), and the timed forward is the recurrence alone: per step one GEMM
+h_{t-1} R^T through the BLAS (addmm) and the cell's element-wise gates. The timed backward is
+back-propagation through time for the recurrent weights: dR and the dh recursion, but no
+gradient for the inputs (the projections do not require grad), as DeepBench's backward computes
+weight gradients, not input gradients.
+
+Cells: vanilla h = relu(p + R h); LSTM without peepholes (gates i, f, g, o); GRU in cuDNN's
+form, where the reset gate multiplies (R_n h + b_n).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ...catalog import RnnKernel
+from ...precision import Precision
+from ...results import Check
+from ..base import Prepared, TimedPart, Unsupported
+from .checks import relative_error, verdict
+from .context import TorchContext
+
+GATES = {"vanilla": 1, "lstm": 4, "gru": 3}
+
+
+def recurrence(cell: str, proj: torch.Tensor, r_t: torch.Tensor, b_n: torch.Tensor, h0: torch.Tensor
+               ) -> torch.Tensor:
+    """All hidden states (T, N, H) from input projections `proj` (T, N, G*H), R^T (H, G*H) and
+    a random initial state h0 (N, H) (also the LSTM's initial cell state): with a zero h0 the
+    weight gradient of a one-step layer would be zero and its check could not fail."""
+    steps = proj.shape[0]
+    h, c = h0, h0
+    outs = []
+    for t in range(steps):
+        if cell == "vanilla":
+            h = torch.relu(torch.addmm(proj[t], h, r_t))
+        elif cell == "lstm":
+            gates = torch.addmm(proj[t], h, r_t)
+            i, f, g, o = gates.chunk(4, dim=1)
+            c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+            h = torch.sigmoid(o) * torch.tanh(c)
+        else:  # gru
+            rec = torch.mm(h, r_t)
+            p_r, p_z, p_n = proj[t].chunk(3, dim=1)
+            h_r, h_z, h_n = rec.chunk(3, dim=1)
+            reset = torch.sigmoid(p_r + h_r)
+            update = torch.sigmoid(p_z + h_z)
+            new = torch.tanh(p_n + reset * (h_n + b_n))
+            h = (1 - update) * new + update * h
+        outs.append(h)
+    return torch.stack(outs)
+
+
+def prepare(ctx: TorchContext, kernel: RnnKernel, precision: Precision) -> Prepared:
+    if precision in (Precision.INT8, Precision.FP8):
+        raise Unsupported(f"PyTorch has no {precision.value} recurrent layer with 32-bit accumulate")
+    dtype = ctx.dtype(precision)
+    hid, gates = kernel.hidden, GATES[kernel.cell]
+    proj = ctx.random((kernel.timesteps, kernel.batch, gates * hid), dtype)
+    r_t = ctx.random((hid, gates * hid), dtype, scale=hid ** -0.5).requires_grad_(True)
+    b_n = ctx.random((hid,), dtype)
+    d_h = ctx.random((kernel.timesteps, kernel.batch, hid), dtype)
+    h0 = ctx.random((kernel.batch, hid), dtype)
+    state: dict[str, torch.Tensor] = {}
+
+    def fwd() -> None:
+        with torch.no_grad():
+            state["h"] = recurrence(kernel.cell, proj, r_t, b_n, h0)
+
+    graph: dict[str, torch.Tensor] = {}
+
+    def bwd() -> None:
+        if "h" not in graph:
+            graph["h"] = recurrence(kernel.cell, proj, r_t, b_n, h0)
+        (state["dr"],) = torch.autograd.grad(graph["h"], r_t, d_h, retain_graph=True)
+
+    reference: dict[str, torch.Tensor] = {}
+
+    def ref() -> tuple[torch.Tensor, torch.Tensor]:
+        if not reference:
+            r64 = r_t.detach().double().requires_grad_(True)
+            h64 = recurrence(kernel.cell, proj.double(), r64, b_n.double(), h0.double())
+            (dr64,) = torch.autograd.grad(h64, r64, d_h.double())
+            reference.update(h=h64.detach(), dr=dr64)
+        return reference["h"], reference["dr"]
+
+    def check_fwd() -> Check:
+        return verdict(relative_error(state["h"], ref()[0]), precision, "reference-fp64")
+
+    def check_bwd() -> Check:
+        return verdict(relative_error(state["dr"], ref()[1]), precision, "reference-fp64")
+
+    parts = [
+        TimedPart("fwd", fwd, check_fwd, kernel.flops("fwd"), kernel.min_bytes("fwd", precision), capturable=True),
+        TimedPart("bwd", bwd, check_bwd, kernel.flops("bwd"), kernel.min_bytes("bwd", precision), capturable=False),
+    ]
+    return Prepared(parts=parts, info={"input_projection_timed": False, "input_gradient_timed": False,
+                                       "implementation": "per-step addmm (BLAS) + element-wise gates"})

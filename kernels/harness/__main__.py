@@ -1,0 +1,86 @@
+"""The harness: `python -m deepbench.kernels.harness PLAN OUTDIR`.
+
+Runs inside the platform's container (or in a subprocess with --local). Reads the plan, skips
+items already in OUTDIR/results.jsonl (so a restarted or resumed run continues), appends one
+result per kernel as soon as it is measured, prints one JSON event per line on stdout for the
+host's progress display, and writes the run record at the end. SIGINT or SIGTERM stops after
+the record is written: every finished kernel is kept.
+
+Exit status: 0 complete, 130 interrupted, 3 the backend cannot load on this machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..backends import load_backend
+from ..results import RESULTS_FILE, Plan, append_result, read_results, utcnow
+from .execute import run_item
+from .faults import maybe_inject
+from .facts import host_facts
+from .record import build_record, write_facts, write_record
+
+EXIT_INTERRUPTED = 130
+EXIT_BACKEND_UNAVAILABLE = 3
+
+
+def emit(event: str, **fields: Any) -> None:
+    print(json.dumps({"event": event, **fields}), flush=True)
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m deepbench.kernels.harness", description=__doc__)
+    parser.add_argument("plan", type=Path)
+    parser.add_argument("outdir", type=Path)
+    args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, _interrupt)
+
+    plan = Plan.model_validate_json(args.plan.read_text())
+    outdir: Path = args.outdir
+    outdir.mkdir(parents=True, exist_ok=True)
+    started = utcnow()
+    try:
+        backend = load_backend(plan.backend, plan.settings)
+    except (ImportError, RuntimeError) as exc:
+        emit("error", message=f"backend '{plan.backend}' cannot run here: {exc}")
+        return EXIT_BACKEND_UNAVAILABLE
+    facts = {"host": host_facts(), "device": backend.device_facts(), "software": backend.library_versions()}
+    emit("facts", device=facts["device"].get("name", ""))
+    try:
+        facts["ceilings"] = backend.ceilings()
+    except Exception as exc:  # noqa: BLE001 - ceilings are optional; say why they are missing
+        facts["ceilings"] = {}
+        facts["device"]["ceilings_error"] = str(exc)
+    write_facts(outdir, facts)
+
+    results_path = outdir / RESULTS_FILE
+    done = {r.id for r in read_results(results_path)}
+    todo = [item for item in plan.items if item.id not in done]
+    state = "complete"
+    try:
+        for i, item in enumerate(todo):
+            emit("start", id=item.id, index=len(done) + i, total=len(plan.items))
+            maybe_inject(item.id)
+            result = run_item(backend, item, plan.settings)
+            append_result(results_path, result)
+            emit("done", id=item.id, status=result.status.value,
+                 median_us=result.time_us.median if result.time_us else None, reason=result.reason[:200])
+    except KeyboardInterrupt:
+        state = "interrupted"
+    record = build_record(plan, outdir, state, started, facts)
+    write_record(outdir, record)
+    emit("end", state=record.state)
+    return EXIT_INTERRUPTED if state == "interrupted" else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

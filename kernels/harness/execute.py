@@ -1,0 +1,86 @@
+"""Run one plan item: prepare, warm up, measure each direction, check, and build the result.
+
+A kernel that fails its check reports the failure, not a time; any exception becomes a
+`failed` result with its reason, so one bad kernel never stops a run."""
+
+from __future__ import annotations
+
+import traceback
+from typing import Any
+
+from ..backends.base import Backend, Unsupported
+from ..precision import PRECISIONS, Precision
+from ..results import KernelResult, PartResult, PlanItem, Settings, Status, TimeStats, utcnow
+from ..timing.stopping import CONVERGED, StopRule
+
+NOISY_REL_IQR = 0.10  # flag a kernel whose interquartile range exceeds 10% of its median
+US_PER_S = 1e6
+
+
+def stop_rule(settings: Settings) -> StopRule:
+    return StopRule(settings.target_rel_precision, settings.min_samples, settings.max_samples, settings.time_cap_s)
+
+
+def _base(item: PlanItem, backend: Backend, started: Any) -> dict[str, Any]:
+    return dict(id=item.id, kernel=item.kernel, precision=PRECISIONS[Precision(item.precision)],
+                backend=backend.name, library=backend.library_versions(), started_at=started)
+
+
+def run_item(backend: Backend, item: PlanItem, settings: Settings) -> KernelResult:
+    started = utcnow()
+    base = _base(item, backend, started)
+    precision = Precision(item.precision)
+    rule = stop_rule(settings)
+    try:
+        prepared = backend.prepare(item.kernel, precision)
+        parts: list[PartResult] = []
+        for part in prepared.parts:
+            part.run()  # first call: warm-up, library handle and algorithm selection
+            measurement = backend.measure(part.run, rule, part)
+            check = part.check()  # the outputs the last timed call wrote
+            if not check.passed:
+                return KernelResult(**base, status=Status.FAILED, check=check, padding=prepared.padding,
+                                    reason=f"{part.direction}: check failed ({check.method}: error {check.error} "
+                                           f"> tolerance {check.tolerance}) {check.detail}".strip(),
+                                    ended_at=utcnow())
+            seconds = measurement.stats.median / US_PER_S
+            parts.append(PartResult(
+                direction=part.direction, measurement=measurement, flops=part.flops, min_bytes=part.min_bytes,
+                check=check, tflops=part.flops / seconds / 1e12 if part.flops else None,
+                gbps=part.min_bytes / seconds / 1e9, info=part.info))
+        info = dict(prepared.info)
+        if prepared.after is not None:
+            info.update(prepared.after(backend, rule))
+        return finish(base, parts, prepared.padding, info)
+    except Unsupported as exc:
+        return KernelResult(**base, status=Status.UNSUPPORTED, reason=str(exc), ended_at=utcnow())
+    except MemoryError:
+        return KernelResult(**base, status=Status.FAILED, reason="out of host memory", ended_at=utcnow())
+    except Exception as exc:  # noqa: BLE001 - any library error becomes this kernel's failure
+        reason = f"{type(exc).__name__}: {exc}".strip()
+        if "out of memory" in reason.lower():
+            reason = f"out of device memory: {reason}"
+        return KernelResult(**base, status=Status.FAILED, reason=reason[:2000],
+                            info={"traceback": traceback.format_exc(limit=6)[-4000:]}, ended_at=utcnow())
+    finally:
+        backend.release()
+
+
+def finish(base: dict[str, Any], parts: list[PartResult], padding: dict[str, int], info: dict[str, Any]
+           ) -> KernelResult:
+    total = TimeStats.total(p.measurement.stats for p in parts)
+    seconds = total.median / US_PER_S
+    flops = sum(p.flops for p in parts)
+    flags = []
+    if any(p.measurement.stop_reason != CONVERGED for p in parts):
+        flags.append("unconverged")
+    if any(p.measurement.stats.rel_iqr > NOISY_REL_IQR for p in parts):
+        flags.append("noisy")
+    if any(p.measurement.discarded for p in parts):
+        flags.append("throttled")
+    if "dense_time_us" in info:
+        info["speedup_vs_dense"] = info["dense_time_us"]["median"] / total.median
+    worst = max(parts, key=lambda p: p.check.error or 0.0).check
+    return KernelResult(**base, status=Status.OK, time_us=total, tflops=flops / seconds / 1e12 if flops else None,
+                        gbps=sum(p.min_bytes for p in parts) / seconds / 1e9, check=worst, parts=tuple(parts),
+                        padding=padding, flags=tuple(flags), info=info, ended_at=utcnow())

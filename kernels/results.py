@@ -1,0 +1,283 @@
+"""The result model: plans, per-kernel results and run records, as immutable pydantic models.
+
+Host and harness speak through files, not Python objects: the runner writes a `Plan` (JSON),
+the harness writes one `KernelResult` per line to `results.jsonl` as soon as a kernel is
+measured and a `RunRecord` at the end, and the host validates all of them with these models.
+
+Like torch.utils.benchmark's Measurement and pyperf's Run, a `Measurement` keeps its raw samples
+and carries statistics derived from them; the validator re-derives the statistics, so a record
+whose figures were edited without its samples fails to load.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from datetime import datetime, timezone
+from enum import Enum
+from pathlib import Path
+from typing import Any, Iterable, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .catalog import AnyKernel
+from .precision import PrecisionInfo
+
+RESULT_SCHEMA = "deepbench.result/1"
+RUN_SCHEMA = "deepbench.run/1"
+PLAN_SCHEMA = "deepbench.plan/1"
+# Relative slack when re-deriving statistics from samples (JSON round-trips floats exactly,
+# so this only absorbs summation order).
+STATS_RTOL = 1e-9
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Status(str, Enum):
+    OK = "ok"
+    UNSUPPORTED = "unsupported"
+    FAILED = "failed"
+    TIMEOUT = "timeout"
+
+
+class TimeStats(Frozen):
+    """Order statistics of per-call times in microseconds."""
+
+    median: float
+    min: float
+    max: float
+    mean: float
+    p25: float
+    p75: float
+    n: int = Field(ge=1)
+
+    @property
+    def rel_iqr(self) -> float:
+        """Interquartile range over the median: the noise figure reports show."""
+        return (self.p75 - self.p25) / self.median if self.median > 0 else math.inf
+
+    @classmethod
+    def of(cls, samples: Iterable[float]) -> "TimeStats":
+        xs = sorted(samples)
+        if not xs:
+            raise ValueError("no samples")
+        q = statistics.quantiles(xs, n=4, method="inclusive") if len(xs) > 1 else [xs[0]] * 3
+        return cls(median=statistics.median(xs), min=xs[0], max=xs[-1], mean=statistics.fmean(xs),
+                   p25=q[0], p75=q[2], n=len(xs))
+
+    @classmethod
+    def total(cls, parts: Iterable["TimeStats"]) -> "TimeStats":
+        """The kernel's total over its directions: each statistic summed (medians of the
+        parts, not the median of a sum: the directions are measured separately)."""
+        ps = list(parts)
+        return cls(median=sum(p.median for p in ps), min=sum(p.min for p in ps), max=sum(p.max for p in ps),
+                   mean=sum(p.mean for p in ps), p25=sum(p.p25 for p in ps), p75=sum(p.p75 for p in ps),
+                   n=min(p.n for p in ps))
+
+    def close_to(self, other: "TimeStats") -> bool:
+        return self.n == other.n and all(
+            math.isclose(getattr(self, f), getattr(other, f), rel_tol=STATS_RTOL, abs_tol=1e-12)
+            for f in ("median", "min", "max", "mean", "p25", "p75"))
+
+
+class Measurement(Frozen):
+    """Raw samples of one timed direction and how they were taken.
+
+    Each sample is the mean time of one call over `calls_per_sample` back-to-back calls (a CUDA
+    graph replay of that many unrolled calls on a GPU, a timed loop on a CPU)."""
+
+    method: str = Field(description="timer that made the samples, e.g. cpu-perf-counter, cuda-graph-events")
+    samples_us: tuple[float, ...] = Field(min_length=1)
+    calls_per_sample: int = Field(ge=1)
+    warmup_calls: int = Field(ge=0)
+    stop_reason: str = Field(description="converged, time-cap or max-samples")
+    target_rel_precision: float
+    stats: TimeStats
+    discarded: int = Field(0, ge=0, description="samples dropped (e.g. taken while throttled)")
+    clocks_mhz: tuple[float, ...] = Field((), description="SM clock read beside the samples, where readable")
+
+    @model_validator(mode="after")
+    def _stats_match_samples(self) -> "Measurement":
+        if not self.stats.close_to(TimeStats.of(self.samples_us)):
+            raise ValueError("stats do not match samples_us")
+        return self
+
+    @classmethod
+    def of(cls, samples_us: Iterable[float], **kw: Any) -> "Measurement":
+        xs = tuple(float(x) for x in samples_us)
+        return cls(samples_us=xs, stats=TimeStats.of(xs), **kw)
+
+    @property
+    def converged(self) -> bool:
+        return self.stop_reason == "converged"
+
+
+class Check(Frozen):
+    """Correctness of the outputs the timed call produced."""
+
+    passed: bool
+    method: str = Field(description="reference-fp64, freivalds, exact-int, exact-sum ...")
+    error: float | None = Field(None, description="relative Frobenius-norm error (NaN is never passed)")
+    tolerance: float
+    detail: str = ""
+
+
+class PartResult(Frozen):
+    """One timed direction of a kernel (GEMM has one; conv fwd/bwd_data/bwd_filter; RNN fwd/bwd)."""
+
+    direction: str
+    measurement: Measurement
+    flops: float
+    min_bytes: float
+    check: Check
+    tflops: float | None = None
+    gbps: float | None = None
+    info: dict[str, Any] = Field(default_factory=dict, description="library facts: algorithm chosen, engine ...")
+
+
+class KernelResult(Frozen):
+    """One kernel in one precision on one backend: the record the harness streams per line."""
+
+    schema_version: Literal["deepbench.result/1"] = RESULT_SCHEMA
+    id: str = Field(description="op/set/index/precision/backend, unique within a run")
+    kernel: AnyKernel
+    precision: PrecisionInfo
+    backend: str
+    library: dict[str, str] = Field(default_factory=dict, description="versions of the native libraries used")
+    status: Status
+    reason: str = ""
+    time_us: TimeStats | None = None
+    tflops: float | None = None
+    gbps: float | None = None
+    check: Check | None = None
+    parts: tuple[PartResult, ...] = ()
+    padding: dict[str, int] = Field(default_factory=dict, description="dimensions padded, e.g. int8 to 4")
+    flags: tuple[str, ...] = ()
+    info: dict[str, Any] = Field(default_factory=dict)
+    started_at: datetime
+    ended_at: datetime
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "KernelResult":
+        if self.status is Status.OK:
+            if not self.parts or self.time_us is None or self.check is None:
+                raise ValueError("an ok result needs parts, time_us and check")
+            if not all(p.check.passed for p in self.parts):
+                raise ValueError("an ok result cannot hold a failed check")
+            if not self.time_us.close_to(TimeStats.total(p.measurement.stats for p in self.parts)):
+                raise ValueError("time_us does not match the parts' measurements")
+        elif not self.reason:
+            raise ValueError(f"a {self.status.value} result needs a reason")
+        return self
+
+    @property
+    def op(self) -> str:
+        return self.kernel.op
+
+    @property
+    def set(self) -> str:
+        return self.kernel.set
+
+    @property
+    def params(self) -> dict:
+        return self.kernel.params()
+
+
+class Settings(Frozen):
+    """How kernels are measured: user tunables, recorded in every plan and run."""
+
+    mode: Literal["fast", "default", "rigorous"] = "default"
+    target_rel_precision: float = Field(0.01, gt=0, description="stop when the median's 95% CI half-width is below this")
+    min_samples: int = Field(5, ge=1)
+    max_samples: int = Field(1000, ge=1)
+    time_cap_s: float = Field(1.0, gt=0, description="per direction, after calibration")
+    min_sample_s: float = Field(0.001, gt=0, description="calibrate calls per sample to at least this long")
+    kernel_timeout_s: float = Field(600.0, gt=0, description="a kernel still running after this is killed: timeout")
+    threads: int | None = Field(None, description="CPU threads (None: all cores)")
+    seed: int = 0
+    device: str = "cpu"
+    cold: bool = Field(False, description="flush caches before every call (GPU)")
+    verify_timing: bool = Field(False, description="cross-check timings with the profiler (GPU)")
+
+
+class PlanItem(Frozen):
+    kernel: AnyKernel
+    precision: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.kernel.id}/{self.precision}"
+
+
+class Plan(Frozen):
+    """What the harness must run: written by the runner, read by the harness."""
+
+    schema_version: Literal["deepbench.plan/1"] = PLAN_SCHEMA
+    run_id: str
+    suite: str
+    platform: str
+    backend: str
+    settings: Settings
+    items: tuple[PlanItem, ...]
+    command: str = ""
+
+
+class RunRecord(Frozen):
+    """The whole run, written at the end (also after an interruption)."""
+
+    schema_version: Literal["deepbench.run/1"] = RUN_SCHEMA
+    run_id: str
+    tool_version: str
+    suite: str
+    platform: str
+    backend: str
+    settings: Settings
+    command: str = ""
+    state: Literal["complete", "interrupted", "failed"]
+    planned: int
+    counts: dict[str, int] = Field(default_factory=dict, description="results per status")
+    device: dict[str, Any] = Field(default_factory=dict)
+    host: dict[str, Any] = Field(default_factory=dict)
+    software: dict[str, str] = Field(default_factory=dict)
+    ceilings: dict[str, float] = Field(default_factory=dict, description="measured peaks: tflops_<precision>, gbps_copy")
+    provenance: dict[str, Any] = Field(default_factory=dict)
+    started_at: datetime
+    ended_at: datetime
+
+
+# ----- files -------------------------------------------------------------------------------
+RESULTS_FILE = "results.jsonl"
+RUN_FILE = "run.json"
+PLAN_FILE = "plan.json"
+
+
+def read_results(path: Path) -> list[KernelResult]:
+    """Validate every line of a results.jsonl; a truncated last line (a kill mid-write) is dropped."""
+    out = []
+    lines = path.read_text().splitlines() if path.exists() else []
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            out.append(KernelResult.model_validate_json(line))
+        except ValueError:
+            if i == len(lines) - 1:
+                break
+            raise
+    return out
+
+
+def append_result(path: Path, result: KernelResult) -> None:
+    """Append one record and force it to disk: an interruption never loses a finished kernel."""
+    import os
+
+    with path.open("a") as f:
+        f.write(result.model_dump_json() + "\n")
+        f.flush()
+        os.fsync(f.fileno())

@@ -1,0 +1,118 @@
+"""Suites (which kernels) and selection (which of them, by operation, parameters, count).
+
+`train`, `inference-server` and `inference-device` are exactly DeepBench's sets; `smoke` is a
+handful of real DeepBench kernels small enough for a CPU in seconds (data/smoke.json).
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+import re
+from dataclasses import dataclass
+from importlib import resources
+from typing import Callable, Sequence
+
+from .catalog import KERNEL_CLASSES, OPS, Kernel, by_id, catalog
+
+SUITES: dict[str, str | None] = {
+    "train": "train",
+    "inference-server": "inference_server",
+    "inference-device": "inference_device",
+    "smoke": None,
+}
+
+
+class SelectionError(ValueError):
+    """A user's selection is malformed; the message names the valid choices."""
+
+
+def suite_kernels(suite: str) -> list[Kernel]:
+    if suite not in SUITES:
+        raise SelectionError(f"unknown suite '{suite}' (choose from: {', '.join(SUITES)})")
+    if suite == "smoke":
+        data = json.loads(resources.files(__package__).joinpath("data", "smoke.json").read_text())
+        return [by_id()[i] for i in data["kernels"]]
+    return [k for k in catalog() if k.set == SUITES[suite]]
+
+
+def parse_ops(text: str | None) -> list[str] | None:
+    if not text:
+        return None
+    ops = [o.strip() for o in text.split(",") if o.strip()]
+    for o in ops:
+        if o not in OPS:
+            raise SelectionError(f"unknown operation '{o}' (choose from: {', '.join(OPS)})")
+    return ops
+
+
+_COMPARATORS: dict[str, Callable[[object, object], bool]] = {
+    "<=": operator.le, ">=": operator.ge, "!=": operator.ne, "=": operator.eq, "<": operator.lt, ">": operator.gt,
+}
+_WHERE = re.compile(r"^\s*([a-z_]+)\s*(<=|>=|!=|=|<|>)\s*(\S+)\s*$")
+
+
+@dataclass(frozen=True)
+class Condition:
+    field: str
+    op: str
+    value: str
+
+    def matches(self, kernel: Kernel) -> bool:
+        if self.field not in kernel.FIELDS and self.field != "application":
+            return False
+        actual = getattr(kernel, self.field)
+        return _COMPARATORS[self.op](actual, _coerce(actual, self.value))
+
+
+def _coerce(actual: object, text: str) -> object:
+    if isinstance(actual, bool):
+        return text.lower() in ("1", "true", "t", "yes")
+    if isinstance(actual, int):
+        return int(text)
+    if isinstance(actual, float):
+        return float(text)
+    return text
+
+
+def parse_where(clauses: Sequence[str] | None) -> list[Condition]:
+    """`m=1760`, `cell=lstm`, `n<=64`, several per clause separated by commas."""
+    fields = sorted({f for cls in KERNEL_CLASSES.values() for f in cls.FIELDS} | {"application"})
+    out = []
+    for clause in clauses or ():
+        for part in clause.split(","):
+            m = _WHERE.match(part)
+            if not m:
+                raise SelectionError(f"malformed filter '{part}' (expected FIELD=VALUE, or <, <=, >, >=, !=)")
+            field, op, value = m.groups()
+            if field not in fields:
+                raise SelectionError(f"unknown field '{field}' in filter (choose from: {', '.join(fields)})")
+            cond = Condition(field, op, value)
+            for cls in KERNEL_CLASSES.values():
+                if field in cls.FIELDS:
+                    sample = {"a_t": False, "b_t": False, "sparsity": 0.0, "cell": ""}.get(field, 0)
+                    try:
+                        _coerce(sample, value)
+                    except ValueError:
+                        raise SelectionError(f"bad value '{value}' for field '{field}' in filter") from None
+            out.append(cond)
+    return out
+
+
+def select(suite: str, ops: Sequence[str] | None = None, where: Sequence[Condition] = (),
+           limit: int | None = None) -> list[Kernel]:
+    """The suite's kernels, kept in DeepBench's order; `where` keeps kernels matching every
+    condition (a condition on a field an operation lacks excludes that operation's kernels);
+    `limit` keeps the first N per operation."""
+    if limit is not None and limit < 1:
+        raise SelectionError("--limit must be at least 1")
+    chosen = [k for k in suite_kernels(suite) if (ops is None or k.op in ops) and all(c.matches(k) for c in where)]
+    if limit is None:
+        return chosen
+    seen: dict[str, int] = {}
+    out = []
+    for k in chosen:
+        seen[k.op] = seen.get(k.op, 0) + 1
+        if seen[k.op] <= limit:
+            out.append(k)
+    return out

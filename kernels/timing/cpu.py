@@ -1,0 +1,53 @@
+"""Host-clock timing for CPU work: warm-up, calibrated calls per sample, adaptive repeats.
+
+A sample is a loop of `calls` back-to-back calls timed with time.perf_counter_ns; calibration
+picks `calls` so that one sample lasts at least `min_sample_s`, which keeps the clock's
+resolution and the loop's own overhead far below the kernel's time (pyperf's approach)."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Callable
+
+from ..results import Measurement
+from .stopping import StopRule
+
+METHOD = "cpu-perf-counter"
+MAX_CALLS_PER_SAMPLE = 1 << 20
+NS_PER_US = 1_000.0
+
+
+def _time_calls(fn: Callable[[], object], calls: int) -> float:
+    """Seconds for `calls` back-to-back calls."""
+    t0 = time.perf_counter_ns()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter_ns() - t0) / 1e9
+
+
+def calibrate(fn: Callable[[], object], min_sample_s: float) -> tuple[int, int]:
+    """(calls per sample, calls made while calibrating). Doubles until a loop lasts long enough."""
+    calls, made = 1, 0
+    while True:
+        elapsed = _time_calls(fn, calls)
+        made += calls
+        if elapsed >= min_sample_s or calls >= MAX_CALLS_PER_SAMPLE:
+            break
+        # Jump close to the target, at least doubling.
+        calls = min(MAX_CALLS_PER_SAMPLE, max(2 * calls, math.ceil(calls * min_sample_s / max(elapsed, 1e-9))))
+    return calls, made
+
+
+def measure(fn: Callable[[], object], rule: StopRule, min_sample_s: float) -> Measurement:
+    """Warm up (the calibration calls), then take samples until the rule says stop."""
+    calls, warmup = calibrate(fn, min_sample_s)
+    samples: list[float] = []
+    start = time.perf_counter()
+    while True:
+        samples.append(_time_calls(fn, calls) / calls * 1e6)
+        reason = rule.decide(samples, time.perf_counter() - start)
+        if reason:
+            break
+    return Measurement.of(samples, method=METHOD, calls_per_sample=calls, warmup_calls=warmup,
+                          stop_reason=reason, target_rel_precision=rule.target_rel_precision)

@@ -1,0 +1,53 @@
+"""When to stop taking samples: relative noise reached, a time cap, or a sample cap.
+
+The noise criterion is the half-width of the ~95% confidence interval of the median, taken from
+the box-plot notch (McGill, Tukey and Larsen 1978): 1.57 * IQR / sqrt(n). Divided by the median
+it is the relative precision of the figure we report; it shrinks as samples accumulate, so a
+noisy kernel still converges given time, and the time cap bounds what it may take (then the
+result is flagged `unconverged`)."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+from typing import Sequence
+
+NOTCH_FACTOR = 1.57  # 95% CI of the median from the IQR (McGill et al. 1978)
+
+CONVERGED = "converged"
+TIME_CAP = "time-cap"
+MAX_SAMPLES = "max-samples"
+
+
+def relative_precision(samples: Sequence[float]) -> float:
+    """Half-width of the median's 95% CI over the median (inf with fewer than 2 samples)."""
+    if len(samples) < 2:
+        return math.inf
+    q1, med, q3 = statistics.quantiles(samples, n=4, method="inclusive")
+    med = statistics.median(samples)
+    if med <= 0:
+        return math.inf
+    return NOTCH_FACTOR * (q3 - q1) / math.sqrt(len(samples)) / med
+
+
+@dataclass(frozen=True)
+class StopRule:
+    target_rel_precision: float
+    min_samples: int
+    max_samples: int
+    time_cap_s: float
+
+    def decide(self, samples: Sequence[float], elapsed_s: float) -> str | None:
+        """The reason to stop now, or None to take another sample."""
+        n = len(samples)
+        if n >= self.max_samples:
+            return MAX_SAMPLES
+        if n >= self.min_samples and relative_precision(samples) <= self.target_rel_precision:
+            return CONVERGED
+        if n >= self.min_samples and elapsed_s >= self.time_cap_s:
+            return TIME_CAP
+        # Never run past twice the cap, even below min_samples (a very slow kernel).
+        if n >= 1 and elapsed_s >= 2 * self.time_cap_s:
+            return TIME_CAP
+        return None

@@ -1,0 +1,70 @@
+"""Entry points: `deepbench-run` (the main job) and `deepbench` (everything else).
+
+User mistakes print one line ('error: ...', naming the valid choices or the next step) and exit
+with status 2; they never show a traceback."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Callable, NoReturn, Sequence
+
+from rich.console import Console
+
+from ..kernels import __version__
+from .commands import COMMANDS
+from .errors import EXIT_USAGE, UserError
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (no usage dump) and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        sys.exit(EXIT_USAGE)
+
+
+def _guard(fn: Callable[[argparse.Namespace], int], args: argparse.Namespace, prog: str) -> int:
+    try:
+        return fn(args)
+    except UserError as exc:
+        Console(stderr=True).print(f"[bold red]{prog}: error:[/] {exc}", highlight=False, soft_wrap=True)
+        return exc.exit_code
+    except BrokenPipeError:
+        return 0
+
+
+def run_main(argv: Sequence[str] | None = None) -> int:
+    from . import run
+
+    parser = Parser(prog="deepbench-run", description=run.DESCRIPTION,
+                    formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"deepbench {__version__}")
+    run.add_arguments(parser)
+    args = parser.parse_args(argv)
+    return _guard(run.run, args, "deepbench-run")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = Parser(prog="deepbench", description="DeepBench's kernels on each vendor's libraries: everything "
+                    "besides running (that is deepbench-run).")
+    parser.add_argument("--version", action="version", version=f"deepbench {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    for module in COMMANDS:
+        p = sub.add_parser(module.NAME, help=module.HELP, description=module.__doc__,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        module.add_arguments(p)
+        p.set_defaults(handler=module.run)
+    args = parser.parse_args(argv)
+    if not getattr(args, "handler", None):
+        parser.print_help()
+        return EXIT_USAGE
+    return _guard(args.handler, args, f"deepbench {args.command}")
+
+
+def _entry(fn: Callable[[], int]) -> None:
+    sys.exit(fn())
+
+
+if __name__ == "__main__":
+    _entry(main)

@@ -1,0 +1,39 @@
+"""Show the kernels a suite and selection would run, in DeepBench's order.
+
+  deepbench list --suite train --ops gemm --where m=1760
+  deepbench list --suite inference-device --format json   # one object per kernel, DeepBench's fields"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from ..display import make_console
+from rich.table import Table
+
+from ..selection import add_selection_arguments, selected_kernels
+
+NAME = "list"
+HELP = "show the kernels a suite would run"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_selection_arguments(parser, default_suite="smoke")
+    parser.add_argument("--format", choices=("table", "json"), default="table",
+                        help="table (default) or json: one object per line with op, set and DeepBench's fields")
+
+
+def run(args: argparse.Namespace) -> int:
+    kernels = selected_kernels(args)
+    if args.format == "json":
+        for k in kernels:
+            print(json.dumps(k.listing()))
+        return 0
+    console = make_console()
+    table = Table(title=f"suite {args.suite}: {len(kernels)} kernels", title_justify="left")
+    for col in ("id", "application", "parameters", "GFLOP"):
+        table.add_column(col, justify="right" if col == "GFLOP" else "left")
+    for k in kernels:
+        table.add_row(k.id, k.application or "", k.label(), f"{k.flops() / 1e9:.3f}" if k.op != "all_reduce" else "")
+    console.print(table)
+    return 0

@@ -1,0 +1,51 @@
+"""--local: the harness in a subprocess of the host's Python, no container."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Iterator
+
+HARNESS_MODULE = "deepbench.kernels.harness"
+LOG_FILE = "harness.log"
+
+
+class LocalHarness:
+    """The harness as a child process in its own session (Ctrl-C reaches it through us)."""
+
+    def __init__(self, plan_path: Path, outdir: Path, env: dict[str, str] | None = None) -> None:
+        self.log_path = outdir / LOG_FILE
+        self._log = self.log_path.open("a")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", HARNESS_MODULE, str(plan_path), str(outdir)],
+            stdout=subprocess.PIPE, stderr=self._log, text=True, start_new_session=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+        )
+
+    def lines(self) -> Iterator[str]:
+        assert self.proc.stdout is not None
+        yield from self.proc.stdout
+
+    def interrupt(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+
+    def wait(self, timeout: float | None = None) -> int:
+        try:
+            return self.proc.wait(timeout)
+        finally:
+            self._log.flush()
+
+    def stderr_tail(self) -> str:
+        self._log.flush()
+        try:
+            return self.log_path.read_text()[-4000:]
+        except OSError:
+            return ""

@@ -1,0 +1,67 @@
+"""The platform registry: what each vendor's platform runs, in which image, with which devices.
+
+A platform names the image (built from images/<vendor>/), how the container reaches the devices
+(NVIDIA GPUs via a device request; ROCm via /dev/kfd and /dev/dri with the video group; Intel
+GPUs via /dev/dri; CPUs need nothing), the backend the harness uses there, and the precisions
+run when the user names none (DeepBench's: training in fp32 and 16-bit, inference in 16-bit
+and int8 on GPUs; CPUs in fp32)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..kernels import __version__
+from .errors import UserError
+
+ALL_SETS = "*"
+
+
+@dataclass(frozen=True)
+class Platform:
+    name: str
+    aliases: tuple[str, ...]
+    description: str
+    image_dir: str
+    backend: str
+    device: str
+    default_precisions: dict[str, tuple[str, ...]]
+    gpus: bool = False
+    devices: tuple[str, ...] = ()
+    group_add: tuple[str, ...] = ()
+    environment: dict[str, str] = field(default_factory=dict)
+    platform_arch: str = "linux/amd64"
+
+    @property
+    def image(self) -> str:
+        """The local tag the runner builds or pulls; results record the digest, not this."""
+        return f"deepbench/{self.name}:{__version__}"
+
+    def precisions_for(self, set_name: str | None) -> tuple[str, ...]:
+        return self.default_precisions.get(set_name or ALL_SETS, self.default_precisions[ALL_SETS])
+
+
+CPU_DEFAULTS = {ALL_SETS: ("fp32",)}
+GPU_DEFAULTS = {ALL_SETS: ("fp32", "fp16"), "train": ("fp32", "fp16"),
+                "inference_server": ("fp16", "int8"), "inference_device": ("fp16", "int8")}
+
+PLATFORMS: dict[str, Platform] = {p.name: p for p in (
+    Platform("cpu", ("local", "x86", "x86_64"), "any x86-64 CPU through PyTorch (MKL, oneDNN)", "intel",
+             "torch", "cpu", CPU_DEFAULTS),
+    Platform("intel", ("oneapi", "xeon"), "Intel CPUs through PyTorch's oneDNN/MKL (Intel GPUs via /dev/dri)",
+             "intel", "torch", "cpu", CPU_DEFAULTS, devices=()),
+    Platform("nvidia", ("cuda", "nv"), "NVIDIA GPUs through PyTorch: cuBLAS, cuDNN, cuSPARSE, NCCL", "nvidia",
+             "torch", "cuda", GPU_DEFAULTS, gpus=True),
+    Platform("amd", ("rocm", "hip"), "AMD GPUs through PyTorch-ROCm: rocBLAS/hipBLASLt, MIOpen, RCCL", "amd",
+             "torch", "cuda", GPU_DEFAULTS, devices=("/dev/kfd", "/dev/dri"), group_add=("video",)),
+    Platform("arm", ("arm64", "aarch64", "raspberry-pi", "rpi"), "ARM boards (Raspberry Pi): TFLite and onnxruntime",
+             "arm", "torch", "cpu", CPU_DEFAULTS, platform_arch="linux/arm64"),
+)}
+
+
+def get_platform(name: str) -> Platform:
+    key = name.strip().lower()
+    for p in PLATFORMS.values():
+        if key == p.name or key in p.aliases:
+            return p
+    names = ", ".join(f"{p.name} ({'/'.join(p.aliases)})" for p in PLATFORMS.values())
+    raise UserError(f"unknown platform '{name}' (choose from: {names})")

@@ -1,0 +1,199 @@
+"""`deepbench-run`: benchmark a suite on a platform and collect validated results.
+
+  deepbench-run --local --suite smoke                 # this machine's CPU, no container
+  deepbench-run --platform nvidia --suite train       # in the NVIDIA image (built if missing)
+  deepbench-run --resume deepbench-results/RUN_ID     # continue an interrupted run
+
+Every kernel is warmed up, timed until its median is known to --target precision (or a time
+cap), and its outputs are checked against a float64 reference; a kernel that fails its check
+reports the failure, not a time. Results: OUT/results.jsonl (one record per kernel, written as
+soon as it is measured), OUT/run.json (the run record), OUT/plan.json (what was asked).
+
+Exit status: 0 all kernels ok or unsupported; 1 some failed or timed out; 2 usage error;
+130 interrupted (resume with --resume OUT)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+
+
+from ..kernels.catalog import Kernel
+from ..kernels.harness.record import build_record, read_facts, write_record
+from ..kernels.precision import parse_precisions
+from ..kernels.results import PLAN_FILE, RESULTS_FILE, RUN_FILE, Plan, PlanItem, RunRecord, Settings, read_results
+from .display import RunProgress, make_console, print_tables, summary_line
+from .errors import UserError
+from .local import LocalHarness
+from .platforms import PLATFORMS, Platform, get_platform
+from .selection import add_selection_arguments, selected_kernels
+from .supervise import supervise
+from .tables import tables
+
+DESCRIPTION = __doc__
+DEFAULT_RESULTS = Path("deepbench-results")
+EXIT_KERNEL_FAILURES = 1
+EXIT_INTERRUPTED = 130
+
+# Measurement presets: (target relative precision of the median, min samples, max samples,
+# time cap per direction in s, min seconds per sample).
+MODES = {
+    "fast": dict(target_rel_precision=0.05, min_samples=3, max_samples=200, time_cap_s=0.2, min_sample_s=0.0005),
+    "default": dict(target_rel_precision=0.01, min_samples=5, max_samples=1000, time_cap_s=1.0, min_sample_s=0.001),
+    "rigorous": dict(target_rel_precision=0.005, min_samples=20, max_samples=10000, time_cap_s=10.0,
+                     min_sample_s=0.005),
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    where = parser.add_argument_group("where to run")
+    where.add_argument("--platform", metavar="P",
+                       help=f"{', '.join(PLATFORMS)} (default: cpu with --local, else required)")
+    where.add_argument("--local", action="store_true",
+                       help="run the harness in a subprocess on this machine, with no container")
+    where.add_argument("--backend", help="harness backend (default: the platform's)")
+    add_selection_arguments(parser)
+    parser.add_argument("--precision", metavar="P",
+                        help="comma-separated: fp32, tf32, fp16, bf16, int8, fp8 (default: the platform's "
+                             "DeepBench precisions for the suite)")
+    m = parser.add_argument_group("measurement")
+    mode = m.add_mutually_exclusive_group()
+    mode.add_argument("--fast", dest="mode", action="store_const", const="fast",
+                      help="5%% precision, 0.2 s cap per direction")
+    mode.add_argument("--rigorous", dest="mode", action="store_const", const="rigorous",
+                      help="0.5%% precision, 20+ samples, 10 s cap per direction")
+    m.add_argument("--time-cap", type=float, metavar="S", help="seconds per direction before giving up on precision")
+    m.add_argument("--target", type=float, metavar="REL", help="relative precision of the median to reach (0.01 = 1%%)")
+    m.add_argument("--kernel-timeout", type=float, default=600.0, metavar="S",
+                   help="kill and record as timeout a kernel running longer than this (default 600)")
+    m.add_argument("--threads", type=int, metavar="N", help="CPU threads (default: all)")
+    m.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
+    m.add_argument("--cold", action="store_true", help="GPU: flush the L2 cache before every call")
+    m.add_argument("--verify-timing", action="store_true",
+                   help="GPU: cross-check each time with the profiler's kernel durations")
+    out = parser.add_argument_group("results")
+    out.add_argument("--out", type=Path, metavar="DIR", help="results folder (default: ./deepbench-results/RUN_ID)")
+    out.add_argument("--resume", type=Path, metavar="DIR", help="continue the run in DIR where it stopped")
+    out.add_argument("--quiet", action="store_true", help="no per-kernel lines, only the tables")
+    parser.set_defaults(mode="default")
+
+
+def run(args: argparse.Namespace) -> int:
+    console = make_console()
+    if args.resume:
+        plan, outdir = _resumed_plan(args.resume)
+        platform = get_platform(plan.platform)
+    else:
+        platform = get_platform(args.platform or ("cpu" if args.local else _no_platform()))
+        plan, outdir = _new_plan(args, platform)
+    local = args.local or _plan_was_local(outdir)
+    start = _starter(plan, outdir, platform, local, args)
+    prior = read_results(outdir / RESULTS_FILE)
+    console.print(f"[bold]deepbench-run[/] {plan.suite} on {platform.name} "
+                  f"({'local' if local else 'container'}, backend {plan.backend}): "
+                  f"{len(plan.items)} kernels, {len(prior)} already done -> {outdir}")
+    started = _started_at(outdir)
+    with RunProgress(console, total=len(plan.items), done=len(prior)) as progress:
+        if args.quiet:
+            progress.finished = lambda event: progress.bar.advance(progress.task)  # type: ignore[method-assign]
+        outcome = supervise(plan, outdir, start, progress)
+    facts = read_facts(outdir)
+    record = build_record(plan, outdir, outcome.state, started, facts)
+    write_record(outdir, record)
+    results = [r for r in read_results(outdir / RESULTS_FILE)]
+    print_tables(console, tables(results))
+    console.print(f"{summary_line(results)}; results in {outdir}")
+    if outcome.state == "failed":
+        raise UserError(outcome.message or "the harness could not start", exit_code=EXIT_KERNEL_FAILURES)
+    if record.state == "interrupted":
+        console.print(f"[yellow]interrupted: {sum(record.counts.values())} of {record.planned} kernels done; "
+                      f"continue with: deepbench-run --resume {shlex.quote(str(outdir))}[/]")
+        return EXIT_INTERRUPTED
+    return EXIT_KERNEL_FAILURES if record.counts.get("failed") or record.counts.get("timeout") else 0
+
+
+def _no_platform() -> str:
+    raise UserError(f"say where to run: --local (this machine, no container) or --platform P "
+                    f"(one of: {', '.join(PLATFORMS)})")
+
+
+def settings_from(args: argparse.Namespace, platform: Platform) -> Settings:
+    preset = dict(MODES[args.mode])
+    if args.time_cap is not None:
+        preset["time_cap_s"] = args.time_cap
+    if args.target is not None:
+        preset["target_rel_precision"] = args.target
+    for name, value in (("--time-cap", args.time_cap), ("--target", args.target),
+                        ("--kernel-timeout", args.kernel_timeout), ("--threads", args.threads)):
+        if value is not None and value <= 0:
+            raise UserError(f"{name} must be positive, not {value}")
+    return Settings(mode=args.mode, threads=args.threads, seed=args.seed, device=platform.device, cold=args.cold,
+                    verify_timing=args.verify_timing, kernel_timeout_s=args.kernel_timeout, **preset)
+
+
+def plan_items(kernels: list[Kernel], precisions: list[str] | None, platform: Platform) -> list[PlanItem]:
+    items = []
+    for k in kernels:
+        chosen = precisions or list(platform.precisions_for(k.set))
+        if k.op == "all_reduce":
+            chosen = ["fp32"]  # DeepBench's all-reduce is defined on float32 elements
+        items.extend(PlanItem(kernel=k, precision=p) for p in dict.fromkeys(chosen))
+    return items
+
+
+def _new_plan(args: argparse.Namespace, platform: Platform) -> tuple[Plan, Path]:
+    kernels = selected_kernels(args)
+    if not kernels:
+        raise UserError("the selection matches no kernel (see: deepbench list --suite ... --where ...)")
+    try:
+        precisions = [p.value for p in parse_precisions(args.precision)] if args.precision else None
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    run_id = f"{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{platform.name}-{args.suite}"
+    outdir = args.out or DEFAULT_RESULTS / run_id
+    if (outdir / RESULTS_FILE).exists():
+        raise UserError(f"{outdir} already holds results: continue it with --resume {outdir}, or choose another --out")
+    outdir.mkdir(parents=True, exist_ok=True)
+    plan = Plan(run_id=run_id, suite=args.suite, platform=platform.name, backend=args.backend or platform.backend,
+                settings=settings_from(args, platform), items=tuple(plan_items(kernels, precisions, platform)),
+                command=shlex.join([os.path.basename(sys.argv[0])] + sys.argv[1:]))
+    (outdir / PLAN_FILE).write_text(plan.model_dump_json(indent=1) + "\n")
+    (outdir / ".local").write_text("1\n" if args.local else "0\n")
+    return plan, outdir
+
+
+def _resumed_plan(outdir: Path) -> tuple[Plan, Path]:
+    path = outdir / PLAN_FILE
+    if not path.exists():
+        raise UserError(f"nothing to resume in {outdir}: it has no {PLAN_FILE} (was it made by deepbench-run?)")
+    try:
+        return Plan.model_validate_json(path.read_text()), outdir
+    except ValueError as exc:
+        raise UserError(f"{path} is not a valid plan: {str(exc).splitlines()[0]}") from None
+
+
+def _plan_was_local(outdir: Path) -> bool:
+    marker = outdir / ".local"
+    return marker.exists() and marker.read_text().strip() == "1"
+
+
+def _started_at(outdir: Path) -> datetime:
+    path = outdir / RUN_FILE
+    if path.exists():
+        try:
+            return RunRecord.model_validate_json(path.read_text()).started_at
+        except ValueError:
+            pass
+    return datetime.now(timezone.utc)
+
+
+def _starter(plan: Plan, outdir: Path, platform: Platform, local: bool, args: argparse.Namespace):
+    plan_path = outdir / PLAN_FILE
+    if local:
+        return lambda: LocalHarness(plan_path, outdir)
+    raise UserError(f"containers are not available yet for {platform.name}: use --local")

@@ -1,0 +1,160 @@
+"""Drive the harness to the end of a plan, whatever happens to it.
+
+The harness runs in another process (a subprocess with --local, a container otherwise) and
+prints one JSON event per line. The supervisor shows progress, and when the harness dies in the
+middle of a kernel (a crash, an out-of-memory kill) or a kernel outlasts the per-kernel timeout,
+it records that kernel as `failed` or `timeout` on the host and starts the harness again, which
+skips every kernel already in results.jsonl. Ctrl-C is passed on to the harness, which writes
+its run record before it exits, so nothing measured is lost."""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator, Protocol
+
+from ..kernels.results import (RESULTS_FILE, KernelResult, Plan, PlanItem, Status, append_result,
+                               read_results, utcnow)
+from ..kernels.precision import PRECISIONS, Precision
+
+EXIT_BACKEND_UNAVAILABLE = 3
+EXIT_INTERRUPTED = 130
+GRACE_S = 30.0
+POLL_S = 0.5
+
+
+class HarnessProcess(Protocol):
+    """A running harness: its stdout lines, and ways to stop it."""
+
+    def lines(self) -> Iterator[str]: ...
+    def interrupt(self) -> None: ...
+    def kill(self) -> None: ...
+    def wait(self, timeout: float | None = None) -> int: ...
+    def stderr_tail(self) -> str: ...
+
+
+Starter = Callable[[], HarnessProcess]
+
+
+@dataclass
+class Outcome:
+    state: str  # complete, interrupted, failed
+    message: str = ""
+
+
+class Progress(Protocol):
+    def started(self, event: dict) -> None: ...
+    def finished(self, event: dict) -> None: ...
+    def note(self, text: str) -> None: ...
+
+
+def _reader(proc: HarnessProcess, q: "queue.Queue[str | None]") -> None:
+    try:
+        for line in proc.lines():
+            q.put(line)
+    finally:
+        q.put(None)
+
+
+def host_result(item: PlanItem, status: Status, reason: str, backend: str) -> KernelResult:
+    now = utcnow()
+    return KernelResult(id=item.id, kernel=item.kernel, precision=PRECISIONS[Precision(item.precision)],
+                        backend=backend, status=status, reason=reason, started_at=now, ended_at=now)
+
+
+def supervise(plan: Plan, outdir: Path, start: Starter, progress: Progress) -> Outcome:
+    """Run the plan to completion, restarting the harness after a kernel that killed it."""
+    timeout = plan.settings.kernel_timeout_s
+    while True:
+        done = {r.id for r in read_results(outdir / RESULTS_FILE)}
+        if all(item.id in done for item in plan.items):
+            return Outcome("complete")
+        proc = start()
+        q: "queue.Queue[str | None]" = queue.Queue()
+        threading.Thread(target=_reader, args=(proc, q), daemon=True).start()
+        current: str | None = None
+        deadline: float | None = None
+        error = ""
+        try:
+            while True:
+                wait = POLL_S if deadline is None else max(0.0, min(POLL_S, deadline - time.monotonic()))
+                try:
+                    line = q.get(timeout=wait)
+                except queue.Empty:
+                    if deadline is not None and time.monotonic() > deadline:
+                        proc.kill()
+                        proc.wait(GRACE_S)
+                        _record(plan, outdir, current, Status.TIMEOUT,
+                                f"still running after the per-kernel timeout of {timeout:g} s (--kernel-timeout)")
+                        progress.finished({"id": current, "status": "timeout"})
+                        break
+                    continue
+                if line is None:
+                    code = proc.wait(GRACE_S)
+                    if code == 0:
+                        return Outcome("complete")
+                    if code == EXIT_INTERRUPTED:
+                        return Outcome("interrupted")
+                    if code == EXIT_BACKEND_UNAVAILABLE or current is None:
+                        return Outcome("failed", error or _tail(proc.stderr_tail()) or
+                                       f"the harness stopped with status {code} before it ran a kernel")
+                    reason = _death_reason(code, proc.stderr_tail())
+                    _record(plan, outdir, current, Status.FAILED, reason)
+                    progress.finished({"id": current, "status": "failed", "reason": reason})
+                    break
+                event = _parse(line)
+                if event is None:
+                    continue
+                if event["event"] == "start":
+                    current, deadline = event["id"], time.monotonic() + timeout
+                    progress.started(event)
+                elif event["event"] == "done":
+                    current, deadline = None, None
+                    progress.finished(event)
+                elif event["event"] == "error":
+                    error = str(event.get("message", ""))
+        except KeyboardInterrupt:
+            progress.note("interrupted: stopping the harness, keeping every finished kernel ...")
+            proc.interrupt()
+            try:
+                proc.wait(GRACE_S)
+            except Exception:  # noqa: BLE001 - it did not stop in time: kill it
+                proc.kill()
+            return Outcome("interrupted")
+
+
+def _parse(line: str) -> dict | None:
+    line = line.strip()
+    if not line.startswith("{"):
+        return None
+    try:
+        event = json.loads(line)
+    except json.JSONDecodeError:
+        return None
+    return event if isinstance(event, dict) and "event" in event else None
+
+
+def _record(plan: Plan, outdir: Path, item_id: str | None, status: Status, reason: str) -> None:
+    item = next(i for i in plan.items if i.id == item_id)
+    append_result(outdir / RESULTS_FILE, host_result(item, status, reason, plan.backend))
+
+
+def _death_reason(code: int, stderr: str) -> str:
+    if code in (137, -9):
+        what = "killed (SIGKILL: most often the out-of-memory killer)"
+    elif code < 0:
+        what = f"killed by signal {-code}"
+    elif code > 128:
+        what = f"killed by signal {code - 128}"
+    else:
+        what = f"exited with status {code}"
+    tail = _tail(stderr, 3)
+    return f"the harness crashed during this kernel: {what}" + (f": {tail}" if tail else "")
+
+
+def _tail(text: str, lines: int = 1) -> str:
+    return " | ".join(text.strip().splitlines()[-lines:])

@@ -1,0 +1,41 @@
+"""Shared fixtures. Tests that need Docker, MPI or ARM emulation run for real in CI (.ci/run
+installs and starts them); only GPU tests skip where no GPU exists."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared" / "deepbench"
+
+
+def run_cli(*args: str, timeout: float = 600, env: dict | None = None, cwd: Path | None = None
+            ) -> subprocess.CompletedProcess:
+    """Run an installed console script as a user would."""
+    return subprocess.run(list(args), capture_output=True, text=True, timeout=timeout, cwd=cwd,
+                          env={**os.environ, **(env or {})})
+
+
+@pytest.fixture
+def shared() -> Path:
+    if not SHARED.exists():
+        pytest.fail(f"DeepBench's reference data is expected beside the repository at {SHARED}")
+    return SHARED
+
+
+def has_cuda() -> bool:
+    try:
+        import torch
+
+        return torch.cuda.is_available()
+    except ImportError:
+        return False
+
+
+requires_gpu = pytest.mark.skipif(not has_cuda(), reason="needs an NVIDIA GPU (none visible to PyTorch here)")
+PYTHON = sys.executable
