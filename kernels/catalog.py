@@ -17,7 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from . import costs
 from .precision import INPUT_BYTES, OUTPUT_BYTES, Precision
 
-SetName = Literal["train", "inference_server", "inference_device"]
+# "model": a shape taken from a real model's operator dataset (kernels/models; application = the model)
+SetName = Literal["train", "inference_server", "inference_device", "model"]
 OPS: tuple[str, ...] = ("gemm", "conv", "rnn", "sparse_gemm", "all_reduce")
 SETS: tuple[str, ...] = ("train", "inference_server", "inference_device")
 
@@ -35,6 +36,7 @@ class Kernel(BaseModel):
     set: SetName
     index: int = Field(ge=0, description="position in DeepBench's list for this op and set")
     application: str | None = None
+    count: int | None = Field(None, ge=1, description="model suites: calls of this shape per forward pass")
 
     @property
     def id(self) -> str:
@@ -174,13 +176,17 @@ class AllReduceKernel(Kernel):
         return costs.all_reduce_bytes(self.floats)
 
 
+# Layer benchmarks (kernels/layers.py) subclass Kernel above; kernels/__init__.py imports this module first.
+from .layers import LAYER_KERNELS  # noqa: E402
+
 AnyKernel = Annotated[
-    Union[GemmKernel, ConvKernel, RnnKernel, SparseGemmKernel, AllReduceKernel], Field(discriminator="op")
+    Union[(GemmKernel, ConvKernel, RnnKernel, SparseGemmKernel, AllReduceKernel, *LAYER_KERNELS)],
+    Field(discriminator="op"),
 ]
 KERNEL_ADAPTER: TypeAdapter = TypeAdapter(AnyKernel)
 KERNEL_CLASSES: dict[str, type[Kernel]] = {
     "gemm": GemmKernel, "conv": ConvKernel, "rnn": RnnKernel, "sparse_gemm": SparseGemmKernel,
-    "all_reduce": AllReduceKernel,
+    "all_reduce": AllReduceKernel, **{cls.model_fields["op"].default: cls for cls in LAYER_KERNELS},
 }
 
 

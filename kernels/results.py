@@ -18,10 +18,12 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Iterable, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 
 from .catalog import AnyKernel
 from .precision import PrecisionInfo
+from .provenance import Provenance
+from .system import SystemDescription
 
 RESULT_SCHEMA = "deepbench.result/1"
 RUN_SCHEMA = "deepbench.run/1"
@@ -176,17 +178,37 @@ class KernelResult(Frozen):
             raise ValueError(f"a {self.status.value} result needs a reason")
         return self
 
+    # op, set and params are written at the top of every record too, for readers of the JSON
+    # (jq, spreadsheets); on reading they are checked against the kernel and dropped.
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def op(self) -> str:
         return self.kernel.op
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def set(self) -> str:
         return self.kernel.set
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def params(self) -> dict:
         return self.kernel.params()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_derived(cls, data: Any) -> Any:
+        if isinstance(data, dict) and any(k in data for k in ("op", "set", "params")):
+            data = dict(data)
+            kernel = data.get("kernel")
+            derived = {k: data.pop(k) for k in ("op", "set", "params") if k in data}
+            if isinstance(kernel, dict):
+                expected = {"op": kernel.get("op"), "set": kernel.get("set"),
+                            "params": {k: v for k, v in kernel.items() if k not in ("op", "set", "index", "application", "count")}}
+                for key, value in derived.items():
+                    if value != expected[key]:
+                        raise ValueError(f"{key} does not match the kernel")
+        return data
 
 
 class Settings(Frozen):
@@ -204,6 +226,7 @@ class Settings(Frozen):
     device: str = "cpu"
     cold: bool = Field(False, description="flush caches before every call (GPU)")
     verify_timing: bool = Field(False, description="cross-check timings with the profiler (GPU)")
+    ranks: int = Field(1, ge=1, description="processes of a collective (all-reduce), started by torchrun or mpirun")
 
 
 class PlanItem(Frozen):
@@ -213,6 +236,18 @@ class PlanItem(Frozen):
     @property
     def id(self) -> str:
         return f"{self.kernel.id}/{self.precision}"
+
+
+class Selection(Frozen):
+    """The user's selection within a suite, recorded in the plan so that a checker can re-derive
+    the plan's kernels from the frozen suite definition (`deepbench check`)."""
+
+    ops: tuple[str, ...] | None = None
+    where: tuple[str, ...] = ()
+    limit: int | None = None
+    precisions: tuple[str, ...] | None = Field(None, description="None: the platform's defaults for the suite")
+    batch: int | None = Field(None, description="model suites (model:NAME): the batch the operators were taken at")
+    seq: int | None = Field(None, description="model suites: the sequence length")
 
 
 class Plan(Frozen):
@@ -226,6 +261,7 @@ class Plan(Frozen):
     settings: Settings
     items: tuple[PlanItem, ...]
     command: str = ""
+    selection: Selection | None = Field(None, description="the scope declared: suite + this selection")
 
 
 class RunRecord(Frozen):
@@ -246,7 +282,9 @@ class RunRecord(Frozen):
     host: dict[str, Any] = Field(default_factory=dict)
     software: dict[str, str] = Field(default_factory=dict)
     ceilings: dict[str, float] = Field(default_factory=dict, description="measured peaks: tflops_<precision>, gbps_copy")
-    provenance: dict[str, Any] = Field(default_factory=dict)
+    provenance: Provenance = Field(default_factory=Provenance)
+    system: SystemDescription | None = Field(None, description="where the kernels ran (collected by the harness)")
+    host_system: SystemDescription | None = Field(None, description="the host that launched them (the runner)")
     started_at: datetime
     ended_at: datetime
 

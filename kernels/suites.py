@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Callable, Sequence
 
-from .catalog import KERNEL_CLASSES, OPS, Kernel, by_id, catalog
+from .catalog import KERNEL_CLASSES, Kernel, by_id, catalog
 
 SUITES: dict[str, str | None] = {
     "train": "train",
@@ -27,13 +27,34 @@ class SelectionError(ValueError):
     """A user's selection is malformed; the message names the valid choices."""
 
 
-def suite_kernels(suite: str) -> list[Kernel]:
+MODEL_PREFIX = "model:"  # model:NAME or model:FILE: a real model's operators (kernels/models)
+
+
+def suite_kernels(suite: str, batch: int | None = None, seq: int | None = None) -> list[Kernel]:
+    if suite.startswith(MODEL_PREFIX):
+        return model_kernels(suite[len(MODEL_PREFIX):], batch, seq)
+    if batch is not None or seq is not None:
+        raise SelectionError("--batch and --seq apply to model suites only (--suite model:NAME)")
     if suite not in SUITES:
-        raise SelectionError(f"unknown suite '{suite}' (choose from: {', '.join(SUITES)})")
+        raise SelectionError(f"unknown suite '{suite}' (choose from: {', '.join(SUITES)}, model:NAME)")
     if suite == "smoke":
         data = json.loads(resources.files(__package__).joinpath("data", "smoke.json").read_text())
         return [by_id()[i] for i in data["kernels"]]
     return [k for k in catalog() if k.set == SUITES[suite]]
+
+
+def model_kernels(spec: str, batch: int | None, seq: int | None) -> list[Kernel]:
+    """The kernels of a model's operator dataset (operators with no kernel type are left out here;
+    `deepbench models extract` lists them with the reason)."""
+    from .models.suite import dataset_kernels, load_dataset
+
+    for flag, value in (("--batch", batch), ("--seq", seq)):
+        if value is not None and value < 1:
+            raise SelectionError(f"{flag} must be at least 1, not {value}")
+    try:
+        return dataset_kernels(load_dataset(spec, batch, seq))[0]
+    except ValueError as exc:
+        raise SelectionError(str(exc)) from None
 
 
 def parse_ops(text: str | None) -> list[str] | None:
@@ -41,8 +62,8 @@ def parse_ops(text: str | None) -> list[str] | None:
         return None
     ops = [o.strip() for o in text.split(",") if o.strip()]
     for o in ops:
-        if o not in OPS:
-            raise SelectionError(f"unknown operation '{o}' (choose from: {', '.join(OPS)})")
+        if o not in KERNEL_CLASSES:  # DeepBench's operations, then the layer benchmarks (kernels/layers.py)
+            raise SelectionError(f"unknown operation '{o}' (choose from: {', '.join(KERNEL_CLASSES)})")
     return ops
 
 
@@ -90,7 +111,8 @@ def parse_where(clauses: Sequence[str] | None) -> list[Condition]:
             cond = Condition(field, op, value)
             for cls in KERNEL_CLASSES.values():
                 if field in cls.FIELDS:
-                    sample = {"a_t": False, "b_t": False, "sparsity": 0.0, "cell": ""}.get(field, 0)
+                    sample = {"a_t": False, "b_t": False, "sparsity": 0.0, "cell": "", "mode": "", "kind": "",
+                              "function": "", "causal": False}.get(field, 0)
                     try:
                         _coerce(sample, value)
                     except ValueError:
@@ -100,13 +122,14 @@ def parse_where(clauses: Sequence[str] | None) -> list[Condition]:
 
 
 def select(suite: str, ops: Sequence[str] | None = None, where: Sequence[Condition] = (),
-           limit: int | None = None) -> list[Kernel]:
+           limit: int | None = None, batch: int | None = None, seq: int | None = None) -> list[Kernel]:
     """The suite's kernels, kept in DeepBench's order; `where` keeps kernels matching every
     condition (a condition on a field an operation lacks excludes that operation's kernels);
     `limit` keeps the first N per operation."""
     if limit is not None and limit < 1:
         raise SelectionError("--limit must be at least 1")
-    chosen = [k for k in suite_kernels(suite) if (ops is None or k.op in ops) and all(c.matches(k) for c in where)]
+    chosen = [k for k in suite_kernels(suite, batch, seq)
+              if (ops is None or k.op in ops) and all(c.matches(k) for c in where)]
     if limit is None:
         return chosen
     seen: dict[str, int] = {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table as RichTable
 
@@ -20,7 +21,7 @@ def print_tables(console: Console, tables: list[Table]) -> None:
             rt.add_column(h, justify="left" if h in ("set", "prec", "status", "cell") else "right",
                           overflow="fold", no_wrap=h != "status")
         for row in t.rows:
-            rt.add_row(*row)
+            rt.add_row(*(escape(cell) for cell in row))  # cells are data (reasons hold brackets), not markup
         console.print(rt)
     if tables:
         console.print("[dim]~ unconverged (stopped at the time cap), ± noisy (IQR over 10% of the median)[/]")
@@ -50,11 +51,12 @@ class RunProgress:
         style = STATUS_STYLE.get(status, "white")
         median = event.get("median_us")
         figure = f"{fmt_us(median)} us" if median is not None else str(event.get("reason", ""))[:120]
-        self.console.print(f"[{style}]{status:<11}[/] {event.get('id', '')}  {figure}")
+        # Library messages hold brackets (gloo's "[/path/pair.cc:537]"): never read them as markup.
+        self.console.print(f"[{style}]{status:<11}[/] {escape(str(event.get('id', '')))}  {escape(figure)}")
         self.bar.advance(self.task)
 
     def note(self, text: str) -> None:
-        self.console.print(f"[yellow]{text}[/]")
+        self.console.print(f"[yellow]{escape(text)}[/]")
 
 
 def summary_line(results: list[KernelResult]) -> str:

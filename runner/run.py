@@ -29,7 +29,10 @@ from ..kernels.precision import parse_precisions
 from ..kernels.results import PLAN_FILE, RESULTS_FILE, RUN_FILE, Plan, PlanItem, RunRecord, Settings, read_results
 from .display import RunProgress, make_console, print_tables, summary_line
 from .errors import UserError
+from .container import container_starter, parse_env
 from .local import LocalHarness
+from .ranks import RankedHarness, add_rank_arguments, needs_engine, plan_backend, with_ranks
+from .provenance import declared_selection, with_host_facts
 from .platforms import PLATFORMS, Platform, get_platform
 from .selection import add_selection_arguments, selected_kernels
 from .supervise import supervise
@@ -57,7 +60,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     where.add_argument("--local", action="store_true",
                        help="run the harness in a subprocess on this machine, with no container")
     where.add_argument("--backend", help="harness backend (default: the platform's)")
+    image = parser.add_argument_group("container (without --local)")
+    image.add_argument("--image", metavar="REF", help="image to run in (default: deepbench/<platform>:<version>, "
+                       "built from images/<vendor>/ when missing)")
+    fetch = image.add_mutually_exclusive_group()
+    fetch.add_argument("--pull", action="store_true", help="pull the image before running")
+    fetch.add_argument("--build", action="store_true", help="(re)build the image before running")
+    image.add_argument("--base-image", metavar="IMAGE", help="when building: the base (default: the vendor's)")
+    image.add_argument("--wheelhouse", type=Path, metavar="DIR", help="when building: install from DIR, offline")
+    image.add_argument("--memory", metavar="SIZE", help="memory limit of the container, e.g. 8g (default: none)")
+    image.add_argument("--env", action="append", metavar="NAME=VALUE",
+                       help="environment variable for the harness (repeatable)")
     add_selection_arguments(parser)
+    add_rank_arguments(parser)
     parser.add_argument("--precision", metavar="P",
                         help="comma-separated: fp32, tf32, fp16, bf16, int8, fp8 (default: the platform's "
                              "DeepBench precisions for the suite)")
@@ -102,12 +117,16 @@ def run(args: argparse.Namespace) -> int:
         if args.quiet:
             progress.finished = lambda event: progress.bar.advance(progress.task)  # type: ignore[method-assign]
         outcome = supervise(plan, outdir, start, progress)
-    facts = read_facts(outdir)
+    facts = with_host_facts(read_facts(outdir), plan, local)
+    if getattr(start, "provenance", None):  # a container run: the image that ran, by digest
+        facts.setdefault("provenance", {})["image"] = start.provenance
     record = build_record(plan, outdir, outcome.state, started, facts)
     write_record(outdir, record)
     results = [r for r in read_results(outdir / RESULTS_FILE)]
     print_tables(console, tables(results))
     console.print(f"{summary_line(results)}; results in {outdir}")
+    for warning in record.device.get("warnings", []):  # e.g. emulation, a throttled board
+        console.print(f"[yellow]warning: {warning}[/]")
     if outcome.state == "failed":
         raise UserError(outcome.message or "the harness could not start", exit_code=EXIT_KERNEL_FAILURES)
     if record.state == "interrupted":
@@ -133,7 +152,8 @@ def settings_from(args: argparse.Namespace, platform: Platform) -> Settings:
         if value is not None and value <= 0:
             raise UserError(f"{name} must be positive, not {value}")
     return Settings(mode=args.mode, threads=args.threads, seed=args.seed, device=platform.device, cold=args.cold,
-                    verify_timing=args.verify_timing, kernel_timeout_s=args.kernel_timeout, **preset)
+                    verify_timing=args.verify_timing, kernel_timeout_s=args.kernel_timeout,
+                    ranks=getattr(args, "ranks", 1), **preset)
 
 
 def plan_items(kernels: list[Kernel], precisions: list[str] | None, platform: Platform) -> list[PlanItem]:
@@ -154,14 +174,16 @@ def _new_plan(args: argparse.Namespace, platform: Platform) -> tuple[Plan, Path]
         precisions = [p.value for p in parse_precisions(args.precision)] if args.precision else None
     except ValueError as exc:
         raise UserError(str(exc)) from None
-    run_id = f"{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{platform.name}-{args.suite}"
+    suite_name = args.suite.replace(":", "-").replace("/", "_")  # model:FILE must not make a path or a volume spec
+    run_id = f"{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{platform.name}-{suite_name}"
     outdir = args.out or DEFAULT_RESULTS / run_id
     if (outdir / RESULTS_FILE).exists():
         raise UserError(f"{outdir} already holds results: continue it with --resume {outdir}, or choose another --out")
     outdir.mkdir(parents=True, exist_ok=True)
-    plan = Plan(run_id=run_id, suite=args.suite, platform=platform.name, backend=args.backend or platform.backend,
+    plan = Plan(run_id=run_id, suite=args.suite, platform=platform.name, backend=plan_backend(args, platform, kernels),
                 settings=settings_from(args, platform), items=tuple(plan_items(kernels, precisions, platform)),
-                command=shlex.join([os.path.basename(sys.argv[0])] + sys.argv[1:]))
+                command=shlex.join([os.path.basename(sys.argv[0])] + sys.argv[1:]),
+                selection=declared_selection(args, precisions))
     (outdir / PLAN_FILE).write_text(plan.model_dump_json(indent=1) + "\n")
     (outdir / ".local").write_text("1\n" if args.local else "0\n")
     return plan, outdir
@@ -194,6 +216,15 @@ def _started_at(outdir: Path) -> datetime:
 
 def _starter(plan: Plan, outdir: Path, platform: Platform, local: bool, args: argparse.Namespace):
     plan_path = outdir / PLAN_FILE
+    env = parse_env(args.env)
+    if local and needs_engine(plan):  # all-reduce over several ranks: torchrun or mpirun starts them
+        return lambda: RankedHarness(plan.backend, plan.settings.ranks, plan_path, outdir, plan.settings.threads, env)
     if local:
-        return lambda: LocalHarness(plan_path, outdir)
-    raise UserError(f"containers are not available yet for {platform.name}: use --local")
+        return lambda: LocalHarness(plan_path, outdir, env)
+    starter = container_starter(plan_path, outdir, platform, image=args.image, want_pull=args.pull,
+                                want_build=args.build, env=env, memory=args.memory, base_image=args.base_image,
+                                wheelhouse=args.wheelhouse,
+                                log=lambda line: make_console().print(line, highlight=False, markup=False))
+    if needs_engine(plan):  # all ranks of this node in the one container, under torchrun or mpiexec
+        with_ranks(starter.options, plan)
+    return starter

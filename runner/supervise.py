@@ -79,6 +79,8 @@ def supervise(plan: Plan, outdir: Path, start: Starter, progress: Progress) -> O
         current: str | None = None
         deadline: float | None = None
         error = ""
+        restart = False  # the harness asked to be started again (its ranks' communicator broke)
+        finished_here = 0  # kernels this start finished: a death between kernels after progress restarts
         try:
             while True:
                 wait = POLL_S if deadline is None else max(0.0, min(POLL_S, deadline - time.monotonic()))
@@ -94,11 +96,17 @@ def supervise(plan: Plan, outdir: Path, start: Starter, progress: Progress) -> O
                         break
                     continue
                 if line is None:
+                    if restart:  # whatever the engine's status: stop every rank, start afresh
+                        proc.kill()
+                        proc.wait(GRACE_S)
+                        break
                     code = proc.wait(GRACE_S)
                     if code == 0:
                         return Outcome("complete")
                     if code == EXIT_INTERRUPTED:
                         return Outcome("interrupted")
+                    if current is None and finished_here and code != EXIT_BACKEND_UNAVAILABLE:
+                        break  # stopped between kernels (an engine tearing its ranks down): start again
                     if code == EXIT_BACKEND_UNAVAILABLE or current is None:
                         return Outcome("failed", error or _tail(proc.stderr_tail()) or
                                        f"the harness stopped with status {code} before it ran a kernel")
@@ -114,9 +122,13 @@ def supervise(plan: Plan, outdir: Path, start: Starter, progress: Progress) -> O
                     progress.started(event)
                 elif event["event"] == "done":
                     current, deadline = None, None
+                    finished_here += 1
                     progress.finished(event)
                 elif event["event"] == "error":
                     error = str(event.get("message", ""))
+                elif event["event"] == "restart":
+                    restart = True
+                    progress.note(f"restarting the harness: {event.get('reason', '')}"[:300])
         except KeyboardInterrupt:
             progress.note("interrupted: stopping the harness, keeping every finished kernel ...")
             proc.interrupt()

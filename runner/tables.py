@@ -5,13 +5,18 @@ Pure data (headers and rows of strings) so the terminal display, markdown and CS
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from ..kernels.catalog import KERNEL_CLASSES, OPS
+from ..kernels.layers import LAYER_OPS, LAYER_TITLES
 from ..kernels.results import KernelResult, Status
+from .collective_table import HEADERS as ALL_REDUCE_HEADERS, all_reduce_rows
+
+if TYPE_CHECKING:
+    from .sources import Entry
 
 OP_TITLES = {"gemm": "Dense matrix multiplication", "conv": "Convolution", "rnn": "Recurrent layers",
-             "sparse_gemm": "Sparse matrix multiplication", "all_reduce": "All-reduce"}
+             "sparse_gemm": "Sparse matrix multiplication", "all_reduce": "All-reduce", **LAYER_TITLES}
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,9 @@ FLAG_MARK = {"unconverged": "~", "noisy": "±", "throttled": "!"}
 
 
 def op_table(op: str, results: Iterable[KernelResult]) -> Table:
+    if op == "all_reduce":  # DeepBench's size, ranks, time; nccl-tests' bandwidths
+        return Table(op, OP_TITLES[op], list(ALL_REDUCE_HEADERS),
+                     all_reduce_rows(results, SET_SHORT, _status, fmt_us, fmt_num))
     fields = list(KERNEL_CLASSES[op].FIELDS)
     directions = [d for d in KERNEL_CLASSES[op].DIRECTIONS if len(KERNEL_CLASSES[op].DIRECTIONS) > 1]
     extra = ["dense (us)", "speedup"] if op == "sparse_gemm" else []
@@ -77,4 +85,53 @@ def op_table(op: str, results: Iterable[KernelResult]) -> Table:
 
 
 def tables(results: list[KernelResult]) -> list[Table]:
-    return [t for t in (op_table(op, results) for op in OPS) if t.rows]
+    return [t for t in (op_table(op, results) for op in OPS + LAYER_OPS) if t.rows]
+
+
+# ----- reports: the same tables from any source (a run or a published reference) --------------
+def _pct(value: float | None) -> str:
+    return "" if value is None else f"{value:.0f}%" if value >= 10 else f"{value:.1f}%"
+
+
+def fmt_sig(value: float | None) -> str:
+    """Three significant digits: TFLOPS of a CPU and of a GPU in the same column."""
+    return "" if value is None else f"{value:.3g}" if abs(value) < 100 else f"{value:,.0f}"
+
+
+def _rate(e: "Entry") -> str:
+    """DeepBench's throughput column: GB/s for all-reduce, TFLOPS for everything else."""
+    return fmt_sig(e.gbps if e.kernel.op == "all_reduce" else e.tflops)
+
+
+def report_table(op: str, entries: Iterable["Entry"], ceilings: dict[str, float]) -> Table:
+    """One operation's report table: DeepBench's columns (application, parameters, precision,
+    time, throughput) then per-direction medians, noise, roofline bound and % of the measured
+    peak, status and check."""
+    from .roofline import roof
+
+    cls = KERNEL_CLASSES[op]
+    directions = list(cls.DIRECTIONS) if len(cls.DIRECTIONS) > 1 else []
+    rows = []
+    rate_name = "GB/s" if op == "all_reduce" else "TFLOPS"
+    for e in entries:
+        if e.kernel.op != op:
+            continue
+        r = roof(e, ceilings)
+        status = e.status if e.ok else f"{e.status}: {e.reason}"
+        if e.ok:
+            status += "".join(f" {FLAG_MARK[f]}" for f in e.flags if f in FLAG_MARK)
+        iqr = e.rel_iqr if e.n > 1 else None
+        rows.append([SET_SHORT.get(e.kernel.set, e.kernel.set), e.kernel.application or e.extra.get("application", "")]
+                    + [_param(v) for v in e.kernel.params().values()] + [e.precision]
+                    + [fmt_us(e.parts_us.get(d)) for d in directions]
+                    + ([str(e.extra.get("ranks", "")), fmt_sig(e.extra.get("busbw_gbps"))] if op == "all_reduce" else [])
+                    + [fmt_us(e.median_us), _rate(e), _pct(None if iqr is None else 100 * iqr),
+                       r.bound if r else "", _pct(r.pct_of_peak if r else None), status, e.check])
+    headers = (["set", "application"] + list(cls.FIELDS) + ["prec"] + [f"{d} (us)" for d in directions]
+               + (["ranks", "bus GB/s"] if op == "all_reduce" else [])
+               + ["time (us)", rate_name, "IQR", "bound", "% peak", "status", "check"])
+    return Table(op, OP_TITLES.get(op, op), headers, rows)
+
+
+def report_tables(entries: list["Entry"], ceilings: dict[str, float]) -> list[Table]:
+    return [t for t in (report_table(op, entries, ceilings) for op in KERNEL_CLASSES) if t.rows]

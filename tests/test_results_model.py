@@ -86,3 +86,12 @@ def test_truncated_last_line_is_dropped(tmp_path) -> None:
     line = make_result().model_dump_json()
     path.write_text(line + "\n" + line[: len(line) // 2])
     assert len(read_results(path)) == 1
+
+
+def test_op_set_params_are_written_and_checked() -> None:
+    data = json.loads(make_result().model_dump_json())
+    assert (data["op"], data["set"]) == ("gemm", "train")
+    assert data["params"] == {"m": 1760, "n": 16, "k": 1760, "a_t": False, "b_t": False}
+    data["params"]["m"] = 99
+    with pytest.raises(ValidationError, match="params does not match"):
+        KernelResult.model_validate(data)

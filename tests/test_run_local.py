@@ -29,8 +29,6 @@ def test_smoke_all_ok_with_checks(tmp_path: Path) -> None:
     rs = results(out)
     assert len(rs) == 10 and len({r.id for r in rs}) == 10
     for r in rs:
-        if r.op == "all_reduce" and r.status is Status.UNSUPPORTED:
-            continue  # until a distributed backend runs it
         assert r.status is Status.OK, (r.id, r.reason)
         assert r.check.passed and all(p.check.passed for p in r.parts)
         assert r.time_us.n >= 3 and r.time_us.median > 0

@@ -10,6 +10,13 @@ from .base import Backend
 # name -> "module:class"; a backend's module imports its library, so import only when used.
 BACKENDS: dict[str, str] = {
     "torch": "deepbench.kernels.backends.pytorch:TorchBackend",
+    # Collectives (all-reduce), one rank per process, started by torchrun / mpirun / srun.
+    "gloo": "deepbench.kernels.backends.distributed.torch_dist:GlooBackend",
+    "nccl": "deepbench.kernels.backends.distributed.torch_dist:NcclBackend",
+    "rccl": "deepbench.kernels.backends.distributed.torch_dist:NcclBackend",
+    "mpi": "deepbench.kernels.backends.distributed.mpi:MpiBackend",
+    "onnxruntime": "deepbench.kernels.backends.onnxruntime:OrtBackend",
+    "tflite": "deepbench.kernels.backends.tflite:TfliteBackend",
 }
 
 

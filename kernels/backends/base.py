@@ -39,6 +39,9 @@ class TimedPart:
     info: dict[str, Any] = field(default_factory=dict)
     # Work that a CUDA graph cannot capture (host synchronisation, dynamic shapes) says so.
     capturable: bool = True
+    # A part that must be timed its own way (a collective: every rank must make the same calls,
+    # decided together) brings its timer; None: the backend's `measure`.
+    timer: Callable[[Callable[[], object], StopRule], Measurement] | None = None
 
 
 @dataclass
@@ -73,6 +76,11 @@ class Backend(ABC):
         return {}
 
     def device_facts(self) -> dict[str, Any]:
+        return {}
+
+    def device_facts_after(self) -> dict[str, Any]:
+        """Facts read again at the end of the run (clocks, temperature, throttling), merged into the
+        device facts; a `warnings` list there is shown to the user (e.g. the board throttled)."""
         return {}
 
     def ceilings(self) -> dict[str, float]:

@@ -36,7 +36,7 @@ def run_item(backend: Backend, item: PlanItem, settings: Settings) -> KernelResu
         parts: list[PartResult] = []
         for part in prepared.parts:
             part.run()  # first call: warm-up, library handle and algorithm selection
-            measurement = backend.measure(part.run, rule, part)
+            measurement = part.timer(part.run, rule) if part.timer else backend.measure(part.run, rule, part)
             check = part.check()  # the outputs the last timed call wrote
             if not check.passed:
                 return KernelResult(**base, status=Status.FAILED, check=check, padding=prepared.padding,
@@ -76,8 +76,10 @@ def finish(base: dict[str, Any], parts: list[PartResult], padding: dict[str, int
         flags.append("unconverged")
     if any(p.measurement.stats.rel_iqr > NOISY_REL_IQR for p in parts):
         flags.append("noisy")
-    if any(p.measurement.discarded for p in parts):
+    if any(p.measurement.discarded or p.info.get("throttled_samples_kept") for p in parts):
         flags.append("throttled")
+    if any(p.info.get("profiler", {}).get("agrees") is False for p in parts):
+        flags.append("timing-disagrees")  # --verify-timing: harness and profiler differ beyond 5%
     if "dense_time_us" in info:
         info["speedup_vs_dense"] = info["dense_time_us"]["median"] / total.median
     worst = max(parts, key=lambda p: p.check.error or 0.0).check

@@ -11,12 +11,32 @@ import signal
 import time
 
 ENV = "DEEPBENCH_FAULT"
+# With several ranks (all-reduce), DEEPBENCH_FAULT_RANK=R limits the fault to rank R, so that
+# ranks disagree; "wrong:ID" then makes that rank's all-reduce check see one wrong element.
+RANK_ENV = "DEEPBENCH_FAULT_RANK"
+
+
+def _this_rank_is_targeted(rank: int | None = None) -> bool:
+    wanted = os.environ.get(RANK_ENV, "")
+    if not wanted:
+        return True
+    if rank is None:
+        from .ranks import launch_rank
+
+        rank = launch_rank().rank
+    return int(wanted) == rank
+
+
+def requested(kind: str, item_id: str, rank: int | None = None) -> bool:
+    """Whether the fault `kind` is asked for this kernel (id prefix) on this rank."""
+    spec_kind, _, target = os.environ.get(ENV, "").partition(":")
+    return spec_kind == kind and item_id.startswith(target) and _this_rank_is_targeted(rank)
 
 
 def maybe_inject(item_id: str) -> None:
     spec = os.environ.get(ENV, "")
     kind, _, target = spec.partition(":")
-    if not spec or not item_id.startswith(target):
+    if not spec or not item_id.startswith(target) or not _this_rank_is_targeted():
         return
     if kind == "crash":
         os.kill(os.getpid(), signal.SIGKILL)

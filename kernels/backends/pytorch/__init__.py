@@ -15,9 +15,10 @@ from ...catalog import Kernel
 from ...precision import Precision
 from ...results import Measurement, Settings
 from ...timing import cpu as cpu_timer
+from ...timing import cuda as cuda_timer
 from ...timing.stopping import StopRule
 from ..base import Backend, Prepared, TimedPart, Unsupported
-from . import conv, gemm, rnn, sparse_gemm
+from . import attention, conv, cuda_facts, embedding, gemm, norms, pointwise, pooling, rnn, sparse_gemm
 from .context import TorchContext
 
 OPERATIONS: dict[str, Callable[[TorchContext, Any, Precision], Prepared]] = {
@@ -25,6 +26,10 @@ OPERATIONS: dict[str, Callable[[TorchContext, Any, Precision], Prepared]] = {
     "conv": conv.prepare,
     "rnn": rnn.prepare,
     "sparse_gemm": sparse_gemm.prepare,
+    # layer benchmarks (kernels/layers.py)
+    "pooling": pooling.prepare, "batch_norm": norms.prepare_batch_norm, "norm": norms.prepare_norm,
+    "softmax": pointwise.prepare_softmax, "activation": pointwise.prepare_activation,
+    "embedding": embedding.prepare, "attention": attention.prepare,
 }
 
 
@@ -40,18 +45,63 @@ class TorchBackend(Backend):
             torch.set_num_threads(settings.threads)
         torch.manual_seed(settings.seed)
         self.ctx = TorchContext(self.device, settings.seed)
+        self.precision = Precision.FP32
+        self._ceilings: dict[str, float] | None = None
+        self.clocks = cuda_timer.ClockReader(self.device) if self.ctx.is_cuda else None
+        if self.ctx.is_cuda:
+            # cuDNN's find picks the fastest algorithm per shape at the warm-up call (DeepBench
+            # also asked cuDNN for its fastest); PyTorch does not expose which engine it chose.
+            torch.backends.cudnn.benchmark = True
 
     def prepare(self, kernel: Kernel, precision: Precision) -> Prepared:
+        if kernel.op == "all_reduce":
+            return self._all_reduce(kernel, precision)
         if kernel.op not in OPERATIONS:
             raise Unsupported(f"{kernel.op} is not run by the torch backend on one process "
                               "(all-reduce needs the distributed launcher)")
         self.ctx.set_precision_mode(precision)
+        self.precision = precision
         return OPERATIONS[kernel.op](self.ctx, kernel, precision)
 
+    def _all_reduce(self, kernel: Kernel, precision: Precision) -> Prepared:
+        """All-reduce through torch.distributed on this device (gloo on a CPU, NCCL or RCCL on a
+        GPU): one rank unless an engine started several (distributed/torch_dist.py)."""
+        if getattr(self, "_collective", None) is None:
+            from ..distributed.torch_dist import all_reduce_runner
+
+            self._collective = all_reduce_runner(self.settings)
+        runner, comm = self._collective
+        prepared = runner.prepare(kernel, precision)
+        prepared.info["library"] = comm.versions()
+        return prepared
+
     def measure(self, fn: Callable[[], object], rule: StopRule, part: TimedPart) -> Measurement:
-        return cpu_timer.measure(fn, rule, self.settings.min_sample_s)
+        if not self.ctx.is_cuda:
+            return cpu_timer.measure(fn, rule, self.settings.min_sample_s)
+        assert self.clocks is not None
+        m, notes = cuda_timer.measure(fn, rule, self.settings, part.capturable, self.device, self.clocks)
+        part.info.update(notes)
+        bound = cuda_facts.roofline(part.flops, part.min_bytes, m.stats.median, self.precision, self.ceilings())
+        if bound:
+            part.info["roofline"] = bound
+        if self.settings.verify_timing:
+            part.info["profiler"] = cuda_timer.verify(fn, m.stats.median)
+        return m
+
+    def ceilings(self) -> dict[str, float]:
+        if not self.ctx.is_cuda:
+            return {}
+        if self._ceilings is None:
+            self._ceilings = {}  # measured once; empty while measuring (no roofline for the ceilings)
+            self._ceilings = cuda_facts.measure_ceilings(self.device, self.settings, self.clocks,
+                                                         self.ctx.set_precision_mode)
+        return self._ceilings
 
     def library_versions(self) -> dict[str, str]:
+        if self.ctx.is_cuda:
+            if not hasattr(self, "_versions"):
+                self._versions = cuda_facts.library_versions()
+            return dict(self._versions)
         versions = {"torch": torch.__version__}
         config = torch.__config__.show()
         mkl = re.search(r"Math Kernel Library Version ([\d.]+)", config)
@@ -63,6 +113,9 @@ class TorchBackend(Backend):
         return versions
 
     def device_facts(self) -> dict[str, Any]:
+        if self.ctx.is_cuda:
+            assert self.clocks is not None
+            return cuda_facts.device_facts(self.device, self.clocks)
         return {"kind": "cpu", "name": cpu_model(), "threads": torch.get_num_threads(),
                 "logical_cpus": os.cpu_count(), "machine": platform.machine(),
                 "capability": torch.backends.cpu.get_cpu_capability()}

@@ -13,6 +13,8 @@ DTYPES = {
     Precision.FP32: torch.float32, Precision.TF32: torch.float32, Precision.FP16: torch.float16,
     Precision.BF16: torch.bfloat16, Precision.INT8: torch.int8,
 }
+INT8_CUDA_MULTIPLE = 8   # torch._int_mm on CUDA: k and the output columns multiples of 8
+INT8_CUDA_MIN_ROWS = 20  # torch._int_mm on CUDA: more than 16 rows (20 keeps DeepBench's multiple of 4)
 INT8_RANGE = 64  # int8 inputs drawn from [-64, 64): random, never constant, no overflow in int32
 
 
@@ -57,8 +59,18 @@ class TorchContext:
             raise Unsupported("tf32 is a tensor-core mode of NVIDIA GPUs; this CPU computes float32 as fp32")
 
     def int8_gemm_shape(self, m: int, n: int, k: int) -> tuple[int, int, int, dict[str, int]]:
-        """Device limits of torch._int_mm beyond DeepBench's padding to 4 (none on CPU)."""
-        return m, n, k, {}
+        """Device limits of torch._int_mm beyond DeepBench's padding to 4 (none on CPU).
+
+        On CUDA, torch._int_mm(X (n x k), Y (k x m)) requires more than 16 rows in X and k and m
+        multiples of 8 (cuBLASLt's int8 alignment); the padded sizes are returned and recorded."""
+        if not self.is_cuda:
+            return m, n, k, {}
+        padded = {"m": -(-m // INT8_CUDA_MULTIPLE) * INT8_CUDA_MULTIPLE,
+                  "k": -(-k // INT8_CUDA_MULTIPLE) * INT8_CUDA_MULTIPLE,
+                  "n": max(n, INT8_CUDA_MIN_ROWS)}
+        extra = {name: v for name, v, orig in (("m", padded["m"], m), ("n", padded["n"], n), ("k", padded["k"], k))
+                 if v != orig}
+        return padded["m"], padded["n"], padded["k"], extra
 
     def synchronize(self) -> None:
         if self.is_cuda:

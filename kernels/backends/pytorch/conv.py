@@ -21,6 +21,10 @@ CHECK_POINTS = 48
 DILATION = [1, 1]
 OUTPUT_PADDING = [0, 0]
 GROUPS = 1
+# PyTorch does not report the engine cuDNN chose; it records how it asked for one.
+CUDNN_INFO = {"library": "cuDNN", "algorithm": "torch.backends.cudnn.benchmark=True: cuDNN's find timed its "
+              "algorithms at the warm-up call and the fastest is used (engine id not exposed by PyTorch)",
+              "layout": "NCHW"}
 
 
 def prepare(ctx: TorchContext, kernel: ConvKernel, precision: Precision) -> Prepared:
@@ -55,6 +59,9 @@ def prepare(ctx: TorchContext, kernel: ConvKernel, precision: Precision) -> Prep
         TimedPart("bwd_filter", bwd_filter, lambda: sampler.check_bwd_filter(out["dw"], precision),
                   kernel.flops("bwd_filter"), kernel.min_bytes("bwd_filter", precision)),
     ]
+    if ctx.is_cuda:
+        for p in parts:
+            p.info.update(CUDNN_INFO)
     return Prepared(parts=parts)
 
 

@@ -56,6 +56,10 @@ def recurrence(cell: str, proj: torch.Tensor, r_t: torch.Tensor, b_n: torch.Tens
 def prepare(ctx: TorchContext, kernel: RnnKernel, precision: Precision) -> Prepared:
     if precision in (Precision.INT8, Precision.FP8):
         raise Unsupported(f"PyTorch has no {precision.value} recurrent layer with 32-bit accumulate")
+    if ctx.is_cuda:  # DeepBench ran cuDNN's RNN on NVIDIA GPUs; rnn_cudnn says what that includes
+        from . import rnn_cudnn
+
+        return rnn_cudnn.prepare(ctx, kernel, precision)
     dtype = ctx.dtype(precision)
     hid, gates = kernel.hidden, GATES[kernel.cell]
     proj = ctx.random((kernel.timesteps, kernel.batch, gates * hid), dtype)

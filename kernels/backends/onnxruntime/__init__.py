@@ -1,0 +1,75 @@
+"""The onnxruntime backend: single-operator ONNX models built at run time, run on the CPU
+execution provider (or the first other provider the installed build offers, when the
+settings ask for it), timed with the host clock around a pre-bound `run_with_iobinding`.
+
+Usable on ARM (the Raspberry Pi image) and on x86, so the same kernel can be compared across
+runtimes (torch vs onnxruntime vs TFLite) on one machine."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable
+
+import onnxruntime as ort
+
+from ...catalog import Kernel
+from ...precision import Precision
+from ...results import Measurement, Settings
+from ...timing import cpu as cpu_timer
+from ...timing.stopping import StopRule
+from ..base import Backend, Prepared, TimedPart, Unsupported
+from ..board import cpu_facts, facts_after
+from . import conv, gemm, rnn, sparse_gemm
+from .context import OrtContext
+from .session import SessionOptions
+
+CPU_PROVIDER = "CPUExecutionProvider"
+OPERATIONS: dict[str, Callable[[OrtContext, Any, Precision], Prepared]] = {
+    "gemm": gemm.prepare, "conv": conv.prepare, "rnn": rnn.prepare, "sparse_gemm": sparse_gemm.prepare,
+}
+
+
+def default_threads() -> int:
+    """Settings.threads = 0 means: one intra-op thread per usable CPU (recorded, not guessed)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+class OrtBackend(Backend):
+    name = "onnxruntime"
+
+    def __init__(self, settings: Settings) -> None:
+        super().__init__(settings)
+        self._facts: dict[str, Any] = {}
+        if settings.device not in ("cpu", ""):
+            raise RuntimeError(f"the onnxruntime backend runs on the CPU execution provider; device "
+                               f"'{settings.device}' is not supported")
+        self.threads = settings.threads or default_threads()
+        self.ctx = OrtContext(SessionOptions(threads=self.threads, provider=CPU_PROVIDER), settings.seed)
+
+    def prepare(self, kernel: Kernel, precision: Precision) -> Prepared:
+        if kernel.op not in OPERATIONS:
+            raise Unsupported(f"the onnxruntime backend does not run {kernel.op} (it runs: {', '.join(OPERATIONS)})")
+        return OPERATIONS[kernel.op](self.ctx, kernel, precision)
+
+    def measure(self, fn: Callable[[], object], rule: StopRule, part: TimedPart) -> Measurement:
+        return cpu_timer.measure(fn, rule, self.settings.min_sample_s)
+
+    def library_versions(self) -> dict[str, str]:
+        return {"onnxruntime": ort.__version__, "onnx": _onnx_version()}
+
+    def device_facts_after(self) -> dict[str, Any]:
+        return facts_after(self._facts)
+
+    def device_facts(self) -> dict[str, Any]:
+        self._facts = cpu_facts()
+        return {**self._facts, "threads": self.threads, "execution_provider": CPU_PROVIDER,
+                "available_providers": ort.get_available_providers()}
+
+
+def _onnx_version() -> str:
+    import onnx
+
+    return onnx.__version__

@@ -1,0 +1,28 @@
+"""What every onnxruntime op module needs: seeded random inputs and session options."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+
+from ...precision import Precision
+from .session import BoundCall, SessionOptions, single_op_model
+
+INT8_RANGE = (-128, 128)  # numpy's high is exclusive: the full int8 range
+
+
+class OrtContext:
+    def __init__(self, options: SessionOptions, seed: int) -> None:
+        self.options = options
+        self.rng = np.random.default_rng(seed)
+
+    def random(self, shape: tuple[int, ...], precision: Precision, scale: float = 1.0) -> np.ndarray:
+        """Random normal (fp32) or uniform full-range int8 values: never zeros or constants."""
+        if precision is Precision.INT8:
+            return self.rng.integers(*INT8_RANGE, size=shape, dtype=np.int8)
+        return (self.rng.standard_normal(shape, dtype=np.float32) * np.float32(scale))
+
+    def bound(self, node: onnx.NodeProto, inputs: dict[str, np.ndarray], outputs: dict[str, np.ndarray],
+              initializers: dict[str, np.ndarray]) -> BoundCall:
+        model = single_op_model(node, inputs, outputs, initializers)
+        return BoundCall(model, self.options, inputs, outputs)

@@ -1,0 +1,116 @@
+"""Recurrent layers through cuDNN (nn.RNN / nn.LSTM / nn.GRU on CUDA), as DeepBench ran them.
+
+What cuDNN includes, which DeepBench's rule would leave out: cuDNN's RNN call computes the input
+projection W x_t for all t inside the layer (one large GEMM before the recurrence), so the timed
+forward includes it and its FLOPs are counted (kernel.flops(direction, input_projection=True)).
+Backward: cuDNN's weight gradient needs its data pass (cudnnRNNBackwardData, which yields dh
+through time and, with it, dx), so the timed backward is data + weights even though no input
+gradient is requested. DeepBench's own cuDNN benchmark timed the same two calls.
+
+Forward runs in training mode (keeping cuDNN's reserve space) for training sets and in inference
+mode for inference sets. Checks: the float64 recurrence of rnn.py with the layer's own weights
+(hidden states for fwd; the recurrent weight gradient dW_hh for bwd)."""
+
+from __future__ import annotations
+
+import torch
+
+from ...catalog import RnnKernel
+from ...precision import Precision
+from ...results import Check
+from ..base import Prepared, TimedPart
+from .checks import relative_error, verdict
+from .context import TorchContext
+from .rnn import recurrence
+
+MODULES = {"vanilla": lambda h, **kw: torch.nn.RNN(h, h, nonlinearity="relu", **kw),
+           "lstm": lambda h, **kw: torch.nn.LSTM(h, h, **kw),
+           "gru": lambda h, **kw: torch.nn.GRU(h, h, **kw)}
+
+
+def relu_recurrence_masked(proj: torch.Tensor, r_t: torch.Tensor, h0: torch.Tensor, library_h: torch.Tensor
+                           ) -> torch.Tensor:
+    """The vanilla (ReLU) recurrence in float64 with each step's ReLU mask taken from the
+    library's own forward states. Why: a pre-activation within rounding distance of zero takes
+    opposite signs in float64 and in fp16/fp32, and the gradient through that unit then differs
+    entirely (ReLU's derivative jumps); with masks shared, the reference differs from the library
+    only by rounding, which is what the tolerance bounds. Where masks agree it is the exact ReLU
+    recurrence; the forward check still uses the plain float64 ReLU."""
+    h = h0
+    outs = []
+    for t in range(proj.shape[0]):
+        h = (proj[t] + h @ r_t) * (library_h[t] > 0).to(proj.dtype)
+        outs.append(h)
+    return torch.stack(outs)
+
+
+def prepare(ctx: TorchContext, kernel: RnnKernel, precision: Precision) -> Prepared:
+    dtype = ctx.dtype(precision)
+    hid, steps, batch = kernel.hidden, kernel.timesteps, kernel.batch
+    layer = MODULES[kernel.cell](hid, device=ctx.device, dtype=dtype)
+    with torch.no_grad():
+        for p in layer.parameters():  # random, seeded, scaled as nn's default init
+            p.copy_(ctx.random(tuple(p.shape), dtype, scale=hid ** -0.5))
+    layer.flatten_parameters()
+    x = ctx.random((steps, batch, hid), dtype)
+    h0 = ctx.random((1, batch, hid), dtype)
+    hx = (h0, h0.clone()) if kernel.cell == "lstm" else h0
+    d_y = ctx.random((steps, batch, hid), dtype)
+    training = not kernel.set.startswith("inference")
+    state: dict[str, torch.Tensor] = {}
+
+    def fwd() -> None:
+        with torch.set_grad_enabled(training):
+            state["y"] = layer(x, hx)[0]
+
+    graph: dict[str, torch.Tensor] = {}
+
+    def bwd() -> None:
+        if "y" not in graph:
+            graph["y"] = layer(x, hx)[0]
+        (state["dw_hh"],) = torch.autograd.grad(graph["y"], layer.weight_hh_l0, d_y, retain_graph=True)
+
+    reference: dict[str, torch.Tensor] = {}
+
+    def library_forward() -> torch.Tensor:
+        """The library's own hidden states, whose signs fix the ReLU masks of the reference."""
+        with torch.no_grad():
+            return layer(x, hx)[0].detach()
+
+    def ref() -> tuple[torch.Tensor, torch.Tensor]:
+        if not reference:
+            w_ih, w_hh = layer.weight_ih_l0.detach().double(), layer.weight_hh_l0.detach().double()
+            b_ih, b_hh = layer.bias_ih_l0.detach().double(), layer.bias_hh_l0.detach().double()
+            proj = x.double() @ w_ih.t() + b_ih
+            if kernel.cell == "gru":  # cuDNN/PyTorch GRU: b_hn sits inside the reset gate
+                proj = proj + torch.cat([b_hh[:2 * hid], torch.zeros_like(b_hh[2 * hid:])])
+                b_n = b_hh[2 * hid:]
+            else:
+                proj = proj + b_hh
+                b_n = torch.zeros(hid, dtype=torch.float64, device=ctx.device)
+            r_t = w_hh.t().clone().requires_grad_(True)
+            if kernel.cell == "vanilla":
+                h = relu_recurrence_masked(proj, r_t, h0[0].double(), library_forward())
+            else:
+                h = recurrence(kernel.cell, proj, r_t, b_n, h0[0].double())
+            (d_r,) = torch.autograd.grad(h, r_t, d_y.double())
+            reference.update(y=h.detach(), dw_hh=d_r.t())
+        return reference["y"], reference["dw_hh"]
+
+    def check_fwd() -> Check:
+        return verdict(relative_error(state["y"], ref()[0]), precision, "reference-fp64")
+
+    def check_bwd() -> Check:
+        return verdict(relative_error(state["dw_hh"], ref()[1]), precision, "reference-fp64",
+                       "recurrent weight gradient dW_hh")
+
+    info = {"library": "cuDNN (torch.nn." + type(layer).__name__ + ")", "forward_mode": "training" if training
+            else "inference", "input_projection_timed": True, "input_gradient_timed": True,
+            "note": "cuDNN computes the input projection inside the layer and needs its data-gradient pass "
+                    "for weight gradients; both are timed and the projection's FLOPs counted"}
+    parts = [TimedPart("fwd", fwd, check_fwd, kernel.flops("fwd", input_projection=True),
+                       kernel.min_bytes("fwd", precision), info=dict(info))]
+    if training:
+        parts.append(TimedPart("bwd", bwd, check_bwd, kernel.flops("bwd", input_projection=True),
+                               kernel.min_bytes("bwd", precision), info=dict(info), capturable=False))
+    return Prepared(parts=parts, info=info)

@@ -1,0 +1,176 @@
+"""Layer benchmarks beyond DeepBench's operations (AI Matrix's layer set; OpBench's operator
+types): pooling, batch and layer/RMS normalization, softmax, activations, embedding and
+scaled dot-product attention. Forward only (inference), NCHW for images.
+
+Costs follow kernels/costs.py: FLOPs count multiply-adds as 2 and only matrix work (attention's
+QK^T and PV); the memory-bound layers report 0 FLOPs and are judged by bytes (GB/s): each input
+read once and each output written once at the precision's element size. Shapes come from the
+model datasets (kernels/models): these kernels carry set "model".
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+from pydantic import Field
+
+from . import costs
+from .catalog import Kernel
+from .precision import INPUT_BYTES, OUTPUT_BYTES, Precision
+
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu", "tanh", "sigmoid")
+
+
+def _io_bytes(inputs: int, outputs: int, precision: Precision, params: int = 0) -> float:
+    return (inputs + params) * INPUT_BYTES[precision] + outputs * OUTPUT_BYTES[precision]
+
+
+class PoolingKernel(Kernel):
+    """2-D max or average pooling (count_include_pad); global average pooling is avg with the
+    window = the whole map."""
+
+    FIELDS: ClassVar[tuple[str, ...]] = ("mode", "n", "c", "h", "w", "r", "s", "pad_h", "pad_w", "stride_h",
+                                         "stride_w")
+    op: Literal["pooling"] = "pooling"
+    mode: Literal["max", "avg"]
+    n: int = Field(gt=0)
+    c: int = Field(gt=0)
+    h: int = Field(gt=0)
+    w: int = Field(gt=0)
+    r: int = Field(gt=0)
+    s: int = Field(gt=0)
+    pad_h: int = Field(ge=0)
+    pad_w: int = Field(ge=0)
+    stride_h: int = Field(gt=0)
+    stride_w: int = Field(gt=0)
+
+    @property
+    def out_h(self) -> int:
+        return costs.conv_output_size(self.h, self.r, self.pad_h, self.stride_h)
+
+    @property
+    def out_w(self) -> int:
+        return costs.conv_output_size(self.w, self.s, self.pad_w, self.stride_w)
+
+    def flops(self, direction: str = "fwd") -> float:
+        return 0.0
+
+    def min_bytes(self, direction: str, precision: Precision) -> float:
+        return _io_bytes(self.n * self.c * self.h * self.w, self.n * self.c * self.out_h * self.out_w, precision)
+
+
+class BatchNormKernel(Kernel):
+    """Inference batch normalization with running statistics (scale, shift per channel)."""
+
+    FIELDS: ClassVar[tuple[str, ...]] = ("n", "c", "h", "w")
+    op: Literal["batch_norm"] = "batch_norm"
+    n: int = Field(gt=0)
+    c: int = Field(gt=0)
+    h: int = Field(gt=0)
+    w: int = Field(gt=0)
+
+    def flops(self, direction: str = "fwd") -> float:
+        return 0.0
+
+    def min_bytes(self, direction: str, precision: Precision) -> float:
+        x = self.n * self.c * self.h * self.w
+        return _io_bytes(x, x, precision, params=4 * self.c)
+
+
+class NormKernel(Kernel):
+    """LayerNorm (mean and variance) or RMSNorm over the last `cols` elements of `rows` rows."""
+
+    FIELDS: ClassVar[tuple[str, ...]] = ("kind", "rows", "cols")
+    op: Literal["norm"] = "norm"
+    kind: Literal["layer", "rms"]
+    rows: int = Field(gt=0)
+    cols: int = Field(gt=0)
+
+    def flops(self, direction: str = "fwd") -> float:
+        return 0.0
+
+    def min_bytes(self, direction: str, precision: Precision) -> float:
+        x = self.rows * self.cols
+        return _io_bytes(x, x, precision, params=(2 if self.kind == "layer" else 1) * self.cols)
+
+
+class SoftmaxKernel(Kernel):
+    """Softmax over the last dimension (`cols`) of `rows` rows."""
+
+    FIELDS: ClassVar[tuple[str, ...]] = ("rows", "cols")
+    op: Literal["softmax"] = "softmax"
+    rows: int = Field(gt=0)
+    cols: int = Field(gt=0)
+
+    def flops(self, direction: str = "fwd") -> float:
+        return 0.0
+
+    def min_bytes(self, direction: str, precision: Precision) -> float:
+        return _io_bytes(self.rows * self.cols, self.rows * self.cols, precision)
+
+
+class ActivationKernel(Kernel):
+    """An element-wise activation over `elements` values (gelu_tanh: GELU's tanh approximation)."""
+
+    FIELDS: ClassVar[tuple[str, ...]] = ("function", "elements")
+    op: Literal["activation"] = "activation"
+    function: Literal["relu", "gelu", "gelu_tanh", "silu", "tanh", "sigmoid"]
+    elements: int = Field(gt=0)
+
+    def flops(self, direction: str = "fwd") -> float:
+        return 0.0
+
+    def min_bytes(self, direction: str, precision: Precision) -> float:
+        return _io_bytes(self.elements, self.elements, precision)
+
+
+class EmbeddingKernel(Kernel):
+    """A table lookup: `lookups` rows of `dim` values gathered from a `vocab` x `dim` table."""
+
+    FIELDS: ClassVar[tuple[str, ...]] = ("vocab", "dim", "lookups")
+    op: Literal["embedding"] = "embedding"
+    vocab: int = Field(gt=0)
+    dim: int = Field(gt=0)
+    lookups: int = Field(gt=0)
+
+    def flops(self, direction: str = "fwd") -> float:
+        return 0.0
+
+    def min_bytes(self, direction: str, precision: Precision) -> float:
+        rows = self.lookups * self.dim  # only the rows looked up must be read (plus int64 indices)
+        return _io_bytes(rows, rows, precision) + self.lookups * 8
+
+
+class AttentionKernel(Kernel):
+    """softmax(Q K^T / sqrt(d) [+ causal mask]) V for `heads` query heads sharing `kv_heads`
+    key/value heads (grouped-query attention when fewer), as F.scaled_dot_product_attention."""
+
+    FIELDS: ClassVar[tuple[str, ...]] = ("batch", "heads", "kv_heads", "seq_q", "seq_kv", "head_dim", "causal")
+    op: Literal["attention"] = "attention"
+    batch: int = Field(gt=0)
+    heads: int = Field(gt=0)
+    kv_heads: int = Field(gt=0)
+    seq_q: int = Field(gt=0)
+    seq_kv: int = Field(gt=0)
+    head_dim: int = Field(gt=0)
+    causal: bool
+
+    def flops(self, direction: str = "fwd") -> float:
+        """QK^T and PV; not halved for a causal mask (torch.utils.flop_counter's convention)."""
+        return 2.0 * costs.FLOPS_PER_MAC * self.batch * self.heads * self.seq_q * self.seq_kv * self.head_dim
+
+    def min_bytes(self, direction: str, precision: Precision) -> float:
+        q = self.batch * self.heads * self.seq_q * self.head_dim
+        kv = 2 * self.batch * self.kv_heads * self.seq_kv * self.head_dim
+        return _io_bytes(q + kv, q, precision)
+
+
+LAYER_KERNELS: tuple[type[Kernel], ...] = (PoolingKernel, BatchNormKernel, NormKernel, SoftmaxKernel,
+                                           ActivationKernel, EmbeddingKernel, AttentionKernel)
+LAYER_OPS: tuple[str, ...] = tuple(cls.model_fields["op"].default for cls in LAYER_KERNELS)
+LAYER_TITLES: dict[str, str] = {
+    "pooling": "Pooling", "batch_norm": "Batch normalization (inference)", "norm": "Layer / RMS normalization",
+    "softmax": "Softmax", "activation": "Activations", "embedding": "Embedding lookup",
+    "attention": "Scaled dot-product attention",
+}
+assert set(LAYER_TITLES) == set(LAYER_OPS)

@@ -1,0 +1,162 @@
+"""An operator dataset as a suite: each distinct shape once, as the kernel type that runs it.
+
+GEMMs become GemmKernels (DeepBench's column-major m, n, k, a_t, b_t, as the BLAS receives the
+problem from PyTorch), convolutions ConvKernels and recurrent layers RnnKernels; the kernels
+carry set "model", the model's name as application and the calls per forward pass as count, so a
+report can weight each kernel's time by how often the model runs it. Operators with no kernel
+type yet are returned with the reason, never dropped silently. Needs no torch when given a
+dataset file; a registered model name is extracted on the spot (which needs torch).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import math
+
+from ..catalog import ConvKernel, GemmKernel, Kernel, RnnKernel
+from ..layers import (ActivationKernel, AttentionKernel, BatchNormKernel, EmbeddingKernel, NormKernel, PoolingKernel,
+                      SoftmaxKernel)
+from .dataset import Operator, OperatorDataset
+
+MODEL_SET = "model"
+SUITE_PREFIX = "model:"
+
+
+@dataclass(frozen=True)
+class Unmapped:
+    operator: Operator
+    reason: str
+
+
+def kernel_for(op: Operator, model: str) -> Kernel | str:
+    """The kernel that runs `op` (index and count filled in later), or why there is none."""
+    p = op.params
+    common = dict(set=MODEL_SET, index=0, application=model)
+    if op.type == "gemm":
+        if p["batch"] != 1:
+            return "batched GEMM has no kernel type yet"
+        return GemmKernel(m=p["m"], n=p["n"], k=p["k"], a_t=p["a_t"], b_t=p["b_t"], **common)
+    if op.type == "conv":
+        if p["groups"] != 1 or p["dilation_h"] != 1 or p["dilation_w"] != 1:
+            return "grouped or dilated convolution has no kernel type yet"
+        return ConvKernel(w=p["w"], h=p["h"], c=p["c"], n=p["n"], k=p["k"], s=p["s"], r=p["r"], pad_w=p["pad_w"],
+                          pad_h=p["pad_h"], stride_w=p["stride_w"], stride_h=p["stride_h"], **common)
+    if op.type == "rnn":
+        if p["bidirectional"] or p["input_size"] != p["hidden"] or p["activation"] == "tanh":
+            return "RnnKernel covers unidirectional layers with input size = hidden (ReLU for vanilla)"
+        return RnnKernel(hidden=p["hidden"], batch=p["batch"], timesteps=p["timesteps"], cell=p["cell"], **common)
+    return _layer_kernel(op, common)
+
+
+ACTIVATION_KERNELS = {("relu", None): "relu", ("gelu", "none"): "gelu", ("gelu", "tanh"): "gelu_tanh",
+                      ("silu", None): "silu", ("tanh", None): "tanh", ("sigmoid", None): "sigmoid"}
+
+
+def _layer_kernel(op: Operator, common: dict) -> Kernel | str:
+    """The layer benchmarks (kernels/layers.py) for pooling, norms, softmax, activations,
+    embedding and attention; the reason where a variant is not covered."""
+    p, x = op.params, op.inputs[0] if op.inputs else ()
+    if op.type == "pooling":
+        return _pooling(op, common)
+    if op.type == "batch_norm":
+        if len(x) != 4:
+            return "BatchNormKernel covers 2-D (NCHW) batch normalization"
+        return BatchNormKernel(n=x[0], c=x[1], h=x[2], w=x[3], **common)
+    if op.type in ("layer_norm", "rms_norm"):
+        cols = math.prod(p["normalized"])
+        return NormKernel(kind="layer" if op.type == "layer_norm" else "rms", rows=math.prod(x) // cols, cols=cols,
+                          **common)
+    if op.type == "softmax":
+        if p["dim"] not in (-1, len(x) - 1):
+            return "SoftmaxKernel covers softmax over the last dimension"
+        return SoftmaxKernel(rows=math.prod(x[:-1]), cols=x[-1], **common)
+    if op.type == "activation":
+        function = ACTIVATION_KERNELS.get((p["function"], p.get("approximate")))
+        if function is None:
+            return f"no activation kernel for {p['function']} yet"
+        return ActivationKernel(function=function, elements=math.prod(x), **common)
+    if op.type == "embedding":
+        return EmbeddingKernel(vocab=p["vocab"], dim=p["dim"], lookups=p["lookups"], **common)
+    if op.type == "attention":
+        if p["mask"]:
+            return "AttentionKernel covers causal or unmasked attention, not an explicit mask"
+        return AttentionKernel(batch=p["batch"], heads=p["heads"], kv_heads=p["kv_heads"], seq_q=p["seq_q"],
+                               seq_kv=p["seq_kv"], head_dim=p["head_dim"], causal=p["causal"], **common)
+    return "element-wise and data-movement operators have no kernel type yet"
+
+
+def _pooling(op: Operator, common: dict) -> Kernel | str:
+    p, (n, c, h, w) = op.params, op.inputs[0]
+    name = op.aten.split(".")[1]
+    if "adaptive" in name:
+        if tuple(p["output_size"]) != (1, 1) or "max" in name:
+            return "adaptive pooling is covered for global average pooling (output 1x1) only"
+        return PoolingKernel(mode="avg", n=n, c=c, h=h, w=w, r=h, s=w, pad_h=0, pad_w=0, stride_h=h, stride_w=w,
+                             **common)
+    window = _pair(p["kernel_size"])
+    stride = _pair(p.get("stride") or p["kernel_size"])  # an empty stride means the window's
+    pad = _pair(p.get("padding", 0))
+    mode = "max" if "max" in name else "avg"
+    if p.get("ceil_mode"):
+        return "pooling with ceil_mode has no kernel yet"
+    if mode == "avg" and any(pad) and not p.get("count_include_pad", True):
+        return "average pooling that excludes padding from the count has no kernel yet"
+    return PoolingKernel(mode=mode, n=n, c=c, h=h, w=w, r=window[0], s=window[1], pad_h=pad[0], pad_w=pad[1],
+                         stride_h=stride[0], stride_w=stride[1], **common)
+
+
+def _pair(value: object) -> tuple[int, int]:
+    if isinstance(value, int):
+        return value, value
+    v = tuple(int(x) for x in value)  # type: ignore[union-attr]
+    return (v[0], v[0]) if len(v) == 1 else (v[0], v[1])
+
+
+def _calls(op: Operator) -> int:
+    """Kernel calls per forward pass: a stacked recurrent layer runs its RnnKernel once per layer."""
+    return op.count * (int(op.params["layers"]) if op.type == "rnn" else 1)
+
+
+def dataset_kernels(ds: OperatorDataset) -> tuple[list[Kernel], list[Unmapped]]:
+    """Distinct kernels in first-call order, indexed per operation, with summed counts."""
+    counts: dict[Kernel, int] = {}
+    unmapped: list[Unmapped] = []
+    for op in ds.operators:
+        k = kernel_for(op, ds.model)
+        if isinstance(k, str):
+            unmapped.append(Unmapped(op, k))
+        else:
+            counts[k] = counts.get(k, 0) + _calls(op)
+    out: list[Kernel] = []
+    per_op: dict[str, int] = {}
+    for k, n in counts.items():
+        index = per_op.get(k.op, 0)
+        per_op[k.op] = index + 1
+        out.append(k.model_copy(update={"index": index, "count": n}))
+    return out, unmapped
+
+
+def load_dataset(spec: str, batch: int | None = None, seq: int | None = None) -> OperatorDataset:
+    """`spec`: a registered model (extracted now, needs torch) or an operator dataset file."""
+    from . import MODELS
+
+    if spec in MODELS:
+        try:
+            from .extract import extract
+        except ImportError as exc:
+            raise ValueError(f"extracting model '{spec}' needs torch here ({exc}); or pass a dataset file "
+                             f"made by `deepbench models extract` as model:FILE") from None
+        return extract(spec, batch=batch or 1, seq=seq)
+    path = Path(spec)
+    if not path.is_file():
+        raise ValueError(f"unknown model '{spec}' (choose from: {', '.join(MODELS)}, or a dataset file)")
+    try:
+        ds = OperatorDataset.load(path)
+    except ValueError as exc:
+        raise ValueError(f"{path} is not an operator dataset: {str(exc).splitlines()[0]}") from None
+    for flag, asked, has in (("--batch", batch, ds.batch), ("--seq", seq, ds.seq)):
+        if asked is not None and asked != has:
+            raise ValueError(f"{path} was extracted with {flag} {has}, not {asked}: extract it again")
+    return ds

@@ -1,0 +1,48 @@
+"""DeepBench's published results, shipped as references usable wherever a run is.
+
+  deepbench references                    # name, processor, set, kernels per precision, source
+  deepbench compare RUN --reference V100  # this run against DeepBench's V100, kernel by kernel
+  deepbench report V100 --format html     # a reference as a report
+
+A name is set/processor (train/V100, server/T4) or the processor alone where it is unique."""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.table import Table
+
+from ..display import make_console
+from ..references import references
+
+NAME = "references"
+HELP = "list DeepBench's published results usable as references"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--format", choices=("table", "json"), default="table")
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+
+    refs = references()
+    rows = []
+    for name, ref in refs.items():
+        counts: dict[str, int] = {}
+        for e in ref.entries:
+            counts[e.precision] = counts.get(e.precision, 0) + 1
+        device = ref.specs.get("GPU Model") or ref.specs.get("CPU Model") or ref.specs.get("CPU", "")
+        rows.append({"name": name, "processor": ref.processor, "device": device, "set": ref.set,
+                     "kernels": counts, "source": ref.source})
+    if args.format == "json":
+        for r in rows:
+            print(json.dumps(r))
+        return 0
+    t = Table(title=f"{len(rows)} references (DeepBench's published results)", title_justify="left")
+    for col in ("name", "device", "kernels per precision", "source"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(r["name"], r["device"], ", ".join(f"{n} {p}" for p, n in r["kernels"].items()), r["source"])
+    make_console().print(t)
+    return 0

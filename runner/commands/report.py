@@ -1,0 +1,37 @@
+"""DeepBench-style tables for one run (or one published reference), in several formats.
+
+  deepbench report deepbench-results/RUN_ID                    # terminal tables
+  deepbench report RUN --format md --out report.md             # also csv
+  deepbench report RUN --format xlsx --out run.xlsx            # a sheet per precision + Specs, like DeepBench's
+  deepbench report RUN --format html --out run.html            # one offline file: sortable tables, rooflines
+  deepbench report V100 --format html                          # a published reference (see deepbench references)
+
+Per operation: DeepBench's columns (application, parameters, precision, time, TFLOPS or GB/s),
+the time of each direction, the noise (IQR over the median), the roofline bound and % of the
+measured peak (blank where the run measured no ceilings, e.g. on a CPU), status and check."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..report_render import FORMATS, write_report
+from ..sources import load_source
+
+NAME = "report"
+HELP = "tables, workbook or HTML report of a run or reference"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run", metavar="RUN", help="a results folder written by deepbench-run, or a reference name")
+    parser.add_argument("--format", choices=FORMATS, default="table", help="default: table (terminal)")
+    parser.add_argument("--out", type=Path, metavar="FILE",
+                        help="write here (default: standard output; xlsx/html: report-<run>.<ext> here)")
+
+
+def run(args: argparse.Namespace) -> int:
+    source = load_source(args.run)
+    written = write_report(source, args.format, args.out)
+    if written:
+        print(f"wrote {written}")
+    return 0

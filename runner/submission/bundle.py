@@ -1,0 +1,180 @@
+"""`deepbench submit`: turn a finished run folder into a submission bundle (see layout.py)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from ...kernels import __version__
+from ...kernels.results import PLAN_FILE, RESULTS_FILE, RUN_FILE, Plan, RunRecord, read_results, utcnow
+from ...kernels.system import SystemDescription, VendorFields
+from ..errors import UserError
+from ..local import LOG_FILE
+from ..platforms import get_platform
+from ..run import MODES
+from . import layout
+from .manifest import write_manifest
+
+DEFAULT_KERNEL_TIMEOUT_S = 600.0
+
+
+def reproduce_command(plan: Plan, local: bool, image_digest: str | None) -> str:
+    """The deepbench-run command that makes this plan again (plan.json stays authoritative: the
+    verify command runs it exactly, including presets a command line cannot express)."""
+    s = plan.settings
+    args = ["deepbench-run"]
+    args += ["--local"] if local else []
+    if not local or plan.platform != "cpu":
+        args += ["--platform", plan.platform]
+    if not local and image_digest:
+        args += ["--image", image_digest]
+    if plan.backend != get_platform(plan.platform).backend:
+        args += ["--backend", plan.backend]
+    args += ["--suite", plan.suite]
+    sel = plan.selection
+    if sel is not None:
+        if sel.ops:
+            args += ["--ops", ",".join(sel.ops)]
+        for clause in sel.where:
+            args += ["--where", clause]
+        if sel.limit is not None:
+            args += ["--limit", str(sel.limit)]
+        if sel.precisions:
+            args += ["--precision", ",".join(sel.precisions)]
+        for flag, value in (("--batch", getattr(sel, "batch", None)), ("--seq", getattr(sel, "seq", None))):
+            if value is not None:
+                args += [flag, str(value)]
+    if s.mode != "default":
+        args.append(f"--{s.mode}")
+    preset = MODES[s.mode]
+    if s.time_cap_s != preset["time_cap_s"]:
+        args += ["--time-cap", f"{s.time_cap_s:g}"]
+    if s.target_rel_precision != preset["target_rel_precision"]:
+        args += ["--target", f"{s.target_rel_precision:g}"]
+    if s.kernel_timeout_s != DEFAULT_KERNEL_TIMEOUT_S:
+        args += ["--kernel-timeout", f"{s.kernel_timeout_s:g}"]
+    if s.threads:
+        args += ["--threads", str(s.threads)]
+    args += ["--seed", str(s.seed)]
+    args += ["--cold"] if s.cold else []
+    args += ["--verify-timing"] if s.verify_timing else []
+    return shlex.join(args)
+
+
+def load_run(run_dir: Path) -> tuple[Plan, RunRecord]:
+    """The run's plan and record, validated; a user's mistake is one line."""
+    if not run_dir.is_dir():
+        raise UserError(f"{run_dir} is not a run folder (give the --out folder of deepbench-run)")
+    for name in (PLAN_FILE, RUN_FILE, RESULTS_FILE):
+        if not (run_dir / name).is_file():
+            raise UserError(f"{run_dir} has no {name}: is it a deepbench-run results folder?")
+    try:
+        plan = Plan.model_validate_json((run_dir / PLAN_FILE).read_text())
+        record = RunRecord.model_validate_json((run_dir / RUN_FILE).read_text())
+    except ValidationError as exc:
+        raise UserError(f"{run_dir}: {str(exc).splitlines()[0]}") from None
+    if record.state != "complete":
+        raise UserError(f"the run in {run_dir} is {record.state}: finish it first "
+                        f"(deepbench-run --resume {shlex.quote(str(run_dir))})")
+    if record.system is None or record.host_system is None:
+        raise UserError(f"{run_dir}/run.json has no system description: it was made by an older deepbench; run again")
+    return plan, record
+
+
+def make_bundle(run_dir: Path, out: Path, vendor: VendorFields, force: bool = False) -> layout.SubmissionIndex:
+    plan, record = load_run(run_dir)
+    try:
+        read_results(run_dir / RESULTS_FILE)
+    except ValueError as exc:
+        raise UserError(f"{run_dir}/{RESULTS_FILE} is not valid: {str(exc).splitlines()[0]}") from None
+    if out.exists() and any(out.iterdir()):
+        if not force:
+            raise UserError(f"{out} exists and is not empty: choose another --out, or --force to replace it")
+        shutil.rmtree(out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "logs").mkdir()
+
+    system: SystemDescription = record.system.model_copy(update={"vendor": vendor})  # type: ignore[union-attr]
+    local = bool(record.provenance.local) if record.provenance.local is not None else _was_local(run_dir)
+    digest = record.provenance.image_digest
+    index = layout.SubmissionIndex(
+        created_at=utcnow(), tool_version=__version__, run_id=plan.run_id, suite=plan.suite, platform=plan.platform,
+        backend=plan.backend, local=local, image_digest=digest, reproduce=reproduce_command(plan, local, digest),
+        verify=f"deepbench verify BUNDLE{' --local' if local else ''}", files=dict(layout.LAYOUT))
+
+    _write_json(out / layout.SYSTEM, system.model_dump(mode="json"))
+    if record.host_system is not None:
+        _write_json(out / layout.HOST_SYSTEM, record.host_system.model_dump(mode="json"))
+    for src, dst in ((PLAN_FILE, layout.PLAN), (RUN_FILE, layout.RUN), (RESULTS_FILE, layout.RESULTS)):
+        shutil.copyfile(run_dir / src, out / dst)
+    log = run_dir / LOG_FILE
+    (out / layout.HARNESS_LOG).write_bytes(log.read_bytes() if log.is_file() else b"")
+    (out / layout.README).write_text(readme(plan, record, system, index))
+    _write_json(out / layout.INDEX, index.model_dump(mode="json"))
+    write_manifest(out)
+    return index
+
+
+def _was_local(run_dir: Path) -> bool:
+    marker = run_dir / ".local"
+    return marker.is_file() and marker.read_text().strip() == "1"
+
+
+def _write_json(path: Path, data: Any) -> None:
+    path.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n")
+
+
+def readme(plan: Plan, record: RunRecord, system: SystemDescription, index: layout.SubmissionIndex) -> str:
+    m = system.measured
+    accel = "; ".join(f"{a.name} ({a.memory_gib} GiB, driver {a.driver or '?'})" for a in m.accelerators) or "none"
+    libs = ", ".join(f"{k} {v}" for k, v in sorted(m.libraries.items())) or "none recorded"
+    counts = ", ".join(f"{n} {s}" for s, n in sorted(record.counts.items()))
+    source = record.provenance.source
+    image = index.image_digest or ("none (--local: run on the host, no container)" if index.local else "not recorded")
+    vendor = system.vendor
+    return f"""# DeepBench submission {plan.run_id}
+
+{('Submitted by ' + vendor.submitter + '. ') if vendor.submitter else ''}{('System: ' + vendor.system_name + '. ') if vendor.system_name else ''}
+{vendor.notes}
+
+| | |
+| --- | --- |
+| suite | {plan.suite} ({len(plan.items)} kernels x precisions: {counts}) |
+| platform / backend | {plan.platform} / {plan.backend} |
+| device | {record.device.get('name', '?')} |
+| CPU | {m.cpu.model}, {m.cpu.logical_cpus} logical CPUs, {m.memory_gib} GiB |
+| accelerators | {accel} |
+| board | {m.board.model if m.board else 'n/a'} |
+| OS / kernel | {m.os.name} / {m.os.kernel} |
+| libraries | {libs} |
+| image | {image} |
+| tool | deepbench {record.tool_version}, harness sha256 {record.provenance.harness_sha256 or '?'} |
+| source tree | {source.state + (' at ' + source.commit if source and source.commit else '') if source else 'unknown'} |
+| measured | {record.started_at:%Y-%m-%d %H:%M:%S} to {record.ended_at:%Y-%m-%d %H:%M:%S} UTC |
+
+## Reproduce
+```
+{index.reproduce}
+```
+`plan.json` is authoritative (it lists every kernel and setting); to re-run exactly this plan and
+compare with these numbers within their measured noise:
+```
+{index.verify}
+```
+
+## Check
+```
+deepbench check BUNDLE        # schema, manifest, completeness, checks, samples, consistency
+sha256sum -c {layout.MANIFEST}   # the manifest alone, without deepbench
+```
+
+## Layout
+{chr(10).join(f'- `{path}`: {layout.ROLE_TEXT[role]}' for role, path in layout.LAYOUT.items())}
+- `{layout.INDEX}`: this bundle's index (schema {layout.SUBMISSION_SCHEMA})
+- `{layout.MANIFEST}`: SHA-256 of every other file
+"""

@@ -1,0 +1,449 @@
+"""`deepbench check`: is a submission bundle complete, consistent and untouched? Every problem is
+reported with its reason; any problem fails the check.
+
+Bundles are untrusted input. The checker never follows a link, never reads a file over the size
+limits, rejects paths that escape the bundle, parses JSON strictly (no NaN, no duplicate keys),
+and validates every document against its versioned schema; what is malformed becomes a problem
+with a message, never a traceback.
+
+The declared scope: plan.json names a suite and the selection made within it (--ops, --where,
+--limit, --precision; `Plan.selection`). The checker re-derives the kernel list from the frozen
+suite definition of this tool plus that selection, and requires plan.json to hold exactly those
+kernels, with the catalog's parameters, and results.jsonl to hold one result for each, `ok` (its
+check passed, with enough samples) or `unsupported` with a reason. A plan without a selection
+(made before selections were recorded) declares the whole suite. The suite hashes recorded in
+the run's provenance must match the plan and this tool's frozen suite, so a suite definition
+that changed between tool versions is reported rather than silently re-derived."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from ...kernels.precision import PRECISIONS, Precision
+from ...kernels.provenance import items_sha256, kernel_identity, kernels_sha256
+from ...kernels.results import (PLAN_SCHEMA, RESULT_SCHEMA, RUN_SCHEMA, KernelResult, Plan, PlanItem, RunRecord,
+                                Status)
+from ...kernels.suites import SelectionError, parse_where, select, suite_kernels
+from ...kernels.system import SYSTEM_SCHEMA, SystemDescription
+from ..errors import UserError
+from . import layout
+from .layout import DEFAULT_LIMITS, Limits, SubmissionIndex
+from .manifest import check_manifest, scan
+
+M = TypeVar("M", bound=BaseModel)
+DERIVED_RTOL = 1e-6  # TFLOPS re-derived from FLOPs and the median (JSON keeps floats exactly)
+# A kernel stopped by the time cap below --min-samples must show this fraction of the cap in its
+# samples (the rule stops at twice the cap; loop overhead and calibration are not in the samples).
+TIME_CAP_EVIDENCE = 0.9
+CLOCK_SLACK = timedelta(seconds=60)  # results' timestamps lie within the run's, give or take this
+HEX64 = set("0123456789abcdef")
+
+
+@dataclass(frozen=True)
+class Problem:
+    where: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.message}"
+
+
+@dataclass
+class Bundle:
+    """The bundle's documents, each None when it could not be loaded (a problem says why)."""
+
+    index: SubmissionIndex | None = None
+    system: SystemDescription | None = None
+    host_system: SystemDescription | None = None
+    plan: Plan | None = None
+    run: RunRecord | None = None
+    results: list[KernelResult] = field(default_factory=list)
+    results_valid: bool = False
+
+
+@dataclass
+class Report:
+    root: Path
+    problems: list[Problem] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)
+    bundle: Bundle = field(default_factory=Bundle)
+    files: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def add(self, where: str, message: str) -> None:
+        self.problems.append(Problem(where, message))
+
+    def warn(self, where: str, message: str) -> None:
+        self.warnings.append(Problem(where, message))
+
+
+def check_bundle(root: Path, limits: Limits = DEFAULT_LIMITS) -> Report:
+    """Every check, in order; later checks run on whatever earlier ones could load."""
+    if not root.exists() and not root.is_symlink():
+        raise UserError(f"no bundle at {root} (make one with: deepbench submit RUN --out DIR)")
+    report = Report(root)
+    if root.is_symlink():
+        report.add(str(root), "the bundle is a symbolic link: give the folder itself")
+        return report
+    if not root.is_dir():
+        raise UserError(f"{root} is not a folder (a bundle is the folder deepbench submit wrote)")
+    found = scan(root, limits)
+    report.files = len(found.files)
+    for where, message in found.problems:
+        report.add(where, message)
+    for where, message in check_manifest(root, found, limits):
+        report.add(where, message)
+    for role, rel in [*layout.LAYOUT.items(), ("index", layout.INDEX)]:
+        if rel not in found.files and not any(p.where == rel for p in report.problems):
+            report.add(rel, f"is missing: the bundle's {role.replace('_', ' ')} is required")
+    b = report.bundle
+    b.index = _load(root, layout.INDEX, SubmissionIndex, layout.SUBMISSION_SCHEMA, found.files, limits, report)
+    b.system = _load(root, layout.SYSTEM, SystemDescription, SYSTEM_SCHEMA, found.files, limits, report)
+    b.host_system = _load(root, layout.HOST_SYSTEM, SystemDescription, SYSTEM_SCHEMA, found.files, limits, report)
+    b.plan = _load(root, layout.PLAN, Plan, PLAN_SCHEMA, found.files, limits, report)
+    b.run = _load(root, layout.RUN, RunRecord, RUN_SCHEMA, found.files, limits, report)
+    b.results, b.results_valid = _load_results(root, found.files, limits, report)
+    for step in (_check_index, _check_run, _check_scope, _check_results, _check_system, _check_provenance):
+        try:
+            step(b, report)
+        except Exception as exc:  # noqa: BLE001 - input no rule foresaw: a problem, never a traceback
+            report.add(step.__name__.strip("_").replace("_", " "),
+                       f"could not be completed on this bundle ({type(exc).__name__}: {exc})"[:500])
+    return report
+
+
+# ----- loading ------------------------------------------------------------------------------------
+def _strict_json(text: str) -> Any:
+    def no_constants(name: str) -> Any:
+        raise ValueError(f"non-standard JSON constant {name}")
+
+    def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        keys = [k for k, _ in pairs]
+        dup = next((k for k in keys if keys.count(k) > 1), None)
+        if dup is not None:
+            raise ValueError(f"duplicate key {dup!r}")
+        return dict(pairs)
+
+    def finite(text: str) -> float:
+        value = float(text)
+        if not math.isfinite(value):
+            raise ValueError(f"number {text[:40]} overflows a float")
+        return value
+
+    return json.loads(text, parse_constant=no_constants, object_pairs_hook=no_duplicates, parse_float=finite)
+
+
+def _parse(data: bytes, where: str, report: Report) -> Any:
+    try:
+        return _strict_json(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        report.add(where, "is not UTF-8 text")
+    except json.JSONDecodeError as exc:
+        report.add(where, f"is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})")
+    except ValueError as exc:
+        report.add(where, f"is not valid JSON ({exc})")
+    except RecursionError:
+        report.add(where, "is not valid JSON (nested too deeply)")
+    return None
+
+
+def describe(exc: ValidationError, shown: int = 3) -> str:
+    errors = exc.errors()
+    text = "; ".join(f"{'.'.join(str(x) for x in e['loc']) or '(document)'}: {e['msg']}" for e in errors[:shown])
+    return text + (f" (and {len(errors) - shown} more)" if len(errors) > shown else "")
+
+
+def _validate(model: type[M], data: Any, schema: str, where: str, report: Report) -> M | None:
+    if not isinstance(data, dict):
+        report.add(where, f"is not a JSON object (found {type(data).__name__})")
+        return None
+    version = data.get("schema_version")
+    if version != schema:
+        report.add(where, f"schema_version {version!r} is not one this checker reads (expected {schema!r})")
+        return None
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        report.add(where, f"does not match its schema: {describe(exc)}")
+    except (ValueError, TypeError, RecursionError) as exc:  # a validator that tripped on odd input
+        report.add(where, f"does not match its schema: {exc}"[:500])
+    return None
+
+
+def _load(root: Path, rel: str, model: type[M], schema: str, files: dict[str, int], limits: Limits,
+          report: Report) -> M | None:
+    if rel not in files:
+        return None
+    if files[rel] > limits.max_json_bytes:
+        report.add(rel, f"is {files[rel]} bytes, over the limit of {limits.max_json_bytes} for a JSON document")
+        return None
+    try:
+        raw = (root / rel).read_bytes()
+    except OSError as exc:
+        report.add(rel, f"cannot be read: {exc.strerror}")
+        return None
+    data = _parse(raw, rel, report)
+    return None if data is None else _validate(model, data, schema, rel, report)
+
+
+def _load_results(root: Path, files: dict[str, int], limits: Limits, report: Report
+                  ) -> tuple[list[KernelResult], bool]:
+    rel = layout.RESULTS
+    if rel not in files:
+        return [], False
+    out: list[KernelResult] = []
+    before = len(report.problems)
+    bad = 0
+    with (root / rel).open("rb") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            where = f"{rel} line {n}"
+            if len(line) > limits.max_json_bytes:
+                ok = None
+                report.add(where, f"is over {limits.max_json_bytes} bytes")
+            else:
+                data = _parse(line, where, report)
+                if isinstance(data, dict) and isinstance(data.get("id"), str):
+                    where = f"{where} ({data['id'][:120]})"
+                ok = None if data is None else _validate(KernelResult, data, RESULT_SCHEMA, where, report)
+            if ok is None:
+                bad += 1
+                if bad > limits.max_reported_per_file:
+                    report.problems.pop()
+            else:
+                out.append(ok)
+    if bad > limits.max_reported_per_file:
+        report.add(rel, f"... and {bad - limits.max_reported_per_file} more invalid lines")
+    return out, len(report.problems) == before
+
+
+# ----- cross-checks -------------------------------------------------------------------------------
+def _check_index(b: Bundle, report: Report) -> None:
+    idx = b.index
+    if idx is None:
+        return
+    if idx.files != layout.LAYOUT:
+        report.add(layout.INDEX, f"files {idx.files} differ from the fixed layout {layout.LAYOUT}")
+    for doc, name in ((b.plan, layout.PLAN), (b.run, layout.RUN)):
+        if doc is None:
+            continue
+        for attr in ("run_id", "suite", "platform", "backend"):
+            if getattr(doc, attr) != getattr(idx, attr):
+                report.add(layout.INDEX, f"{attr} {getattr(idx, attr)!r} differs from {name}'s "
+                                         f"{getattr(doc, attr)!r}")
+    if b.run is not None:
+        if b.run.provenance.image_digest != idx.image_digest:
+            report.add(layout.INDEX, f"image_digest {idx.image_digest!r} differs from the run's "
+                                     f"{b.run.provenance.image_digest!r}")
+        if b.run.provenance.local is not None and b.run.provenance.local != idx.local:
+            report.add(layout.INDEX, f"local={idx.local} differs from the run's provenance")
+
+
+def _check_run(b: Bundle, report: Report) -> None:
+    plan, run = b.plan, b.run
+    if run is None:
+        return
+    if run.state != "complete":
+        report.add(layout.RUN, f"the run is {run.state}, not complete")
+    if plan is not None:
+        if run.settings != plan.settings:
+            report.add(layout.RUN, "its settings differ from plan.json's")
+        if run.planned != len(plan.items):
+            report.add(layout.RUN, f"planned={run.planned} but plan.json holds {len(plan.items)} kernels")
+        for attr in ("run_id", "suite", "platform", "backend"):
+            if getattr(run, attr) != getattr(plan, attr):
+                report.add(layout.RUN, f"{attr} {getattr(run, attr)!r} differs from plan.json's {getattr(plan, attr)!r}")
+    if b.results_valid:
+        counts = dict(Counter(r.status.value for r in b.results))
+        if counts != run.counts:
+            report.add(layout.RUN, f"counts {run.counts} differ from results.jsonl's {counts}")
+        for r in b.results:
+            if r.started_at < run.started_at - CLOCK_SLACK or r.ended_at > run.ended_at + CLOCK_SLACK:
+                report.add(r.id, f"its timestamps ({r.started_at:%H:%M:%S}-{r.ended_at:%H:%M:%S}) lie outside the "
+                                 f"run's ({run.started_at:%H:%M:%S}-{run.ended_at:%H:%M:%S})")
+            if r.ended_at < r.started_at:
+                report.add(r.id, "ended before it started")
+
+
+def declared_items(plan: Plan) -> list[PlanItem]:
+    """The kernels the plan's suite and selection stand for, by this tool's frozen suites."""
+    from ..platforms import get_platform
+    from ..run import plan_items
+
+    sel = plan.selection
+    kernels = select(plan.suite, list(sel.ops) if sel and sel.ops else None,
+                     parse_where(list(sel.where)) if sel else [], sel.limit if sel else None,
+                     sel.batch if sel else None, sel.seq if sel else None)
+    precisions = list(sel.precisions) if sel and sel.precisions else None
+    return plan_items(kernels, precisions, get_platform(plan.platform))
+
+
+def _check_scope(b: Bundle, report: Report) -> None:
+    plan = b.plan
+    if plan is None:
+        return
+    if plan.selection is None:
+        report.warn(layout.PLAN, "declares no selection: its scope is taken to be the whole suite")
+    try:
+        declared = {i.id: i for i in declared_items(plan)}
+        expected = list(declared)
+    except (SelectionError, UserError) as exc:
+        report.add(layout.PLAN, f"its suite or selection is not valid here: {exc}")
+        return
+    have = [i.id for i in plan.items]
+    missing = [i for i in expected if i not in set(have)]
+    extra = [i for i in have if i not in set(expected)]
+    for i in missing:
+        report.add(layout.PLAN, f"kernel {i} of the declared scope (suite {plan.suite} + selection) is not in the plan")
+    for i in extra:
+        report.add(layout.PLAN, f"kernel {i} is not in the declared scope (suite {plan.suite} + selection)")
+    for i, n in Counter(have).items():
+        if n > 1:
+            report.add(layout.PLAN, f"kernel {i} is planned {n} times")
+    for item in plan.items:
+        frozen = declared.get(item.id)
+        if frozen is not None and kernel_identity(frozen.kernel) != kernel_identity(item.kernel):
+            report.add(layout.PLAN, f"kernel {item.id}'s parameters differ from the suite's definition")
+    prov = b.run.provenance if b.run else None
+    if prov is not None:
+        if prov.suite_sha256 != items_sha256(plan.items):
+            report.add(layout.PLAN, "its kernels differ from those the run recorded (provenance.suite_sha256)")
+        try:
+            frozen = kernels_sha256(suite_kernels(plan.suite, plan.selection.batch if plan.selection else None,
+                                                  plan.selection.seq if plan.selection else None))
+        except SelectionError:
+            frozen = None
+        if frozen is not None and prov.frozen_suite_sha256 != frozen:
+            report.add(layout.RUN, f"suite {plan.suite} was defined differently when this was run "
+                                   f"(deepbench {prov.tool_version}) than in this checker's "
+                                   f"(frozen_suite_sha256 differs): completeness cannot be judged")
+
+
+def _check_results(b: Bundle, report: Report) -> None:
+    plan = b.plan
+    if not b.results and b.results_valid:
+        report.add(layout.RESULTS, "holds no results")
+    by_result: dict[str, KernelResult] = {}
+    for r in b.results:
+        if r.id in by_result:
+            report.add(r.id, "has more than one result")
+        by_result[r.id] = r
+    planned = {i.id: i for i in plan.items} if plan else {}
+    if plan is not None:
+        for item_id, item in planned.items():
+            r = by_result.get(item_id)
+            if r is None:
+                if b.results_valid:  # else the invalid lines are reported already
+                    report.add(item_id, "has no result in results.jsonl (a kernel of the declared scope is missing)")
+                continue
+            if r.kernel != item.kernel or r.precision != _precision_info(item.precision):
+                report.add(item_id, "its kernel or precision differs from the plan's")
+            if r.backend != plan.backend:
+                report.add(item_id, f"was run by backend {r.backend!r}, the plan says {plan.backend!r}")
+        for r in b.results:
+            if r.id not in planned:
+                report.add(r.id, "is a result for a kernel the plan does not hold")
+    for r in b.results:
+        if r.status in (Status.FAILED, Status.TIMEOUT):
+            report.add(r.id, f"{r.status.value}: {r.reason[:300]}")
+        elif r.status is Status.OK:
+            for p in r.parts:
+                _check_samples(r, p, plan, report)
+                if not p.check.passed:
+                    report.add(r.id, f"{p.direction}: its check did not pass")
+                if p.tflops is not None and r.op != "all_reduce" and p.measurement.stats.median > 0:
+                    derived = p.flops / p.measurement.stats.median / 1e6
+                    if not math.isclose(p.tflops, derived, rel_tol=DERIVED_RTOL):
+                        report.add(r.id, f"{p.direction}: tflops {p.tflops:g} does not follow from its FLOPs and "
+                                         f"median time ({derived:g}): the figures were edited")
+
+
+def _check_samples(r: KernelResult, p: Any, plan: Plan | None, report: Report) -> None:
+    """Enough samples: what the run's stop rule requires (--min-samples), checked from the samples
+    themselves. The rule stops a kernel too slow for that many samples at twice the time cap:
+    then fewer are accepted only if the samples account for at least a time cap, and a warning says
+    the figure rests on few samples."""
+    m = p.measurement
+    n = m.stats.n
+    if plan is None or n >= plan.settings.min_samples:
+        if n < layout.SUBMISSION_MIN_SAMPLES:
+            report.warn(r.id, f"{p.direction} rests on only {n} sample(s)")
+        return
+    spent_s = sum(m.samples_us) * m.calls_per_sample / 1e6
+    if m.stop_reason == "time-cap" and spent_s >= TIME_CAP_EVIDENCE * plan.settings.time_cap_s:
+        report.warn(r.id, f"{p.direction} rests on {n} sample(s) ({spent_s:.2f} s, stopped at the time cap; "
+                          f"--min-samples is {plan.settings.min_samples}): a longer --time-cap gives a firmer figure")
+    else:
+        report.add(r.id, f"{p.direction} rests on {n} sample(s) over {spent_s:.3f} s: the run's stop rule needs "
+                         f"{plan.settings.min_samples}, or a time cap of {plan.settings.time_cap_s:g} s spent")
+
+
+def _precision_info(name: str) -> Any:
+    try:
+        return PRECISIONS.get(Precision(name))
+    except ValueError:
+        return None
+
+
+def _check_system(b: Bundle, report: Report) -> None:
+    sysd, run = b.system, b.run
+    if sysd is None or run is None:
+        return
+    if run.system is None:
+        report.add(layout.RUN, "holds no system description (made by an older deepbench)")
+    elif run.system.measured != sysd.measured:
+        fields = [f for f in type(sysd.measured).model_fields
+                  if getattr(sysd.measured, f) != getattr(run.system.measured, f)]
+        report.add(layout.SYSTEM, f"its measured description differs from the one the harness recorded in run.json "
+                                  f"({', '.join(fields)}): only the vendor fields may be edited")
+    if b.host_system is not None and run.host_system is not None and b.host_system.measured != run.host_system.measured:
+        report.add(layout.HOST_SYSTEM, "differs from the host description recorded in run.json")
+    libs = sysd.measured.libraries
+    if run.software != libs:
+        report.add(layout.SYSTEM, f"its libraries {libs} differ from the run's software {run.software}")
+    for r in b.results:
+        wrong = {k: v for k, v in r.library.items() if libs.get(k) != v}
+        if wrong:
+            report.add(r.id, f"used libraries {wrong} but the system description says "
+                             f"{ {k: libs.get(k) for k in wrong} }")
+    device = run.device.get("name") if isinstance(run.device, dict) else None
+    m = sysd.measured
+    names = {m.cpu.model, *(a.name for a in m.accelerators), *([m.board.model] if m.board else [])}
+    if device and device not in names:
+        report.add(layout.SYSTEM, f"the run's device {device!r} is none of the system's CPU, accelerators or board "
+                                  f"({', '.join(sorted(names))})")
+    if not (sysd.vendor.submitter and sysd.vendor.system_name):
+        report.warn(layout.SYSTEM, "the vendor fields submitter and system_name are empty "
+                                   "(deepbench submit --submitter ... --system-name ...)")
+
+
+def _check_provenance(b: Bundle, report: Report) -> None:
+    run = b.run
+    if run is None:
+        return
+    prov = run.provenance
+    if not prov.harness_sha256 or len(prov.harness_sha256) != 64 or not set(prov.harness_sha256) <= HEX64:
+        report.add(layout.RUN, "provenance.harness_sha256 is missing or not a SHA-256")
+    if prov.tool_version != run.tool_version:
+        report.add(layout.RUN, f"provenance.tool_version {prov.tool_version!r} differs from {run.tool_version!r}")
+    if prov.local is None:
+        report.add(layout.RUN, "provenance.local is missing: whether it ran in a container is unknown")
+    elif not prov.local and not prov.image_digest:
+        report.add(layout.RUN, "a container run must record its image digest (provenance.image)")
+    if b.plan is not None and prov.seeds.get("inputs") != b.plan.settings.seed:
+        report.add(layout.RUN, f"provenance.seeds {prov.seeds} differ from the plan's seed {b.plan.settings.seed}")
+    if prov.source is not None and prov.source.state == "modified":
+        report.warn(layout.RUN, f"it was run from a modified source tree ({prov.source.changed_count} changed paths "
+                                f"at {(prov.source.commit or '?')[:12]}): the harness hash identifies the code")

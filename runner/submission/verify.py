@@ -1,0 +1,218 @@
+"""`deepbench verify`: re-run a submission's plan and compare every kernel with the submitted numbers.
+
+The bundle must first pass `deepbench check`. Its plan.json is run again exactly (same kernels,
+precisions, settings and seed) on this machine: in a container on the submission's image, found
+by its digest, or with --local in a subprocess on the host (the only way for a --local
+submission). Then, per kernel:
+
+  ratio      = re-run median / submitted median
+  noise      = sqrt(rel_iqr_submitted^2 + rel_iqr_rerun^2)      (rel_iqr = (p75 - p25) / median)
+  tolerance  = min(cap, max(floor, k * noise))                   (defaults: floor 10%, k 3, cap 100%)
+  agree      iff max(ratio, 1/ratio) - 1 <= tolerance
+
+so a quiet kernel must agree within the floor, a noisy one gets room in proportion to the noise
+both runs measured, and no kernel may differ by more than a factor 1 + cap, however noisy. A
+kernel `unsupported` in both agrees; one that is `ok` in one run and not in the other disagrees.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Literal
+
+from pydantic import BaseModel, ConfigDict
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from ...kernels.harness.record import build_record, read_facts, write_record
+from ...kernels.results import PLAN_FILE, RESULTS_FILE, KernelResult, Plan, RunRecord, Status, TimeStats, read_results
+from ...kernels.system import SystemDescription
+from ..display import RunProgress
+from ..errors import UserError
+from ..local import LocalHarness
+from ..platforms import get_platform
+from ..provenance import command_line, with_host_facts
+from ..supervise import supervise
+from .checker import check_bundle
+from .show import print_report
+
+VERIFY_SCHEMA = "deepbench.verify/1"
+DEFAULT_FLOOR = 0.10
+DEFAULT_NOISE_FACTOR = 3.0
+DEFAULT_CAP = 1.0
+REPORT_FILE = "verify.json"
+DEFAULT_VERIFY_DIR = Path("deepbench-verify")
+
+
+@dataclass(frozen=True)
+class ToleranceRule:
+    floor: float = DEFAULT_FLOOR
+    noise_factor: float = DEFAULT_NOISE_FACTOR
+    cap: float = DEFAULT_CAP
+
+    def tolerance(self, a: TimeStats, b: TimeStats) -> float:
+        noise = math.hypot(a.rel_iqr, b.rel_iqr)
+        return min(self.cap, max(self.floor, self.noise_factor * noise)) if math.isfinite(noise) else self.cap
+
+
+class Comparison(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    verdict: Literal["agree", "disagree"]
+    submitted_us: float | None = None
+    rerun_us: float | None = None
+    ratio: float | None = None
+    tolerance: float | None = None
+    reason: str = ""
+
+
+class VerifyReport(BaseModel):
+    schema_version: Literal["deepbench.verify/1"] = VERIFY_SCHEMA
+    bundle: str
+    rerun: str
+    local: bool
+    rule: dict[str, float]
+    agree: int
+    disagree: int
+    environment_differences: list[str]
+    comparisons: list[Comparison]
+
+
+def compare(submitted: list[KernelResult], rerun: list[KernelResult], rule: ToleranceRule) -> list[Comparison]:
+    again = {r.id: r for r in rerun}
+    out = []
+    for s in submitted:
+        r = again.get(s.id)
+        if r is None:
+            out.append(Comparison(id=s.id, verdict="disagree", reason="not re-run (the re-run stopped early)"))
+        elif s.status is Status.OK and r.status is Status.OK and s.time_us and r.time_us:
+            ratio = r.time_us.median / s.time_us.median
+            tol = rule.tolerance(s.time_us, r.time_us)
+            off = max(ratio, 1 / ratio) - 1 if ratio > 0 else math.inf
+            out.append(Comparison(id=s.id, verdict="agree" if off <= tol else "disagree",
+                                  submitted_us=s.time_us.median, rerun_us=r.time_us.median, ratio=ratio,
+                                  tolerance=tol, reason="" if off <= tol else
+                                  f"differs by {off:.0%}, over the tolerance of {tol:.0%}"))
+        elif s.status is r.status is Status.UNSUPPORTED:
+            out.append(Comparison(id=s.id, verdict="agree", reason="unsupported in both"))
+        else:
+            out.append(Comparison(id=s.id, verdict="disagree", reason=f"{s.status.value} in the submission, "
+                                  f"{r.status.value} here{': ' + r.reason[:200] if r.reason else ''}"))
+    return out
+
+
+def environment_differences(submitted: SystemDescription | None, here: SystemDescription | None) -> list[str]:
+    """What differs between the submission's system and the re-run's (numbers need not agree then)."""
+    if submitted is None or here is None:
+        return ["a system description is missing"]
+    a, b = submitted.measured, here.measured
+    out = []
+    if a.cpu.model != b.cpu.model:
+        out.append(f"CPU: {a.cpu.model} there, {b.cpu.model} here")
+    if [x.name for x in a.accelerators] != [x.name for x in b.accelerators]:
+        out.append(f"accelerators: {[x.name for x in a.accelerators]} there, {[x.name for x in b.accelerators]} here")
+    if a.libraries != b.libraries:
+        out.append(f"libraries: {a.libraries} there, {b.libraries} here")
+    return out
+
+
+def _container_starter(bundle_run: RunRecord, plan: Plan, plan_path: Path, outdir: Path, console: Console
+                       ) -> Callable[[], Any]:
+    try:
+        from .. import container
+    except ImportError as exc:
+        raise UserError(f"this installation cannot run containers ({exc}): verify with --local") from None
+    image = bundle_run.provenance.image if isinstance(bundle_run.provenance.image, dict) else {}
+    digest = bundle_run.provenance.image_digest
+    if not digest:
+        raise UserError("the submission records no image digest: verify it with --local")
+    last: Exception | None = None
+    refs = [r for r in (image.get("id"), *(image.get("repo_digests") or [])) if isinstance(r, str)] or [digest]
+    starter = None
+    for ref in refs:
+        try:
+            starter = container.container_starter(plan_path, outdir, get_platform(plan.platform), image=ref,
+                                                  log=lambda line: console.print(line, highlight=False, markup=False))
+            break
+        except UserError as exc:
+            last = exc
+    if starter is None:
+        raise UserError(f"the submission's image {digest} is not here and cannot be pulled ({last}); "
+                        "load it (docker load) or verify with --local") from None
+    used = starter.provenance
+    if digest not in (used.get("digest"), used.get("id"), *[r.split("@", 1)[-1] for r in used.get("repo_digests", [])]):
+        raise UserError(f"the image found ({used.get('id')}) is not the submission's ({digest})")
+    return starter
+
+
+def verify_bundle(root: Path, *, local: bool, out: Path | None, rule: ToleranceRule, console: Console,
+                  quiet: bool = False) -> VerifyReport:
+    report = check_bundle(root)
+    if not report.ok:
+        print_report(console, report)
+        raise UserError("verify needs a bundle that passes deepbench check (see the problems above)", exit_code=1)
+    bundle = report.bundle
+    assert bundle.plan is not None and bundle.run is not None and bundle.index is not None
+    if not local and bundle.index.local:
+        raise UserError("this submission was run with --local (no container image): verify it with --local")
+    stamp = f"{datetime.now(timezone.utc):%Y%m%d-%H%M%S}"
+    outdir = out or DEFAULT_VERIFY_DIR / f"{bundle.plan.run_id}-{stamp}"
+    if (outdir / RESULTS_FILE).exists():
+        raise UserError(f"{outdir} already holds results: choose another --out")
+    outdir.mkdir(parents=True, exist_ok=True)
+    plan = bundle.plan.model_copy(update={"run_id": f"{bundle.plan.run_id}-verify-{stamp}",
+                                          "command": command_line()})
+    plan_path = outdir / PLAN_FILE
+    plan_path.write_text(plan.model_dump_json(indent=1) + "\n")
+    (outdir / ".local").write_text("1\n" if local else "0\n")
+    start = (lambda: LocalHarness(plan_path, outdir)) if local else \
+        _container_starter(bundle.run, plan, plan_path, outdir, console)
+    console.print(f"[bold]deepbench verify[/] re-running {len(plan.items)} kernels of {escape(bundle.plan.run_id)} "
+                  f"({'local' if local else 'container'}) -> {escape(str(outdir))}", highlight=False)
+    started = datetime.now(timezone.utc)
+    with RunProgress(console, total=len(plan.items)) as progress:
+        if quiet:
+            progress.finished = lambda event: progress.bar.advance(progress.task)  # type: ignore[method-assign]
+        outcome = supervise(plan, outdir, start, progress)
+    facts = with_host_facts(read_facts(outdir), plan, local)
+    if not local and getattr(start, "provenance", None):
+        facts["provenance"]["image"] = start.provenance
+    record = build_record(plan, outdir, outcome.state, started, facts)
+    write_record(outdir, record)
+    if outcome.state == "failed":
+        raise UserError(outcome.message or "the harness could not start", exit_code=1)
+    comparisons = compare(bundle.results, read_results(outdir / RESULTS_FILE), rule)
+    result = VerifyReport(
+        bundle=str(root), rerun=str(outdir), local=local, rule=vars(rule).copy(),
+        agree=sum(c.verdict == "agree" for c in comparisons), disagree=sum(c.verdict == "disagree" for c in comparisons),
+        environment_differences=environment_differences(bundle.system, record.system), comparisons=comparisons)
+    (outdir / REPORT_FILE).write_text(result.model_dump_json(indent=1) + "\n")
+    return result
+
+
+def print_verify(console: Console, result: VerifyReport) -> None:
+    table = Table(title="re-run vs submission", title_justify="left", header_style="bold")
+    for col in ("kernel", "submitted us", "re-run us", "ratio", "tolerance", "verdict"):
+        table.add_column(col, justify="left" if col in ("kernel", "verdict") else "right")
+    for c in result.comparisons:
+        style = "green" if c.verdict == "agree" else "red"
+        table.add_row(c.id, _fmt(c.submitted_us), _fmt(c.rerun_us), f"{c.ratio:.3f}" if c.ratio else "",
+                      f"±{c.tolerance:.0%}" if c.tolerance is not None else "",
+                      f"[{style}]{c.verdict}[/]" + (f" ({escape(c.reason)})" if c.reason else ""))
+    console.print(table)
+    for d in result.environment_differences:
+        console.print(f"[yellow]warning[/] this machine differs from the submission's: {escape(d)}", highlight=False)
+    verdict = "[bold green]verified[/]" if not result.disagree else "[bold red]not verified[/]"
+    console.print(f"{verdict}: {result.agree} agree, {result.disagree} disagree (tolerance: max({result.rule['floor']:.0%}, "
+                  f"{result.rule['noise_factor']:g} x combined relative IQR), at most {result.rule['cap']:.0%}); "
+                  f"report in {escape(result.rerun)}/{REPORT_FILE}", highlight=False, soft_wrap=True)
+
+
+def _fmt(us: float | None) -> str:
+    return "" if us is None else f"{us:.1f}"

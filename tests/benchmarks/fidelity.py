@@ -1,0 +1,179 @@
+"""Fidelity benchmark (a script, not a unit test; needs an NVIDIA GPU and nvcc).
+
+Are the harness's GPU times as right as a native loop's? For DeepBench's training GEMMs in
+fp32, tf32, fp16 and bf16 it prints, per kernel:
+  harness   the harness's timer (CUDA-graph replay timed by events; kernels/timing/cuda.py)
+  native    a C++ loop over cublasGemmEx with DeepBench's (transa, transb, m, n, k)
+            (gemm_loop.cu, built here with nvcc; launch-bound, so an upper bound for tiny kernels)
+  profiler  the kernels' own durations recorded by CUPTI (torch.profiler)
+and the ratios harness/profiler and harness/native; then a second harness pass over the same
+kernels for repeatability, and a sample of convolutions (every direction) against the profiler.
+
+    python tests/benchmarks/fidelity.py --out fidelity.json          # everything (~5 min on an H100)
+    python tests/benchmarks/fidelity.py --limit 10 --precisions fp16  # a quick look
+
+Targets (issue 3): harness/profiler <= 1.05 for every training GEMM with median <= 1.02;
+harness/native <= 1.05; two back-to-back harness passes within 3% for >= 95% of kernels.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from deepbench.kernels.backends.pytorch import TorchBackend
+from deepbench.kernels.harness.execute import stop_rule
+from deepbench.kernels.precision import Precision
+from deepbench.kernels.results import Settings
+from deepbench.kernels.suites import select
+from deepbench.kernels.timing import cuda as cuda_timer
+
+HERE = Path(__file__).resolve().parent
+GEMM_PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
+CONV_PRECISIONS = ("fp32", "fp16")
+CONV_SAMPLE_EVERY = 8          # every 8th training convolution
+PROFILER_TARGET = 1.05
+PROFILER_MEDIAN_TARGET = 1.02
+NATIVE_TARGET = 1.05
+REPEAT_TOLERANCE = 0.03
+REPEAT_SHARE = 0.95
+NAMED = ((1760, 128, 1760, False, False), (5124, 9124, 2560, True, False))  # DeepBench README's V100 rows
+
+
+def build_native(workdir: Path) -> Path:
+    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    binary = workdir / "gemm_loop"
+    cmd = [nvcc, "-O2", "-std=c++17", "-arch=sm_90", str(HERE / "gemm_loop.cu"), "-lcublas", "-o", str(binary)]
+    subprocess.run(cmd, check=True)
+    return binary
+
+
+def native_times(binary: Path, problems: list[tuple]) -> dict[tuple, float]:
+    text = "".join(f"{p} {'T' if at else 'N'} {'T' if bt else 'N'} {m} {n} {k}\n" for p, m, n, k, at, bt in problems)
+    out = subprocess.run([str(binary)], input=text, capture_output=True, text=True, check=True).stdout
+    times = {}
+    for line in out.splitlines():
+        p, ta, tb, m, n, k, us, _ = line.split()
+        times[(p, int(m), int(n), int(k), ta == "T", tb == "T")] = float(us)
+    return times
+
+
+def harness_pass(backend: TorchBackend, items: list[tuple], settings: Settings, profile: bool) -> dict[tuple, dict]:
+    """Time the first part of each (kernel, precision) with the harness's GPU timer."""
+    rule = stop_rule(settings)
+    out: dict[tuple, dict] = {}
+    for key, kernel, precision in items:
+        prepared = backend.prepare(kernel, Precision(precision))
+        for part in prepared.parts:
+            part.run()
+            m, notes = cuda_timer.measure(part.run, rule, settings, part.capturable, backend.device, backend.clocks)
+            row = {"harness_us": m.stats.median, "method": m.method, "calls": m.calls_per_sample,
+                   "samples": m.stats.n, "discarded": m.discarded,
+                   "sm_mhz": statistics.median(m.clocks_mhz) if m.clocks_mhz else None}
+            if profile:
+                prof = cuda_timer.profiler_kernel_us(part.run)
+                row["profiler_us"] = prof["kernel_us"]
+                row["kernels"] = prof["kernel_names"]
+            out[key + (part.direction,)] = row
+        del prepared
+        backend.release()
+    torch.cuda.empty_cache()
+    return out
+
+
+def ratio_summary(name: str, ratios: list[float], limit: float, median_limit: float | None = None) -> dict[str, Any]:
+    s = {"name": name, "n": len(ratios), "max": max(ratios), "median": statistics.median(ratios),
+         "min": min(ratios), "limit": limit, "over_limit": sum(r > limit for r in ratios)}
+    s["pass"] = s["over_limit"] == 0 and (median_limit is None or s["median"] <= median_limit)
+    if median_limit is not None:
+        s["median_limit"] = median_limit
+    return s
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", type=Path, help="write every figure as JSON here")
+    ap.add_argument("--limit", type=int, help="first N training GEMMs only")
+    ap.add_argument("--precisions", default=",".join(GEMM_PRECISIONS))
+    ap.add_argument("--no-conv", action="store_true")
+    args = ap.parse_args()
+    if not torch.cuda.is_available():
+        print("fidelity: needs an NVIDIA GPU", file=sys.stderr)
+        return 2
+    started = time.time()
+    settings = Settings(device="cuda")
+    backend = TorchBackend(settings)
+    facts = {"device": backend.device_facts(), "software": backend.library_versions(), "settings": settings.model_dump()}
+    print(f"# device {facts['device']['name']}  {json.dumps(facts['software'])}", flush=True)
+
+    gemms = select("train", ops=["gemm"], limit=args.limit)
+    precisions = [p.strip() for p in args.precisions.split(",") if p.strip()]
+    items = [((p, k.m, k.n, k.k, k.a_t, k.b_t), k, p) for p in precisions for k in gemms]
+    with tempfile.TemporaryDirectory() as tmp:
+        binary = build_native(Path(tmp))
+        first = harness_pass(backend, items, settings, profile=True)
+        native = native_times(binary, [key for key, _, _ in items])
+    second = harness_pass(backend, items, settings, profile=False)
+
+    rows = []
+    print(f"{'prec':5} {'ta':2} {'tb':2} {'M':>6} {'N':>6} {'K':>6} {'harness_us':>11} {'native_us':>10} "
+          f"{'profiler_us':>11} {'h/prof':>7} {'h/native':>8} {'repeat':>7}")
+    for key, _, _ in items:
+        a, b = first[key + ("fwd",)], second[key + ("fwd",)]
+        p, m, n, k, at, bt = key
+        row = {"precision": p, "m": m, "n": n, "k": k, "a_t": at, "b_t": bt, **a, "native_us": native[key],
+               "harness_us_second": b["harness_us"], "ratio_profiler": a["harness_us"] / a["profiler_us"],
+               "ratio_native": a["harness_us"] / native[key], "repeat": b["harness_us"] / a["harness_us"]}
+        row["named"] = (m, n, k, at, bt) in NAMED
+        rows.append(row)
+        print(f"{p:5} {'T' if at else 'N':2} {'T' if bt else 'N':2} {m:6d} {n:6d} {k:6d} {a['harness_us']:11.2f} "
+              f"{native[key]:10.2f} {a['profiler_us']:11.2f} {row['ratio_profiler']:7.3f} {row['ratio_native']:8.3f} "
+              f"{row['repeat']:7.3f}{'  <- DeepBench README' if row['named'] else ''}", flush=True)
+
+    conv_rows = []
+    if not args.no_conv:
+        convs = select("train", ops=["conv"])[::CONV_SAMPLE_EVERY]
+        citems = [((p, c.id), c, p) for p in CONV_PRECISIONS for c in convs]
+        cres = harness_pass(backend, citems, settings, profile=True)
+        print(f"\n{'prec':5} {'conv':16} {'dir':10} {'harness_us':>11} {'profiler_us':>11} {'h/prof':>7}")
+        for (p, cid, direction), r in cres.items():
+            ratio = r["harness_us"] / r["profiler_us"]
+            conv_rows.append({"precision": p, "id": cid, "direction": direction, **r, "ratio_profiler": ratio})
+            print(f"{p:5} {cid:16} {direction:10} {r['harness_us']:11.2f} {r['profiler_us']:11.2f} {ratio:7.3f}")
+
+    summaries = [
+        ratio_summary("gemm harness/profiler", [r["ratio_profiler"] for r in rows], PROFILER_TARGET, PROFILER_MEDIAN_TARGET),
+        ratio_summary("gemm harness/native", [r["ratio_native"] for r in rows], NATIVE_TARGET),
+    ]
+    within = sum(abs(r["repeat"] - 1) <= REPEAT_TOLERANCE for r in rows)
+    repeat = {"name": "gemm repeatability", "n": len(rows), "within_3pct": within, "share": within / len(rows),
+              "pass": within / len(rows) >= REPEAT_SHARE,
+              "max_abs_dev": max(abs(r["repeat"] - 1) for r in rows)}
+    if conv_rows:
+        summaries.append(ratio_summary("conv harness/profiler", [r["ratio_profiler"] for r in conv_rows], PROFILER_TARGET))
+    print()
+    for s in summaries:
+        print(f"SUMMARY {s['name']}: n={s['n']} median={s['median']:.4f} max={s['max']:.4f} min={s['min']:.4f} "
+              f"over {s['limit']}: {s['over_limit']}  {'PASS' if s['pass'] else 'FAIL'}")
+    print(f"SUMMARY gemm repeatability: {within}/{len(rows)} ({100 * repeat['share']:.1f}%) within 3%, "
+          f"max deviation {100 * repeat['max_abs_dev']:.2f}%  {'PASS' if repeat['pass'] else 'FAIL'}")
+    elapsed = time.time() - started
+    print(f"SUMMARY elapsed {elapsed:.0f} s on {facts['device']['name']}")
+    if args.out:
+        args.out.write_text(json.dumps({"facts": facts, "gemm": rows, "conv": conv_rows,
+                                        "summary": summaries + [repeat], "elapsed_s": elapsed}, indent=1, default=str))
+    return 0 if all(s["pass"] for s in summaries) and repeat["pass"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

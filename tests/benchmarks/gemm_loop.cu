@@ -1,0 +1,124 @@
+// A plain native loop over cublasGemmEx, the reference the fidelity benchmark compares the
+// harness with. It makes DeepBench's call: column-major C (m x n) = op(A) op(B), alpha = 1,
+// beta = 0, lda = (transa ? k : m), ldb = (transb ? n : k), ldc = m.
+//
+// Input on stdin, one problem a line:  PRECISION TRANSA TRANSB M N K   (fp32|tf32|fp16|bf16, N|T)
+// Output, one line each:               PRECISION TRANSA TRANSB M N K US_PER_CALL CALLS
+// Timing: after WARMUP calls, TRIALS trials of `calls` back-to-back launches between two CUDA
+// events (calls chosen so a trial lasts >= MIN_TRIAL_MS); the median trial is printed. The loop
+// is launch-bound for kernels shorter than the host's launch rate (~5-8 us), which is why it is
+// an upper bound there.
+//
+// Build: nvcc -O2 -std=c++17 -arch=sm_90 gemm_loop.cu -lcublas -o gemm_loop
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#define CHECK_CUDA(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
+  std::fprintf(stderr, "CUDA error %s at %s:%d\n", cudaGetErrorString(e), __FILE__, __LINE__); std::exit(1); } } while (0)
+#define CHECK_CUBLAS(x) do { cublasStatus_t s = (x); if (s != CUBLAS_STATUS_SUCCESS) { \
+  std::fprintf(stderr, "cuBLAS error %d at %s:%d\n", int(s), __FILE__, __LINE__); std::exit(1); } } while (0)
+
+static const int WARMUP = 5;
+static const int TRIALS = 7;
+static const float MIN_TRIAL_MS = 2.0f;
+static const int MAX_CALLS = 4000;
+
+// Uniform values in [-1, 1) from a per-element hash: random data, never zeros or constants.
+template <typename T>
+__global__ void fill(T* p, size_t n, unsigned seed) {
+  size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
+  if (i >= n) return;
+  unsigned h = unsigned(i) * 2654435761u ^ (seed * 0x9e3779b9u);
+  h ^= h >> 16; h *= 0x85ebca6bu; h ^= h >> 13; h *= 0xc2b2ae35u; h ^= h >> 16;
+  float v = (h & 0xffffff) / float(0x800000) - 1.0f;
+  p[i] = T(v);
+}
+
+template <typename T>
+static void fill_random(void* p, size_t n, unsigned seed) {
+  unsigned blocks = unsigned((n + 255) / 256);
+  fill<T><<<blocks, 256>>>(static_cast<T*>(p), n, seed);
+  CHECK_CUDA(cudaGetLastError());
+}
+
+int main() {
+  cublasHandle_t handle;
+  CHECK_CUBLAS(cublasCreate(&handle));
+  cudaEvent_t start, stop;
+  CHECK_CUDA(cudaEventCreate(&start));
+  CHECK_CUDA(cudaEventCreate(&stop));
+  std::string line;
+  unsigned seed = 1;
+  while (std::getline(std::cin, line)) {
+    std::istringstream in(line);
+    std::string prec, ta, tb;
+    long m, n, k;
+    if (!(in >> prec >> ta >> tb >> m >> n >> k)) continue;
+    cudaDataType_t dt;
+    cublasComputeType_t ct = CUBLAS_COMPUTE_32F;
+    size_t elem;
+    if (prec == "fp32") { dt = CUDA_R_32F; elem = 4; }
+    else if (prec == "tf32") { dt = CUDA_R_32F; elem = 4; ct = CUBLAS_COMPUTE_32F_FAST_TF32; }
+    else if (prec == "fp16") { dt = CUDA_R_16F; elem = 2; }
+    else if (prec == "bf16") { dt = CUDA_R_16BF; elem = 2; }
+    else { std::fprintf(stderr, "unknown precision %s\n", prec.c_str()); return 2; }
+    cublasOperation_t opa = ta == "T" ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasOperation_t opb = tb == "T" ? CUBLAS_OP_T : CUBLAS_OP_N;
+    long lda = opa == CUBLAS_OP_T ? k : m, ldb = opb == CUBLAS_OP_T ? n : k, ldc = m;
+    void *a, *b, *c;
+    CHECK_CUDA(cudaMalloc(&a, size_t(m) * k * elem));
+    CHECK_CUDA(cudaMalloc(&b, size_t(k) * n * elem));
+    CHECK_CUDA(cudaMalloc(&c, size_t(m) * n * elem));
+    if (elem == 4) { fill_random<float>(a, size_t(m) * k, seed++); fill_random<float>(b, size_t(k) * n, seed++); }
+    else if (dt == CUDA_R_16F) { fill_random<__half>(a, size_t(m) * k, seed++); fill_random<__half>(b, size_t(k) * n, seed++); }
+    else { fill_random<__nv_bfloat16>(a, size_t(m) * k, seed++); fill_random<__nv_bfloat16>(b, size_t(k) * n, seed++); }
+    float alpha = 1.0f, beta = 0.0f;
+    auto call = [&]() {
+      CHECK_CUBLAS(cublasGemmEx(handle, opa, opb, int(m), int(n), int(k), &alpha, a, dt, int(lda), b, dt, int(ldb),
+                                &beta, c, dt, int(ldc), ct, CUBLAS_GEMM_DEFAULT));
+    };
+    for (int i = 0; i < WARMUP; ++i) call();
+    CHECK_CUDA(cudaDeviceSynchronize());
+    // Calibrate: calls per trial so a trial lasts at least MIN_TRIAL_MS.
+    int calls = 1;
+    for (;;) {
+      CHECK_CUDA(cudaEventRecord(start));
+      for (int i = 0; i < calls; ++i) call();
+      CHECK_CUDA(cudaEventRecord(stop));
+      CHECK_CUDA(cudaEventSynchronize(stop));
+      float ms;
+      CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
+      if (ms >= MIN_TRIAL_MS || calls >= MAX_CALLS) break;
+      calls = std::min(MAX_CALLS, std::max(2 * calls, int(calls * MIN_TRIAL_MS / std::max(ms, 1e-3f)) + 1));
+    }
+    std::vector<float> per_call;
+    for (int t = 0; t < TRIALS; ++t) {
+      CHECK_CUDA(cudaEventRecord(start));
+      for (int i = 0; i < calls; ++i) call();
+      CHECK_CUDA(cudaEventRecord(stop));
+      CHECK_CUDA(cudaEventSynchronize(stop));
+      float ms;
+      CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
+      per_call.push_back(ms * 1000.0f / calls);
+    }
+    std::sort(per_call.begin(), per_call.end());
+    std::printf("%s %s %s %ld %ld %ld %.4f %d\n", prec.c_str(), ta.c_str(), tb.c_str(), m, n, k,
+                per_call[TRIALS / 2], calls);
+    std::fflush(stdout);
+    CHECK_CUDA(cudaFree(a));
+    CHECK_CUDA(cudaFree(b));
+    CHECK_CUDA(cudaFree(c));
+  }
+  CHECK_CUBLAS(cublasDestroy(handle));
+  return 0;
+}

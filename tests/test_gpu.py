@@ -1,0 +1,82 @@
+"""GPU tests: run where PyTorch sees an NVIDIA GPU, skip (with the reason) elsewhere."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO, requires_gpu
+
+pytestmark = requires_gpu
+
+
+@pytest.fixture(scope="module")
+def backend():
+    from deepbench.kernels.backends.pytorch import TorchBackend
+    from deepbench.kernels.results import Settings
+
+    return TorchBackend(Settings(device="cuda", verify_timing=True))
+
+
+def _run(backend, kernel_id: str, precision: str):
+    from deepbench.kernels.catalog import by_id
+    from deepbench.kernels.harness.execute import run_item
+    from deepbench.kernels.results import PlanItem
+
+    return run_item(backend, PlanItem(kernel=by_id()[kernel_id], precision=precision), backend.settings)
+
+
+def test_device_facts_and_versions(backend) -> None:
+    facts, versions = backend.device_facts(), backend.library_versions()
+    assert facts["kind"] == "cuda" and facts["sm_count"] > 0 and facts["memory_bytes"] > 0
+    assert {"torch", "cuda_runtime", "cudnn"} <= set(versions)
+
+
+def test_ceilings_measured(backend) -> None:
+    c = backend.ceilings()
+    assert c["gbps_copy"] > 100 and c["tflops_fp16"] > c["tflops_fp32"] > 1
+
+
+@pytest.mark.parametrize("precision", ["fp32", "tf32", "fp16", "bf16", "int8"])
+def test_gemm_ok_graph_timed_and_profiled(backend, precision) -> None:
+    r = _run(backend, "gemm/train/000", precision)
+    assert r.status.value == "ok", r.reason
+    part = r.parts[0]
+    assert part.measurement.method == "cuda-graph-events"
+    assert part.info["profiler"]["kernel_us"] > 0
+    assert "pct_of_peak" in part.info["roofline"]
+
+
+def test_int8_padding_recorded(backend) -> None:
+    from deepbench.kernels.catalog import by_id
+
+    odd = next(k for k in by_id().values() if k.op == "gemm" and (k.m % 8 or k.k % 8 or k.n <= 16))
+    r = _run(backend, odd.id, "int8")
+    assert r.status.value == "ok", r.reason
+    assert r.padding
+
+
+def test_conv_and_rnn_ok(backend) -> None:
+    for kid, prec in (("conv/train/000", "fp16"), ("rnn/train/000", "fp32")):
+        r = _run(backend, kid, prec)
+        assert r.status.value == "ok", f"{kid}: {r.reason}"
+
+
+def test_cold_mode_uses_flushed_events() -> None:
+    from deepbench.kernels.backends.pytorch import TorchBackend
+    from deepbench.kernels.results import Settings
+
+    b = TorchBackend(Settings(device="cuda", cold=True, min_samples=5, time_cap_s=0.2))
+    b._ceilings = {}
+    r = _run(b, "gemm/train/000", "fp16")
+    assert r.status.value == "ok" and r.parts[0].measurement.method == "cuda-events-cold"
+
+
+@pytest.mark.slow
+def test_cublas_receives_deepbench_problem() -> None:
+    out = subprocess.run([sys.executable, str(REPO / "tests" / "benchmarks" / "cublas_layout.py")],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]

@@ -1,0 +1,147 @@
+"""The TFLite backend and its model generator against the real tflite-runtime.
+
+tflite-runtime 2.14 cannot load beside numpy 2 (the main environment's), so when this
+interpreter cannot import the backend, one test re-runs this file under the device environment
+(.venv-device, made by images/tools/device-venv.sh, as .ci/run does; or DEEPBENCH_DEVICE_PYTHON),
+where numpy < 2 as in the ARM image: the tests run either way, never skip."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from .conftest import REPO, run_cli
+
+DEVICE_PYTHON = Path(os.environ.get("DEEPBENCH_DEVICE_PYTHON", REPO / ".venv-device" / "bin" / "python"))
+try:
+    from deepbench.kernels.backends.tflite import TfliteBackend  # noqa: F401
+    HERE = True
+except ImportError as exc:
+    HERE, WHY = False, str(exc)
+
+
+if not HERE:
+    @pytest.mark.slow
+    def test_tflite_suite_in_the_device_environment() -> None:
+        if not DEVICE_PYTHON.exists():  # made once, as a user would (needs the package registry)
+            made = subprocess.run(["bash", str(REPO / "images" / "tools" / "device-venv.sh")], capture_output=True,
+                                  text=True, timeout=1200, cwd=REPO)
+            assert made.returncode == 0 and DEVICE_PYTHON.exists(), (
+                f"the tflite backend cannot load here ({WHY}) and images/tools/device-venv.sh could not make "
+                f"{DEVICE_PYTHON}: {made.stdout[-2000:]} {made.stderr[-2000:]}")
+        proc = subprocess.run([str(DEVICE_PYTHON), "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__],
+                              capture_output=True, text=True, timeout=1800, cwd=REPO)
+        assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+        assert " passed" in proc.stdout and " failed" not in proc.stdout
+
+else:
+    import tflite as S
+
+    from deepbench.kernels.backends import load_backend
+    from deepbench.kernels.backends.base import Unsupported
+    from deepbench.kernels.backends.tflite import flatbuffer as F
+    from deepbench.kernels.backends.tflite.context import LoadedModel
+    from deepbench.kernels.catalog import by_id
+    from deepbench.kernels.precision import Precision
+    from deepbench.kernels.results import RunRecord, Settings, Status, read_results
+
+    SMALL = ["gemm/inference_device/003", "gemm/inference_device/007", "conv/inference_device/012",
+             "conv/inference_device/003", "rnn/inference_device/001", "rnn/inference_device/002"]
+
+    @pytest.fixture(scope="module")
+    def backend():
+        return load_backend("tflite", Settings(threads=1))
+
+    @pytest.mark.parametrize("xnnpack", [True, False])
+    def test_generated_model_loads_and_computes(xnnpack: bool) -> None:
+        """The generator's flatbuffer against the runtime: shapes, constants and the operator."""
+        rng = np.random.default_rng(1)
+        x = rng.standard_normal((3, 8), dtype=np.float32)
+        w = rng.standard_normal((5, 8), dtype=np.float32)
+        spec = F.ModelSpec(
+            tensors=[F.TensorSpec("x", (3, 8), np.float32), F.TensorSpec("w", (5, 8), np.float32, data=w),
+                     F.TensorSpec("y", (3, 5), np.float32)],
+            op=F.OpSpec(S.BuiltinOperator.FULLY_CONNECTED, [0, 1, F.NO_TENSOR], [2],
+                        S.BuiltinOptions.FullyConnectedOptions, F.fully_connected_options),
+            inputs=[0], outputs=[2])
+        model = LoadedModel(F.build(spec), threads=1, use_xnnpack=xnnpack)
+        details = model.interp.get_input_details()[0], model.interp.get_output_details()[0]
+        assert tuple(details[0]["shape"]) == (3, 8) and tuple(details[1]["shape"]) == (3, 5)
+        model.set_inputs(x)
+        model.invoke()
+        np.testing.assert_allclose(model.output(), x @ w.T, rtol=1e-5, atol=1e-5)
+        assert model.delegated() is xnnpack
+
+    def test_int8_fully_connected_cannot_output_int32() -> None:
+        """Why int8 results are requantized to int8: TFLite rejects an int32 output."""
+        unit = F.Quant([1.0], [0])
+        w = np.ones((4, 8), dtype=np.int8)
+        spec = F.ModelSpec(
+            tensors=[F.TensorSpec("x", (2, 8), np.int8, quant=unit), F.TensorSpec("w", (4, 8), np.int8, data=w, quant=unit),
+                     F.TensorSpec("y", (2, 4), np.int32, quant=unit)],
+            op=F.OpSpec(S.BuiltinOperator.FULLY_CONNECTED, [0, 1, F.NO_TENSOR], [2],
+                        S.BuiltinOptions.FullyConnectedOptions, F.fully_connected_options, version=4),
+            inputs=[0], outputs=[2])
+        with pytest.raises(RuntimeError, match="kTfLiteInt8"):
+            LoadedModel(F.build(spec), threads=1, use_xnnpack=False)
+
+    @pytest.mark.parametrize("kid", SMALL)
+    @pytest.mark.parametrize("precision", [Precision.FP32, Precision.INT8])
+    def test_small_kernels_pass_their_checks(backend, kid: str, precision: Precision) -> None:
+        kernel = by_id()[kid]
+        if kernel.op == "rnn" and precision is Precision.INT8:
+            with pytest.raises(Unsupported, match="requantize"):
+                backend.prepare(kernel, precision)
+            return
+        prepared = backend.prepare(kernel, precision)
+        assert [p.direction for p in prepared.parts] == ["fwd"]
+        part = prepared.parts[0]
+        part.run()
+        part.run()
+        check = part.check()
+        assert check.passed, check
+        if precision is Precision.INT8:
+            assert check.method == "requantized-exact" and "0 wrong" in check.detail
+
+    def test_sparse_weights_run_sparse_and_are_checked(backend) -> None:
+        kernel = by_id()["sparse_gemm/inference_device/000"]
+        prepared = backend.prepare(kernel, Precision.FP32)
+        part = prepared.parts[0]
+        part.run()
+        assert part.check().passed
+        assert part.info["nnz"] < 0.15 * kernel.m * kernel.k  # only the non-zeros are in the model
+        assert part.info["model_bytes"] < 4 * kernel.m * kernel.k * 0.3
+        with pytest.raises(Unsupported):
+            backend.prepare(kernel, Precision.INT8)
+
+    def test_a_wrong_accumulator_fails_the_int8_check() -> None:
+        from deepbench.kernels.backends.numpy_checks import check_requantized
+
+        acc = np.arange(-2000, 2000, 7, dtype=np.float64)
+        out = np.clip(np.rint(acc / 64), -128, 127).astype(np.int8)
+        assert check_requantized(out, acc, 1 / 64, 0, -128, 127).passed
+        assert not check_requantized(out, acc + 40, 1 / 64, 0, -128, 127).passed
+
+    def test_gru_is_unsupported(backend) -> None:
+        gru = next(k for k in by_id().values() if k.op == "rnn" and k.cell == "gru")
+        with pytest.raises(Unsupported, match="GRU"):
+            backend.prepare(gru, Precision.FP32)
+
+    @pytest.mark.slow
+    def test_device_suite_runs_locally(tmp_path: Path) -> None:
+        out = tmp_path / "tfl"
+        proc = run_cli(str(Path(sys.executable).parent / "deepbench-run"), "--local", "--suite",
+                       "inference-device", "--backend", "tflite", "--precision", "fp32,int8", "--ops", "gemm,conv",
+                       "--where", "k<=128", "--fast", "--time-cap", "0.05", "--threads", "1", "--out", str(out))
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
+        results = read_results(out / "results.jsonl")
+        assert results
+        assert all(r.status is Status.OK and r.check.passed for r in results), [(r.id, r.reason) for r in results]
+        record = RunRecord.model_validate_json((out / "run.json").read_text())
+        assert record.backend == "tflite" and record.software["tflite_runtime"] == "2.14.0"
+        assert record.device["threads"] == 1

@@ -1,0 +1,74 @@
+"""The GPU timer's decisions that need no GPU: calls per graph, throttled-sample selection and
+the stopping loop, driven by a fake sampler and a fake clock."""
+
+from __future__ import annotations
+
+import itertools
+
+from deepbench.kernels.timing import cuda as cuda_timer
+from deepbench.kernels.timing.stopping import CONVERGED, TIME_CAP, StopRule
+
+
+def test_calls_for_reaches_min_sample_and_respects_cap() -> None:
+    assert cuda_timer.calls_for(5.0, 0.001, 2000) == 200          # 200 x 5 us = 1 ms
+    assert cuda_timer.calls_for(5000.0, 0.001, 2000) == 1          # a long kernel: one call
+    assert cuda_timer.calls_for(0.001, 0.001, 2000) == 2000        # capped
+    assert cuda_timer.calls_for(0.0, 0.001, 50) == 50              # no division by zero
+
+
+def test_low_clock_samples_are_discarded_when_enough_remain() -> None:
+    samples = [10.0, 10.1, 12.5, 10.0, 10.2, 12.4, 10.1]
+    clocks = [1980, 1980, 1650, 1975, 1980, 1640, 1980]
+    kept, kept_clocks, discarded, throttled = cuda_timer.select_unthrottled(samples, clocks, 1980, 3)
+    assert discarded == 2 and throttled == 0
+    assert 12.5 not in kept and 12.4 not in kept and len(kept) == len(kept_clocks) == 5
+
+
+def test_all_throttled_keeps_samples_and_counts_them() -> None:
+    samples = [12.0, 12.1, 12.2]
+    clocks = [1650, 1650, 1660]
+    kept, _, discarded, throttled = cuda_timer.select_unthrottled(samples, clocks, 1980, 3)
+    assert kept == samples and discarded == 0 and throttled == 3
+
+
+def test_no_clock_readings_keep_everything() -> None:
+    kept, clocks, discarded, throttled = cuda_timer.select_unthrottled([1.0, 2.0], [None, None], 0.0, 1)
+    assert kept == [1.0, 2.0] and clocks == [] and discarded == throttled == 0
+
+
+def test_run_samples_stops_on_convergence_with_fake_clock() -> None:
+    ticks = itertools.count()
+    sampler = cuda_timer.Sampler("fake", 10, take=lambda: 5.0)
+    rule = StopRule(target_rel_precision=0.01, min_samples=5, max_samples=100, time_cap_s=1e9)
+    samples, clocks, reason = cuda_timer.run_samples(sampler, rule, lambda: 1980.0, now=lambda: float(next(ticks)))
+    assert reason == CONVERGED and len(samples) == 5 and clocks == [1980.0] * 5
+
+
+def test_run_samples_stops_at_time_cap_when_noisy() -> None:
+    values = itertools.cycle([1.0, 3.0, 2.0, 5.0])
+    ticks = itertools.count()
+    sampler = cuda_timer.Sampler("fake", 1, take=lambda: next(values))
+    rule = StopRule(target_rel_precision=1e-6, min_samples=3, max_samples=1000, time_cap_s=10)
+    samples, _, reason = cuda_timer.run_samples(sampler, rule, lambda: None, now=lambda: float(next(ticks)))
+    assert reason == TIME_CAP and 3 <= len(samples) <= 11
+
+
+def test_throttled_samples_do_not_count_and_trigger_a_rest() -> None:
+    ticks = itertools.count()
+    clocks = iter([1980.0, 1500.0, 1500.0] + [1980.0] * 20)
+    rests: list[float] = []
+    sampler = cuda_timer.Sampler("fake", 1, take=lambda: 5.0)
+    rule = StopRule(target_rel_precision=0.01, min_samples=3, max_samples=100, time_cap_s=1e9)
+    samples, seen, reason = cuda_timer.run_samples(sampler, rule, lambda: next(clocks), now=lambda: float(next(ticks)),
+                                                   reference=lambda: 1980.0, rest=rests.append)
+    assert reason == CONVERGED and len(samples) == 5 and seen[1:3] == [1500.0, 1500.0]
+    assert rests == [cuda_timer.RECOVERY_S] * 2
+
+
+def test_always_throttled_stops_at_twice_the_cap() -> None:
+    ticks = itertools.count()
+    sampler = cuda_timer.Sampler("fake", 1, take=lambda: 5.0)
+    rule = StopRule(target_rel_precision=0.01, min_samples=3, max_samples=100, time_cap_s=5)
+    samples, _, reason = cuda_timer.run_samples(sampler, rule, lambda: 1000.0, now=lambda: float(next(ticks)),
+                                                reference=lambda: 1980.0, rest=lambda s: None)
+    assert reason == TIME_CAP and len(samples) <= 11
