@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from . import images
 from .docker_client import LOCAL_HINT, connect
+from .emulation import container_additions
 from .errors import UserError
 from .local import LOG_FILE
 from .platforms import Platform
@@ -93,6 +94,9 @@ def run_options(platform: Platform, image_id: str, plan_path: Path, outdir: Path
         labels={"org.deepbench.role": "harness"},
         platform=platform.platform_arch,
     )
+    volumes, emulation_env = container_additions(platform)  # an arm64 image on an x86 host
+    opts["volumes"].update(volumes)
+    opts["environment"].update(emulation_env)
     if devices:
         opts["devices"] = devices
     if groups:

@@ -16,7 +16,8 @@ from deepbench.kernels.results import RunRecord, Status, read_results
 from .conftest import REPO, run_cli
 from .test_containers import BUILD_TIMEOUT_S, _build, _wheelhouse
 
-pytestmark = [pytest.mark.docker, pytest.mark.slow]
+# Building the base and the image under emulation can take far longer than pytest.ini's default timeout.
+pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.timeout(3600)]
 
 ARM_BASE = "deepbench-local/debian:bookworm-arm64"
 BINFMT = Path("/proc/sys/fs/binfmt_misc/qemu-aarch64")

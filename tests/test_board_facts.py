@@ -88,3 +88,24 @@ def test_report_headline_says_emulated() -> None:
     specs["device.emulated"] = "False"
     assert "EMULATED" not in headline(Source(label="r", kind="run", entries=(), specs=specs, ceilings={}, set=None,
                                              path=""))
+
+
+def test_emulated_arm_container_gets_an_arm_cpuinfo(tmp_path) -> None:
+    """onnxruntime's ARM build cannot start on the host's x86 /proc/cpuinfo under qemu-user: the
+    runner mounts an ARMv8 one for emulated runs only (runner/emulation.py)."""
+    from deepbench.runner.container import run_options
+    from deepbench.runner.emulation import CPUINFO_ENV, is_emulated
+    from deepbench.runner.platforms import get_platform
+
+    arm, cpu = get_platform("arm"), get_platform("cpu")
+    plan = tmp_path / "plan.json"
+    plan.write_text("{}")
+    opts = run_options(arm, "img", plan, tmp_path)
+    mounted = {v["bind"]: k for k, v in opts["volumes"].items()}
+    if is_emulated(arm):  # this x86 host
+        assert platform.machine() == "x86_64"
+        text = open(mounted["/proc/cpuinfo"]).read()
+        assert board.cpuinfo_family(text) == "arm" and CPUINFO_ENV in opts["environment"]
+    else:  # a real ARM board: nothing substituted
+        assert "/proc/cpuinfo" not in mounted
+    assert "/proc/cpuinfo" not in {v["bind"] for v in run_options(cpu, "img", plan, tmp_path)["volumes"].values()}

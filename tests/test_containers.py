@@ -28,7 +28,8 @@ from deepbench.runner.platforms import get_platform
 
 from .conftest import REPO, run_cli
 
-pytestmark = pytest.mark.docker
+# The session fixtures build a Debian base and an image on first use: allow them the time.
+pytestmark = [pytest.mark.docker, pytest.mark.timeout(3000)]
 
 BASE_IMAGE = "deepbench-local/debian:bookworm"
 CACHE = Path(os.environ.get("DEEPBENCH_TEST_CACHE", Path.home() / ".cache" / "deepbench-tests"))

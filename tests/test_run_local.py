@@ -31,7 +31,8 @@ def test_smoke_all_ok_with_checks(tmp_path: Path) -> None:
     for r in rs:
         assert r.status is Status.OK, (r.id, r.reason)
         assert r.check.passed and all(p.check.passed for p in r.parts)
-        assert r.time_us.n >= 3 and r.time_us.median > 0
+        assert r.time_us.median > 0
+        assert r.time_us.n >= 3 or "unconverged" in r.flags  # a slow kernel on a loaded machine may stop at the cap
         assert r.library["torch"]
     conv = next(r for r in rs if r.op == "conv")
     assert [p.direction for p in conv.parts] == ["fwd", "bwd_data", "bwd_filter"]

@@ -30,6 +30,7 @@ KERNEL_ARCH = Path("/proc/sys/kernel/arch")
 THERMAL_GLOB = "/sys/class/thermal/thermal_zone*"
 CPUFREQ_GLOB = "/sys/devices/system/cpu/cpu[0-9]*/cpufreq"
 VCGENCMD_TIMEOUT_S = 5
+EMULATED_CPUINFO_ENV = "DEEPBENCH_EMULATED_CPUINFO"  # set by runner/emulation.py
 ARM_MACHINES = ("aarch64", "arm64", "armv7l", "armv8l", "armv6l")
 X86_MACHINES = ("x86_64", "amd64", "i386", "i686")
 # vcgencmd get_throttled bits (Raspberry Pi firmware): now (0-3) and since boot (16-19).
@@ -77,6 +78,9 @@ def emulation(machine: str | None = None, cpuinfo: str | None = None, kernel_arc
     seen = cpuinfo_family(cpuinfo)
     if seen and seen != mine:
         evidence.append(f"process machine {machine} but /proc/cpuinfo describes {seen} processors")
+    substituted = os.environ.get(EMULATED_CPUINFO_ENV)
+    if substituted:  # the runner's emulated-arm64 mount (runner/emulation.py): cpuinfo is not the host's
+        evidence.append(f"{EMULATED_CPUINFO_ENV}: {substituted}")
     return {"emulated": bool(evidence), "evidence": evidence, "process_machine": machine,
             "kernel_arch": kernel_arch}
 
@@ -176,8 +180,8 @@ def cpu_facts() -> dict[str, Any]:
 def emulation_warning(emu: dict[str, Any]) -> str | None:
     if not emu.get("emulated"):
         return None
-    return (f"this run was emulated ({emu.get('process_machine')} code on a {emu.get('kernel_arch') or 'different'} "
-            "host): its times are the emulator's, not the hardware's")
+    return (f"this run was emulated ({emu.get('process_machine')} code on a host whose kernel is "
+            f"{emu.get('kernel_arch') or 'another architecture'}): its times are the emulator's, not the hardware's")
 
 
 def facts_after(before: dict[str, Any]) -> dict[str, Any]:

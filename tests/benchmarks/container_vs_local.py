@@ -1,6 +1,6 @@
 """Does the container change what is measured? The same kernels, on the same CPU, in one run:
 `deepbench-run --local` and `deepbench-run --platform intel` (in the image) alternately, several
-rounds, then per-kernel ratios (container / local, of the per-kernel medians over rounds), their
+rounds, then per-kernel ratios (the median over rounds of each round's container / local), their
 median (goal 0.97-1.03), and the container's start-up overhead (goal under 5 s with the image
 present): the time to start a container with the runner's options and import the harness in it,
 minus the same import in a local subprocess.
@@ -85,13 +85,16 @@ def main() -> int:
             print(f"round {r + 1}/{args.rounds} {side}: {len(got)} kernels ok", flush=True)
 
     both = [k for k in times["local"] if k in times["container"]]
-    print(f"\n{'kernel':44} {'local us':>12} {'container us':>13} {'ratio':>7}")
+    print(f"\n{'kernel':44} {'local us':>12} {'container us':>13} {'ratio':>7}  (medians over rounds; ratio: median "
+          f"of the rounds' container/local)")
     ratios = []
     for kid in both:
         loc = statistics.median(times["local"][kid])
         con = statistics.median(times["container"][kid])
-        ratios.append(con / loc)
-        print(f"{kid:44} {loc:12.1f} {con:13.1f} {con / loc:7.3f}")
+        # Pairs from the same round (run back to back) cancel drifts slower than a round.
+        paired = [c / l for c, l in zip(times["container"][kid], times["local"][kid])]
+        ratios.append(statistics.median(paired))
+        print(f"{kid:44} {loc:12.1f} {con:13.1f} {ratios[-1]:7.3f}")
     med = statistics.median(ratios)
     geo = statistics.geometric_mean(ratios)
     print(f"\n{len(ratios)} kernels, {args.rounds} rounds, --threads {args.threads}: median ratio container/local "
