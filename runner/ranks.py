@@ -90,7 +90,10 @@ def container_entrypoint(backend: str, ranks: int, python: str = IMAGE_PYTHON) -
     if engine_for(backend) == "mpirun":
         mpiexec = str(Path(python).parent / "mpiexec")
         return [mpiexec, "-n", str(ranks), python, "-m", HARNESS_MODULE], \
-            {"DEEPBENCH_LAUNCHER": f"{mpiexec} (in the container)", "OMP_NUM_THREADS": "1"}
+            {"DEEPBENCH_LAUNCHER": f"{mpiexec} (in the container)", "OMP_NUM_THREADS": "1",
+             # MPICH copies between ranks with process_vm_readv (CMA) by default, which needs
+             # CAP_SYS_PTRACE; the container has no capabilities, so use shared memory instead.
+             "MPIR_CVAR_CH4_CMA_ENABLE": "0"}
     return [python, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={ranks}", "--max-restarts=0",
             "--local-addr=127.0.0.1", "-m", HARNESS_MODULE], {"DEEPBENCH_LAUNCHER": f"torchrun --nproc-per-node={ranks} (in the container)",
                                     # no network but the loopback: the ranks' sockets must use it

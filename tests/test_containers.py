@@ -243,10 +243,13 @@ def test_interrupted_container_run_resumes(client, intel_image, tmp_path: Path) 
 
 
 @pytest.mark.slow
-def test_all_reduce_ranks_in_a_container(intel_image, tmp_path: Path) -> None:
-    """Issue 6: two gloo ranks under torchrun inside the one CPU container (loopback only)."""
+@pytest.mark.parametrize("backend", ["gloo", "mpi"])
+def test_all_reduce_ranks_in_a_container(intel_image, tmp_path: Path, backend: str) -> None:
+    """Issue 6: two ranks inside the one CPU container (loopback only): gloo under torchrun, and
+    MPI_Allreduce under the mpiexec of MPICH's wheel, which the intel image installs (extra mpi)."""
     out = tmp_path / "all_reduce"
-    proc = _run(intel_image, out, "--suite", "train", "--ops", "all_reduce", "--ranks", "2", "--limit", "3")
+    proc = _run(intel_image, out, "--suite", "train", "--ops", "all_reduce", "--ranks", "2", "--limit", "3",
+                "--backend", backend, "--fast", "--time-cap", "0.05")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     rs = read_results(out / "results.jsonl")
     assert len(rs) == 3 and all(r.status is Status.OK for r in rs), [(r.id, r.reason) for r in rs]

@@ -56,8 +56,10 @@ def _check_format(src_label_count: int, fmt: str, path: Path, stdout: str) -> No
 
         wb = openpyxl.load_workbook(path)
         assert wb.sheetnames[-1] == "Specs" and all(s.startswith("Results ") for s in wb.sheetnames[:-1])
+        # A data row: no section title in column A, and kernel parameters from column C on (layer
+        # kernels have text parameters, e.g. kind=layer); the roofline note has nothing past column B.
         data_rows = sum(1 for ws in wb.worksheets[:-1] for row in ws.iter_rows(values_only=True)
-                        if row[0] is None and len(row) > 2 and isinstance(row[2], (int, float)))
+                        if row[0] is None and len(row) > 2 and any(v is not None for v in row[2:]))
         assert data_rows == src_label_count
     elif fmt == "csv":
         rows = list(csv.DictReader(io.StringIO(path.read_text())))
