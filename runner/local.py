@@ -16,11 +16,13 @@ LOG_FILE = "harness.log"
 class LocalHarness:
     """The harness as a child process in its own session (Ctrl-C reaches it through us)."""
 
-    def __init__(self, plan_path: Path, outdir: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(self, plan_path: Path, outdir: Path, env: dict[str, str] | None = None,
+                 argv: list[str] | None = None) -> None:
+        """`argv` replaces the plain harness command (e.g. an MPI or torchrun engine starting ranks)."""
         self.log_path = outdir / LOG_FILE
         self._log = self.log_path.open("a")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", HARNESS_MODULE, str(plan_path), str(outdir)],
+            argv or [sys.executable, "-m", HARNESS_MODULE, str(plan_path), str(outdir)],
             stdout=subprocess.PIPE, stderr=self._log, text=True, start_new_session=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
         )

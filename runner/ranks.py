@@ -24,12 +24,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Iterator
-
 from .errors import UserError
+from .local import HARNESS_MODULE, LocalHarness
 
-HARNESS_MODULE = "deepbench.kernels.harness"
-LOG_FILE = "harness.log"
 MPI_BACKENDS = ("mpi",)
 TORCH_BACKENDS = ("gloo", "nccl", "rccl", "torch")
 KILL_GRACE_S = 3.0
@@ -131,31 +128,18 @@ def descendants(pid: int) -> list[int]:
     return out
 
 
-class RankedHarness:
-    """N harness ranks under an engine: the HarnessProcess protocol (supervise.py)."""
+class RankedHarness(LocalHarness):
+    """N harness ranks under an engine: the HarnessProcess protocol (supervise.py). Killing must
+    reach every rank, wherever the engine put them (their own sessions included)."""
 
     def __init__(self, backend: str, ranks: int, plan_path: Path, outdir: Path, threads: int | None,
                  env: dict[str, str] | None = None) -> None:
         argv, engine_env = launch_argv(backend, ranks, plan_path, outdir)
-        self.log_path = outdir / LOG_FILE
-        self._log = self.log_path.open("a")
         # N ranks share the cores: one thread each unless the user said otherwise (torchrun's default too).
         threads_env = {"OMP_NUM_THREADS": str(threads or 1)} if "OMP_NUM_THREADS" not in os.environ else {}
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self._log, text=True,
-                                     start_new_session=True,
-                                     env={**os.environ, "PYTHONUNBUFFERED": "1", **threads_env, **engine_env,
-                                          **(env or {})})
-
-    def lines(self) -> Iterator[str]:
-        assert self.proc.stdout is not None
-        yield from self.proc.stdout
-
-    def interrupt(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
+        super().__init__(plan_path, outdir, {**threads_env, **engine_env, **(env or {})}, argv=argv)
 
     def kill(self) -> None:
-        """The engine and every rank, wherever they put themselves (own sessions included)."""
         tree = descendants(self.proc.pid)
         for sig in (signal.SIGTERM, signal.SIGKILL):
             for pid in [self.proc.pid, *tree]:
@@ -167,19 +151,6 @@ class RankedHarness:
                 deadline = time.monotonic() + KILL_GRACE_S
                 while time.monotonic() < deadline and any(_alive(p) for p in [self.proc.pid, *tree]):
                     time.sleep(0.1)
-
-    def wait(self, timeout: float | None = None) -> int:
-        try:
-            return self.proc.wait(timeout)
-        finally:
-            self._log.flush()
-
-    def stderr_tail(self) -> str:
-        self._log.flush()
-        try:
-            return self.log_path.read_text()[-4000:]
-        except OSError:
-            return ""
 
 
 def _alive(pid: int) -> bool:
