@@ -30,7 +30,7 @@ from ...harness import faults
 from ...precision import Precision
 from ...results import Check, Measurement, PartResult, Settings
 from ...timing.stopping import StopRule
-from ..base import Prepared, TimedPart, Unsupported
+from ..base import Backend, Prepared, TimedPart, Unsupported
 
 METHOD = "collective-host-clock"
 CHECK_METHOD = "exact-sum"
@@ -298,3 +298,25 @@ class AllReduceRunner:
             if elapsed >= self.settings.min_sample_s or calls >= limit:
                 return calls, made, mine
             calls = min(limit, max(2 * calls, int(calls * self.settings.min_sample_s / max(elapsed, 1e-9)) + 1))
+
+
+class CollectiveBackend(Backend):
+    """What every all-reduce backend shares: its communicator and runner, the rank-synchronised
+    timer each part brings, library versions, and the barrier before each kernel."""
+
+    comm: Communicator
+    runner: AllReduceRunner
+
+    def prepare(self, kernel: Kernel, precision: Precision) -> Prepared:
+        return self.runner.prepare(kernel, precision)
+
+    def measure(self, fn: Callable[[], object], rule: StopRule, part: TimedPart) -> Measurement:
+        assert part.timer is not None, "every all-reduce part brings its rank-synchronised timer"
+        return part.timer(fn, rule)
+
+    def library_versions(self) -> dict[str, str]:
+        return self.comm.versions()
+
+    def item_barrier(self) -> None:
+        """All ranks start each kernel together (harness __main__)."""
+        self.comm.barrier()

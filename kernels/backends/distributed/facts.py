@@ -2,18 +2,7 @@
 
 from __future__ import annotations
 
-import platform
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.lower().startswith(("model name", "hardware", "cpu model")):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+from ...system import cpu_model  # noqa: F401 - re-exported for the collective backends
 
 
 def loaded_library(fragment: str) -> str | None:

@@ -11,17 +11,16 @@ from __future__ import annotations
 import ctypes
 import importlib.metadata as metadata
 import os
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 from mpi4py import MPI
 
 from ...catalog import Kernel
 from ...precision import Precision
-from ...results import Measurement, Settings
-from ...timing.stopping import StopRule
-from ..base import Backend, Prepared, TimedPart, Unsupported
-from .common import AllReduceRunner, Communicator
+from ...results import Settings
+from ..base import Prepared, Unsupported
+from .common import AllReduceRunner, CollectiveBackend, Communicator
 from .facts import cpu_model, loaded_library
 
 # pip distributions that ship an MPI library mpi4py can load.
@@ -132,7 +131,7 @@ class MpiCommunicator(Communicator):
                 "launcher": os.environ.get("DEEPBENCH_LAUNCHER", "mpirun" if self.size > 1 else "none (singleton)")}
 
 
-class MpiBackend(Backend):
+class MpiBackend(CollectiveBackend):
     """MPI_Allreduce through mpi4py: all-reduce only."""
 
     name = "mpi"
@@ -147,17 +146,6 @@ class MpiBackend(Backend):
         if self.comm.device_error and kernel.op == "all_reduce":
             raise Unsupported(self.comm.device_error)
         return self.runner.prepare(kernel, precision)
-
-    def measure(self, fn: Callable[[], object], rule: StopRule, part: TimedPart) -> Measurement:
-        assert part.timer is not None, "every all-reduce part brings its rank-synchronised timer"
-        return part.timer(fn, rule)
-
-    def library_versions(self) -> dict[str, str]:
-        return self.comm.versions()
-
-    def item_barrier(self) -> None:
-        """All ranks start each kernel together (harness __main__)."""
-        self.comm.barrier()
 
     def device_facts(self) -> dict[str, Any]:
         return {"kind": "gpu" if self.comm.on_device else "cpu", "name": cpu_model(), "ranks": self.comm.size,

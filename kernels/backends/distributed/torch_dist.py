@@ -13,19 +13,15 @@ from __future__ import annotations
 import atexit
 import os
 from datetime import timedelta
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
 import torch.distributed as dist
 
-from ...catalog import Kernel
 from ...harness.ranks import launch_rank
-from ...precision import Precision
-from ...results import Measurement, Settings
-from ...timing.stopping import StopRule
-from ..base import Backend, Prepared, TimedPart
-from .common import AllReduceRunner, Communicator
+from ...results import Settings
+from .common import AllReduceRunner, CollectiveBackend, Communicator
 from .facts import cpu_model
 
 OUT_OF_PLACE_NOTE = ("torch.distributed has no out-of-place all_reduce: timed as a copy into the output then "
@@ -130,7 +126,7 @@ def launcher_fact(engine: str) -> str:
     return os.environ.get("DEEPBENCH_LAUNCHER", engine if engine != "none" else "none (one rank, no launcher)")
 
 
-class TorchDistributedBackend(Backend):
+class TorchDistributedBackend(CollectiveBackend):
     """torch.distributed as a backend of its own (`--backend gloo|nccl|rccl`): all-reduce only."""
 
     pg_backend = "gloo"
@@ -143,20 +139,6 @@ class TorchDistributedBackend(Backend):
         self.rank = self.comm.rank
         self.runner = AllReduceRunner(self.comm, settings)
         self.name = self.comm.library
-
-    def prepare(self, kernel: Kernel, precision: Precision) -> Prepared:
-        return self.runner.prepare(kernel, precision)
-
-    def measure(self, fn: Callable[[], object], rule: StopRule, part: TimedPart) -> Measurement:
-        assert part.timer is not None, "every all-reduce part brings its rank-synchronised timer"
-        return part.timer(fn, rule)
-
-    def library_versions(self) -> dict[str, str]:
-        return self.comm.versions()
-
-    def item_barrier(self) -> None:
-        """All ranks start each kernel together (harness __main__)."""
-        self.comm.barrier()
 
     def device_facts(self) -> dict[str, Any]:
         return self.comm.device_facts()

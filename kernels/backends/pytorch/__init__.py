@@ -13,6 +13,7 @@ import torch
 
 from ...catalog import Kernel
 from ...precision import Precision
+from ...system import cpu_model
 from ...results import Measurement, Settings
 from ...timing import cpu as cpu_timer
 from ...timing import cuda as cuda_timer
@@ -122,13 +123,3 @@ class TorchBackend(Backend):
 
     def release(self) -> None:
         self.ctx.synchronize()
-
-
-def cpu_model() -> str:
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.lower().startswith(("model name", "hardware", "cpu model")):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
