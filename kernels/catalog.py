@@ -18,7 +18,8 @@ from . import costs
 from .precision import INPUT_BYTES, OUTPUT_BYTES, Precision
 
 # "model": a shape taken from a real model's operator dataset (kernels/models; application = the model)
-SetName = Literal["train", "inference_server", "inference_device", "model"]
+# "layers": AI Matrix's layer-based benchmark lists (data/ai_matrix.json; suite `layers`)
+SetName = Literal["train", "inference_server", "inference_device", "model", "layers"]
 OPS: tuple[str, ...] = ("gemm", "conv", "rnn", "sparse_gemm", "all_reduce")
 SETS: tuple[str, ...] = ("train", "inference_server", "inference_device")
 
@@ -178,15 +179,17 @@ class AllReduceKernel(Kernel):
 
 # Layer benchmarks (kernels/layers.py) subclass Kernel above; kernels/__init__.py imports this module first.
 from .layers import LAYER_KERNELS  # noqa: E402
+from .model_kernel import ModelKernel  # noqa: E402 - the whole-model run (kernels/model_kernel.py)
 
 AnyKernel = Annotated[
-    Union[(GemmKernel, ConvKernel, RnnKernel, SparseGemmKernel, AllReduceKernel, *LAYER_KERNELS)],
+    Union[(GemmKernel, ConvKernel, RnnKernel, SparseGemmKernel, AllReduceKernel, *LAYER_KERNELS, ModelKernel)],
     Field(discriminator="op"),
 ]
 KERNEL_ADAPTER: TypeAdapter = TypeAdapter(AnyKernel)
 KERNEL_CLASSES: dict[str, type[Kernel]] = {
     "gemm": GemmKernel, "conv": ConvKernel, "rnn": RnnKernel, "sparse_gemm": SparseGemmKernel,
     "all_reduce": AllReduceKernel, **{cls.model_fields["op"].default: cls for cls in LAYER_KERNELS},
+    "model": ModelKernel,
 }
 
 

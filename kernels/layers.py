@@ -1,18 +1,19 @@
 """Layer benchmarks beyond DeepBench's operations (AI Matrix's layer set; OpBench's operator
-types): pooling, batch and layer/RMS normalization, softmax, activations, embedding and
-scaled dot-product attention. Forward only (inference), NCHW for images.
+types): pooling, batch and layer/RMS normalization, softmax, activations, embedding,
+scaled dot-product attention, binary element-wise operations and batched GEMM. Forward only
+(inference), NCHW for images.
 
 Costs follow kernels/costs.py: FLOPs count multiply-adds as 2 and only matrix work (attention's
 QK^T and PV); the memory-bound layers report 0 FLOPs and are judged by bytes (GB/s): each input
 read once and each output written once at the precision's element size. Shapes come from the
-model datasets (kernels/models): these kernels carry set "model".
+model datasets (kernels/models), set "model", and from AI Matrix's layer lists (suite `layers`).
 """
 
 from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from . import costs
 from .catalog import Kernel
@@ -165,12 +166,68 @@ class AttentionKernel(Kernel):
         return _io_bytes(q + kv, q, precision)
 
 
+ELEMENTWISE_FUNCTIONS = ("add", "mul")
+
+
+class ElementwiseKernel(Kernel):
+    """A binary element-wise operation out = a (+ or *) b over `elements` output values.
+
+    Broadcasting is described by element counts only: `a_elements` and `b_elements` each divide
+    `elements`, and a smaller operand is repeated along the output's leading dimensions (a bias
+    of the last dimension, RoPE's (seq, head_dim) table over (batch, heads); 1 = a scalar). A
+    residual add has a = b = elements. Memory-bound like the other layers: 0 FLOPs, judged by
+    bytes (each input read once, the output written once)."""
+
+    FIELDS: ClassVar[tuple[str, ...]] = ("function", "elements", "a_elements", "b_elements")
+    op: Literal["elementwise"] = "elementwise"
+    function: Literal["add", "mul"]
+    elements: int = Field(gt=0)
+    a_elements: int = Field(gt=0)
+    b_elements: int = Field(gt=0)
+
+    @model_validator(mode="after")
+    def _broadcasts(self) -> "ElementwiseKernel":
+        for name, n in (("a_elements", self.a_elements), ("b_elements", self.b_elements)):
+            if self.elements % n:
+                raise ValueError(f"{name}={n} does not divide elements={self.elements} (no broadcast)")
+        return self
+
+    def flops(self, direction: str = "fwd") -> float:
+        return 0.0
+
+    def min_bytes(self, direction: str, precision: Precision) -> float:
+        return _io_bytes(self.a_elements + self.b_elements, self.elements, precision)
+
+
+class BatchedGemmKernel(Kernel):
+    """`batch` independent GEMMs of one shape, each DeepBench's column-major C (m x n) =
+    op(A) op(B) (strided-batched: cublasGemmStridedBatched, MKL's batch GEMM via torch.bmm);
+    attention written as bmm-softmax-bmm and grouped projections use it."""
+
+    FIELDS: ClassVar[tuple[str, ...]] = ("batch", "m", "n", "k", "a_t", "b_t")
+    op: Literal["batched_gemm"] = "batched_gemm"
+    batch: int = Field(gt=0)
+    m: int = Field(gt=0)
+    n: int = Field(gt=0)
+    k: int = Field(gt=0)
+    a_t: bool
+    b_t: bool
+
+    def flops(self, direction: str = "fwd") -> float:
+        return self.batch * costs.gemm_flops(self.m, self.n, self.k)
+
+    def min_bytes(self, direction: str, precision: Precision) -> float:
+        return self.batch * costs.gemm_bytes(self.m, self.n, self.k, INPUT_BYTES[precision], OUTPUT_BYTES[precision])
+
+
 LAYER_KERNELS: tuple[type[Kernel], ...] = (PoolingKernel, BatchNormKernel, NormKernel, SoftmaxKernel,
-                                           ActivationKernel, EmbeddingKernel, AttentionKernel)
+                                           ActivationKernel, EmbeddingKernel, AttentionKernel, ElementwiseKernel,
+                                           BatchedGemmKernel)
 LAYER_OPS: tuple[str, ...] = tuple(cls.model_fields["op"].default for cls in LAYER_KERNELS)
 LAYER_TITLES: dict[str, str] = {
     "pooling": "Pooling", "batch_norm": "Batch normalization (inference)", "norm": "Layer / RMS normalization",
     "softmax": "Softmax", "activation": "Activations", "embedding": "Embedding lookup",
-    "attention": "Scaled dot-product attention",
+    "attention": "Scaled dot-product attention", "elementwise": "Element-wise (binary)",
+    "batched_gemm": "Batched matrix multiplication",
 }
 assert set(LAYER_TITLES) == set(LAYER_OPS)

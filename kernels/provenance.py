@@ -164,19 +164,25 @@ def source_state(path: Path) -> SourceState:
                        changed=tuple(changed[:MAX_CHANGED_PATHS]), changed_count=len(changed))
 
 
+def frozen_suite_sha256(plan: Any) -> str | None:
+    """The hash of the plan's named suite before selection (None for a suite that cannot be built here)."""
+    from .suites import SelectionError, suite_kernels
+
+    sel = getattr(plan, "selection", None)  # model suites depend on the batch and sequence length
+    try:
+        return kernels_sha256(suite_kernels(plan.suite, getattr(sel, "batch", None), getattr(sel, "seq", None)))
+    except SelectionError:
+        return None
+
+
 def harness_provenance(plan: Any, started_at: datetime) -> dict[str, Any]:
     """The harness's part, computed where the kernels run (in the container, with --local on
     the host): the package that ran, the plan's kernels, the seeds."""
     import platform
 
     from . import __version__
-    from .suites import SelectionError, suite_kernels
 
-    try:
-        sel = getattr(plan, "selection", None)  # model suites depend on the batch and sequence length
-        frozen = kernels_sha256(suite_kernels(plan.suite, getattr(sel, "batch", None), getattr(sel, "seq", None)))
-    except SelectionError:
-        frozen = None
+    frozen = getattr(plan, "frozen_suite_sha256", None) or frozen_suite_sha256(plan)
     here = Path(__file__).resolve().parent
     part = Provenance(tool_version=__version__, harness_sha256=package_sha256(here),
                       suite_sha256=items_sha256(plan.items), frozen_suite_sha256=frozen,

@@ -220,6 +220,7 @@ class Settings(Frozen):
     max_samples: int = Field(1000, ge=1)
     time_cap_s: float = Field(1.0, gt=0, description="per direction, after calibration")
     min_sample_s: float = Field(0.001, gt=0, description="calibrate calls per sample to at least this long")
+    min_time_s: float = Field(0.0, ge=0, description="take samples for at least this long before stopping on noise")
     kernel_timeout_s: float = Field(600.0, gt=0, description="a kernel still running after this is killed: timeout")
     threads: int | None = Field(None, description="CPU threads (None: all cores)")
     seed: int = 0
@@ -262,6 +263,8 @@ class Plan(Frozen):
     items: tuple[PlanItem, ...]
     command: str = ""
     selection: Selection | None = Field(None, description="the scope declared: suite + this selection")
+    frozen_suite_sha256: str | None = Field(None, description="the named suite before selection, hashed by the "
+                                            "runner (the harness need not rebuild a model suite to know it)")
 
 
 class RunRecord(Frozen):

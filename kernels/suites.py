@@ -1,7 +1,10 @@
 """Suites (which kernels) and selection (which of them, by operation, parameters, count).
 
 `train`, `inference-server` and `inference-device` are exactly DeepBench's sets; `smoke` is a
-handful of real DeepBench kernels small enough for a CPU in seconds (data/smoke.json).
+handful of real DeepBench kernels small enough for a CPU in seconds (data/smoke.json); `layers`
+is Alibaba AI Matrix's layer-based benchmark (conv, fully connected, pooling, batch norm,
+activations, softmax, LSTM/GRU shapes from AlexNet, GoogLeNet, VGG-16, ResNet, DenseNet-121;
+data/ai_matrix.json, imported by tests/tools/import_ai_matrix.py).
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ import json
 import operator
 import re
 from dataclasses import dataclass
+from functools import cache
 from importlib import resources
 from typing import Callable, Sequence
 
@@ -20,7 +24,9 @@ SUITES: dict[str, str | None] = {
     "inference-server": "inference_server",
     "inference-device": "inference_device",
     "smoke": None,
+    "layers": None,  # AI Matrix's layer lists (data/ai_matrix.json), set "layers"
 }
+LAYERS_SET = "layers"
 
 
 class SelectionError(ValueError):
@@ -40,21 +46,40 @@ def suite_kernels(suite: str, batch: int | None = None, seq: int | None = None) 
     if suite == "smoke":
         data = json.loads(resources.files(__package__).joinpath("data", "smoke.json").read_text())
         return [by_id()[i] for i in data["kernels"]]
+    if suite == LAYERS_SET:
+        return list(layer_suite())
     return [k for k in catalog() if k.set == SUITES[suite]]
+
+
+@cache
+def layer_suite() -> tuple[Kernel, ...]:
+    """AI Matrix's layer-based benchmark as kernels, per operation in the data file's order (the
+    index is the position in that operation's list, so ids stay put while the file does)."""
+    data = json.loads(resources.files(__package__).joinpath("data", "ai_matrix.json").read_text())
+    out: list[Kernel] = []
+    for op, entries in data["kernels"].items():
+        cls = KERNEL_CLASSES[op]
+        out += [cls(set=LAYERS_SET, index=i, application=e["application"], **e["params"])
+                for i, e in enumerate(entries)]
+    return tuple(out)
 
 
 def model_kernels(spec: str, batch: int | None, seq: int | None) -> list[Kernel]:
     """The kernels of a model's operator dataset (operators with no kernel type are left out here;
-    `deepbench models extract` lists them with the reason)."""
+    `deepbench models extract` lists them with the reason), then the whole model as one kernel
+    (op "model", kernels/model_kernel.py) when this tool can build the model."""
+    from .model_kernel import whole_model_kernel
     from .models.suite import dataset_kernels, load_dataset
 
     for flag, value in (("--batch", batch), ("--seq", seq)):
         if value is not None and value < 1:
             raise SelectionError(f"{flag} must be at least 1, not {value}")
     try:
-        return dataset_kernels(load_dataset(spec, batch, seq))[0]
+        ds = load_dataset(spec, batch, seq)
     except ValueError as exc:
         raise SelectionError(str(exc)) from None
+    whole = whole_model_kernel(ds)
+    return dataset_kernels(ds)[0] + ([whole] if whole else [])
 
 
 def parse_ops(text: str | None) -> list[str] | None:
@@ -83,6 +108,8 @@ class Condition:
         if self.field not in kernel.FIELDS and self.field != "application":
             return False
         actual = getattr(kernel, self.field)
+        if actual is None:  # an unset optional field (a vision model's seq) matches no condition
+            return False
         return _COMPARATORS[self.op](actual, _coerce(actual, self.value))
 
 
@@ -112,7 +139,7 @@ def parse_where(clauses: Sequence[str] | None) -> list[Condition]:
             for cls in KERNEL_CLASSES.values():
                 if field in cls.FIELDS:
                     sample = {"a_t": False, "b_t": False, "sparsity": 0.0, "cell": "", "mode": "", "kind": "",
-                              "function": "", "causal": False}.get(field, 0)
+                              "function": "", "causal": False, "model": ""}.get(field, 0)
                     try:
                         _coerce(sample, value)
                     except ValueError:

@@ -26,6 +26,7 @@ from pathlib import Path
 from ..kernels.catalog import Kernel
 from ..kernels.harness.record import build_record, read_facts, write_record
 from ..kernels.precision import parse_precisions
+from ..kernels.provenance import frozen_suite_sha256
 from ..kernels.results import PLAN_FILE, RESULTS_FILE, RUN_FILE, Plan, PlanItem, RunRecord, Settings, read_results
 from .display import RunProgress, make_console, print_tables, summary_line
 from .errors import UserError
@@ -44,12 +45,15 @@ EXIT_KERNEL_FAILURES = 1
 EXIT_INTERRUPTED = 130
 
 # Measurement presets: (target relative precision of the median, min samples, max samples,
-# time cap per direction in s, min seconds per sample).
+# time cap per direction in s, min seconds per sample, min seconds of samples before stopping on
+# noise: rigorous takes nvbench's default min-time).
 MODES = {
-    "fast": dict(target_rel_precision=0.05, min_samples=3, max_samples=200, time_cap_s=0.2, min_sample_s=0.0005),
-    "default": dict(target_rel_precision=0.01, min_samples=5, max_samples=1000, time_cap_s=1.0, min_sample_s=0.001),
+    "fast": dict(target_rel_precision=0.05, min_samples=3, max_samples=200, time_cap_s=0.2, min_sample_s=0.0005,
+                 min_time_s=0.0),
+    "default": dict(target_rel_precision=0.01, min_samples=5, max_samples=1000, time_cap_s=1.0, min_sample_s=0.001,
+                    min_time_s=0.05),
     "rigorous": dict(target_rel_precision=0.005, min_samples=20, max_samples=10000, time_cap_s=10.0,
-                     min_sample_s=0.005),
+                     min_sample_s=0.005, min_time_s=0.5),
 }
 
 
@@ -184,6 +188,7 @@ def _new_plan(args: argparse.Namespace, platform: Platform) -> tuple[Plan, Path]
                 settings=settings_from(args, platform), items=tuple(plan_items(kernels, precisions, platform)),
                 command=shlex.join([os.path.basename(sys.argv[0])] + sys.argv[1:]),
                 selection=declared_selection(args, precisions))
+    plan = plan.model_copy(update={"frozen_suite_sha256": frozen_suite_sha256(plan)})
     (outdir / PLAN_FILE).write_text(plan.model_dump_json(indent=1) + "\n")
     (outdir / ".local").write_text("1\n" if args.local else "0\n")
     return plan, outdir

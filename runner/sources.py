@@ -127,8 +127,9 @@ def _flatten(prefix: str, value: Any, out: dict[str, str]) -> None:
         out[prefix] = ", ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
 
 
-def load_run(path: Path) -> Source:
-    """A results folder written by deepbench-run; mistakes are one-line UserErrors."""
+def read_run_folder(path: Path) -> tuple[list[KernelResult], RunRecord | None]:
+    """The results and run record (None if absent) of a deepbench-run folder; mistakes (no folder,
+    no results, malformed files) are one-line UserErrors."""
     if not path.is_dir():
         raise UserError(f"no results folder at {path} (give the folder deepbench-run wrote, with {RESULTS_FILE})")
     results_file = path / RESULTS_FILE
@@ -147,6 +148,12 @@ def load_run(path: Path) -> Source:
             raise UserError(f"{path / RUN_FILE} is malformed: {str(exc).splitlines()[0]}") from None
     if not results:
         raise UserError(f"{results_file} holds no results")
+    return results, run
+
+
+def load_run(path: Path) -> Source:
+    """A results folder written by deepbench-run; mistakes are one-line UserErrors."""
+    results, run = read_run_folder(path)
     specs: dict[str, str] = {}
     if run:
         _flatten("", {"run": {"id": run.run_id, "suite": run.suite, "platform": run.platform, "backend": run.backend,

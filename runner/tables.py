@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Iterable
 
 from ..kernels.catalog import KERNEL_CLASSES, OPS
 from ..kernels.layers import LAYER_OPS, LAYER_TITLES
+from ..kernels.model_kernel import MODEL_OP, MODEL_TITLE
 from ..kernels.results import KernelResult, Status
 from .collective_table import HEADERS as ALL_REDUCE_HEADERS, all_reduce_rows
 
@@ -16,7 +17,8 @@ if TYPE_CHECKING:
     from .sources import Entry
 
 OP_TITLES = {"gemm": "Dense matrix multiplication", "conv": "Convolution", "rnn": "Recurrent layers",
-             "sparse_gemm": "Sparse matrix multiplication", "all_reduce": "All-reduce", **LAYER_TITLES}
+             "sparse_gemm": "Sparse matrix multiplication", "all_reduce": "All-reduce", **LAYER_TITLES,
+             MODEL_OP: MODEL_TITLE}
 
 
 @dataclass(frozen=True)
@@ -67,7 +69,7 @@ def op_table(op: str, results: Iterable[KernelResult]) -> Table:
                      all_reduce_rows(results, SET_SHORT, _status, fmt_us, fmt_num))
     fields = list(KERNEL_CLASSES[op].FIELDS)
     directions = [d for d in KERNEL_CLASSES[op].DIRECTIONS if len(KERNEL_CLASSES[op].DIRECTIONS) > 1]
-    extra = ["dense (us)", "speedup"] if op == "sparse_gemm" else []
+    extra = ["dense (us)", "speedup"] if op == "sparse_gemm" else ["items/s"] if op == MODEL_OP else []
     headers = ["set"] + fields + ["prec"] + [f"{d} (us)" for d in directions] + ["time (us)", "TFLOPS"] + extra + ["status"]
     rows = []
     for r in results:
@@ -79,13 +81,15 @@ def op_table(op: str, results: Iterable[KernelResult]) -> Table:
         if op == "sparse_gemm":
             dense = r.info.get("dense_time_us", {}).get("median")
             row += [fmt_us(dense), fmt_num(r.info.get("speedup_vs_dense"))]
+        if op == MODEL_OP:  # images or sequences per second (kernels/harness/execute.py)
+            row.append(fmt_num(r.info.get("throughput_per_s"), 1))
         row.append(_status(r))
         rows.append(row)
     return Table(op, OP_TITLES[op], headers, rows)
 
 
 def tables(results: list[KernelResult]) -> list[Table]:
-    return [t for t in (op_table(op, results) for op in OPS + LAYER_OPS) if t.rows]
+    return [t for t in (op_table(op, results) for op in OPS + LAYER_OPS + (MODEL_OP,)) if t.rows]
 
 
 # ----- reports: the same tables from any source (a run or a published reference) --------------

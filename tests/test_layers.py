@@ -31,6 +31,13 @@ SMALL = {
     "attention-gqa-causal": dict(op="attention", batch=2, heads=4, kv_heads=2, seq_q=16, seq_kv=16, head_dim=8,
                                  causal=True),
     "attention": dict(op="attention", batch=1, heads=4, kv_heads=4, seq_q=8, seq_kv=24, head_dim=8, causal=False),
+    "add": dict(op="elementwise", function="add", elements=3000, a_elements=3000, b_elements=3000),
+    "mul-broadcast": dict(op="elementwise", function="mul", elements=4 * 16 * 8, a_elements=4 * 16 * 8,
+                          b_elements=16 * 8),
+    "add-scalar": dict(op="elementwise", function="add", elements=64, a_elements=64, b_elements=1),
+    **{f"bmm-{'T' if a_t else 'N'}{'T' if b_t else 'N'}": dict(op="batched_gemm", batch=3, m=17, n=9, k=12, a_t=a_t,
+                                                              b_t=b_t)
+       for a_t in (False, True) for b_t in (False, True)},
 }
 
 

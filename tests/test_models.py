@@ -101,7 +101,8 @@ def test_resnet50_known_layers(datasets) -> None:
     (fc,) = ds.of_type("gemm")
     assert {k: params(fc)[k] for k in ("m", "n", "k")} == dict(m=1000, n=1, k=2048)
     assert ds.calls("conv") == 53 and ds.calls("batch_norm") == 53  # 49 in the blocks + 4 shortcuts
-    assert ds.calls("pooling") == 2 and ds.calls("other") == 16  # max/avg pool; 16 residual adds
+    assert ds.calls("pooling") == 2 and ds.calls("elementwise") == 16  # max/avg pool; 16 residual adds
+    assert ds.calls("other") == 0
 
 
 def test_batch_scales_shapes_and_flops(datasets) -> None:
@@ -159,9 +160,11 @@ def test_suite_kernels_are_distinct_with_counts(datasets) -> None:
     assert sum(k.count for k in convs) == ds.calls("conv")
     assert all(k.set == "model" and k.application == "resnet50" for k in kernels)
     assert sum(k.flops() * k.count for k in kernels) == pytest.approx(ds.total_flops())
-    assert {u.operator.type for u in unmapped} == {"other"}  # the 16 residual adds
-    assert all(u.reason for u in unmapped) and sum(u.operator.count for u in unmapped) == 16
-    assert sum(k.count for k in kernels) == ds.calls() - 16
+    assert unmapped == []  # the 16 residual adds are ElementwiseKernels
+    adds = [k for k in kernels if k.op == "elementwise"]
+    assert sum(k.count for k in adds) == 16 and {k.function for k in adds} == {"add"}
+    assert all(k.a_elements == k.b_elements == k.elements for k in adds)
+    assert sum(k.count for k in kernels) == ds.calls()
     (fc,) = [k for k in kernels if isinstance(k, GemmKernel)]
     assert (fc.m, fc.n, fc.k, fc.a_t, fc.b_t, fc.count) == (1000, 1, 2048, True, False, 1)
 
@@ -183,7 +186,8 @@ def test_cli_extract_list_and_errors(tmp_path: Path, capsys: pytest.CaptureFixtu
     proc = run_cli("deepbench", "models", "extract", "resnet50", "--batch", "2", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     ds = OperatorDataset.load(out)
-    assert ds.batch == 2 and "batch_norm kernel" in proc.stdout and "no kernel type yet" in proc.stdout
+    assert ds.batch == 2 and "batch_norm kernel" in proc.stdout and "elementwise kernel" in proc.stdout
+    assert "no kernel type yet" not in proc.stdout  # ResNet-50's residual adds are mapped too
     assert main(["models", "list"]) == 0
     listing = capsys.readouterr().out
     assert all(name in listing for name in MODELS)
@@ -201,14 +205,17 @@ def test_cli_extract_list_and_errors(tmp_path: Path, capsys: pytest.CaptureFixtu
 @pytest.mark.slow
 def test_model_suite_runs_and_reports(tmp_path: Path) -> None:
     """The issue's acceptance runs on the CPU: every kernel checked, then the operator report."""
-    for suite, op_types in (("model:resnet50", {"conv", "gemm", "batch_norm", "activation", "pooling"}),
-                            ("model:bert-base", {"gemm", "attention", "norm", "activation", "embedding"})):
+    for suite, op_types in (("model:resnet50", {"conv", "gemm", "batch_norm", "activation", "pooling", "elementwise"}),
+                            ("model:bert-base", {"gemm", "attention", "norm", "activation", "embedding",
+                                                 "elementwise"})):
         out = tmp_path / suite.split(":")[1]
         proc = run_cli("deepbench-run", "--local", "--suite", suite, "--batch", "1", "--fast", "--time-cap", "0.05",
                        "--quiet", "--out", str(out))
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
         results = read_results(out / "results.jsonl")
         assert results and all(r.status is Status.OK and r.check.passed for r in results)
+        (whole,) = [r for r in results if r.kernel.op == "model"]  # the whole model (tests/test_model_level.py)
+        results = [r for r in results if r is not whole]
         (report,) = model_reports(results)
         assert {t.op for t in report.types} == op_types
         assert sum(t.share for t in report.types) == pytest.approx(1.0)

@@ -145,3 +145,67 @@ else:
         record = RunRecord.model_validate_json((out / "run.json").read_text())
         assert record.backend == "tflite" and record.software["tflite_runtime"] == "2.14.0"
         assert record.device["threads"] == 1
+
+    # Layer benchmarks (kernels/layers.py): one small kernel per family and variant.
+    def _layer_kernels() -> dict:
+        from deepbench.kernels import layers as L
+
+        common = {"set": "model", "index": 0}
+        return {
+            "pooling-max-same": L.PoolingKernel(**common, mode="max", n=2, c=3, h=12, w=12, r=3, s=3, pad_h=1,
+                                                pad_w=1, stride_h=1, stride_w=1),
+            "pooling-global": L.PoolingKernel(**common, mode="avg", n=2, c=4, h=7, w=7, r=7, s=7, pad_h=0, pad_w=0,
+                                              stride_h=1, stride_w=1),
+            "softmax": L.SoftmaxKernel(**common, rows=6, cols=100),
+            **{f"activation-{f}": L.ActivationKernel(**common, function=f, elements=1000)
+               for f in ("relu", "gelu", "gelu_tanh", "tanh", "sigmoid")},
+            "embedding": L.EmbeddingKernel(**common, vocab=1000, dim=32, lookups=50),
+        }
+
+    # What TFLite has no single builtin operator for, and the words its reason must contain.
+    LAYER_UNSUPPORTED = {
+        "batch_norm": ("BatchNormKernel", {"n": 2, "c": 4, "h": 5, "w": 5}, "no batch normalization operator"),
+        "layer_norm": ("NormKernel", {"kind": "layer", "rows": 6, "cols": 64}, "no layer or RMS normalization"),
+        "rms_norm": ("NormKernel", {"kind": "rms", "rows": 6, "cols": 64}, "no layer or RMS normalization"),
+        "attention": ("AttentionKernel", {"batch": 1, "heads": 2, "kv_heads": 2, "seq_q": 4, "seq_kv": 4,
+                                          "head_dim": 8, "causal": True}, "no attention operator"),
+        "silu": ("ActivationKernel", {"function": "silu", "elements": 100}, "LOGISTIC then MUL"),
+        "avg-pool-counting-padding": ("PoolingKernel", {"mode": "avg", "n": 1, "c": 2, "h": 9, "w": 9, "r": 3, "s": 3,
+                                                        "pad_h": 1, "pad_w": 1, "stride_h": 1, "stride_w": 1},
+                                      "count_include_pad"),
+        "resnet-max-pool": ("PoolingKernel", {"mode": "max", "n": 1, "c": 2, "h": 112, "w": 112, "r": 3, "s": 3,
+                                              "pad_h": 1, "pad_w": 1, "stride_h": 2, "stride_w": 2}, "SAME or VALID"),
+    }
+
+    @pytest.mark.parametrize("case", list(_layer_kernels()))
+    def test_layer_kernels_pass_their_checks(backend, case: str) -> None:
+        """Each layer family TFLite has a builtin operator for matches the float64 reference, and a
+        changed output fails the same check."""
+        kernel = _layer_kernels()[case]
+        part = backend.prepare(kernel, Precision.FP32).parts[0]
+        assert part.direction == "fwd" and part.flops == kernel.flops("fwd") and part.min_bytes > 0
+        part.run()
+        check = part.check()
+        assert check.passed and check.error is not None and check.error <= check.tolerance, check
+        with pytest.raises(Unsupported, match="float32 only"):
+            backend.prepare(kernel, Precision.INT8)
+
+    def test_a_changed_layer_output_fails_the_check(backend) -> None:
+        model = backend.prepare(_layer_kernels()["softmax"], Precision.FP32)
+        part = model.parts[0]
+        part.run()
+        assert part.check().passed
+        assert part.info["operator"] == "SOFTMAX"
+        interp = part.run.__self__  # the Interpreter whose invoke is timed: overwrite its output tensor
+        out = interp.get_output_details()[0]["index"]
+        interp.set_tensor(out, interp.get_tensor(out)[:, ::-1].copy())
+        assert not part.check().passed
+
+    @pytest.mark.parametrize("case", list(LAYER_UNSUPPORTED))
+    def test_layers_without_a_builtin_operator_are_unsupported_with_the_reason(backend, case: str) -> None:
+        from deepbench.kernels import layers as L
+
+        cls, fields, reason = LAYER_UNSUPPORTED[case]
+        kernel = getattr(L, cls)(set="model", index=0, **fields)
+        with pytest.raises(Unsupported, match=reason):
+            backend.prepare(kernel, Precision.FP32)

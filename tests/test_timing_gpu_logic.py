@@ -18,7 +18,7 @@ def test_calls_for_reaches_min_sample_and_respects_cap() -> None:
 
 def test_low_clock_samples_are_discarded_when_enough_remain() -> None:
     samples = [10.0, 10.1, 12.5, 10.0, 10.2, 12.4, 10.1]
-    clocks = [1980, 1980, 1650, 1975, 1980, 1640, 1980]
+    clocks = [1980, 1980, 1400, 1975, 1980, 1390, 1980]
     kept, kept_clocks, discarded, throttled = cuda_timer.select_unthrottled(samples, clocks, 1980, 3)
     assert discarded == 2 and throttled == 0
     assert 12.5 not in kept and 12.4 not in kept and len(kept) == len(kept_clocks) == 5
@@ -26,7 +26,7 @@ def test_low_clock_samples_are_discarded_when_enough_remain() -> None:
 
 def test_all_throttled_keeps_samples_and_counts_them() -> None:
     samples = [12.0, 12.1, 12.2]
-    clocks = [1650, 1650, 1660]
+    clocks = [1400, 1400, 1410]
     kept, _, discarded, throttled = cuda_timer.select_unthrottled(samples, clocks, 1980, 3)
     assert kept == samples and discarded == 0 and throttled == 3
 
@@ -55,13 +55,13 @@ def test_run_samples_stops_at_time_cap_when_noisy() -> None:
 
 def test_throttled_samples_do_not_count_and_trigger_a_rest() -> None:
     ticks = itertools.count()
-    clocks = iter([1980.0, 1500.0, 1500.0] + [1980.0] * 20)
+    clocks = iter([1980.0, 1400.0, 1400.0] + [1980.0] * 20)
     rests: list[float] = []
     sampler = cuda_timer.Sampler("fake", 1, take=lambda: 5.0)
     rule = StopRule(target_rel_precision=0.01, min_samples=3, max_samples=100, time_cap_s=1e9)
     samples, seen, reason = cuda_timer.run_samples(sampler, rule, lambda: next(clocks), now=lambda: float(next(ticks)),
                                                    reference=lambda: 1980.0, rest=rests.append)
-    assert reason == CONVERGED and len(samples) == 5 and seen[1:3] == [1500.0, 1500.0]
+    assert reason == CONVERGED and len(samples) == 5 and seen[1:3] == [1400.0, 1400.0]
     assert rests == [cuda_timer.RECOVERY_S] * 2
 
 
@@ -72,3 +72,47 @@ def test_always_throttled_stops_at_twice_the_cap() -> None:
     samples, _, reason = cuda_timer.run_samples(sampler, rule, lambda: 1000.0, now=lambda: float(next(ticks)),
                                                 reference=lambda: 1980.0, rest=lambda s: None)
     assert reason == TIME_CAP and len(samples) <= 11
+
+
+def test_min_time_holds_convergence_until_enough_time_has_passed() -> None:
+    rule = StopRule(target_rel_precision=0.01, min_samples=3, max_samples=1000, time_cap_s=10, min_time_s=0.5)
+    steady = [5.0] * 10
+    assert rule.decide(steady, elapsed_s=0.1) is None
+    assert rule.decide(steady, elapsed_s=0.5) == CONVERGED
+
+
+def test_kernel_spans_group_a_calls_kernels() -> None:
+    # two calls of two kernels each (a GEMM and its split-K reduction), gaps 0.2 inside, 0.5 between
+    intervals = [(0.0, 4.0), (4.2, 5.0), (5.5, 9.5), (9.7, 10.5)]
+    assert cuda_timer.kernel_spans(intervals, 2) == [5.0, 5.0]
+    assert cuda_timer.kernel_spans(intervals, 0) == []
+
+
+def _failing_part(error: float):
+    from deepbench.kernels.backends.base import TimedPart
+    from deepbench.kernels.results import Check
+
+    return TimedPart("bwd_filter", run=lambda: None, flops=1.0, min_bytes=1.0,
+                     check=lambda: Check(passed=False, method="sampled-fp64", error=error, tolerance=1e-4))
+
+
+def test_fp32_winograd_conv_is_held_to_the_transform_tolerance(monkeypatch) -> None:
+    from deepbench.kernels.backends.pytorch import conv
+    from deepbench.kernels.precision import TRANSFORM_TOLERANCE, Precision
+
+    names = {"kernel_names": ["winograd_nonfused::winogradWgradDelta9x9_5x5"]}
+    monkeypatch.setattr(cuda_timer, "profiler_kernel_us", lambda fn, calls: names)
+    part = _failing_part(7.2e-4)
+    result = conv._transform_aware(part, Precision.FP32)()
+    assert result.passed and result.tolerance == TRANSFORM_TOLERANCE[Precision.FP32] and "Winograd" in result.detail
+    assert part.info["kernels"] == names["kernel_names"]
+    assert not conv._transform_aware(_failing_part(5e-3), Precision.FP32)().passed  # TF32-sized error still fails
+
+
+def test_fp32_direct_conv_keeps_the_fp32_tolerance(monkeypatch) -> None:
+    from deepbench.kernels.backends.pytorch import conv
+    from deepbench.kernels.precision import Precision
+
+    monkeypatch.setattr(cuda_timer, "profiler_kernel_us", lambda fn, calls: {"kernel_names": ["implicit_convolve_sgemm"]})
+    result = conv._transform_aware(_failing_part(7.2e-4), Precision.FP32)()
+    assert not result.passed and result.tolerance == 1e-4

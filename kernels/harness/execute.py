@@ -18,7 +18,8 @@ US_PER_S = 1e6
 
 
 def stop_rule(settings: Settings) -> StopRule:
-    return StopRule(settings.target_rel_precision, settings.min_samples, settings.max_samples, settings.time_cap_s)
+    return StopRule(settings.target_rel_precision, settings.min_samples, settings.max_samples, settings.time_cap_s,
+                    settings.min_time_s)
 
 
 def _base(item: PlanItem, backend: Backend, started: Any) -> dict[str, Any]:
@@ -82,6 +83,8 @@ def finish(base: dict[str, Any], parts: list[PartResult], padding: dict[str, int
         flags.append("timing-disagrees")  # --verify-timing: harness and profiler differ beyond 5%
     if "dense_time_us" in info:
         info["speedup_vs_dense"] = info["dense_time_us"]["median"] / total.median
+    if "items_per_call" in info:  # a whole model: inputs (images, sequences) per second at the median
+        info["throughput_per_s"] = info["items_per_call"] / seconds
     worst = max(parts, key=lambda p: p.check.error or 0.0).check
     return KernelResult(**base, status=Status.OK, time_us=total, tflops=flops / seconds / 1e12 if flops else None,
                         gbps=sum(p.min_bytes for p in parts) / seconds / 1e9, check=worst, parts=tuple(parts),

@@ -7,6 +7,10 @@ has no build for torch 2.13 CPU on this registry, and writing the transformers f
 configurations keeps the captured operators independent of `transformers`' version-dependent
 attention dispatch and keeps the images free of it. Weights are never created: models are built
 on the meta device, where tensors have shapes and no storage.
+
+The whole-model runs are the exception: a model suite ends with the model itself as one kernel
+(op "model", kernels/model_kernel.py), which the backends build with seeded random weights
+(`instance`: model, input, float64 reference) and time as one forward pass.
 """
 
 from __future__ import annotations

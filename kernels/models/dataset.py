@@ -21,11 +21,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 DATASET_SCHEMA = "deepbench.operators/1"
 
-# Operator types, in report order. `other` keeps element-wise, reductions and data movement
-# (residual adds, concatenation, RoPE's rotations) under their aten names.
+# Operator types, in report order. `elementwise`: binary add and mul (residual adds, RoPE's
+# products, SwiGLU's gate); `other` keeps the rest of element-wise, reductions and data movement
+# (concatenation, negation, sin/cos) under their aten names.
 OpType = Literal[
     "gemm", "conv", "attention", "rnn", "pooling", "batch_norm", "layer_norm", "rms_norm", "softmax",
-    "activation", "embedding", "other",
+    "activation", "embedding", "elementwise", "other",
 ]
 OP_TYPES: tuple[str, ...] = OpType.__args__  # type: ignore[attr-defined]
 

@@ -42,6 +42,7 @@ TYPE_OF: dict[str, str] = {
     **dict.fromkeys(("relu", "relu_", "gelu", "gelu_", "silu", "silu_", "sigmoid", "sigmoid_", "tanh", "tanh_",
                      "hardtanh", "hardtanh_", "leaky_relu", "leaky_relu_"), "activation"),
     **dict.fromkeys(("embedding",), "embedding"),
+    **dict.fromkeys(("add", "add_", "mul", "mul_"), "elementwise"),
 }
 
 # Not work: metadata-only views, constant creation, and identity operators.
@@ -202,6 +203,8 @@ def _operator(func: Any, a: dict[str, Any], out: Any) -> Operator | None:
         params = {"normalized": tuple(int(d) for d in a["normalized_shape"])}
     elif op_type == "softmax":
         params = {"dim": int(a["dim"])}
+    elif op_type == "elementwise":
+        params = {"function": name.rstrip("_")}
     elif op_type == "activation":
         params = {"function": name.rstrip("_"), **({"approximate": a["approximate"]} if "approximate" in a else {})}
     inputs = tuple(_shape(t) for v in a.values() for t in _tensors(v))

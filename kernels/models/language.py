@@ -202,7 +202,7 @@ class LlamaDecoderLayer(nn.Module):
         q = self.q(h).view(b, s, cfg.heads, d).transpose(1, 2)
         k = self.k(h).view(b, s, cfg.kv_heads, d).transpose(1, 2)
         v = self.v(h).view(b, s, cfg.kv_heads, d).transpose(1, 2)
-        cos, sin = self._rope(s, d, x.device)
+        cos, sin = (t.to(q.dtype) for t in self._rope(s, d, x.device))  # in fp16/bf16 too (as Hugging Face's)
         q, k = q * cos + _rotate_half(q) * sin, k * cos + _rotate_half(k) * sin
         ctx = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
         x = x + self.o(ctx.transpose(1, 2).reshape(b, s, cfg.heads * d))

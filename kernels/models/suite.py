@@ -1,7 +1,8 @@
 """An operator dataset as a suite: each distinct shape once, as the kernel type that runs it.
 
 GEMMs become GemmKernels (DeepBench's column-major m, n, k, a_t, b_t, as the BLAS receives the
-problem from PyTorch), convolutions ConvKernels and recurrent layers RnnKernels; the kernels
+problem from PyTorch; bmm and batched matmul BatchedGemmKernels), binary add/mul
+ElementwiseKernels, convolutions ConvKernels and recurrent layers RnnKernels; the kernels
 carry set "model", the model's name as application and the calls per forward pass as count, so a
 report can weight each kernel's time by how often the model runs it. Operators with no kernel
 type yet are returned with the reason, never dropped silently. Needs no torch when given a
@@ -16,8 +17,8 @@ from pathlib import Path
 import math
 
 from ..catalog import ConvKernel, GemmKernel, Kernel, RnnKernel
-from ..layers import (ActivationKernel, AttentionKernel, BatchNormKernel, EmbeddingKernel, NormKernel, PoolingKernel,
-                      SoftmaxKernel)
+from ..layers import (ActivationKernel, AttentionKernel, BatchedGemmKernel, BatchNormKernel, ElementwiseKernel,
+                      EmbeddingKernel, NormKernel, PoolingKernel, SoftmaxKernel)
 from .dataset import Operator, OperatorDataset
 
 MODEL_SET = "model"
@@ -36,7 +37,8 @@ def kernel_for(op: Operator, model: str) -> Kernel | str:
     common = dict(set=MODEL_SET, index=0, application=model)
     if op.type == "gemm":
         if p["batch"] != 1:
-            return "batched GEMM has no kernel type yet"
+            return BatchedGemmKernel(batch=p["batch"], m=p["m"], n=p["n"], k=p["k"], a_t=p["a_t"], b_t=p["b_t"],
+                                     **common)
         return GemmKernel(m=p["m"], n=p["n"], k=p["k"], a_t=p["a_t"], b_t=p["b_t"], **common)
     if op.type == "conv":
         if p["groups"] != 1 or p["dilation_h"] != 1 or p["dilation_w"] != 1:
@@ -84,7 +86,19 @@ def _layer_kernel(op: Operator, common: dict) -> Kernel | str:
             return "AttentionKernel covers causal or unmasked attention, not an explicit mask"
         return AttentionKernel(batch=p["batch"], heads=p["heads"], kv_heads=p["kv_heads"], seq_q=p["seq_q"],
                                seq_kv=p["seq_kv"], head_dim=p["head_dim"], causal=p["causal"], **common)
-    return "element-wise and data-movement operators have no kernel type yet"
+    if op.type == "elementwise":
+        return _elementwise(op, common)
+    return "element-wise operators other than binary add and mul, and data movement, have no kernel type yet"
+
+
+def _elementwise(op: Operator, common: dict) -> Kernel | str:
+    """Binary add/mul; a Python number as the second operand counts as one element (a scalar)."""
+    elements = math.prod(op.output)
+    sizes = [math.prod(shape) for shape in op.inputs[:2]] + [1]
+    if len(op.inputs) > 2 or any(elements % n for n in sizes[:2]) or op.params.get("function") not in ("add", "mul"):
+        return "ElementwiseKernel covers binary add and mul whose operands broadcast to the output"
+    return ElementwiseKernel(function=op.params["function"], elements=elements, a_elements=sizes[0],
+                             b_elements=sizes[1], **common)
 
 
 def _pooling(op: Operator, common: dict) -> Kernel | str:

@@ -4,7 +4,11 @@ The noise criterion is the half-width of the ~95% confidence interval of the med
 the box-plot notch (McGill, Tukey and Larsen 1978): 1.57 * IQR / sqrt(n). Divided by the median
 it is the relative precision of the figure we report; it shrinks as samples accumulate, so a
 noisy kernel still converges given time, and the time cap bounds what it may take (then the
-result is flagged `unconverged`)."""
+result is flagged `unconverged`).
+
+A minimum measuring time (nvbench's --min-time) keeps a figure from converging on the first few
+milliseconds: a large GEMM's first samples run before the GPU's power limiter has settled, and a
+median over a longer stretch is what a second run reproduces."""
 
 from __future__ import annotations
 
@@ -37,13 +41,15 @@ class StopRule:
     min_samples: int
     max_samples: int
     time_cap_s: float
+    min_time_s: float = 0.0
 
     def decide(self, samples: Sequence[float], elapsed_s: float) -> str | None:
         """The reason to stop now, or None to take another sample."""
         n = len(samples)
         if n >= self.max_samples:
             return MAX_SAMPLES
-        if n >= self.min_samples and relative_precision(samples) <= self.target_rel_precision:
+        if (n >= self.min_samples and elapsed_s >= self.min_time_s
+                and relative_precision(samples) <= self.target_rel_precision):
             return CONVERGED
         if n >= self.min_samples and elapsed_s >= self.time_cap_s:
             return TIME_CAP

@@ -4,7 +4,8 @@
   deepbench models extract resnet50 --batch 32 --out resnet50.json
   deepbench models extract bert-base --seq 384 --out bert.json --format json
   deepbench-run --local --suite model:resnet50 --batch 1  # run its GEMMs and convolutions
-  deepbench models report deepbench-results/RUN           # time share per operator type
+  deepbench models report deepbench-results/RUN           # time share per operator type, % of the device's peaks
+  deepbench models compare RUN_A RUN_B --precision fp32   # per operator type: speed-up vs peak FLOPS ratio
 
 Extraction builds the model on PyTorch's meta device (shapes, no weights) and records every
 operator the dispatcher sees; it needs torch, listing and reporting do not."""
@@ -15,17 +16,22 @@ import argparse
 import json
 from pathlib import Path
 
+from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ...kernels.models import MODELS
-from ...kernels.results import RESULTS_FILE, read_results
+from ...kernels.precision import Precision
 from ..display import make_console
 from ..errors import UserError
-from ..model_report import FORWARD, model_reports
+from ..model_compare import DEPARTURE_FACTOR, ModelComparison, compare_runs
+from ..model_level import ModelLevel, model_levels
+from ..model_report import FORWARD, ModelReport, load_model_run, model_reports
 
 NAME = "models"
 HELP = "operator datasets of real models (ResNet-50, BERT, GPT-2, Llama ...) and their reports"
 TOP_OPERATORS = 10
+LISTED_IDS = 8  # longer lists of unmatched kernels are summed per operation in the table output
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -43,6 +49,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     rep.add_argument("--directions", choices=(FORWARD, "all"), default=FORWARD,
                      help="fwd: inference, forward only (default); all: every timed direction summed")
     rep.add_argument("--format", choices=("table", "json"), default="table")
+    cmp = sub.add_parser("compare", help="two devices per operator type: speed-up next to the peak FLOPS ratio")
+    cmp.add_argument("run_a", type=Path, metavar="RUN_A", help="results folder of a model suite on device A")
+    cmp.add_argument("run_b", type=Path, metavar="RUN_B", help="the same model suite and batch on device B")
+    cmp.add_argument("--precision", choices=[p.value for p in Precision], metavar="P",
+                     help="compare this precision only (default: every precision both runs measured)")
+    cmp.add_argument("--directions", choices=(FORWARD, "all"), default=FORWARD,
+                     help="fwd: inference, forward only (default); all: every timed direction summed")
+    cmp.add_argument("--factor", type=float, default=DEPARTURE_FACTOR, metavar="F",
+                     help=f"flag a type whose speed-up is more than F times above or below the peak FLOPS ratio "
+                          f"(default {DEPARTURE_FACTOR:g})")
+    cmp.add_argument("--format", choices=("table", "json"), default="table")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -53,7 +70,9 @@ def run(args: argparse.Namespace) -> int:
         return _extract(args)
     if action == "report":
         return _report(args)
-    raise UserError("say what to do: deepbench models list | extract MODEL | report RUN")
+    if action == "compare":
+        return _compare(args)
+    raise UserError("say what to do: deepbench models list | extract MODEL | report RUN | compare RUN_A RUN_B")
 
 
 def _list() -> int:
@@ -105,27 +124,40 @@ def _extract(args: argparse.Namespace) -> int:
     return 0
 
 
+def _pct(value: float | None) -> str:
+    return f"{value:.1f}%" if value is not None else ""
+
+
+def _ratio(value: float | None) -> str:
+    return f"{value:.3g}x" if value is not None else "?"
+
+
 def _report(args: argparse.Namespace) -> int:
-    path = args.run / RESULTS_FILE
-    if not path.exists():
-        raise UserError(f"{args.run} has no {RESULTS_FILE} (is it a deepbench-run results folder?)")
-    reports = model_reports(read_results(path), args.directions)
+    run = load_model_run(args.run)
+    reports = model_reports(run.results, args.directions, run.ceilings, run.device)
     if not reports:
         raise UserError(f"{args.run} holds no model-suite results (run deepbench-run --suite model:NAME)")
+    levels = {(lv.model, lv.precision): lv for lv in model_levels(run.results, args.directions)}
     if args.format == "json":
-        print(json.dumps([r.as_dict() for r in reports], indent=1))
+        print(json.dumps([{**r.as_dict(), "model_level": levels[(r.model, r.precision)].as_dict()
+                           if (r.model, r.precision) in levels else None} for r in reports], indent=1))
         return 0
     console = make_console()
     for rep in reports:
-        t = Table(title=f"{rep.model} {rep.precision} ({'forward' if rep.directions == FORWARD else 'all directions'}): "
+        t = Table(title=f"{rep.model} {rep.precision} on {escape(rep.device)} "
+                  f"({'forward' if rep.directions == FORWARD else 'all directions'}): "
                   f"{rep.total_us / 1e3:.3f} ms in its measured operators, weighted by calls per forward pass",
                   title_justify="left")
-        for col in ("type", "kernels", "calls", "time ms", "share", "GFLOP", "TFLOP/s", "GB/s"):
-            t.add_column(col, justify="left" if col == "type" else "right")
+        for col in ("type", "kernels", "calls", "time ms", "share", "GFLOP", "TFLOP/s", "% peak FLOPS", "GB/s",
+                    "% copy BW", "bound", "% of roof"):
+            t.add_column(col, justify="left" if col in ("type", "bound") else "right")
         for s in rep.types:
             t.add_row(s.op, str(s.kernels), str(s.calls), f"{s.time_us / 1e3:.3f}", f"{100 * s.share:.1f}%",
-                      f"{s.flops / 1e9:.3f}" if s.flops else "", f"{s.tflops:.3f}" if s.tflops else "", f"{s.gbps:.2f}" if s.gbps else "")
+                      f"{s.flops / 1e9:.3f}" if s.flops else "", f"{s.tflops:.4g}" if s.tflops else "",
+                      _pct(s.pct_peak_flops), f"{s.gbps:.2f}" if s.gbps else "", _pct(s.pct_peak_bandwidth),
+                      s.bound or "", _pct(s.pct_of_roof))
         console.print(t)
+        _print_peaks(console, rep)
         top = Table(title=f"top operators of {rep.model} {rep.precision}", title_justify="left")
         for col in ("kernel", "shape", "calls", "us per call", "share"):
             top.add_column(col, justify="left" if col in ("kernel", "shape") else "right")
@@ -133,5 +165,84 @@ def _report(args: argparse.Namespace) -> int:
             top.add_row(o.id, o.label, str(o.count), f"{o.time_us:.1f}", f"{100 * o.share:.1f}%")
         console.print(top)
         if rep.not_measured:
-            console.print(f"[yellow]not measured ({len(rep.not_measured)}):[/] " + "; ".join(rep.not_measured))
+            console.print(f"[yellow]not measured ({len(rep.not_measured)}):[/] " + escape("; ".join(rep.not_measured)))
+        if (rep.model, rep.precision) in levels:
+            _print_model_level(console, levels[(rep.model, rep.precision)])
     return 0
+
+
+def _print_model_level(console: Console, lv: ModelLevel) -> None:
+    """The whole model's forward pass beside its operators' sum: what fusion and overhead change."""
+    if lv.whole_us is None:
+        console.print(f"whole model: {lv.whole_status}{': ' + escape(lv.whole_reason) if lv.whole_reason else ''}")
+        return
+    covered = f", the operators hold {100 * lv.flops_covered:.0f}% of its FLOPs" if lv.flops_covered else ""
+    console.print(f"whole model ({lv.model}, batch {lv.batch}, {lv.precision}): {lv.whole_us / 1e3:.3f} ms a forward "
+                  f"pass, {lv.throughput_per_s:.1f} inputs/s; operator sum {lv.operator_sum_us / 1e3:.3f} ms "
+                  f"= {_ratio(lv.ratio)} the whole model{covered} (above 1: fusion and overlap win; below 1: "
+                  f"overhead and unmeasured operators cost)")
+
+
+def _print_peaks(console: Console, rep: ModelReport) -> None:
+    """The measured peaks the percentages are of, or why there are none."""
+    peaks = [f"compute {rep.peak_tflops:.1f} TFLOP/s ({rep.precision})" if rep.peak_tflops else "",
+             f"copy bandwidth {rep.peak_gbps:.0f} GB/s" if rep.peak_gbps else ""]
+    shown = ", ".join(p for p in peaks if p)
+    if shown:
+        console.print(f"[dim]measured peaks of this run: {shown}; bound: the roofline limit most of the type's "
+                      f"time falls under; % of roof: time on the roofline over the measured time[/]")
+    if rep.peaks_note:
+        console.print(f"[dim]no % of peak{' for the rest' if shown else ''}: {escape(rep.peaks_note)}[/]")
+
+
+def _compare(args: argparse.Namespace) -> int:
+    cmp = compare_runs(load_model_run(args.run_a), load_model_run(args.run_b), args.precision, args.directions,
+                       args.factor)
+    if args.format == "json":
+        print(json.dumps(cmp.as_dict(), indent=1))
+        return 0
+    _print_comparison(cmp)
+    return 0
+
+
+def _print_comparison(cmp: ModelComparison) -> None:
+    console = make_console()
+    console.print(f"A: {escape(cmp.device_a)} ({escape(cmp.run_a)})\nB: {escape(cmp.device_b)} ({escape(cmp.run_b)})")
+    shape = ", ".join(f"{what} {v}" for what, v in (("batch", cmp.batch), ("seq", cmp.seq)) if v)
+    for pc in cmp.precisions:
+        t = Table(title=f"{cmp.model}{' ' + shape if shape else ''} {pc.precision} "
+                  f"({'forward' if cmp.directions == FORWARD else 'all directions'}): B vs A per operator type; "
+                  f"peak FLOPS ratio B/A {_ratio(pc.flops_ratio)}, copy bandwidth ratio {_ratio(pc.bandwidth_ratio)}",
+                  title_justify="left")
+        for col in ("type", "kernels", "A ms", "B ms", "speed-up", "/ FLOPS ratio", "/ BW ratio", "bound", "flag"):
+            t.add_column(col, justify="left" if col in ("type", "bound", "flag") else "right",
+                         overflow="fold")
+        for tc in pc.types:
+            sp = tc.speedup
+            t.add_row(tc.op, str(tc.kernels), f"{tc.time_a_us / 1e3:.3f}", f"{tc.time_b_us / 1e3:.3f}", _ratio(sp),
+                      _ratio(sp / pc.flops_ratio) if sp and pc.flops_ratio else "",
+                      _ratio(sp / pc.bandwidth_ratio) if sp and pc.bandwidth_ratio else "", tc.bound or "",
+                      escape("; ".join(tc.flags)))
+        t.add_row("all", str(sum(tc.kernels for tc in pc.types)), f"{pc.time_a_us / 1e3:.3f}",
+                  f"{pc.time_b_us / 1e3:.3f}", _ratio(pc.speedup), "", "", "", "", style="bold")
+        console.print(t)
+        console.print(f"[dim]speed-up: A's time over B's (above 1: B is faster), matched kernels weighted by calls "
+                      f"per forward pass; flagged where the device with more peak FLOPS is slower on the type, or the "
+                      f"speed-up is more than {cmp.factor:g}x above or below the peak FLOPS ratio[/]")
+        if pc.ratio_note:
+            console.print(f"[yellow]no peak ratio, no flags:[/] {escape(pc.ratio_note)}")
+        for side, ids in (("A", pc.only_a), ("B", pc.only_b)):
+            if ids:
+                console.print(f"[yellow]only in {side} ({len(ids)}), not compared:[/] " + escape(_ids_summary(ids)))
+    for note in cmp.notes:
+        console.print(f"[yellow]{escape(note)}[/]")
+
+
+def _ids_summary(ids: list[str]) -> str:
+    """A few kernel ids as they are; many as a count per operation (JSON output lists them all)."""
+    if len(ids) <= LISTED_IDS:
+        return "; ".join(ids)
+    per_op: dict[str, int] = {}
+    for i in ids:
+        per_op[i.split("/", 1)[0]] = per_op.get(i.split("/", 1)[0], 0) + 1
+    return ", ".join(f"{op} {n}" for op, n in per_op.items()) + " (every id: --format json)"

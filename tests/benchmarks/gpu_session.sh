@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # What issue 3's GPU figures were made with, on a lent H100/H200 machine (no registry, no Docker):
-#   bash tests/benchmarks/gpu_session.sh check   # GPU tests, cuBLAS layout log, a quick fidelity look
+#   bash tests/benchmarks/gpu_session.sh check   # GPU tests, cuBLAS layout log, graph gap probe, fidelity benchmark
 #   bash tests/benchmarks/gpu_session.sh suites  # train and inference-server -> runner/published/
-#   bash tests/benchmarks/gpu_session.sh fidelity  # graph gap probe and the fidelity benchmark
+#   bash tests/benchmarks/gpu_session.sh models  # model suites at batch 32, with their reports -> runner/published/
 # pydantic is not installed there: its wheels travel in .whl/ (see README, "NVIDIA GPUs").
 # Logs and a tarball of the results folders go to $OUT (or ./gpu-out).
 set -uo pipefail
@@ -17,21 +17,25 @@ python3 -m pip install -q --no-deps --no-build-isolation --no-index -e . >"$OUT/
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv | tee "$OUT/device.txt"
 DEV=$(python3 -c "import torch;print(torch.cuda.get_device_name().split()[1].lower())")
 if [ "$PHASE" = check ]; then
-  python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py tests/test_timing_gpu_logic.py 2>&1 | tail -30 | tee "$OUT/gpu_tests.log"
+  python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py tests/test_timing_gpu_logic.py tests/test_model_level.py -k gpu 2>&1 | tail -30 | tee "$OUT/gpu_tests.log"
   python3 tests/benchmarks/cublas_layout.py 2>&1 | tail -40 | tee "$OUT/cublas_layout.log"
-  python3 tests/benchmarks/fidelity.py --limit 8 --out "$OUT/fidelity_quick.json" 2>&1 | tee "$OUT/fidelity_quick.log"
-  for s in train inference-server; do
-    t0=$SECONDS; deepbench-run --local --platform nvidia --suite $s --limit 4 --quiet --out /tmp/quick-$s 2>&1 | tail -15
-    echo "$s: $((SECONDS - t0)) s wall"
-  done | tee "$OUT/suites_quick.log"
-  tar -C /tmp -czf "$OUT/quick.tgz" quick-train quick-inference-server
+  python3 tests/benchmarks/graph_gap.py 2>&1 | tee "$OUT/graph_gap.log"
+  python3 tests/benchmarks/fidelity.py --out "$OUT/fidelity.json" > "$OUT/fidelity.log" 2>&1; tail -12 "$OUT/fidelity.log"
 elif [ "$PHASE" = suites ]; then
   for s in train inference-server; do
     cmd="deepbench-run --local --platform nvidia --suite $s --quiet --out runner/published/nvidia-$DEV/$s"
+    rm -rf "runner/published/nvidia-$DEV/$s"
     echo "\$ $cmd"; t0=$SECONDS; timeout 560 $cmd 2>&1 | tail -25; echo "$s: $((SECONDS - t0)) s wall"
   done | tee "$OUT/suites.log"
-  tar -czf "$OUT/published.tgz" runner/published
-else
-  python3 tests/benchmarks/graph_gap.py 2>&1 | tee "$OUT/graph_gap.log"
-  python3 tests/benchmarks/fidelity.py --out "$OUT/fidelity.json" 2>&1 | tee "$OUT/fidelity.log"
+  tar -czf "$OUT/published.tgz" runner/published/nvidia-$DEV/train runner/published/nvidia-$DEV/inference-server
+elif [ "$PHASE" = models ]; then
+  # Model suites at batch 32 (operators, layers and the whole model, issue 9), and their reports.
+  for spec in "resnet50 fp32,fp16" "bert-base fp32,fp16" "vgg16 fp16" "densenet121 fp16" "lstm-lm fp16" "gpt2 fp16" \
+              "llama3-8b-layer fp16"; do
+    set -- $spec; dir="runner/published/nvidia-$DEV/model-$1-b32"; rm -rf "$dir"
+    cmd="deepbench-run --local --platform nvidia --suite model:$1 --batch 32 --precision $2 --quiet --out $dir"
+    echo "\$ $cmd"; t0=$SECONDS; timeout 300 $cmd 2>&1 | tail -4; echo "$1: $((SECONDS - t0)) s wall"
+    deepbench models report "$dir" > "$dir/REPORT.txt" 2>&1
+  done | tee "$OUT/models.log"
+  tar -czf "$OUT/models.tgz" runner/published/nvidia-$DEV/model-*
 fi

@@ -19,13 +19,18 @@ from ...timing import cpu as cpu_timer
 from ...timing.stopping import StopRule
 from ..base import Backend, Prepared, TimedPart, Unsupported
 from ..board import cpu_facts, facts_after
-from . import conv, gemm, rnn, sparse_gemm
+from . import attention, conv, gemm, layers, model, rnn, sparse_gemm
 from .context import OrtContext
 from .session import SessionOptions
 
 CPU_PROVIDER = "CPUExecutionProvider"
 OPERATIONS: dict[str, Callable[[OrtContext, Any, Precision], Prepared]] = {
     "gemm": gemm.prepare, "conv": conv.prepare, "rnn": rnn.prepare, "sparse_gemm": sparse_gemm.prepare,
+    # layer benchmarks (kernels/layers.py)
+    "pooling": layers.prepare_pooling, "batch_norm": layers.prepare_batch_norm, "norm": layers.prepare_norm,
+    "softmax": layers.prepare_softmax, "activation": layers.prepare_activation,
+    "embedding": layers.prepare_embedding, "attention": attention.prepare,
+    "model": model.prepare,  # a whole model exported by torch.onnx (kernels/model_kernel.py)
 }
 
 

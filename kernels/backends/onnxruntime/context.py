@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 import onnx
 
 from ...precision import Precision
-from .session import BoundCall, SessionOptions, single_op_model
+from .session import OPSET, BoundCall, SessionOptions, single_op_model
 
 INT8_RANGE = (-128, 128)  # numpy's high is exclusive: the full int8 range
 
@@ -14,6 +16,7 @@ INT8_RANGE = (-128, 128)  # numpy's high is exclusive: the full int8 range
 class OrtContext:
     def __init__(self, options: SessionOptions, seed: int) -> None:
         self.options = options
+        self.seed = seed  # whole models (model.py) draw their weights from it, as the torch backend does
         self.rng = np.random.default_rng(seed)
 
     def random(self, shape: tuple[int, ...], precision: Precision, scale: float = 1.0) -> np.ndarray:
@@ -22,7 +25,7 @@ class OrtContext:
             return self.rng.integers(*INT8_RANGE, size=shape, dtype=np.int8)
         return (self.rng.standard_normal(shape, dtype=np.float32) * np.float32(scale))
 
-    def bound(self, node: onnx.NodeProto, inputs: dict[str, np.ndarray], outputs: dict[str, np.ndarray],
-              initializers: dict[str, np.ndarray]) -> BoundCall:
-        model = single_op_model(node, inputs, outputs, initializers)
+    def bound(self, node: onnx.NodeProto | Sequence[onnx.NodeProto], inputs: dict[str, np.ndarray],
+              outputs: dict[str, np.ndarray], initializers: dict[str, np.ndarray], opset: int = OPSET) -> BoundCall:
+        model = single_op_model(node, inputs, outputs, initializers, opset)
         return BoundCall(model, self.options, inputs, outputs)

@@ -19,7 +19,8 @@ from onnx import helper
 OPSET = 17
 IR_VERSION = 8
 ONNX_TYPES = {np.dtype(np.float32): onnx.TensorProto.FLOAT, np.dtype(np.int8): onnx.TensorProto.INT8,
-              np.dtype(np.uint8): onnx.TensorProto.UINT8, np.dtype(np.int32): onnx.TensorProto.INT32}
+              np.dtype(np.uint8): onnx.TensorProto.UINT8, np.dtype(np.int32): onnx.TensorProto.INT32,
+              np.dtype(np.int64): onnx.TensorProto.INT64}
 
 
 @dataclass
@@ -28,17 +29,22 @@ class SessionOptions:
     provider: str
 
 
-def single_op_model(node: onnx.NodeProto, inputs: dict[str, np.ndarray], outputs: dict[str, np.ndarray],
-                    initializers: dict[str, np.ndarray]) -> bytes:
-    """A checked model with one node: `inputs` are graph inputs (bound at run time), `outputs`
-    pre-allocated arrays whose shapes and types the graph declares, `initializers` constants."""
+def single_op_model(node: onnx.NodeProto | Sequence[onnx.NodeProto], inputs: dict[str, np.ndarray],
+                    outputs: dict[str, np.ndarray], initializers: dict[str, np.ndarray], opset: int = OPSET) -> bytes:
+    """A checked model with one node (or the few nodes of one layer that ONNX has no single
+    operator for): `inputs` are graph inputs (bound at run time), `outputs` pre-allocated arrays
+    whose shapes and types the graph declares, `initializers` constants. `opset` above OPSET is
+    for operators added later (Gelu 20, RMSNormalization and Attention 23); the IR version is the
+    lowest that opset allows, so older runtimes load what they can."""
+    nodes = [node] if isinstance(node, onnx.NodeProto) else list(node)
     graph = helper.make_graph(
-        [node], f"deepbench_{node.op_type.lower()}",
+        nodes, f"deepbench_{nodes[-1].op_type.lower()}",
         [helper.make_tensor_value_info(n, ONNX_TYPES[a.dtype], list(a.shape)) for n, a in inputs.items()],
         [helper.make_tensor_value_info(n, ONNX_TYPES[a.dtype], list(a.shape)) for n, a in outputs.items()],
         [onnx.numpy_helper.from_array(a, n) for n, a in initializers.items()])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="deepbench")
-    model.ir_version = IR_VERSION
+    opset_id = helper.make_opsetid("", opset)
+    model = helper.make_model(graph, opset_imports=[opset_id], producer_name="deepbench")
+    model.ir_version = IR_VERSION if opset == OPSET else helper.find_min_ir_version_for([opset_id])
     onnx.checker.check_model(model, full_check=True)
     return model.SerializeToString()
 

@@ -19,7 +19,8 @@ from ...timing import cpu as cpu_timer
 from ...timing import cuda as cuda_timer
 from ...timing.stopping import StopRule
 from ..base import Backend, Prepared, TimedPart, Unsupported
-from . import attention, conv, cuda_facts, embedding, gemm, norms, pointwise, pooling, rnn, sparse_gemm
+from . import (attention, batched_gemm, conv, cuda_facts, elementwise, embedding, gemm, model, norms, pointwise,
+               pooling, rnn, sparse_gemm)
 from .context import TorchContext
 
 OPERATIONS: dict[str, Callable[[TorchContext, Any, Precision], Prepared]] = {
@@ -31,6 +32,8 @@ OPERATIONS: dict[str, Callable[[TorchContext, Any, Precision], Prepared]] = {
     "pooling": pooling.prepare, "batch_norm": norms.prepare_batch_norm, "norm": norms.prepare_norm,
     "softmax": pointwise.prepare_softmax, "activation": pointwise.prepare_activation,
     "embedding": embedding.prepare, "attention": attention.prepare,
+    "elementwise": elementwise.prepare, "batched_gemm": batched_gemm.prepare,
+    "model": model.prepare,  # a whole model's forward pass (kernels/model_kernel.py)
 }
 
 
@@ -85,8 +88,6 @@ class TorchBackend(Backend):
         bound = cuda_facts.roofline(part.flops, part.min_bytes, m.stats.median, self.precision, self.ceilings())
         if bound:
             part.info["roofline"] = bound
-        if self.settings.verify_timing:
-            part.info["profiler"] = cuda_timer.verify(fn, m.stats.median)
         return m
 
     def ceilings(self) -> dict[str, float]:

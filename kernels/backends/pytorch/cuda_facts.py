@@ -19,7 +19,8 @@ from ...timing.stopping import StopRule
 
 CEILING_GEMM = 8192           # square GEMM size for the compute ceilings
 COPY_BYTES = 1 << 30          # device-to-device copy of 1 GiB (read + write counted)
-CEILING_RULE = StopRule(target_rel_precision=0.01, min_samples=5, max_samples=50, time_cap_s=0.5)
+# Sustained, not first-burst, ceilings: samples for at least min_time_s (the power limiter settles).
+CEILING_RULE = StopRule(target_rel_precision=0.01, min_samples=5, max_samples=200, time_cap_s=0.5, min_time_s=0.2)
 CUBLAS_LIBS = ("libcublas.so.13", "libcublas.so.12", "libcublas.so")
 CUBLASLT_LIBS = ("libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so")
 CUBLAS_PROPERTIES = (0, 1, 2)  # MAJOR_VERSION, MINOR_VERSION, PATCH_LEVEL (libraryPropertyType)
@@ -132,7 +133,7 @@ def measure_ceilings(device: torch.device, settings: Settings, clocks: cuda_time
                      set_mode: Callable[[Precision], None]) -> dict[str, float]:
     """tflops_<precision> for a CEILING_GEMM^3 GEMM and gbps_copy for a device-to-device copy."""
     out: dict[str, float] = {}
-    hot = settings.model_copy(update={"cold": False})
+    hot = settings.model_copy(update={"cold": False, "verify_timing": False})
     for precision in (Precision.FP32, Precision.TF32, Precision.FP16, Precision.BF16, Precision.INT8, Precision.FP8):
         set_mode(precision)
         try:

@@ -27,11 +27,13 @@ if int(np.__version__.split(".")[0]) >= 2:
 
 import tflite_runtime  # noqa: E402 - after the numpy check, which gives the clear reason
 
-from . import conv, gemm, rnn, sparse_gemm  # noqa: E402
+from . import conv, gemm, layers, model, rnn, sparse_gemm  # noqa: E402
 from .context import TfliteContext  # noqa: E402
 
 OPERATIONS: dict[str, Callable[[TfliteContext, Any, Precision], Prepared]] = {
     "gemm": gemm.prepare, "conv": conv.prepare, "rnn": rnn.prepare, "sparse_gemm": sparse_gemm.prepare,
+    **layers.OPERATIONS,  # layer benchmarks (kernels/layers.py); those with no builtin operator say why
+    "model": model.prepare,  # whole models: unsupported, with the reason (model.py)
 }
 NO_XNNPACK_ENV = "DEEPBENCH_TFLITE_NO_XNNPACK"  # "1": builtin kernels only (ruy), for comparison
 
