@@ -198,6 +198,18 @@ class ElementwiseKernel(Kernel):
     def min_bytes(self, direction: str, precision: Precision) -> float:
         return _io_bytes(self.a_elements + self.b_elements, self.elements, precision)
 
+    def layout(self) -> tuple[tuple[int, int], tuple[int, ...], tuple[int, ...]]:
+        """Shapes every backend lays out: the output (rows, cols) with cols the smaller operand's
+        size, an operand of the output's size (rows, cols), the smaller one (cols,) broadcast over
+        the rows. ValueError for a pattern where neither operand is the output's size."""
+        cols = min(self.a_elements, self.b_elements)
+        if max(self.a_elements, self.b_elements) != self.elements:
+            raise ValueError(f"operands of {self.a_elements} and {self.b_elements} elements broadcast to "
+                             f"{self.elements} in a pattern no backend lays out (one operand must be the output's size)")
+        rows = self.elements // cols
+        a, b = ((rows, cols) if n == self.elements else (cols,) for n in (self.a_elements, self.b_elements))
+        return (rows, cols), a, b
+
 
 class BatchedGemmKernel(Kernel):
     """`batch` independent GEMMs of one shape, each DeepBench's column-major C (m x n) =

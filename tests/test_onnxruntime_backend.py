@@ -105,6 +105,10 @@ def _layer_kernels() -> dict[str, object]:
                                                   head_dim=8, causal=True),
         "attention-cross": L.AttentionKernel(**common, batch=2, heads=4, kv_heads=4, seq_q=5, seq_kv=9, head_dim=8,
                                              causal=False),
+        "elementwise-add": L.ElementwiseKernel(**common, function="add", elements=600, a_elements=600, b_elements=600),
+        "elementwise-mul-broadcast": L.ElementwiseKernel(**common, function="mul", elements=600, a_elements=600,
+                                                         b_elements=20),
+        "batched_gemm": L.BatchedGemmKernel(**common, batch=3, m=16, n=8, k=24, a_t=True, b_t=False),
     }
 
 
@@ -112,7 +116,8 @@ LAYER_CASES = list(_layer_kernels())
 OPERATORS = {"pooling-max": "MaxPool", "pooling-avg-padded": "AveragePool", "pooling-global": "GlobalAveragePool",
              "batch_norm": "BatchNormalization", "norm-layer": "LayerNormalization", "norm-rms": "RMSNormalization",
              "softmax": "Softmax", "activation-gelu": "Gelu", "activation-silu": "Mul(x, Sigmoid(x))",
-             "embedding": "Gather", "attention-cross": "Attention"}
+             "embedding": "Gather", "attention-cross": "Attention", "elementwise-add": "Add",
+             "elementwise-mul-broadcast": "Mul", "batched_gemm": "MatMul"}
 
 
 @pytest.mark.parametrize("case", LAYER_CASES)
@@ -153,9 +158,9 @@ def test_model_suite_layers_run_locally(tmp_path: Path) -> None:
     """`deepbench-run --backend onnxruntime --suite model:resnet50` runs the layer kernels there."""
     out = tmp_path / "ort-model"
     proc = run_cli("deepbench-run", "--local", "--suite", "model:resnet50", "--batch", "1", "--backend", "onnxruntime",
-                   "--ops", "pooling,batch_norm,activation", "--fast", "--time-cap", "0.05", "--threads", "1",
+                   "--ops", "pooling,batch_norm,activation,elementwise", "--fast", "--time-cap", "0.05", "--threads", "1",
                    "--out", str(out))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
     results = read_results(out / "results.jsonl")
-    assert {r.op for r in results} == {"pooling", "batch_norm", "activation"}
+    assert {r.op for r in results} == {"pooling", "batch_norm", "activation", "elementwise"}
     assert all(r.status is Status.OK and r.check.passed for r in results), [(r.id, r.reason) for r in results]

@@ -160,6 +160,11 @@ else:
             **{f"activation-{f}": L.ActivationKernel(**common, function=f, elements=1000)
                for f in ("relu", "gelu", "gelu_tanh", "tanh", "sigmoid")},
             "embedding": L.EmbeddingKernel(**common, vocab=1000, dim=32, lookups=50),
+            "elementwise-add": L.ElementwiseKernel(**common, function="add", elements=600, a_elements=600,
+                                                   b_elements=600),
+            "elementwise-mul-broadcast": L.ElementwiseKernel(**common, function="mul", elements=600, a_elements=600,
+                                                             b_elements=20),
+            "batched_gemm": L.BatchedGemmKernel(**common, batch=3, m=16, n=8, k=24, a_t=True, b_t=False),
         }
 
     # What TFLite has no single builtin operator for, and the words its reason must contain.

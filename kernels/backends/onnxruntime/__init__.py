@@ -30,6 +30,7 @@ OPERATIONS: dict[str, Callable[[OrtContext, Any, Precision], Prepared]] = {
     "pooling": layers.prepare_pooling, "batch_norm": layers.prepare_batch_norm, "norm": layers.prepare_norm,
     "softmax": layers.prepare_softmax, "activation": layers.prepare_activation,
     "embedding": layers.prepare_embedding, "attention": attention.prepare,
+    "elementwise": layers.prepare_elementwise, "batched_gemm": layers.prepare_batched_gemm,
     "model": model.prepare,  # a whole model exported by torch.onnx (kernels/model_kernel.py)
 }
 

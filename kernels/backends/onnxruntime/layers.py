@@ -4,7 +4,8 @@ whole map), BatchNormalization (inference), LayerNormalization (opset 17), RMSNo
 (opset 23), Softmax, Relu / Gelu (opset 20, approximate none or tanh) / Sigmoid / Tanh, SiLU as
 Mul(x, Sigmoid(x)) (what exporters write; ONNX's Swish came in opset 24: onnxruntime's
 optimizer fuses the pair into its one-pass QuickGelu kernel, seen in 1.31's optimized graph),
-and Gather for an embedding. Attention is attention.py.
+and Gather for an embedding; binary Add / Mul (broadcasting a smaller operand over the rows) and
+MatMul over 3-D inputs for batched GEMM. Attention is attention.py.
 
 Float32 only: the graphs are built in float32 (the CPU execution provider's half-precision
 coverage differs per operator, and quantized layers are not implemented). Weights (scales,
@@ -23,11 +24,13 @@ from onnx import helper
 from onnxruntime.capi import onnxruntime_pybind11_state as ort_state
 
 from ...catalog import Kernel
-from ...layers import ActivationKernel, BatchNormKernel, EmbeddingKernel, NormKernel, PoolingKernel, SoftmaxKernel
+from ...layers import (ActivationKernel, BatchedGemmKernel, BatchNormKernel, ElementwiseKernel, EmbeddingKernel, NormKernel,
+                       PoolingKernel, SoftmaxKernel)
 from ...precision import Precision
 from ...results import Check
 from .. import layer_reference as ref
 from ..base import Prepared, TimedPart, Unsupported
+from ..numpy_checks import check_matmul
 from .context import OrtContext
 from .session import OPSET, BoundCall
 
@@ -165,3 +168,42 @@ def prepare_embedding(ctx: OrtContext, kernel: EmbeddingKernel, precision: Preci
                 {"table": table}, "Gather")
     return forward(kernel, precision, call, lambda: ref.compare(y, table.astype(np.float64)[ids], precision),
                    "Gather", table="initializer (constant)", indices="int64")
+
+
+ONNX_ELEMENTWISE = {"add": "Add", "mul": "Mul"}
+
+
+def prepare_elementwise(ctx: OrtContext, kernel: ElementwiseKernel, precision: Precision) -> Prepared:
+    """Add / Mul with ONNX's (numpy's) broadcasting: a smaller operand (cols,) over the rows."""
+    require_fp32(kernel, precision)
+    try:
+        out_shape, a_shape, b_shape = kernel.layout()
+    except ValueError as exc:
+        raise Unsupported(str(exc)) from None
+    a, b = ctx.random(a_shape, precision), ctx.random(b_shape, precision)
+    y = np.empty(out_shape, dtype=np.float32)
+    operator = ONNX_ELEMENTWISE[kernel.function]
+    call = bind(ctx, helper.make_node(operator, ["a", "b"], ["y"]), {"a": a, "b": b}, {"y": y}, {}, operator)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    want = (lambda: a64 + b64) if kernel.function == "add" else (lambda: a64 * b64)
+    return forward(kernel, precision, call, lambda: ref.compare(y, want(), precision), operator,
+                   shapes={"a": list(a_shape), "b": list(b_shape), "out": list(out_shape)})
+
+
+def prepare_batched_gemm(ctx: OrtContext, kernel: BatchedGemmKernel, precision: Precision) -> Prepared:
+    """MatMul over 3-D inputs, each entry laid out as gemm.py lays out one GEMM (out[i] (n x m) =
+    X[i] @ Y[i], DeepBench's column-major C); both operands are graph inputs, as attention's are.
+    The check compares the first and the last entry with a float64 product."""
+    require_fp32(kernel, precision)
+    b, m, n, k = kernel.batch, kernel.m, kernel.n, kernel.k
+    x, w = ctx.random((b, n, k), precision), ctx.random((b, k, m), precision, scale=k ** -0.5)
+    y = np.empty((b, n, m), dtype=np.float32)
+    call = bind(ctx, helper.make_node("MatMul", ["x", "w"], ["y"]), {"x": x, "w": w}, {"y": y}, {}, "MatMul")
+
+    def check() -> Check:
+        entries = sorted({0, b - 1})
+        checks = [check_matmul(y[i], x[i], w[i], precision, ctx.rng) for i in entries]
+        worst = max(checks, key=lambda c: (not c.passed, c.error or 0.0))
+        return worst.model_copy(update={"detail": f"batch entries {entries} {worst.detail}".strip()})
+
+    return forward(kernel, precision, call, check, "MatMul", operands="graph inputs (3-D, batch-major)")

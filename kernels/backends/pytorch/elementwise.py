@@ -20,24 +20,12 @@ from .layer_common import forward_part, layer_dtype
 OPS: dict[str, Callable[..., torch.Tensor]] = {"add": torch.add, "mul": torch.mul}
 
 
-def layout(kernel: ElementwiseKernel) -> tuple[tuple[int, int], tuple[int, ...], tuple[int, ...]]:
-    """Shapes of the output (rows, cols) and of a and b: cols is the smaller operand's size, an
-    operand of the output's size is (rows, cols), the smaller one (cols,)."""
-    cols = min(kernel.a_elements, kernel.b_elements)
-    rows = kernel.elements // cols
-    shapes = []
-    for n in (kernel.a_elements, kernel.b_elements):
-        if n not in (kernel.elements, cols) or max(kernel.a_elements, kernel.b_elements) != kernel.elements:
-            raise Unsupported(f"operands of {kernel.a_elements} and {kernel.b_elements} elements broadcast to "
-                              f"{kernel.elements} in a pattern this backend does not lay out (one operand must "
-                              "be the output's size)")
-        shapes.append((rows, cols) if n == kernel.elements else (cols,))
-    return (rows, cols), shapes[0], shapes[1]
-
-
 def prepare(ctx: TorchContext, kernel: ElementwiseKernel, precision: Precision) -> Prepared:
     dtype = layer_dtype(ctx, kernel, precision)
-    out_shape, a_shape, b_shape = layout(kernel)
+    try:
+        out_shape, a_shape, b_shape = kernel.layout()
+    except ValueError as exc:
+        raise Unsupported(str(exc)) from None
     a, b = ctx.random(a_shape, dtype), ctx.random(b_shape, dtype)
     out = torch.empty(out_shape, dtype=dtype, device=ctx.device)
     fn = OPS[kernel.function]

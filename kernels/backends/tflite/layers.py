@@ -1,6 +1,7 @@
 """Layer benchmarks (kernels/layers.py) on TFLite, one builtin operator per model as for the
 other ops: MAX_POOL_2D / AVERAGE_POOL_2D (NHWC), SOFTMAX, RELU / LOGISTIC / TANH / GELU
-(approximate or exact erf) and GATHER (axis 0) for an embedding, float32.
+(approximate or exact erf), GATHER (axis 0) for an embedding, ADD / MUL (a smaller operand broadcast
+over the rows) and BATCH_MATMUL for batched GEMM, float32.
 
 What TFLite has no single builtin operator for is `unsupported` with that reason: batch
 normalization (the TensorFlow Lite converter folds it into the preceding convolution or writes
@@ -19,11 +20,13 @@ import numpy as np
 import tflite as S
 
 from ...catalog import Kernel
-from ...layers import ActivationKernel, EmbeddingKernel, PoolingKernel, SoftmaxKernel
+from ...layers import (ActivationKernel, BatchedGemmKernel, ElementwiseKernel, EmbeddingKernel, PoolingKernel,
+                       SoftmaxKernel)
 from ...precision import Precision
 from ...results import Check
 from .. import layer_reference as ref
 from ..base import Prepared, TimedPart, Unsupported
+from ..numpy_checks import check_matmul
 from .context import LoadedModel, TfliteContext
 from .conv import tflite_padding
 from .flatbuffer import ModelSpec, OpSpec, TensorSpec
@@ -178,7 +181,73 @@ def prepare_embedding(ctx: TfliteContext, kernel: EmbeddingKernel, precision: Pr
                    weights="table: constant in the model", indices="int32")
 
 
+def elementwise_options(function: str) -> Callable[[flatbuffers.Builder], int]:
+    start, fused, end = ((S.AddOptionsStart, S.AddOptionsAddFusedActivationFunction, S.AddOptionsEnd)
+                         if function == "add" else
+                         (S.MulOptionsStart, S.MulOptionsAddFusedActivationFunction, S.MulOptionsEnd))
+
+    def write(b: flatbuffers.Builder) -> int:
+        start(b)
+        fused(b, S.ActivationFunctionType.NONE)
+        return end(b)
+    return write
+
+
+ELEMENTWISE = {"add": (S.BuiltinOperator.ADD, S.BuiltinOptions.AddOptions, "ADD"),
+               "mul": (S.BuiltinOperator.MUL, S.BuiltinOptions.MulOptions, "MUL")}
+
+
+def prepare_elementwise(ctx: TfliteContext, kernel: ElementwiseKernel, precision: Precision) -> Prepared:
+    """ADD / MUL of two model inputs; TFLite broadcasts a smaller operand (cols,) over the rows."""
+    require_fp32(kernel, precision)
+    try:
+        out_shape, a_shape, b_shape = kernel.layout()
+    except ValueError as exc:
+        raise Unsupported(str(exc)) from None
+    a, b = ctx.random(a_shape, precision), ctx.random(b_shape, precision)
+    builtin, options_type, name = ELEMENTWISE[kernel.function]
+    tensors = [TensorSpec("a", a_shape, np.float32), TensorSpec("b", b_shape, np.float32),
+               TensorSpec("y", out_shape, np.float32)]
+    op = OpSpec(builtin, [0, 1], [2], options_type, elementwise_options(kernel.function))
+    model = ctx.interpreter(ModelSpec(tensors=tensors, op=op, inputs=[0, 1], outputs=[2]))
+    model.set_inputs(a, b)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    want = a64 + b64 if kernel.function == "add" else a64 * b64
+    return forward(kernel, precision, model, lambda: ref.compare(model.output(), want, precision), name,
+                   shapes={"a": list(a_shape), "b": list(b_shape), "out": list(out_shape)})
+
+
+def batch_matmul_options(b: flatbuffers.Builder) -> int:
+    S.BatchMatMulOptionsStart(b)
+    S.BatchMatMulOptionsAddAdjX(b, False)
+    S.BatchMatMulOptionsAddAdjY(b, False)
+    return S.BatchMatMulOptionsEnd(b)
+
+
+def prepare_batched_gemm(ctx: TfliteContext, kernel: BatchedGemmKernel, precision: Precision) -> Prepared:
+    """BATCH_MATMUL of two model inputs, each entry laid out as gemm.py lays out one GEMM (out[i]
+    (n x m) = X[i] @ Y[i], DeepBench's column-major C); the first and last entries are checked."""
+    require_fp32(kernel, precision)
+    bt, m, n, k = kernel.batch, kernel.m, kernel.n, kernel.k
+    x, w = ctx.random((bt, n, k), precision), ctx.random((bt, k, m), precision, scale=k ** -0.5)
+    tensors = [TensorSpec("x", x.shape, np.float32), TensorSpec("w", w.shape, np.float32),
+               TensorSpec("y", (bt, n, m), np.float32)]
+    op = OpSpec(S.BuiltinOperator.BATCH_MATMUL, [0, 1], [2], S.BuiltinOptions.BatchMatMulOptions,
+                batch_matmul_options)
+    model = ctx.interpreter(ModelSpec(tensors=tensors, op=op, inputs=[0, 1], outputs=[2]))
+    model.set_inputs(x, w)
+
+    def check() -> Check:
+        y, entries = model.output(), sorted({0, bt - 1})
+        checks = [check_matmul(y[i], x[i], w[i], precision, ctx.rng) for i in entries]
+        worst = max(checks, key=lambda c: (not c.passed, c.error or 0.0))
+        return worst.model_copy(update={"detail": f"batch entries {entries} {worst.detail}".strip()})
+
+    return forward(kernel, precision, model, check, "BATCH_MATMUL")
+
+
 OPERATIONS: dict[str, Callable[[TfliteContext, Any, Precision], Prepared]] = {
     "pooling": prepare_pooling, "batch_norm": no_builtin, "norm": no_builtin, "softmax": prepare_softmax,
     "activation": prepare_activation, "embedding": prepare_embedding, "attention": no_builtin,
+    "elementwise": prepare_elementwise, "batched_gemm": prepare_batched_gemm,
 }
