@@ -32,6 +32,10 @@ IMAGES_DIR = REPO / "images"
 COMMON_DIR = IMAGES_DIR / "common"
 # What of the repository the image installs from (the package's source, nothing else).
 SOURCE_ITEMS = ("pyproject.toml", "README.md", "runner", "kernels")
+# deepbench's dependencies that only the host side imports (the terminal, Docker, workbooks and
+# charts): an image holds the harness alone, so they are left out of it (the harness is installed
+# with --no-deps from requirements/*.txt; tests/test_containers.py checks none of them is there).
+HOST_ONLY = frozenset(("rich", "docker", "openpyxl", "matplotlib"))
 SKIP_PARTS = {"__pycache__", ".pytest_cache"}
 WHEEL_SUFFIXES = (".whl", ".tar.gz", ".zip")
 LABEL_PREFIX = "org.deepbench."
@@ -94,6 +98,11 @@ def build_context(platform: Platform, wheelhouse: Path | None, out: io.BufferedR
             _add_tree(tar, item, item.name)
         for name in SOURCE_ITEMS:
             _add_tree(tar, REPO / name, f"src/{name}")
+        for name, text in requirement_files().items():
+            data = text.encode()
+            entry = tarfile.TarInfo(f"src/requirements/{name}.txt")
+            entry.size, entry.mode = len(data), 0o644
+            tar.addfile(entry, io.BytesIO(data))
         folder = tarfile.TarInfo("wheelhouse")
         folder.type, folder.mode = tarfile.DIRTYPE, 0o755
         tar.addfile(folder)
@@ -235,16 +244,34 @@ def _declared() -> list[str]:
     return out
 
 
+def _requirement_name(spec: str) -> str:
+    return re.split(r"[\s<>=!~\[;]", spec.strip(), maxsplit=1)[0].lower().replace("_", "-")
+
+
 def requirements(extras: Iterable[str]) -> list[str]:
-    """deepbench's own dependencies plus those of the extras named."""
+    """What an image installs: deepbench's own dependencies that the harness imports (not the
+    host's HOST_ONLY libraries) plus those of the extras named."""
     wanted = set(extras)
     out = []
     for req in _declared():
         spec, _, marker = req.partition(";")
         extra = re.search(r"""extra\s*==\s*['"]([^'"]+)['"]""", marker)
+        if extra is None and _requirement_name(spec) in HOST_ONLY:
+            continue
         if extra is None or extra.group(1) in wanted:
             out.append(spec.strip())
     return out
+
+
+def requirement_files() -> dict[str, str]:
+    """requirements/<name>.txt of the build context: `base` (the harness's own) and one per extra,
+    so that install-harness.sh installs base + the image's EXTRAS, whatever EXTRAS a build sets."""
+    extras = {m.group(1) for req in _declared()
+              for m in [re.search(r"""extra\s*==\s*['"]([^'"]+)['"]""", req.partition(";")[2])] if m}
+    files = {"base": requirements([])}
+    for extra in sorted(extras):
+        files[extra] = [r for r in requirements([extra]) if r not in files["base"]]
+    return {name: "".join(f"{r}\n" for r in reqs) for name, reqs in files.items()}
 
 
 def wheelhouse_command(platform: Platform, out: Path, python: str, extra: list[str]) -> list[str]:

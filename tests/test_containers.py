@@ -114,6 +114,20 @@ def _run(image: str, out: Path, *args: str, env: dict | None = None, timeout: fl
 
 # --- the Intel/CPU image, end to end ----------------------------------------------------------
 
+HOST_ONLY_PROBE = ("import importlib.util as u; from deepbench.runner.images import HOST_ONLY; "
+                   "print(sorted(n for n in HOST_ONLY if u.find_spec(n)))")
+
+
+def test_image_holds_the_harness_without_the_host_libraries(client, intel_image, intel_wheelhouse) -> None:
+    """The image installs the harness's requirements and its extras', not the runner's terminal,
+    Docker, workbook and chart libraries (runner/images.py HOST_ONLY)."""
+    out = client.containers.run(intel_image, entrypoint=["/opt/deepbench/bin/python", "-c", HOST_ONLY_PROBE],
+                                network_mode="none", remove=True).decode().strip()
+    assert out == "[]"
+    wheels = {w.name.split("-")[0].lower() for w in intel_wheelhouse.glob("*.whl")}
+    assert {"torch", "mpi4py", "pydantic", "numpy"} <= wheels and not wheels & {"rich", "docker", "openpyxl", "matplotlib"}
+
+
 @pytest.mark.slow
 def test_smoke_suite_in_a_container(client, intel_image, tmp_path: Path) -> None:
     out = tmp_path / "smoke"

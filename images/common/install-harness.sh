@@ -22,12 +22,22 @@ wheels)
 package)
   EXTRAS="${2:-}"; INDEX="${3:-}"
   if offline; then
-    set -- --no-index --find-links /tmp/wheelhouse
+    SOURCE="--no-index --find-links /tmp/wheelhouse"
   else
     echo "install-harness: online${INDEX:+ (extra index $INDEX)}"
-    set -- ${INDEX:+--extra-index-url "$INDEX"}
+    SOURCE="${INDEX:+--extra-index-url $INDEX}"
   fi
-  pip_venv "$@" "/tmp/deepbench-src${EXTRAS:+[$EXTRAS]}"
+  # The harness's own requirements and its extras' (requirements/*.txt, written by the runner
+  # without the host-only libraries: terminal, Docker, workbooks, charts), then deepbench itself
+  # without dependencies, so an image holds the harness and only what its platform uses.
+  REQS=/tmp/deepbench-src/requirements
+  set -- -r "$REQS/base.txt"
+  for extra in $(echo "$EXTRAS" | tr ',' ' '); do
+    [ -f "$REQS/$extra.txt" ] || { echo "install-harness: no extra '$extra' in $REQS" >&2; exit 2; }
+    set -- "$@" -r "$REQS/$extra.txt"
+  done
+  pip_venv $SOURCE "$@"
+  pip_venv $SOURCE --no-deps /tmp/deepbench-src
   "$VENV/bin/python" -c "import deepbench.kernels.harness, deepbench.kernels.catalog as c; print('install-harness: ok,', len(c.catalog()), 'kernels')"
   rm -rf /tmp/wheelhouse /tmp/deepbench-src ;;
 *) echo "usage: install-harness.sh wheels | package EXTRAS [INDEX_URL]" >&2; exit 2 ;;
