@@ -164,13 +164,13 @@ def source_state(path: Path) -> SourceState:
                        changed=tuple(changed[:MAX_CHANGED_PATHS]), changed_count=len(changed))
 
 
-def frozen_suite_sha256(plan: Any) -> str | None:
-    """The hash of the plan's named suite before selection (None for a suite that cannot be built here)."""
+def frozen_suite_sha256(suite: str, selection: Any = None) -> str | None:
+    """The hash of the named suite before selection (None for a suite that cannot be built here).
+    Model suites depend on the batch and sequence length the selection declares."""
     from .suites import SelectionError, suite_kernels
 
-    sel = getattr(plan, "selection", None)  # model suites depend on the batch and sequence length
     try:
-        return kernels_sha256(suite_kernels(plan.suite, getattr(sel, "batch", None), getattr(sel, "seq", None)))
+        return kernels_sha256(suite_kernels(suite, getattr(selection, "batch", None), getattr(selection, "seq", None)))
     except SelectionError:
         return None
 
@@ -182,7 +182,8 @@ def harness_provenance(plan: Any, started_at: datetime) -> dict[str, Any]:
 
     from . import __version__
 
-    frozen = getattr(plan, "frozen_suite_sha256", None) or frozen_suite_sha256(plan)
+    frozen = getattr(plan, "frozen_suite_sha256", None) or frozen_suite_sha256(plan.suite,
+                                                                                 getattr(plan, "selection", None))
     here = Path(__file__).resolve().parent
     part = Provenance(tool_version=__version__, harness_sha256=package_sha256(here),
                       suite_sha256=items_sha256(plan.items), frozen_suite_sha256=frozen,

@@ -13,7 +13,7 @@ import json
 import operator
 import re
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from typing import Callable, Sequence
 
@@ -34,6 +34,7 @@ class SelectionError(ValueError):
 
 
 MODEL_PREFIX = "model:"  # model:NAME or model:FILE: a real model's operators (kernels/models)
+MODEL_SUITES_CACHED = 8  # (model, batch, seq) suites kept per process
 
 
 def suite_kernels(suite: str, batch: int | None = None, seq: int | None = None) -> list[Kernel]:
@@ -68,6 +69,12 @@ def model_kernels(spec: str, batch: int | None, seq: int | None) -> list[Kernel]
     """The kernels of a model's operator dataset (operators with no kernel type are left out here;
     `deepbench models extract` lists them with the reason), then the whole model as one kernel
     (op "model", kernels/model_kernel.py) when this tool can build the model."""
+    return list(_model_kernels(spec, batch, seq))
+
+
+@lru_cache(maxsize=MODEL_SUITES_CACHED)
+def _model_kernels(spec: str, batch: int | None, seq: int | None) -> tuple[Kernel, ...]:
+    """Extracted once per process: a run selects from the suite and hashes the whole of it."""
     from .model_kernel import whole_model_kernel
     from .models.suite import dataset_kernels, load_dataset
 
@@ -79,7 +86,7 @@ def model_kernels(spec: str, batch: int | None, seq: int | None) -> list[Kernel]
     except ValueError as exc:
         raise SelectionError(str(exc)) from None
     whole = whole_model_kernel(ds)
-    return dataset_kernels(ds)[0] + ([whole] if whole else [])
+    return tuple(dataset_kernels(ds)[0] + ([whole] if whole else []))
 
 
 def parse_ops(text: str | None) -> list[str] | None:

@@ -248,29 +248,32 @@ def _requirement_name(spec: str) -> str:
     return re.split(r"[\s<>=!~\[;]", spec.strip(), maxsplit=1)[0].lower().replace("_", "-")
 
 
-def requirements(extras: Iterable[str]) -> list[str]:
-    """What an image installs: deepbench's own dependencies that the harness imports (not the
-    host's HOST_ONLY libraries) plus those of the extras named."""
-    wanted = set(extras)
-    out = []
+def _harness_requirements() -> dict[str | None, list[str]]:
+    """The declared requirements by extra (None: deepbench's own), in pyproject's order, without
+    the host's HOST_ONLY libraries, which the harness does not import."""
+    grouped: dict[str | None, list[str]] = {None: []}
     for req in _declared():
         spec, _, marker = req.partition(";")
         extra = re.search(r"""extra\s*==\s*['"]([^'"]+)['"]""", marker)
         if extra is None and _requirement_name(spec) in HOST_ONLY:
             continue
-        if extra is None or extra.group(1) in wanted:
-            out.append(spec.strip())
-    return out
+        grouped.setdefault(extra.group(1) if extra else None, []).append(spec.strip())
+    return grouped
+
+
+def requirements(extras: Iterable[str]) -> list[str]:
+    """What an image installs: the harness's own requirements plus those of the extras named."""
+    wanted = set(extras)
+    return [spec for extra, specs in _harness_requirements().items() if extra is None or extra in wanted
+            for spec in specs]
 
 
 def requirement_files() -> dict[str, str]:
     """requirements/<name>.txt of the build context: `base` (the harness's own) and one per extra,
     so that install-harness.sh installs base + the image's EXTRAS, whatever EXTRAS a build sets."""
-    extras = {m.group(1) for req in _declared()
-              for m in [re.search(r"""extra\s*==\s*['"]([^'"]+)['"]""", req.partition(";")[2])] if m}
-    files = {"base": requirements([])}
-    for extra in sorted(extras):
-        files[extra] = [r for r in requirements([extra]) if r not in files["base"]]
+    grouped = _harness_requirements()
+    base = grouped.pop(None)
+    files = {"base": base, **{extra: [r for r in specs if r not in base] for extra, specs in sorted(grouped.items())}}
     return {name: "".join(f"{r}\n" for r in reqs) for name, reqs in files.items()}
 
 

@@ -184,11 +184,11 @@ def _new_plan(args: argparse.Namespace, platform: Platform) -> tuple[Plan, Path]
     if (outdir / RESULTS_FILE).exists():
         raise UserError(f"{outdir} already holds results: continue it with --resume {outdir}, or choose another --out")
     outdir.mkdir(parents=True, exist_ok=True)
+    selection = declared_selection(args, precisions)
     plan = Plan(run_id=run_id, suite=args.suite, platform=platform.name, backend=plan_backend(args, platform, kernels),
                 settings=settings_from(args, platform), items=tuple(plan_items(kernels, precisions, platform)),
-                command=shlex.join([os.path.basename(sys.argv[0])] + sys.argv[1:]),
-                selection=declared_selection(args, precisions))
-    plan = plan.model_copy(update={"frozen_suite_sha256": frozen_suite_sha256(plan)})
+                command=shlex.join([os.path.basename(sys.argv[0])] + sys.argv[1:]), selection=selection,
+                frozen_suite_sha256=frozen_suite_sha256(args.suite, selection))
     (outdir / PLAN_FILE).write_text(plan.model_dump_json(indent=1) + "\n")
     (outdir / ".local").write_text("1\n" if args.local else "0\n")
     return plan, outdir

@@ -25,6 +25,12 @@ CHECK_ELEMENTS = 1 << 16
 METHOD = "reference-fp64"
 
 
+def elementwise(function: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a + b or a * b in float64, numpy broadcasting a smaller operand over the rows."""
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    return a64 + b64 if function == "add" else a64 * b64
+
+
 def check_images(n: int) -> list[int]:
     """The images (or batch entries) a pooling check covers: the first and the last."""
     return sorted({0, n - 1})

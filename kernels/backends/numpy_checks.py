@@ -9,6 +9,7 @@ output points recomputed from the definition. Integer results must match exactly
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import numpy as np
 
@@ -62,6 +63,20 @@ def check_matmul(out: np.ndarray, x: np.ndarray, y: np.ndarray, precision: Preci
     r = rng.standard_normal((m, FREIVALDS_VECTORS))
     return verdict(relative_error(np.asarray(out, np.float64) @ r, x64 @ (y64 @ r)), precision, "freivalds")
 
+
+
+def check_batch_ends(check_entry: Callable[[int], Check], batch: int) -> Check:
+    """A batched operation checked at its first and last entry (a library that skipped or mixed
+    up entries fails); the worse of the two is reported, naming the entries."""
+    entries = sorted({0, batch - 1})
+    worst = max((check_entry(i) for i in entries), key=lambda c: (not c.passed, c.error or 0.0))
+    return worst.model_copy(update={"detail": f"batch entries {entries} {worst.detail}".strip()})
+
+
+def check_batched_matmul(out: np.ndarray, x: np.ndarray, y: np.ndarray, precision: Precision,
+                         rng: np.random.Generator) -> Check:
+    """out[i] should equal x[i] @ y[i] (check_batch_ends)."""
+    return check_batch_ends(lambda i: check_matmul(out[i], x[i], y[i], precision, rng), len(out))
 
 def conv_points(rng: np.random.Generator, *sizes: int) -> list[tuple[int, ...]]:
     cols = [rng.integers(0, s, size=CONV_CHECK_POINTS).tolist() for s in sizes]

@@ -393,7 +393,7 @@ def profile_replay(replay: Callable[[], None], calls: int, before: Callable[[], 
             "kernels_per_call": len(events) / calls, "kernel_names": [n[:120] for n, _ in top], "calls": calls}
 
 
-def profiler_kernel_us(fn: Callable[[], object], calls: int = PROFILE_MAX_CALLS // 10) -> dict[str, Any]:
+def profiler_kernel_us(fn: Callable[[], object], calls: int = 1) -> dict[str, Any]:
     """The profiler's figures (profile_replay) for `calls` eager calls of `fn`."""
     return profile_replay(_eager_replay(fn, calls), calls)
 

@@ -28,10 +28,10 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from ...kernels.precision import PRECISIONS, Precision
-from ...kernels.provenance import items_sha256, kernel_identity, kernels_sha256
+from ...kernels.provenance import frozen_suite_sha256, items_sha256, kernel_identity
 from ...kernels.results import (PLAN_SCHEMA, RESULT_SCHEMA, RUN_SCHEMA, KernelResult, Plan, PlanItem, RunRecord,
                                 Status)
-from ...kernels.suites import SelectionError, parse_where, select, suite_kernels
+from ...kernels.suites import SelectionError, parse_where, select
 from ...kernels.system import SYSTEM_SCHEMA, SystemDescription
 from ..errors import UserError
 from . import layout
@@ -320,11 +320,7 @@ def _check_scope(b: Bundle, report: Report) -> None:
     if prov is not None:
         if prov.suite_sha256 != items_sha256(plan.items):
             report.add(layout.PLAN, "its kernels differ from those the run recorded (provenance.suite_sha256)")
-        try:
-            frozen = kernels_sha256(suite_kernels(plan.suite, plan.selection.batch if plan.selection else None,
-                                                  plan.selection.seq if plan.selection else None))
-        except SelectionError:
-            frozen = None
+        frozen = frozen_suite_sha256(plan.suite, plan.selection)
         if frozen is not None and prov.frozen_suite_sha256 != frozen:
             report.add(layout.RUN, f"suite {plan.suite} was defined differently when this was run "
                                    f"(deepbench {prov.tool_version}) than in this checker's "

@@ -30,7 +30,7 @@ from ...precision import Precision
 from ...results import Check
 from .. import layer_reference as ref
 from ..base import Prepared, TimedPart, Unsupported
-from ..numpy_checks import check_matmul
+from ..numpy_checks import check_batched_matmul
 from .context import OrtContext
 from .session import OPSET, BoundCall
 
@@ -184,9 +184,8 @@ def prepare_elementwise(ctx: OrtContext, kernel: ElementwiseKernel, precision: P
     y = np.empty(out_shape, dtype=np.float32)
     operator = ONNX_ELEMENTWISE[kernel.function]
     call = bind(ctx, helper.make_node(operator, ["a", "b"], ["y"]), {"a": a, "b": b}, {"y": y}, {}, operator)
-    a64, b64 = a.astype(np.float64), b.astype(np.float64)
-    want = (lambda: a64 + b64) if kernel.function == "add" else (lambda: a64 * b64)
-    return forward(kernel, precision, call, lambda: ref.compare(y, want(), precision), operator,
+    return forward(kernel, precision, call,
+                   lambda: ref.compare(y, ref.elementwise(kernel.function, a, b), precision), operator,
                    shapes={"a": list(a_shape), "b": list(b_shape), "out": list(out_shape)})
 
 
@@ -199,11 +198,5 @@ def prepare_batched_gemm(ctx: OrtContext, kernel: BatchedGemmKernel, precision: 
     x, w = ctx.random((b, n, k), precision), ctx.random((b, k, m), precision, scale=k ** -0.5)
     y = np.empty((b, n, m), dtype=np.float32)
     call = bind(ctx, helper.make_node("MatMul", ["x", "w"], ["y"]), {"x": x, "w": w}, {"y": y}, {}, "MatMul")
-
-    def check() -> Check:
-        entries = sorted({0, b - 1})
-        checks = [check_matmul(y[i], x[i], w[i], precision, ctx.rng) for i in entries]
-        worst = max(checks, key=lambda c: (not c.passed, c.error or 0.0))
-        return worst.model_copy(update={"detail": f"batch entries {entries} {worst.detail}".strip()})
-
-    return forward(kernel, precision, call, check, "MatMul", operands="graph inputs (3-D, batch-major)")
+    return forward(kernel, precision, call, lambda: check_batched_matmul(y, x, w, precision, ctx.rng), "MatMul",
+                   operands="graph inputs (3-D, batch-major)")

@@ -14,6 +14,7 @@ from ...layers import BatchedGemmKernel
 from ...precision import Precision
 from ...results import Check
 from ..base import Prepared, TimedPart, Unsupported
+from ..numpy_checks import check_batch_ends
 from .checks import check_matmul
 from .context import TorchContext
 
@@ -42,10 +43,7 @@ def prepare(ctx: TorchContext, kernel: BatchedGemmKernel, precision: Precision) 
         torch.bmm(x, y, out=out)
 
     def check() -> Check:
-        entries = sorted({0, kernel.batch - 1})
-        checks = [check_matmul(out[i], x[i], y[i], precision, ctx.generator) for i in entries]
-        worst = max(checks, key=lambda c: (not c.passed, c.error or 0.0))
-        return worst.model_copy(update={"detail": f"batch entries {entries} {worst.detail}".strip()})
+        return check_batch_ends(lambda i: check_matmul(out[i], x[i], y[i], precision, ctx.generator), kernel.batch)
 
     part = TimedPart(
         direction="fwd", run=run, check=check, flops=kernel.flops(), min_bytes=kernel.min_bytes("fwd", precision),

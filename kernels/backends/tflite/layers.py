@@ -26,7 +26,7 @@ from ...precision import Precision
 from ...results import Check
 from .. import layer_reference as ref
 from ..base import Prepared, TimedPart, Unsupported
-from ..numpy_checks import check_matmul
+from ..numpy_checks import check_batched_matmul
 from .context import LoadedModel, TfliteContext
 from .conv import tflite_padding
 from .flatbuffer import ModelSpec, OpSpec, TensorSpec
@@ -211,8 +211,7 @@ def prepare_elementwise(ctx: TfliteContext, kernel: ElementwiseKernel, precision
     op = OpSpec(builtin, [0, 1], [2], options_type, elementwise_options(kernel.function))
     model = ctx.interpreter(ModelSpec(tensors=tensors, op=op, inputs=[0, 1], outputs=[2]))
     model.set_inputs(a, b)
-    a64, b64 = a.astype(np.float64), b.astype(np.float64)
-    want = a64 + b64 if kernel.function == "add" else a64 * b64
+    want = ref.elementwise(kernel.function, a, b)
     return forward(kernel, precision, model, lambda: ref.compare(model.output(), want, precision), name,
                    shapes={"a": list(a_shape), "b": list(b_shape), "out": list(out_shape)})
 
@@ -236,14 +235,8 @@ def prepare_batched_gemm(ctx: TfliteContext, kernel: BatchedGemmKernel, precisio
                 batch_matmul_options)
     model = ctx.interpreter(ModelSpec(tensors=tensors, op=op, inputs=[0, 1], outputs=[2]))
     model.set_inputs(x, w)
-
-    def check() -> Check:
-        y, entries = model.output(), sorted({0, bt - 1})
-        checks = [check_matmul(y[i], x[i], w[i], precision, ctx.rng) for i in entries]
-        worst = max(checks, key=lambda c: (not c.passed, c.error or 0.0))
-        return worst.model_copy(update={"detail": f"batch entries {entries} {worst.detail}".strip()})
-
-    return forward(kernel, precision, model, check, "BATCH_MATMUL")
+    return forward(kernel, precision, model,
+                   lambda: check_batched_matmul(model.output(), x, w, precision, ctx.rng), "BATCH_MATMUL")
 
 
 OPERATIONS: dict[str, Callable[[TfliteContext, Any, Precision], Prepared]] = {
