@@ -88,6 +88,21 @@ def test_kernel_spans_group_a_calls_kernels() -> None:
     assert cuda_timer.kernel_spans(intervals, 0) == []
 
 
+
+def test_profiled_samples_are_split_at_the_spin_markers() -> None:
+    # the warm replays' tail, then two samples of two calls each (one kernel a call), each sample
+    # preceded by the harness's spin kernel; the second sample ran 10% slower
+    events = [(0.0, 3.0, "gemm"), (3.1, 203.0, "spin_kernel(long)"),
+              (203.2, 207.2, "gemm"), (207.5, 211.5, "gemm"),
+              (212.0, 412.0, "spin_kernel(long)"), (412.2, 416.6, "gemm"), (416.9, 421.3, "gemm")]
+    groups = cuda_timer.split_at_markers(events, cuda_timer.MARKER_KERNEL)
+    assert [len(g) for g in groups] == [2, 2]
+    figures = cuda_timer.sample_figures(groups, calls=2)
+    assert abs(figures["kernel_us"] - (4.0 + 4.4) / 2) < 1e-9        # median of the per-sample busy times
+    assert abs(figures["period_us"] - (4.15 + 4.55) / 2) < 1e-9      # adds the gap between calls
+    assert figures["kernels_per_call"] == 1.0 and figures["kernel_names"] == ["gemm"]
+    assert cuda_timer.split_at_markers(events[:1], cuda_timer.MARKER_KERNEL) == []  # no marker: no sample
+
 def _failing_part(error: float):
     from deepbench.kernels.backends.base import TimedPart
     from deepbench.kernels.results import Check

@@ -5,7 +5,8 @@ Why graphs: an eager Python loop cannot launch faster than ~10 us a call and one
 around a single launch adds ~3 us, so a 5 us GEMM would read 8-10 us. A CUDA graph of `calls`
 unrolled calls, replayed between two events, launches them back to back from the device and
 lands within a fraction of a microsecond of the kernels' own durations (nvbench's hot
-measurement). Calibration picks `calls` so one replay lasts at least `min_sample_s`.
+measurement). Calibration picks `calls` so one replay lasts at least `min_sample_s`. Samples
+follow each other on the GPU without a gap (BackToBack), as in a native loop.
 
 Cold (`Settings.cold`): before every call a buffer twice the L2's size is written, so the call
 finds none of its operands in L2 (triton.testing.do_bench's flush); each call is timed by its own
@@ -18,9 +19,16 @@ enqueued it and before it waits for it, so the reading is taken while the GPU ru
 least the rule's minimum of samples remains; otherwise all are kept and counted as throttled.
 A clock read is a point reading, not an average over the sample.
 
-Profiler cross-check (`Settings.verify_timing`): CUPTI (through torch.profiler) records the
-kernels of one more sample, replayed exactly as timed (the same graph), so the harness's figure
-and the kernels' own durations describe the same executions.
+Power: an H100/H200 under a large GEMM runs at full clock for ~0.1 s, then the power limiter
+pulls the clock down 15-25% and it oscillates; after such a GEMM a small one finds the clock low
+for ~0.15-0.3 s. The stopping rule's minimum measuring time (runner/run.py MODES, 0.3 s by
+default) puts the median in the steady state whatever ran before (tests/benchmarks/
+settle_rules.py shows the choice on recorded series).
+
+Profiler cross-check (`Settings.verify_timing`): right after the measurement, CUPTI (through
+torch.profiler) records a few more samples taken exactly as the timed ones (the same graph, the
+same event pairs, the GPU kept busy while the profiler starts). Its kernel durations stand beside
+the harness's figure (`ratio`), and beside the events of those very samples (`timer_ratio`).
 """
 
 from __future__ import annotations
@@ -28,6 +36,8 @@ from __future__ import annotations
 import math
 import statistics
 import time
+import warnings
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -50,15 +60,27 @@ FLUSH_FACTOR = 2             # flush buffer = this x L2 size
 # figure that depends on what ran before, and a second run disagrees by up to 20% (H200).
 THROTTLE_FRACTION = 0.75
 RECOVERY_S = 0.05            # rest after a throttled sample (nvbench's throttle_recovery_delay)
-PROFILE_MAX_CALLS = 200     # at most this many calls of a sample are profiled (--verify-timing)
+EAGER_PROFILED_CALLS = 200  # an eager sample's calls profiled at once (--verify-timing)
 VERIFY_TOLERANCE = 0.05      # flag harness/profiler disagreement beyond 5%
 MS_TO_US = 1e3
-# Before each timed sample a spin kernel of this length runs (torch.cuda._sleep): the start
-# event then fires only after the host has submitted the whole sample (cudaGraphLaunch of a
-# long graph takes tens of microseconds of host time, which an idle GPU would otherwise count),
-# and the SM clock is up rather than ramping from idle. nvbench holds the stream the same way.
+# Before a sample that finds the GPU idle (the first of a measurement, an eager or calibration
+# sample) a spin kernel of this length runs (torch.cuda._sleep): the start event then fires only
+# after the host has submitted the whole sample (cudaGraphLaunch of a long graph takes tens of
+# microseconds of host time, which an idle GPU would otherwise count). nvbench holds the stream
+# the same way. Later graph samples wait behind the previous one instead (BackToBack).
 HOLD_S = 200e-6
 HOLD_CLOCK_HZ = 2.0e9  # cycles per second assumed when sizing the spin (it only has to be long enough)
+# --verify-timing: replays kept running while the profiler starts (see profile_samples), and the
+# spin kernel (torch.cuda._sleep's) that marks where the profiled replay begins.
+PROFILE_WARM_S = 0.1
+MAX_WARM_REPLAYS = 1000
+MARKER_KERNEL = "spin_kernel"
+MARKER_CYCLES = 100  # a marker, not a rest: the GPU stays as loaded as when it was timed
+# How much is profiled: samples covering this long (the power limiter's ups and downs average
+# out), at most this many samples and this many calls in all (CUPTI's records are read in Python).
+PROFILE_WINDOW_S = 0.02
+PROFILE_MAX_SAMPLES = 20
+PROFILE_MAX_CALLS = 2000
 
 
 class ClockReader:
@@ -193,6 +215,38 @@ def capture(fn: Callable[[], object], calls: int) -> torch.cuda.CUDAGraph:
     return graph
 
 
+class BackToBack:
+    """Samples of one graph's replays, each between two events, with the next sample always
+    enqueued before the host waits on the current one: the GPU runs sample after sample without
+    a gap, as a native loop or a training step does. With a gap per sample (the host waiting,
+    reading the clock, deciding whether to stop) a power-limited GEMM ran 7-25% faster than in a
+    native loop over cuBLAS (tf32 on an H100): the idle time lowers the average power, and the
+    power limiter grants a higher clock. Only the first sample waits behind the spin kernel
+    (hold_stream); the others wait behind the previous sample."""
+
+    def __init__(self, replay: Callable[[], None], calls: int, during: Callable[[], None] = _no_probe) -> None:
+        self.replay, self.calls, self.during = replay, calls, during
+        self.in_flight: deque[tuple[torch.cuda.Event, torch.cuda.Event]] = deque()
+
+    def _enqueue(self) -> None:
+        start, end = _events()
+        start.record()
+        self.replay()
+        end.record()
+        self.in_flight.append((start, end))
+
+    def take(self) -> float:
+        """Microseconds per call of the oldest sample in flight (one more is enqueued first)."""
+        if not self.in_flight:
+            hold_stream()
+            self._enqueue()
+        self._enqueue()
+        self.during()
+        start, end = self.in_flight.popleft()
+        end.synchronize()
+        return start.elapsed_time(end) * MS_TO_US / self.calls
+
+
 def graph_sampler(fn: Callable[[], object], min_sample_s: float, during: Callable[[], None] = _no_probe) -> Sampler:
     """Calibrate from eager event timing, capture, and re-capture once if a replay is short."""
     estimate = time_eager(fn, 3)
@@ -205,7 +259,6 @@ def graph_sampler(fn: Callable[[], object], min_sample_s: float, during: Callabl
         start.record()
         g.replay()
         end.record()
-        during()
         end.synchronize()
         return start.elapsed_time(end) * MS_TO_US / n
 
@@ -219,8 +272,8 @@ def graph_sampler(fn: Callable[[], object], min_sample_s: float, during: Callabl
         replay_us(graph, calls)
         warmup += 2 * calls
     warmup += calls
-    return Sampler(METHOD_GRAPH, calls, lambda: replay_us(graph, calls), warmup, replay=graph.replay,
-                   replay_calls=calls)
+    samples = BackToBack(graph.replay, calls, during)
+    return Sampler(METHOD_GRAPH, calls, samples.take, warmup, replay=graph.replay, replay_calls=calls)
 
 
 def _eager_replay(fn: Callable[[], object], calls: int) -> Callable[[], None]:
@@ -234,7 +287,7 @@ def eager_sampler(fn: Callable[[], object], min_sample_s: float, reason: str,
                   during: Callable[[], None] = _no_probe) -> Sampler:
     per_call = time_eager(fn, 2)
     calls = calls_for(per_call, min_sample_s, MAX_CALLS_EAGER)
-    shown = min(calls, PROFILE_MAX_CALLS)
+    shown = min(calls, EAGER_PROFILED_CALLS)
     return Sampler(METHOD_EAGER, calls, lambda: time_eager(fn, calls, during), 2, {"eager_reason": reason},
                    replay=_eager_replay(fn, shown), replay_calls=shown)
 
@@ -361,47 +414,114 @@ def kernel_spans(intervals: list[tuple[float, float]], per_call: int) -> list[fl
             for i in range(0, len(intervals) - per_call + 1, per_call)]
 
 
-def profile_replay(replay: Callable[[], None], calls: int, before: Callable[[], None] = _no_probe) -> dict[str, Any]:
-    """What CUPTI (through torch.profiler) records of one replay of `calls` calls: per call, the
-    kernels' summed durations (busy), the span from a call's first kernel start to its last
-    kernel end (which adds the gaps between the kernels of one call, e.g. split-K's reduction),
-    and the period (the replay's first start to last end, over calls: adds the gaps between calls),
-    with the kernel names. Memsets and copies the call makes count as its kernels."""
+DeviceEvent = tuple[float, float, str]  # start us, end us, kernel name
+_profiler_started = False
+
+
+def split_at_markers(events: list[DeviceEvent], marker: str) -> list[list[DeviceEvent]]:
+    """Device events grouped by sample: a group holds what ran after one marker kernel and before
+    the next. Whatever precedes the first marker (the warm replays' tail) belongs to no sample."""
+    groups: list[list[DeviceEvent]] = []
+    for event in events:
+        if marker in event[2]:
+            groups.append([])
+        elif groups:
+            groups[-1].append(event)
+    return groups
+
+
+def sample_figures(groups: list[list[DeviceEvent]], calls: int) -> dict[str, Any]:
+    """Per call, medians over the samples: busy (the kernels' summed durations), span (a call's
+    first kernel start to its last kernel end: adds the gaps inside one call, e.g. split-K's
+    reduction) and period (a sample's first start to last end: adds the gaps between calls);
+    with the kernels a call launches and the commonest kernel names."""
+    busy = [sum(b - a for a, b, _ in g) / calls for g in groups]
+    period = [(g[-1][1] - g[0][0]) / calls for g in groups]
+    kernels = sum(len(g) for g in groups)
+    per_call = len(groups[0]) // calls if all(len(g) == len(groups[0]) for g in groups) and len(groups[0]) % calls == 0 else 0
+    spans = [span for g in groups for span in kernel_spans([(a, b) for a, b, _ in g], per_call)]
+    names: dict[str, int] = {}
+    for g in groups:
+        for _, _, name in g:
+            names[name] = names.get(name, 0) + 1
+    top = sorted(names.items(), key=lambda kv: -kv[1])[:3]
+    return {"kernel_us": statistics.median(busy), "span_us": statistics.median(spans) if spans else None,
+            "period_us": statistics.median(period), "kernels_per_call": kernels / (calls * len(groups)),
+            "kernel_names": [n[:120] for n, _ in top]}
+
+
+def profile_samples(replay: Callable[[], None], calls: int, samples: int = 1, warm_replays: int = 1,
+                    before: Callable[[], None] = _no_probe) -> dict[str, Any]:
+    """CUPTI's record (through torch.profiler) of `samples` samples taken back to back as the
+    harness takes them: a short spin kernel marking where each sample begins in the trace, then
+    `before` (the cold measurement's flush: exactly one kernel, not counted), and the replay of
+    `calls` calls between two events. Returns sample_figures plus `events_us`, the
+    events' own figure per call for the same samples, and `timer_ratio`, the median over samples
+    of events / busy: how far the harness's timer is from the kernels' durations on the very same
+    executions.
+
+    The GPU must be in the state it was timed in: starting the profiler takes the host a
+    millisecond (seconds the first time), and an idle GPU regains meanwhile the clock the power
+    limiter had taken under a large GEMM (a profiled replay then ran up to 20% faster than the
+    timed ones, H200). So `warm_replays` replays are enqueued first and run while it starts."""
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
-    replay()
-    before()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+    global _profiler_started
+    if not _profiler_started:  # CUPTI's first start takes seconds (4.7 s, H100): not while a GPU is warm
+        with warnings.catch_warnings(), profile(activities=[ProfilerActivity.CUDA]):
+            warnings.simplefilter("ignore")
+        _profiler_started = True
+    pairs = [_events() for _ in range(samples)]
+    for _ in range(max(1, warm_replays)):
         replay()
-        torch.cuda.synchronize()
-    events = sorted((e.time_range.start, e.time_range.end, e.name) for e in prof.events()
-                    if e.device_type == DeviceType.CUDA)
-    if not events:
-        return {"kernel_us": math.nan, "kernels_per_call": 0.0, "kernel_names": [], "calls": calls}
-    intervals = [(a, b) for a, b, _ in events]
-    per_call = len(events) // calls if len(events) % calls == 0 else 0
-    spans = kernel_spans(intervals, per_call)
-    names: dict[str, int] = {}
-    for _, _, name in events:
-        names[name] = names.get(name, 0) + 1
-    top = sorted(names.items(), key=lambda kv: -kv[1])[:3]
-    return {"kernel_us": sum(b - a for a, b in intervals) / calls,
-            "span_us": statistics.median(spans) if spans else None,
-            "period_us": (intervals[-1][1] - intervals[0][0]) / calls,
-            "kernels_per_call": len(events) / calls, "kernel_names": [n[:120] for n, _ in top], "calls": calls}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch.profiler's notice about clearing events per cycle
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for start, end in pairs:
+                torch.cuda._sleep(MARKER_CYCLES)
+                before()
+                start.record()
+                replay()
+                end.record()
+            torch.cuda.synchronize()
+    recorded = sorted((e.time_range.start, e.time_range.end, e.name) for e in prof.events()
+                      if e.device_type == DeviceType.CUDA)
+    groups = split_at_markers(recorded, MARKER_KERNEL)
+    if before is not _no_probe:
+        groups = [g[1:] for g in groups]
+    timed = [start.elapsed_time(end) * MS_TO_US / calls for start, end in pairs]
+    if len(groups) != samples or not all(groups):
+        return {"kernel_us": math.nan, "kernels_per_call": 0.0, "kernel_names": [], "calls": calls,
+                "samples": samples, "events_us": statistics.median(timed), "timer_ratio": math.nan}
+    figures = sample_figures(groups, calls)
+    busy = [sum(b - a for a, b, _ in g) / calls for g in groups]
+    return {**figures, "calls": calls, "samples": samples, "events_us": statistics.median(timed),
+            "timer_ratio": statistics.median(t / b for t, b in zip(timed, busy))}
 
 
 def profiler_kernel_us(fn: Callable[[], object], calls: int = 1) -> dict[str, Any]:
-    """The profiler's figures (profile_replay) for `calls` eager calls of `fn`."""
-    return profile_replay(_eager_replay(fn, calls), calls)
+    """The profiler's figures (profile_samples) for `calls` eager calls of `fn`."""
+    return profile_samples(_eager_replay(fn, calls), calls)
 
 
 def verify(sampler: Sampler, harness_us: float) -> dict[str, Any]:
-    """The profiler's kernel time of one more sample beside the harness time, flagged when they
-    part by more than VERIFY_TOLERANCE."""
+    """The profiler's time per call (call_us) of samples taken right after the measurement (in the
+    same GPU state) beside the harness time; flagged when they part by more than VERIFY_TOLERANCE."""
     assert sampler.replay is not None
-    prof = profile_replay(sampler.replay, sampler.replay_calls, sampler.before_replay)
-    ratio = harness_us / prof["kernel_us"] if prof["kernel_us"] > 0 else math.inf
+    sample_s = max(harness_us * sampler.replay_calls / 1e6, 1e-9)
+    samples = max(1, min(PROFILE_MAX_SAMPLES, math.ceil(PROFILE_WINDOW_S / sample_s),
+                         PROFILE_MAX_CALLS // sampler.replay_calls))
+    warm = max(1, min(MAX_WARM_REPLAYS, math.ceil(PROFILE_WARM_S / sample_s)))
+    prof = profile_samples(sampler.replay, sampler.replay_calls, samples, warm, sampler.before_replay)
+    ratio = harness_us / call_us(prof) if call_us(prof) > 0 else math.inf
     return {**prof, "harness_us": harness_us, "ratio": ratio, "agrees": abs(ratio - 1.0) <= VERIFY_TOLERANCE}
+
+
+def call_us(prof: dict[str, Any]) -> float:
+    """A call's time as the profiler sees it: from its first kernel's start to its last kernel's
+    end (span), which for a call of several dependent kernels (cuBLAS's split-K GEMM and its
+    reduction) counts the wait between them, a cost of the call; the summed kernel durations
+    where the calls' kernels could not be told apart."""
+    span = prof.get("span_us")
+    return span if span else prof["kernel_us"]

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# What issue 3's GPU figures were made with, on a lent H100/H200 machine (no registry, no Docker):
-#   bash tests/benchmarks/gpu_session.sh check   # GPU tests, cuBLAS layout log, graph gap probe, fidelity benchmark
-#   bash tests/benchmarks/gpu_session.sh suites  # train and inference-server -> runner/published/
-#   bash tests/benchmarks/gpu_session.sh models  # model suites at batch 32, with their reports -> runner/published/
+# What issue 3's GPU figures were made with, on a lent H100/H200 machine (no registry, no Docker), one
+# phase a call (each fits the lent machine's 10 minutes a command):
+#   bash tests/benchmarks/gpu_session.sh check               # GPU tests, cuBLAS layout log, graph gap, conv fidelity
+#   bash tests/benchmarks/gpu_session.sh fidelity fp32,tf32  # fidelity of the training GEMMs in these precisions
+#   bash tests/benchmarks/gpu_session.sh fidelity fp16,bf16  # (then: fidelity.py --merge on the JSON files)
+#   bash tests/benchmarks/gpu_session.sh suite train         # a suite -> runner/published/nvidia-<gpu>/<suite>
+#   bash tests/benchmarks/gpu_session.sh suite inference-server
+#   bash tests/benchmarks/gpu_session.sh models              # model suites at batch 32, with their reports
 # pydantic is not installed there: its wheels travel in .whl/ (see README, "NVIDIA GPUs").
 # Logs and a tarball of the results folders go to $OUT (or ./gpu-out).
 set -uo pipefail
@@ -20,14 +24,15 @@ if [ "$PHASE" = check ]; then
   python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py tests/test_timing_gpu_logic.py tests/test_model_level.py -k gpu 2>&1 | tail -30 | tee "$OUT/gpu_tests.log"
   python3 tests/benchmarks/cublas_layout.py 2>&1 | tail -40 | tee "$OUT/cublas_layout.log"
   python3 tests/benchmarks/graph_gap.py 2>&1 | tee "$OUT/graph_gap.log"
-  python3 tests/benchmarks/fidelity.py --out "$OUT/fidelity.json" > "$OUT/fidelity.log" 2>&1; tail -12 "$OUT/fidelity.log"
-elif [ "$PHASE" = suites ]; then
-  for s in train inference-server; do
-    cmd="deepbench-run --local --platform nvidia --suite $s --quiet --out runner/published/nvidia-$DEV/$s"
-    rm -rf "runner/published/nvidia-$DEV/$s"
-    echo "\$ $cmd"; t0=$SECONDS; timeout 560 $cmd 2>&1 | tail -25; echo "$s: $((SECONDS - t0)) s wall"
-  done | tee "$OUT/suites.log"
-  tar -czf "$OUT/published.tgz" runner/published/nvidia-$DEV/train runner/published/nvidia-$DEV/inference-server
+  python3 tests/benchmarks/fidelity.py --no-gemm --out "$OUT/fidelity-conv.json" > "$OUT/fidelity-conv.log" 2>&1; tail -4 "$OUT/fidelity-conv.log"
+elif [ "$PHASE" = fidelity ]; then
+  name=fidelity-${2//,/-}
+  python3 tests/benchmarks/fidelity.py --precisions "$2" --no-conv --out "$OUT/$name.json" > "$OUT/$name.log" 2>&1; tail -9 "$OUT/$name.log"
+elif [ "$PHASE" = suite ]; then
+  dir="runner/published/nvidia-$DEV/$2"; rm -rf "$dir"
+  cmd="deepbench-run --local --platform nvidia --suite $2 --quiet --out $dir"
+  { echo "\$ $cmd"; t0=$SECONDS; timeout 570 $cmd 2>&1 | tail -25; echo "$2: $((SECONDS - t0)) s wall"; } | tee "$OUT/suite-$2.log"
+  tar -czf "$OUT/suite-$2.tgz" "$dir"
 elif [ "$PHASE" = models ]; then
   # Model suites at batch 32 (operators, layers and the whole model, issue 9), and their reports.
   for spec in "resnet50 fp32,fp16" "bert-base fp32,fp16" "vgg16 fp16" "densenet121 fp16" "lstm-lm fp16" "gpt2 fp16" \
