@@ -97,10 +97,11 @@ def test_profiled_samples_are_split_at_the_spin_markers() -> None:
               (212.0, 412.0, "spin_kernel(long)"), (412.2, 416.6, "gemm"), (416.9, 421.3, "gemm")]
     groups = cuda_timer.split_at_markers(events, cuda_timer.MARKER_KERNEL)
     assert [len(g) for g in groups] == [2, 2]
-    figures = cuda_timer.sample_figures(groups, calls=2)
+    figures = cuda_timer.sample_figures(groups, calls=2, timed=[4.4, 4.84])
     assert abs(figures["kernel_us"] - (4.0 + 4.4) / 2) < 1e-9        # median of the per-sample busy times
     assert abs(figures["period_us"] - (4.15 + 4.55) / 2) < 1e-9      # adds the gap between calls
     assert figures["kernels_per_call"] == 1.0 and figures["kernel_names"] == ["gemm"]
+    assert abs(figures["timer_ratio"] - 1.1) < 1e-9 and abs(figures["events_us"] - 4.62) < 1e-9
     assert cuda_timer.split_at_markers(events[:1], cuda_timer.MARKER_KERNEL) == []  # no marker: no sample
 
 def _failing_part(error: float):

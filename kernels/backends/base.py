@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..catalog import Kernel
+from ..layers import ElementwiseKernel
 from ..precision import Precision
 from ..results import Check, Measurement, Settings
 from ..timing.stopping import StopRule
@@ -22,6 +23,14 @@ from ..timing.stopping import StopRule
 class Unsupported(Exception):
     """Raised by `prepare` when the backend cannot run a kernel in a precision; the message is
     the reason reported to the user, so it must say why (and what would run instead)."""
+
+
+def elementwise_layout(kernel: ElementwiseKernel) -> tuple[tuple[int, int], tuple[int, ...], tuple[int, ...]]:
+    """kernel.layout() for a backend: a broadcast pattern no backend lays out is unsupported."""
+    try:
+        return kernel.layout()
+    except ValueError as exc:
+        raise Unsupported(str(exc)) from None
 
 
 @dataclass

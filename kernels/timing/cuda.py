@@ -430,11 +430,12 @@ def split_at_markers(events: list[DeviceEvent], marker: str) -> list[list[Device
     return groups
 
 
-def sample_figures(groups: list[list[DeviceEvent]], calls: int) -> dict[str, Any]:
+def sample_figures(groups: list[list[DeviceEvent]], calls: int, timed: list[float]) -> dict[str, Any]:
     """Per call, medians over the samples: busy (the kernels' summed durations), span (a call's
     first kernel start to its last kernel end: adds the gaps inside one call, e.g. split-K's
     reduction) and period (a sample's first start to last end: adds the gaps between calls);
-    with the kernels a call launches and the commonest kernel names."""
+    with the kernels a call launches, the commonest kernel names, and the events' own figures
+    for the same samples (`timed`, us per call): their median and their ratio to busy."""
     busy = [sum(b - a for a, b, _ in g) / calls for g in groups]
     period = [(g[-1][1] - g[0][0]) / calls for g in groups]
     kernels = sum(len(g) for g in groups)
@@ -447,7 +448,8 @@ def sample_figures(groups: list[list[DeviceEvent]], calls: int) -> dict[str, Any
     top = sorted(names.items(), key=lambda kv: -kv[1])[:3]
     return {"kernel_us": statistics.median(busy), "span_us": statistics.median(spans) if spans else None,
             "period_us": statistics.median(period), "kernels_per_call": kernels / (calls * len(groups)),
-            "kernel_names": [n[:120] for n, _ in top]}
+            "kernel_names": [n[:120] for n, _ in top], "events_us": statistics.median(timed),
+            "timer_ratio": statistics.median(t / b for t, b in zip(timed, busy))}
 
 
 def profile_samples(replay: Callable[[], None], calls: int, samples: int = 1, warm_replays: int = 1,
@@ -494,10 +496,7 @@ def profile_samples(replay: Callable[[], None], calls: int, samples: int = 1, wa
     if len(groups) != samples or not all(groups):
         return {"kernel_us": math.nan, "kernels_per_call": 0.0, "kernel_names": [], "calls": calls,
                 "samples": samples, "events_us": statistics.median(timed), "timer_ratio": math.nan}
-    figures = sample_figures(groups, calls)
-    busy = [sum(b - a for a, b, _ in g) / calls for g in groups]
-    return {**figures, "calls": calls, "samples": samples, "events_us": statistics.median(timed),
-            "timer_ratio": statistics.median(t / b for t, b in zip(timed, busy))}
+    return {**sample_figures(groups, calls, timed), "calls": calls, "samples": samples}
 
 
 def profiler_kernel_us(fn: Callable[[], object], calls: int = 1) -> dict[str, Any]:

@@ -29,7 +29,7 @@ from ...layers import (ActivationKernel, BatchedGemmKernel, BatchNormKernel, Ele
 from ...precision import Precision
 from ...results import Check
 from .. import layer_reference as ref
-from ..base import Prepared, TimedPart, Unsupported
+from ..base import Prepared, TimedPart, Unsupported, elementwise_layout
 from ..numpy_checks import check_batched_matmul
 from .context import OrtContext
 from .session import OPSET, BoundCall
@@ -176,10 +176,7 @@ ONNX_ELEMENTWISE = {"add": "Add", "mul": "Mul"}
 def prepare_elementwise(ctx: OrtContext, kernel: ElementwiseKernel, precision: Precision) -> Prepared:
     """Add / Mul with ONNX's (numpy's) broadcasting: a smaller operand (cols,) over the rows."""
     require_fp32(kernel, precision)
-    try:
-        out_shape, a_shape, b_shape = kernel.layout()
-    except ValueError as exc:
-        raise Unsupported(str(exc)) from None
+    out_shape, a_shape, b_shape = elementwise_layout(kernel)
     a, b = ctx.random(a_shape, precision), ctx.random(b_shape, precision)
     y = np.empty(out_shape, dtype=np.float32)
     operator = ONNX_ELEMENTWISE[kernel.function]

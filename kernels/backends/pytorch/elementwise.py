@@ -13,7 +13,7 @@ import torch
 
 from ...layers import ElementwiseKernel
 from ...precision import Precision
-from ..base import Prepared, Unsupported
+from ..base import Prepared, elementwise_layout
 from .context import TorchContext
 from .layer_common import forward_part, layer_dtype
 
@@ -22,10 +22,7 @@ OPS: dict[str, Callable[..., torch.Tensor]] = {"add": torch.add, "mul": torch.mu
 
 def prepare(ctx: TorchContext, kernel: ElementwiseKernel, precision: Precision) -> Prepared:
     dtype = layer_dtype(ctx, kernel, precision)
-    try:
-        out_shape, a_shape, b_shape = kernel.layout()
-    except ValueError as exc:
-        raise Unsupported(str(exc)) from None
+    out_shape, a_shape, b_shape = elementwise_layout(kernel)
     a, b = ctx.random(a_shape, dtype), ctx.random(b_shape, dtype)
     out = torch.empty(out_shape, dtype=dtype, device=ctx.device)
     fn = OPS[kernel.function]

@@ -25,7 +25,7 @@ from ...layers import (ActivationKernel, BatchedGemmKernel, ElementwiseKernel, E
 from ...precision import Precision
 from ...results import Check
 from .. import layer_reference as ref
-from ..base import Prepared, TimedPart, Unsupported
+from ..base import Prepared, TimedPart, Unsupported, elementwise_layout
 from ..numpy_checks import check_batched_matmul
 from .context import LoadedModel, TfliteContext
 from .conv import tflite_padding
@@ -200,10 +200,7 @@ ELEMENTWISE = {"add": (S.BuiltinOperator.ADD, S.BuiltinOptions.AddOptions, "ADD"
 def prepare_elementwise(ctx: TfliteContext, kernel: ElementwiseKernel, precision: Precision) -> Prepared:
     """ADD / MUL of two model inputs; TFLite broadcasts a smaller operand (cols,) over the rows."""
     require_fp32(kernel, precision)
-    try:
-        out_shape, a_shape, b_shape = kernel.layout()
-    except ValueError as exc:
-        raise Unsupported(str(exc)) from None
+    out_shape, a_shape, b_shape = elementwise_layout(kernel)
     a, b = ctx.random(a_shape, precision), ctx.random(b_shape, precision)
     builtin, options_type, name = ELEMENTWISE[kernel.function]
     tensors = [TensorSpec("a", a_shape, np.float32), TensorSpec("b", b_shape, np.float32),
