@@ -221,6 +221,10 @@ class Settings(Frozen):
     time_cap_s: float = Field(1.0, gt=0, description="per direction, after calibration")
     min_sample_s: float = Field(0.001, gt=0, description="calibrate calls per sample to at least this long")
     min_time_s: float = Field(0.0, ge=0, description="take samples for at least this long before stopping on noise")
+    limited_min_time_s: float = Field(0.0, ge=0, description="GPU: the minimum time instead, when the power limiter "
+                                      "holds the clock below boost (its swing takes longer to average out)")
+    warm_up_s: float = Field(0.0, ge=0, description="GPU: before the first measurement, run a large GEMM until the "
+                             "temperature settles, at most this long (kernels/timing/warmup.py)")
     kernel_timeout_s: float = Field(600.0, gt=0, description="a kernel still running after this is killed: timeout")
     threads: int | None = Field(None, description="CPU threads (None: all cores)")
     seed: int = 0

@@ -1,11 +1,13 @@
-"""The GPU timer's decisions that need no GPU: calls per graph, throttled-sample selection and
-the stopping loop, driven by a fake sampler and a fake clock."""
+"""The GPU timer's decisions that need no GPU: calls per graph, throttled-sample selection,
+settling and the stopping loop, driven by a fake sampler and a fake clock."""
 
 from __future__ import annotations
 
 import itertools
 
 from deepbench.kernels.timing import cuda as cuda_timer
+from deepbench.kernels.timing import settling, warmup
+from deepbench.kernels.timing.settling import ClockReading, SettleWatch, throttled
 from deepbench.kernels.timing.stopping import CONVERGED, TIME_CAP, StopRule
 
 
@@ -16,32 +18,53 @@ def test_calls_for_reaches_min_sample_and_respects_cap() -> None:
     assert cuda_timer.calls_for(0.0, 0.001, 50) == 50              # no division by zero
 
 
-def test_low_clock_samples_are_discarded_when_enough_remain() -> None:
+def test_flagged_samples_are_discarded_when_enough_remain() -> None:
     samples = [10.0, 10.1, 12.5, 10.0, 10.2, 12.4, 10.1]
     clocks = [1980, 1980, 1400, 1975, 1980, 1390, 1980]
-    kept, kept_clocks, discarded, throttled = cuda_timer.select_unthrottled(samples, clocks, 1980, 3)
+    low = [False, False, True, False, False, True, False]
+    kept, kept_clocks, discarded, throttled = cuda_timer.select_unthrottled(samples, clocks, low, 3)
     assert discarded == 2 and throttled == 0
     assert 12.5 not in kept and 12.4 not in kept and len(kept) == len(kept_clocks) == 5
 
 
 def test_all_throttled_keeps_samples_and_counts_them() -> None:
     samples = [12.0, 12.1, 12.2]
-    clocks = [1400, 1400, 1410]
-    kept, _, discarded, throttled = cuda_timer.select_unthrottled(samples, clocks, 1980, 3)
+    kept, _, discarded, throttled = cuda_timer.select_unthrottled(samples, [1400, 1400, 1410], [True] * 3, 3)
     assert kept == samples and discarded == 0 and throttled == 3
 
 
 def test_no_clock_readings_keep_everything() -> None:
-    kept, clocks, discarded, throttled = cuda_timer.select_unthrottled([1.0, 2.0], [None, None], 0.0, 1)
+    kept, clocks, discarded, throttled = cuda_timer.select_unthrottled([1.0, 2.0], [None, None], [False] * 2, 1)
     assert kept == [1.0, 2.0] and clocks == [] and discarded == throttled == 0
+
+
+def at(mhz: float | None, *reasons: str) -> ClockReading:
+    return ClockReading(mhz, tuple(reasons))
+
+
+def test_power_cap_alone_is_not_throttling_but_heat_or_an_unknown_reason_is() -> None:
+    assert not throttled(at(1440.0, "sw_power_cap"), 1980.0)        # the limiter's normal swing
+    assert throttled(at(1440.0, "sw_power_cap", "sw_thermal"), 1980.0)
+    assert throttled(ClockReading(1440.0, None), 1980.0)             # NVML could not say why
+    assert not throttled(at(1600.0, "hw_slowdown"), 1980.0)          # above 75% of the reference
+    assert not throttled(ClockReading(None, None), 1980.0)
+
+
+def test_settle_watch_fires_once_at_the_first_move_between_boost_and_below() -> None:
+    watch = SettleWatch()
+    states = [watch.observe(at(mhz), 1980.0) for mhz in (1980, 1965, 1650, 1980, 1500)]
+    assert states == [False, False, True, False, False]               # 1965 is within 2% of boost
+    rising = SettleWatch()
+    assert [rising.observe(at(mhz), 1980.0) for mhz in (1600, 1650, 1980)] == [False, False, True]
 
 
 def test_run_samples_stops_on_convergence_with_fake_clock() -> None:
     ticks = itertools.count()
     sampler = cuda_timer.Sampler("fake", 10, take=lambda: 5.0)
     rule = StopRule(target_rel_precision=0.01, min_samples=5, max_samples=100, time_cap_s=1e9)
-    samples, clocks, reason = cuda_timer.run_samples(sampler, rule, lambda: 1980.0, now=lambda: float(next(ticks)))
-    assert reason == CONVERGED and len(samples) == 5 and clocks == [1980.0] * 5
+    got = cuda_timer.run_samples(sampler, rule, lambda: at(1980.0), now=lambda: float(next(ticks)))
+    assert got.reason == CONVERGED and len(got.samples) == 5 and [r.mhz for r in got.readings] == [1980.0] * 5
+    assert got.settle_samples == 0
 
 
 def test_run_samples_stops_at_time_cap_when_noisy() -> None:
@@ -49,29 +72,49 @@ def test_run_samples_stops_at_time_cap_when_noisy() -> None:
     ticks = itertools.count()
     sampler = cuda_timer.Sampler("fake", 1, take=lambda: next(values))
     rule = StopRule(target_rel_precision=1e-6, min_samples=3, max_samples=1000, time_cap_s=10)
-    samples, _, reason = cuda_timer.run_samples(sampler, rule, lambda: None, now=lambda: float(next(ticks)))
-    assert reason == TIME_CAP and 3 <= len(samples) <= 11
+    got = cuda_timer.run_samples(sampler, rule, lambda: ClockReading(), now=lambda: float(next(ticks)))
+    assert got.reason == TIME_CAP and 3 <= len(got.samples) <= 11
 
 
 def test_throttled_samples_do_not_count_and_trigger_a_rest() -> None:
     ticks = itertools.count()
-    clocks = iter([1980.0, 1400.0, 1400.0] + [1980.0] * 20)
+    clocks = iter([at(1980.0)] + [at(1400.0, "hw_thermal")] * 2 + [at(1980.0)] * 20)
     rests: list[float] = []
     sampler = cuda_timer.Sampler("fake", 1, take=lambda: 5.0)
     rule = StopRule(target_rel_precision=0.01, min_samples=3, max_samples=100, time_cap_s=1e9)
-    samples, seen, reason = cuda_timer.run_samples(sampler, rule, lambda: next(clocks), now=lambda: float(next(ticks)),
-                                                   reference=lambda: 1980.0, rest=rests.append)
-    assert reason == CONVERGED and len(samples) == 5 and seen[1:3] == [1400.0, 1400.0]
+    got = cuda_timer.run_samples(sampler, rule, lambda: next(clocks), now=lambda: float(next(ticks)),
+                                 reference=lambda: 1980.0, rest=rests.append)
+    # The thermal dip is the clock's first move: the first two samples are left out as settling.
+    assert got.reason == CONVERGED and got.settle_samples == 2 and got.low[0] is True
     assert rests == [cuda_timer.RECOVERY_S] * 2
+
+
+def test_samples_before_the_limiter_moves_the_clock_are_left_out() -> None:
+    ticks = itertools.count()
+    # A heavy kernel after idle: full clock and fast for three samples, then the power limiter.
+    boosted, limited = [(4.0, at(1980.0))] * 3, [(5.0, at(1600.0, "sw_power_cap"))] * 20
+    series = iter(boosted + limited)
+    current: list = [None]
+
+    def take() -> float:
+        current[0] = next(series)
+        return current[0][0]
+
+    sampler = cuda_timer.Sampler("fake", 1, take=take)
+    rule = StopRule(target_rel_precision=0.01, min_samples=3, max_samples=100, time_cap_s=1e9, min_time_s=4)
+    got = cuda_timer.run_samples(sampler, rule, lambda: current[0][1], now=lambda: float(next(ticks)),
+                                 reference=lambda: 1980.0, rest=lambda s: None)
+    assert got.settle_samples == 4 and set(got.samples) == {5.0} and not any(got.low)
+    assert got.settle_s > 0 and got.reason == CONVERGED
 
 
 def test_always_throttled_stops_at_twice_the_cap() -> None:
     ticks = itertools.count()
     sampler = cuda_timer.Sampler("fake", 1, take=lambda: 5.0)
     rule = StopRule(target_rel_precision=0.01, min_samples=3, max_samples=100, time_cap_s=5)
-    samples, _, reason = cuda_timer.run_samples(sampler, rule, lambda: 1000.0, now=lambda: float(next(ticks)),
-                                                reference=lambda: 1980.0, rest=lambda s: None)
-    assert reason == TIME_CAP and len(samples) <= 11
+    got = cuda_timer.run_samples(sampler, rule, lambda: ClockReading(1000.0, None), now=lambda: float(next(ticks)),
+                                 reference=lambda: 1980.0, rest=lambda s: None)
+    assert got.reason == TIME_CAP and len(got.samples) <= 11
 
 
 def test_min_time_holds_convergence_until_enough_time_has_passed() -> None:
@@ -132,3 +175,29 @@ def test_fp32_direct_conv_keeps_the_fp32_tolerance(monkeypatch) -> None:
     monkeypatch.setattr(cuda_timer, "profiler_kernel_us", lambda fn, calls: {"kernel_names": ["implicit_convolve_sgemm"]})
     result = conv._transform_aware(_failing_part(7.2e-4), Precision.FP32)()
     assert not result.passed and result.tolerance == 1e-4
+
+
+def test_power_limited_needs_the_cap_and_a_clock_below_boost() -> None:
+    assert settling.power_limited(at(1500.0, "sw_power_cap"), 1980.0)
+    assert not settling.power_limited(at(1980.0, "sw_power_cap"), 1980.0)  # the flag lingers after a heavy kernel
+    assert not settling.power_limited(at(1500.0), 1980.0)
+
+
+def test_a_power_limited_stretch_is_measured_for_the_longer_minimum() -> None:
+    rule = StopRule(target_rel_precision=0.01, min_samples=3, max_samples=1000, time_cap_s=100, min_time_s=2,
+                    limited_min_time_s=6)
+    ticks = itertools.count()
+    sampler = cuda_timer.Sampler("fake", 1, take=lambda: 5.0)
+    light = cuda_timer.run_samples(sampler, rule, lambda: at(1980.0), now=lambda: float(next(ticks)),
+                                   reference=lambda: 1980.0)
+    ticks = itertools.count()
+    heavy = cuda_timer.run_samples(sampler, rule, lambda: at(1500.0, "sw_power_cap"), now=lambda: float(next(ticks)),
+                                   reference=lambda: 1980.0)  # a boost clock seen earlier in the process
+    assert len(light.samples) == 3 and len(heavy.samples) == 6 and heavy.reason == CONVERGED
+
+
+def test_warm_up_settles_when_the_temperature_stops_rising() -> None:
+    rising = [(float(t), 40.0 + t) for t in range(12)]
+    flat = [(float(t), 60.0 + (0.5 if t > 5 else 0.0)) for t in range(12)]
+    assert not warmup.settled(rising) and warmup.settled(flat)
+    assert not warmup.settled(flat[:5])   # not yet a whole window of readings

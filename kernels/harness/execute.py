@@ -19,7 +19,7 @@ US_PER_S = 1e6
 
 def stop_rule(settings: Settings) -> StopRule:
     return StopRule(settings.target_rel_precision, settings.min_samples, settings.max_samples, settings.time_cap_s,
-                    settings.min_time_s)
+                    settings.min_time_s, settings.limited_min_time_s)
 
 
 def _base(item: PlanItem, backend: Backend, started: Any) -> dict[str, Any]:

@@ -12,18 +12,16 @@ Cold (`Settings.cold`): before every call a buffer twice the L2's size is writte
 finds none of its operands in L2 (triton.testing.do_bench's flush); each call is timed by its own
 event pair, which adds the ~2-3 us an event pair costs: cold figures suit large kernels.
 
-Throttling: the SM clock is read (NVML, optional) during every sample: after the host has
-enqueued it and before it waits for it, so the reading is taken while the GPU runs the sample
-(a reading after the wait would see an idle GPU's clock recovering). Samples taken below
-`THROTTLE_FRACTION` of the highest clock this process has seen are discarded, as long as at
-least the rule's minimum of samples remains; otherwise all are kept and counted as throttled.
-A clock read is a point reading, not an average over the sample.
-
-Power: an H100/H200 under a large GEMM runs at full clock for ~0.1 s, then the power limiter
-pulls the clock down 15-25% and it oscillates; after such a GEMM a small one finds the clock low
-for ~0.15-0.3 s. The stopping rule's minimum measuring time (runner/run.py MODES, 0.3 s by
-default) puts the median in the steady state whatever ran before (tests/benchmarks/
-settle_rules.py shows the choice on recorded series).
+Clocks: the SM clock and NVML's slowdown reasons are read (NVML, optional) during every sample:
+after the host has enqueued it and before it waits for it, so the reading is taken while the GPU
+runs the sample (a reading after the wait would see an idle GPU's clock recovering). A clock
+read is a point reading, not an average over the sample. Which samples count as throttled, and
+where the steady stretch begins once the power limiter has moved the clock, is decided in
+settling.py: throttled samples are discarded as long as at least the rule's minimum of samples
+remains (otherwise all are kept and counted as throttled); samples before the clock's first
+move are left out, and the stopping rule's minimum measuring time (runner/run.py MODES: 0.2 s by
+default, 1 s while the power limiter holds the clock; tests/benchmarks/settle_rules.py shows the
+choice on recorded series) counts from it.
 
 Profiler cross-check (`Settings.verify_timing`): right after the measurement, CUPTI (through
 torch.profiler) records a few more samples taken exactly as the timed ones (the same graph, the
@@ -44,6 +42,7 @@ from typing import Any, Callable
 import torch
 
 from ..results import Measurement, Settings
+from .settling import ClockReading, SettleWatch, power_limited, throttled
 from .stopping import MAX_SAMPLES, TIME_CAP, StopRule
 
 METHOD_GRAPH = "cuda-graph-events"
@@ -58,7 +57,6 @@ FLUSH_FACTOR = 2             # flush buffer = this x L2 size
 # default). A tighter threshold (we had 90%) treats the power limiter's ordinary 5-10% dips under
 # a large GEMM as throttling: the rests that follow cool the chip, the figure becomes a burst
 # figure that depends on what ran before, and a second run disagrees by up to 20% (H200).
-THROTTLE_FRACTION = 0.75
 RECOVERY_S = 0.05            # rest after a throttled sample (nvbench's throttle_recovery_delay)
 EAGER_PROFILED_CALLS = 200  # an eager sample's calls profiled at once (--verify-timing)
 VERIFY_TOLERANCE = 0.05      # flag harness/profiler disagreement beyond 5%
@@ -76,11 +74,15 @@ PROFILE_WARM_S = 0.1
 MAX_WARM_REPLAYS = 1000
 MARKER_KERNEL = "spin_kernel"
 MARKER_CYCLES = 100  # a marker, not a rest: the GPU stays as loaded as when it was timed
-# How much is profiled: samples covering this long (the power limiter's ups and downs average
-# out), at most this many samples and this many calls in all (CUPTI's records are read in Python).
-PROFILE_WINDOW_S = 0.02
-PROFILE_MAX_SAMPLES = 20
+# How much is profiled: samples covering as long as the timed ones did, so the power limiter's
+# swing (+-5% between 100 ms windows, H100) averages out as in the timed figure (20 ms windows
+# left 6 large GEMMs 5-6% off their harness time), at most this many samples and this many calls
+# in all (CUPTI's records are read in Python).
+PROFILE_MAX_SAMPLES = 1000
 PROFILE_MAX_CALLS = 2000
+# NVML's clock event reason bits that slow the SM clock (idle and application-clock settings left out)
+SLOWDOWN_REASONS = {"sw_power_cap": 0x4, "hw_slowdown": 0x8, "sync_boost": 0x10, "sw_thermal": 0x20,
+                    "hw_thermal": 0x40, "hw_power_brake": 0x80}
 
 
 class ClockReader:
@@ -121,19 +123,31 @@ class ClockReader:
         self.max_seen = max(self.max_seen, mhz)
         return mhz
 
-    def throttle_reasons(self) -> list[str]:
-        """Names of active thermal/power slowdown reasons (idle and app-clock settings excluded)."""
+    def throttle_reasons(self) -> list[str] | None:
+        """Names of active thermal/power slowdown reasons (idle and app-clock settings excluded);
+        None where NVML cannot say."""
         if not self.available:
-            return []
+            return None
         n = self.nvml
         try:
             fn = getattr(n, "nvmlDeviceGetCurrentClocksEventReasons", None) or n.nvmlDeviceGetCurrentClocksThrottleReasons
             mask = int(fn(self.handle))
         except Exception:  # noqa: BLE001
-            return []
-        names = {"sw_power_cap": 0x4, "hw_slowdown": 0x8, "sync_boost": 0x10, "sw_thermal": 0x20,
-                 "hw_thermal": 0x40, "hw_power_brake": 0x80}
-        return [name for name, bit in names.items() if mask & bit]
+            return None
+        return [name for name, bit in SLOWDOWN_REASONS.items() if mask & bit]
+
+    def reading(self) -> ClockReading:
+        """The SM clock and the slowdown reasons now (taken while a sample runs)."""
+        reasons = self.throttle_reasons()
+        return ClockReading(self.sm_mhz(), None if reasons is None else tuple(reasons))
+
+    def temperature_c(self) -> float | None:
+        if not self.available:
+            return None
+        try:
+            return float(self.nvml.nvmlDeviceGetTemperature(self.handle, self.nvml.NVML_TEMPERATURE_GPU))
+        except Exception:  # noqa: BLE001
+            return None
 
     def max_clocks(self) -> dict[str, float]:
         if not self.available:
@@ -330,51 +344,72 @@ def sampler_for(fn: Callable[[], object], settings: Settings, capturable: bool, 
                              during)
 
 
-def select_unthrottled(samples: list[float], clocks: list[float | None], reference_mhz: float, min_keep: int
+def select_unthrottled(samples: list[float], clocks: list[float | None], low: list[bool], min_keep: int
                        ) -> tuple[list[float], list[float], int, int]:
-    """(kept samples, their clocks, discarded, throttled-but-kept). Samples whose clock is below
-    THROTTLE_FRACTION of `reference_mhz` are dropped if at least `min_keep` remain."""
-    if reference_mhz <= 0 or not any(c is not None for c in clocks):
-        return samples, [c for c in clocks if c is not None], 0, 0
-    low = [c is not None and c < THROTTLE_FRACTION * reference_mhz for c in clocks]
+    """(kept samples, their clocks, discarded, throttled-but-kept). The samples flagged `low`
+    (settling.throttled) are dropped if at least `min_keep` remain."""
     n_low = sum(low)
-    if n_low == 0:
-        return samples, [c for c in clocks if c is not None], 0, 0
-    if len(samples) - n_low >= min_keep:
-        kept = [(s, c) for s, c, lo in zip(samples, clocks, low) if not lo]
-        return [s for s, _ in kept], [c for _, c in kept if c is not None], n_low, 0
-    return samples, [c for c in clocks if c is not None], 0, n_low
+    if n_low == 0 or len(samples) - n_low < min_keep:
+        return samples, [c for c in clocks if c is not None], 0, n_low
+    kept = [(s, c) for s, c, lo in zip(samples, clocks, low) if not lo]
+    return [s for s, _ in kept], [c for _, c in kept if c is not None], n_low, 0
 
 
-def run_samples(sampler: Sampler, rule: StopRule, clock: Callable[[], float | None],
+@dataclass(frozen=True)
+class Sampling:
+    """What the stopping loop took: the steady stretch's samples with the clock reading and the
+    throttle flag of each, why it stopped, and what was left out before the clock first moved."""
+
+    samples: list[float]
+    readings: list[ClockReading]
+    low: list[bool]
+    reason: str
+    settle_samples: int = 0
+    settle_s: float = 0.0
+
+
+def run_samples(sampler: Sampler, rule: StopRule, clock: Callable[[], ClockReading],
                 now: Callable[[], float] = time.perf_counter, reference: Callable[[], float] = lambda: 0.0,
-                rest: Callable[[float], None] = time.sleep) -> tuple[list[float], list[float | None], str]:
-    """Take samples until the rule stops; returns samples, clock per sample and the reason.
+                rest: Callable[[float], None] = time.sleep) -> Sampling:
+    """Take samples until the rule stops.
 
-    nvbench's throttle handling: a sample whose SM clock is below THROTTLE_FRACTION of
-    `reference()` (the highest clock seen) is not shown to the stopping rule, and the GPU rests
-    RECOVERY_S before the next sample, so a power- or heat-capped stretch does not decide the
-    figure. Such samples are still returned (select_unthrottled drops them afterwards); past
-    twice the time cap the loop stops whatever the clocks say, and the result says throttled."""
+    nvbench's throttle handling (settling.throttled decides): a throttled sample is not shown
+    to the stopping rule, and the GPU rests RECOVERY_S before the next sample, so a heat-capped
+    stretch does not decide the figure. At the clock's first move between boost and below
+    (settling.SettleWatch) the samples so far are left out and the rule starts over, its
+    minimum time counted from there; while most readings since are power_limited, the rule's
+    longer minimum for a limited clock applies. Past twice the time cap the loop stops whatever the clocks
+    say (then the result says throttled)."""
     samples: list[float] = []
-    clocks: list[float | None] = []
+    readings: list[ClockReading] = []
+    low: list[bool] = []
     counted: list[float] = []
-    start = now()
+    watch = SettleWatch()
+    first = limited = 0
+    start = stretch = now()
     while True:
         samples.append(sampler.take())
-        mhz = clock()
-        clocks.append(mhz)
+        reading = clock()
         ref = reference()
-        throttled = mhz is not None and ref > 0 and mhz < THROTTLE_FRACTION * ref
-        if not throttled:
-            counted.append(samples[-1])
-        elapsed = now() - start
-        reason = rule.decide(counted, elapsed) if counted else None
+        readings.append(reading)
+        low.append(throttled(reading, ref))
+        if watch.observe(reading, ref):
+            # The reading was taken while this sample ran: the stretch begins with the next one.
+            first, counted, limited, stretch = len(samples), [], 0, now()
+        else:
+            limited += power_limited(reading, ref)
+            if not low[-1]:
+                counted.append(samples[-1])
+        t = now()
+        reason = rule.decide(counted, t - stretch, 2 * limited > len(samples) - first) if counted else None
+        if not reason and (t - start >= 2 * rule.time_cap_s or len(samples) >= rule.max_samples):
+            reason = MAX_SAMPLES if len(samples) >= rule.max_samples else TIME_CAP
         if reason:
-            return samples, clocks, reason
-        if elapsed >= 2 * rule.time_cap_s or len(samples) >= rule.max_samples:
-            return samples, clocks, MAX_SAMPLES if len(samples) >= rule.max_samples else TIME_CAP
-        if throttled:
+            if first >= len(samples):  # stopped right at the move: keep what there is
+                first = 0
+            return Sampling(samples[first:], readings[first:], low[first:], reason, first,
+                            stretch - start if first else 0.0)
+        if low[-1]:
             rest(RECOVERY_S)
 
 
@@ -382,27 +417,36 @@ def measure(fn: Callable[[], object], rule: StopRule, settings: Settings, captur
             device: torch.device, clocks: ClockReader) -> tuple[Measurement, dict[str, Any]]:
     """Time `fn` on the GPU; returns the measurement and notes for the part's info (with the
     profiler's figures beside it when `settings.verify_timing`)."""
-    reading: list[float | None] = [None]
+    reading = [ClockReading()]
 
     def during() -> None:
-        reading[0] = clocks.sm_mhz()
+        reading[0] = clocks.reading()
 
     sampler = sampler_for(fn, settings, capturable, device, during)
-    samples, readings, reason = run_samples(sampler, rule, lambda: reading[0], reference=lambda: clocks.max_seen)
-    kept, kept_clocks, discarded, throttled = select_unthrottled(samples, readings, clocks.max_seen, rule.min_samples)
+    got = run_samples(sampler, rule, lambda: reading[0], reference=lambda: clocks.max_seen)
+    kept, kept_clocks, discarded, throttled_kept = select_unthrottled(
+        got.samples, [r.mhz for r in got.readings], got.low, rule.min_samples)
     notes = dict(sampler.notes)
     active = clocks.throttle_reasons()
     if active:
         notes["nvml_clock_event_reasons"] = active
-    if throttled:
-        notes["throttled_samples_kept"] = throttled
+    if throttled_kept:
+        notes["throttled_samples_kept"] = throttled_kept
+    capped = sum(r.power_capped for r in got.readings)
+    if capped:
+        notes["power_capped_samples"] = capped
+    if got.settle_samples:
+        notes["clock_settle"] = {"samples_left_out": got.settle_samples, "seconds": round(got.settle_s, 3)}
     if clocks.max_seen:
         notes["sm_clock_reference_mhz"] = clocks.max_seen
+    temperature = clocks.temperature_c()
+    if temperature is not None:
+        notes["gpu_temp_c"] = temperature
     m = Measurement.of(kept, method=sampler.method, calls_per_sample=sampler.calls, warmup_calls=sampler.warmup_calls,
-                       stop_reason=reason, target_rel_precision=rule.target_rel_precision, discarded=discarded,
+                       stop_reason=got.reason, target_rel_precision=rule.target_rel_precision, discarded=discarded,
                        clocks_mhz=tuple(kept_clocks))
     if settings.verify_timing and sampler.replay is not None:
-        notes["profiler"] = verify(sampler, m.stats.median)
+        notes["profiler"] = verify(sampler, m.stats.median, m.stats.n * m.stats.median * sampler.calls / 1e6)
     return m, notes
 
 
@@ -504,12 +548,13 @@ def profiler_kernel_us(fn: Callable[[], object], calls: int = 1) -> dict[str, An
     return profile_samples(_eager_replay(fn, calls), calls)
 
 
-def verify(sampler: Sampler, harness_us: float) -> dict[str, Any]:
+def verify(sampler: Sampler, harness_us: float, window_s: float) -> dict[str, Any]:
     """The profiler's time per call (call_us) of samples taken right after the measurement (in the
-    same GPU state) beside the harness time; flagged when they part by more than VERIFY_TOLERANCE."""
+    same GPU state, covering `window_s` as the timed ones did) beside the harness time; flagged
+    when they part by more than VERIFY_TOLERANCE."""
     assert sampler.replay is not None
     sample_s = max(harness_us * sampler.replay_calls / 1e6, 1e-9)
-    samples = max(1, min(PROFILE_MAX_SAMPLES, math.ceil(PROFILE_WINDOW_S / sample_s),
+    samples = max(1, min(PROFILE_MAX_SAMPLES, math.ceil(window_s / sample_s),
                          PROFILE_MAX_CALLS // sampler.replay_calls))
     warm = max(1, min(MAX_WARM_REPLAYS, math.ceil(PROFILE_WARM_S / sample_s)))
     prof = profile_samples(sampler.replay, sampler.replay_calls, samples, warm, sampler.before_replay)

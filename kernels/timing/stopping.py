@@ -8,7 +8,10 @@ result is flagged `unconverged`).
 
 A minimum measuring time (nvbench's --min-time) keeps a figure from converging on the first few
 milliseconds: a large GEMM's first samples run before the GPU's power limiter has settled, and a
-median over a longer stretch is what a second run reproduces."""
+median over a longer stretch is what a second run reproduces. Under the power limiter the clock
+swings by 10-20% over hundreds of milliseconds (H100, large half-precision GEMMs): medians over
+0.3 s windows of one steady stretch differed by up to 8%, over 1 s by under 2%
+(tests/benchmarks/results/settle-h100.json), so such kernels get a longer minimum."""
 
 from __future__ import annotations
 
@@ -42,13 +45,16 @@ class StopRule:
     max_samples: int
     time_cap_s: float
     min_time_s: float = 0.0
+    limited_min_time_s: float = 0.0
 
-    def decide(self, samples: Sequence[float], elapsed_s: float) -> str | None:
-        """The reason to stop now, or None to take another sample."""
+    def decide(self, samples: Sequence[float], elapsed_s: float, limited: bool = False) -> str | None:
+        """The reason to stop now, or None to take another sample. `limited`: the power limiter
+        holds the clock (settling.power_limited), and `limited_min_time_s` applies."""
         n = len(samples)
         if n >= self.max_samples:
             return MAX_SAMPLES
-        if (n >= self.min_samples and elapsed_s >= self.min_time_s
+        min_time = max(self.min_time_s, self.limited_min_time_s) if limited else self.min_time_s
+        if (n >= self.min_samples and elapsed_s >= min_time
                 and relative_precision(samples) <= self.target_rel_precision):
             return CONVERGED
         if n >= self.min_samples and elapsed_s >= self.time_cap_s:

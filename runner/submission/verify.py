@@ -17,7 +17,6 @@ kernel `unsupported` in both agrees; one that is `ok` in one run and not in the 
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from datetime import datetime, timezone

@@ -1,27 +1,32 @@
 """Fidelity benchmark (a script, not a unit test; needs an NVIDIA GPU and nvcc).
 
-Are the harness's GPU times as right as a native loop's? For DeepBench's training GEMMs in
-fp32, tf32, fp16 and bf16 it prints, per kernel:
-  harness   the harness's timer (CUDA-graph replay timed by events; kernels/timing/cuda.py)
-  native    a C++ loop over cublasGemmEx with DeepBench's (transa, transb, m, n, k)
-            (gemm_loop.cu, built here with nvcc; launch-bound, so an upper bound for tiny kernels)
-  profiler  CUPTI's (torch.profiler) time per call, from a call's first kernel start to its last
-            kernel end, for samples taken right after the measurement exactly as the timed ones
-            (kernels/timing/cuda.py verify, call_us)
-and the ratios harness/profiler and harness/native; then a second harness pass over the same
-kernels for repeatability, and a sample of convolutions (every direction) against the profiler.
-Beside them, informational: the harness's events over the kernels' durations for the very same
-profiled samples (`timer`) and over the kernels' summed durations (`busy`: without split-K's wait
-between GEMM and reduction). Under the profiler some large GEMMs run up to 20% slower than without
-it (H100), so harness/profiler below 1 there is the profiler's doing: the native loop agrees.
+Are the harness's GPU times as right as a native loop's, and does a second run agree? For
+DeepBench's training GEMMs in fp32, tf32, fp16 and bf16, after a warm-up that brings the GPU near
+its working temperature, it runs:
+  pass 1    the harness's timer (CUDA-graph replay timed by events; kernels/timing/cuda.py) with
+            the default mode's settings, as `deepbench-run` measures
+  native    a C++ loop over cublasGemmEx with DeepBench's (transa, transb, m, n, k), each kernel
+            for as long as pass 1 measured it (gemm_loop.cu, built here with nvcc; launch-bound,
+            so an upper bound for tiny kernels)
+  pass 2    the harness again, as pass 1: `repeat` is pass 2 / pass 1
+  profiled  the harness with --verify-timing: CUPTI's (torch.profiler) time per call, from a
+            call's first kernel start to its last kernel end, for samples taken right after the
+            measurement exactly as the timed ones (kernels/timing/cuda.py verify, call_us),
+            against that pass's own harness time (the same GPU state)
+and prints per kernel the figures and the ratios harness/profiler, harness/native and repeat,
+then a summary; with the convolution sample (every direction) against the profiler. Beside them,
+informational: the harness's events over the kernels' durations for the very same profiled
+samples (`timer`) and over the kernels' summed durations (`busy`: without split-K's wait between
+GEMM and reduction). Under the profiler some large GEMMs run up to 20% slower than without it
+(H100), so harness/profiler below 1 there is the profiler's doing: the native loop agrees.
 
-The whole takes ~15 min on an H100 with the default mode's 0.3 s min-time, more than one call to a
-lent GPU allows, so it can run in parts and be summed up afterwards:
+A precision takes 5-8 minutes on an H100, so the benchmark runs in parts (one call to a lent GPU
+allows 10 minutes) and sums them up afterwards:
 
-    python tests/benchmarks/fidelity.py --precisions fp32,tf32 --no-conv --out a.json
-    python tests/benchmarks/fidelity.py --precisions fp16,bf16 --no-conv --out b.json
-    python tests/benchmarks/fidelity.py --no-gemm --out c.json
-    python tests/benchmarks/fidelity.py --merge a.json b.json c.json  # the summary over all
+    python tests/benchmarks/fidelity.py --precisions fp16 --no-conv --no-profiler --out fp16.json
+    python tests/benchmarks/fidelity.py --precisions fp16 --no-conv --out fp16-profiled.json
+    python tests/benchmarks/fidelity.py --no-gemm --out conv.json
+    python tests/benchmarks/fidelity.py --merge fp32.json tf32.json fp16.json bf16.json conv.json
     python tests/benchmarks/fidelity.py --limit 10 --precisions fp16  # a quick look
 
 Targets (issue 3): harness/profiler <= 1.05 for every training GEMM with median <= 1.02;
@@ -49,6 +54,7 @@ from deepbench.kernels.precision import Precision
 from deepbench.kernels.results import Settings
 from deepbench.kernels.suites import select
 from deepbench.kernels.timing import cuda as cuda_timer
+from deepbench.kernels.timing.warmup import warm_up
 from deepbench.runner.run import MODES
 
 HERE = Path(__file__).resolve().parent
@@ -60,6 +66,7 @@ PROFILER_MEDIAN_TARGET = 1.02
 NATIVE_TARGET = 1.05
 REPEAT_TOLERANCE = 0.03
 REPEAT_SHARE = 0.95
+WARM_UP_S = 60.0  # the repeatability passes start from a GPU near its working temperature (H100: 34 -> 69 C)
 SMALL_US = 10.0   # kernels this short: a 0.1-0.3 us gap between graph nodes is several percent
 NAMED = ((1760, 128, 1760, False, False), (5124, 9124, 2560, True, False))  # DeepBench README's V100 rows
 
@@ -72,10 +79,11 @@ def build_native(workdir: Path) -> Path:
     return binary
 
 
-def native_times(binary: Path, problems: list[tuple], min_time_s: float) -> dict[tuple, float]:
-    text = "".join(f"{p} {'T' if at else 'N'} {'T' if bt else 'N'} {m} {n} {k}\n" for p, m, n, k, at, bt in problems)
-    out = subprocess.run([str(binary), str(min_time_s)], input=text, capture_output=True, text=True,
-                         check=True).stdout
+def native_times(binary: Path, problems: list[tuple], seconds: list[float]) -> dict[tuple, float]:
+    """The native loop's us per call, each problem measured for as long as the harness measured it."""
+    text = "".join(f"{p} {'T' if at else 'N'} {'T' if bt else 'N'} {m} {n} {k} {s:.3f}\n"
+                   for (p, m, n, k, at, bt), s in zip(problems, seconds))
+    out = subprocess.run([str(binary)], input=text, capture_output=True, text=True, check=True).stdout
     times = {}
     for line in out.splitlines():
         p, ta, tb, m, n, k, us, _ = line.split()
@@ -95,7 +103,10 @@ def harness_pass(backend: TorchBackend, items: list[tuple], settings: Settings) 
             m, notes = cuda_timer.measure(part.run, rule, settings, part.capturable, backend.device, backend.clocks)
             row = {"harness_us": m.stats.median, "method": m.method, "calls": m.calls_per_sample,
                    "samples": m.stats.n, "discarded": m.discarded,
-                   "sm_mhz": statistics.median(m.clocks_mhz) if m.clocks_mhz else None}
+                   "sm_mhz": statistics.median(m.clocks_mhz) if m.clocks_mhz else None,
+                   "settle_s": notes.get("clock_settle", {}).get("seconds", 0.0),
+                   "power_capped_samples": notes.get("power_capped_samples", 0), "temp_c": notes.get("gpu_temp_c"),
+                   "measured_s": m.stats.n * m.stats.median * m.calls_per_sample / 1e6}
             prof = notes.get("profiler")
             if prof:
                 row.update(profiler_us=prof["kernel_us"], span_us=prof["span_us"], period_us=prof["period_us"],
@@ -111,13 +122,15 @@ def harness_pass(backend: TorchBackend, items: list[tuple], settings: Settings) 
 
 def profiler_ratio(row: dict[str, Any]) -> float:
     """Harness time over the profiler's time per call (cuda_timer.call_us: the span of the call's
-    kernels), computed from the raw figures so parts written by older versions sum up alike."""
-    return row["harness_us"] / cuda_timer.call_us({"span_us": row.get("span_us"), "kernel_us": row["profiler_us"]})
+    kernels), both from the profiled pass, computed from the raw figures so parts written by older
+    versions (whose first pass was the profiled one) sum up alike."""
+    harness = row.get("harness_us_profiled", row["harness_us"])
+    return harness / cuda_timer.call_us({"span_us": row.get("span_us"), "kernel_us": row["profiler_us"]})
 
 
 def busy_ratio(row: dict[str, Any]) -> float:
     """Harness time over the kernels' summed durations per call (no gap inside a call counted)."""
-    return row["harness_us"] / row["profiler_us"]
+    return row.get("harness_us_profiled", row["harness_us"]) / row["profiler_us"]
 
 
 def ratio_summary(name: str, ratios: list[float], limit: float, median_limit: float | None = None,
@@ -132,23 +145,38 @@ def ratio_summary(name: str, ratios: list[float], limit: float, median_limit: fl
     return s
 
 
-def gemm_rows(items: list[tuple], first: dict, second: dict, native: dict) -> list[dict[str, Any]]:
+PROFILED = ("harness_us", "profiler_us", "span_us", "period_us", "events_us", "profiled_samples", "kernels_per_call",
+            "kernels", "ratio_timer")
+
+
+def gemm_rows(items: list[tuple], first: dict, second: dict, native: dict, profiled: dict | None
+              ) -> list[dict[str, Any]]:
+    """One row per GEMM: the two plain passes, the native loop and, if run, the profiled pass
+    (its own harness time as harness_us_profiled: the profiler's figures are judged against the
+    samples timed in the same GPU state)."""
     rows = []
     print(f"{'prec':5} {'ta':2} {'tb':2} {'M':>6} {'N':>6} {'K':>6} {'harness_us':>11} {'native_us':>10} "
           f"{'profiler_us':>11} {'k/call':>6} {'h/prof':>7} {'h/busy':>7} {'timer':>6} {'h/native':>8} "
-          f"{'repeat':>7} {'MHz':>9}")
+          f"{'repeat':>7} {'MHz':>9} {'C':>5}")
     for key, _, _ in items:
         a, b = first[key + ("fwd",)], second[key + ("fwd",)]
         p, m, n, k, at, bt = key
         row = {"precision": p, "m": m, "n": n, "k": k, "a_t": at, "b_t": bt, **a, "native_us": native[key],
-               "harness_us_second": b["harness_us"], "sm_mhz_second": b["sm_mhz"],
+               "harness_us_second": b["harness_us"], "sm_mhz_second": b["sm_mhz"], "settle_s_second": b["settle_s"],
+               "temp_c_second": b["temp_c"],
                "ratio_native": a["harness_us"] / native[key], "repeat": b["harness_us"] / a["harness_us"],
-               "ratio_profiler": profiler_ratio(a), "ratio_busy": busy_ratio(a), "named": (m, n, k, at, bt) in NAMED}
+               "named": (m, n, k, at, bt) in NAMED}
+        prof = "-"
+        if profiled:
+            c = profiled[key + ("fwd",)]
+            row.update({f: c.get(f) for f in PROFILED if f != "harness_us"}, harness_us_profiled=c["harness_us"])
+            row.update(ratio_profiler=profiler_ratio(row), ratio_busy=busy_ratio(row))
+            prof = (f"{row['profiler_us']:11.2f} {row['kernels_per_call']:6.1f} {row['ratio_profiler']:7.3f} "
+                    f"{row['ratio_busy']:7.3f} {row['ratio_timer']:6.3f}")
         rows.append(row)
         print(f"{p:5} {'T' if at else 'N':2} {'T' if bt else 'N':2} {m:6d} {n:6d} {k:6d} {a['harness_us']:11.2f} "
-              f"{native[key]:10.2f} {a['profiler_us']:11.2f} {a.get('kernels_per_call', 0):6.1f} "
-              f"{row['ratio_profiler']:7.3f} {row['ratio_busy']:7.3f} {row['ratio_timer']:6.3f} "
-              f"{row['ratio_native']:8.3f} {row['repeat']:7.3f} {a['sm_mhz'] or 0:4.0f}/{b['sm_mhz'] or 0:4.0f}"
+              f"{native[key]:10.2f} {prof:>43} {row['ratio_native']:8.3f} {row['repeat']:7.3f} "
+              f"{a['sm_mhz'] or 0:4.0f}/{b['sm_mhz'] or 0:4.0f} {a['temp_c'] or 0:2.0f}/{b['temp_c'] or 0:2.0f}"
               f"{'  <- DeepBench README' if row['named'] else ''}", flush=True)
     return rows
 
@@ -166,17 +194,19 @@ def conv_rows_of(results: dict) -> list[dict[str, Any]]:
 def summarize(rows: list[dict], conv_rows: list[dict], device: str, elapsed: float) -> tuple[list[dict], bool]:
     """Print the SUMMARY lines; returns the summaries and whether every target is met."""
     summaries = []
+    profiled = [r for r in rows if r.get("profiler_us") is not None]
     if rows:
+        summaries.append(ratio_summary("gemm harness/native", [r["ratio_native"] for r in rows], NATIVE_TARGET))
+    if profiled:
         summaries += [
-            ratio_summary("gemm harness/profiler", [profiler_ratio(r) for r in rows], PROFILER_TARGET,
+            ratio_summary("gemm harness/profiler", [profiler_ratio(r) for r in profiled], PROFILER_TARGET,
                           PROFILER_MEDIAN_TARGET),
-            ratio_summary("gemm harness/native", [r["ratio_native"] for r in rows], NATIVE_TARGET),
-            ratio_summary("gemm timer/profiler, same samples", [r["ratio_timer"] for r in rows], PROFILER_TARGET,
-                          informational=True),
-            ratio_summary("gemm harness/profiler-busy", [busy_ratio(r) for r in rows], PROFILER_TARGET,
+            ratio_summary("gemm timer/profiler, same samples", [r["ratio_timer"] for r in profiled],
+                          PROFILER_TARGET, informational=True),
+            ratio_summary("gemm harness/profiler-busy", [busy_ratio(r) for r in profiled], PROFILER_TARGET,
                           informational=True),
         ]
-        over = [r for r in rows if profiler_ratio(r) > PROFILER_TARGET]
+        over = [r for r in profiled if profiler_ratio(r) > PROFILER_TARGET]
         print(f"\nover {PROFILER_TARGET} harness/profiler: {len(over)} GEMMs; of them "
               f"{sum(r.get('kernels_per_call', 1) > 1 for r in over)} launch more than one kernel a call and "
               f"{sum(r['profiler_us'] < SMALL_US for r in over)} run under {SMALL_US:g} us")
@@ -221,6 +251,9 @@ def main() -> int:
     ap.add_argument("--precisions", default=",".join(GEMM_PRECISIONS))
     ap.add_argument("--no-conv", action="store_true", help="leave out the convolution sample")
     ap.add_argument("--no-gemm", action="store_true", help="the convolution sample only")
+    ap.add_argument("--no-profiler", action="store_true", help="leave out the profiled pass over the GEMMs")
+    ap.add_argument("--warm-up", type=float, default=WARM_UP_S, metavar="S",
+                    help=f"seconds of a large GEMM at most before the first pass (default {WARM_UP_S:g})")
     ap.add_argument("--merge", type=Path, nargs="+", metavar="JSON", help="summarize parts written with --out")
     args = ap.parse_args()
     if args.merge:
@@ -229,8 +262,9 @@ def main() -> int:
         print("fidelity: needs an NVIDIA GPU", file=sys.stderr)
         return 2
     started = time.time()
-    # The default mode's measuring settings (what `deepbench-run` uses); the first pass also profiles.
-    settings = Settings(device="cuda", verify_timing=True, **MODES["default"])
+    # The default mode's measuring settings (what `deepbench-run` uses); the profiled pass adds the profiler.
+    settings = Settings(device="cuda", **MODES["default"])
+    profiling = settings.model_copy(update={"verify_timing": True})
     backend = TorchBackend(settings)
     facts = {"device": backend.device_facts(), "software": backend.library_versions(), "settings": settings.model_dump()}
     print(f"# device {facts['device']['name']}  {json.dumps(facts['software'])}", flush=True)
@@ -242,16 +276,20 @@ def main() -> int:
     if items:
         with tempfile.TemporaryDirectory() as tmp:
             binary = build_native(Path(tmp))
+            facts["warm_up"] = warm_up(backend.device, backend.clocks.temperature_c, args.warm_up)
+            print(f"# warm-up {json.dumps(facts['warm_up'])}", flush=True)
             first = harness_pass(backend, items, settings)
-            native = native_times(binary, [key for key, _, _ in items], settings.min_time_s)
-        second = harness_pass(backend, items, settings.model_copy(update={"verify_timing": False}))
-        rows = gemm_rows(items, first, second, native)
+            keys = [key for key, _, _ in items]
+            native = native_times(binary, keys, [first[key + ("fwd",)]["measured_s"] for key in keys])
+        second = harness_pass(backend, items, settings)
+        profiled = None if args.no_profiler else harness_pass(backend, items, profiling)
+        rows = gemm_rows(items, first, second, native, profiled)
 
     conv_rows = []
     if not args.no_conv:
         convs = select("train", ops=["conv"])[::CONV_SAMPLE_EVERY]
         citems = [((p, c.id), c, p) for p in CONV_PRECISIONS for c in convs]
-        conv_rows = conv_rows_of(harness_pass(backend, citems, settings))
+        conv_rows = conv_rows_of(harness_pass(backend, citems, profiling))
 
     elapsed = time.time() - started
     summaries, ok = summarize(rows, conv_rows, facts["device"]["name"], elapsed)

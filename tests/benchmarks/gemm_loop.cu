@@ -2,12 +2,13 @@
 // harness with. It makes DeepBench's call: column-major C (m x n) = op(A) op(B), alpha = 1,
 // beta = 0, lda = (transa ? k : m), ldb = (transb ? n : k), ldc = m.
 //
-// Input on stdin, one problem a line:  PRECISION TRANSA TRANSB M N K   (fp32|tf32|fp16|bf16, N|T)
+// Input on stdin, one problem a line:  PRECISION TRANSA TRANSB M N K [SECONDS]   (fp32|tf32|fp16|bf16, N|T)
 // Output, one line each:               PRECISION TRANSA TRANSB M N K US_PER_CALL CALLS
 // Timing: after WARMUP calls, trials of `calls` back-to-back launches between two CUDA events
 // (calls chosen so a trial lasts >= MIN_TRIAL_MS), at least MIN_TRIALS of them and for at least
-// the seconds given as the first argument (default 0: the harness's min-time, so both figures
-// are medians over the same stretch of the GPU's power states); the median trial is printed. The loop
+// SECONDS (the line's, else the first argument's; default 0): the fidelity benchmark passes how long
+// the harness measured that kernel, so both figures are medians over as long a stretch of the
+// GPU's power states; the median trial is printed. The loop
 // is launch-bound for kernels shorter than the host's launch rate (~5-8 us), which is why it is
 // an upper bound there.
 //
@@ -67,6 +68,8 @@ int main(int argc, char** argv) {
     std::string prec, ta, tb;
     long m, n, k;
     if (!(in >> prec >> ta >> tb >> m >> n >> k)) continue;
+    double seconds;
+    const double min_ms = (in >> seconds) ? 1000.0 * seconds : min_time_ms;
     cudaDataType_t dt;
     cublasComputeType_t ct = CUBLAS_COMPUTE_32F;
     size_t elem;
@@ -105,7 +108,7 @@ int main(int argc, char** argv) {
       calls = std::min(MAX_CALLS, std::max(2 * calls, int(calls * MIN_TRIAL_MS / std::max(ms, 1e-3f)) + 1));
     }
     std::vector<float> per_call;
-    for (double spent_ms = 0.0; int(per_call.size()) < MIN_TRIALS || spent_ms < min_time_ms;) {
+    for (double spent_ms = 0.0; int(per_call.size()) < MIN_TRIALS || spent_ms < min_ms;) {
       CHECK_CUDA(cudaEventRecord(start));
       for (int i = 0; i < calls; ++i) call();
       CHECK_CUDA(cudaEventRecord(stop));

@@ -2,8 +2,8 @@
 # What issue 3's GPU figures were made with, on a lent H100/H200 machine (no registry, no Docker), one
 # phase a call (each fits the lent machine's 10 minutes a command):
 #   bash tests/benchmarks/gpu_session.sh check               # GPU tests, cuBLAS layout log, graph gap, conv fidelity
-#   bash tests/benchmarks/gpu_session.sh fidelity fp32,tf32  # fidelity of the training GEMMs in these precisions
-#   bash tests/benchmarks/gpu_session.sh fidelity fp16,bf16  # (then: fidelity.py --merge on the JSON files)
+#   bash tests/benchmarks/gpu_session.sh fidelity fp16 --no-profiler  # fidelity of the training GEMMs in a
+#   bash tests/benchmarks/gpu_session.sh fidelity fp16       # precision (then: fidelity.py --merge on the JSON files)
 #   bash tests/benchmarks/gpu_session.sh suite train         # a suite -> runner/published/nvidia-<gpu>/<suite>
 #   bash tests/benchmarks/gpu_session.sh suite inference-server
 #   bash tests/benchmarks/gpu_session.sh models              # model suites at batch 32, with their reports
@@ -26,8 +26,9 @@ if [ "$PHASE" = check ]; then
   python3 tests/benchmarks/graph_gap.py 2>&1 | tee "$OUT/graph_gap.log"
   python3 tests/benchmarks/fidelity.py --no-gemm --out "$OUT/fidelity-conv.json" > "$OUT/fidelity-conv.log" 2>&1; tail -4 "$OUT/fidelity-conv.log"
 elif [ "$PHASE" = fidelity ]; then
-  name=fidelity-${2//,/-}
-  python3 tests/benchmarks/fidelity.py --precisions "$2" --no-conv --out "$OUT/$name.json" > "$OUT/$name.log" 2>&1; tail -9 "$OUT/$name.log"
+  name=fidelity-${2//,/-}${3:+-${3#--}}
+  python3 tests/benchmarks/fidelity.py --precisions "$2" --no-conv "${@:3}" --out "$OUT/$name.json" > "$OUT/$name.log" 2>&1
+  tail -9 "$OUT/$name.log"
 elif [ "$PHASE" = suite ]; then
   dir="runner/published/nvidia-$DEV/$2"; rm -rf "$dir"
   cmd="deepbench-run --local --platform nvidia --suite $2 --quiet --out $dir"

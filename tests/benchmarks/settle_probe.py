@@ -51,6 +51,7 @@ PROBES = (  # (precision, m, n, k, a_t, b_t)
 HEAVY = ("bf16", 7680, 24000, 2560, False, False)
 SAMPLE_S = 1e-3
 CONTEXT_S = 0.5
+LAST_S = 0.5  # the steady end of a series: its median, and as long a profiled window
 
 
 class Probe:
@@ -106,9 +107,9 @@ def main() -> None:
             rows = probe.series(args.series_s)
             entry["series"][context] = rows
             first = [r for r in rows if r[0] < 0.05]
-            last = [r for r in rows if r[0] >= args.series_s - 0.5]
+            last = [r for r in rows if r[0] >= args.series_s - LAST_S]
             med_last = statistics.median(r[1] for r in last)
-            prof = cuda_timer.verify(probe.sampler, med_last)
+            prof = cuda_timer.verify(probe.sampler, med_last, LAST_S)
             entry["series"][context + "-profiler"] = {k: prof[k] for k in ("kernel_us", "span_us", "period_us",
                                                                              "kernels_per_call", "kernel_names")}
             print(f"{spec[0]:9} {kernel.id:15} {context:11} {statistics.median(r[1] for r in first):10.2f} "

@@ -18,6 +18,7 @@ from ...results import Measurement, Settings
 from ...timing import cpu as cpu_timer
 from ...timing import cuda as cuda_timer
 from ...timing.stopping import StopRule
+from ...timing.warmup import warm_up
 from ..base import Backend, Prepared, TimedPart, Unsupported
 from . import (attention, batched_gemm, conv, cuda_facts, elementwise, embedding, gemm, model, norms, pointwise,
                pooling, rnn, sparse_gemm)
@@ -51,6 +52,7 @@ class TorchBackend(Backend):
         self.ctx = TorchContext(self.device, settings.seed)
         self.precision = Precision.FP32
         self._ceilings: dict[str, float] | None = None
+        self._warmed = False
         self.clocks = cuda_timer.ClockReader(self.device) if self.ctx.is_cuda else None
         if self.ctx.is_cuda:
             # cuDNN's find picks the fastest algorithm per shape at the warm-up call (DeepBench
@@ -83,6 +85,10 @@ class TorchBackend(Backend):
         if not self.ctx.is_cuda:
             return cpu_timer.measure(fn, rule, self.settings.min_sample_s)
         assert self.clocks is not None
+        if not self._warmed:
+            self._warmed = True
+            if self.settings.warm_up_s > 0:
+                part.info["device_warm_up"] = warm_up(self.device, self.clocks.temperature_c, self.settings.warm_up_s)
         m, notes = cuda_timer.measure(fn, rule, self.settings, part.capturable, self.device, self.clocks)
         part.info.update(notes)
         bound = cuda_facts.roofline(part.flops, part.min_bytes, m.stats.median, self.precision, self.ceilings())
