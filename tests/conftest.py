@@ -4,6 +4,7 @@ installs and starts them); only GPU tests skip where no GPU exists."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +20,16 @@ def run_cli(*args: str, timeout: float = 600, env: dict | None = None, cwd: Path
     """Run an installed console script as a user would."""
     return subprocess.run(list(args), capture_output=True, text=True, timeout=timeout, cwd=cwd,
                           env={**os.environ, **(env or {})})
+
+
+def start_interruptible(args: list[str], env: dict | None = None) -> subprocess.Popen:
+    """Start an installed console script that the test will stop with Ctrl-C (SIGINT). A shell
+    starts `cmd &` with SIGINT ignored and children inherit that, so under a CI script run in the
+    background Python would install no KeyboardInterrupt handler and the signal would be lost: the
+    child gets the default disposition back, as in a terminal."""
+    return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **(env or {})},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 @pytest.fixture

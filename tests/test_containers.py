@@ -26,7 +26,7 @@ from deepbench.runner import images
 from deepbench.runner.container import run_options
 from deepbench.runner.platforms import get_platform
 
-from .conftest import REPO, run_cli
+from .conftest import REPO, run_cli, start_interruptible
 
 # The session fixtures build a Debian base and an image on first use: allow them the time.
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(3000)]
@@ -234,7 +234,7 @@ def test_interrupted_container_run_resumes(client, intel_image, tmp_path: Path) 
     last = SMOKE_GEMMS[-1]
     cmd = ["deepbench-run", "--platform", "intel", "--image", intel_image, "--fast", "--time-cap", "0.1",
            "--suite", "smoke", "--ops", "gemm", "--out", str(out), "--env", f"DEEPBENCH_FAULT=hang:{last}"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = start_interruptible(cmd)
     deadline = time.monotonic() + RUN_TIMEOUT_S
     while len(read_results(out / "results.jsonl")) < 2 and time.monotonic() < deadline:
         time.sleep(0.5)

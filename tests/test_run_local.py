@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import time
@@ -16,7 +15,7 @@ from deepbench.kernels.catalog import by_id
 from deepbench.kernels.harness.execute import run_item
 from deepbench.kernels.results import PlanItem, RunRecord, Settings, Status, read_results
 
-from .conftest import run_cli
+from .conftest import run_cli, start_interruptible
 
 
 def results(outdir: Path):
@@ -96,9 +95,8 @@ def _wait_for_results(out: Path, n: int, proc: subprocess.Popen, limit: float = 
 def test_interrupt_then_resume(tmp_path: Path) -> None:
     out = tmp_path / "run"
     # The fourth kernel hangs, so the interrupt lands mid-run however fast the machine is.
-    env = {**os.environ, "DEEPBENCH_FAULT": "hang:conv/inference_server/006"}
-    proc = subprocess.Popen(["deepbench-run", "--local", "--suite", "smoke", "--fast", "--out", str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = start_interruptible(["deepbench-run", "--local", "--suite", "smoke", "--fast", "--out", str(out)],
+                               env={"DEEPBENCH_FAULT": "hang:conv/inference_server/006"})
     _wait_for_results(out, 3, proc)
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=120)

@@ -53,10 +53,6 @@ MAX_CALLS_PER_GRAPH = 2000   # bounds capture time and graph memory for tiny ker
 MAX_CALLS_EAGER = 1 << 14
 COLD_CALLS_PER_SYNC = 16     # event pairs recorded before one host synchronisation
 FLUSH_FACTOR = 2             # flush buffer = this x L2 size
-# A sample below 75% of the highest SM clock seen is throttled (nvbench's --throttle-threshold
-# default). A tighter threshold (we had 90%) treats the power limiter's ordinary 5-10% dips under
-# a large GEMM as throttling: the rests that follow cool the chip, the figure becomes a burst
-# figure that depends on what ran before, and a second run disagrees by up to 20% (H200).
 RECOVERY_S = 0.05            # rest after a throttled sample (nvbench's throttle_recovery_delay)
 EAGER_PROFILED_CALLS = 200  # an eager sample's calls profiled at once (--verify-timing)
 VERIFY_TOLERANCE = 0.05      # flag harness/profiler disagreement beyond 5%
@@ -378,8 +374,8 @@ def run_samples(sampler: Sampler, rule: StopRule, clock: Callable[[], ClockReadi
     stretch does not decide the figure. At the clock's first move between boost and below
     (settling.SettleWatch) the samples so far are left out and the rule starts over, its
     minimum time counted from there; while most readings since are power_limited, the rule's
-    longer minimum for a limited clock applies. Past twice the time cap the loop stops whatever the clocks
-    say (then the result says throttled)."""
+    longer minimum for a limited clock applies. Past twice the time cap the loop stops whatever
+    the clocks say (then the result says throttled)."""
     samples: list[float] = []
     readings: list[ClockReading] = []
     low: list[bool] = []

@@ -206,6 +206,13 @@ def summarize(rows: list[dict], conv_rows: list[dict], device: str, elapsed: flo
             ratio_summary("gemm harness/profiler-busy", [busy_ratio(r) for r in profiled], PROFILER_TARGET,
                           informational=True),
         ]
+        for name, part in ((f"gemm harness/profiler, {SMALL_US:g} us and over",
+                            [r for r in profiled if r["profiler_us"] >= SMALL_US]),
+                           (f"gemm harness/profiler, under {SMALL_US:g} us",
+                            [r for r in profiled if r["profiler_us"] < SMALL_US])):
+            if part:
+                summaries.append(ratio_summary(name, [profiler_ratio(r) for r in part], PROFILER_TARGET,
+                                               informational=True))
         over = [r for r in profiled if profiler_ratio(r) > PROFILER_TARGET]
         print(f"\nover {PROFILER_TARGET} harness/profiler: {len(over)} GEMMs; of them "
               f"{sum(r.get('kernels_per_call', 1) > 1 for r in over)} launch more than one kernel a call and "

@@ -90,8 +90,9 @@ def main() -> None:
     for min_time in MIN_TIME_S:
         print(f"from the clock's first move, min-time {min_time:.2f} s: {spread(kernels, 0.0, min_time, True)}")
     default = MODES["default"]
-    print(f"the default mode (from the first move, min-time {default['min_time_s']} s, {default['limited_min_time_s']} s "
-          f"under the limiter): {spread(kernels, 0.0, default['min_time_s'], True, default['limited_min_time_s'])}")
+    low, limited = default["min_time_s"], default["limited_min_time_s"]
+    print(f"the default mode (from the first move, min-time {low} s, {limited} s under the limiter): "
+          f"{spread(kernels, 0.0, low, True, limited)}")
 
 
 if __name__ == "__main__":
