@@ -231,8 +231,8 @@ class BackToBack:
     a gap, as a native loop or a training step does. With a gap per sample (the host waiting,
     reading the clock, deciding whether to stop) tf32 GEMMs over 100 us ran a median 7% (up to 16%)
     faster than a native loop over cuBLAS on an H100, 2% back to back: the idle time lowers the
-    average power, and the power limiter grants a higher clock. Only the first sample waits behind the spin kernel
-    (hold_stream); the others wait behind the previous sample."""
+    average power, and the power limiter grants a higher clock. Only the first sample waits behind
+    the spin kernel (hold_stream); the others wait behind the previous sample."""
 
     def __init__(self, replay: Callable[[], None], calls: int, during: Callable[[], None] = _no_probe) -> None:
         self.replay, self.calls, self.during = replay, calls, during
@@ -479,7 +479,8 @@ def sample_figures(groups: list[list[DeviceEvent]], calls: int, timed: list[floa
     busy = [sum(b - a for a, b, _ in g) / calls for g in groups]
     period = [(g[-1][1] - g[0][0]) / calls for g in groups]
     kernels = sum(len(g) for g in groups)
-    per_call = len(groups[0]) // calls if all(len(g) == len(groups[0]) for g in groups) and len(groups[0]) % calls == 0 else 0
+    alike = all(len(g) == len(groups[0]) for g in groups) and len(groups[0]) % calls == 0
+    per_call = len(groups[0]) // calls if alike else 0
     spans = [span for g in groups for span in kernel_spans([(a, b) for a, b, _ in g], per_call)]
     names: dict[str, int] = {}
     for g in groups:
@@ -554,7 +555,8 @@ def verify(sampler: Sampler, harness_us: float, window_s: float) -> dict[str, An
                          PROFILE_MAX_CALLS // sampler.replay_calls))
     warm = max(1, min(MAX_WARM_REPLAYS, math.ceil(PROFILE_WARM_S / sample_s)))
     prof = profile_samples(sampler.replay, sampler.replay_calls, samples, warm, sampler.before_replay)
-    ratio = harness_us / call_us(prof) if call_us(prof) > 0 else math.inf
+    per_call = call_us(prof)
+    ratio = harness_us / per_call if per_call > 0 else math.inf
     return {**prof, "harness_us": harness_us, "ratio": ratio, "agrees": abs(ratio - 1.0) <= VERIFY_TOLERANCE}
 
 

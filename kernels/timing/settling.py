@@ -59,11 +59,16 @@ def throttled(reading: ClockReading, reference_mhz: float) -> bool:
     return reading.reasons is None or any(reason != POWER_CAP for reason in reading.reasons)
 
 
+def at_boost(mhz: float, reference_mhz: float) -> bool:
+    """The clock is at its boost level: within BOOST_TOLERANCE of the highest seen."""
+    return mhz >= (1.0 - BOOST_TOLERANCE) * reference_mhz
+
+
 def power_limited(reading: ClockReading, reference_mhz: float) -> bool:
     """The power limiter holds the clock below boost now (NVML keeps naming the power cap for a
     while after a heavy kernel, also at full clock: the clock has to be down too)."""
     return (reading.power_capped and reading.mhz is not None and reference_mhz > 0
-            and reading.mhz < (1.0 - BOOST_TOLERANCE) * reference_mhz)
+            and not at_boost(reading.mhz, reference_mhz))
 
 
 @dataclass
@@ -77,9 +82,9 @@ class SettleWatch:
         """True exactly once: at the first reading whose boost state differs from the first one's."""
         if self.moved or reading.mhz is None or reference_mhz <= 0:
             return False
-        at_boost = reading.mhz >= (1.0 - BOOST_TOLERANCE) * reference_mhz
+        boost = at_boost(reading.mhz, reference_mhz)
         if self.first_at_boost is None:
-            self.first_at_boost = at_boost
-        elif at_boost != self.first_at_boost:
+            self.first_at_boost = boost
+        elif boost != self.first_at_boost:
             self.moved = True
         return self.moved
