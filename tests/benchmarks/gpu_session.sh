@@ -2,8 +2,9 @@
 # What issue 3's GPU figures were made with, on a lent H100/H200 machine (no registry, no Docker), one
 # phase a call (each fits the lent machine's 10 minutes a command):
 #   bash tests/benchmarks/gpu_session.sh check               # GPU tests, cuBLAS layout log, graph gap, conv fidelity
-#   bash tests/benchmarks/gpu_session.sh fidelity fp16 --no-profiler  # fidelity of the training GEMMs in a
-#   bash tests/benchmarks/gpu_session.sh fidelity fp16       # precision (then: fidelity.py --merge on the JSON files)
+#   bash tests/benchmarks/gpu_session.sh fidelity fp16 --no-profiler  # fidelity of the training GEMMs in a precision:
+#   bash tests/benchmarks/gpu_session.sh fidelity fp16 --no-repeat    # repeatability, then the profiler (then:
+#                                                                     # fidelity.py --merge on the JSON files)
 #   bash tests/benchmarks/gpu_session.sh suite train         # a suite -> runner/published/nvidia-<gpu>/<suite>
 #   bash tests/benchmarks/gpu_session.sh suite inference-server
 #   bash tests/benchmarks/gpu_session.sh models              # model suites at batch 32, with their reports
