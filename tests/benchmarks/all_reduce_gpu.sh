@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issues 6 and 10's GPU figures: NCCL all-reduce on one node of 2, 4 and 8 GPUs (a lent nvidia-h200-x8
 # machine: no registry, no Docker; pydantic travels as wheels in .whl/, see README "NVIDIA GPUs").
-#   bash tests/benchmarks/all_reduce_gpu.sh        # single-GPU tests, then --ranks 2, 4 and 8 (as many as there are GPUs)
+#   bash tests/benchmarks/all_reduce_gpu.sh   # single-GPU tests, then --ranks 2, 4 and 8 (as many as there are GPUs)
 # Results folders go to /tmp/published/nvidia-<gpu>x<N>/all_reduce, each with a COMMAND file saying what made it;
 # a tarball and logs to $OUT.
 set -uo pipefail

@@ -127,12 +127,16 @@ def harness_pass(backend: TorchBackend, items: list[tuple], settings: Settings) 
     return out
 
 
+def profiler_call_us(row: dict[str, Any]) -> float:
+    """The profiler's time per call (cuda_timer.call_us: the span of the call's kernels), computed from
+    the raw figures so parts written by older versions sum up alike."""
+    return cuda_timer.call_us({"span_us": row.get("span_us"), "kernel_us": row["profiler_us"]})
+
+
 def profiler_ratio(row: dict[str, Any]) -> float:
-    """Harness time over the profiler's time per call (cuda_timer.call_us: the span of the call's
-    kernels), both from the profiled pass, computed from the raw figures so parts written by older
-    versions (whose first pass was the profiled one) sum up alike."""
-    harness = row.get("harness_us_profiled", row["harness_us"])
-    return harness / cuda_timer.call_us({"span_us": row.get("span_us"), "kernel_us": row["profiler_us"]})
+    """Harness time over the profiler's time per call, both from the profiled pass (in parts written
+    by older versions the first pass was the profiled one)."""
+    return row.get("harness_us_profiled", row["harness_us"]) / profiler_call_us(row)
 
 
 def busy_ratio(row: dict[str, Any]) -> float:
@@ -143,7 +147,7 @@ def busy_ratio(row: dict[str, Any]) -> float:
 def native_graph_ratio(row: dict[str, Any]) -> float:
     """The native graph loop's time over the profiler's time per call: how close back-to-back calls
     in C++ come to the kernel time (the floor the harness is held to)."""
-    return row["native_graph_us"] / cuda_timer.call_us({"span_us": row.get("span_us"), "kernel_us": row["profiler_us"]})
+    return row["native_graph_us"] / profiler_call_us(row)
 
 
 def ratio_summary(name: str, ratios: list[float], limit: float, median_limit: float | None = None,
@@ -321,9 +325,8 @@ def main() -> int:
             native = native_times(binary, keys, [first[key + ("fwd",)]["measured_s"] for key in keys])
             progress("native loop", started)
         second = None if args.no_repeat else harness_pass(backend, items, settings)
-        progress("pass 2", started)
         profiled = None if args.no_profiler else harness_pass(backend, items, profiling)
-        progress("profiled pass", started)
+        progress("passes", started)
         rows = gemm_rows(items, first, second, native, profiled)
 
     conv_rows = []
