@@ -218,7 +218,8 @@ def summarize(rows: list[dict], conv_rows: list[dict], device: str, elapsed: flo
     profiled = [r for r in rows if r.get("profiler_us") is not None]
     if rows:
         summaries.append(ratio_summary("gemm harness/native", [r["ratio_native"] for r in rows], NATIVE_TARGET))
-        graphed = [r["ratio_native_graph"] for r in rows if "ratio_native_graph" in r]  # parts before native-graph
+        # parts written before the native graph loop existed have no such ratio
+        graphed = [r["ratio_native_graph"] for r in rows if "ratio_native_graph" in r]
         if graphed:
             summaries.append(ratio_summary("gemm harness/native-graph", graphed, NATIVE_TARGET, informational=True))
     if profiled:
@@ -230,16 +231,14 @@ def summarize(rows: list[dict], conv_rows: list[dict], device: str, elapsed: flo
             ratio_summary("gemm harness/profiler-busy", [busy_ratio(r) for r in profiled], PROFILER_TARGET,
                           informational=True),
         ]
-        for name, part in ((f"gemm harness/profiler, {SMALL_US:g} us and over",
-                            [r for r in profiled if r["profiler_us"] >= SMALL_US]),
-                           (f"gemm harness/profiler, under {SMALL_US:g} us",
-                            [r for r in profiled if r["profiler_us"] < SMALL_US])):
+        for size, part in ((f"{SMALL_US:g} us and over", [r for r in profiled if r["profiler_us"] >= SMALL_US]),
+                           (f"under {SMALL_US:g} us", [r for r in profiled if r["profiler_us"] < SMALL_US])):
             if part:
-                summaries.append(ratio_summary(name, [profiler_ratio(r) for r in part], PROFILER_TARGET,
-                                               informational=True))
+                summaries.append(ratio_summary(f"gemm harness/profiler, {size}", [profiler_ratio(r) for r in part],
+                                               PROFILER_TARGET, informational=True))
             graphed = [native_graph_ratio(r) for r in part if "native_graph_us" in r]
             if graphed:
-                summaries.append(ratio_summary(name.replace("harness/", "native-graph/"), graphed, PROFILER_TARGET,
+                summaries.append(ratio_summary(f"gemm native-graph/profiler, {size}", graphed, PROFILER_TARGET,
                                                informational=True))
         over = [r for r in profiled if profiler_ratio(r) > PROFILER_TARGET]
         print(f"\nover {PROFILER_TARGET} harness/profiler: {len(over)} GEMMs; of them "
