@@ -103,6 +103,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     m.add_argument("--cold", action="store_true", help="GPU: flush the L2 cache before every call")
     m.add_argument("--verify-timing", action="store_true",
                    help="GPU: cross-check each time with the profiler's kernel durations")
+    m.add_argument("--kernel-time", action="store_true",
+                   help="GPU: time calls under 20 us by their kernels' own durations (CUPTI), without the GPU's "
+                        "0.1-0.3 us between two dependent kernels that back-to-back calls pay (slower to run)")
     out = parser.add_argument_group("results")
     out.add_argument("--out", type=Path, metavar="DIR", help="results folder (default: ./deepbench-results/RUN_ID)")
     out.add_argument("--resume", type=Path, metavar="DIR", help="continue the run in DIR where it stopped")
@@ -168,7 +171,8 @@ def settings_from(args: argparse.Namespace, platform: Platform) -> Settings:
         if value is not None and value <= 0:
             raise UserError(f"{name} must be positive, not {value}")
     return Settings(mode=args.mode, threads=args.threads, seed=args.seed, device=platform.device, cold=args.cold,
-                    verify_timing=args.verify_timing, kernel_timeout_s=args.kernel_timeout,
+                    verify_timing=args.verify_timing, kernel_time=args.kernel_time,
+                    kernel_timeout_s=args.kernel_timeout,
                     ranks=getattr(args, "ranks", 1), **preset)
 
 

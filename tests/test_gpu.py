@@ -17,7 +17,7 @@ def backend():
     from deepbench.kernels.backends.pytorch import TorchBackend
     from deepbench.kernels.results import Settings
 
-    return TorchBackend(Settings(device="cuda", verify_timing=True))
+    return TorchBackend(Settings(device="cuda", verify_timing=True, kernel_time=True))
 
 
 def _run(backend, kernel_id: str, precision: str):
@@ -40,17 +40,44 @@ def test_ceilings_measured(backend) -> None:
 
 
 @pytest.mark.parametrize("precision", ["fp32", "tf32", "fp16", "bf16", "int8"])
-def test_gemm_ok_graph_timed_and_profiled(backend, precision) -> None:
+def test_gemm_ok_timed_and_profiled(backend, precision) -> None:
+    """1760x16x1760: 4-16 us a call except in int8 (padded, over 20 us on an H100), so --kernel-time times it
+    by CUPTI, the kernels' own time, with the events' period of the same replays beside it."""
+    from deepbench.kernels.timing.cuda import KERNEL_TIMED_BELOW_US, METHOD_GRAPH, METHOD_KERNELS
+
     r = _run(backend, "gemm/train/000", precision)
     assert r.status.value == "ok", r.reason
     part = r.parts[0]
-    assert part.measurement.method == "cuda-graph-events"
+    m = part.measurement
+    if precision != "int8":
+        assert m.method == METHOD_KERNELS, part.info.get("kernel_timer")
+    if m.method == METHOD_KERNELS:
+        assert part.info["graph_events_us"] >= m.stats.median  # events count the gaps between calls
+    else:
+        assert m.method == METHOD_GRAPH and m.stats.median > 0.9 * KERNEL_TIMED_BELOW_US
     prof = part.info["profiler"]  # CUPTI's record of samples taken as the timed ones, right after
     assert prof["kernel_us"] > 0 and prof["kernels_per_call"] >= 1 and prof["calls"] == part.measurement.calls_per_sample
     assert prof["samples"] >= 1 and prof["events_us"] > 0
     assert prof["kernel_us"] <= prof["period_us"] * 1.0001  # busy time fits in the sample's window
     assert 0.8 < prof["ratio"] < 1.5 and 0.8 < prof["timer_ratio"] < 1.5
     assert "pct_of_peak" in part.info["roofline"]
+
+
+def test_long_gemm_timed_by_graph_events(backend) -> None:
+    r = _run(backend, "gemm/train/048", "fp32")  # 5124x9124x2560, over 1 ms
+    assert r.status.value == "ok", r.reason
+    assert r.parts[0].measurement.method == "cuda-graph-events"
+    assert 0.95 < r.parts[0].info["profiler"]["ratio"] < 1.05
+
+
+def test_short_gemm_timed_by_graph_events_by_default() -> None:
+    from deepbench.kernels.backends.pytorch import TorchBackend
+    from deepbench.kernels.results import Settings
+
+    b = TorchBackend(Settings(device="cuda", min_samples=5, time_cap_s=0.2))
+    b._ceilings = {}
+    r = _run(b, "gemm/train/000", "fp16")
+    assert r.status.value == "ok" and r.parts[0].measurement.method == "cuda-graph-events"
 
 
 def test_int8_padding_recorded(backend) -> None:

@@ -376,3 +376,24 @@ def test_verify_refuses_a_bundle_that_fails_its_check(copy: Path, tmp_path: Path
 def test_verify_of_a_local_submission_needs_local(bundle: Path, tmp_path: Path) -> None:
     proc = run_cli("deepbench", "verify", str(bundle), "--out", str(tmp_path / "v"))
     assert proc.returncode == 2 and "verify it with --local" in proc.stderr
+
+
+def test_reproduce_command_keeps_the_gpu_timing_flags() -> None:
+    """--cold, --verify-timing and --kernel-time change what a GPU time means: a re-run must repeat them."""
+    import argparse
+    import shlex
+
+    from deepbench.kernels.results import Settings
+    from deepbench.runner.platforms import get_platform
+    from deepbench.runner.run import add_arguments, settings_from
+    from deepbench.runner.submission.bundle import reproduce_command
+
+    settings = Settings(device="cuda", cold=True, verify_timing=True, kernel_time=True, warm_up_s=30.0)
+    plan = Plan(run_id="r", suite="train", platform="nvidia", backend=get_platform("nvidia").backend,
+                settings=settings, items=())
+    command = reproduce_command(plan, local=True, image_digest=None)
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    again = settings_from(parser.parse_args(shlex.split(command)[1:]), get_platform("nvidia"))
+    assert (again.cold, again.verify_timing, again.kernel_time) == (True, True, True)
+    assert not settings_from(parser.parse_args(["--local", "--platform", "nvidia"]), get_platform("nvidia")).kernel_time

@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 
 from deepbench.kernels.timing import cuda as cuda_timer
+from deepbench.kernels.timing import cupti
 from deepbench.kernels.timing import settling, warmup
 from deepbench.kernels.timing.settling import ClockReading, SettleWatch, throttled
 from deepbench.kernels.timing.stopping import CONVERGED, TIME_CAP, StopRule
@@ -127,8 +128,8 @@ def test_min_time_holds_convergence_until_enough_time_has_passed() -> None:
 def test_kernel_spans_group_a_calls_kernels() -> None:
     # two calls of two kernels each (a GEMM and its split-K reduction), gaps 0.2 inside, 0.5 between
     intervals = [(0.0, 4.0), (4.2, 5.0), (5.5, 9.5), (9.7, 10.5)]
-    assert cuda_timer.kernel_spans(intervals, 2) == [5.0, 5.0]
-    assert cuda_timer.kernel_spans(intervals, 0) == []
+    assert cupti.kernel_spans(intervals, 2) == [5.0, 5.0]
+    assert cupti.kernel_spans(intervals, 0) == []
 
 
 
@@ -138,14 +139,37 @@ def test_profiled_samples_are_split_at_the_spin_markers() -> None:
     events = [(0.0, 3.0, "gemm"), (3.1, 203.0, "spin_kernel(long)"),
               (203.2, 207.2, "gemm"), (207.5, 211.5, "gemm"),
               (212.0, 412.0, "spin_kernel(long)"), (412.2, 416.6, "gemm"), (416.9, 421.3, "gemm")]
-    groups = cuda_timer.split_at_markers(events, cuda_timer.MARKER_KERNEL)
+    groups = cupti.split_at_markers(events)
     assert [len(g) for g in groups] == [2, 2]
-    figures = cuda_timer.sample_figures(groups, calls=2, timed=[4.4, 4.84])
+    figures = cupti.sample_figures(groups, calls=2, timed=[4.4, 4.84])
     assert abs(figures["kernel_us"] - (4.0 + 4.4) / 2) < 1e-9        # median of the per-sample busy times
     assert abs(figures["period_us"] - (4.15 + 4.55) / 2) < 1e-9      # adds the gap between calls
     assert figures["kernels_per_call"] == 1.0 and figures["kernel_names"] == ["gemm"]
     assert abs(figures["timer_ratio"] - 1.1) < 1e-9 and abs(figures["events_us"] - 4.62) < 1e-9
-    assert cuda_timer.split_at_markers(events[:1], cuda_timer.MARKER_KERNEL) == []  # no marker: no sample
+    assert cupti.split_at_markers(events[:1]) == []  # no marker: no sample
+
+
+def test_call_time_is_the_mean_span_of_a_calls_kernels() -> None:
+    # two calls of a GEMM and its split-K reduction: the wait inside a call counts, the gap between calls not
+    group = [(0.0, 4.0, "gemm"), (4.2, 5.0, "reduce"), (5.5, 9.5, "gemm"), (9.7, 10.7, "reduce")]
+    assert abs(cupti.call_time_us(group, 2) - (5.0 + 5.2) / 2) < 1e-9
+    # kernels that do not divide among the calls: the sample's period per call, gaps included
+    assert abs(cupti.call_time_us(group[:3], 2) - 9.5 / 2) < 1e-9
+
+
+def test_kernel_times_take_spans_and_fall_back_to_events_for_a_record_it_cannot_split() -> None:
+    kt = cuda_timer.KernelTimes(replay=lambda: None, calls=2, sample_s=1e-3)
+    assert kt.per_batch == 50                                        # 0.05 s of 1 ms samples
+    batches = iter([
+        ([[(0.0, 4.0, "gemm"), (4.3, 8.3, "gemm")], [(20.0, 24.2, "gemm"), (24.5, 28.7, "gemm")]], [4.4, 4.6]),
+        ([[(0.0, 4.0, "gemm"), (4.3, 8.3, "gemm")]], [4.5, 4.7]),    # one sample's marker missing
+    ])
+    kt._batch = lambda samples: next(batches)
+    assert [round(kt.take(), 9), round(kt.take(), 9)] == [4.0, 4.2]  # kernel spans, not the events' 4.4, 4.6
+    assert kt.notes["graph_events_us"] == 4.5                        # the events' period kept beside them
+    assert [kt.take(), kt.take()] == [4.5, 4.7]
+    assert kt.notes["samples_timed_by_events"] == 2
+    assert kt.notes["graph_events_us"] == 4.55
 
 def _failing_part(error: float):
     from deepbench.kernels.backends.base import TimedPart

@@ -8,6 +8,17 @@ lands within a fraction of a microsecond of the kernels' own durations (nvbench'
 measurement). Calibration picks `calls` so one replay lasts at least `min_sample_s`. Samples
 follow each other on the GPU without a gap (BackToBack), as in a native loop.
 
+Kernel time (`Settings.kernel_time`, --kernel-time): calls under KERNEL_TIMED_BELOW_US are timed
+by CUPTI instead (KernelTimes, method `cuda-graph-cupti`): the same replays, but each call's time
+is its kernels' own span on the GPU's clock. Between two dependent kernels the GPU leaves
+0.1-0.3 us (H100), which the events count, as a native loop of back-to-back calls does: several
+percent of a 3-5 us GEMM, whose truth is the kernel's own duration (DESIGN.md). The events'
+figure stays beside it in the notes. Not the default, for what CUPTI costs (H100, torch 2.11):
+replays run ~3% slower while it records (events over a C++ graph loop of the same GEMMs, median
+1.031); once started it stays attached, and eager work timed later (cuDNN's RNN backward) read a
+median 3% slower, p90 17% slower; and `train` had done 612 of its 621 kernels after 585 s, where
+the default does all in 562 s.
+
 Cold (`Settings.cold`): before every call a buffer twice the L2's size is written, so the call
 finds none of its operands in L2 (triton.testing.do_bench's flush); each call is timed by its own
 event pair, which adds the ~2-3 us an event pair costs: cold figures suit large kernels.
@@ -34,7 +45,6 @@ from __future__ import annotations
 import math
 import statistics
 import time
-import warnings
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -42,10 +52,12 @@ from typing import Any, Callable
 import torch
 
 from ..results import Measurement, Settings
+from . import cupti
 from .settling import ClockReading, SettleWatch, power_limited, throttled
 from .stopping import MAX_SAMPLES, TIME_CAP, StopRule
 
 METHOD_GRAPH = "cuda-graph-events"
+METHOD_KERNELS = "cuda-graph-cupti"
 METHOD_COLD = "cuda-events-cold"
 METHOD_EAGER = "cuda-events-eager"
 
@@ -64,18 +76,21 @@ MS_TO_US = 1e3
 # the same way. Later graph samples wait behind the previous one instead (BackToBack).
 HOLD_S = 200e-6
 HOLD_CLOCK_HZ = 2.0e9  # cycles per second assumed when sizing the spin (it only has to be long enough)
-# --verify-timing: replays kept running while the profiler starts (see profile_samples), and the
-# spin kernel (torch.cuda._sleep's) that marks where the profiled replay begins.
+# Calls shorter than this (per call, as a graph replay timed by events) are timed by CUPTI
+# (KernelTimes): the GPU leaves 0.1-0.3 us between two dependent kernels (H100, up to 0.7 us
+# after a 10 us GEMM), which an event timer counts: 3-10% of a 3-5 us GEMM, under 3% from here on.
+KERNEL_TIMED_BELOW_US = 20.0
+KERNEL_BATCH_S = 0.05   # GPU time a KernelTimes batch records at most: the host reads it while replays run on
+BATCH_RECORDS = 4000    # kernel records a batch holds at most (the host reads ~250 a millisecond, H100 machine)
+HOST_S_GUESS = 0.003    # host time between two batches (a recording's start and stop), until one is measured
+MAX_RECORDED_CALLS = 20_000  # calls whose records --verify-timing reads at once
+# --verify-timing: replays kept running while the profiler starts (see profile_samples).
 PROFILE_WARM_S = 0.1
 MAX_WARM_REPLAYS = 1000
-MARKER_KERNEL = "spin_kernel"
-MARKER_CYCLES = 100  # a marker, not a rest: the GPU stays as loaded as when it was timed
 # How much is profiled: samples covering as long as the timed ones did, so the power limiter's
 # swing (+-5% between 100 ms windows, H100) averages out as in the timed figure (20 ms windows
-# left 6 large GEMMs 5-6% off their harness time), at most this many samples and this many calls
-# in all (CUPTI's records are read in Python).
+# left 6 large GEMMs 5-6% off their harness time), at most this many samples (and MAX_RECORDED_CALLS).
 PROFILE_MAX_SAMPLES = 1000
-PROFILE_MAX_CALLS = 2000
 # NVML's clock event reason bits that slow the SM clock (idle and application-clock settings left out)
 SLOWDOWN_REASONS = {"sw_power_cap": 0x4, "hw_slowdown": 0x8, "sync_boost": 0x10, "sw_thermal": 0x20,
                     "hw_thermal": 0x40, "hw_power_brake": 0x80}
@@ -257,8 +272,88 @@ class BackToBack:
         return start.elapsed_time(end) * MS_TO_US / self.calls
 
 
-def graph_sampler(fn: Callable[[], object], min_sample_s: float, during: Callable[[], None] = _no_probe) -> Sampler:
-    """Calibrate from eager event timing, capture, and re-capture once if a replay is short."""
+class KernelTimes:
+    """Samples of one graph's replays timed by CUPTI (METHOD_KERNELS): per replay, the mean over
+    its calls of a call's span, from its first kernel's start to its last kernel's end
+    (cupti.call_time_us). Waits inside a call (split-K's before its reduction) count; the gap
+    the GPU leaves between one call's last kernel and the next call's first does not. That gap
+    is what every back-to-back timer adds, the harness's events and a C++ loop alike (H100, the
+    training GEMMs under 10 us: a C++ graph loop over CUPTI's spans, median 1.034, up to 1.24).
+
+    Replays are recorded in batches of `per_batch` samples, each behind the marker kernel and
+    between two events (their figure per call is kept: `graph_events_us` in the notes, the
+    period a back-to-back loop would read). While the host reads a batch's records and starts
+    the next recording, replays enqueued right after the batch keep the GPU busy, as BackToBack
+    does: as many as cover the host's time between the last two batches."""
+
+    def __init__(self, replay: Callable[[], None], calls: int, sample_s: float,
+                 during: Callable[[], None] = _no_probe) -> None:
+        self.replay, self.calls, self.during = replay, calls, during
+        self.sample_s = max(sample_s, 1e-9)
+        self.per_batch = self._samples_per_batch(1)
+        self.host_s = HOST_S_GUESS
+        self.left = math.nan  # when the host last left the GPU with replays to run
+        self.pending: deque[float] = deque()
+        self.events_us: list[float] = []
+        self.notes: dict[str, Any] = {}
+
+    def _samples_per_batch(self, kernels_per_call: int) -> int:
+        return max(1, min(math.ceil(KERNEL_BATCH_S / self.sample_s), BATCH_RECORDS // (self.calls * kernels_per_call)))
+
+    def _keep_busy(self) -> None:
+        for _ in range(max(1, min(MAX_WARM_REPLAYS, math.ceil(self.host_s / self.sample_s)))):
+            self.replay()
+        self.left = time.perf_counter()
+
+    def _batch(self, samples: int) -> tuple[list[list[cupti.DeviceEvent]], list[float]]:
+        """The record split by sample, and the events' us per call of each sample."""
+        pairs = [_events() for _ in range(samples)]
+        if math.isnan(self.left):
+            self._keep_busy()
+        with cupti.recording() as prof:
+            self.host_s = time.perf_counter() - self.left
+            for start, end in pairs:
+                cupti.mark_sample()
+                start.record()
+                self.replay()
+                end.record()
+            self.during()
+        self._keep_busy()
+        timed = [start.elapsed_time(end) * MS_TO_US / self.calls for start, end in pairs]
+        return cupti.split_at_markers(cupti.device_events(prof)), timed
+
+    def unusable(self) -> str | None:
+        """Why CUPTI cannot time these calls, from one recorded sample; None when it can."""
+        try:
+            cupti.start_once()
+            groups, _ = self._batch(1)
+        except Exception as exc:  # noqa: BLE001 - no CUPTI (or a profiler already running): events time it
+            return f"CUPTI unavailable: {type(exc).__name__}: {exc}"[:300]
+        if len(groups) != 1 or not groups[0] or len(groups[0]) % self.calls:
+            return (f"CUPTI recorded {sum(len(g) for g in groups)} GPU activities in {len(groups)} samples "
+                    f"for one replay of {self.calls} calls")
+        self.per_batch = self._samples_per_batch(len(groups[0]) // self.calls)
+        return None
+
+    def take(self) -> float:
+        """Microseconds per call of the next sample (a batch is recorded when none is pending)."""
+        if not self.pending:
+            groups, timed = self._batch(self.per_batch)
+            self.events_us += timed
+            if len(groups) == len(timed):
+                self.pending.extend(cupti.call_time_us(g, self.calls) if g else t for g, t in zip(groups, timed))
+            else:  # a record that cannot be split by sample: the events' figures stand in for the batch
+                self.notes["samples_timed_by_events"] = self.notes.get("samples_timed_by_events", 0) + len(timed)
+                self.pending.extend(timed)
+            self.notes["graph_events_us"] = statistics.median(self.events_us)
+        return self.pending.popleft()
+
+
+def graph_sampler(fn: Callable[[], object], min_sample_s: float, during: Callable[[], None] = _no_probe,
+                  kernel_time: bool = False) -> Sampler:
+    """Calibrate from eager event timing, capture, and re-capture once if a replay is short; with
+    `kernel_time`, calls shorter than KERNEL_TIMED_BELOW_US are timed by CUPTI (KernelTimes) where
+    it can."""
     estimate = time_eager(fn, 3)
     calls = calls_for(estimate, min_sample_s, MAX_CALLS_PER_GRAPH)
     graph = capture(fn, calls)
@@ -279,11 +374,19 @@ def graph_sampler(fn: Callable[[], object], min_sample_s: float, during: Callabl
         del graph
         calls = better
         graph = capture(fn, calls)
-        replay_us(graph, calls)
+        per_call = replay_us(graph, calls)
         warmup += 2 * calls
     warmup += calls
+    notes: dict[str, Any] = {}
+    if kernel_time and per_call < KERNEL_TIMED_BELOW_US:
+        kernels = KernelTimes(graph.replay, calls, per_call * calls / 1e6, during)
+        why_not = kernels.unusable()
+        if why_not is None:
+            return Sampler(METHOD_KERNELS, calls, kernels.take, warmup, kernels.notes, replay=graph.replay,
+                           replay_calls=calls)
+        notes["kernel_timer"] = why_not
     samples = BackToBack(graph.replay, calls, during)
-    return Sampler(METHOD_GRAPH, calls, samples.take, warmup, replay=graph.replay, replay_calls=calls)
+    return Sampler(METHOD_GRAPH, calls, samples.take, warmup, notes, replay=graph.replay, replay_calls=calls)
 
 
 def _eager_replay(fn: Callable[[], object], calls: int) -> Callable[[], None]:
@@ -333,7 +436,7 @@ def sampler_for(fn: Callable[[], object], settings: Settings, capturable: bool, 
     if not capturable:
         return eager_sampler(fn, settings.min_sample_s, "work cannot be captured in a CUDA graph", during)
     try:
-        return graph_sampler(fn, settings.min_sample_s, during)
+        return graph_sampler(fn, settings.min_sample_s, during, settings.kernel_time)
     except Exception as exc:  # noqa: BLE001 - capture refused (host sync, unsupported op): time eagerly
         torch.cuda.synchronize()
         return eager_sampler(fn, settings.min_sample_s, f"graph capture failed: {type(exc).__name__}: {exc}"[:300],
@@ -446,98 +549,39 @@ def measure(fn: Callable[[], object], rule: StopRule, settings: Settings, captur
     return m, notes
 
 
-def kernel_spans(intervals: list[tuple[float, float]], per_call: int) -> list[float]:
-    """Per-call spans (first kernel's start to last kernel's end, us) of `per_call` kernels a call."""
-    if per_call < 1:
-        return []
-    return [intervals[i + per_call - 1][1] - intervals[i][0]
-            for i in range(0, len(intervals) - per_call + 1, per_call)]
-
-
-DeviceEvent = tuple[float, float, str]  # start us, end us, kernel name
-_profiler_started = False
-
-
-def split_at_markers(events: list[DeviceEvent], marker: str) -> list[list[DeviceEvent]]:
-    """Device events grouped by sample: a group holds what ran after one marker kernel and before
-    the next. Whatever precedes the first marker (the warm replays' tail) belongs to no sample."""
-    groups: list[list[DeviceEvent]] = []
-    for event in events:
-        if marker in event[2]:
-            groups.append([])
-        elif groups:
-            groups[-1].append(event)
-    return groups
-
-
-def sample_figures(groups: list[list[DeviceEvent]], calls: int, timed: list[float]) -> dict[str, Any]:
-    """Per call, medians over the samples: busy (the kernels' summed durations), span (a call's
-    first kernel start to its last kernel end: adds the gaps inside one call, e.g. split-K's
-    reduction) and period (a sample's first start to last end: adds the gaps between calls);
-    with the kernels a call launches, the commonest kernel names, and the events' own figures
-    for the same samples (`timed`, us per call): their median and their ratio to busy."""
-    busy = [sum(b - a for a, b, _ in g) / calls for g in groups]
-    period = [(g[-1][1] - g[0][0]) / calls for g in groups]
-    kernels = sum(len(g) for g in groups)
-    alike = all(len(g) == len(groups[0]) for g in groups) and len(groups[0]) % calls == 0
-    per_call = len(groups[0]) // calls if alike else 0
-    spans = [span for g in groups for span in kernel_spans([(a, b) for a, b, _ in g], per_call)]
-    names: dict[str, int] = {}
-    for g in groups:
-        for _, _, name in g:
-            names[name] = names.get(name, 0) + 1
-    top = sorted(names.items(), key=lambda kv: -kv[1])[:3]
-    return {"kernel_us": statistics.median(busy), "span_us": statistics.median(spans) if spans else None,
-            "period_us": statistics.median(period), "kernels_per_call": kernels / (calls * len(groups)),
-            "kernel_names": [n[:120] for n, _ in top], "events_us": statistics.median(timed),
-            "timer_ratio": statistics.median(t / b for t, b in zip(timed, busy))}
-
-
 def profile_samples(replay: Callable[[], None], calls: int, samples: int = 1, warm_replays: int = 1,
                     before: Callable[[], None] = _no_probe) -> dict[str, Any]:
-    """CUPTI's record (through torch.profiler) of `samples` samples taken back to back as the
-    harness takes them: a short spin kernel marking where each sample begins in the trace, then
-    `before` (the cold measurement's flush: exactly one kernel, not counted), and the replay of
-    `calls` calls between two events. Returns sample_figures plus `events_us`, the
-    events' own figure per call for the same samples, and `timer_ratio`, the median over samples
-    of events / busy: how far the harness's timer is from the kernels' durations on the very same
-    executions.
+    """CUPTI's record of `samples` samples taken back to back as the harness takes them: the marker
+    kernel, then `before` (the cold measurement's flush: exactly one kernel, not counted), and the
+    replay of `calls` calls between two events. Returns cupti.sample_figures: the kernels' figures
+    with `events_us`, the events' own figure per call for the same samples, and `timer_ratio`, the
+    median over samples of events / busy: how far an event timer is from the kernels' durations
+    on the very same executions.
 
     The GPU must be in the state it was timed in: starting the profiler takes the host a
-    millisecond (seconds the first time), and an idle GPU regains meanwhile the clock the power
-    limiter had taken under a large GEMM (a profiled replay then ran up to 20% faster than the
-    timed ones, H200). So `warm_replays` replays are enqueued first and run while it starts."""
-    from torch.autograd import DeviceType
-    from torch.profiler import ProfilerActivity, profile
-
-    global _profiler_started
-    if not _profiler_started:  # CUPTI's first start takes seconds (4.7 s, H100): not while a GPU is warm
-        with warnings.catch_warnings(), profile(activities=[ProfilerActivity.CUDA]):
-            warnings.simplefilter("ignore")
-        _profiler_started = True
+    millisecond, and an idle GPU regains meanwhile the clock the power limiter had taken under a
+    large GEMM (a profiled replay then ran up to 20% faster than the timed ones, H200). So
+    `warm_replays` replays are enqueued first and run while it starts."""
+    cupti.start_once()  # before the warm replays: CUPTI's first start takes seconds
     pairs = [_events() for _ in range(samples)]
     for _ in range(max(1, warm_replays)):
         replay()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # torch.profiler's notice about clearing events per cycle
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            for start, end in pairs:
-                torch.cuda._sleep(MARKER_CYCLES)
-                before()
-                start.record()
-                replay()
-                end.record()
-            torch.cuda.synchronize()
-    recorded = sorted((e.time_range.start, e.time_range.end, e.name) for e in prof.events()
-                      if e.device_type == DeviceType.CUDA)
-    groups = split_at_markers(recorded, MARKER_KERNEL)
+    with cupti.recording() as prof:
+        for start, end in pairs:
+            cupti.mark_sample()
+            before()
+            start.record()
+            replay()
+            end.record()
+        torch.cuda.synchronize()
+    groups = cupti.split_at_markers(cupti.device_events(prof))
     if before is not _no_probe:
         groups = [g[1:] for g in groups]
     timed = [start.elapsed_time(end) * MS_TO_US / calls for start, end in pairs]
     if len(groups) != samples or not all(groups):
         return {"kernel_us": math.nan, "kernels_per_call": 0.0, "kernel_names": [], "calls": calls,
                 "samples": samples, "events_us": statistics.median(timed), "timer_ratio": math.nan}
-    return {**sample_figures(groups, calls, timed), "calls": calls, "samples": samples}
+    return {**cupti.sample_figures(groups, calls, timed), "calls": calls, "samples": samples}
 
 
 def profiler_kernel_us(fn: Callable[[], object], calls: int = 1) -> dict[str, Any]:
@@ -552,18 +596,9 @@ def verify(sampler: Sampler, harness_us: float, window_s: float) -> dict[str, An
     assert sampler.replay is not None
     sample_s = max(harness_us * sampler.replay_calls / 1e6, 1e-9)
     samples = max(1, min(PROFILE_MAX_SAMPLES, math.ceil(window_s / sample_s),
-                         PROFILE_MAX_CALLS // sampler.replay_calls))
+                         MAX_RECORDED_CALLS // sampler.replay_calls))
     warm = max(1, min(MAX_WARM_REPLAYS, math.ceil(PROFILE_WARM_S / sample_s)))
     prof = profile_samples(sampler.replay, sampler.replay_calls, samples, warm, sampler.before_replay)
-    per_call = call_us(prof)
+    per_call = cupti.call_us(prof)
     ratio = harness_us / per_call if per_call > 0 else math.inf
     return {**prof, "harness_us": harness_us, "ratio": ratio, "agrees": abs(ratio - 1.0) <= VERIFY_TOLERANCE}
-
-
-def call_us(prof: dict[str, Any]) -> float:
-    """A call's time as the profiler sees it: from its first kernel's start to its last kernel's
-    end (span), which for a call of several dependent kernels (cuBLAS's split-K GEMM and its
-    reduction) counts the wait between them, a cost of the call; the summed kernel durations
-    where the calls' kernels could not be told apart."""
-    span = prof.get("span_us")
-    return span if span else prof["kernel_us"]

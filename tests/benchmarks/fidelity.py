@@ -3,33 +3,39 @@
 Are the harness's GPU times as right as a native loop's, and does a second run agree? For
 DeepBench's training GEMMs in fp32, tf32, fp16 and bf16, after a warm-up that brings the GPU near
 its working temperature, it runs:
-  pass 1    the harness's timer (CUDA-graph replay timed by events; kernels/timing/cuda.py) with
-            the default mode's settings, as `deepbench-run` measures
+  pass 1    the harness's timer (kernels/timing/cuda.py) with the default mode's settings, as
+            `deepbench-run --kernel-time` measures: CUDA-graph replays timed by events, or for
+            calls under 20 us by CUPTI (`cuda-graph-cupti`: the kernels' own spans, without the
+            GPU's gap between dependent kernels; --no-kernel-time times those by events too, as
+            `deepbench-run` does by default); with --verify-timing's profiled samples right after each
+            measurement: CUPTI's time per call, from a call's first kernel start to its last
+            kernel end, for samples taken exactly as the timed ones in the same GPU state
+            (kernels/timing/cuda.py verify, cupti.call_us). Skip the profiler with --no-profiler.
   native    a C++ loop over cublasGemmEx with DeepBench's (transa, transb, m, n, k), each kernel
             for as long as pass 1 measured it (gemm_loop.cu, built here with nvcc), two ways: a host
             loop of launches (DeepBench's way; launch-bound, so an upper bound for tiny kernels) and
-            the same launches captured in a CUDA graph (`native-graph`: the harness's way in C++)
-  pass 2    the harness again, as pass 1: `repeat` is pass 2 / pass 1 (skip with --no-repeat)
-  profiled  the harness with --verify-timing: CUPTI's (torch.profiler) time per call, from a
-            call's first kernel start to its last kernel end, for samples taken right after the
-            measurement exactly as the timed ones (kernels/timing/cuda.py verify, call_us),
-            against that pass's own harness time (the same GPU state)
+            the same launches captured in a CUDA graph (`native-graph`: the harness's event timing
+            in C++)
+  pass 2    with --no-profiler only: the harness again, as pass 1: `repeat` is pass 2 / pass 1
+            (skip with --no-repeat). Profiling between measurements lets the GPU cool: a profiled
+            pass 1 ran power-limited GEMMs up to 6% faster than a plain pass 2 after it (H100), so
+            the two passes are compared only where neither is profiled.
 and prints per kernel the figures and the ratios harness/profiler, harness/native and repeat,
 then a summary; with the convolution sample (every direction) against the profiler. Beside them,
-informational: the harness's events over the kernels' durations for the very same profiled
-samples (`timer`), over the kernels' summed durations (`busy`: without split-K's wait between
+informational: an event timer over the kernels' durations for the very same profiled samples
+(`timer`), the harness over the kernels' summed durations (`busy`: without split-K's wait between
 GEMM and reduction), and the native graph loop over the profiler (`ng/prof`): back-to-back calls
 pay the GPU's gap between two dependent kernels (0.1-0.3 us, H100), which a kernel's duration
-leaves out: several percent of a 3-5 us GEMM for a C++ loop as for the harness (H100, fp16 and
-bf16 under 10 us: native-graph/profiler median 1.039, harness/profiler 1.043).
-Under the profiler some large GEMMs run up to 20% slower than without it
-(H100), so harness/profiler below 1 there is the profiler's doing: the native loop agrees.
+leaves out: several percent of a 3-5 us GEMM for a C++ loop as for an event timer (H100, the
+training GEMMs under 10 us: native-graph/profiler median 1.034, 43 of 163 above 1.05), which is
+why --kernel-time times such calls by CUPTI. Under the profiler some large GEMMs run up to 20% slower than without it (H100), so
+harness/profiler below 1 there is the profiler's doing: the native loop agrees.
 
-A precision takes 5-9 minutes on an H100 (all four passes of one precision do not fit the lent GPU's
-10 minutes a call), so the benchmark runs in parts and sums them up afterwards:
+A precision takes 5-7 minutes on an H100 either way (all four do not fit the lent GPU's 10 minutes
+a call), so the benchmark runs in parts and sums them up afterwards:
 
-    python tests/benchmarks/fidelity.py --precisions fp16 --no-conv --no-profiler --out fp16.json
-    python tests/benchmarks/fidelity.py --precisions fp16 --no-conv --no-repeat --out fp16-profiled.json
+    python tests/benchmarks/fidelity.py --precisions fp16 --no-conv --out fp16.json
+    python tests/benchmarks/fidelity.py --precisions fp16 --no-conv --no-profiler --out fp16-repeat.json
     python tests/benchmarks/fidelity.py --no-gemm --out conv.json
     python tests/benchmarks/fidelity.py --merge fp32.json tf32.json fp16.json bf16.json conv.json
     python tests/benchmarks/fidelity.py --limit 10 --precisions fp16  # a quick look
@@ -60,6 +66,7 @@ from deepbench.kernels.precision import Precision
 from deepbench.kernels.results import Settings
 from deepbench.kernels.suites import select
 from deepbench.kernels.timing import cuda as cuda_timer
+from deepbench.kernels.timing import cupti
 from deepbench.kernels.timing.warmup import warm_up
 from deepbench.runner.run import MODES
 
@@ -113,7 +120,8 @@ def harness_pass(backend: TorchBackend, items: list[tuple], settings: Settings) 
                    "sm_mhz": statistics.median(m.clocks_mhz) if m.clocks_mhz else None,
                    "settle_s": notes.get("clock_settle", {}).get("seconds", 0.0),
                    "power_capped_samples": notes.get("power_capped_samples", 0), "temp_c": notes.get("gpu_temp_c"),
-                   "measured_s": m.stats.n * m.stats.median * m.calls_per_sample / 1e6}
+                   "measured_s": m.stats.n * m.stats.median * m.calls_per_sample / 1e6,
+                   "graph_events_us": notes.get("graph_events_us")}
             prof = notes.get("profiler")
             if prof:
                 row.update(profiler_us=prof["kernel_us"], span_us=prof["span_us"], period_us=prof["period_us"],
@@ -128,14 +136,14 @@ def harness_pass(backend: TorchBackend, items: list[tuple], settings: Settings) 
 
 
 def profiler_call_us(row: dict[str, Any]) -> float:
-    """The profiler's time per call (cuda_timer.call_us: the span of the call's kernels), computed from
+    """The profiler's time per call (cupti.call_us: the span of the call's kernels), computed from
     the raw figures so parts written by older versions sum up alike."""
-    return cuda_timer.call_us({"span_us": row.get("span_us"), "kernel_us": row["profiler_us"]})
+    return cupti.call_us({"span_us": row.get("span_us"), "kernel_us": row["profiler_us"]})
 
 
 def profiler_ratio(row: dict[str, Any]) -> float:
-    """Harness time over the profiler's time per call, both from the profiled pass (in parts written
-    by older versions the first pass was the profiled one)."""
+    """Harness time over the profiler's time per call, both from the profiled pass (pass 1; parts
+    written by older versions had a third pass for it, whose harness time is harness_us_profiled)."""
     return row.get("harness_us_profiled", row["harness_us"]) / profiler_call_us(row)
 
 
@@ -162,17 +170,10 @@ def ratio_summary(name: str, ratios: list[float], limit: float, median_limit: fl
     return s
 
 
-PROFILED = ("harness_us", "profiler_us", "span_us", "period_us", "events_us", "profiled_samples", "kernels_per_call",
-            "kernels", "ratio_timer")
-
-
-def gemm_rows(items: list[tuple], first: dict, second: dict | None, native: dict, profiled: dict | None
-              ) -> list[dict[str, Any]]:
-    """One row per GEMM: the two plain passes, the native loop and, if run, the profiled pass
-    (its own harness time as harness_us_profiled: the profiler's figures are judged against the
-    samples timed in the same GPU state)."""
+def gemm_rows(items: list[tuple], first: dict, second: dict | None, native: dict) -> list[dict[str, Any]]:
+    """One row per GEMM: pass 1 (with the profiler's figures when it ran), pass 2 and the native loop."""
     rows = []
-    print(f"{'prec':5} {'ta':2} {'tb':2} {'M':>6} {'N':>6} {'K':>6} {'harness_us':>11} {'native_us':>10} "
+    print(f"{'prec':5} {'ta':2} {'tb':2} {'M':>6} {'N':>6} {'K':>6} {'by':6} {'harness_us':>11} {'native_us':>10} "
           f"{'profiler_us':>11} {'k/call':>6} {'h/prof':>7} {'h/busy':>7} {'timer':>6} {'ng/prof':>7} {'h/native':>8} "
           f"{'h/ngraph':>8} {'repeat':>7} {'MHz':>9} {'C':>5}")
     for key, _, _ in items:
@@ -186,20 +187,23 @@ def gemm_rows(items: list[tuple], first: dict, second: dict | None, native: dict
         row.update(harness_us_second=b["harness_us"], sm_mhz_second=b["sm_mhz"], settle_s_second=b["settle_s"],
                    temp_c_second=b["temp_c"], repeat=b["harness_us"] / a["harness_us"] if second else None)
         prof = "-"
-        if profiled:
-            c = profiled[key + ("fwd",)]
-            row.update({f: c.get(f) for f in PROFILED if f != "harness_us"}, harness_us_profiled=c["harness_us"])
+        if "profiler_us" in a:
             row.update(ratio_profiler=profiler_ratio(row), ratio_busy=busy_ratio(row),
                        ratio_native_graph_profiler=native_graph_ratio(row))
             prof = (f"{row['profiler_us']:11.2f} {row['kernels_per_call']:6.1f} {row['ratio_profiler']:7.3f} "
                     f"{row['ratio_busy']:7.3f} {row['ratio_timer']:6.3f} {row['ratio_native_graph_profiler']:7.3f}")
         rows.append(row)
-        print(f"{p:5} {'T' if at else 'N':2} {'T' if bt else 'N':2} {m:6d} {n:6d} {k:6d} {a['harness_us']:11.2f} "
-              f"{native_us:10.2f} {prof:>51} {row['ratio_native']:8.3f} {row['ratio_native_graph']:8.3f} "
-              f"{row['repeat'] or math.nan:7.3f} "
+        print(f"{p:5} {'T' if at else 'N':2} {'T' if bt else 'N':2} {m:6d} {n:6d} {k:6d} {timer_name(a['method']):6} "
+              f"{a['harness_us']:11.2f} {native_us:10.2f} {prof:>51} {row['ratio_native']:8.3f} "
+              f"{row['ratio_native_graph']:8.3f} {row['repeat'] or math.nan:7.3f} "
               f"{a['sm_mhz'] or 0:4.0f}/{b['sm_mhz'] or 0:4.0f} {a['temp_c'] or 0:2.0f}/{b['temp_c'] or 0:2.0f}"
               f"{'  <- DeepBench README' if row['named'] else ''}", flush=True)
     return rows
+
+
+def timer_name(method: str) -> str:
+    """The harness's timer in a word: `cupti` (kernel spans) or `events` (graph replays timed by events)."""
+    return "cupti" if method == cuda_timer.METHOD_KERNELS else "events"
 
 
 def conv_rows_of(results: dict) -> list[dict[str, Any]]:
@@ -290,8 +294,10 @@ def main() -> int:
     ap.add_argument("--precisions", default=",".join(GEMM_PRECISIONS))
     ap.add_argument("--no-conv", action="store_true", help="leave out the convolution sample")
     ap.add_argument("--no-gemm", action="store_true", help="the convolution sample only")
-    ap.add_argument("--no-profiler", action="store_true", help="leave out the profiled pass over the GEMMs")
-    ap.add_argument("--no-repeat", action="store_true", help="leave out pass 2 (and so repeatability)")
+    ap.add_argument("--no-profiler", action="store_true", help="leave out the profiler's samples after each GEMM's measurement")
+    ap.add_argument("--no-repeat", action="store_true", help="with --no-profiler: leave out pass 2 (repeatability)")
+    ap.add_argument("--no-kernel-time", action="store_true",
+                    help="time short calls by events too, as deepbench-run does without --kernel-time")
     ap.add_argument("--warm-up", type=float, default=WARM_UP_S, metavar="S",
                     help=f"seconds of a large GEMM at most before the first pass (default {WARM_UP_S:g})")
     ap.add_argument("--merge", type=Path, nargs="+", metavar="JSON", help="summarize parts written with --out")
@@ -302,8 +308,8 @@ def main() -> int:
         print("fidelity: needs an NVIDIA GPU", file=sys.stderr)
         return 2
     started = time.time()
-    # The default mode's measuring settings (what `deepbench-run` uses); the profiled pass adds the profiler.
-    settings = Settings(device="cuda", **MODES["default"])
+    # The default mode's measuring settings (what `deepbench-run --kernel-time` uses); pass 1 adds the profiler.
+    settings = Settings(device="cuda", kernel_time=not args.no_kernel_time, **MODES["default"])
     profiling = settings.model_copy(update={"verify_timing": True})
     backend = TorchBackend(settings)
     facts = {"device": backend.device_facts(), "software": backend.library_versions(), "settings": settings.model_dump()}
@@ -318,15 +324,14 @@ def main() -> int:
             binary = build_native(Path(tmp))
             facts["warm_up"] = warm_up(backend.device, backend.clocks.temperature_c, args.warm_up)
             print(f"# warm-up {json.dumps(facts['warm_up'])}", flush=True)
-            first = harness_pass(backend, items, settings)
+            first = harness_pass(backend, items, settings if args.no_profiler else profiling)
             progress("pass 1", started)
             keys = [key for key, _, _ in items]
             native = native_times(binary, keys, [first[key + ("fwd",)]["measured_s"] for key in keys])
             progress("native loop", started)
-        second = None if args.no_repeat else harness_pass(backend, items, settings)
-        profiled = None if args.no_profiler else harness_pass(backend, items, profiling)
+        second = harness_pass(backend, items, settings) if args.no_profiler and not args.no_repeat else None
         progress("passes", started)
-        rows = gemm_rows(items, first, second, native, profiled)
+        rows = gemm_rows(items, first, second, native)
 
     conv_rows = []
     if not args.no_conv:

@@ -2,9 +2,10 @@
 # What issue 3's GPU figures were made with, on a lent H100/H200 machine (no registry, no Docker), one
 # phase a call (each fits the lent machine's 10 minutes a command):
 #   bash tests/benchmarks/gpu_session.sh check               # GPU tests, cuBLAS layout log, graph gap, conv fidelity
-#   bash tests/benchmarks/gpu_session.sh fidelity fp16 --no-profiler  # fidelity of the training GEMMs in a precision:
-#   bash tests/benchmarks/gpu_session.sh fidelity fp16 --no-repeat    # repeatability, then the profiler (then:
-#                                                                     # fidelity.py --merge on the JSON files)
+#   bash tests/benchmarks/gpu_session.sh fidelity fp16 --no-repeat    # fidelity of the training GEMMs in a precision:
+#                                                                     # the profiler and the native loop (5-7 min)
+#   bash tests/benchmarks/gpu_session.sh fidelity fp16 --no-profiler  # repeatability and the native loop (6 min);
+#                                                                     # then fidelity.py --merge on the JSON files
 #   bash tests/benchmarks/gpu_session.sh suite train         # a suite -> runner/published/nvidia-<gpu>/<suite>
 #   bash tests/benchmarks/gpu_session.sh suite inference-server
 #   bash tests/benchmarks/gpu_session.sh models              # model suites at batch 32, with their reports
@@ -33,7 +34,7 @@ elif [ "$PHASE" = fidelity ]; then
 elif [ "$PHASE" = suite ]; then
   dir="runner/published/nvidia-$DEV/$2"; rm -rf "$dir"
   cmd="deepbench-run --local --platform nvidia --suite $2 --quiet --out $dir"
-  { echo "\$ $cmd"; t0=$SECONDS; timeout 570 $cmd 2>&1 | tail -25; echo "$2: $((SECONDS - t0)) s wall"; } | tee "$OUT/suite-$2.log"
+  { echo "\$ $cmd"; t0=$SECONDS; timeout 585 $cmd 2>&1 | tail -25; echo "$2: $((SECONDS - t0)) s wall"; } | tee "$OUT/suite-$2.log"
   tar -czf "$OUT/suite-$2.tgz" "$dir"
 elif [ "$PHASE" = models ]; then
   # Model suites at batch 32 (operators, layers and the whole model, issue 9), and their reports.

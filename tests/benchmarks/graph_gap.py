@@ -14,14 +14,13 @@ from __future__ import annotations
 import statistics
 
 import torch
-from torch.autograd import DeviceType
-from torch.profiler import ProfilerActivity, profile
 
 from deepbench.kernels.backends.pytorch import TorchBackend
 from deepbench.kernels.catalog import by_id
 from deepbench.kernels.precision import Precision
 from deepbench.kernels.results import Settings
 from deepbench.kernels.timing import cuda as cuda_timer
+from deepbench.kernels.timing import cupti
 
 CALLS = 200
 KERNELS = (("gemm/train/000", "fp16"), ("gemm/train/000", "fp32"), ("gemm/train/003", "bf16"))
@@ -42,10 +41,10 @@ def main() -> None:
             end.record()
             end.synchronize()
             times.append(start.elapsed_time(end) * 1e3 / CALLS)
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        with cupti.recording() as prof:
             graph.replay()
             torch.cuda.synchronize()
-        ks = sorted((e.time_range.start, e.time_range.end) for e in prof.events() if e.device_type == DeviceType.CUDA)
+        ks = [(a, b) for a, b, _ in cupti.device_events(prof)]
         busy = sum(b - a for a, b in ks) / CALLS
         gaps = [ks[i + 1][0] - ks[i][1] for i in range(len(ks) - 1)]
         span = (ks[-1][1] - ks[0][0]) / CALLS if ks else float("nan")
