@@ -20,6 +20,16 @@ def backend():
     return TorchBackend(Settings(device="cuda", verify_timing=True, kernel_time=True))
 
 
+def _quick_backend(**settings):
+    """A backend with short measurements and no ceilings (they take seconds), for tests of the timer's choice."""
+    from deepbench.kernels.backends.pytorch import TorchBackend
+    from deepbench.kernels.results import Settings
+
+    b = TorchBackend(Settings(device="cuda", min_samples=5, time_cap_s=0.2, **settings))
+    b._ceilings = {}
+    return b
+
+
 def _run(backend, kernel_id: str, precision: str):
     from deepbench.kernels.catalog import by_id
     from deepbench.kernels.harness.execute import run_item
@@ -71,12 +81,7 @@ def test_long_gemm_timed_by_graph_events(backend) -> None:
 
 
 def test_short_gemm_timed_by_graph_events_by_default() -> None:
-    from deepbench.kernels.backends.pytorch import TorchBackend
-    from deepbench.kernels.results import Settings
-
-    b = TorchBackend(Settings(device="cuda", min_samples=5, time_cap_s=0.2))
-    b._ceilings = {}
-    r = _run(b, "gemm/train/000", "fp16")
+    r = _run(_quick_backend(), "gemm/train/000", "fp16")
     assert r.status.value == "ok" and r.parts[0].measurement.method == "cuda-graph-events"
 
 
@@ -103,12 +108,7 @@ def test_fp32_transform_conv_checked_against_its_family_tolerance(backend) -> No
 
 
 def test_cold_mode_uses_flushed_events() -> None:
-    from deepbench.kernels.backends.pytorch import TorchBackend
-    from deepbench.kernels.results import Settings
-
-    b = TorchBackend(Settings(device="cuda", cold=True, min_samples=5, time_cap_s=0.2))
-    b._ceilings = {}
-    r = _run(b, "gemm/train/000", "fp16")
+    r = _run(_quick_backend(cold=True), "gemm/train/000", "fp16")
     assert r.status.value == "ok" and r.parts[0].measurement.method == "cuda-events-cold"
 
 

@@ -198,6 +198,24 @@ def _events() -> tuple[torch.cuda.Event, torch.cuda.Event]:
     return torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
 
 
+def enqueue_marked(pairs: list[tuple[torch.cuda.Event, torch.cuda.Event]], replay: Callable[[], None],
+                   before: Callable[[], None] = _no_probe) -> None:
+    """Samples for a CUPTI recording, one per event pair: the marker kernel that opens a sample in
+    the record, `before` (untimed, e.g. the cold measurement's flush), then the replay between the
+    pair's events."""
+    for start, end in pairs:
+        cupti.mark_sample()
+        before()
+        start.record()
+        replay()
+        end.record()
+
+
+def us_per_call(pairs: list[tuple[torch.cuda.Event, torch.cuda.Event]], calls: int) -> list[float]:
+    """Each event pair's time (after the GPU passed its end event), in us per call of `calls`."""
+    return [start.elapsed_time(end) * MS_TO_US / calls for start, end in pairs]
+
+
 def hold_stream() -> None:
     """Keep the stream busy while the host enqueues the sample (see HOLD_S)."""
     if hasattr(torch.cuda, "_sleep"):
@@ -312,15 +330,10 @@ class KernelTimes:
             self._keep_busy()
         with cupti.recording() as prof:
             self.host_s = time.perf_counter() - self.left
-            for start, end in pairs:
-                cupti.mark_sample()
-                start.record()
-                self.replay()
-                end.record()
+            enqueue_marked(pairs, self.replay)
             self.during()
         self._keep_busy()
-        timed = [start.elapsed_time(end) * MS_TO_US / self.calls for start, end in pairs]
-        return cupti.split_at_markers(cupti.device_events(prof)), timed
+        return cupti.split_at_markers(cupti.device_events(prof)), us_per_call(pairs, self.calls)
 
     def unusable(self) -> str | None:
         """Why CUPTI cannot time these calls, from one recorded sample; None when it can."""
@@ -567,17 +580,12 @@ def profile_samples(replay: Callable[[], None], calls: int, samples: int = 1, wa
     for _ in range(max(1, warm_replays)):
         replay()
     with cupti.recording() as prof:
-        for start, end in pairs:
-            cupti.mark_sample()
-            before()
-            start.record()
-            replay()
-            end.record()
+        enqueue_marked(pairs, replay, before)
         torch.cuda.synchronize()
     groups = cupti.split_at_markers(cupti.device_events(prof))
     if before is not _no_probe:
         groups = [g[1:] for g in groups]
-    timed = [start.elapsed_time(end) * MS_TO_US / calls for start, end in pairs]
+    timed = us_per_call(pairs, calls)
     if len(groups) != samples or not all(groups):
         return {"kernel_us": math.nan, "kernels_per_call": 0.0, "kernel_names": [], "calls": calls,
                 "samples": samples, "events_us": statistics.median(timed), "timer_ratio": math.nan}
