@@ -105,7 +105,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="GPU: cross-check each time with the profiler's kernel durations")
     m.add_argument("--kernel-time", action="store_true",
                    help="GPU: time calls under 20 us by their kernels' own durations (CUPTI), without the GPU's "
-                        "0.1-0.3 us between two dependent kernels that back-to-back calls pay (slower to run)")
+                        "0.1-0.3 us between two dependent kernels that back-to-back calls pay (CUPTI then stays "
+                        "attached and slows launch-bound eager work measured after it)")
     out = parser.add_argument_group("results")
     out.add_argument("--out", type=Path, metavar="DIR", help="results folder (default: ./deepbench-results/RUN_ID)")
     out.add_argument("--resume", type=Path, metavar="DIR", help="continue the run in DIR where it stopped")

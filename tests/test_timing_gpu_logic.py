@@ -157,19 +157,37 @@ def test_call_time_is_the_mean_span_of_a_calls_kernels() -> None:
     assert abs(cupti.call_time_us(group[:3], 2) - 9.5 / 2) < 1e-9
 
 
-def test_kernel_times_take_spans_and_fall_back_to_events_for_a_record_it_cannot_split() -> None:
-    kt = cuda_timer.KernelTimes(replay=lambda: None, calls=2, sample_s=1e-3)
-    assert kt.per_batch == 50                                        # 0.05 s of 1 ms samples
+def test_chunk_times_cut_a_replay_into_samples_of_consecutive_calls() -> None:
+    calls = [(10.0 * i, 10.0 * i + 4.0 + (i // 2) * 0.2, "gemm") for i in range(5)]  # spans 4.0 4.0 4.2 4.2 4.4
+    assert [round(t, 9) for t in cupti.chunk_times_us(calls, 5, 2)] == [4.0, 4.2]  # the 5th call: no whole chunk
+    assert cupti.chunk_times_us(calls[:4], 5, 2) == [cupti.call_time_us(calls[:4], 5)]  # kernels do not divide
+
+
+def test_kernel_times_take_spans_and_fall_back_to_events_for_a_record_it_cannot_split(monkeypatch) -> None:
+    monkeypatch.setattr(cupti, "start_once", lambda: None)
+    kt = cuda_timer.KernelTimes(replay=lambda: None, calls=4, sample_s=0.05, chunk=2)
+    assert kt.per_batch == 1                                         # 0.05 s of 50 ms replays
+    replay = [(10.0 * i, 10.0 * i + 4.0 + (i // 2) * 0.2, "gemm") for i in range(4)]  # spans 4.0 4.0 4.2 4.2
     batches = iter([
-        ([[(0.0, 4.0, "gemm"), (4.3, 8.3, "gemm")], [(20.0, 24.2, "gemm"), (24.5, 28.7, "gemm")]], [4.4, 4.6]),
-        ([[(0.0, 4.0, "gemm"), (4.3, 8.3, "gemm")]], [4.5, 4.7]),    # one sample's marker missing
+        ([replay], [4.6]),                                           # the first batch: CUPTI can time these calls
+        ([replay], [4.5, 4.7]),                                      # one replay's marker missing
     ])
-    kt._batch = lambda samples: next(batches)
-    assert [round(kt.take(), 9), round(kt.take(), 9)] == [4.0, 4.2]  # kernel spans, not the events' 4.4, 4.6
-    assert kt.notes["graph_events_us"] == 4.5                        # the events' period kept beside them
+    kt._batch = lambda replays: next(batches)
+    assert kt.start() is None
+    assert [round(kt.take(), 9), round(kt.take(), 9)] == [4.0, 4.2]  # chunks of kernel spans, not the events' 4.6
+    assert kt.notes["graph_events_us"] == 4.6                        # the events' period kept beside them
     assert [kt.take(), kt.take()] == [4.5, 4.7]
     assert kt.notes["samples_timed_by_events"] == 2
-    assert kt.notes["graph_events_us"] == 4.55
+    assert kt.notes["graph_events_us"] == 4.6
+
+
+def test_kernel_times_say_why_not_when_the_first_batch_cannot_be_split(monkeypatch) -> None:
+    monkeypatch.setattr(cupti, "start_once", lambda: None)
+    kt = cuda_timer.KernelTimes(replay=lambda: None, calls=4, sample_s=0.05, chunk=2)
+    kt._batch = lambda replays: ([[(0.0, 4.0, "gemm")] * 3], [4.6])  # 3 kernels for 4 calls
+    assert "3 GPU activities" in (kt.start() or "")
+    assert not kt.pending
+
 
 def _failing_part(error: float):
     from deepbench.kernels.backends.base import TimedPart

@@ -15,9 +15,10 @@ is its kernels' own span on the GPU's clock. Between two dependent kernels the G
 percent of a 3-5 us GEMM, whose truth is the kernel's own duration (DESIGN.md). The events'
 figure stays beside it in the notes. Not the default, for what CUPTI costs (H100, torch 2.11):
 replays run ~3% slower while it records (events over a C++ graph loop of the same GEMMs, median
-1.031); once started it stays attached, and eager work timed later (cuDNN's RNN backward) read a
-median 3% slower, p90 17% slower; and `train` had done 612 of its 621 kernels after 585 s, where
-the default does all in 562 s.
+1.031), and once started it stays attached to the process (cupti.py): the harness's own eager
+timings of launch-bound cuDNN RNN backwards in the same process read a geomean 9% and 20% slower
+after one recording (up to 1.6x; tests/benchmarks/cupti_linger.py), where their repeatability
+before it was 0.94-0.95. CUPTI's first start (2-5 s) runs during the device warm-up.
 
 Cold (`Settings.cold`): before every call a buffer twice the L2's size is written, so the call
 finds none of its operands in L2 (triton.testing.do_bench's flush); each call is timed by its own
@@ -81,7 +82,9 @@ HOLD_CLOCK_HZ = 2.0e9  # cycles per second assumed when sizing the spin (it only
 # after a 10 us GEMM), which an event timer counts: 3-10% of a 3-5 us GEMM, under 3% from here on.
 KERNEL_TIMED_BELOW_US = 20.0
 KERNEL_BATCH_S = 0.05   # GPU time a KernelTimes batch records at most: the host reads it while replays run on
-BATCH_RECORDS = 4000    # kernel records a batch holds at most (the host reads ~250 a millisecond, H100 machine)
+BATCH_RECORDS = 4000    # kernel records a batch holds at most (the host takes ~10 us a record, H100 machine)
+KERNEL_SAMPLE_S = 100e-6  # GPU time of one CUPTI-timed sample (a replay's chunk of calls)
+PROBE_REPLAYS = 4       # replays in KernelTimes' first batch, which shows whether CUPTI can time the calls
 HOST_S_GUESS = 0.003    # host time between two batches (a recording's start and stop), until one is measured
 MAX_RECORDED_CALLS = 20_000  # calls whose records --verify-timing reads at once
 # --verify-timing: replays kept running while the profiler starts (see profile_samples).
@@ -291,31 +294,37 @@ class BackToBack:
 
 
 class KernelTimes:
-    """Samples of one graph's replays timed by CUPTI (METHOD_KERNELS): per replay, the mean over
-    its calls of a call's span, from its first kernel's start to its last kernel's end
-    (cupti.call_time_us). Waits inside a call (split-K's before its reduction) count; the gap
-    the GPU leaves between one call's last kernel and the next call's first does not. That gap
-    is what every back-to-back timer adds, the harness's events and a C++ loop alike (H100, the
-    training GEMMs under 10 us: a C++ graph loop over CUPTI's spans, median 1.034, up to 1.24).
+    """Samples of one graph's replays timed by CUPTI (METHOD_KERNELS): a call's time is its span,
+    from its first kernel's start to its last kernel's end (cupti.call_time_us). Waits inside a
+    call (split-K's before its reduction) count; the gap the GPU leaves between one call's last
+    kernel and the next call's first does not. That gap is what every back-to-back timer adds, the
+    harness's events and a C++ loop alike (H100, the training GEMMs under 10 us: a C++ graph loop
+    over CUPTI's spans, median 1.034, up to 1.24).
 
-    Replays are recorded in batches of `per_batch` samples, each behind the marker kernel and
-    between two events (their figure per call is kept: `graph_events_us` in the notes, the
-    period a back-to-back loop would read). While the host reads a batch's records and starts
-    the next recording, replays enqueued right after the batch keep the GPU busy, as BackToBack
-    does: as many as cover the host's time between the last two batches."""
+    A sample is the mean span of `chunk` consecutive calls of a replay (cupti.chunk_times_us): a
+    replay holds enough calls for the events to time it (min_sample_s), which CUPTI does not need,
+    and reading records costs the host ~10 us each (H100 machine, tests/benchmarks/cupti_cost.py),
+    so a replay cut into samples of ~KERNEL_SAMPLE_S gives the stopping rule the samples it needs
+    from few records. The first batch (`start`) also tells whether CUPTI can time these calls.
 
-    def __init__(self, replay: Callable[[], None], calls: int, sample_s: float,
+    Replays are recorded in batches, each replay behind the marker kernel and between two events
+    (their figure per call is kept: `graph_events_us` in the notes, the period a back-to-back
+    loop reads). While the host reads a batch's records and starts the next recording, replays
+    enqueued right after the batch keep the GPU busy, as BackToBack does: as many as cover the
+    host's time between the last two batches."""
+
+    def __init__(self, replay: Callable[[], None], calls: int, sample_s: float, chunk: int,
                  during: Callable[[], None] = _no_probe) -> None:
-        self.replay, self.calls, self.during = replay, calls, during
-        self.sample_s = max(sample_s, 1e-9)
-        self.per_batch = self._samples_per_batch(1)
+        self.replay, self.calls, self.chunk, self.during = replay, calls, chunk, during
+        self.sample_s = max(sample_s, 1e-9)  # GPU time of one replay
+        self.per_batch = self._replays_per_batch(1)
         self.host_s = HOST_S_GUESS
         self.left = math.nan  # when the host last left the GPU with replays to run
         self.pending: deque[float] = deque()
         self.events_us: list[float] = []
         self.notes: dict[str, Any] = {}
 
-    def _samples_per_batch(self, kernels_per_call: int) -> int:
+    def _replays_per_batch(self, kernels_per_call: int) -> int:
         return max(1, min(math.ceil(KERNEL_BATCH_S / self.sample_s), BATCH_RECORDS // (self.calls * kernels_per_call)))
 
     def _keep_busy(self) -> None:
@@ -323,9 +332,9 @@ class KernelTimes:
             self.replay()
         self.left = time.perf_counter()
 
-    def _batch(self, samples: int) -> tuple[list[list[cupti.DeviceEvent]], list[float]]:
-        """The record split by sample, and the events' us per call of each sample."""
-        pairs = [_events() for _ in range(samples)]
+    def _batch(self, replays: int) -> tuple[list[list[cupti.DeviceEvent]], list[float]]:
+        """The record split by replay, and the events' us per call of each replay."""
+        pairs = [_events() for _ in range(replays)]
         if math.isnan(self.left):
             self._keep_busy()
         with cupti.recording() as prof:
@@ -335,30 +344,36 @@ class KernelTimes:
         self._keep_busy()
         return cupti.split_at_markers(cupti.device_events(prof)), us_per_call(pairs, self.calls)
 
-    def unusable(self) -> str | None:
-        """Why CUPTI cannot time these calls, from one recorded sample; None when it can."""
+    def _add(self, groups: list[list[cupti.DeviceEvent]], timed: list[float]) -> None:
+        self.events_us += timed
+        if len(groups) == len(timed):
+            for group, t in zip(groups, timed):
+                self.pending.extend(cupti.chunk_times_us(group, self.calls, self.chunk) if group else [t])
+        else:  # a record that cannot be split by replay: the events' figures stand in for the batch
+            self.notes["samples_timed_by_events"] = self.notes.get("samples_timed_by_events", 0) + len(timed)
+            self.pending.extend(timed)
+        self.notes["graph_events_us"] = statistics.median(self.events_us)
+
+    def start(self) -> str | None:
+        """Record the first batch (PROBE_REPLAYS replays at most); None when CUPTI timed it (its
+        samples are the first taken), else why these calls cannot be timed by CUPTI."""
+        replays = min(self.per_batch, PROBE_REPLAYS)
         try:
             cupti.start_once()
-            groups, _ = self._batch(1)
+            groups, timed = self._batch(replays)
         except Exception as exc:  # noqa: BLE001 - no CUPTI (or a profiler already running): events time it
             return f"CUPTI unavailable: {type(exc).__name__}: {exc}"[:300]
-        if len(groups) != 1 or not groups[0] or len(groups[0]) % self.calls:
-            return (f"CUPTI recorded {sum(len(g) for g in groups)} GPU activities in {len(groups)} samples "
-                    f"for one replay of {self.calls} calls")
-        self.per_batch = self._samples_per_batch(len(groups[0]) // self.calls)
+        if len(groups) != replays or not all(groups) or len(groups[0]) % self.calls:
+            return (f"CUPTI recorded {sum(len(g) for g in groups)} GPU activities in {len(groups)} replays "
+                    f"for {replays} replays of {self.calls} calls")
+        self.per_batch = self._replays_per_batch(len(groups[0]) // self.calls)
+        self._add(groups, timed)
         return None
 
     def take(self) -> float:
         """Microseconds per call of the next sample (a batch is recorded when none is pending)."""
         if not self.pending:
-            groups, timed = self._batch(self.per_batch)
-            self.events_us += timed
-            if len(groups) == len(timed):
-                self.pending.extend(cupti.call_time_us(g, self.calls) if g else t for g, t in zip(groups, timed))
-            else:  # a record that cannot be split by sample: the events' figures stand in for the batch
-                self.notes["samples_timed_by_events"] = self.notes.get("samples_timed_by_events", 0) + len(timed)
-                self.pending.extend(timed)
-            self.notes["graph_events_us"] = statistics.median(self.events_us)
+            self._add(*self._batch(self.per_batch))
         return self.pending.popleft()
 
 
@@ -392,10 +407,11 @@ def graph_sampler(fn: Callable[[], object], min_sample_s: float, during: Callabl
     warmup += calls
     notes: dict[str, Any] = {}
     if kernel_time and per_call < KERNEL_TIMED_BELOW_US:
-        kernels = KernelTimes(graph.replay, calls, per_call * calls / 1e6, during)
-        why_not = kernels.unusable()
+        chunk = calls_for(per_call, KERNEL_SAMPLE_S, calls)
+        kernels = KernelTimes(graph.replay, calls, per_call * calls / 1e6, chunk, during)
+        why_not = kernels.start()
         if why_not is None:
-            return Sampler(METHOD_KERNELS, calls, kernels.take, warmup, kernels.notes, replay=graph.replay,
+            return Sampler(METHOD_KERNELS, chunk, kernels.take, warmup, kernels.notes, replay=graph.replay,
                            replay_calls=calls)
         notes["kernel_timer"] = why_not
     samples = BackToBack(graph.replay, calls, during)

@@ -8,7 +8,19 @@ enqueued before each; a call's kernels by their count per call.
 
 Only the kernels' raw records are read (torch's Kineto events), not torch's event tree: for
 20,000 kernels the host took 0.08 s against 0.81 s (H100 machine), and KernelTimes reads a
-batch every few tens of milliseconds."""
+batch every few tens of milliseconds.
+
+Once started, CUPTI stays attached to the process and slows later GPU work, recorded or not
+(H100, torch 2.11, one fresh process per figure, tests/benchmarks/results/cupti_cost-h100.log:
+single graph replays of a 3 us GEMM 4-24% slower, the host's eager launches 1.1x to 4.7x slower;
+cupti_linger-h100.log: the harness's own eager timings of cuDNN RNN backwards a geomean 9% and
+20% slower, up to 1.6x). Kineto's TEARDOWN_CUPTI=1 (detach after every recording) kept replays at
+0.97-0.99x for 7-15 ms more per recording, but is not used: in a `train` run with it, the third
+kernel timed by CUPTI failed with "unspecified launch failure" and the harness restarted (the
+other ~145 went through; teardown-crash-h100.log), and cuptiFinalize called through cupti-python
+did the same at once to a graph captured before it (torch turns teardown off for inductor's CUDA
+graphs before CUDA 12.6). cupti-python's recordings cost nothing to start and stop, but a flush
+took 100-220 ms (CUPTI 13.0), against torch.profiler's ~25 ms for 2,000 records."""
 
 from __future__ import annotations
 
@@ -87,6 +99,16 @@ def kernel_spans(intervals: list[tuple[float, float]], per_call: int) -> list[fl
         return []
     return [intervals[i + per_call - 1][1] - intervals[i][0]
             for i in range(0, len(intervals) - per_call + 1, per_call)]
+
+
+def chunk_times_us(group: list[DeviceEvent], calls: int, chunk: int) -> list[float]:
+    """A replay of `calls` calls cut into samples of `chunk` consecutive calls, each the mean span
+    of its calls (see call_time_us); a remainder of fewer than `chunk` calls is left out. One
+    value for the whole replay (its period per call) when its kernels do not divide among the calls."""
+    if not group or len(group) % calls or chunk < 1:
+        return [call_time_us(group, calls)]
+    spans = kernel_spans([(a, b) for a, b, _ in group], len(group) // calls)
+    return [sum(spans[i:i + chunk]) / chunk for i in range(0, calls - chunk + 1, chunk)]
 
 
 def call_time_us(group: list[DeviceEvent], calls: int) -> float:

@@ -9,6 +9,8 @@
 #   bash tests/benchmarks/gpu_session.sh suite train         # a suite -> runner/published/nvidia-<gpu>/<suite>
 #   bash tests/benchmarks/gpu_session.sh suite inference-server
 #   bash tests/benchmarks/gpu_session.sh models              # model suites at batch 32, with their reports
+#   bash tests/benchmarks/gpu_session.sh cupti               # what CUPTI costs and what lingers after it (2 min;
+#                                                            # carry cupti-python's wheel in .whl/ for its client)
 # pydantic is not installed there: its wheels travel in .whl/ (see README, "NVIDIA GPUs").
 # Logs and a tarball of the results folders go to $OUT (or ./gpu-out).
 set -uo pipefail
@@ -36,6 +38,9 @@ elif [ "$PHASE" = suite ]; then
   cmd="deepbench-run --local --platform nvidia --suite $2 --quiet --out $dir"
   { echo "\$ $cmd"; t0=$SECONDS; timeout 585 $cmd 2>&1 | tail -25; echo "$2: $((SECONDS - t0)) s wall"; } | tee "$OUT/suite-$2.log"
   tar -czf "$OUT/suite-$2.tgz" "$dir"
+elif [ "$PHASE" = cupti ]; then
+  python3 tests/benchmarks/cupti_cost.py 2>"$OUT/cupti_cost.raw" | tee "$OUT/cupti_cost.log"
+  for i in 1 2; do python3 tests/benchmarks/cupti_linger.py; done 2>&1 | tee "$OUT/cupti_linger.log"
 elif [ "$PHASE" = models ]; then
   # Model suites at batch 32 (operators, layers and the whole model, issue 9), and their reports.
   for spec in "resnet50 fp32,fp16" "bert-base fp32,fp16" "vgg16 fp16" "densenet121 fp16" "lstm-lm fp16" "gpt2 fp16" \

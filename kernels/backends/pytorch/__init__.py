@@ -17,6 +17,7 @@ from ...system import cpu_model
 from ...results import Measurement, Settings
 from ...timing import cpu as cpu_timer
 from ...timing import cuda as cuda_timer
+from ...timing import cupti
 from ...timing.stopping import StopRule
 from ...timing.warmup import warm_up
 from ..base import Backend, Prepared, TimedPart, Unsupported
@@ -88,7 +89,9 @@ class TorchBackend(Backend):
         if not self._warmed:
             self._warmed = True
             if self.settings.warm_up_s > 0:
-                part.info["device_warm_up"] = warm_up(self.device, self.clocks.temperature_c, self.settings.warm_up_s)
+                part.info["device_warm_up"] = warm_up(
+                    self.device, self.clocks.temperature_c, self.settings.warm_up_s,
+                    meanwhile=cupti.start_once if self.settings.kernel_time else lambda: None)
         m, notes = cuda_timer.measure(fn, rule, self.settings, part.capturable, self.device, self.clocks)
         part.info.update(notes)
         bound = cuda_facts.roofline(part.flops, part.min_bytes, m.stats.median, self.precision, self.ceilings())
