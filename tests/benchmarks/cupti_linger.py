@@ -3,11 +3,11 @@
 In one process: DeepBench training RNNs whose backward the harness times eagerly (cuDNN's RNN
 backward is not captured in a CUDA graph; these fp16 ones take 0.6-1.5 ms on an H100, short
 enough for the host's launches to set the pace), measured twice, then once more after a CUPTI
-recording of a short GEMM graph (as --kernel-time makes). Prints per kernel the backward's second/first (the harness's own
-repeatability) and third/second (after CUPTI attached) medians; run it in a fresh process.
+recording of a short GEMM graph (as --kernel-time makes). Prints per kernel the backward's
+second/first (the harness's own repeatability) and third/second (after CUPTI attached) medians.
 
-    python tests/benchmarks/cupti_linger.py [--rounds N]
-"""
+    python tests/benchmarks/cupti_linger.py     # on a GPU machine, a fresh process each time
+Results: tests/benchmarks/results/cupti_linger-h100.log."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@
 #   bash tests/benchmarks/gpu_session.sh suite train         # a suite -> runner/published/nvidia-<gpu>/<suite>
 #   bash tests/benchmarks/gpu_session.sh suite inference-server
 #   bash tests/benchmarks/gpu_session.sh models              # model suites at batch 32, with their reports
-#   bash tests/benchmarks/gpu_session.sh cupti               # what CUPTI costs and what lingers after it (2 min;
+#   bash tests/benchmarks/gpu_session.sh cupti               # what CUPTI costs and what lingers after it (~3 min;
 #                                                            # carry cupti-python's wheel in .whl/ for its client)
 # pydantic is not installed there: its wheels travel in .whl/ (see README, "NVIDIA GPUs").
 # Logs and a tarball of the results folders go to $OUT (or ./gpu-out).
