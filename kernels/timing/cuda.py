@@ -359,7 +359,7 @@ class KernelTimes:
         samples are the first taken), else why these calls cannot be timed by CUPTI."""
         replays = min(self.per_batch, PROBE_REPLAYS)
         try:
-            cupti.start_once()
+            cupti.start_once()  # before _batch's first keep-busy replays, which cover milliseconds, not seconds
             groups, timed = self._batch(replays)
         except Exception as exc:  # noqa: BLE001 - no CUPTI (or a profiler already running): events time it
             return f"CUPTI unavailable: {type(exc).__name__}: {exc}"[:300]

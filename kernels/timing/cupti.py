@@ -102,23 +102,22 @@ def kernel_spans(intervals: list[tuple[float, float]], per_call: int) -> list[fl
 
 
 def chunk_times_us(group: list[DeviceEvent], calls: int, chunk: int) -> list[float]:
-    """A replay of `calls` calls cut into samples of `chunk` consecutive calls, each the mean span
-    of its calls (see call_time_us); a remainder of fewer than `chunk` calls is left out. One
-    value for the whole replay (its period per call) when its kernels do not divide among the calls."""
-    if not group or len(group) % calls or chunk < 1:
-        return [call_time_us(group, calls)]
+    """A replay of `calls` calls cut into samples of `chunk` consecutive calls (all of them when
+    `chunk` is under 1), each the mean span of its calls' kernels (first start to last end, so a
+    wait inside a call, such as split-K's before its reduction, counts, and the gap between one
+    call and the next does not); a remainder of fewer than `chunk` calls is left out. When the
+    kernels do not divide among the calls: one value, the replay's period per call (first start to
+    last end of all, gaps included)."""
+    if not group or len(group) % calls:
+        return [(group[-1][1] - group[0][0]) / calls if group else float("nan")]
+    chunk = chunk if chunk >= 1 else calls
     spans = kernel_spans([(a, b) for a, b, _ in group], len(group) // calls)
     return [sum(spans[i:i + chunk]) / chunk for i in range(0, calls - chunk + 1, chunk)]
 
 
 def call_time_us(group: list[DeviceEvent], calls: int) -> float:
-    """One sample's time per call: the mean span of a call's kernels (first start to last end, so
-    a wait inside the call, such as split-K's before its reduction, counts, and the gap between
-    one call and the next does not) when every call launched the same kernels; otherwise the
-    sample's period per call (first start to last end of all, gaps included)."""
-    if group and len(group) % calls == 0:
-        return sum(kernel_spans([(a, b) for a, b, _ in group], len(group) // calls)) / calls
-    return (group[-1][1] - group[0][0]) / calls if group else float("nan")
+    """One sample's time per call: chunk_times_us with the whole replay as one chunk."""
+    return chunk_times_us(group, calls, calls)[0]
 
 
 def sample_figures(groups: list[list[DeviceEvent]], calls: int, timed: list[float]) -> dict[str, Any]:
