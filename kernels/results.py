@@ -232,7 +232,7 @@ class Settings(Frozen):
     device: str = "cpu"
     cold: bool = Field(False, description="flush caches before every call (GPU)")
     verify_timing: bool = Field(False, description="cross-check timings with the profiler (GPU)")
-    kernel_time: bool = Field(False, description="GPU: time calls under 20 us by their kernels' own durations (CUPTI) "
+    kernel_time: bool = Field(True, description="GPU: time calls under 20 us by their kernels' own durations (CUPTI) "
                               "instead of graph replays timed by events (kernels/timing/cuda.py KernelTimes)")
     ranks: int = Field(1, ge=1, description="processes of a collective (all-reduce), started by torchrun or mpirun")
 

@@ -103,10 +103,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     m.add_argument("--cold", action="store_true", help="GPU: flush the L2 cache before every call")
     m.add_argument("--verify-timing", action="store_true",
                    help="GPU: cross-check each time with the profiler's kernel durations")
-    m.add_argument("--kernel-time", action="store_true",
+    m.add_argument("--kernel-time", action=argparse.BooleanOptionalAction, default=True,
                    help="GPU: time calls under 20 us by their kernels' own durations (CUPTI), without the GPU's "
-                        "0.1-0.3 us between two dependent kernels that back-to-back calls pay (CUPTI then stays "
-                        "attached and slows launch-bound eager work measured after it)")
+                        "0.1-0.3 us between two dependent kernels that back-to-back calls pay (default); "
+                        "--no-kernel-time times them by events of back-to-back graph replays, as a native loop "
+                        "would, and starts no CUPTI (unless --verify-timing)")
     out = parser.add_argument_group("results")
     out.add_argument("--out", type=Path, metavar="DIR", help="results folder (default: ./deepbench-results/RUN_ID)")
     out.add_argument("--resume", type=Path, metavar="DIR", help="continue the run in DIR where it stopped")

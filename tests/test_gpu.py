@@ -51,7 +51,7 @@ def test_ceilings_measured(backend) -> None:
 
 @pytest.mark.parametrize("precision", ["fp32", "tf32", "fp16", "bf16", "int8"])
 def test_gemm_ok_timed_and_profiled(backend, precision) -> None:
-    """1760x16x1760: 4-16 us a call except in int8 (padded, over 20 us on an H100), so --kernel-time times it
+    """1760x16x1760: 4-16 us a call except in int8 (padded, over 20 us on an H100), so kernel time times it
     by CUPTI, the kernels' own time, with the events' period of the same replays beside it."""
     from deepbench.kernels.timing.cuda import KERNEL_TIMED_BELOW_US, METHOD_GRAPH, METHOD_KERNELS
 
@@ -82,9 +82,21 @@ def test_long_gemm_timed_by_graph_events(backend) -> None:
     assert 0.95 < r.parts[0].info["profiler"]["ratio"] < 1.05
 
 
-def test_short_gemm_timed_by_graph_events_by_default() -> None:
-    r = _run(_quick_backend(), "gemm/train/000", "fp16")
-    assert r.status.value == "ok" and r.parts[0].measurement.method == "cuda-graph-events"
+@pytest.mark.parametrize("kernel_time, method", [(True, "cuda-graph-cupti"), (False, "cuda-graph-events")])
+def test_short_gemm_timed_by_cupti_by_default(kernel_time: bool, method: str) -> None:
+    r = _run(_quick_backend(kernel_time=kernel_time), "gemm/train/000", "fp16")
+    assert r.status.value == "ok" and r.parts[0].measurement.method == method, r.parts[0].info.get("kernel_timer")
+
+
+@pytest.mark.parametrize("kernel_id", ["rnn/train/000", "rnn/train/012", "rnn/train/050"])  # vanilla, LSTM, GRU
+def test_rnn_backward_replayed_from_a_graph(kernel_id: str) -> None:
+    """cuDNN's RNN backward is captured like every operation (its forward made on the capture
+    stream), not timed by eager launches, which CUPTI once attached slows."""
+    r = _run(_quick_backend(), kernel_id, "fp16")
+    assert r.status.value == "ok", r.reason
+    bwd = next(p for p in r.parts if p.direction == "bwd")
+    assert bwd.measurement.method in ("cuda-graph-events", "cuda-graph-cupti"), bwd.info.get("eager_reason")
+    assert bwd.check.passed
 
 
 def test_int8_padding_recorded(backend) -> None:

@@ -378,8 +378,9 @@ def test_verify_of_a_local_submission_needs_local(bundle: Path, tmp_path: Path) 
     assert proc.returncode == 2 and "verify it with --local" in proc.stderr
 
 
-def test_reproduce_command_keeps_the_gpu_timing_flags() -> None:
-    """--cold, --verify-timing and --kernel-time change what a GPU time means: a re-run must repeat them."""
+@pytest.mark.parametrize("kernel_time", [True, False])
+def test_reproduce_command_keeps_the_gpu_timing_flags(kernel_time: bool) -> None:
+    """--cold, --verify-timing and --no-kernel-time change what a GPU time means: a re-run must repeat them."""
     import argparse
     import shlex
 
@@ -388,12 +389,12 @@ def test_reproduce_command_keeps_the_gpu_timing_flags() -> None:
     from deepbench.runner.run import add_arguments, settings_from
     from deepbench.runner.submission.bundle import reproduce_command
 
-    settings = Settings(device="cuda", cold=True, verify_timing=True, kernel_time=True, warm_up_s=30.0)
+    settings = Settings(device="cuda", cold=True, verify_timing=True, kernel_time=kernel_time, warm_up_s=30.0)
     plan = Plan(run_id="r", suite="train", platform="nvidia", backend=get_platform("nvidia").backend,
                 settings=settings, items=())
     command = reproduce_command(plan, local=True, image_digest=None)
     parser = argparse.ArgumentParser()
     add_arguments(parser)
     again = settings_from(parser.parse_args(shlex.split(command)[1:]), get_platform("nvidia"))
-    assert (again.cold, again.verify_timing, again.kernel_time) == (True, True, True)
-    assert not settings_from(parser.parse_args(["--local", "--platform", "nvidia"]), get_platform("nvidia")).kernel_time
+    assert (again.cold, again.verify_timing, again.kernel_time) == (True, True, kernel_time)
+    assert settings_from(parser.parse_args(["--local", "--platform", "nvidia"]), get_platform("nvidia")).kernel_time

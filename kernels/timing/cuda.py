@@ -8,17 +8,20 @@ lands within a fraction of a microsecond of the kernels' own durations (nvbench'
 measurement). Calibration picks `calls` so one replay lasts at least `min_sample_s`. Samples
 follow each other on the GPU without a gap (BackToBack), as in a native loop.
 
-Kernel time (`Settings.kernel_time`, --kernel-time): calls under KERNEL_TIMED_BELOW_US are timed
-by CUPTI instead (KernelTimes, method `cuda-graph-cupti`): the same replays, but each call's time
-is its kernels' own span on the GPU's clock. Between two dependent kernels the GPU leaves
-0.1-0.3 us (H100), which the events count, as a native loop of back-to-back calls does: several
-percent of a 3-5 us GEMM, whose truth is the kernel's own duration (DESIGN.md). The events'
-figure stays beside it in the notes. Not the default, for what CUPTI costs (H100, torch 2.11):
-replays run ~3% slower while it records (events over a C++ graph loop of the same GEMMs, median
-1.031), and once started it stays attached to the process (cupti.py): the harness's own eager
-timings of launch-bound cuDNN RNN backwards in the same process read a geomean 9% and 20% slower
-after one recording (up to 1.6x; tests/benchmarks/cupti_linger.py), where their repeatability
-before it was 0.94-0.95. CUPTI's first start (2-5 s) runs during the device warm-up.
+Kernel time (`Settings.kernel_time`, the default; --no-kernel-time turns it off): calls under
+KERNEL_TIMED_BELOW_US are timed by CUPTI (KernelTimes, method `cuda-graph-cupti`): the same
+replays, but each call's time is its kernels' own span on the GPU's clock. Between two dependent
+kernels the GPU leaves 0.1-0.3 us (H100), which the events count, as a native loop of
+back-to-back calls does: several percent of a 3-5 us GEMM, whose truth is the kernel's own
+duration (DESIGN.md). The events' figure stays beside it in the notes. What CUPTI costs (H100,
+torch 2.11): replays run ~3% slower while it records (events over a C++ graph loop of the same
+GEMMs, median 1.031), and once started it stays attached to the process (cupti.py) and slows
+the host's launches: eager timings of launch-bound cuDNN RNN backwards read a geomean 1.32x and
+1.43x after one recording, the same backwards replayed from a graph 0.995x and 1.02x
+(tests/benchmarks/cupti_linger.py). Graph replays do not wait on the host, and every GPU
+operation is captured (the RNN backward too), so only timings that count host launches are
+exposed: an eager fallback after a failed capture and --cold, whose notes then say
+`cupti_attached`. CUPTI's first start (2-5 s) runs during the device warm-up.
 
 Cold (`Settings.cold`): before every call a buffer twice the L2's size is written, so the call
 finds none of its operands in L2 (triton.testing.do_bench's flush); each call is timed by its own
@@ -245,8 +248,11 @@ def calls_for(per_call_us: float, min_sample_s: float, cap: int) -> int:
 
 
 def capture(fn: Callable[[], object], calls: int) -> torch.cuda.CUDAGraph:
-    """A graph of `calls` unrolled calls. PyTorch captures on a side stream; one eager call on
-    that stream first lets libraries create their per-stream handles and workspaces."""
+    """A graph of `calls` unrolled calls, captured on a side stream (a graph cannot be captured on
+    the legacy default stream). One eager call on that same stream first lets libraries create
+    their per-stream handles and workspaces, and lets a call prepare what must live on the stream
+    it runs on (the cuDNN RNN backward's forward: autograd runs a backward op on its forward's
+    stream, so a forward made on another stream would put the backward outside the capture)."""
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
@@ -254,7 +260,7 @@ def capture(fn: Callable[[], object], calls: int) -> torch.cuda.CUDAGraph:
     torch.cuda.current_stream().wait_stream(side)
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
+    with torch.cuda.graph(graph, stream=side):
         for _ in range(calls):
             fn()
     torch.cuda.synchronize()
@@ -425,13 +431,19 @@ def _eager_replay(fn: Callable[[], object], calls: int) -> Callable[[], None]:
     return replay
 
 
+def host_launch_notes() -> dict[str, Any]:
+    """For timings that count the host's launches (eager, cold): whether CUPTI was attached while
+    they were taken (cupti.py: once started it slows every launch; kernel time starts it)."""
+    return {"cupti_attached": True} if cupti.attached() else {}
+
+
 def eager_sampler(fn: Callable[[], object], min_sample_s: float, reason: str,
                   during: Callable[[], None] = _no_probe) -> Sampler:
     per_call = time_eager(fn, 2)
     calls = calls_for(per_call, min_sample_s, MAX_CALLS_EAGER)
     shown = min(calls, EAGER_PROFILED_CALLS)
-    return Sampler(METHOD_EAGER, calls, lambda: time_eager(fn, calls, during), 2, {"eager_reason": reason},
-                   replay=_eager_replay(fn, shown), replay_calls=shown)
+    return Sampler(METHOD_EAGER, calls, lambda: time_eager(fn, calls, during), 2,
+                   {"eager_reason": reason, **host_launch_notes()}, replay=_eager_replay(fn, shown), replay_calls=shown)
 
 
 def cold_sampler(fn: Callable[[], object], device: torch.device, during: Callable[[], None] = _no_probe) -> Sampler:
@@ -454,8 +466,8 @@ def cold_sampler(fn: Callable[[], object], device: torch.device, during: Callabl
         return pending.pop(0)
 
     fn()
-    return Sampler(METHOD_COLD, 1, take, 1, {"flush_bytes": flush.numel() * 4}, replay=fn, replay_calls=1,
-                   before_replay=lambda: flush.fill_(1.0))
+    return Sampler(METHOD_COLD, 1, take, 1, {"flush_bytes": flush.numel() * 4, **host_launch_notes()}, replay=fn,
+                   replay_calls=1, before_replay=lambda: flush.fill_(1.0))
 
 
 def sampler_for(fn: Callable[[], object], settings: Settings, capturable: bool, device: torch.device,

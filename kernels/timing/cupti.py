@@ -1,7 +1,7 @@
 """CUPTI's record of the GPU's work, read through torch.profiler: which kernels ran, and when each
 began and ended on the GPU's own clock.
 
-Two users in cuda.py: the hot measurement of short calls with --kernel-time (KernelTimes: a
+Two users in cuda.py: the hot measurement of short calls by kernel time (the default; KernelTimes: a
 kernel's own duration, without the gap the GPU leaves between two dependent kernels) and the
 cross-check of any measurement (--verify-timing). Samples are told apart by a marker kernel
 enqueued before each; a call's kernels by their count per call.
@@ -13,8 +13,8 @@ batch every few tens of milliseconds.
 Once started, CUPTI stays attached to the process and slows later GPU work, recorded or not
 (H100, torch 2.11, one fresh process per figure, tests/benchmarks/results/cupti_cost-h100.log:
 single graph replays of a 3 us GEMM 4-24% slower, the host's eager launches 1.1x to 4.7x slower;
-cupti_linger-h100.log: the harness's own eager timings of cuDNN RNN backwards a geomean 9% and
-20% slower, up to 1.6x). Kineto's TEARDOWN_CUPTI=1 (detach after every recording) kept replays at
+cupti_linger-h100.log: eager timings of cuDNN RNN backwards a geomean 1.32x and 1.43x, where the
+same backwards replayed from a CUDA graph, as the harness times them, read 0.995x and 1.02x). Kineto's TEARDOWN_CUPTI=1 (detach after every recording) kept replays at
 0.97-0.99x for 7-15 ms more per recording, but is not used: in a `train` run with it, the third
 kernel timed by CUPTI failed with "unspecified launch failure" and the harness restarted (the
 other ~145 went through; teardown-crash-h100.log), and cuptiFinalize called through cupti-python
@@ -62,6 +62,11 @@ def start_once() -> None:
         with _profiling():
             pass
         _started = True
+
+
+def attached() -> bool:
+    """Whether CUPTI was started in this process: it then stays attached and slows host launches."""
+    return _started
 
 
 @contextmanager

@@ -39,8 +39,9 @@ def warm_up(device: torch.device, temperature: Callable[[], float | None], max_s
             now: Callable[[], float] = time.perf_counter, meanwhile: Callable[[], None] = _nothing) -> dict[str, Any]:
     """Run fp16 GEMMs until the temperature settles or `max_s` passes; what it did, for the record.
     `meanwhile` runs once on the host after the first GEMMs are enqueued (CUPTI's seconds-long first
-    start, with --kernel-time): its time counts towards `max_s` instead of delaying the first kernel
-    (H100: the first CUPTI-timed GEMM took 0.28 s, 5.96 s before)."""
+    start, with kernel time): its time counts towards `max_s` instead of delaying the first kernel
+    (H100: the first CUPTI-timed GEMM of `train` took 0.28 s, 5.96 s before;
+    tests/benchmarks/results/teardown-crash-h100.log's run)."""
     a = torch.randn(WARM_GEMM, WARM_GEMM, device=device, dtype=torch.float16)
     b = torch.randn(WARM_GEMM, WARM_GEMM, device=device, dtype=torch.float16)
     out = torch.empty_like(a)

@@ -63,7 +63,7 @@ def reproduce_command(plan: Plan, local: bool, image_digest: str | None) -> str:
     args += ["--seed", str(s.seed)]
     args += ["--cold"] if s.cold else []
     args += ["--verify-timing"] if s.verify_timing else []
-    args += ["--kernel-time"] if s.kernel_time else []
+    args += [] if s.kernel_time else ["--no-kernel-time"]
     return shlex.join(args)
 
 

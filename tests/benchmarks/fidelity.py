@@ -4,10 +4,10 @@ Are the harness's GPU times as right as a native loop's, and does a second run a
 DeepBench's training GEMMs in fp32, tf32, fp16 and bf16, after a warm-up that brings the GPU near
 its working temperature, it runs:
   pass 1    the harness's timer (kernels/timing/cuda.py) with the default mode's settings, as
-            `deepbench-run --kernel-time` measures: CUDA-graph replays timed by events, or for
-            calls under 20 us by CUPTI (`cuda-graph-cupti`: the kernels' own spans, without the
-            GPU's gap between dependent kernels; --no-kernel-time times those by events too, as
-            `deepbench-run` does by default); with --verify-timing's profiled samples right after each
+            `deepbench-run` measures: CUDA-graph replays timed by events, or for calls under
+            20 us by CUPTI (`cuda-graph-cupti`: the kernels' own spans, without the GPU's gap
+            between dependent kernels; --no-kernel-time times those by events too, as
+            `deepbench-run --no-kernel-time` does); with --verify-timing's profiled samples right after each
             measurement: CUPTI's time per call, from a call's first kernel start to its last
             kernel end, for samples taken exactly as the timed ones in the same GPU state
             (kernels/timing/cuda.py verify, cupti.call_us). Skip the profiler with --no-profiler.
@@ -28,7 +28,7 @@ GEMM and reduction), and the native graph loop over the profiler (`ng/prof`): ba
 pay the GPU's gap between two dependent kernels (0.1-0.3 us, H100), which a kernel's duration
 leaves out: several percent of a 3-5 us GEMM for a C++ loop as for an event timer (H100, the
 training GEMMs under 10 us: native-graph/profiler median 1.034, 43 of 163 above 1.05), which is
-why --kernel-time times such calls by CUPTI. Under the profiler some large GEMMs run up to 20% slower than without it (H100), so
+why the harness times such calls by CUPTI. Under the profiler some large GEMMs run up to 20% slower than without it (H100), so
 harness/profiler below 1 there is the profiler's doing: the native loop agrees.
 
 A precision takes 5-7 minutes on an H100 either way (all four do not fit the lent GPU's 10 minutes
@@ -297,7 +297,7 @@ def main() -> int:
     ap.add_argument("--no-profiler", action="store_true", help="leave out the profiler's samples after each GEMM's measurement")
     ap.add_argument("--no-repeat", action="store_true", help="with --no-profiler: leave out pass 2 (repeatability)")
     ap.add_argument("--no-kernel-time", action="store_true",
-                    help="time short calls by events too, as deepbench-run does without --kernel-time")
+                    help="time short calls by events too, as deepbench-run --no-kernel-time does")
     ap.add_argument("--warm-up", type=float, default=WARM_UP_S, metavar="S",
                     help=f"seconds of a large GEMM at most before the first pass (default {WARM_UP_S:g})")
     ap.add_argument("--merge", type=Path, nargs="+", metavar="JSON", help="summarize parts written with --out")
@@ -308,7 +308,7 @@ def main() -> int:
         print("fidelity: needs an NVIDIA GPU", file=sys.stderr)
         return 2
     started = time.time()
-    # The default mode's measuring settings (what `deepbench-run --kernel-time` uses); pass 1 adds the profiler.
+    # The default mode's measuring settings (what `deepbench-run` uses); pass 1 adds the profiler.
     settings = Settings(device="cuda", kernel_time=not args.no_kernel_time, **MODES["default"])
     profiling = settings.model_copy(update={"verify_timing": True})
     backend = TorchBackend(settings)

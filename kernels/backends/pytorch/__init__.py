@@ -91,7 +91,8 @@ class TorchBackend(Backend):
             if self.settings.warm_up_s > 0:
                 part.info["device_warm_up"] = warm_up(
                     self.device, self.clocks.temperature_c, self.settings.warm_up_s,
-                    meanwhile=cupti.start_once if self.settings.kernel_time else lambda: None)
+                    meanwhile=cupti.start_once if self.settings.kernel_time and not self.settings.cold
+                    else lambda: None)
         m, notes = cuda_timer.measure(fn, rule, self.settings, part.capturable, self.device, self.clocks)
         part.info.update(notes)
         bound = cuda_facts.roofline(part.flops, part.min_bytes, m.stats.median, self.precision, self.ceilings())

@@ -8,10 +8,14 @@ through time and, with it, dx), so the timed backward is data + weights even tho
 gradient is requested. DeepBench's own cuDNN benchmark timed the same two calls.
 
 Forward runs in training mode (keeping cuDNN's reserve space) for training sets and in inference
-mode for inference sets. Checks: the float64 recurrence of rnn.py with the layer's own weights
+mode for inference sets. Both directions are captured in CUDA graphs like every GPU operation; the
+backward's replays reuse one forward's saved tensors (retain_graph), so no forward is timed.
+Checks: the float64 recurrence of rnn.py with the layer's own weights
 (hidden states for fwd; the recurrent weight gradient dW_hh for bwd)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import torch
 
@@ -61,14 +65,22 @@ def prepare(ctx: TorchContext, kernel: RnnKernel, precision: Precision) -> Prepa
 
     def fwd() -> None:
         with torch.set_grad_enabled(training):
-            state["y"] = layer(x, hx)[0]
+            state["y"] = layer(x, hx)[0].detach()  # keeps no autograd graph alive (see bwd)
 
-    graph: dict[str, torch.Tensor] = {}
+    forward: dict[str, Any] = {}  # the kept forward's output and its stream
 
     def bwd() -> None:
-        if "y" not in graph:
-            graph["y"] = layer(x, hx)[0]
-        (state["dw_hh"],) = torch.autograd.grad(graph["y"], layer.weight_hh_l0, d_y, retain_graph=True)
+        """dW_hh back-propagated through a kept forward. Autograd runs each backward op on the
+        stream its forward op ran on (the weights' gradient sink, too: on the stream of the first
+        forward that needed it while any graph holds it), and a CUDA graph captures only its own
+        stream: the forward is made again (untimed), with no other graph alive, when a call
+        outside a capture runs on another stream than the kept one's (timing/cuda.py capture makes
+        one such call on the capture stream first)."""
+        stream = torch.cuda.current_stream().cuda_stream
+        if forward.get("stream") != stream and not torch.cuda.is_current_stream_capturing():
+            forward.clear()
+            forward.update(y=layer(x, hx)[0], stream=stream)
+        (state["dw_hh"],) = torch.autograd.grad(forward["y"], layer.weight_hh_l0, d_y, retain_graph=True)
 
     reference: dict[str, torch.Tensor] = {}
 
@@ -112,5 +124,5 @@ def prepare(ctx: TorchContext, kernel: RnnKernel, precision: Precision) -> Prepa
                        kernel.min_bytes("fwd", precision), info=dict(info))]
     if training:
         parts.append(TimedPart("bwd", bwd, check_bwd, kernel.flops("bwd", input_projection=True),
-                               kernel.min_bytes("bwd", precision), info=dict(info), capturable=False))
+                               kernel.min_bytes("bwd", precision), info=dict(info)))
     return Prepared(parts=parts, info=info)
