@@ -83,7 +83,7 @@ def test_long_gemm_timed_by_graph_events(backend) -> None:
 
 
 @pytest.mark.parametrize("kernel_time, method", [(True, "cuda-graph-cupti"), (False, "cuda-graph-events")])
-def test_short_gemm_timed_by_cupti_by_default(kernel_time: bool, method: str) -> None:
+def test_short_gemm_timed_by_cupti_unless_kernel_time_is_off(kernel_time: bool, method: str) -> None:
     r = _run(_quick_backend(kernel_time=kernel_time), "gemm/train/000", "fp16")
     assert r.status.value == "ok" and r.parts[0].measurement.method == method, r.parts[0].info.get("kernel_timer")
 

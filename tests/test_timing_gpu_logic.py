@@ -189,6 +189,14 @@ def test_kernel_times_say_why_not_when_the_first_batch_cannot_be_split(monkeypat
     assert not kt.pending
 
 
+def test_timings_of_host_launches_say_when_cupti_was_attached(monkeypatch) -> None:
+    """Eager and cold timings count host launches, which CUPTI slows once started (cupti.py)."""
+    monkeypatch.setattr(cupti, "_started", False)
+    assert cuda_timer.host_launch_notes() == {}
+    monkeypatch.setattr(cupti, "_started", True)
+    assert cuda_timer.host_launch_notes() == {"cupti_attached": True}
+
+
 def _failing_part(error: float):
     from deepbench.kernels.backends.base import TimedPart
     from deepbench.kernels.results import Check

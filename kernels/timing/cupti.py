@@ -14,12 +14,12 @@ Once started, CUPTI stays attached to the process and slows later GPU work, reco
 (H100, torch 2.11, one fresh process per figure, tests/benchmarks/results/cupti_cost-h100.log:
 single graph replays of a 3 us GEMM 4-24% slower, the host's eager launches 1.1x to 4.7x slower;
 cupti_linger-h100.log: eager timings of cuDNN RNN backwards a geomean 1.32x and 1.43x, where the
-same backwards replayed from a CUDA graph, as the harness times them, read 0.995x and 1.02x). Kineto's TEARDOWN_CUPTI=1 (detach after every recording) kept replays at
-0.97-0.99x for 7-15 ms more per recording, but is not used: in a `train` run with it, the third
-kernel timed by CUPTI failed with "unspecified launch failure" and the harness restarted (the
-other ~145 went through; teardown-crash-h100.log), and cuptiFinalize called through cupti-python
-did the same at once to a graph captured before it (torch turns teardown off for inductor's CUDA
-graphs before CUDA 12.6). cupti-python's recordings cost nothing to start and stop, but a flush
+same backwards replayed from a CUDA graph, as the harness times them, read 0.995x and 1.02x).
+Kineto's TEARDOWN_CUPTI=1 (detach after every recording) kept replays at 0.97-0.99x for 7-15 ms
+more per recording, but is not used: in a `train` run with it, the third kernel timed by CUPTI
+failed with "unspecified launch failure" and the harness restarted (the other ~145 went through;
+teardown-crash-h100.log), and cuptiFinalize called through cupti-python did the same at once to
+a graph captured before it (torch turns teardown off for inductor's CUDA graphs before CUDA 12.6). cupti-python's recordings cost nothing to start and stop, but a flush
 took 100-220 ms (CUPTI 13.0), against torch.profiler's ~25 ms for 2,000 records."""
 
 from __future__ import annotations
