@@ -19,8 +19,9 @@ Kineto's TEARDOWN_CUPTI=1 (detach after every recording) kept replays at 0.97-0.
 more per recording, but is not used: in a `train` run with it, the third kernel timed by CUPTI
 failed with "unspecified launch failure" and the harness restarted (the other ~145 went through;
 teardown-crash-h100.log), and cuptiFinalize called through cupti-python did the same at once to
-a graph captured before it (torch turns teardown off for inductor's CUDA graphs before CUDA 12.6). cupti-python's recordings cost nothing to start and stop, but a flush
-took 100-220 ms (CUPTI 13.0), against torch.profiler's ~25 ms for 2,000 records."""
+a graph captured before it (torch turns teardown off for inductor's CUDA graphs before CUDA 12.6).
+cupti-python's recordings cost nothing to start and stop, but a flush took 100-220 ms (CUPTI
+13.0), against torch.profiler's ~25 ms for 2,000 records."""
 
 from __future__ import annotations
 

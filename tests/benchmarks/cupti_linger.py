@@ -18,6 +18,7 @@ import statistics
 
 import torch
 
+from deepbench.kernels.backends.base import TimedPart
 from deepbench.kernels.backends.pytorch import TorchBackend
 from deepbench.kernels.catalog import by_id
 from deepbench.kernels.harness.execute import stop_rule
@@ -33,7 +34,7 @@ GRAPH_CALLS = 200
 WAYS = {"graph": True, "eager": False}  # way -> capturable
 
 
-def backward_medians(backend: TorchBackend, parts: dict) -> dict[tuple[str, str], float]:
+def backward_medians(backend: TorchBackend, parts: dict[str, TimedPart]) -> dict[tuple[str, str], float]:
     """(kernel, way) -> the median us of the backward measured that way."""
     rule = stop_rule(backend.settings)
     out = {}
