@@ -126,6 +126,24 @@ def test_cold_mode_uses_flushed_events() -> None:
     assert r.status.value == "ok" and r.parts[0].measurement.method == "cuda-events-cold"
 
 
+def test_eager_fallback_after_a_failed_capture_leaves_the_gpu_usable() -> None:
+    """A call that cannot be captured (a random draw, then a host sync) is timed eagerly, and the
+    failed capture leaves torch's CUDA RNG usable: the next kernels' inputs are random draws."""
+    import torch
+
+    from deepbench.kernels.results import Settings
+    from deepbench.kernels.timing import cuda as cuda_timer
+
+    def uncapturable() -> float:
+        return torch.randn(256, device="cuda").sum().item()
+
+    sampler = cuda_timer.sampler_for(uncapturable, Settings(device="cuda"), True, torch.device("cuda"))
+    assert sampler.method == cuda_timer.METHOD_EAGER
+    assert sampler.notes["eager_reason"].startswith("graph capture failed"), sampler.notes
+    assert sampler.take() > 0
+    assert torch.isfinite(torch.randn(16, device="cuda")).all()
+
+
 @pytest.mark.slow
 def test_cublas_receives_deepbench_problem() -> None:
     out = subprocess.run([sys.executable, str(REPO / "tests" / "benchmarks" / "cublas_layout.py")],

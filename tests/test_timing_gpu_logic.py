@@ -246,6 +246,26 @@ def test_a_power_limited_stretch_is_measured_for_the_longer_minimum() -> None:
     assert len(light.samples) == 3 and len(heavy.samples) == 6 and heavy.reason == CONVERGED
 
 
+def test_a_stretch_limited_half_the_time_gets_the_longer_minimum() -> None:
+    """A limiter that holds the clock for every other reading is swinging (a majority rule took
+    such stretches for steady ones): the longer minimum applies; one reading in ten does not."""
+    rule = StopRule(target_rel_precision=0.01, min_samples=3, max_samples=1000, time_cap_s=100, min_time_s=4,
+                    limited_min_time_s=12)
+    sampler = cuda_timer.Sampler("fake", 1, take=lambda: 5.0)
+
+    def samples_taken(every: int) -> int:
+        ticks, count = itertools.count(), itertools.count()
+
+        def reading() -> ClockReading:
+            return at(1500.0, "sw_power_cap") if next(count) % every == 1 else at(1980.0)
+
+        return len(cuda_timer.run_samples(sampler, rule, reading, now=lambda: float(next(ticks)),
+                                          reference=lambda: 1980.0).samples)
+
+    assert samples_taken(2) == 11   # 12 s of samples, counted from the clock's first move
+    assert samples_taken(10) == 3   # the ordinary 4 s
+
+
 def test_warm_up_settles_when_the_temperature_stops_rising() -> None:
     rising = [(float(t), 40.0 + t) for t in range(12)]
     flat = [(float(t), 60.0 + (0.5 if t > 5 else 0.0)) for t in range(12)]

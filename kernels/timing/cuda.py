@@ -57,7 +57,7 @@ import torch
 
 from ..results import Measurement, Settings
 from . import cupti
-from .settling import ClockReading, SettleWatch, power_limited, throttled
+from .settling import ClockReading, SettleWatch, power_limited, stretch_limited, throttled
 from .stopping import MAX_SAMPLES, TIME_CAP, StopRule
 
 METHOD_GRAPH = "cuda-graph-events"
@@ -470,6 +470,19 @@ def cold_sampler(fn: Callable[[], object], device: torch.device, during: Callabl
                    replay_calls=1, before_replay=lambda: flush.fill_(1.0))
 
 
+def recover_from_failed_capture(device: torch.device) -> None:
+    """Leave torch's CUDA RNG as a finished capture leaves it. A capture marks the default
+    generator as capturing and only a capture that ends well unmarks it: after a failed one
+    (cudaStreamEndCapture refusing an invalidated capture) every later random draw on the GPU
+    failed with "Offset increment outside graph capture encountered unexpectedly" (H100, torch
+    2.11), the next kernels' inputs included. A capture that succeeds ends the state."""
+    torch.cuda.synchronize()
+    scratch = torch.zeros(1, device=device)
+    with torch.cuda.graph(torch.cuda.CUDAGraph()):
+        scratch.add_(1.0)
+    torch.cuda.synchronize()
+
+
 def sampler_for(fn: Callable[[], object], settings: Settings, capturable: bool, device: torch.device,
                 during: Callable[[], None] = _no_probe) -> Sampler:
     if settings.cold:
@@ -479,7 +492,7 @@ def sampler_for(fn: Callable[[], object], settings: Settings, capturable: bool, 
     try:
         return graph_sampler(fn, settings.min_sample_s, during, settings.kernel_time)
     except Exception as exc:  # noqa: BLE001 - capture refused (host sync, unsupported op): time eagerly
-        torch.cuda.synchronize()
+        recover_from_failed_capture(device)
         return eager_sampler(fn, settings.min_sample_s, f"graph capture failed: {type(exc).__name__}: {exc}"[:300],
                              during)
 
@@ -517,8 +530,8 @@ def run_samples(sampler: Sampler, rule: StopRule, clock: Callable[[], ClockReadi
     to the stopping rule, and the GPU rests RECOVERY_S before the next sample, so a heat-capped
     stretch does not decide the figure. At the clock's first move between boost and below
     (settling.SettleWatch) the samples so far are left out and the rule starts over, its
-    minimum time counted from there; while most readings since are power_limited, the rule's
-    longer minimum for a limited clock applies. Past twice the time cap the loop stops whatever
+    minimum time counted from there; while a share of the readings since are power_limited
+    (settling.stretch_limited), the rule's longer minimum for a limited clock applies. Past twice the time cap the loop stops whatever
     the clocks say (then the result says throttled)."""
     samples: list[float] = []
     readings: list[ClockReading] = []
@@ -541,7 +554,7 @@ def run_samples(sampler: Sampler, rule: StopRule, clock: Callable[[], ClockReadi
             if not low[-1]:
                 counted.append(samples[-1])
         t = now()
-        reason = rule.decide(counted, t - stretch, 2 * limited > len(samples) - first) if counted else None
+        reason = rule.decide(counted, t - stretch, stretch_limited(limited, len(samples) - first)) if counted else None
         if not reason and (t - start >= 2 * rule.time_cap_s or len(samples) >= rule.max_samples):
             reason = MAX_SAMPLES if len(samples) >= rule.max_samples else TIME_CAP
         if reason:
