@@ -16,8 +16,8 @@ back-to-back calls does: several percent of a 3-5 us GEMM, whose truth is the ke
 duration (DESIGN.md). The events' figure stays beside it in the notes. What CUPTI costs (H100,
 torch 2.11): replays run ~3% slower while it records (events over a C++ graph loop of the same
 GEMMs, median 1.031), and once started it stays attached to the process (cupti.py) and slows
-the host's launches: eager timings of launch-bound cuDNN RNN backwards read a geomean 1.32x and
-1.43x after one recording, the same backwards replayed from a graph 0.995x and 1.02x
+the host's launches: eager timings of launch-bound cuDNN RNN backwards read a geomean 1.31x and
+1.27x after one recording, the same backwards replayed from a graph 1.001x and 1.008x
 (tests/benchmarks/cupti_linger.py). Graph replays do not wait on the host, and every GPU
 operation is captured (the RNN backward too), so only timings that count host launches are
 exposed: an eager fallback after a failed capture and --cold, whose notes then say

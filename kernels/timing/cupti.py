@@ -13,8 +13,8 @@ batch every few tens of milliseconds.
 Once started, CUPTI stays attached to the process and slows later GPU work, recorded or not
 (H100, torch 2.11, one fresh process per figure, tests/benchmarks/results/cupti_cost-h100.log:
 single graph replays of a 3 us GEMM 4-24% slower, the host's eager launches 1.1x to 4.7x slower;
-cupti_linger-h100.log: eager timings of cuDNN RNN backwards a geomean 1.32x and 1.43x, where the
-same backwards replayed from a CUDA graph, as the harness times them, read 0.995x and 1.02x).
+cupti_linger-h100.log: eager timings of cuDNN RNN backwards a geomean 1.31x and 1.27x, where the
+same backwards replayed from a CUDA graph, as the harness times them, read 1.001x and 1.008x).
 Kineto's TEARDOWN_CUPTI=1 (detach after every recording) kept replays at 0.97-0.99x for 7-15 ms
 more per recording, but is not used: in a `train` run with it, the third kernel timed by CUPTI
 failed with "unspecified launch failure" and the harness restarted (the other ~145 went through;
