@@ -89,8 +89,8 @@ BATCH_RECORDS = 4000    # kernel records a batch holds at most (the host takes ~
 KERNEL_SAMPLE_S = 100e-6  # GPU time of one CUPTI-timed sample (a replay's chunk of calls)
 PROBE_REPLAYS = 4       # replays in KernelTimes' first batch, which shows whether CUPTI can time the calls
 # GPU time of replays run before KernelTimes' first batch. A short call's kernels keep speeding up
-# for a while after its first calls: fp16/bf16 7680x{32,64}x2560 NN GEMMs (A of 39 MB, about the
-# L2's size) ran 1.5-2.5% faster at the end of a 0.04 s measurement than at its start and read
+# for a while after its first calls: fp16/bf16 7680x{32,64}x2560 NN GEMMs (A: 39 MB, the L2: 50 MB)
+# ran 1.5-2.5% faster at the end of a 0.04 s measurement than at its start and read
 # 1.050-1.069 of the profiler's samples taken after 0.1 s more of replays (H100, at 1980 MHz).
 KERNEL_WARM_S = 0.1
 HOST_S_GUESS = 0.003    # host time between two batches (a recording's start and stop), until one is measured
@@ -540,8 +540,8 @@ def run_samples(sampler: Sampler, rule: StopRule, clock: Callable[[], ClockReadi
     stretch does not decide the figure. At the clock's first move between boost and below
     (settling.SettleWatch) the samples so far are left out and the rule starts over, its
     minimum time counted from there; while a share of the readings since are power_limited
-    (settling.stretch_limited), the rule's longer minimum for a limited clock applies. Past twice the time cap the loop stops whatever
-    the clocks say (then the result says throttled)."""
+    (settling.stretch_limited), the rule's longer minimum for a limited clock applies. Past twice
+    the time cap the loop stops whatever the clocks say (then the result says throttled)."""
     samples: list[float] = []
     readings: list[ClockReading] = []
     low: list[bool] = []
