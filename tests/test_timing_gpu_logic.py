@@ -19,6 +19,12 @@ def test_calls_for_reaches_min_sample_and_respects_cap() -> None:
     assert cuda_timer.calls_for(0.0, 0.001, 50) == 50              # no division by zero
 
 
+def test_replays_covering_keeps_the_gpu_busy_within_bounds() -> None:
+    assert cuda_timer.replays_covering(0.1, 0.001) == 100
+    assert cuda_timer.replays_covering(0.1, 1.0) == 1                                   # at least one
+    assert cuda_timer.replays_covering(10.0, 1e-6) == cuda_timer.MAX_WARM_REPLAYS      # capped
+
+
 def test_flagged_samples_are_discarded_when_enough_remain() -> None:
     samples = [10.0, 10.1, 12.5, 10.0, 10.2, 12.4, 10.1]
     clocks = [1980, 1980, 1400, 1975, 1980, 1390, 1980]

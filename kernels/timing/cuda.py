@@ -246,6 +246,12 @@ def time_eager(fn: Callable[[], object], calls: int, during: Callable[[], None] 
     return start.elapsed_time(end) * MS_TO_US / calls
 
 
+def replays_covering(seconds: float, replay_s: float) -> int:
+    """Replays of `replay_s` each that keep the GPU busy for `seconds` (at least 1, at most
+    MAX_WARM_REPLAYS)."""
+    return max(1, min(MAX_WARM_REPLAYS, math.ceil(seconds / replay_s)))
+
+
 def calls_for(per_call_us: float, min_sample_s: float, cap: int) -> int:
     """Calls that make one sample last at least `min_sample_s` (at least 1, at most `cap`)."""
     per_call_us = max(per_call_us, 1e-3)
@@ -333,7 +339,7 @@ class KernelTimes:
         self.host_s = HOST_S_GUESS
         self.left = math.nan  # when the host last left the GPU with replays to run
         self.pending: deque[float] = deque()
-        self.warm_replays = max(1, min(MAX_WARM_REPLAYS, math.ceil(KERNEL_WARM_S / self.sample_s)))
+        self.warm_replays = replays_covering(KERNEL_WARM_S, self.sample_s)
         self.events_us: list[float] = []
         self.notes: dict[str, Any] = {}
 
@@ -341,7 +347,7 @@ class KernelTimes:
         return max(1, min(math.ceil(KERNEL_BATCH_S / self.sample_s), BATCH_RECORDS // (self.calls * kernels_per_call)))
 
     def _keep_busy(self) -> None:
-        for _ in range(max(1, min(MAX_WARM_REPLAYS, math.ceil(self.host_s / self.sample_s)))):
+        for _ in range(replays_covering(self.host_s, self.sample_s)):
             self.replay()
         self.left = time.perf_counter()
 
@@ -655,7 +661,7 @@ def verify(sampler: Sampler, harness_us: float, window_s: float) -> dict[str, An
     sample_s = max(harness_us * sampler.replay_calls / 1e6, 1e-9)
     samples = max(1, min(PROFILE_MAX_SAMPLES, math.ceil(window_s / sample_s),
                          MAX_RECORDED_CALLS // sampler.replay_calls))
-    warm = max(1, min(MAX_WARM_REPLAYS, math.ceil(PROFILE_WARM_S / sample_s)))
+    warm = replays_covering(PROFILE_WARM_S, sample_s)
     prof = profile_samples(sampler.replay, sampler.replay_calls, samples, warm, sampler.before_replay)
     per_call = cupti.call_us(prof)
     ratio = harness_us / per_call if per_call > 0 else math.inf
