@@ -271,11 +271,28 @@ def capture(fn: Callable[[], object], calls: int) -> torch.cuda.CUDAGraph:
     torch.cuda.current_stream().wait_stream(side)
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, stream=side):
-        for _ in range(calls):
-            fn()
+    try:
+        with torch.cuda.graph(graph, stream=side):
+            for _ in range(calls):
+                fn()
+    except Exception:
+        _end_rng_capture()
+        raise
     torch.cuda.synchronize()
     return graph
+
+
+def _end_rng_capture() -> None:
+    """Leave torch's CUDA RNG as a finished capture leaves it. A capture marks the default
+    generator as capturing and only a capture that ends well unmarks it: after a failed one
+    (cudaStreamEndCapture refusing an invalidated capture) every later random draw on the GPU
+    failed with "Offset increment outside graph capture encountered unexpectedly" (H100, torch
+    2.11), the next kernels' inputs included. A capture that succeeds ends the state."""
+    torch.cuda.synchronize()
+    scratch = torch.zeros(1, device="cuda")
+    with torch.cuda.graph(torch.cuda.CUDAGraph()):
+        scratch.add_(1.0)
+    torch.cuda.synchronize()
 
 
 class BackToBack:
@@ -485,19 +502,6 @@ def cold_sampler(fn: Callable[[], object], device: torch.device, during: Callabl
                    replay_calls=1, before_replay=lambda: flush.fill_(1.0))
 
 
-def recover_from_failed_capture(device: torch.device) -> None:
-    """Leave torch's CUDA RNG as a finished capture leaves it. A capture marks the default
-    generator as capturing and only a capture that ends well unmarks it: after a failed one
-    (cudaStreamEndCapture refusing an invalidated capture) every later random draw on the GPU
-    failed with "Offset increment outside graph capture encountered unexpectedly" (H100, torch
-    2.11), the next kernels' inputs included. A capture that succeeds ends the state."""
-    torch.cuda.synchronize()
-    scratch = torch.zeros(1, device=device)
-    with torch.cuda.graph(torch.cuda.CUDAGraph()):
-        scratch.add_(1.0)
-    torch.cuda.synchronize()
-
-
 def sampler_for(fn: Callable[[], object], settings: Settings, capturable: bool, device: torch.device,
                 during: Callable[[], None] = _no_probe) -> Sampler:
     if settings.cold:
@@ -507,7 +511,7 @@ def sampler_for(fn: Callable[[], object], settings: Settings, capturable: bool, 
     try:
         return graph_sampler(fn, settings.min_sample_s, during, settings.kernel_time)
     except Exception as exc:  # noqa: BLE001 - capture refused (host sync, unsupported op): time eagerly
-        recover_from_failed_capture(device)
+        torch.cuda.synchronize()
         return eager_sampler(fn, settings.min_sample_s, f"graph capture failed: {type(exc).__name__}: {exc}"[:300],
                              during)
 
