@@ -235,6 +235,12 @@ class Settings(Frozen):
     kernel_time: bool = Field(True, description="GPU: time calls under 20 us by their kernels' own durations (CUPTI) "
                               "instead of graph replays timed by events (kernels/timing/cuda.py KernelTimes)")
     ranks: int = Field(1, ge=1, description="processes of a collective (all-reduce), started by torchrun or mpirun")
+    pad: Literal["deepbench", "none", "both"] = Field(
+        "deepbench", description="deepbench: pad as DeepBench did (kernels/padding.py); none: the raw shape; "
+        "both: the padded shape, and the raw one beside it (the alignment penalty)")
+    cudnn_engines: dict[str, str] = Field(
+        default_factory=dict, description="cuDNN engines pinned instead of chosen: '<item id>/<direction>' (or '*') "
+        "-> an engine as results record it, e.g. 'eng34_k2=2_k3=0' (verify re-runs the recorded engines)")
 
 
 class PlanItem(Frozen):
@@ -254,6 +260,9 @@ class Selection(Frozen):
     where: tuple[str, ...] = ()
     limit: int | None = None
     precisions: tuple[str, ...] | None = Field(None, description="None: the platform's defaults for the suite")
+    default_precisions: dict[str, tuple[str, ...]] | None = Field(
+        None, description="where `precisions` is None: the platform's precisions per '<set>/<op>' when the plan was "
+        "made (defaults differ by operation, and may change between versions)")
     batch: int | None = Field(None, description="model suites (model:NAME): the batch the operators were taken at")
     seq: int | None = Field(None, description="model suites: the sequence length")
 

@@ -3,8 +3,9 @@
 A platform names the image (built from images/<vendor>/), how the container reaches the devices
 (NVIDIA GPUs via a device request; ROCm via /dev/kfd and /dev/dri with the video group; Intel
 GPUs via /dev/dri; CPUs need nothing), the backend the harness uses there, and the precisions
-run when the user names none (DeepBench's: training in fp32 and 16-bit, inference in 16-bit
-and int8 on GPUs; CPUs in fp32)."""
+run when the user names none (DeepBench's: training in fp32 and 16-bit; its server inference in
+int8 for GEMM and convolution and fp32 for RNN and sparse GEMM, each beside fp16, on GPUs;
+CPUs in fp32)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ class Platform:
     image_dir: str
     backend: str
     device: str
-    default_precisions: dict[str, tuple[str, ...]]
+    # set -> precisions, or set -> operation -> precisions (ALL_SETS: every other set/operation)
+    default_precisions: dict[str, tuple[str, ...] | dict[str, tuple[str, ...]]]
     gpus: bool = False
     devices: tuple[str, ...] = ()
     group_add: tuple[str, ...] = ()
@@ -36,23 +38,31 @@ class Platform:
         """The local tag the runner builds or pulls; results record the digest, not this."""
         return f"deepbench/{self.name}:{__version__}"
 
-    def precisions_for(self, set_name: str | None) -> tuple[str, ...]:
-        return self.default_precisions.get(set_name or ALL_SETS, self.default_precisions[ALL_SETS])
+    def precisions_for(self, set_name: str | None, op: str = "") -> tuple[str, ...]:
+        chosen = self.default_precisions.get(set_name or ALL_SETS, self.default_precisions[ALL_SETS])
+        if isinstance(chosen, dict):
+            return chosen.get(op, chosen[ALL_SETS])
+        return chosen
 
 
 CPU_DEFAULTS = {ALL_SETS: ("fp32",)}
 # ARM boards run DeepBench's device set in fp32 and int8 (int8 inputs, int32 accumulate), as DeepBench did there.
 ARM_DEFAULTS = {ALL_SETS: ("fp32",), "inference_device": ("fp32", "int8")}
-GPU_DEFAULTS = {ALL_SETS: ("fp32", "fp16"), "train": ("fp32", "fp16"),
-                "inference_server": ("fp16", "int8"), "inference_device": ("fp16", "int8")}
+# DeepBench's server tables: GEMM and convolution in int8, RNN and sparse GEMM in fp32; each beside fp16.
+GPU_DEFAULTS: dict[str, tuple[str, ...] | dict[str, tuple[str, ...]]] = {
+    ALL_SETS: ("fp32", "fp16"), "train": ("fp32", "fp16"),
+    "inference_server": {"gemm": ("int8", "fp16"), "conv": ("int8", "fp16"), "rnn": ("fp32", "fp16"),
+                         "sparse_gemm": ("fp32", "fp16"), ALL_SETS: ("fp16", "int8")},
+    "inference_device": ("fp16", "int8")}
 
 PLATFORMS: dict[str, Platform] = {p.name: p for p in (
     Platform("cpu", ("local", "x86", "x86_64"), "any x86-64 CPU through PyTorch (MKL, oneDNN)", "intel",
              "torch", "cpu", CPU_DEFAULTS),
     Platform("intel", ("oneapi", "xeon"), "Intel CPUs through PyTorch's oneDNN/MKL (Intel GPUs via /dev/dri)",
              "intel", "torch", "cpu", CPU_DEFAULTS, devices=()),
-    Platform("nvidia", ("cuda", "nv"), "NVIDIA GPUs through PyTorch: cuBLAS, cuDNN, cuSPARSE, NCCL", "nvidia",
-             "torch", "cuda", GPU_DEFAULTS, gpus=True),
+    Platform("nvidia", ("cuda", "nv"), "NVIDIA GPUs: cuBLAS, cuDNN and cuSPARSE called directly (nvmath-python, "
+             "cudnn-frontend), PyTorch for RNNs, layers and models, NCCL", "nvidia", "nvidia", "cuda", GPU_DEFAULTS,
+             gpus=True),
     Platform("amd", ("rocm", "hip"), "AMD GPUs through PyTorch-ROCm: rocBLAS/hipBLASLt, MIOpen, RCCL", "amd",
              "torch", "cuda", GPU_DEFAULTS, devices=("/dev/kfd", "/dev/dri"), group_add=("video",)),
     Platform("arm", ("arm64", "aarch64", "raspberry-pi", "rpi"), "ARM boards (Raspberry Pi): TFLite and onnxruntime",

@@ -29,6 +29,8 @@ from .local import HARNESS_MODULE, LocalHarness
 
 MPI_BACKENDS = ("mpi",)
 TORCH_BACKENDS = ("gloo", "nccl", "rccl", "torch")
+# Backends that run all-reduce through torch.distributed on one device: several ranks pick gloo or NCCL.
+DEVICE_BACKENDS = ("torch", "nvidia")
 KILL_GRACE_S = 3.0
 
 
@@ -182,7 +184,7 @@ def plan_backend(args, platform, kernels) -> str:  # (argparse.Namespace, Platfo
     if others:
         raise UserError(f"--ranks {ranks} runs all-reduce only, and the selection also has {', '.join(others)}: "
                         "add --ops all_reduce")
-    if backend == "torch":
+    if backend in DEVICE_BACKENDS:
         return "nccl" if platform.device.startswith("cuda") else "gloo"
     if backend not in (*MPI_BACKENDS, *TORCH_BACKENDS):
         raise UserError(f"--ranks needs a collective backend: gloo, nccl, rccl or mpi (not {backend})")

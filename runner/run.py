@@ -23,7 +23,9 @@ from pathlib import Path
 
 
 
+from ..kernels.backends.engine_choice import PIN_ALL, EngineError, parse_spec
 from ..kernels.catalog import Kernel
+from ..kernels.padding import PadMode
 from ..kernels.harness.record import build_record, read_facts, write_record
 from ..kernels.precision import parse_precisions
 from ..kernels.provenance import frozen_suite_sha256
@@ -67,7 +69,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help=f"{', '.join(PLATFORMS)} (default: cpu with --local, else required)")
     where.add_argument("--local", action="store_true",
                        help="run the harness in a subprocess on this machine, with no container")
-    where.add_argument("--backend", help="harness backend (default: the platform's)")
+    where.add_argument("--backend", help="harness backend (default: the platform's; on nvidia each operation on its "
+                       "own library: cublas, cudnn, cusparse, else torch; name one to force it for every kernel)")
     image = parser.add_argument_group("container (without --local)")
     image.add_argument("--image", metavar="REF", help="image to run in (default: deepbench/<platform>:<version>, "
                        "built from images/<vendor>/ when missing)")
@@ -103,6 +106,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     m.add_argument("--cold", action="store_true", help="GPU: flush the L2 cache before every call")
     m.add_argument("--verify-timing", action="store_true",
                    help="GPU: cross-check each time with the profiler's kernel durations")
+    m.add_argument("--pad", choices=[p.value for p in PadMode], default=PadMode.DEEPBENCH.value,
+                   help="the problem handed to the library: deepbench (default) pads as DeepBench did (tensor-core "
+                        "GEMMs to multiples of 8 by layout, int8 GEMM m to 4, half convolution channels to 8, int8 "
+                        "ones to 4 then 32); none runs the listed shape; both measures the padded shape and the raw "
+                        "one beside it (the alignment penalty, raw over padded)")
+    m.add_argument("--cudnn-engine", action="append", metavar="[ID/DIR=]ENGINE",
+                   help="GPU: run this cuDNN engine instead of choosing one, as results record it in "
+                        "info.cudnn.engine (e.g. 34:TILE_SIZE=3); for one direction of one kernel with "
+                        "'conv/train/052/fp32/bwd_filter=34' (repeatable), else for every convolution")
     m.add_argument("--kernel-time", action=argparse.BooleanOptionalAction, default=True,
                    help="GPU: time calls under 20 us by their kernels' own durations (CUPTI), without the GPU's "
                         "0.1-0.3 us between two dependent kernels that back-to-back calls pay (default); "
@@ -174,14 +186,37 @@ def settings_from(args: argparse.Namespace, platform: Platform) -> Settings:
             raise UserError(f"{name} must be positive, not {value}")
     return Settings(mode=args.mode, threads=args.threads, seed=args.seed, device=platform.device, cold=args.cold,
                     verify_timing=args.verify_timing, kernel_time=args.kernel_time,
-                    kernel_timeout_s=args.kernel_timeout,
+                    kernel_timeout_s=args.kernel_timeout, pad=args.pad, cudnn_engines=engine_pins(args.cudnn_engine),
                     ranks=getattr(args, "ranks", 1), **preset)
 
 
-def plan_items(kernels: list[Kernel], precisions: list[str] | None, platform: Platform) -> list[PlanItem]:
+def engine_pins(values: list[str] | None) -> dict[str, str]:
+    """--cudnn-engine values -> Settings.cudnn_engines ('<item id>/<direction>' or '*' -> engine)."""
+    pins: dict[str, str] = {}
+    for value in values or ():
+        head, eq, rest = value.partition("=")
+        key, spec = (head, rest) if eq and "/" in head else ("", value)  # a kernel's id has slashes, a knob none
+        try:
+            parse_spec(spec)
+        except EngineError as exc:
+            raise UserError(str(exc)) from None
+        pins[key.strip() or PIN_ALL] = spec.strip()
+    return pins
+
+
+def default_precisions(kernels: list[Kernel], platform: Platform) -> dict[str, tuple[str, ...]]:
+    """The platform's precisions for each '<set>/<op>' of the selection (Selection.default_precisions)."""
+    return {f"{k.set}/{k.op}": platform.precisions_for(k.set, k.op) for k in kernels}
+
+
+def plan_items(kernels: list[Kernel], precisions: list[str] | None, platform: Platform,
+               defaults: dict[str, tuple[str, ...]] | None = None) -> list[PlanItem]:
+    """One item per kernel and precision: `precisions` if given, else the recorded `defaults`
+    (a plan's), else the platform's."""
     items = []
     for k in kernels:
-        chosen = precisions or list(platform.precisions_for(k.set))
+        recorded = (defaults or {}).get(f"{k.set}/{k.op}")
+        chosen = precisions or list(recorded or platform.precisions_for(k.set, k.op))
         if k.op == "all_reduce":
             chosen = ["fp32"]  # DeepBench's all-reduce is defined on float32 elements
         items.extend(PlanItem(kernel=k, precision=p) for p in dict.fromkeys(chosen))
@@ -203,6 +238,8 @@ def _new_plan(args: argparse.Namespace, platform: Platform) -> tuple[Plan, Path]
         raise UserError(f"{outdir} already holds results: continue it with --resume {outdir}, or choose another --out")
     outdir.mkdir(parents=True, exist_ok=True)
     selection = declared_selection(args, precisions)
+    if precisions is None:
+        selection = selection.model_copy(update={"default_precisions": default_precisions(kernels, platform)})
     plan = Plan(run_id=run_id, suite=args.suite, platform=platform.name, backend=plan_backend(args, platform, kernels),
                 settings=settings_from(args, platform), items=tuple(plan_items(kernels, precisions, platform)),
                 command=shlex.join([os.path.basename(sys.argv[0])] + sys.argv[1:]), selection=selection,

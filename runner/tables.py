@@ -67,9 +67,13 @@ def op_table(op: str, results: Iterable[KernelResult]) -> Table:
     if op == "all_reduce":  # DeepBench's size, ranks, time; nccl-tests' bandwidths
         return Table(op, OP_TITLES[op], list(ALL_REDUCE_HEADERS),
                      all_reduce_rows(results, SET_SHORT, _status, fmt_us, fmt_num))
+    results = [r for r in results if r.op == op]
     fields = list(KERNEL_CLASSES[op].FIELDS)
     directions = [d for d in KERNEL_CLASSES[op].DIRECTIONS if len(KERNEL_CLASSES[op].DIRECTIONS) > 1]
     extra = ["dense (us)", "speedup"] if op == "sparse_gemm" else ["items/s"] if op == MODEL_OP else []
+    # --pad both: the raw shape's time over the padded one's (kernels/harness/execute.py)
+    penalty = any("alignment_penalty" in r.info for r in results)
+    extra += ["raw/padded"] if penalty else []
     headers = ["set"] + fields + ["prec"] + [f"{d} (us)" for d in directions] + ["time (us)", "TFLOPS"] + extra + ["status"]
     rows = []
     for r in results:
@@ -83,6 +87,8 @@ def op_table(op: str, results: Iterable[KernelResult]) -> Table:
             row += [fmt_us(dense), fmt_num(r.info.get("speedup_vs_dense"))]
         if op == MODEL_OP:  # images or sequences per second (kernels/harness/execute.py)
             row.append(fmt_num(r.info.get("throughput_per_s"), 1))
+        if penalty:
+            row.append(fmt_num(r.info.get("alignment_penalty")))
         row.append(_status(r))
         rows.append(row)
     return Table(op, OP_TITLES[op], headers, rows)

@@ -26,7 +26,7 @@ def _quick_backend(**settings):
     from deepbench.kernels.results import Settings
 
     b = TorchBackend(Settings(device="cuda", min_samples=5, time_cap_s=0.2, **settings))
-    b._ceilings = {}
+    b.cuda._ceilings = {}
     return b
 
 

@@ -218,10 +218,10 @@ def test_fp32_winograd_conv_is_held_to_the_transform_tolerance(monkeypatch) -> N
     names = {"kernel_names": ["winograd_nonfused::winogradWgradDelta9x9_5x5"]}
     monkeypatch.setattr(cuda_timer, "profiler_kernel_us", lambda fn, calls: names)
     part = _failing_part(7.2e-4)
-    result = conv._transform_aware(part, Precision.FP32)()
+    result = conv.transform_aware(part, Precision.FP32)()
     assert result.passed and result.tolerance == TRANSFORM_TOLERANCE[Precision.FP32] and "Winograd" in result.detail
     assert part.info["kernels"] == names["kernel_names"]
-    assert not conv._transform_aware(_failing_part(5e-3), Precision.FP32)().passed  # TF32-sized error still fails
+    assert not conv.transform_aware(_failing_part(5e-3), Precision.FP32)().passed  # TF32-sized error still fails
 
 
 def test_fp32_direct_conv_keeps_the_fp32_tolerance(monkeypatch) -> None:
@@ -229,7 +229,7 @@ def test_fp32_direct_conv_keeps_the_fp32_tolerance(monkeypatch) -> None:
     from deepbench.kernels.precision import Precision
 
     monkeypatch.setattr(cuda_timer, "profiler_kernel_us", lambda fn, calls: {"kernel_names": ["implicit_convolve_sgemm"]})
-    result = conv._transform_aware(_failing_part(7.2e-4), Precision.FP32)()
+    result = conv.transform_aware(_failing_part(7.2e-4), Precision.FP32)()
     assert not result.passed and result.tolerance == 1e-4
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from importlib import import_module
+from typing import Any
 
 from ..results import Settings
 from .base import Backend
@@ -10,6 +11,11 @@ from .base import Backend
 # name -> "module:class"; a backend's module imports its library, so import only when used.
 BACKENDS: dict[str, str] = {
     "torch": "deepbench.kernels.backends.pytorch:TorchBackend",
+    # NVIDIA: each operation on its own library (nvidia.py), or one library forced for every kernel.
+    "nvidia": "deepbench.kernels.backends.nvidia:NvidiaBackend",
+    "cublas": "deepbench.kernels.backends.cublas:CublasBackend",
+    "cudnn": "deepbench.kernels.backends.cudnn:CudnnBackend",
+    "cusparse": "deepbench.kernels.backends.cusparse:CusparseBackend",
     # Collectives (all-reduce), one rank per process, started by torchrun / mpirun / srun.
     "gloo": "deepbench.kernels.backends.distributed.torch_dist:GlooBackend",
     "nccl": "deepbench.kernels.backends.distributed.torch_dist:NcclBackend",
@@ -20,8 +26,9 @@ BACKENDS: dict[str, str] = {
 }
 
 
-def load_backend(name: str, settings: Settings) -> Backend:
+def load_backend(name: str, settings: Settings, **shared: Any) -> Backend:
+    """`shared`: what a backend that combines others hands them (the run's GPU: `cuda=`)."""
     if name not in BACKENDS:
         raise ValueError(f"unknown backend '{name}' (choose from: {', '.join(BACKENDS)})")
     module, _, cls = BACKENDS[name].partition(":")
-    return getattr(import_module(module), cls)(settings)
+    return getattr(import_module(module), cls)(settings, **shared)

@@ -51,6 +51,8 @@ class TimedPart:
     # A part that must be timed its own way (a collective: every rank must make the same calls,
     # decided together) brings its timer; None: the backend's `measure`.
     timer: Callable[[Callable[[], object], StopRule], Measurement] | None = None
+    # What the call writes (a tensor): the GPU tests spoil it to show that the check can fail.
+    output: Any = None
 
 
 @dataclass
@@ -77,6 +79,16 @@ class Backend(ABC):
     @abstractmethod
     def measure(self, fn: Callable[[], object], rule: StopRule, part: TimedPart) -> Measurement:
         """Time `fn` with this backend's timer until `rule` says stop."""
+
+    def prepare_unpadded(self, kernel: Kernel, precision: Precision) -> Prepared | None:
+        """The kernel at its listed shape, for `--pad both` (the alignment penalty), where this
+        backend pads as DeepBench did (kernels/padding.py); None where it never pads."""
+        return None
+
+    def backend_for(self, kernel: Kernel, precision: Precision) -> str:
+        """The name results record for this kernel: this backend's, or, for a backend that picks a
+        library per operation (kernels/backends/nvidia.py), the one it picks."""
+        return self.name
 
     def default_precisions(self, kernel: Kernel) -> list[Precision]:
         return [Precision.FP32]

@@ -8,9 +8,10 @@ from __future__ import annotations
 import traceback
 from typing import Any
 
-from ..backends.base import Backend, Unsupported
+from ..backends.base import Backend, Prepared, TimedPart, Unsupported
+from ..padding import PadMode
 from ..precision import PRECISIONS, Precision
-from ..results import KernelResult, PartResult, PlanItem, Settings, Status, TimeStats, utcnow
+from ..results import Check, KernelResult, PartResult, PlanItem, Settings, Status, TimeStats, utcnow
 from ..timing.stopping import CONVERGED, StopRule
 
 NOISY_REL_IQR = 0.10  # flag a kernel whose interquartile range exceeds 10% of its median
@@ -23,8 +24,10 @@ def stop_rule(settings: Settings) -> StopRule:
 
 
 def _base(item: PlanItem, backend: Backend, started: Any) -> dict[str, Any]:
-    return dict(id=item.id, kernel=item.kernel, precision=PRECISIONS[Precision(item.precision)],
-                backend=backend.name, library=backend.library_versions(), started_at=started)
+    precision = Precision(item.precision)
+    return dict(id=item.id, kernel=item.kernel, precision=PRECISIONS[precision],
+                backend=backend.backend_for(item.kernel, precision), library=backend.library_versions(),
+                started_at=started)
 
 
 def run_item(backend: Backend, item: PlanItem, settings: Settings) -> KernelResult:
@@ -34,24 +37,18 @@ def run_item(backend: Backend, item: PlanItem, settings: Settings) -> KernelResu
     rule = stop_rule(settings)
     try:
         prepared = backend.prepare(item.kernel, precision)
-        parts: list[PartResult] = []
-        for part in prepared.parts:
-            part.run()  # first call: warm-up, library handle and algorithm selection
-            measurement = part.timer(part.run, rule) if part.timer else backend.measure(part.run, rule, part)
-            check = part.check()  # the outputs the last timed call wrote
-            if not check.passed:
-                return KernelResult(**base, status=Status.FAILED, check=check, padding=prepared.padding,
-                                    reason=f"{part.direction}: check failed ({check.method}: error {check.error} "
-                                           f"> tolerance {check.tolerance}) {check.detail}".strip(),
-                                    ended_at=utcnow())
-            seconds = measurement.stats.median / US_PER_S
-            parts.append(PartResult(
-                direction=part.direction, measurement=measurement, flops=part.flops, min_bytes=part.min_bytes,
-                check=check, tflops=part.flops / seconds / 1e12 if part.flops else None,
-                gbps=part.min_bytes / seconds / 1e9, info=part.info))
+        parts, failed = _measure(backend, prepared, rule)
+        if failed is not None:
+            part, check = failed
+            return KernelResult(**base, status=Status.FAILED, check=check, padding=prepared.padding,
+                                reason=f"{part.direction}: check failed ({check.method}: error {check.error} "
+                                       f"> tolerance {check.tolerance}) {check.detail}".strip(),
+                                ended_at=utcnow())
         info = dict(prepared.info)
         if prepared.after is not None:
             info.update(prepared.after(backend, rule))
+        if settings.pad == PadMode.BOTH.value and prepared.padding:
+            info["unpadded"] = _unpadded(backend, item, rule)
         return finish(base, parts, prepared.padding, info)
     except Unsupported as exc:
         return KernelResult(**base, status=Status.UNSUPPORTED, reason=str(exc), ended_at=utcnow())
@@ -65,6 +62,38 @@ def run_item(backend: Backend, item: PlanItem, settings: Settings) -> KernelResu
                             info={"traceback": traceback.format_exc(limit=6)[-4000:]}, ended_at=utcnow())
     finally:
         backend.release()
+
+
+def _measure(backend: Backend, prepared: Prepared, rule: StopRule
+             ) -> tuple[list[PartResult], tuple[TimedPart, Check] | None]:
+    """Warm up, time and check each direction; stops at the first failed check (returned)."""
+    parts: list[PartResult] = []
+    for part in prepared.parts:
+        part.run()  # first call: warm-up, library handle and algorithm selection
+        measurement = part.timer(part.run, rule) if part.timer else backend.measure(part.run, rule, part)
+        check = part.check()  # the outputs the last timed call wrote
+        if not check.passed:
+            return parts, (part, check)
+        seconds = measurement.stats.median / US_PER_S
+        parts.append(PartResult(
+            direction=part.direction, measurement=measurement, flops=part.flops, min_bytes=part.min_bytes,
+            check=check, tflops=part.flops / seconds / 1e12 if part.flops else None,
+            gbps=part.min_bytes / seconds / 1e9, info=part.info))
+    return parts, None
+
+
+def _unpadded(backend: Backend, item: PlanItem, rule: StopRule) -> dict[str, Any]:
+    """--pad both: the kernel at its listed shape, measured and checked as the padded one was."""
+    raw = backend.prepare_unpadded(item.kernel, Precision(item.precision))
+    if raw is None:
+        return {"note": f"the {backend.backend_for(item.kernel, Precision(item.precision))} backend does not pad"}
+    parts, failed = _measure(backend, raw, rule)
+    if failed is not None:
+        part, check = failed
+        return {"failed": f"{part.direction}: check failed (error {check.error} > tolerance {check.tolerance})"}
+    return {"time_us": TimeStats.total(p.measurement.stats for p in parts).model_dump(),
+            "parts": {p.direction: p.measurement.stats.median for p in parts},
+            "check": max((p.check for p in parts), key=lambda c: c.error or 0.0).model_dump()}
 
 
 def finish(base: dict[str, Any], parts: list[PartResult], padding: dict[str, int], info: dict[str, Any]
@@ -81,6 +110,8 @@ def finish(base: dict[str, Any], parts: list[PartResult], padding: dict[str, int
         flags.append("throttled")
     if any(p.info.get("profiler", {}).get("agrees") is False for p in parts):
         flags.append("timing-disagrees")  # --verify-timing: harness and profiler differ beyond 5%
+    if "time_us" in info.get("unpadded", {}):  # --pad both: raw over padded, DeepBench's alignment penalty
+        info["alignment_penalty"] = info["unpadded"]["time_us"]["median"] / total.median
     if "dense_time_us" in info:
         info["speedup_vs_dense"] = info["dense_time_us"]["median"] / total.median
     if "items_per_call" in info:  # a whole model: inputs (images, sequences) per second at the median

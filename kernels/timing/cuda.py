@@ -93,6 +93,10 @@ PROBE_REPLAYS = 4       # replays in KernelTimes' first batch, which shows wheth
 # ran 1.5-2.5% faster at the end of a 0.04 s measurement than at its start and read
 # 1.050-1.069 of the profiler's samples taken after 0.1 s more of replays (H100, at 1980 MHz).
 KERNEL_WARM_S = 0.1
+# Candidates (cuDNN engines) are compared by QUICK_SAMPLES replays of QUICK_SAMPLE_S each: enough
+# to order engines whose times differ by more than the choice's margin (cudnn/engines.py).
+QUICK_SAMPLE_S = 0.002
+QUICK_SAMPLES = 3
 HOST_S_GUESS = 0.003    # host time between two batches (a recording's start and stop), until one is measured
 MAX_RECORDED_CALLS = 20_000  # calls whose records --verify-timing reads at once
 # --verify-timing: replays kept running while the profiler starts (see profile_samples).
@@ -454,6 +458,26 @@ def graph_sampler(fn: Callable[[], object], min_sample_s: float, during: Callabl
         notes["kernel_timer"] = why_not
     samples = BackToBack(graph.replay, calls, during)
     return Sampler(METHOD_GRAPH, calls, samples.take, warmup, notes, replay=graph.replay, replay_calls=calls)
+
+
+def quick_us(fn: Callable[[], object], min_sample_s: float = QUICK_SAMPLE_S, samples: int = QUICK_SAMPLES) -> float:
+    """A short figure for choosing among candidate implementations (cuDNN engines), taken the
+    way the measurement takes its samples: a CUDA graph of calls lasting `min_sample_s`, replayed
+    back to back and timed by events; the median of `samples` replays after one untimed. Where
+    the call cannot be captured, eager calls between events instead."""
+    estimate = time_eager(fn, 2)
+    calls = calls_for(estimate, min_sample_s, MAX_CALLS_PER_GRAPH)
+    try:
+        graph = capture(fn, calls)
+    except Exception:  # noqa: BLE001 - not capturable: time eagerly, as the measurement would
+        torch.cuda.synchronize()
+        return statistics.median(time_eager(fn, calls) for _ in range(samples))
+    back_to_back = BackToBack(graph.replay, calls)
+    back_to_back.take()
+    figure = statistics.median(back_to_back.take() for _ in range(samples))
+    torch.cuda.synchronize()
+    del graph
+    return figure
 
 
 def _eager_replay(fn: Callable[[], object], calls: int) -> Callable[[], None]:

@@ -64,6 +64,9 @@ def reproduce_command(plan: Plan, local: bool, image_digest: str | None) -> str:
     args += ["--cold"] if s.cold else []
     args += ["--verify-timing"] if s.verify_timing else []
     args += [] if s.kernel_time else ["--no-kernel-time"]
+    args += [] if s.pad == "deepbench" else ["--pad", s.pad]
+    for key, engine in sorted(s.cudnn_engines.items()):
+        args += ["--cudnn-engine", engine if key == "*" else f"{key}={engine}"]
     return shlex.join(args)
 
 

@@ -287,7 +287,7 @@ def declared_items(plan: Plan) -> list[PlanItem]:
                      parse_where(list(sel.where)) if sel else [], sel.limit if sel else None,
                      sel.batch if sel else None, sel.seq if sel else None)
     precisions = list(sel.precisions) if sel and sel.precisions else None
-    return plan_items(kernels, precisions, get_platform(plan.platform))
+    return plan_items(kernels, precisions, get_platform(plan.platform), sel.default_precisions if sel else None)
 
 
 def _check_scope(b: Bundle, report: Report) -> None:

@@ -48,6 +48,12 @@ REPORT_FILE = "verify.json"
 DEFAULT_VERIFY_DIR = Path("deepbench-verify")
 
 
+def recorded_engines(results: list[KernelResult]) -> dict[str, str]:
+    """'<item id>/<direction>' -> the cuDNN engine each ok direction ran (info.cudnn.engine)."""
+    return {f"{r.id}/{p.direction}": p.info["cudnn"]["engine"] for r in results if r.status is Status.OK
+            for p in r.parts if isinstance(p.info.get("cudnn"), dict) and "engine" in p.info["cudnn"]}
+
+
 @dataclass(frozen=True)
 class ToleranceRule:
     floor: float = DEFAULT_FLOOR
@@ -165,8 +171,11 @@ def verify_bundle(root: Path, *, local: bool, out: Path | None, rule: ToleranceR
     if (outdir / RESULTS_FILE).exists():
         raise UserError(f"{outdir} already holds results: choose another --out")
     outdir.mkdir(parents=True, exist_ok=True)
+    # The very cuDNN engines the submission ran (its results name them), not a fresh choice.
+    settings = bundle.plan.settings.model_copy(update={"cudnn_engines": {
+        **recorded_engines(bundle.results), **bundle.plan.settings.cudnn_engines}})
     plan = bundle.plan.model_copy(update={"run_id": f"{bundle.plan.run_id}-verify-{stamp}",
-                                          "command": command_line()})
+                                          "command": command_line(), "settings": settings})
     plan_path = outdir / PLAN_FILE
     plan_path.write_text(plan.model_dump_json(indent=1) + "\n")
     (outdir / ".local").write_text("1\n" if local else "0\n")

@@ -12,17 +12,16 @@ from typing import Any, Callable
 import torch
 
 from ...catalog import Kernel
+from ...padding import PadMode
 from ...precision import Precision
 from ...system import cpu_model
 from ...results import Measurement, Settings
 from ...timing import cpu as cpu_timer
-from ...timing import cuda as cuda_timer
-from ...timing import cupti
 from ...timing.stopping import StopRule
-from ...timing.warmup import warm_up
 from ..base import Backend, Prepared, TimedPart, Unsupported
-from . import (attention, batched_gemm, conv, cuda_facts, elementwise, embedding, gemm, model, norms, pointwise,
-               pooling, rnn, sparse_gemm)
+from ..cuda_device import CudaDevice
+from . import (attention, batched_gemm, conv, elementwise, embedding, gemm, model, norms, pointwise, pooling, rnn,
+               sparse_gemm)
 from .context import TorchContext
 
 OPERATIONS: dict[str, Callable[[TorchContext, Any, Precision], Prepared]] = {
@@ -42,19 +41,16 @@ OPERATIONS: dict[str, Callable[[TorchContext, Any, Precision], Prepared]] = {
 class TorchBackend(Backend):
     name = "torch"
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, cuda: CudaDevice | None = None) -> None:
+        """`cuda`: the run's GPU when another backend shares it (kernels/backends/nvidia.py)."""
         super().__init__(settings)
         self.device = torch.device(settings.device)
-        if self.device.type == "cuda" and not torch.cuda.is_available():
-            raise RuntimeError("no CUDA device is visible to PyTorch (torch.cuda.is_available() is False)")
+        self.cuda = cuda or (CudaDevice(settings, self.device) if self.device.type == "cuda" else None)
         if settings.threads:
             torch.set_num_threads(settings.threads)
         torch.manual_seed(settings.seed)
-        self.ctx = TorchContext(self.device, settings.seed)
+        self.ctx = TorchContext(self.device, settings.seed, PadMode(settings.pad))
         self.precision = Precision.FP32
-        self._ceilings: dict[str, float] | None = None
-        self._warmed = False
-        self.clocks = cuda_timer.ClockReader(self.device) if self.ctx.is_cuda else None
         if self.ctx.is_cuda:
             # cuDNN's find picks the fastest algorithm per shape at the warm-up call (DeepBench
             # also asked cuDNN for its fastest); PyTorch does not expose which engine it chose.
@@ -70,6 +66,10 @@ class TorchBackend(Backend):
         self.precision = precision
         return OPERATIONS[kernel.op](self.ctx, kernel, precision)
 
+    def prepare_unpadded(self, kernel: Kernel, precision: Precision) -> Prepared | None:
+        with self.ctx.padding(PadMode.NONE):
+            return self.prepare(kernel, precision)
+
     def _all_reduce(self, kernel: Kernel, precision: Precision) -> Prepared:
         """All-reduce through torch.distributed on this device (gloo on a CPU, NCCL or RCCL on a
         GPU): one rank unless an engine started several (distributed/torch_dist.py)."""
@@ -83,37 +83,16 @@ class TorchBackend(Backend):
         return prepared
 
     def measure(self, fn: Callable[[], object], rule: StopRule, part: TimedPart) -> Measurement:
-        if not self.ctx.is_cuda:
+        if self.cuda is None:
             return cpu_timer.measure(fn, rule, self.settings.min_sample_s)
-        assert self.clocks is not None
-        if not self._warmed:
-            self._warmed = True
-            if self.settings.warm_up_s > 0:
-                part.info["device_warm_up"] = warm_up(
-                    self.device, self.clocks.temperature_c, self.settings.warm_up_s,
-                    meanwhile=cupti.start_once if self.settings.kernel_time and not self.settings.cold
-                    else lambda: None)
-        m, notes = cuda_timer.measure(fn, rule, self.settings, part.capturable, self.device, self.clocks)
-        part.info.update(notes)
-        bound = cuda_facts.roofline(part.flops, part.min_bytes, m.stats.median, self.precision, self.ceilings())
-        if bound:
-            part.info["roofline"] = bound
-        return m
+        return self.cuda.measure(fn, rule, part, self.precision)
 
     def ceilings(self) -> dict[str, float]:
-        if not self.ctx.is_cuda:
-            return {}
-        if self._ceilings is None:
-            self._ceilings = {}  # measured once; empty while measuring (no roofline for the ceilings)
-            self._ceilings = cuda_facts.measure_ceilings(self.device, self.settings, self.clocks,
-                                                         self.ctx.set_precision_mode)
-        return self._ceilings
+        return self.cuda.ceilings() if self.cuda else {}
 
     def library_versions(self) -> dict[str, str]:
-        if self.ctx.is_cuda:
-            if not hasattr(self, "_versions"):
-                self._versions = cuda_facts.library_versions()
-            return dict(self._versions)
+        if self.cuda:
+            return self.cuda.versions()
         versions = {"torch": torch.__version__}
         config = torch.__config__.show()
         mkl = re.search(r"Math Kernel Library Version ([\d.]+)", config)
@@ -125,9 +104,8 @@ class TorchBackend(Backend):
         return versions
 
     def device_facts(self) -> dict[str, Any]:
-        if self.ctx.is_cuda:
-            assert self.clocks is not None
-            return cuda_facts.device_facts(self.device, self.clocks)
+        if self.cuda:
+            return self.cuda.facts()
         return {"kind": "cpu", "name": cpu_model(), "threads": torch.get_num_threads(),
                 "logical_cpus": os.cpu_count(), "machine": platform.machine(),
                 "capability": torch.backends.cpu.get_cpu_capability()}

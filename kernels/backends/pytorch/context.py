@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Iterator
 
 import torch
 
+from ...padding import PadMode
 from ...precision import Precision
 from ..base import Unsupported
+from ..cuda_device import set_torch_precision_mode
 
 DTYPES = {
     Precision.FP32: torch.float32, Precision.TF32: torch.float32, Precision.FP16: torch.float16,
@@ -22,6 +26,7 @@ INT8_RANGE = 64  # int8 inputs drawn from [-64, 64): random, never constant, no 
 class TorchContext:
     device: torch.device
     seed: int = 0
+    pad: PadMode = PadMode.DEEPBENCH  # the problem handed to the library (kernels/padding.py)
     generator: torch.Generator = field(init=False)
 
     def __post_init__(self) -> None:
@@ -31,6 +36,15 @@ class TorchContext:
     @property
     def is_cuda(self) -> bool:
         return self.device.type == "cuda"
+
+    @contextmanager
+    def padding(self, mode: PadMode) -> Iterator[None]:
+        """Prepare under another padding rule for the while (--pad both prepares the raw shape too)."""
+        saved, self.pad = self.pad, mode
+        try:
+            yield
+        finally:
+            self.pad = saved
 
     def dtype(self, precision: Precision) -> torch.dtype:
         if precision not in DTYPES:
@@ -48,14 +62,8 @@ class TorchContext:
         return t.to(dtype)
 
     def set_precision_mode(self, precision: Precision) -> None:
-        """TF32 only when asked for; half types accumulate in float32 (no reduced-precision
-        reductions), as DeepBench's 16-bit-multiply / 32-bit-accumulate rule requires."""
-        tf32 = precision is Precision.TF32
-        torch.backends.cuda.matmul.allow_tf32 = tf32
-        torch.backends.cudnn.allow_tf32 = tf32
-        torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
-        torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
-        if tf32 and not self.is_cuda:
+        set_torch_precision_mode(precision)
+        if precision is Precision.TF32 and not self.is_cuda:
             raise Unsupported("tf32 is a tensor-core mode of NVIDIA GPUs; this CPU computes float32 as fp32")
 
     def int8_gemm_shape(self, m: int, n: int, k: int) -> tuple[int, int, int, dict[str, int]]:

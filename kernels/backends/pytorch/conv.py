@@ -12,7 +12,9 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
+from ... import padding
 from ...catalog import ConvKernel
+from ...padding import PadMode
 from ...precision import TRANSFORM_TOLERANCE, Precision
 from ...results import Check
 from ..base import Prepared, TimedPart, Unsupported
@@ -35,7 +37,7 @@ def prepare(ctx: TorchContext, kernel: ConvKernel, precision: Precision) -> Prep
         raise Unsupported(f"PyTorch has no {precision.value} convolution with 32-bit accumulate and output "
                           "(its quantized convolution requantizes to 8 bits); run fp32, fp16 or bf16")
     dtype = ctx.dtype(precision)
-    kk = kernel
+    kk, padded = padded_conv(kernel, precision, ctx.pad)
     stride, pad = [kk.stride_h, kk.stride_w], [kk.pad_h, kk.pad_w]
     x = ctx.random((kk.n, kk.c, kk.h, kk.w), dtype)
     w = ctx.random((kk.k, kk.c, kk.r, kk.s), dtype, scale=(kk.c * kk.r * kk.s) ** -0.5)
@@ -53,7 +55,7 @@ def prepare(ctx: TorchContext, kernel: ConvKernel, precision: Precision) -> Prep
         out["dw"] = torch.ops.aten.convolution_backward(dy, x, w, None, stride, pad, DILATION, False,
                                                         OUTPUT_PADDING, GROUPS, [False, True, False])[1]
 
-    sampler = _Sampler(ctx, kernel, x, w, dy)
+    sampler = ConvSampler(ctx, kk, x, w, dy)
     parts = [
         TimedPart("fwd", fwd, lambda: sampler.check_fwd(out["y"], precision), kernel.flops("fwd"),
                   kernel.min_bytes("fwd", precision)),
@@ -66,11 +68,21 @@ def prepare(ctx: TorchContext, kernel: ConvKernel, precision: Precision) -> Prep
         for p in parts:
             p.info.update(CUDNN_INFO)
             if precision in TRANSFORM_TOLERANCE:
-                p.check = _transform_aware(p, precision)
-    return Prepared(parts=parts)
+                p.check = transform_aware(p, precision)
+    return Prepared(parts=parts, padding=padded)
 
 
-def _transform_aware(part: TimedPart, precision: Precision) -> Callable[[], Check]:
+def padded_conv(kernel: ConvKernel, precision: Precision, mode: PadMode) -> tuple[ConvKernel, dict[str, int]]:
+    """The convolution DeepBench ran (kernels/padding.py: channels, and for int8 the image too)
+    and the padded dimensions; the FLOPs a result reports stay the listed kernel's."""
+    listed = {"n": kernel.n, "c": kernel.c, "h": kernel.h, "w": kernel.w, "k": kernel.k}
+    shape = padding.resolve(mode, listed, padding.conv_shape(kernel.n, kernel.c, kernel.h, kernel.w, kernel.k,
+                                                              precision))
+    changed = padding.changed(listed, shape)
+    return (kernel.model_copy(update=changed) if changed else kernel), changed
+
+
+def transform_aware(part: TimedPart, precision: Precision) -> Callable[[], Check]:
     """The part's check, and when it fails in a precision with a TRANSFORM_TOLERANCE: the kernels
     the call runs (CUPTI names them; PyTorch does not say which engine cuDNN chose). If cuDNN
     picked a Winograd or FFT algorithm, the check is held to that algorithm family's tolerance."""
@@ -94,7 +106,7 @@ def _transform_aware(part: TimedPart, precision: Precision) -> Callable[[], Chec
     return check
 
 
-class _Sampler:
+class ConvSampler:
     """Exact float64 values of randomly chosen output elements, from the definition."""
 
     def __init__(self, ctx: TorchContext, kk: ConvKernel, x: torch.Tensor, w: torch.Tensor, dy: torch.Tensor) -> None:

@@ -16,19 +16,15 @@ from __future__ import annotations
 
 import torch
 
+from ... import padding
 from ...catalog import GemmKernel
 from ...precision import Precision
 from ..base import Prepared, TimedPart, Unsupported
 from .checks import check_matmul
 from .context import TorchContext
 
-INT8_MULTIPLE = 4  # DeepBench pads int8 GEMM dimensions to multiples of 4
 FP8_MULTIPLE = 16  # cuBLASLt fp8 GEMM (torch._scaled_mm) needs every dimension a multiple of 16
 FP8_DTYPE = torch.float8_e4m3fn
-
-
-def pad_to(value: int, multiple: int) -> int:
-    return -(-value // multiple) * multiple
 
 
 def operands(ctx: TorchContext, m: int, n: int, k: int, a_t: bool, b_t: bool, dtype: torch.dtype
@@ -42,13 +38,17 @@ def operands(ctx: TorchContext, m: int, n: int, k: int, a_t: bool, b_t: bool, dt
 
 
 def prepare(ctx: TorchContext, kernel: GemmKernel, precision: Precision) -> Prepared:
-    m, n, k = kernel.m, kernel.n, kernel.k
-    padding: dict[str, int] = {}
+    if precision is Precision.FP8:
+        return prepare_fp8(ctx, kernel)
+    listed = {"m": kernel.m, "n": kernel.n, "k": kernel.k}
+    shape = padding.resolve(ctx.pad, listed, padding.gemm_shape(kernel.m, kernel.n, kernel.k, kernel.a_t,
+                                                                 kernel.b_t, precision))
+    m, n, k = shape["m"], shape["n"], shape["k"]
+    info: dict[str, object] = {}
     if precision is Precision.INT8:
-        m, n, k = (pad_to(v, INT8_MULTIPLE) for v in (m, n, k))
-        padding = {name: v for name, v, orig in (("m", m, kernel.m), ("n", n, kernel.n), ("k", k, kernel.k)) if v != orig}
-        m, n, k, extra = ctx.int8_gemm_shape(m, n, k)
-        padding.update(extra)
+        m, n, k, limits = ctx.int8_gemm_shape(m, n, k)
+        if limits:  # beyond DeepBench's padding: what torch._int_mm itself needs (another problem)
+            info["library_padding"] = {**limits, "why": "torch._int_mm on CUDA needs n > 16 and k, m multiples of 8"}
     dtype = ctx.dtype(precision)
     x, y = operands(ctx, m, n, k, kernel.a_t, kernel.b_t, dtype)
     if precision is Precision.INT8:
@@ -56,8 +56,6 @@ def prepare(ctx: TorchContext, kernel: GemmKernel, precision: Precision) -> Prep
 
         def run() -> None:
             torch._int_mm(x, y, out=out)
-    elif precision is Precision.FP8:
-        return prepare_fp8(ctx, kernel)
     else:
         out = torch.empty((n, m), dtype=dtype, device=ctx.device)
 
@@ -68,9 +66,9 @@ def prepare(ctx: TorchContext, kernel: GemmKernel, precision: Precision) -> Prep
         direction="fwd", run=run, check=lambda: check_matmul(out, x, y, precision, ctx.generator),
         flops=kernel.flops(), min_bytes=kernel.min_bytes("fwd", precision),
         info={"blas_call": {"transa": "T" if kernel.a_t else "N", "transb": "T" if kernel.b_t else "N",
-                            "m": m, "n": n, "k": k}},
+                            "m": m, "n": n, "k": k}, **info},
     )
-    return Prepared(parts=[part], padding=padding)
+    return Prepared(parts=[part], padding=padding.changed(listed, {"m": m, "n": n, "k": k}))
 
 
 def prepare_fp8(ctx: TorchContext, kernel: GemmKernel) -> Prepared:
@@ -78,7 +76,7 @@ def prepare_fp8(ctx: TorchContext, kernel: GemmKernel) -> Prepared:
 
     cuBLASLt's fp8 GEMM accepts only the TN layout (A transposed, B not), so only DeepBench's
     TN kernels are run as DeepBench gave them; other layouts would change the problem."""
-    from .cuda_facts import fp8_supported
+    from ..cuda_facts import fp8_supported
 
     if not ctx.is_cuda or not fp8_supported(ctx.device):
         raise Unsupported("fp8 GEMM needs an NVIDIA GPU of compute capability 8.9 or newer (cuBLASLt fp8)")
@@ -86,8 +84,9 @@ def prepare_fp8(ctx: TorchContext, kernel: GemmKernel) -> Prepared:
     if layout != "TN":
         raise Unsupported(f"cuBLASLt fp8 GEMM supports only the TN layout; this kernel is {layout} "
                           "(transposing an operand would change DeepBench's problem)")
-    m, n, k = (pad_to(v, FP8_MULTIPLE) for v in (kernel.m, kernel.n, kernel.k))
-    padding = {name: v for name, v, orig in (("m", m, kernel.m), ("n", n, kernel.n), ("k", k, kernel.k)) if v != orig}
+    listed = {"m": kernel.m, "n": kernel.n, "k": kernel.k}
+    shape = {name: padding.pad_to(v, FP8_MULTIPLE) for name, v in listed.items()}
+    m, n, k = shape["m"], shape["n"], shape["k"]
     x, y = operands(ctx, m, n, k, kernel.a_t, kernel.b_t, torch.float32)
     x8, y8 = x.to(FP8_DTYPE), y.t().contiguous().t().to(FP8_DTYPE) if not y.t().is_contiguous() else y.to(FP8_DTYPE)
     one = torch.ones((), device=ctx.device)
@@ -104,4 +103,4 @@ def prepare_fp8(ctx: TorchContext, kernel: GemmKernel) -> Prepared:
         info={"blas_call": {"transa": "T", "transb": "N", "m": m, "n": n, "k": k},
               "library": "cuBLASLt via torch._scaled_mm", "scales": "per-tensor 1.0"},
     )
-    return Prepared(parts=[part], padding=padding)
+    return Prepared(parts=[part], padding=padding.changed(listed, shape))

@@ -12,10 +12,10 @@ from typing import Any, Callable
 
 import torch
 
-from ...precision import Precision
-from ...results import Settings
-from ...timing import cuda as cuda_timer
-from ...timing.stopping import StopRule
+from ..precision import Precision
+from ..results import Settings
+from ..timing import cuda as cuda_timer
+from ..timing.stopping import StopRule
 
 CEILING_GEMM = 8192           # square GEMM size for the compute ceilings
 COPY_BYTES = 1 << 30          # device-to-device copy of 1 GiB (read + write counted)

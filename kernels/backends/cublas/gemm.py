@@ -1,0 +1,123 @@
+"""DeepBench's GEMM call, `cublasGemmEx`, on column-major operands.
+
+Column-major C (m x n) = op(A) op(B) with lda = (transa ? k : m), ldb = (transb ? n : k),
+ldc = m, exactly as `gemm_bench.cu` called it. Two departures, both stated in the result:
+alpha = 1 and beta = 0 (DeepBench passed ints 1 read as floats, a denormal alpha that makes its
+outputs zero; beta = 0 overwrites C instead of accumulating into it, so every call computes the
+same product), and half precision accumulates in fp32 (`CUBLAS_COMPUTE_32F`: DeepBench's stated
+minimum of 16-bit multiply / 32-bit accumulate; its binary asked for fp16 compute).
+
+The operands are PyTorch tensors laid out so that their memory is the column-major matrices
+(pytorch/gemm.py `operands`, which also gives the row-major view the float64 check multiplies)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+from ... import padding
+from ...catalog import GemmKernel
+from ...precision import Precision
+from ..base import Prepared, TimedPart, Unsupported
+from ..pytorch.checks import check_matmul
+from ..pytorch.gemm import operands, prepare_fp8
+
+if TYPE_CHECKING:
+    from . import CublasBackend
+
+WORKSPACE_BYTES = 32 << 20  # cuBLAS's own default on Hopper, given explicitly: a capture must not allocate
+
+# precision -> (A/B type, C type, compute type): cudaDataType_t and cublasComputeType_t names, as
+# the result records them; DeepBench's half GEMM asked for fp16 compute, fp32 here (module doc).
+CALLS: dict[Precision, tuple[str, str, str]] = {
+    Precision.FP32: ("CUDA_R_32F", "CUDA_R_32F", "COMPUTE_32F"),
+    Precision.TF32: ("CUDA_R_32F", "CUDA_R_32F", "COMPUTE_32F_FAST_TF32"),
+    Precision.FP16: ("CUDA_R_16F", "CUDA_R_16F", "COMPUTE_32F"),
+    Precision.BF16: ("CUDA_R_16BF", "CUDA_R_16BF", "COMPUTE_32F"),
+    Precision.INT8: ("CUDA_R_8I", "CUDA_R_32I", "COMPUTE_32I"),
+}
+OUTPUT_DTYPE = {Precision.FP32: torch.float32, Precision.TF32: torch.float32, Precision.FP16: torch.float16,
+                Precision.BF16: torch.bfloat16, Precision.INT8: torch.int32}
+
+
+def call_types(cublas: Any, precision: Precision) -> tuple[int, int, int, type]:
+    """The enum values the binding takes, and the scalar type of alpha and beta."""
+    import nvmath
+
+    ab, c, compute = CALLS[precision]
+    scalar = np.int32 if compute == "COMPUTE_32I" else np.float32
+    return (int(getattr(nvmath.CudaDataType, ab)), int(getattr(nvmath.CudaDataType, c)),
+            int(getattr(cublas.ComputeType, compute)), scalar)
+
+
+def binding_versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return {"nvmath-python": version("nvmath-python")}
+    except PackageNotFoundError:
+        return {}
+
+
+class Handle:
+    """A cuBLAS handle bound to torch's current stream, with its own workspace. Binding is
+    redone only when the stream changes (a graph capture runs on a side stream): the call itself
+    is the only thing a timed call does on the host."""
+
+    def __init__(self, cublas: Any) -> None:
+        self.cublas = cublas
+        self.handle = cublas.create()
+        self.workspace = torch.empty(WORKSPACE_BYTES, dtype=torch.uint8, device="cuda")
+        self.stream: int | None = None
+
+    def bind(self) -> int:
+        stream = torch.cuda.current_stream().cuda_stream
+        if stream != self.stream:
+            # cublasSetStream resets the workspace to the library's default pool: set ours after it.
+            self.cublas.set_stream(self.handle, stream)
+            self.cublas.set_workspace(self.handle, self.workspace.data_ptr(), WORKSPACE_BYTES)
+            self.stream = stream
+        return self.handle
+
+
+def prepare(backend: "CublasBackend", kernel: GemmKernel, precision: Precision) -> Prepared:
+    ctx = backend.ctx
+    if precision is Precision.FP8:
+        prepared = prepare_fp8(ctx, kernel)
+        prepared.parts[0].info["library"] = "cuBLASLt (cublasLtMatmul through torch._scaled_mm: fp8 TN only)"
+        return prepared
+    if precision not in CALLS:
+        raise Unsupported(f"cublasGemmEx has no {precision.value} GEMM")
+    listed = {"m": kernel.m, "n": kernel.n, "k": kernel.k}
+    shape = padding.resolve(ctx.pad, listed, padding.gemm_shape(kernel.m, kernel.n, kernel.k, kernel.a_t,
+                                                                 kernel.b_t, precision))
+    m, n, k = shape["m"], shape["n"], shape["k"]
+    ab_type, c_type, compute, scalar = call_types(backend.lib, precision)
+    x, y = operands(ctx, m, n, k, kernel.a_t, kernel.b_t, ctx.dtype(precision))
+    c = torch.empty((n, m), dtype=OUTPUT_DTYPE[precision], device=ctx.device)  # column-major m x n, ldc = m
+    alpha, beta = np.ones(1, dtype=scalar), np.zeros(1, dtype=scalar)
+    op = backend.lib.Operation
+    transa, transb = int(op.T if kernel.a_t else op.N), int(op.T if kernel.b_t else op.N)
+    algo = int(backend.lib.GemmAlgo.DEFAULT)
+    lda, ldb, ldc = (k if kernel.a_t else m), (n if kernel.b_t else k), m
+    # y is A's memory (op(A) transposed, row-major), x is B's (see pytorch/gemm.py operands).
+    a_ptr, b_ptr, c_ptr = y.data_ptr(), x.data_ptr(), c.data_ptr()
+    cublas, handle = backend.lib, backend.handle
+
+    def run() -> None:
+        cublas.gemm_ex(handle.bind(), transa, transb, m, n, k, alpha.ctypes.data, a_ptr, ab_type, lda, b_ptr, ab_type,
+                       ldb, beta.ctypes.data, c_ptr, c_type, ldc, compute, algo)
+
+    part = TimedPart(
+        direction="fwd", run=run, check=lambda: check_matmul(c, x, y, precision, ctx.generator),
+        flops=kernel.flops(), min_bytes=kernel.min_bytes("fwd", precision),
+        info={"library": "cuBLAS", "call": "cublasGemmEx",
+              "blas_call": {"transa": "T" if kernel.a_t else "N", "transb": "T" if kernel.b_t else "N",
+                            "m": m, "n": n, "k": k, "lda": lda, "ldb": ldb, "ldc": ldc},
+              "types": "A/B {}, C {}, CUBLAS_{}".format(*CALLS[precision]), "algo": "CUBLAS_GEMM_DEFAULT (cuBLAS's heuristic; the call does not report its kernel)",
+              "alpha": 1, "beta": 0},
+        output=c,
+    )
+    return Prepared(parts=[part], padding=padding.changed(listed, shape))

@@ -1,0 +1,87 @@
+"""The GPU one run measures on, shared by every CUDA backend (PyTorch, cuBLAS, cuDNN, cuSPARSE).
+
+Every backend times its calls the same way: it hands `measure` a call that runs on PyTorch's
+current stream, and the GPU timing engine (kernels/timing/cuda.py: CUDA-graph replays timed by
+events, CUPTI kernel time for short calls, cold, the eager fallback, the profiler cross-check)
+measures it. A backend only says how to run, check and cost its call. One `CudaDevice` per run,
+so the warm-up, the clock reader and the measured ceilings are done once, whichever library runs
+the first kernel."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+
+from ..precision import Precision
+from ..results import Measurement, Settings
+from ..timing import cuda as cuda_timer
+from ..timing import cupti
+from ..timing.stopping import StopRule
+from ..timing.warmup import warm_up
+from . import cuda_facts
+from .base import TimedPart
+
+
+def set_torch_precision_mode(precision: Precision) -> None:
+    """TF32 only when asked for; half types accumulate in float32 (no reduced-precision
+    reductions), as DeepBench's 16-bit-multiply / 32-bit-accumulate rule requires."""
+    tf32 = precision is Precision.TF32
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
+    torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
+    torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
+
+
+class CudaDevice:
+    """Warm-up, timing, ceilings and facts of one CUDA device, for every backend of a run."""
+
+    def __init__(self, settings: Settings, device: torch.device | None = None) -> None:
+        self.settings = settings
+        self.device = device or torch.device(settings.device)
+        if not torch.cuda.is_available():
+            raise RuntimeError("no CUDA device is visible to PyTorch (torch.cuda.is_available() is False)")
+        self.clocks = cuda_timer.ClockReader(self.device)
+        self._warmed = False
+        self._ceilings: dict[str, float] | None = None
+        self._versions: dict[str, str] | None = None
+
+    def warm(self, info: dict[str, Any]) -> None:
+        """Before the run's first GPU timing (a measurement, or timing candidate engines): bring the
+        GPU to its working temperature once (timing/warmup.py); what it did goes into `info`."""
+        if self._warmed:
+            return
+        self._warmed = True
+        if self.settings.warm_up_s > 0:
+            info["device_warm_up"] = warm_up(
+                self.device, self.clocks.temperature_c, self.settings.warm_up_s,
+                meanwhile=cupti.start_once if self.settings.kernel_time and not self.settings.cold else lambda: None)
+
+    def measure(self, fn: Callable[[], object], rule: StopRule, part: TimedPart, precision: Precision) -> Measurement:
+        """Time `fn` (enqueued on torch's current stream) with the run's timer; the notes and the
+        roofline bound go into the part's info."""
+        self.warm(part.info)
+        m, notes = cuda_timer.measure(fn, rule, self.settings, part.capturable, self.device, self.clocks)
+        part.info.update(notes)
+        bound = cuda_facts.roofline(part.flops, part.min_bytes, m.stats.median, precision, self.ceilings())
+        if bound:
+            part.info["roofline"] = bound
+        return m
+
+    def ceilings(self) -> dict[str, float]:
+        if self._ceilings is None:
+            self._ceilings = {}  # measured once; empty while measuring (no roofline for the ceilings)
+            self._ceilings = cuda_facts.measure_ceilings(self.device, self.settings, self.clocks,
+                                                         set_torch_precision_mode)
+        return self._ceilings
+
+    def versions(self) -> dict[str, str]:
+        if self._versions is None:
+            self._versions = cuda_facts.library_versions()
+        return dict(self._versions)
+
+    def facts(self) -> dict[str, Any]:
+        return cuda_facts.device_facts(self.device, self.clocks)
+
+    def synchronize(self) -> None:
+        torch.cuda.synchronize(self.device)

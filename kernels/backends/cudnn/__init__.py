@@ -1,0 +1,74 @@
+"""cuDNN called directly, through NVIDIA's cudnn-frontend (its Python graph API).
+
+Convolution forward, backward-data and backward-filter in fp32, tf32, fp16 and bf16, and int8
+forward with int32 output, each direction on an engine chosen reproducibly among those that
+compute it correctly (engines.py), recorded in the result and re-runnable with --cudnn-engine.
+PyTorch reaches cuDNN too, but cannot express DeepBench's int8 convolution, and its
+`cudnn.benchmark` picks an engine it does not name (two H100s picked different ones for a
+quarter of the training convolutions)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ...catalog import Kernel
+from ...precision import Precision
+from ..base import Prepared
+from ..native import NativeCudaBackend
+from . import conv
+
+
+class Handle:
+    """A cuDNN handle on torch's current stream (re-bound only when the stream changes: a graph
+    capture runs on a side stream)."""
+
+    def __init__(self, cudnn: Any) -> None:
+        self.cudnn = cudnn
+        self.handle = cudnn.create_handle()
+        self.stream: int | None = None
+
+    def bind(self) -> Any:
+        stream = torch.cuda.current_stream().cuda_stream
+        if stream != self.stream:
+            self.cudnn.set_stream(handle=self.handle, stream=stream)
+            self.stream = stream
+        return self.handle
+
+
+class CudnnBackend(NativeCudaBackend):
+    name = "cudnn"
+    binding = ("cudnn", "nvidia-cudnn-frontend")
+    operations = ("conv",)
+
+    def prepare_op(self, kernel: Kernel, precision: Precision) -> Prepared:
+        return conv.prepare(self, kernel, precision)  # type: ignore[arg-type]
+
+    def default_precisions(self, kernel: Kernel) -> list[Precision]:
+        return [Precision.FP32, Precision.FP16]
+
+    @property
+    def handle(self) -> Handle:
+        if getattr(self, "_handle", None) is None:
+            self._handle = Handle(self.lib)
+        return self._handle
+
+    def workspace_for(self, nbytes: int) -> torch.Tensor:
+        """A workspace of at least `nbytes`, kept and grown as plans need (never shrunk within a
+        kernel: its parts' calls hold the buffer they were given)."""
+        current = getattr(self, "_workspace", None)
+        if current is None or current.numel() < nbytes:
+            self._workspace = torch.empty(max(nbytes, 1), dtype=torch.uint8, device=self.ctx.device)
+        return self._workspace
+
+    def library_versions(self) -> dict[str, str]:
+        versions = super().library_versions()
+        if self.lib is not None:
+            versions["cudnn-frontend"] = str(getattr(self.lib, "__version__", ""))
+            versions["cudnn_backend"] = str(self.lib.backend_version())
+        return versions
+
+    def release(self) -> None:
+        super().release()
+        self._workspace = None

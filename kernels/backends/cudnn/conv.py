@@ -1,0 +1,155 @@
+"""Convolution on cuDNN's graph API: each direction one graph, one engine, one library call.
+
+The problem is DeepBench's (`conv_bench.cu`): its layouts (graphs.py), its padding (half
+channels to 8; int8 channels, height and width to 4, then channels to 32; kernels/padding.py),
+fp32 accumulation for 16-bit types and int32 for int8. The engine is chosen by ../engine_choice.py (or
+pinned with --cudnn-engine). Checks: sampled output elements recomputed in float64 from the
+definition (the PyTorch backend's sampler, pytorch/conv.py), exact for int8."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+import torch
+
+from ...catalog import ConvKernel
+from ...precision import Precision
+from ...results import Check
+from ...timing.cuda import quick_us
+from ..base import Prepared, TimedPart, Unsupported
+from ..pytorch.conv import ConvSampler, padded_conv, transform_aware
+from . import graphs
+from .. import engine_choice as engines
+
+if TYPE_CHECKING:
+    from . import CudnnBackend
+
+INPUT_ROLES = {"fwd": ("x", "w"), "bwd_data": ("dy", "w"), "bwd_filter": ("x", "dy")}
+OUTPUT_ROLE = {"fwd": "y", "bwd_data": "dx", "bwd_filter": "dw"}
+
+
+def prepare(backend: "CudnnBackend", kernel: ConvKernel, precision: Precision) -> Prepared:
+    if precision not in graphs.TYPES:
+        raise Unsupported(f"cuDNN's convolution has no {precision.value} path here (fp32, tf32, fp16, bf16, int8)")
+    ctx = backend.ctx
+    kk, padded = padded_conv(kernel, precision, ctx.pad)
+    types = graphs.TYPES[precision]
+    dtype = graphs.TORCH_DTYPES[precision]
+    cl = types.channels_last
+    data = {
+        "x": ctx.random((kk.n, kk.c, kk.h, kk.w), dtype),
+        "w": ctx.random((kk.k, kk.c, kk.r, kk.s), dtype, scale=(kk.c * kk.r * kk.s) ** -0.5),
+        "dy": ctx.random((kk.n, kk.k, kk.out_h, kk.out_w), dtype),
+    }
+    if cl:
+        data = {role: t.contiguous(memory_format=torch.channels_last) for role, t in data.items()}
+    out_dtype = torch.int32 if precision is Precision.INT8 else dtype
+    sampler = ConvSampler(ctx, kk, data["x"], data["w"], data["dy"])
+    checks: dict[str, Callable[[torch.Tensor], Check]] = {
+        "fwd": lambda y: sampler.check_fwd(y, precision),
+        "bwd_data": lambda dx: sampler.check_bwd_data(dx, precision),
+        "bwd_filter": lambda dw: sampler.check_bwd_filter(dw, precision),
+    }
+    out_dims = {"fwd": (kk.n, kk.k, kk.out_h, kk.out_w), "bwd_data": (kk.n, kk.c, kk.h, kk.w),
+                "bwd_filter": (kk.k, kk.c, kk.r, kk.s)}
+    parts = []
+    for direction in graphs.PRECISION_DIRECTIONS.get(precision, graphs.DIRECTIONS):
+        out = graphs.tensor_for(out_dims[direction], out_dtype, cl)
+        part = _direction(backend, kk, precision, direction, data, out, checks[direction],
+                          engines.pin_for(backend.settings.cudnn_engines, f"{kernel.id}/{precision.value}", direction))
+        part.flops, part.min_bytes = kernel.flops(direction), kernel.min_bytes(direction, precision)
+        parts.append(part)
+    info: dict[str, Any] = {}
+    if precision is Precision.INT8:
+        info["directions"] = "forward only: cuDNN has no int8 backward convolution (DeepBench timed int8 inference forward)"
+    return Prepared(parts=parts, padding=padded, info=info)
+
+
+def _direction(backend: "CudnnBackend", kk: ConvKernel, precision: Precision, direction: str,
+               data: dict[str, torch.Tensor], out: torch.Tensor, check_out: Callable[[torch.Tensor], Check],
+               pin: str | None) -> TimedPart:
+    cudnn, handle = backend.lib, backend.handle
+    g, roles = graphs.build(cudnn, handle.handle, kk, precision, direction)
+    pack = {roles[r]: data[r] for r in INPUT_ROLES[direction]}
+    pack[roles[OUTPUT_ROLE[direction]]] = out
+    candidates = [_pinned(cudnn, g, pin)] if pin else _candidates(cudnn, g, precision)
+    if not candidates:
+        raise Unsupported(f"cuDNN offers no engine for this {precision.value} {direction} convolution "
+                          f"(n={kk.n} c={kk.c} h={kk.h} w={kk.w} k={kk.k} r={kk.r} s={kk.s})")
+    workspace = backend.workspace_for(max(e.workspace for e in candidates))
+
+    def runner(e: engines.Engine) -> Callable[[], None]:
+        def run() -> None:
+            g.execute_plan_at_index(pack, workspace, e.index, handle=handle.bind())
+        return run
+
+    def check_of(run: Callable[[], None]) -> Callable[[], Check]:
+        """The check of what `run` last wrote (with Winograd/FFT's tolerance where its kernels are those)."""
+        return transform_aware(TimedPart(direction, run, lambda: check_out(out), 0.0, 0.0), precision)
+
+    def check_engine(e: engines.Engine) -> Check:
+        out.fill_(0)  # the check must see what this engine wrote, not the previous one's output
+        run = runner(e)
+        run()
+        return check_of(run)()
+
+    if pin:
+        chosen, record = candidates[0], {**candidates[0].record(), "chosen_by": f"pinned (--cudnn-engine {pin})"}
+    else:
+        warm_info: dict[str, Any] = {}
+        backend.cuda.warm(warm_info)  # candidates are timed on a GPU at its working temperature, as measurements are
+        choice = engines.choose(candidates, lambda e: quick_us(runner(e)), check_engine)
+        chosen, record = choice.chosen, choice.record()
+        record.update(warm_info)
+    run = runner(chosen)
+    info = {"library": "cuDNN", "api": "graph (cudnn-frontend)", "layout": "NHWC" if graphs.TYPES[precision].channels_last
+            else "NCHW", "cudnn": record}
+    return TimedPart(direction, run, check_of(run), 0.0, 0.0, info=info, output=out)
+
+
+def _candidates(cudnn: Any, g: Any, precision: Precision) -> list[engines.Engine]:
+    """The plans cuDNN's heuristics offer that build, in its order, at most MAX_CANDIDATES,
+    without duplicates (modes A and FALLBACK overlap)."""
+    g.create_execution_plans([getattr(cudnn.heur_mode, m) for m in graphs.HEURISTICS])
+    g.deselect_behavior_notes([cudnn.behavior_note.RUNTIME_COMPILATION])
+    notes = graphs.TYPES[precision].excluded_notes
+    if notes:
+        g.deselect_numeric_notes([getattr(cudnn.numerical_note, n) for n in notes])
+    g.deselect_workspace_greater_than(engines.WORKSPACE_LIMIT)
+    out: list[engines.Engine] = []
+    seen: set[str] = set()
+    for i in range(g.get_execution_plan_count()):
+        if len(out) >= engines.MAX_CANDIDATES:
+            break
+        try:
+            g.build_plan_at_index(i)
+            engine_id, knobs = g.get_engine_and_knobs_at_index(i)
+        except Exception:  # noqa: BLE001 - deselected, or a plan this GPU cannot build: not a candidate
+            continue
+        e = engines.Engine(index=i, engine_id=int(engine_id), knobs={_knob_name(k): int(v) for k, v in knobs.items()},
+                           name=str(g.get_plan_name_at_index(i)), workspace=int(g.get_workspace_size_plan_at_index(i)),
+                           rank=len(out))
+        if e.spec not in seen:
+            seen.add(e.spec)
+            out.append(e)
+    return out
+
+
+def _pinned(cudnn: Any, g: Any, spec: str) -> engines.Engine:
+    engine_id, knobs = engines.parse_spec(spec)
+    try:
+        typed = {getattr(cudnn.knob_type, name): value for name, value in knobs.items()}
+    except AttributeError as exc:
+        raise Unsupported(f"cuDNN engine '{spec}': unknown knob ({exc})") from None
+    g.create_execution_plan(engine_id, typed)
+    index = g.get_execution_plan_count() - 1
+    try:
+        g.build_plan_at_index(index)
+    except Exception as exc:  # noqa: BLE001 - the pinned engine does not serve this problem here
+        raise Unsupported(f"the pinned cuDNN engine '{spec}' cannot run this convolution here: {exc}"[:500]) from None
+    return engines.Engine(index=index, engine_id=engine_id, knobs=knobs, name=str(g.get_plan_name_at_index(index)),
+                          workspace=int(g.get_workspace_size_plan_at_index(index)))
+
+
+def _knob_name(knob: Any) -> str:
+    return str(getattr(knob, "name", knob)).upper()

@@ -1,0 +1,98 @@
+"""cuDNN operation graphs for one convolution direction, through cudnn-frontend's Python API.
+
+Layouts are DeepBench's (`conv_bench.cu`): NCHW tensors and KCRS filters in float precisions,
+NHWC and KRSC for int8 (cuDNN's int8 convolutions need channels innermost). Each graph holds
+one operation (forward, backward-data or backward-filter), so each direction is one library
+call, timed and checked on its own, as DeepBench timed them. The convolution is a
+cross-correlation, as frameworks run it (DeepBench's descriptor said CUDNN_CONVOLUTION, the same
+arithmetic with the filter read in reverse).
+
+Data and compute types: fp32 computes in fp32 (engines that would down-convert to TF32 are
+excluded, so "fp32" means fp32 arithmetic), tf32 allows TF32 tensor cores, fp16 and bf16 store
+16-bit values and accumulate in fp32 (DeepBench's training rule), int8 multiplies int8 and
+accumulates and writes int32 (DeepBench's server inference ran int8 in, int32 accumulate; its
+INT8_CONFIG then rounded the output to int8, a step the graph API leaves to a separate
+operation, so the output here is the accumulator itself)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from ...catalog import ConvKernel
+from ...precision import Precision
+
+DIRECTIONS = ("fwd", "bwd_data", "bwd_filter")
+HEURISTICS = ("A", "FALLBACK")  # cuDNN's heuristic modes asked for candidates, in order
+TORCH_DTYPES = {Precision.FP32: torch.float32, Precision.TF32: torch.float32, Precision.FP16: torch.float16,
+                Precision.BF16: torch.bfloat16, Precision.INT8: torch.int8}
+
+
+@dataclass(frozen=True)
+class Types:
+    io: str            # cudnn.data_type member name of inputs and outputs
+    compute: str
+    output: str        # of the direction's result (int8 forward: the int32 accumulator)
+    channels_last: bool
+    excluded_notes: tuple[str, ...] = ()  # cudnn.numerical_note members whose engines are not this precision
+
+
+TYPES = {
+    Precision.FP32: Types("FLOAT", "FLOAT", "FLOAT", False, ("TENSOR_CORE", "DOWN_CONVERT_INPUTS")),
+    Precision.TF32: Types("FLOAT", "FLOAT", "FLOAT", False),
+    Precision.FP16: Types("HALF", "FLOAT", "HALF", False),
+    Precision.BF16: Types("BFLOAT16", "FLOAT", "BFLOAT16", False),
+    Precision.INT8: Types("INT8", "INT32", "INT32", True),
+}
+# Directions each precision has in cuDNN: int8 convolutions are forward only (inference).
+PRECISION_DIRECTIONS = {Precision.INT8: ("fwd",)}
+
+
+def strides(dims: tuple[int, int, int, int], channels_last: bool) -> list[int]:
+    """Element strides of an (N, C, H, W) tensor in NCHW or NHWC memory."""
+    n, c, h, w = dims
+    return [h * w * c, 1, w * c, c] if channels_last else [c * h * w, h * w, w, 1]
+
+
+def tensor_for(dims: tuple[int, int, int, int], dtype: torch.dtype, channels_last: bool) -> torch.Tensor:
+    """An uninitialised torch tensor of logical shape `dims` in the graph's memory layout."""
+    t = torch.empty(dims, dtype=dtype, device="cuda")
+    return t.contiguous(memory_format=torch.channels_last) if channels_last else t
+
+
+def build(cudnn: Any, handle: Any, kk: ConvKernel, precision: Precision, direction: str) -> tuple[Any, dict[str, Any]]:
+    """The graph of one direction and its tensors by role (x, w, y: the direction's inputs and
+    output under the names the forward pass gives them), validated and lowered, not yet planned."""
+    types = TYPES[precision]
+    dt = cudnn.data_type
+    g = cudnn.pygraph(io_data_type=getattr(dt, types.io), intermediate_data_type=dt.FLOAT,
+                      compute_data_type=getattr(dt, types.compute), handle=handle)
+    x_dims = (kk.n, kk.c, kk.h, kk.w)
+    w_dims = (kk.k, kk.c, kk.r, kk.s)
+    y_dims = (kk.n, kk.k, kk.out_h, kk.out_w)
+    geometry = dict(padding=[kk.pad_h, kk.pad_w], stride=[kk.stride_h, kk.stride_w], dilation=[1, 1])
+    cl = types.channels_last
+
+    def tensor(name: str, dims: tuple[int, int, int, int]) -> Any:
+        return g.tensor(name=name, dim=list(dims), stride=strides(dims, cl), data_type=getattr(dt, types.io))
+
+    if direction == "fwd":
+        x, w = tensor("X", x_dims), tensor("W", w_dims)
+        y = g.conv_fprop(image=x, weight=w, **geometry)
+        y.set_output(True).set_data_type(getattr(dt, types.output)).set_dim(list(y_dims)).set_stride(strides(y_dims, cl))
+        roles = {"x": x, "w": w, "y": y}
+    elif direction == "bwd_data":
+        dy, w = tensor("DY", y_dims), tensor("W", w_dims)
+        dx = g.conv_dgrad(loss=dy, filter=w, **geometry)
+        dx.set_output(True).set_data_type(getattr(dt, types.output)).set_dim(list(x_dims)).set_stride(strides(x_dims, cl))
+        roles = {"dy": dy, "w": w, "dx": dx}
+    else:
+        x, dy = tensor("X", x_dims), tensor("DY", y_dims)
+        dw = g.conv_wgrad(image=x, loss=dy, **geometry)
+        dw.set_output(True).set_data_type(getattr(dt, types.output)).set_dim(list(w_dims)).set_stride(strides(w_dims, cl))
+        roles = {"x": x, "dy": dy, "dw": dw}
+    g.validate()
+    g.build_operation_graph()
+    return g, roles

@@ -1,0 +1,142 @@
+"""Which engine (cuDNN execution plan) runs a call: chosen reproducibly, only among correct ones.
+
+Written for cuDNN's convolution engines (cudnn/conv.py); nothing here is cuDNN-specific or
+needs a GPU, so any library that offers ranked candidates (cuBLASLt's algorithms, hipBLASLt's,
+MIOpen's solutions) can use the same rule, and the rule is tested on the CPU.
+
+PyTorch's `cudnn.benchmark` races cuDNN's algorithms once per shape and keeps the winner without
+saying which it was; two H100s then picked different algorithms for a quarter of the training
+convolutions (times halving or doubling between the machines). Here the candidates are the
+plans cuDNN's heuristics offer (modes A, then FALLBACK), and:
+
+1. each candidate is timed briefly by the harness's own GPU timer (a CUDA graph of calls timed
+   by events: `timing.cuda.quick_us`);
+2. candidates are checked in order of speed until one passes its correctness check: an engine
+   whose output fails is never chosen, and the result lists it with its error (cuDNN offered
+   int8 engines that computed wrong results on an H100, its default first one included);
+3. every candidate within MARGIN of that fastest correct one is checked too, and of those that
+   pass, the one cuDNN's heuristics rank first is chosen. Timing noise between machines (a few
+   percent) thus cannot flip the choice between two engines of about the same speed, and the
+   choice is never more than MARGIN slower than the fastest correct candidate.
+
+The engine chosen (its id, knobs and cuDNN's name for the plan) is recorded with every
+direction, and `--cudnn-engine` (and `deepbench verify`) re-runs exactly that engine.
+Engines that need runtime compilation (NVRTC: seconds per plan) and engines needing more than
+WORKSPACE_LIMIT of workspace are not candidates; fp32 excludes engines that down-convert to TF32.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..results import Check
+
+MARGIN = 0.03             # an engine this much slower than the fastest correct one still counts as as fast
+MAX_CANDIDATES = 12       # plans tried per direction, in cuDNN's heuristic order
+WORKSPACE_LIMIT = 1 << 30  # DeepBench's int8 convolutions ran with a 1 GiB workspace
+PIN_ALL = "*"
+SPEC = re.compile(r"^\s*(\d+)\s*(?::\s*(.*))?$")
+
+
+class EngineError(ValueError):
+    """A malformed engine pin (the message says the form)."""
+
+
+@dataclass
+class Engine:
+    """One execution plan: its place in cuDNN's ranked list, and what identifies it anywhere."""
+
+    index: int
+    engine_id: int
+    knobs: dict[str, int]
+    name: str = ""
+    workspace: int = 0
+    rank: int = 0  # position among the candidates, in cuDNN's heuristic order
+
+    @property
+    def spec(self) -> str:
+        """The pin that re-creates this plan: 'ENGINE_ID[:KNOB=VALUE,...]' (knobs by cudnn.knob_type name)."""
+        knobs = ",".join(f"{k}={v}" for k, v in sorted(self.knobs.items()))
+        return f"{self.engine_id}:{knobs}" if knobs else str(self.engine_id)
+
+    def record(self) -> dict[str, Any]:
+        return {"engine": self.spec, "engine_id": self.engine_id, "knobs": dict(self.knobs), "plan_name": self.name,
+                "workspace_bytes": self.workspace}
+
+
+def parse_spec(spec: str) -> tuple[int, dict[str, int]]:
+    """'34' or '34:TILE_SIZE=3,SPLIT_K_BUF=0' -> (34, {'TILE_SIZE': 3, 'SPLIT_K_BUF': 0})."""
+    m = SPEC.match(spec)
+    if not m:
+        raise EngineError(f"malformed cuDNN engine '{spec}' (expected ENGINE_ID or ENGINE_ID:KNOB=VALUE,..., as "
+                          "results record it in info.cudnn.engine)")
+    knobs: dict[str, int] = {}
+    for item in filter(None, (p.strip() for p in (m.group(2) or "").split(","))):
+        name, eq, value = item.partition("=")
+        if not eq or not name.strip() or not value.strip().lstrip("-").isdigit():
+            raise EngineError(f"malformed knob '{item}' in cuDNN engine '{spec}' (expected KNOB=INTEGER)")
+        knobs[name.strip().upper()] = int(value)
+    return int(m.group(1)), knobs
+
+
+def pin_for(pins: dict[str, str], item_id: str, direction: str) -> str | None:
+    """The engine pinned for this item's direction: '<item id>/<direction>', else '*'."""
+    return pins.get(f"{item_id}/{direction}") or pins.get(PIN_ALL)
+
+
+@dataclass
+class Choice:
+    chosen: Engine
+    table: list[dict[str, Any]] = field(default_factory=list)
+    fastest_correct_us: float = math.nan
+
+    def record(self) -> dict[str, Any]:
+        rejected = [row for row in self.table if row["status"] == "rejected"]
+        return {**self.chosen.record(),
+                "chosen_by": f"fastest correct candidate, or one within {MARGIN:.0%} of it that cuDNN's heuristics "
+                             "rank higher (kernels/backends/engine_choice.py)",
+                "fastest_correct_us": self.fastest_correct_us, "candidates": self.table, "rejected": len(rejected)}
+
+
+class NoCorrectEngine(RuntimeError):
+    """Every candidate failed to run or failed its check: the direction fails with this list."""
+
+
+def choose(engines: list[Engine], quick_us: Callable[[Engine], float], check: Callable[[Engine], Check],
+           margin: float = MARGIN) -> Choice:
+    """The rule above. `quick_us` times a candidate (raising if it cannot run), `check` runs it and
+    checks its output."""
+    rows: dict[int, dict[str, Any]] = {}
+    timed: list[tuple[float, Engine]] = []
+    for e in engines:
+        row = {"engine": e.spec, "plan_name": e.name, "rank": e.rank, "status": "unchecked"}
+        rows[e.index] = row
+        try:
+            t = quick_us(e)
+        except Exception as exc:  # noqa: BLE001 - a plan that builds but cannot run is not a candidate
+            row.update(status="rejected", reason=f"did not run: {type(exc).__name__}: {exc}"[:300])
+            continue
+        row["quick_us"] = t
+        timed.append((t, e))
+    timed.sort(key=lambda te: te[0])
+
+    def passes(e: Engine) -> bool:
+        c = check(e)
+        rows[e.index].update(status="passed" if c.passed else "rejected", error=c.error, tolerance=c.tolerance)
+        if not c.passed:
+            rows[e.index]["reason"] = f"check failed ({c.method}: error {c.error} > tolerance {c.tolerance})"
+        return c.passed
+
+    fastest = next(((t, e) for t, e in timed if passes(e)), None)
+    if fastest is None:
+        raise NoCorrectEngine("no cuDNN engine computed this direction correctly: " +
+                              "; ".join(f"{r['engine']}: {r.get('reason', r['status'])}" for r in rows.values()))
+    limit = fastest[0] * (1 + margin)
+    eligible = [e for t, e in timed if t <= limit and (rows[e.index]["status"] == "passed" or
+                                                      (rows[e.index]["status"] == "unchecked" and passes(e)))]
+    chosen = min(eligible, key=lambda e: e.rank)
+    rows[chosen.index]["status"] = "chosen"
+    return Choice(chosen, [rows[e.index] for e in engines], fastest[0])

@@ -1,0 +1,92 @@
+"""What the backends that call NVIDIA's libraries directly share: loading their Python bindings
+with a reason that says what to install, and the run's GPU.
+
+cuBLAS, cuDNN and cuSPARSE are called through NVIDIA's own maintained bindings (nvmath-python,
+nvidia-cudnn-frontend), so the library receives exactly DeepBench's problem; PyTorch provides the
+memory, the random inputs and the float64 references, and the GPU timing engine times the calls
+(kernels/backends/cuda_device.py). Without the bindings a native backend still loads, and reports
+every kernel `unsupported` with what to install, so a machine without them (or without a GPU)
+says why instead of failing."""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from importlib import import_module
+from types import ModuleType
+from typing import Any, Callable
+
+from ..catalog import Kernel
+from ..padding import PadMode
+from ..precision import Precision
+from ..results import Measurement, Settings
+from ..timing.stopping import StopRule
+from .base import Backend, Prepared, TimedPart, Unsupported
+from .cuda_device import CudaDevice
+from .pytorch.context import TorchContext
+
+INSTALL_HINT = "pip install 'deepbench[nvidia]' (nvmath-python, nvidia-cudnn-frontend, nvidia-cusparselt-cu13)"
+
+
+def load_binding(module: str, package: str) -> tuple[ModuleType | None, str]:
+    """(the module, "") or (None, why it cannot be used): a missing package or library."""
+    try:
+        return import_module(module), ""
+    except ImportError as exc:
+        return None, f"{package} is not installed ({exc}); {INSTALL_HINT}"
+    except Exception as exc:  # noqa: BLE001 - a binding that cannot load its shared library
+        return None, f"{package} cannot load: {type(exc).__name__}: {exc}"
+
+
+class NativeCudaBackend(Backend):
+    """A backend over one NVIDIA library's own API. Subclasses name their binding and operations
+    and implement `prepare_op`; timing, ceilings and facts are the run's `CudaDevice`'s."""
+
+    binding: tuple[str, str] = ("", "")  # (module to import, the PyPI package that provides it)
+    operations: tuple[str, ...] = ()
+
+    def __init__(self, settings: Settings, cuda: CudaDevice | None = None) -> None:
+        super().__init__(settings)
+        self.lib, self.missing = load_binding(*self.binding)
+        self.cuda: CudaDevice | None = None
+        self.precision = Precision.FP32
+        if self.lib is not None:
+            self.cuda = cuda or CudaDevice(settings)
+            self.ctx = TorchContext(self.cuda.device, settings.seed, PadMode(settings.pad))
+
+    def covers(self, kernel: Kernel, precision: Precision) -> bool:
+        """Whether this backend runs the kernel in the precision (the `nvidia` backend's choice)."""
+        return self.lib is not None and kernel.op in self.operations
+
+    def prepare(self, kernel: Kernel, precision: Precision) -> Prepared:
+        if self.lib is None:
+            raise Unsupported(f"the {self.name} backend cannot run here: {self.missing}")
+        if kernel.op not in self.operations:
+            raise Unsupported(f"{kernel.op} is not run by the {self.name} backend "
+                              f"(it runs {', '.join(self.operations)})")
+        self.precision = precision
+        return self.prepare_op(kernel, precision)
+
+    def prepare_unpadded(self, kernel: Kernel, precision: Precision) -> Prepared | None:
+        with self.ctx.padding(PadMode.NONE):
+            return self.prepare(kernel, precision)
+
+    @abstractmethod
+    def prepare_op(self, kernel: Kernel, precision: Precision) -> Prepared:
+        """Inputs, outputs and the library call for one kernel (its operation is covered)."""
+
+    def measure(self, fn: Callable[[], object], rule: StopRule, part: TimedPart) -> Measurement:
+        assert self.cuda is not None
+        return self.cuda.measure(fn, rule, part, self.precision)
+
+    def library_versions(self) -> dict[str, str]:
+        return self.cuda.versions() if self.cuda else {}
+
+    def device_facts(self) -> dict[str, Any]:
+        return self.cuda.facts() if self.cuda else {"kind": "none", "unavailable": self.missing}
+
+    def ceilings(self) -> dict[str, float]:
+        return self.cuda.ceilings() if self.cuda else {}
+
+    def release(self) -> None:
+        if self.cuda:
+            self.cuda.synchronize()

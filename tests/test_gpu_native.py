@@ -1,0 +1,167 @@
+"""GPU tests of the backends that call NVIDIA's libraries directly (cuBLAS, cuDNN, cuSPARSE):
+each runs DeepBench's problem, its check passes, and a wrong result fails the check. Skipped
+(with the reason) without a GPU or without the bindings (pip install 'deepbench[nvidia]')."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from tests.conftest import requires_gpu
+
+pytestmark = [requires_gpu, pytest.mark.skipif(
+    importlib.util.find_spec("nvmath") is None or importlib.util.find_spec("cudnn") is None,
+    reason="needs nvmath-python and nvidia-cudnn-frontend (pip install 'deepbench[nvidia]')")]
+
+QUICK = dict(device="cuda", min_samples=5, time_cap_s=0.2, warm_up_s=0.0)
+
+
+@pytest.fixture(scope="module")
+def cuda():
+    from deepbench.kernels.backends.cuda_device import CudaDevice
+    from deepbench.kernels.results import Settings
+
+    device = CudaDevice(Settings(**QUICK))
+    device._ceilings = {}  # no roofline: the ceilings take seconds to measure
+    return device
+
+
+def _backend(name: str, cuda, **settings):
+    from deepbench.kernels.backends import load_backend
+    from deepbench.kernels.results import Settings
+
+    return load_backend(name, Settings(**{**QUICK, **settings}), cuda=cuda)
+
+
+def _run(backend, kernel, precision: str):
+    from deepbench.kernels.harness.execute import run_item
+    from deepbench.kernels.results import PlanItem
+
+    return run_item(backend, PlanItem(kernel=kernel, precision=precision), backend.settings)
+
+
+def _wrong_result_fails(backend, kernel, precision: str) -> None:
+    """Run the kernel's first part, spoil its output (every element: the conv check samples 48),
+    and the check must fail."""
+    from deepbench.kernels.precision import Precision
+
+    part = backend.prepare(kernel, Precision(precision)).parts[0]
+    part.run()
+    assert part.check().passed
+    part.output.add_(3)
+    assert not part.check().passed
+    backend.release()
+
+
+def _gemm(m, n, k, a_t, b_t):
+    from deepbench.kernels.catalog import GemmKernel
+
+    return GemmKernel(set="inference_server", index=0, m=m, n=n, k=k, a_t=a_t, b_t=b_t)
+
+
+@pytest.mark.parametrize("precision", ["fp32", "tf32", "fp16", "bf16", "int8"])
+@pytest.mark.parametrize("layout", [(False, False), (True, False), (False, True), (True, True)])
+def test_cublas_gemm_ex_every_precision_and_layout(cuda, precision: str, layout) -> None:
+    r = _run(_backend("cublas", cuda), _gemm(35, 7, 2561, *layout), precision)
+    assert r.status.value == "ok", r.reason
+    call = r.parts[0].info["blas_call"]
+    assert call["lda"] == (call["k"] if layout[0] else call["m"]) and call["ldc"] == call["m"]
+    if precision == "int8":
+        assert r.padding == {"m": 36} and call["n"] == 7  # DeepBench's int8 rule only: m to 4, n as listed
+        assert r.check.method in ("exact-int", "freivalds-exact")
+    elif precision in ("fp16", "bf16"):
+        assert r.padding["m"] == 40
+
+
+def test_cublas_int8_at_n_1(cuda) -> None:
+    r = _run(_backend("cublas", cuda), _gemm(7680, 1, 2560, False, False), "int8")
+    assert r.status.value == "ok", r.reason
+    assert r.parts[0].info["blas_call"]["n"] == 1
+
+
+def test_cublas_fp8_tn(cuda) -> None:
+    r = _run(_backend("cublas", cuda), _gemm(64, 48, 128, True, False), "fp8")
+    assert r.status.value in ("ok", "unsupported"), r.reason
+
+
+@pytest.mark.parametrize("precision", ["fp32", "fp16", "int8"])
+def test_cublas_wrong_result_fails(cuda, precision: str) -> None:
+    _wrong_result_fails(_backend("cublas", cuda), _gemm(64, 32, 128, False, True), precision)
+
+
+@pytest.mark.parametrize("precision", ["fp32", "tf32", "fp16", "bf16"])
+def test_cudnn_conv_directions_on_a_recorded_engine(cuda, precision: str) -> None:
+    from deepbench.kernels.catalog import by_id
+
+    r = _run(_backend("cudnn", cuda), by_id()["conv/train/000"], precision)
+    assert r.status.value == "ok", r.reason
+    assert [p.direction for p in r.parts] == ["fwd", "bwd_data", "bwd_filter"]
+    for p in r.parts:
+        record = p.info["cudnn"]
+        assert record["engine"] and record["candidates"] and p.check.method == "sampled-fp64"
+        assert sum(c["status"] == "chosen" for c in record["candidates"]) == 1
+
+
+def test_cudnn_int8_forward_exact_and_padded(cuda) -> None:
+    from deepbench.kernels.catalog import by_id
+
+    kernel = next(k for k in by_id().values() if k.op == "conv" and k.set == "inference_server" and k.c % 32)
+    r = _run(_backend("cudnn", cuda), kernel, "int8")
+    assert r.status.value == "ok", r.reason
+    assert [p.direction for p in r.parts] == ["fwd"] and r.padding["c"] % 32 == 0
+    assert r.check.error == 0.0 and r.parts[0].info["layout"] == "NHWC"
+
+
+def test_cudnn_pinned_engine_reruns_that_engine(cuda) -> None:
+    from deepbench.kernels.catalog import by_id
+
+    kernel = by_id()["conv/train/000"]
+    first = _run(_backend("cudnn", cuda), kernel, "fp16")
+    engine = first.parts[0].info["cudnn"]["engine"]
+    pinned = _run(_backend("cudnn", cuda, cudnn_engines={f"{first.id}/fwd": engine}), kernel, "fp16")
+    assert pinned.status.value == "ok", pinned.reason
+    assert pinned.parts[0].info["cudnn"]["engine"] == engine
+    assert pinned.parts[0].info["cudnn"]["chosen_by"].startswith("pinned")
+
+
+@pytest.mark.parametrize("precision", ["fp32", "fp16", "int8"])
+def test_cudnn_wrong_result_fails(cuda, precision: str) -> None:
+    from deepbench.kernels.catalog import by_id
+
+    _wrong_result_fails(_backend("cudnn", cuda), by_id()["conv/inference_server/000"], precision)
+
+
+@pytest.mark.parametrize("n", [1, 16])
+def test_cusparse_spmm_beside_the_dense_gemm(cuda, n: int) -> None:
+    from deepbench.kernels.catalog import SparseGemmKernel
+
+    kernel = SparseGemmKernel(set="inference_server", index=0, m=512, n=n, k=1024, a_t=False, b_t=False, sparsity=0.9)
+    r = _run(_backend("cusparse", cuda), kernel, "fp32")
+    assert r.status.value == "ok", r.reason
+    assert r.info["dense_check"]["passed"] and r.info["speedup_vs_dense"] > 0
+    assert r.parts[0].info["call"].startswith("cusparseSpMV" if n == 1 else "cusparseSpMM")
+
+
+def test_cusparse_wrong_result_fails(cuda) -> None:
+    from deepbench.kernels.catalog import SparseGemmKernel
+
+    kernel = SparseGemmKernel(set="inference_server", index=0, m=256, n=8, k=512, a_t=False, b_t=False, sparsity=0.9)
+    _wrong_result_fails(_backend("cusparse", cuda), kernel, "fp32")
+
+
+def test_nvidia_backend_names_the_library_of_each_kernel(tmp_path) -> None:
+    import json
+
+    from tests.conftest import run_cli
+
+    out = tmp_path / "run"
+    proc = run_cli("deepbench-run", "--local", "--platform", "nvidia", "--suite", "inference-server", "--ops",
+                   "gemm,conv,sparse_gemm,rnn", "--limit", "1", "--fast", "--warm-up", "0", "--out", str(out),
+                   "--quiet", timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    backends = {(r["op"], r["precision"]["name"]): r["backend"] for r in records}
+    assert backends[("gemm", "int8")] == "cublas" and backends[("conv", "int8")] == "cudnn"
+    assert backends[("sparse_gemm", "fp32")] == "cusparse" and backends[("rnn", "fp32")] == "torch"
+    assert all(r["status"] == "ok" for r in records), [(r["id"], r["reason"]) for r in records if r["status"] != "ok"]

@@ -1,0 +1,179 @@
+"""The NVIDIA-native backends' logic that needs no GPU: which library runs which kernel, what a
+machine without the bindings says, DeepBench's server precisions, the cuDNN engine choice and
+pins. (tests/test_gpu_native.py runs the libraries themselves on a GPU.)"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import types
+from pathlib import Path
+
+import pytest
+
+from deepbench.kernels.backends import engine_choice, native
+from deepbench.kernels.backends.engine_choice import Engine, NoCorrectEngine, choose, parse_spec, pin_for
+from deepbench.kernels.precision import Precision
+from deepbench.kernels.results import Check, Settings
+from deepbench.kernels.suites import select
+
+from .conftest import run_cli
+
+HAS_NVMATH = importlib.util.find_spec("nvmath") is not None
+
+
+def _check(passed: bool, error: float = 0.0) -> Check:
+    return Check(passed=passed, method="fake", error=error, tolerance=1e-3)
+
+
+def _engines(n: int) -> list[Engine]:
+    return [Engine(index=i, engine_id=10 + i, knobs={"TILE_SIZE": i}, name=f"eng{10 + i}", rank=i) for i in range(n)]
+
+
+def test_the_fastest_correct_engine_is_chosen_and_wrong_ones_are_listed() -> None:
+    es = _engines(4)
+    times = {0: 50.0, 1: 20.0, 2: 30.0, 3: 40.0}
+    wrong = {1}  # the fastest computes a wrong result
+    choice = choose(es, lambda e: times[e.index], lambda e: _check(e.index not in wrong, 0.5 if e.index in wrong else 0))
+    assert choice.chosen.index == 2
+    rows = {r["engine"]: r for r in choice.table}
+    assert rows[es[1].spec]["status"] == "rejected" and "check failed" in rows[es[1].spec]["reason"]
+    assert rows[es[0].spec]["status"] == "unchecked"  # slower than the margin: never run for a check
+    assert choice.record()["rejected"] == 1 and choice.fastest_correct_us == 30.0
+
+
+def test_within_the_margin_cudnns_own_ranking_decides() -> None:
+    """Two engines 2% apart: the one the heuristics rank first wins, whichever timed faster here,
+    so noise between machines cannot flip the choice."""
+    es = _engines(3)
+    for times in ({0: 10.2, 1: 10.0, 2: 30.0}, {0: 10.0, 1: 10.2, 2: 30.0}):
+        assert choose(es, lambda e: times[e.index], lambda e: _check(True)).chosen.index == 0
+    # outside the margin the faster one wins
+    far = {0: 10.0 * (1 + 2 * engine_choice.MARGIN), 1: 10.0, 2: 30.0}
+    assert choose(es, lambda e: far[e.index], lambda e: _check(True)).chosen.index == 1
+
+
+def test_engines_that_cannot_run_or_all_fail_are_reported() -> None:
+    es = _engines(2)
+
+    def boom(e: Engine) -> float:
+        raise RuntimeError("CUDNN_STATUS_NOT_SUPPORTED")
+
+    with pytest.raises(NoCorrectEngine, match="did not run"):
+        choose(es, boom, lambda e: _check(True))
+    with pytest.raises(NoCorrectEngine, match="check failed"):
+        choose(es, lambda e: 1.0, lambda e: _check(False, 1.0))
+
+
+def test_engine_specs_round_trip_and_pins_resolve() -> None:
+    e = Engine(index=3, engine_id=34, knobs={"TILE_SIZE": 3, "SPLIT_K_BUF": 0})
+    assert e.spec == "34:SPLIT_K_BUF=0,TILE_SIZE=3"
+    assert parse_spec(e.spec) == (34, {"SPLIT_K_BUF": 0, "TILE_SIZE": 3})
+    assert parse_spec("7") == (7, {})
+    for bad in ("", "eng34", "34:TILE", "34:TILE=x"):
+        with pytest.raises(engine_choice.EngineError):
+            parse_spec(bad)
+    pins = {"conv/train/052/fp32/bwd_filter": "34", "*": "7"}
+    assert pin_for(pins, "conv/train/052/fp32", "bwd_filter") == "34"
+    assert pin_for(pins, "conv/train/052/fp32", "fwd") == "7"
+    assert pin_for({}, "conv/train/052/fp32", "fwd") is None
+
+
+class _FakeCuda:
+    """Stands for the run's GPU (CudaDevice) where none is."""
+
+    @property
+    def device(self):
+        import torch
+
+        return torch.device("cpu")
+
+    def facts(self) -> dict:
+        return {"kind": "fake"}
+
+    def versions(self) -> dict:
+        return {}
+
+
+def _nvidia(monkeypatch: pytest.MonkeyPatch, bindings: bool):
+    from deepbench.kernels.backends import nvidia
+
+    monkeypatch.setattr(nvidia, "CudaDevice", lambda settings: _FakeCuda())
+    if bindings:
+        monkeypatch.setattr(native, "load_binding", lambda module, package: (types.ModuleType(module), ""))
+    else:
+        monkeypatch.setattr(native, "load_binding",
+                            lambda module, package: (None, f"{package} is not installed; {native.INSTALL_HINT}"))
+    return nvidia.NvidiaBackend(Settings(device="cpu"))
+
+
+def test_each_operation_goes_to_its_own_library(monkeypatch: pytest.MonkeyPatch) -> None:
+    backend = _nvidia(monkeypatch, bindings=True)
+    kernels = {op: select("inference-server", [op])[0] for op in ("gemm", "conv", "rnn", "sparse_gemm")}
+    assert backend.backend_for(kernels["gemm"], Precision.INT8) == "cublas"
+    assert backend.backend_for(kernels["conv"], Precision.INT8) == "cudnn"
+    assert backend.backend_for(kernels["sparse_gemm"], Precision.FP32) == "cusparse"
+    assert backend.backend_for(kernels["sparse_gemm"], Precision.INT8) == "torch"  # cuSPARSE here: fp32/fp16/bf16
+    assert backend.backend_for(kernels["rnn"], Precision.FP16) == "torch"
+    assert backend.backend_for(select("train", ["all_reduce"])[0], Precision.FP32) == "torch"
+
+
+def test_without_the_bindings_pytorch_runs_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    backend = _nvidia(monkeypatch, bindings=False)
+    gemm = select("smoke", ["gemm"])[0]
+    assert backend.backend_for(gemm, Precision.FP32) == "torch"
+    _, why = backend._choose(gemm, Precision.FP32)
+    assert "nvmath-python is not installed" in why and "deepbench[nvidia]" in why
+    assert "torch (" in backend.device_facts()["backends"]["gemm"]
+
+
+@pytest.mark.skipif(HAS_NVMATH, reason="nvmath-python is installed here: the backend would need a GPU instead")
+@pytest.mark.parametrize("backend,op", [("cublas", "gemm"), ("cudnn", "conv"), ("cusparse", "sparse_gemm")])
+def test_a_forced_native_backend_without_its_package_says_what_to_install(tmp_path: Path, backend: str, op: str) -> None:
+    suite = "inference-server" if op == "sparse_gemm" else "smoke"
+    out = tmp_path / "run"
+    proc = run_cli("deepbench-run", "--local", "--backend", backend, "--suite", suite, "--ops", op, "--limit", "1",
+                   "--fast", "--precision", "fp32", "--out", str(out), "--quiet", timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert records and all(r["status"] == "unsupported" for r in records)
+    assert all("deepbench[nvidia]" in r["reason"] and r["backend"] == backend for r in records)
+
+
+def test_server_suite_runs_deepbenchs_precisions_per_operation() -> None:
+    from deepbench.runner.platforms import get_platform
+    from deepbench.runner.run import default_precisions, plan_items
+
+    nvidia = get_platform("nvidia")
+    kernels = [select("inference-server", [op])[0] for op in ("gemm", "conv", "rnn", "sparse_gemm")]
+    items = {(i.kernel.op, i.precision) for i in plan_items(kernels, None, nvidia)}
+    assert items == {("gemm", "int8"), ("gemm", "fp16"), ("conv", "int8"), ("conv", "fp16"),
+                     ("rnn", "fp32"), ("rnn", "fp16"), ("sparse_gemm", "fp32"), ("sparse_gemm", "fp16")}
+    recorded = default_precisions(kernels, nvidia)
+    assert recorded["inference_server/rnn"] == ("fp32", "fp16")
+    # a plan's recorded defaults win over the platform's (a checker re-deriving an older plan)
+    old = {key: ("fp16", "int8") for key in recorded}
+    assert {(i.kernel.op, i.precision) for i in plan_items(kernels, None, nvidia, old)} == {
+        (op, p) for op in ("gemm", "conv", "rnn", "sparse_gemm") for p in ("fp16", "int8")}
+
+
+def test_bad_engine_pins_and_pad_modes_are_usage_errors(tmp_path: Path) -> None:
+    for args in (["--cudnn-engine", "eng34"], ["--pad", "sometimes"]):
+        proc = run_cli("deepbench-run", "--local", "--suite", "smoke", "--out", str(tmp_path / "x"), *args, timeout=120)
+        assert proc.returncode == 2, proc.stderr
+        assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "x" / "results.jsonl").exists()
+
+
+def test_pad_both_reports_the_alignment_penalty(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    out = tmp_path / "run"
+    proc = run_cli("deepbench-run", "--local", "--suite", "train", "--ops", "gemm", "--where", "m=35", "--limit", "1",
+                   "--precision", "fp16", "--fast", "--pad", "both", "--out", str(out), "--quiet", timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    record = json.loads((out / "results.jsonl").read_text().splitlines()[0])
+    assert record["padding"]  # 35 is off the multiple of 8
+    unpadded = record["info"]["unpadded"]
+    assert math.isclose(record["info"]["alignment_penalty"], unpadded["time_us"]["median"] / record["time_us"]["median"])
+    assert "raw/padded" in proc.stdout
