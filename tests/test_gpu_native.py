@@ -63,15 +63,22 @@ def _gemm(m, n, k, a_t, b_t):
 @pytest.mark.parametrize("precision", ["fp32", "tf32", "fp16", "bf16", "int8"])
 @pytest.mark.parametrize("layout", [(False, False), (True, False), (False, True), (True, True)])
 def test_cublas_gemm_ex_every_precision_and_layout(cuda, precision: str, layout) -> None:
-    r = _run(_backend("cublas", cuda), _gemm(35, 7, 2561, *layout), precision)
+    # cublasGemmEx takes int8 only with lda and ldb multiples of 4 (DeepBench's server set is): n = 8 for int8
+    n, k = (8, 2564) if precision == "int8" else (7, 2568)
+    r = _run(_backend("cublas", cuda), _gemm(35, n, k, *layout), precision)
     assert r.status.value == "ok", r.reason
     call = r.parts[0].info["blas_call"]
     assert call["lda"] == (call["k"] if layout[0] else call["m"]) and call["ldc"] == call["m"]
     if precision == "int8":
-        assert r.padding == {"m": 36} and call["n"] == 7  # DeepBench's int8 rule only: m to 4, n as listed
+        assert r.padding == {"m": 36} and call["n"] == 8  # DeepBench's int8 rule only: m to 4, n as listed
         assert r.check.method in ("exact-int", "freivalds-exact")
     elif precision in ("fp16", "bf16"):
         assert r.padding["m"] == 40
+
+
+def test_cublas_refusal_is_unsupported(cuda) -> None:
+    r = _run(_backend("cublas", cuda), _gemm(36, 7, 2561, False, False), "int8")  # ldb = k = 2561: not a multiple of 4
+    assert r.status.value == "unsupported" and "NOT_SUPPORTED" in r.reason
 
 
 def test_cublas_int8_at_n_1(cuda) -> None:

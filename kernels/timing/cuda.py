@@ -95,8 +95,8 @@ PROBE_REPLAYS = 4       # replays in KernelTimes' first batch, which shows wheth
 KERNEL_WARM_S = 0.1
 # Candidates (cuDNN engines) are compared by QUICK_SAMPLES replays of QUICK_SAMPLE_S each: enough
 # to order engines whose times differ by more than the choice's margin (cudnn/engines.py).
-QUICK_SAMPLE_S = 0.002
-QUICK_SAMPLES = 3
+QUICK_SAMPLE_S = 0.001
+QUICK_SAMPLES = 2
 HOST_S_GUESS = 0.003    # host time between two batches (a recording's start and stop), until one is measured
 MAX_RECORDED_CALLS = 20_000  # calls whose records --verify-timing reads at once
 # --verify-timing: replays kept running while the profiler starts (see profile_samples).

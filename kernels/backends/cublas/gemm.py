@@ -110,6 +110,12 @@ def prepare(backend: "CublasBackend", kernel: GemmKernel, precision: Precision) 
         cublas.gemm_ex(handle.bind(), transa, transb, m, n, k, alpha.ctypes.data, a_ptr, ab_type, lda, b_ptr, ab_type,
                        ldb, beta.ctypes.data, c_ptr, c_type, ldc, compute, algo)
 
+    try:
+        run()  # cuBLAS refuses some int8 problems outright (lda, ldb not multiples of 4): unsupported, not failed
+    except backend.lib.cuBLASError as exc:
+        if "NOT_SUPPORTED" in str(exc):
+            raise Unsupported(f"cublasGemmEx refuses this {precision.value} problem (lda={lda}, ldb={ldb}): {exc}") from None
+        raise
     part = TimedPart(
         direction="fwd", run=run, check=lambda: check_matmul(c, x, y, precision, ctx.generator),
         flops=kernel.flops(), min_bytes=kernel.min_bytes("fwd", precision),

@@ -69,16 +69,21 @@ def _direction(backend: "CudnnBackend", kk: ConvKernel, precision: Precision, di
                data: dict[str, torch.Tensor], out: torch.Tensor, check_out: Callable[[torch.Tensor], Check],
                pin: str | None) -> TimedPart:
     cudnn, handle = backend.lib, backend.handle
-    g, roles = graphs.build(cudnn, handle.handle, kk, precision, direction)
-    pack = {roles[r]: data[r] for r in INPUT_ROLES[direction]}
-    pack[roles[OUTPUT_ROLE[direction]]] = out
-    candidates = [_pinned(cudnn, g, pin)] if pin else _candidates(cudnn, g, precision)
-    if not candidates:
-        raise Unsupported(f"cuDNN offers no engine for this {precision.value} {direction} convolution "
-                          f"(n={kk.n} c={kk.c} h={kk.h} w={kk.w} k={kk.k} r={kk.r} s={kk.s})")
-    workspace = backend.workspace_for(max(e.workspace for e in candidates))
+    state: dict[str, Any] = {}
+
+    def plan(compiled: bool) -> list[engines.Engine]:
+        """A fresh graph's candidates (cuDNN plans once per graph); the calls below run on it."""
+        g, roles = graphs.build(cudnn, handle.handle, kk, precision, direction)
+        pack = {roles[r]: data[r] for r in INPUT_ROLES[direction]}
+        pack[roles[OUTPUT_ROLE[direction]]] = out
+        found = [_pinned(cudnn, g, pin)] if pin else _candidates(cudnn, g, precision, compiled)
+        if found:
+            state.update(graph=g, pack=pack, workspace=backend.workspace_for(max(e.workspace for e in found)))
+        return found
 
     def runner(e: engines.Engine) -> Callable[[], None]:
+        g, pack, workspace = state["graph"], state["pack"], state["workspace"]
+
         def run() -> None:
             g.execute_plan_at_index(pack, workspace, e.index, handle=handle.bind())
         return run
@@ -93,13 +98,16 @@ def _direction(backend: "CudnnBackend", kk: ConvKernel, precision: Precision, di
         run()
         return check_of(run)()
 
+    candidates = plan(compiled=False)
     if pin:
+        if not candidates:
+            raise Unsupported(f"the pinned cuDNN engine '{pin}' does not serve this {direction} convolution")
         chosen, record = candidates[0], {**candidates[0].record(), "chosen_by": f"pinned (--cudnn-engine {pin})"}
     else:
         warm_info: dict[str, Any] = {}
         backend.cuda.warm(warm_info)  # candidates are timed on a GPU at its working temperature, as measurements are
-        choice = engines.choose(candidates, lambda e: quick_us(runner(e)), check_engine)
-        chosen, record = choice.chosen, choice.record()
+        chosen, record = _choose(candidates, lambda: plan(compiled=True), runner, check_engine, direction, precision,
+                                 kk)
         record.update(warm_info)
     run = runner(chosen)
     info = {"library": "cuDNN", "api": "graph (cudnn-frontend)", "layout": "NHWC" if graphs.TYPES[precision].channels_last
@@ -107,11 +115,38 @@ def _direction(backend: "CudnnBackend", kk: ConvKernel, precision: Precision, di
     return TimedPart(direction, run, check_of(run), 0.0, 0.0, info=info, output=out)
 
 
-def _candidates(cudnn: Any, g: Any, precision: Precision) -> list[engines.Engine]:
+def _choose(candidates: list[engines.Engine], with_compiled: Callable[[], list[engines.Engine]],
+            runner: Callable[[engines.Engine], Callable[[], None]], check: Callable[[engines.Engine], Check],
+            direction: str, precision: Precision, kk: ConvKernel) -> tuple[engines.Engine, dict[str, Any]]:
+    """engine_choice's rule over the precompiled engines; where none of them computes the direction
+    correctly (or there is none), over the engines cuDNN compiles at run time as well (seconds
+    each: the int8 convolutions on an H100, where the precompiled int8 engines wrote wrong outputs)."""
+    def timed(e: engines.Engine) -> float:
+        return quick_us(runner(e))
+
+    first: list[dict[str, Any]] = []
+    if candidates:
+        try:
+            choice = engines.choose(candidates, timed, check)
+            return choice.chosen, choice.record()
+        except engines.NoCorrectEngine as exc:
+            first = [{"pass": "precompiled engines", "outcome": str(exc)[:1000]}]
+    compiled = with_compiled()
+    if not compiled:
+        raise Unsupported(f"cuDNN offers no engine for this {precision.value} {direction} convolution "
+                          f"(n={kk.n} c={kk.c} h={kk.h} w={kk.w} k={kk.k} r={kk.r} s={kk.s})"
+                          + (f"; {first[0]['outcome']}" if first else ""))
+    choice = engines.choose(compiled, timed, check)
+    return choice.chosen, {**choice.record(), "runtime_compiled_allowed": True, "earlier": first}
+
+
+def _candidates(cudnn: Any, g: Any, precision: Precision, compiled: bool) -> list[engines.Engine]:
     """The plans cuDNN's heuristics offer that build, in its order, at most MAX_CANDIDATES,
-    without duplicates (modes A and FALLBACK overlap)."""
+    without duplicates (modes A and FALLBACK overlap); engines compiled at run time only when
+    `compiled`."""
     g.create_execution_plans([getattr(cudnn.heur_mode, m) for m in graphs.HEURISTICS])
-    g.deselect_behavior_notes([cudnn.behavior_note.RUNTIME_COMPILATION])
+    if not compiled:
+        g.deselect_behavior_notes([cudnn.behavior_note.RUNTIME_COMPILATION])
     notes = graphs.TYPES[precision].excluded_notes
     if notes:
         g.deselect_numeric_notes([getattr(cudnn.numerical_note, n) for n in notes])
@@ -126,7 +161,7 @@ def _candidates(cudnn: Any, g: Any, precision: Precision) -> list[engines.Engine
             engine_id, knobs = g.get_engine_and_knobs_at_index(i)
         except Exception:  # noqa: BLE001 - deselected, or a plan this GPU cannot build: not a candidate
             continue
-        e = engines.Engine(index=i, engine_id=int(engine_id), knobs={_knob_name(k): int(v) for k, v in knobs.items()},
+        e = engines.Engine(index=i, engine_id=int(engine_id), knobs=_knob_names(knobs),
                            name=str(g.get_plan_name_at_index(i)), workspace=int(g.get_workspace_size_plan_at_index(i)),
                            rank=len(out))
         if e.spec not in seen:
@@ -151,5 +186,9 @@ def _pinned(cudnn: Any, g: Any, spec: str) -> engines.Engine:
                           workspace=int(g.get_workspace_size_plan_at_index(index)))
 
 
-def _knob_name(knob: Any) -> str:
-    return str(getattr(knob, "name", knob)).upper()
+def _knob_names(knobs: dict[Any, int]) -> dict[str, int]:
+    """{cudnn.knob_type: value} -> {name: value}, without the NOT_SET entry the frontend reports
+    (which it cannot take back when a plan is re-created from the knobs)."""
+    named = {str(getattr(k, "name", k)).upper(): int(v) for k, v in knobs.items()}
+    named.pop("NOT_SET", None)
+    return named

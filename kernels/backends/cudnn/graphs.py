@@ -67,7 +67,8 @@ def build(cudnn: Any, handle: Any, kk: ConvKernel, precision: Precision, directi
     output under the names the forward pass gives them), validated and lowered, not yet planned."""
     types = TYPES[precision]
     dt = cudnn.data_type
-    g = cudnn.pygraph(io_data_type=getattr(dt, types.io), intermediate_data_type=dt.FLOAT,
+    # Inputs name their type; the graph's io type is the output's (int8 in, int32 out).
+    g = cudnn.pygraph(io_data_type=getattr(dt, types.output), intermediate_data_type=dt.FLOAT,
                       compute_data_type=getattr(dt, types.compute), handle=handle)
     x_dims = (kk.n, kk.c, kk.h, kk.w)
     w_dims = (kk.k, kk.c, kk.r, kk.s)
