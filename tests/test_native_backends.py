@@ -177,3 +177,21 @@ def test_pad_both_reports_the_alignment_penalty(tmp_path: Path) -> None:
     unpadded = record["info"]["unpadded"]
     assert math.isclose(record["info"]["alignment_penalty"], unpadded["time_us"]["median"] / record["time_us"]["median"])
     assert "raw/padded" in proc.stdout
+
+
+def test_contenders_are_timed_again_before_the_margin_decides() -> None:
+    """A first figure that makes rank 1 look 5% faster is re-timed: the second, longer figures say
+    the two are equal, so cuDNN's ranking decides; far-off candidates are never re-timed."""
+    es = _engines(3)
+    first = {0: 10.5, 1: 10.0, 2: 30.0}
+    again = {0: 10.0, 1: 10.05}
+    refined = []
+
+    def refine(e: Engine) -> float:
+        refined.append(e.index)
+        return again[e.index]
+
+    choice = choose(es, lambda e: first[e.index], lambda e: _check(True), refine=refine)
+    assert choice.chosen.index == 0 and sorted(refined) == [0, 1]
+    row = next(r for r in choice.table if r["engine"] == es[0].spec)
+    assert row["first_us"] == 10.5 and row["quick_us"] == 10.0

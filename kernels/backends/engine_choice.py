@@ -10,7 +10,8 @@ convolutions (times halving or doubling between the machines). Here the candidat
 plans cuDNN's heuristics offer (modes A, then FALLBACK), and:
 
 1. each candidate is timed briefly by the harness's own GPU timer (a CUDA graph of calls timed
-   by events: `timing.cuda.quick_us`);
+   by events: `timing.cuda.quick_us`), and the contenders (within REFINE_WINDOW of the fastest)
+   are timed again, longer, so that the noise of one short figure cannot decide between them;
 2. candidates are checked in order of speed until one passes its correctness check: an engine
    whose output fails is never chosen, and the result lists it with its error (cuDNN offered
    int8 engines that computed wrong results on an H100, its default first one included);
@@ -35,6 +36,7 @@ from typing import Any, Callable
 from ..results import Check
 
 MARGIN = 0.03             # an engine this much slower than the fastest correct one still counts as as fast
+REFINE_WINDOW = 2 * MARGIN  # candidates this close to the fastest are timed again, longer
 MAX_CANDIDATES = 12       # plans tried per direction, in cuDNN's heuristic order
 WORKSPACE_LIMIT = 1 << 30  # DeepBench's int8 convolutions ran with a 1 GiB workspace
 PIN_ALL = "*"
@@ -106,9 +108,9 @@ class NoCorrectEngine(RuntimeError):
 
 
 def choose(engines: list[Engine], quick_us: Callable[[Engine], float], check: Callable[[Engine], Check],
-           margin: float = MARGIN) -> Choice:
-    """The rule above. `quick_us` times a candidate (raising if it cannot run), `check` runs it and
-    checks its output."""
+           margin: float = MARGIN, refine: Callable[[Engine], float] | None = None) -> Choice:
+    """The rule above. `quick_us` times a candidate (raising if it cannot run), `refine` times a
+    contender again for longer, `check` runs a candidate and checks its output."""
     rows: dict[int, dict[str, Any]] = {}
     timed: list[tuple[float, Engine]] = []
     for e in engines:
@@ -122,6 +124,11 @@ def choose(engines: list[Engine], quick_us: Callable[[Engine], float], check: Ca
         row["quick_us"] = t
         timed.append((t, e))
     timed.sort(key=lambda te: te[0])
+    contenders = [(t, e) for t, e in timed if t <= timed[0][0] * (1 + REFINE_WINDOW)] if timed else []
+    if refine is not None and len(contenders) > 1:
+        for t, e in contenders:
+            rows[e.index].update(first_us=t, quick_us=refine(e))
+        timed = sorted(((rows[e.index]["quick_us"], e) for _, e in timed), key=lambda te: te[0])
 
     def passes(e: Engine) -> bool:
         c = check(e)

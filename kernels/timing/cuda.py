@@ -93,10 +93,10 @@ PROBE_REPLAYS = 4       # replays in KernelTimes' first batch, which shows wheth
 # ran 1.5-2.5% faster at the end of a 0.04 s measurement than at its start and read
 # 1.050-1.069 of the profiler's samples taken after 0.1 s more of replays (H100, at 1980 MHz).
 KERNEL_WARM_S = 0.1
-# Candidates (cuDNN engines) are compared by QUICK_SAMPLES replays of QUICK_SAMPLE_S each: enough
-# to order engines whose times differ by more than the choice's margin (cudnn/engines.py).
+# Candidates (cuDNN engines) are first compared by QUICK_SAMPLES replays of QUICK_SAMPLE_S each,
+# after one untimed; the close ones are timed again with more (backends/engine_choice.py).
 QUICK_SAMPLE_S = 0.001
-QUICK_SAMPLES = 2
+QUICK_SAMPLES = 1
 HOST_S_GUESS = 0.003    # host time between two batches (a recording's start and stop), until one is measured
 MAX_RECORDED_CALLS = 20_000  # calls whose records --verify-timing reads at once
 # --verify-timing: replays kept running while the profiler starts (see profile_samples).
