@@ -42,8 +42,8 @@ fi
 
 # Print shell assignments for the folders each library lives in ("" where not found).
 locate() {
-  SEARCH_PATH="$SEARCH_PATH" CUDA_HOME="$CUDA_HOME" "$PYTHON" - <<'EOF'
-import glob, os, shlex, sys
+  SEARCH_PATH="$SEARCH_PATH" CUDA_HOME="$CUDA_HOME" FRONTEND_VERSION="$FRONTEND_VERSION" "$PYTHON" - <<'EOF'
+import glob, importlib.metadata, os, shlex, sys
 
 extra = os.environ["SEARCH_PATH"]
 roots = ([extra] if extra else []) + [p for p in sys.path if os.path.isdir(p)]
@@ -65,8 +65,21 @@ def toolkit(pattern):
     return hits[-1] if hits else ""
 
 
+def frontend_header():
+    """cudnn_frontend.h as the nvidia-cudnn-frontend distribution lists it (its include/ lands at
+    the site-packages root, a folder any package could write to)."""
+    for dist in importlib.metadata.distributions(path=roots):
+        if (dist.metadata["Name"] or "").lower() == "nvidia-cudnn-frontend":
+            if dist.version != os.environ["FRONTEND_VERSION"]:
+                print(f"build_native: nvidia-cudnn-frontend {dist.version} here, the harness was written against "
+                      f"{os.environ['FRONTEND_VERSION']}", file=sys.stderr)
+            header = next((f for f in dist.files or () if str(f) == "include/cudnn_frontend.h"), None)
+            return str(dist.locate_file(header)) if header else ""
+    return ""
+
+
 found = {
-    "FRONTEND_H": first(["include/cudnn_frontend.h"]),
+    "FRONTEND_H": frontend_header(),
     "CUDNN_H": first(["nvidia/cudnn/include/cudnn.h"]),
     "CUDNN_SO": first(["nvidia/cudnn/lib/libcudnn.so.9"]),
     # PyTorch's cuBLAS (cu13 wheels: nvidia/cu13/lib; cu12: nvidia/cublas/lib), which nvmath-python
