@@ -105,7 +105,10 @@ def test_conv_lines_apply_padding_and_number_the_knobs():
     assert fwd.line == f"fp16 fwd {shape} 34:2=1,3=1,5=0 {sbs.MIN_SECONDS:.3f}"
     assert fwd.candidates_line == f"fp16 fwd {shape} - 0.250"
     assert fwd.native_engine == "34 2=1,3=1,5=0"
-    assert fwd.candidate_status == {"7 -": "passed", "34 2=1,3=1,5=0": "chosen", "61 -": "rejected"}
+    statuses = {e: fwd.status(e) for e in fwd.candidates}
+    assert statuses == {"7 -": "passed", "34 2=1,3=1,5=0": "chosen", "61 -": "rejected"}
+    assert fwd.harness_name("34 2=1,3=1,5=0") == "34:EDGE=1,SPLIT_K_BUF=0,TILE_SIZE=1"
+    assert fwd.harness_name("99 2=4") == "99:2=4" and fwd.status("99 2=4") == sbs.NOT_LISTED
     assert bwd_data.line.split()[13] == "1" and bwd_filter.line.split()[13] == "12:12=7"
     for p in problems:
         assert len(p.line.split()) == len(p.candidates_line.split()) == sbs.CONV_FIELDS

@@ -124,7 +124,8 @@ static std::string knob_text(const std::unordered_map<fe::KnobType_t, int64_t>& 
   std::map<int64_t, int64_t> sorted;
   for (const auto& [key, value] : knobs) sorted[int64_t(key)] = value;
   std::string out;
-  for (const auto& [key, value] : sorted) out += (out.empty() ? "" : ",") + std::to_string(key) + "=" + std::to_string(value);
+  for (const auto& [key, value] : sorted)
+    out += (out.empty() ? "" : ",") + std::to_string(key) + "=" + std::to_string(value);
   return out;
 }
 
@@ -143,7 +144,8 @@ struct DeviceMemory {
   }
   std::string alloc(void** p, size_t bytes) {
     const cudaError_t e = cudaMalloc(p, std::max<size_t>(bytes, 1));
-    if (e != cudaSuccess) return std::string("cudaMalloc of ") + std::to_string(bytes) + " bytes: " + cudaGetErrorString(e);
+    if (e != cudaSuccess)
+      return std::string("cudaMalloc of ") + std::to_string(bytes) + " bytes: " + cudaGetErrorString(e);
     blocks.push_back(*p);
     return "";
   }
@@ -179,7 +181,9 @@ struct Candidate {
   std::string name;
 };
 
-#define TRY_FE(what, expr) do { auto s_ = (expr); if (s_.is_bad()) return std::string(what) + ": " + s_.get_message(); } while (0)
+// A frontend call that may fail for this problem: on failure, return why from the enclosing function.
+#define TRY_FE(what, expr) do { auto s_ = (expr); \
+  if (s_.is_bad()) return std::string(what) + ": " + s_.get_message(); } while (0)
 
 // The plan at `index` built, with its engine, knobs, name and workspace; "" or why not.
 static std::string describe(fe::graph::Graph& g, int64_t index, Candidate& c) {
@@ -236,8 +240,8 @@ static std::string run_problem(cudnnHandle_t handle, loop_timing::Timer& timer, 
   fe::graph::Graph g;
   g.set_io_data_type(t.io).set_intermediate_data_type(fe::DataType_t::FLOAT).set_compute_data_type(t.compute);
   auto tensor = [&](const char* name, const std::vector<int64_t>& dims) {
-    return g.tensor(fe::graph::Tensor_attributes().set_name(name).set_dim(dims).set_stride(strides(dims, t.channels_last))
-                        .set_data_type(t.io));
+    return g.tensor(fe::graph::Tensor_attributes().set_name(name).set_dim(dims)
+                        .set_stride(strides(dims, t.channels_last)).set_data_type(t.io));
   };
   const std::vector<int64_t> padding{p.pad_h, p.pad_w}, stride{p.stride_h, p.stride_w}, dilation{1, 1};
   // Each direction's two inputs (with their dims and the scale of their random values) and output.
@@ -258,7 +262,8 @@ static std::string run_problem(cudnnHandle_t handle, loop_timing::Timer& timer, 
     output = {g.conv_wgrad(inputs[1].tensor, inputs[0].tensor, fe::graph::Conv_wgrad_attributes()
                   .set_padding(padding).set_stride(stride).set_dilation(dilation)), w_dims, 0.0f};
   }
-  output.tensor->set_output(true).set_data_type(t.output).set_dim(output.dims).set_stride(strides(output.dims, t.channels_last));
+  output.tensor->set_output(true).set_data_type(t.output).set_dim(output.dims)
+      .set_stride(strides(output.dims, t.channels_last));
   TRY_FE("validate", g.validate());
   TRY_FE("build_operation_graph", g.build_operation_graph(handle));
 

@@ -3,14 +3,15 @@
 // op(A) op(B), alpha = 1, beta = 0, lda = (transa ? k : m), ldb = (transb ? n : k), ldc = m, on
 // the problem as given (callers pass DeepBench's padded shape; nothing is padded here).
 //
-// Input on stdin, one problem a line:  PRECISION TRANSA TRANSB M N K [SECONDS [MATH]]   (fp32|tf32|fp16|bf16|int8, N|T)
+// Input on stdin, one problem a line:  PRECISION TRANSA TRANSB M N K [SECONDS [MATH]]
+//                                      (fp32|tf32|fp16|bf16|int8; N|T; seconds; strict|default)
 // Output, one line each:               PRECISION TRANSA TRANSB M N K US_PER_CALL CALLS US_PER_CALL_GRAPH
 //                      or, on failure: PRECISION TRANSA TRANSB M N K error REASON   (and the next problem runs)
 // On stderr first: `# cublas VERSION`, the library this binary loaded.
 // MATH (fp16/bf16 only): `strict` (the default) forbids split-K to reduce partial sums in fp16/bf16
 // (CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION, as the PyTorch backend sets cuBLAS up,
 // kernels/backends/pytorch/context.py); `default` is cuBLAS's default math mode, which allows it (a
-// handle nobody configured, as DeepBench's); the two may pick different kernels.
+// handle left as created, as the cuBLAS backend's); the two may pick different kernels.
 // Types: fp32 A/B/C float, fp32 compute; tf32 the same with CUBLAS_COMPUTE_32F_FAST_TF32; fp16/bf16
 // A/B/C in that type, fp32 compute; int8 A/B int8, C int32, CUBLAS_COMPUTE_32I, alpha/beta int32.
 // Timing (loop_timing.h): a host loop of launches (DeepBench's way) and the same launches in a CUDA
@@ -103,7 +104,8 @@ static std::string run_problem(cublasHandle_t handle, loop_timing::Timer& timer,
   switch (t.ab) {
     case CUDA_R_32F: fill_random<float>(buf.a, na, seed++); fill_random<float>(buf.b, nb, seed++); break;
     case CUDA_R_16F: fill_random<__half>(buf.a, na, seed++); fill_random<__half>(buf.b, nb, seed++); break;
-    case CUDA_R_16BF: fill_random<__nv_bfloat16>(buf.a, na, seed++); fill_random<__nv_bfloat16>(buf.b, nb, seed++); break;
+    case CUDA_R_16BF:
+      fill_random<__nv_bfloat16>(buf.a, na, seed++); fill_random<__nv_bfloat16>(buf.b, nb, seed++); break;
     default: fill_random<int8_t>(buf.a, na, seed++); fill_random<int8_t>(buf.b, nb, seed++); break;
   }
   CHECK_CUDA(cudaDeviceSynchronize());  // the fills ran on the default stream, the calls run on the timer's

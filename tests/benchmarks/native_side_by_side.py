@@ -68,6 +68,7 @@ GEMM_PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "int8")
 # fp16/bf16 split-K reductions (pytorch/context.py), the cuBLAS backend leaves the handle's default.
 GEMM_MATH = {"torch": "strict"}
 GEMM_MATH_DEFAULT = "default"
+NOT_LISTED = "not in the harness's list"
 
 
 class UsageError(Exception):
@@ -87,8 +88,16 @@ class Problem:
     candidates_line: str = ""  # conv: the same problem with ENGINE `-`
     engine: str = ""        # conv: the harness's engine as recorded (knob names)
     native_engine: str = ""  # conv: "ENGINE_ID KNOBS" as conv_loop prints it (numeric knobs)
-    candidate_status: dict[str, str] = field(default_factory=dict)  # native engine -> the harness's status
-    candidate_specs: dict[str, str] = field(default_factory=dict)   # native engine -> as the harness names it
+    # conv: native engine -> the harness's record of that candidate (its engine spec, status ...)
+    candidates: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def status(self, engine: str) -> str:
+        """The harness's verdict on a candidate: chosen, passed, rejected, unchecked (or not listed)."""
+        return str(self.candidates.get(engine, {}).get("status", NOT_LISTED))
+
+    def harness_name(self, engine: str) -> str:
+        """A native engine as the harness names it (knobs by name), where the harness listed it."""
+        return str(self.candidates.get(engine, {}).get("engine") or loop_engine(engine))
 
 
 # ----- from results to the loops' input -----------------------------------------------------
@@ -187,9 +196,7 @@ def conv_problems(r: KernelResult, knob_types: dict[str, int] | None, candidate_
             "conv", r.id, r.precision.name.value, part.direction, part.measurement.stats.median,
             line=f"{head} {loop_engine(chosen)} {measured_seconds(part):.3f}",
             candidates_line=f"{head} - {candidate_seconds:.3f}" if candidate_seconds > 0 else "",
-            engine=str(rec.get("engine", "")), native_engine=chosen,
-            candidate_status={e: c.get("status", "?") for e, c in specs.items()},
-            candidate_specs={e: c["engine"] for e, c in specs.items()}))
+            engine=str(rec.get("engine", "")), native_engine=chosen, candidates=specs))
     return problems, notes
 
 
@@ -263,7 +270,8 @@ def run_loop(binary: Path, lines: list[str], what: str) -> tuple[list[str], str]
             print(f"# {what}: {len(out)} lines, {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
     proc.wait()
     reader.join()
-    print(f"# {what}: {len(out)} lines for {len(lines)} problems in {time.monotonic() - started:.0f} s", file=sys.stderr)
+    print(f"# {what}: {len(out)} lines for {len(lines)} problems in {time.monotonic() - started:.0f} s",
+          file=sys.stderr)
     if proc.returncode != 0:
         print(f"# {what} ended with status {proc.returncode}: {''.join(errors[-3:]).strip()}", file=sys.stderr)
     return out, "".join(errors)
@@ -355,18 +363,16 @@ def choice(p: Problem, entry: dict[str, Any] | None) -> dict[str, Any]:
         return {"choice_error": entry["error"]}
     timed = {e: f for e, f in entry["engines"].items() if "us" in f}
     times = {e: best(f["us"], f["graph_us"]) for e, f in timed.items()}
-    eligible = {e: t for e, t in times.items() if p.candidate_status.get(e) != "rejected"}
+    eligible = {e: t for e, t in times.items() if p.status(e) != "rejected"}
     out: dict[str, Any] = {
-        "candidates_native": len(entry["order"]), "candidates_harness": len(p.candidate_status),
-        "candidates_common": len(set(entry["order"]) & set(p.candidate_status)),
-        "candidates": [{"engine": e, "status": p.candidate_status.get(e, "not in the harness's list"), **entry["engines"][e]}
-                       for e in entry["order"]]}
+        "candidates_native": len(entry["order"]), "candidates_harness": len(p.candidates),
+        "candidates_common": len(set(entry["order"]) & set(p.candidates)),
+        "candidates": [{"engine": e, "status": p.status(e), **entry["engines"][e]} for e in entry["order"]]}
     if not eligible:
         out["choice_error"] = "no candidate the harness did not reject ran here"
         return out
     fastest = min(eligible, key=eligible.__getitem__)
-    out.update(fastest_engine=p.candidate_specs.get(fastest, loop_engine(fastest)), fastest_us=eligible[fastest],
-               fastest_status=p.candidate_status.get(fastest, "not in the harness's list"))
+    out.update(fastest_engine=p.harness_name(fastest), fastest_us=eligible[fastest], fastest_status=p.status(fastest))
     if p.native_engine in times:
         out["chosen_candidate_us"] = times[p.native_engine]
         out["chosen_over_fastest"] = times[p.native_engine] / eligible[fastest]
@@ -416,7 +422,8 @@ def summarize(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], bool]:
             ok &= s["passed"]
             print(f"SUMMARY {op} {precision}: {len(ratios)} parts >= {MIN_US:g} us compared ({s['errors']} without a "
                   f"native figure); harness/native within [{WITHIN[0]}, {WITHIN[1]}]: {within} "
-                  f"({100 * within / len(ratios):.1f}%); min {s['min']:.3f} median {s['median']:.3f} max {s['max']:.3f}; "
+                  f"({100 * within / len(ratios):.1f}%); "
+                  f"min {s['min']:.3f} median {s['median']:.3f} max {s['max']:.3f}; "
                   f"outside [{OUTSIDE[0]}, {OUTSIDE[1]}]: {outside}  {'PASS' if s['passed'] else 'FAIL'}")
         else:
             print(f"SUMMARY {op} {precision}: no part >= {MIN_US:g} us with a native figure ({len(group)} parts, "
@@ -476,7 +483,8 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         if knob_types is None and needs_knobs:
             print("# cudnn is not importable here: conv knobs are shown by name (conv_loop needs them as numbers)")
-        seconds = sum(2 * float(line.split()[6]) for line in gemm_in) + sum(2 * float(line.split()[-1]) for line in conv_in)
+        seconds = (sum(2 * float(line.split()[6]) for line in gemm_in)
+                   + sum(2 * float(line.split()[-1]) for line in conv_in))
         print(f"# {len(problems)} parts; at least {seconds:.0f} s of native timing (candidates: per engine)")
         for what, lines in (("gemm_loop", gemm_in), ("conv_loop", conv_in)):
             print(f"# {what} stdin ({len(lines)} lines)")
@@ -507,7 +515,8 @@ def run(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("folders", nargs="*", type=Path, help="deepbench-run results folders (results.jsonl)")
-    ap.add_argument("--bin", type=Path, default=DEFAULT_BIN, help=f"where build_native.sh put the loops ({DEFAULT_BIN})")
+    ap.add_argument("--bin", type=Path, default=DEFAULT_BIN,
+                    help=f"where build_native.sh put the loops (default {DEFAULT_BIN})")
     ap.add_argument("--dry-run", action="store_true", help="print the loops' input lines and stop (no GPU needed)")
     ap.add_argument("--json", type=Path, metavar="OUT", help="write the per-kernel rows and the summary here")
     ap.add_argument("--only", metavar="GLOB", help="results whose id matches, e.g. 'conv/server/*/int8/*'")
