@@ -259,7 +259,8 @@ def test_a_run_reads_the_loops_and_writes_rows_that_merge(tmp_path, capsys, monk
     gemm = gemm_result("gemm/train/043", "fp16", call, padding={"n": 7136})
     folder = write_run(tmp_path / "run", [gemm, conv])
     out_json = tmp_path / "rows.json"
-    code = sbs.main([str(folder), "--bin", str(fake_loops(tmp_path / "bin")), "--json", str(out_json)])
+    code = sbs.main([str(folder), "--bin", str(fake_loops(tmp_path / "bin")), "--json", str(out_json),
+                     "--warm-up", "1"])
     data = json.loads(out_json.read_text())
     assert data["versions"] == {"cublas": "13.0.2", "cudnn": "91900"}
     gemm_row, conv_row = data["rows"]

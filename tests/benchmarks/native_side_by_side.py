@@ -14,6 +14,8 @@ long as the harness measured it (samples x median x calls per sample, at least M
 Both loops time two ways: a host loop of calls (DeepBench's way; launch-bound for calls under ~5-8 us)
 and the same calls captured in a CUDA graph (the harness's way, without Python). Each kernel's
 ratio harness / native uses the BETTER (smaller) of the two native times; both are printed.
+Before the first problem a large fp16 GEMM runs for --warm-up seconds, since the harness measures
+on a GPU at its working temperature (kernels/timing/warmup.py) and the clocks depend on it.
 For convolutions it also prints the chosen engine's native time over the fastest candidate's
 (both timed alike in the candidate pass), with both engine ids; the fastest is taken among the
 candidates the harness did not reject (a rejected engine computed wrong results), and its harness
@@ -61,6 +63,8 @@ WITHIN = (0.95, 1.05)
 OUTSIDE = (0.8, 1.25)
 WITHIN_SHARE = 0.95
 CHOICE_MARGIN = 1.05          # chosen engine within 5% of the fastest candidate
+WARM_UP_S = 20.0              # seconds of a large fp16 GEMM before the first native problem
+WARM_UP_LINE = "fp16 N N 8192 8192 8192 {seconds:.1f} default"  # kernels/timing/warmup.py's WARM_GEMM
 PROGRESS_EVERY = 20           # loop output lines between progress lines on stderr
 CONV_FIELDS = 15              # conv_loop's input fields, echoed at the start of its output lines
 GEMM_PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "int8")
@@ -483,7 +487,7 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         if knob_types is None and needs_knobs:
             print("# cudnn is not importable here: conv knobs are shown by name (conv_loop needs them as numbers)")
-        seconds = (sum(2 * float(line.split()[6]) for line in gemm_in)
+        seconds = (args.warm_up + sum(2 * float(line.split()[6]) for line in gemm_in)
                    + sum(2 * float(line.split()[-1]) for line in conv_in))
         print(f"# {len(problems)} parts; at least {seconds:.0f} s of native timing (candidates: per engine)")
         for what, lines in (("gemm_loop", gemm_in), ("conv_loop", conv_in)):
@@ -492,6 +496,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if not problems:
         raise UsageError("no GEMM or convolution result with a native record to run (see the notes above)")
+    if args.warm_up > 0:  # the harness measured on a GPU at its working temperature: so do the loops
+        # gemm_loop runs a line's seconds twice (host loop, then graph)
+        run_loop(args.bin / "gemm_loop", [WARM_UP_LINE.format(seconds=args.warm_up / 2)], "warm-up")
     gemm_out, gemm_err = run_loop(args.bin / "gemm_loop", gemm_in, "gemm_loop") if gemm_in else ([], "")
     conv_out, conv_err = run_loop(args.bin / "conv_loop", conv_in, "conv_loop") if conv_in else ([], "")
     gemm, conv = parse_gemm_output(gemm_out, gemm_in), parse_conv_output(conv_out)
@@ -525,6 +532,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--candidate-seconds", type=float, default=CANDIDATE_SECONDS, metavar="S",
                     help=f"each convolution candidate engine is timed this long each way (default {CANDIDATE_SECONDS}; "
                          "0: leave out the engine comparison)")
+    ap.add_argument("--warm-up", type=float, default=WARM_UP_S, metavar="S",
+                    help=f"seconds of a large fp16 GEMM before the first problem (default {WARM_UP_S:g}; 0: none)")
     ap.add_argument("--merge", type=Path, nargs="+", metavar="JSON", help="summarize parts written with --json")
     args = ap.parse_args(argv)
     try:
