@@ -1,55 +1,52 @@
-// A plain native loop over cublasGemmEx, the reference the fidelity benchmark compares the
-// harness with. It makes DeepBench's call: column-major C (m x n) = op(A) op(B), alpha = 1,
-// beta = 0, lda = (transa ? k : m), ldb = (transb ? n : k), ldc = m.
+// A plain native loop over cublasGemmEx, the reference the fidelity benchmark and the native
+// side-by-side compare the harness with. It makes DeepBench's call: column-major C (m x n) =
+// op(A) op(B), alpha = 1, beta = 0, lda = (transa ? k : m), ldb = (transb ? n : k), ldc = m, on
+// the problem as given (callers pass DeepBench's padded shape; nothing is padded here).
 //
-// Input on stdin, one problem a line:  PRECISION TRANSA TRANSB M N K [SECONDS]   (fp32|tf32|fp16|bf16, N|T)
+// Input on stdin, one problem a line:  PRECISION TRANSA TRANSB M N K [SECONDS [MATH]]
+//                                      (fp32|tf32|fp16|bf16|int8; N|T; seconds; strict|default)
 // Output, one line each:               PRECISION TRANSA TRANSB M N K US_PER_CALL CALLS US_PER_CALL_GRAPH
-// Timing: after WARMUP calls, trials of `calls` back-to-back launches between two CUDA events
-// (calls chosen so a trial lasts >= MIN_TRIAL_MS), at least MIN_TRIALS of them and for at least
-// SECONDS (the line's, else the first argument's; default 0): the fidelity benchmark passes how long
-// the harness measured that kernel, so both figures are medians over as long a stretch of the
-// GPU's power states; the median trial is printed. Two ways, one after the other:
-//   stream  `calls` launches from a host loop (DeepBench's way). Launch-bound for kernels shorter
-//           than the host's launch rate (~5-8 us), so an upper bound there.
-//   graph   the same `calls` launches captured once in a CUDA graph, the graph replayed per trial
-//           (the harness's way, without Python): what is left above the profiler's kernel time is
-//           the GPU's own gap between two dependent kernels.
+//                      or, on failure: PRECISION TRANSA TRANSB M N K error REASON   (and the next problem runs)
+// On stderr first: `# cublas VERSION`, the library this binary loaded.
+// MATH (fp16/bf16 only): `strict` (the default) forbids split-K to reduce partial sums in fp16/bf16
+// (CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION, as the PyTorch backend sets cuBLAS up,
+// kernels/backends/pytorch/context.py); `default` is cuBLAS's default math mode, which allows it (a
+// handle left as created, as the cuBLAS backend's); the two may pick different kernels.
+// Types: fp32 A/B/C float, fp32 compute; tf32 the same with CUBLAS_COMPUTE_32F_FAST_TF32; fp16/bf16
+// A/B/C in that type, fp32 compute; int8 A/B int8, C int32, CUBLAS_COMPUTE_32I, alpha/beta int32.
+// Timing (loop_timing.h): a host loop of launches (DeepBench's way) and the same launches in a CUDA
+// graph, each for at least SECONDS (the line's, else the first argument's; default 0).
 //
-// Build: nvcc -O2 -std=c++17 -arch=sm_90 gemm_loop.cu -lcublas -o gemm_loop
+// Build: nvcc -O2 -std=c++17 -arch=sm_90 gemm_loop.cu -lcublas -o gemm_loop   (build_native.sh)
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <sstream>
 #include <string>
-#include <vector>
+#include <type_traits>
 
-#define CHECK_CUDA(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
-  std::fprintf(stderr, "CUDA error %s at %s:%d\n", cudaGetErrorString(e), __FILE__, __LINE__); std::exit(1); } } while (0)
-#define CHECK_CUBLAS(x) do { cublasStatus_t s = (x); if (s != CUBLAS_STATUS_SUCCESS) { \
-  std::fprintf(stderr, "cuBLAS error %d at %s:%d\n", int(s), __FILE__, __LINE__); std::exit(1); } } while (0)
+#include "loop_timing.h"
 
-static const int WARMUP = 5;
-static const int MIN_TRIALS = 7;
-static const float MIN_TRIAL_MS = 2.0f;
-static const int MAX_CALLS = 4000;
+#define CHECK_CUBLAS(x) do { cublasStatus_t s_ = (x); if (s_ != CUBLAS_STATUS_SUCCESS) { \
+  std::fprintf(stderr, "cuBLAS error %s at %s:%d\n", cublasGetStatusName(s_), __FILE__, __LINE__); std::exit(1); } } while (0)
+
 static const size_t WORKSPACE_BYTES = size_t(32) << 20;  // cuBLAS's own default on Hopper, given explicitly so
                                                          // that graph capture allocates nothing
 
-// Uniform values in [-1, 1) from a per-element hash: random data, never zeros or constants.
+// Random inputs (never zeros): floats uniform in [-1, 1), int8 integers in [-64, 64).
 template <typename T>
 __global__ void fill(T* p, size_t n, unsigned seed) {
   size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
   if (i >= n) return;
-  unsigned h = unsigned(i) * 2654435761u ^ (seed * 0x9e3779b9u);
-  h ^= h >> 16; h *= 0x85ebca6bu; h ^= h >> 13; h *= 0xc2b2ae35u; h ^= h >> 16;
-  float v = (h & 0xffffff) / float(0x800000) - 1.0f;
-  p[i] = T(v);
+  const float v = loop_timing::uniform_at(i, seed);
+  if constexpr (std::is_same_v<T, int8_t>) p[i] = int8_t(floorf(v * loop_timing::INT8_RANGE));
+  else p[i] = T(v);
 }
 
 template <typename T>
@@ -59,116 +56,117 @@ static void fill_random(void* p, size_t n, unsigned seed) {
   CHECK_CUDA(cudaGetLastError());
 }
 
-// The milliseconds between two events on `stream` around what `trial` enqueues there.
-template <typename Trial>
-static float trial_ms(Trial trial, cudaStream_t stream, cudaEvent_t start, cudaEvent_t stop) {
-  CHECK_CUDA(cudaEventRecord(start, stream));
-  trial();
-  CHECK_CUDA(cudaEventRecord(stop, stream));
-  CHECK_CUDA(cudaEventSynchronize(stop));
-  float ms;
-  CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
-  return ms;
+struct Types {
+  cudaDataType_t ab, c;
+  cublasComputeType_t compute;
+  size_t ab_bytes, c_bytes;
+};
+
+static bool types_of(const std::string& prec, Types& t) {
+  if (prec == "fp32") t = {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F, 4, 4};
+  else if (prec == "tf32") t = {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, 4, 4};
+  else if (prec == "fp16") t = {CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_32F, 2, 2};
+  else if (prec == "bf16") t = {CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F, 2, 2};
+  else if (prec == "int8") t = {CUDA_R_8I, CUDA_R_32I, CUBLAS_COMPUTE_32I, 1, 4};
+  else return false;
+  return true;
 }
 
-// The median us per call over trials of `trial` (which enqueues `calls` calls on `stream`): at least
-// MIN_TRIALS trials and at least min_ms of them.
-template <typename Trial>
-static float median_us(Trial trial, int calls, double min_ms, cudaStream_t stream, cudaEvent_t start,
-                       cudaEvent_t stop) {
-  std::vector<float> per_call;
-  for (double spent_ms = 0.0; int(per_call.size()) < MIN_TRIALS || spent_ms < min_ms;) {
-    const float ms = trial_ms(trial, stream, start, stop);
-    per_call.push_back(ms * 1000.0f / calls);
-    spent_ms += ms;
+// Device memory of one problem, freed however the problem ends.
+struct Buffers {
+  void *a = nullptr, *b = nullptr, *c = nullptr;
+  ~Buffers() { cudaFree(a); cudaFree(b); cudaFree(c); }
+};
+
+// Time one problem; returns the reason on failure ("" when it printed its figures).
+static std::string run_problem(cublasHandle_t handle, loop_timing::Timer& timer, const std::string& prec,
+                               const std::string& ta, const std::string& tb, long m, long n, long k, double min_ms,
+                               const std::string& math, unsigned& seed, loop_timing::Times& times) {
+  Types t;
+  if (!types_of(prec, t)) return "unknown precision (fp32|tf32|fp16|bf16|int8)";
+  if ((ta != "N" && ta != "T") || (tb != "N" && tb != "T")) return "TRANSA and TRANSB are N or T";
+  if (m <= 0 || n <= 0 || k <= 0) return "M, N and K must be positive";
+  if (math != "strict" && math != "default") return "MATH is strict or default";
+  const bool strict = math == "strict" && (t.ab == CUDA_R_16F || t.ab == CUDA_R_16BF);
+  CHECK_CUBLAS(cublasSetMathMode(handle, strict ? cublasMath_t(CUBLAS_DEFAULT_MATH |
+                                                              CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)
+                                              : CUBLAS_DEFAULT_MATH));
+  const cublasOperation_t opa = ta == "T" ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t opb = tb == "T" ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const long lda = opa == CUBLAS_OP_T ? k : m, ldb = opb == CUBLAS_OP_T ? n : k, ldc = m;
+  Buffers buf;
+  for (auto [p, bytes] : {std::pair{&buf.a, size_t(m) * k * t.ab_bytes}, std::pair{&buf.b, size_t(k) * n * t.ab_bytes},
+                          std::pair{&buf.c, size_t(m) * n * t.c_bytes}}) {
+    const cudaError_t e = cudaMalloc(p, bytes);
+    if (e != cudaSuccess) return std::string("cudaMalloc: ") + cudaGetErrorString(e);
   }
-  std::sort(per_call.begin(), per_call.end());
-  return per_call[per_call.size() / 2];
+  const size_t na = size_t(m) * k, nb = size_t(k) * n;
+  switch (t.ab) {
+    case CUDA_R_32F: fill_random<float>(buf.a, na, seed++); fill_random<float>(buf.b, nb, seed++); break;
+    case CUDA_R_16F: fill_random<__half>(buf.a, na, seed++); fill_random<__half>(buf.b, nb, seed++); break;
+    case CUDA_R_16BF:
+      fill_random<__nv_bfloat16>(buf.a, na, seed++); fill_random<__nv_bfloat16>(buf.b, nb, seed++); break;
+    default: fill_random<int8_t>(buf.a, na, seed++); fill_random<int8_t>(buf.b, nb, seed++); break;
+  }
+  CHECK_CUDA(cudaDeviceSynchronize());  // the fills ran on the default stream, the calls run on the timer's
+  // alpha = 1, beta = 0 in the compute type's scalar (int32 for CUBLAS_COMPUTE_32I).
+  const float alpha_f = 1.0f, beta_f = 0.0f;
+  const int32_t alpha_i = 1, beta_i = 0;
+  const bool int_scalars = t.compute == CUBLAS_COMPUTE_32I;
+  const void* alpha = int_scalars ? static_cast<const void*>(&alpha_i) : &alpha_f;
+  const void* beta = int_scalars ? static_cast<const void*>(&beta_i) : &beta_f;
+  cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
+  auto call = [&]() {
+    status = cublasGemmEx(handle, opa, opb, int(m), int(n), int(k), alpha, buf.a, t.ab, int(lda), buf.b, t.ab,
+                          int(ldb), beta, buf.c, t.c, int(ldc), t.compute, CUBLAS_GEMM_DEFAULT);
+    return status == CUBLAS_STATUS_SUCCESS;
+  };
+  if (!timer.time_calls(call, min_ms, times)) {
+    return status != CUBLAS_STATUS_SUCCESS ? std::string("cublasGemmEx: ") + cublasGetStatusName(status)
+                                           : "the calls failed";
+  }
+  return "";
 }
 
 int main(int argc, char** argv) {
   const double min_time_ms = argc > 1 ? 1000.0 * std::atof(argv[1]) : 0.0;
   cublasHandle_t handle;
   CHECK_CUBLAS(cublasCreate(&handle));
-  cudaStream_t stream;
-  CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  CHECK_CUBLAS(cublasSetStream(handle, stream));
+  int major, minor, patch;
+  CHECK_CUBLAS(cublasGetProperty(MAJOR_VERSION, &major));
+  CHECK_CUBLAS(cublasGetProperty(MINOR_VERSION, &minor));
+  CHECK_CUBLAS(cublasGetProperty(PATCH_LEVEL, &patch));
+  std::fprintf(stderr, "# cublas %d.%d.%d\n", major, minor, patch);
+  loop_timing::Timer timer;
+  CHECK_CUBLAS(cublasSetStream(handle, timer.stream));
   void* workspace;
   CHECK_CUDA(cudaMalloc(&workspace, WORKSPACE_BYTES));
-  CHECK_CUBLAS(cublasSetWorkspace(handle, workspace, WORKSPACE_BYTES));
-  cudaEvent_t start, stop;
-  CHECK_CUDA(cudaEventCreate(&start));
-  CHECK_CUDA(cudaEventCreate(&stop));
+  CHECK_CUBLAS(cublasSetWorkspace(handle, workspace, WORKSPACE_BYTES));  // after SetStream, which resets it
   std::string line;
   unsigned seed = 1;
   while (std::getline(std::cin, line)) {
     std::istringstream in(line);
     std::string prec, ta, tb;
     long m, n, k;
-    if (!(in >> prec >> ta >> tb >> m >> n >> k)) continue;
+    if (!(in >> prec >> ta >> tb >> m >> n >> k)) {
+      if (line.find_first_not_of(" \t\r") != std::string::npos) std::printf("%s error malformed line\n", line.c_str());
+      std::fflush(stdout);
+      continue;
+    }
     double seconds;
     const double min_ms = (in >> seconds) ? 1000.0 * seconds : min_time_ms;
-    cudaDataType_t dt;
-    cublasComputeType_t ct = CUBLAS_COMPUTE_32F;
-    size_t elem;
-    if (prec == "fp32") { dt = CUDA_R_32F; elem = 4; }
-    else if (prec == "tf32") { dt = CUDA_R_32F; elem = 4; ct = CUBLAS_COMPUTE_32F_FAST_TF32; }
-    else if (prec == "fp16") { dt = CUDA_R_16F; elem = 2; }
-    else if (prec == "bf16") { dt = CUDA_R_16BF; elem = 2; }
-    else { std::fprintf(stderr, "unknown precision %s\n", prec.c_str()); return 2; }
-    // As the harness sets cuBLAS up (kernels/backends/pytorch/context.py): half-precision products accumulate
-    // and reduce in fp32, so split-K partial sums may not be reduced in fp16/bf16 (the default allows it, and
-    // cuBLAS then may pick another kernel than for the harness).
-    CHECK_CUBLAS(cublasSetMathMode(handle, elem == 2 ? cublasMath_t(CUBLAS_DEFAULT_MATH |
-                                                                     CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)
-                                                     : CUBLAS_DEFAULT_MATH));
-    cublasOperation_t opa = ta == "T" ? CUBLAS_OP_T : CUBLAS_OP_N;
-    cublasOperation_t opb = tb == "T" ? CUBLAS_OP_T : CUBLAS_OP_N;
-    long lda = opa == CUBLAS_OP_T ? k : m, ldb = opb == CUBLAS_OP_T ? n : k, ldc = m;
-    void *a, *b, *c;
-    CHECK_CUDA(cudaMalloc(&a, size_t(m) * k * elem));
-    CHECK_CUDA(cudaMalloc(&b, size_t(k) * n * elem));
-    CHECK_CUDA(cudaMalloc(&c, size_t(m) * n * elem));
-    if (elem == 4) { fill_random<float>(a, size_t(m) * k, seed++); fill_random<float>(b, size_t(k) * n, seed++); }
-    else if (dt == CUDA_R_16F) { fill_random<__half>(a, size_t(m) * k, seed++); fill_random<__half>(b, size_t(k) * n, seed++); }
-    else { fill_random<__nv_bfloat16>(a, size_t(m) * k, seed++); fill_random<__nv_bfloat16>(b, size_t(k) * n, seed++); }
-    CHECK_CUDA(cudaDeviceSynchronize());  // the fills ran on the default stream, the calls run on `stream`
-    float alpha = 1.0f, beta = 0.0f;
-    auto call = [&]() {
-      CHECK_CUBLAS(cublasGemmEx(handle, opa, opb, int(m), int(n), int(k), &alpha, a, dt, int(lda), b, dt, int(ldb),
-                                &beta, c, dt, int(ldc), ct, CUBLAS_GEMM_DEFAULT));
-    };
-    for (int i = 0; i < WARMUP; ++i) call();
-    CHECK_CUDA(cudaStreamSynchronize(stream));
-    // Calibrate: calls per trial so a trial lasts at least MIN_TRIAL_MS.
-    int calls = 1;
-    auto loop = [&]() { for (int i = 0; i < calls; ++i) call(); };
-    for (;;) {
-      const float ms = trial_ms(loop, stream, start, stop);
-      if (ms >= MIN_TRIAL_MS || calls >= MAX_CALLS) break;
-      calls = std::min(MAX_CALLS, std::max(2 * calls, int(calls * MIN_TRIAL_MS / std::max(ms, 1e-3f)) + 1));
-    }
-    const float stream_us = median_us(loop, calls, min_ms, stream, start, stop);
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
-    CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    loop();
-    CHECK_CUDA(cudaStreamEndCapture(stream, &graph));
-    CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-    auto replay = [&]() { CHECK_CUDA(cudaGraphLaunch(exec, stream)); };
-    replay();  // the first launch uploads the graph
-    const float graph_us = median_us(replay, calls, min_ms, stream, start, stop);
-    CHECK_CUDA(cudaGraphExecDestroy(exec));
-    CHECK_CUDA(cudaGraphDestroy(graph));
-    std::printf("%s %s %s %ld %ld %ld %.4f %d %.4f\n", prec.c_str(), ta.c_str(), tb.c_str(), m, n, k, stream_us, calls,
-                graph_us);
+    std::string math = "strict";
+    in >> math;
+    loop_timing::Times times;
+    const std::string error = run_problem(handle, timer, prec, ta, tb, m, n, k, min_ms, math, seed, times);
+    if (error.empty())
+      std::printf("%s %s %s %ld %ld %ld %.4f %d %.4f\n", prec.c_str(), ta.c_str(), tb.c_str(), m, n, k, times.stream_us,
+                  times.calls, times.graph_us);
+    else
+      std::printf("%s %s %s %ld %ld %ld error %s\n", prec.c_str(), ta.c_str(), tb.c_str(), m, n, k, error.c_str());
     std::fflush(stdout);
-    CHECK_CUDA(cudaFree(a));
-    CHECK_CUDA(cudaFree(b));
-    CHECK_CUDA(cudaFree(c));
   }
   CHECK_CUBLAS(cublasDestroy(handle));
   CHECK_CUDA(cudaFree(workspace));
-  CHECK_CUDA(cudaStreamDestroy(stream));
   return 0;
 }

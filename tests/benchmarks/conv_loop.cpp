@@ -1,0 +1,339 @@
+// A plain native loop over cuDNN convolutions through cudnn-frontend's C++ graph API: the reference
+// the native side-by-side compares the harness's cuDNN backend (kernels/backends/cudnn) with.
+//
+// Input on stdin, one problem a line:
+//   PRECISION DIRECTION N C H W K R S PAD_H PAD_W STRIDE_H STRIDE_W ENGINE SECONDS
+//   PRECISION fp32|tf32|fp16|bf16|int8; DIRECTION fwd|bwd_data|bwd_filter (int8: fwd only);
+//   ENGINE `-`: every candidate cuDNN's heuristics offer, under the harness's candidate policy
+//          (kernels/backends/cudnn/conv.py _candidates): modes A then FALLBACK, without plans that
+//          need runtime compilation or more than 1 GiB of workspace, for fp32 without plans
+//          whose numerical notes say TENSOR_CORE or DOWN_CONVERT_INPUTS (TF32), at most
+//          MAX_CANDIDATES plans that build, duplicates (same engine and knobs) dropped;
+//   ENGINE `ID` or `ID:KNOB=V,KNOB=V`: exactly that engine (create_execution_plan), knobs by the
+//          numeric value of cudnn_frontend::KnobType_t (the caller converts cudnn.knob_type names).
+// Output, one line per timed engine (input fields first, in the order read):
+//   ... ENGINE_ID KNOBS PLAN_NAME US_PER_CALL US_PER_CALL_GRAPH      (KNOBS `-` or `k=v,...` numeric)
+//   ... ENGINE_ID KNOBS PLAN_NAME error REASON                      (a candidate that did not run)
+//   ... error REASON                                                (the problem cannot run; the next one does)
+// On stderr first: `# cudnn VERSION` (cudnnGetVersion), the library this binary loaded.
+//
+// The problem is the harness's (kernels/backends/cudnn/graphs.py): NCHW tensors and KCRS filters
+// for float precisions, NHWC and KRSC for int8 (channels innermost, as cuDNN's int8 convolutions
+// need); io FLOAT/HALF/BFLOAT16/INT8, compute FLOAT (int8: INT32, and the int32 accumulator is the
+// output), intermediate FLOAT; cross-correlation, dilation 1. Callers pass the padded sizes.
+// Inputs are random (uniform in [-1, 1), filters scaled by 1/sqrt(C*R*S) as the harness scales
+// them; int8 integers in [-64, 64)), never zeros, which would run faster.
+// Timing (loop_timing.h): a host loop of executes (DeepBench's way) and the same executes captured
+// in a CUDA graph, each for at least SECONDS; graph NaN where an engine cannot be captured.
+//
+// Build: build_native.sh (needs the cudnn-frontend headers, cudnn.h, libcudnn and nvrtc.h).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+#include <cudnn_frontend.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <type_traits>
+#include <unordered_map>
+#include <vector>
+
+#include "loop_timing.h"
+
+namespace fe = cudnn_frontend;
+
+static const int MAX_CANDIDATES = 12;             // as kernels/backends/engine_choice.py: plans tried per direction
+static const int64_t WORKSPACE_LIMIT = int64_t(1) << 30;  // as engine_choice.py (DeepBench's int8 workspace)
+
+struct Types {
+  fe::DataType_t io, compute, output;
+  size_t io_bytes, output_bytes;
+  bool channels_last;
+  std::vector<fe::NumericalNote_t> excluded_notes;  // engines that would not compute in this precision
+};
+
+static bool types_of(const std::string& precision, Types& t) {
+  using D = fe::DataType_t;
+  if (precision == "fp32")
+    t = {D::FLOAT, D::FLOAT, D::FLOAT, 4, 4, false,
+         {fe::NumericalNote_t::TENSOR_CORE, fe::NumericalNote_t::DOWN_CONVERT_INPUTS}};
+  else if (precision == "tf32") t = {D::FLOAT, D::FLOAT, D::FLOAT, 4, 4, false, {}};
+  else if (precision == "fp16") t = {D::HALF, D::FLOAT, D::HALF, 2, 2, false, {}};
+  else if (precision == "bf16") t = {D::BFLOAT16, D::FLOAT, D::BFLOAT16, 2, 2, false, {}};
+  else if (precision == "int8") t = {D::INT8, D::INT32, D::INT32, 1, 4, true, {}};
+  else return false;
+  return true;
+}
+
+struct Problem {
+  std::string precision, direction, engine;
+  int64_t n, c, h, w, k, r, s, pad_h, pad_w, stride_h, stride_w;
+  double seconds;
+  std::string fields;  // the input fields, echoed at the start of every output line
+};
+
+static const int FIELDS = 15;
+
+static bool parse(const std::string& line, Problem& p) {
+  std::istringstream in(line);
+  if (!(in >> p.precision >> p.direction >> p.n >> p.c >> p.h >> p.w >> p.k >> p.r >> p.s >> p.pad_h >> p.pad_w >>
+        p.stride_h >> p.stride_w >> p.engine >> p.seconds))
+    return false;
+  // The fields as given (not as parsed): the caller finds its problem's lines by them.
+  std::istringstream tokens(line);
+  p.fields.clear();
+  std::string token;
+  for (int i = 0; i < FIELDS && tokens >> token; ++i) p.fields += (i ? " " : "") + token;
+  return true;
+}
+
+// "ID" or "ID:KNOB=V,..." with numeric knob types; false if malformed.
+static bool parse_engine(const std::string& spec, int64_t& id, std::unordered_map<fe::KnobType_t, int64_t>& knobs) {
+  try {
+    size_t used;
+    id = std::stoll(spec, &used);
+    if (used == spec.size()) return true;
+    if (spec[used] != ':') return false;
+    std::istringstream items(spec.substr(used + 1));
+    for (std::string item; std::getline(items, item, ',');) {
+      const size_t eq = item.find('=');
+      if (eq == std::string::npos) return false;
+      size_t key_used, value_used;
+      const int64_t key = std::stoll(item.substr(0, eq), &key_used);
+      const int64_t value = std::stoll(item.substr(eq + 1), &value_used);
+      if (key_used != eq || value_used != item.size() - eq - 1) return false;
+      knobs[fe::KnobType_t(key)] = value;
+    }
+    return true;
+  } catch (const std::exception&) {  // std::stoll: not a number
+    return false;
+  }
+}
+
+// Knobs as the output prints them: `-`, or `k=v,...` by ascending numeric knob type.
+static std::string knob_text(const std::unordered_map<fe::KnobType_t, int64_t>& knobs) {
+  if (knobs.empty()) return "-";
+  std::map<int64_t, int64_t> sorted;
+  for (const auto& [key, value] : knobs) sorted[int64_t(key)] = value;
+  std::string out;
+  for (const auto& [key, value] : sorted)
+    out += (out.empty() ? "" : ",") + std::to_string(key) + "=" + std::to_string(value);
+  return out;
+}
+
+static std::vector<int64_t> strides(const std::vector<int64_t>& d, bool channels_last) {  // d: (N, C, H, W)
+  return channels_last ? std::vector<int64_t>{d[1] * d[2] * d[3], 1, d[3] * d[1], d[1]}
+                       : std::vector<int64_t>{d[1] * d[2] * d[3], d[2] * d[3], d[3], 1};
+}
+
+static size_t elements(const std::vector<int64_t>& d) { return size_t(d[0]) * d[1] * d[2] * d[3]; }
+
+// Device memory of one problem, freed however the problem ends.
+struct DeviceMemory {
+  std::vector<void*> blocks;
+  ~DeviceMemory() {
+    for (void* p : blocks) cudaFree(p);
+  }
+  std::string alloc(void** p, size_t bytes) {
+    const cudaError_t e = cudaMalloc(p, std::max<size_t>(bytes, 1));
+    if (e != cudaSuccess)
+      return std::string("cudaMalloc of ") + std::to_string(bytes) + " bytes: " + cudaGetErrorString(e);
+    blocks.push_back(*p);
+    return "";
+  }
+};
+
+template <typename T>
+static std::string upload(DeviceMemory& mem, void** p, size_t n, float scale, unsigned seed) {
+  std::vector<T> host(n);
+  for (size_t i = 0; i < n; ++i) {
+    const float v = loop_timing::uniform_at(i, seed);
+    if constexpr (std::is_same_v<T, int8_t>) host[i] = int8_t(std::floor(v * loop_timing::INT8_RANGE));
+    else host[i] = T(v * scale);
+  }
+  std::string error = mem.alloc(p, n * sizeof(T));
+  if (!error.empty()) return error;
+  const cudaError_t e = cudaMemcpy(*p, host.data(), n * sizeof(T), cudaMemcpyHostToDevice);
+  return e == cudaSuccess ? "" : std::string("cudaMemcpy: ") + cudaGetErrorString(e);
+}
+
+// A device tensor of random values of the io type (scale: floats only; int8 are never scaled).
+static std::string random_tensor(DeviceMemory& mem, void** p, size_t n, fe::DataType_t io, float scale, unsigned seed) {
+  switch (io) {
+    case fe::DataType_t::FLOAT: return upload<float>(mem, p, n, scale, seed);
+    case fe::DataType_t::HALF: return upload<__half>(mem, p, n, scale, seed);
+    case fe::DataType_t::BFLOAT16: return upload<__nv_bfloat16>(mem, p, n, scale, seed);
+    default: return upload<int8_t>(mem, p, n, scale, seed);
+  }
+}
+
+struct Candidate {
+  int64_t index, engine_id, workspace;
+  std::unordered_map<fe::KnobType_t, int64_t> knobs;
+  std::string name;
+};
+
+// A frontend call that may fail for this problem: on failure, return why from the enclosing function.
+#define TRY_FE(what, expr) do { auto s_ = (expr); \
+  if (s_.is_bad()) return std::string(what) + ": " + s_.get_message(); } while (0)
+
+// The plan at `index` built, with its engine, knobs, name and workspace; "" or why not.
+static std::string describe(fe::graph::Graph& g, int64_t index, Candidate& c) {
+  TRY_FE("build_plan_at_index", g.build_plan_at_index(index));
+  TRY_FE("get_engine_and_knobs_at_index", g.get_engine_and_knobs_at_index(index, c.engine_id, c.knobs));
+  TRY_FE("get_plan_name_at_index", g.get_plan_name_at_index(index, c.name));
+  TRY_FE("get_workspace_size_plan_at_index", g.get_workspace_size_plan_at_index(index, c.workspace));
+  for (char& ch : c.name)
+    if (ch == ' ') ch = '_';  // one field of the output line
+  c.index = index;
+  return "";
+}
+
+// The plans to time, in cuDNN's order; "" or why there are none.
+static std::string candidates_of(fe::graph::Graph& g, const Problem& p, const Types& t, std::vector<Candidate>& out) {
+  if (p.engine != "-") {
+    int64_t id;
+    std::unordered_map<fe::KnobType_t, int64_t> knobs;
+    if (!parse_engine(p.engine, id, knobs)) return "malformed ENGINE (ID or ID:KNOB=V,... with numeric knob types)";
+    TRY_FE("create_execution_plan", g.create_execution_plan(id, knobs));
+    Candidate c;
+    const std::string error = describe(g, g.get_execution_plan_count() - 1, c);
+    if (!error.empty()) return "engine " + p.engine + " cannot run this convolution here: " + error;
+    out.push_back(c);
+    return "";
+  }
+  TRY_FE("create_execution_plans", g.create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK}));
+  g.deselect_behavior_notes({fe::BehaviorNote_t::RUNTIME_COMPILATION});
+  if (!t.excluded_notes.empty()) g.deselect_numeric_notes(t.excluded_notes);
+  g.deselect_workspace_greater_than(WORKSPACE_LIMIT);
+  std::set<std::string> seen;  // modes A and FALLBACK overlap
+  for (int64_t i = 0; i < g.get_execution_plan_count() && int(out.size()) < MAX_CANDIDATES; ++i) {
+    Candidate c;
+    if (!describe(g, i, c).empty()) continue;  // deselected, or a plan this GPU cannot build: not a candidate
+    if (seen.insert(std::to_string(c.engine_id) + ":" + knob_text(c.knobs)).second) out.push_back(c);
+  }
+  return out.empty() ? "cuDNN offers no engine for this convolution" : "";
+}
+
+// Build, plan and time one problem, printing a line per engine; "" or why it cannot run.
+static std::string run_problem(cudnnHandle_t handle, loop_timing::Timer& timer, const Problem& p, unsigned& seed) {
+  Types t;
+  if (!types_of(p.precision, t)) return "unknown precision (fp32|tf32|fp16|bf16|int8)";
+  if (p.direction != "fwd" && p.direction != "bwd_data" && p.direction != "bwd_filter")
+    return "unknown direction (fwd|bwd_data|bwd_filter)";
+  if (p.precision == "int8" && p.direction != "fwd") return "cuDNN has no int8 backward convolution";
+  for (int64_t v : {p.n, p.c, p.h, p.w, p.k, p.r, p.s, p.stride_h, p.stride_w})
+    if (v <= 0) return "sizes and strides must be positive";
+  if (p.pad_h < 0 || p.pad_w < 0) return "padding must not be negative";
+  const int64_t out_h = (p.h + 2 * p.pad_h - p.r) / p.stride_h + 1, out_w = (p.w + 2 * p.pad_w - p.s) / p.stride_w + 1;
+  if (out_h <= 0 || out_w <= 0) return "the filter is larger than the padded input";
+  const std::vector<int64_t> x_dims{p.n, p.c, p.h, p.w}, w_dims{p.k, p.c, p.r, p.s}, y_dims{p.n, p.k, out_h, out_w};
+
+  fe::graph::Graph g;
+  g.set_io_data_type(t.io).set_intermediate_data_type(fe::DataType_t::FLOAT).set_compute_data_type(t.compute);
+  auto tensor = [&](const char* name, const std::vector<int64_t>& dims) {
+    return g.tensor(fe::graph::Tensor_attributes().set_name(name).set_dim(dims)
+                        .set_stride(strides(dims, t.channels_last)).set_data_type(t.io));
+  };
+  const std::vector<int64_t> padding{p.pad_h, p.pad_w}, stride{p.stride_h, p.stride_w}, dilation{1, 1};
+  // Each direction's two inputs (with their dims and the scale of their random values) and output.
+  struct Role { std::shared_ptr<fe::graph::Tensor_attributes> tensor; std::vector<int64_t> dims; float scale; };
+  std::vector<Role> inputs;
+  Role output;
+  const float w_scale = 1.0f / std::sqrt(float(p.c * p.r * p.s));
+  if (p.direction == "fwd") {
+    inputs = {{tensor("X", x_dims), x_dims, 1.0f}, {tensor("W", w_dims), w_dims, w_scale}};
+    output = {g.conv_fprop(inputs[0].tensor, inputs[1].tensor, fe::graph::Conv_fprop_attributes()
+                  .set_padding(padding).set_stride(stride).set_dilation(dilation)), y_dims, 0.0f};
+  } else if (p.direction == "bwd_data") {
+    inputs = {{tensor("DY", y_dims), y_dims, 1.0f}, {tensor("W", w_dims), w_dims, w_scale}};
+    output = {g.conv_dgrad(inputs[0].tensor, inputs[1].tensor, fe::graph::Conv_dgrad_attributes()
+                  .set_padding(padding).set_stride(stride).set_dilation(dilation)), x_dims, 0.0f};
+  } else {
+    inputs = {{tensor("X", x_dims), x_dims, 1.0f}, {tensor("DY", y_dims), y_dims, 1.0f}};
+    output = {g.conv_wgrad(inputs[1].tensor, inputs[0].tensor, fe::graph::Conv_wgrad_attributes()
+                  .set_padding(padding).set_stride(stride).set_dilation(dilation)), w_dims, 0.0f};
+  }
+  output.tensor->set_output(true).set_data_type(t.output).set_dim(output.dims)
+      .set_stride(strides(output.dims, t.channels_last));
+  TRY_FE("validate", g.validate());
+  TRY_FE("build_operation_graph", g.build_operation_graph(handle));
+
+  std::vector<Candidate> candidates;
+  std::string error = candidates_of(g, p, t, candidates);
+  if (!error.empty()) return error;
+
+  DeviceMemory mem;
+  std::unordered_map<int64_t, void*> pack;  // tensor uid -> device memory, made once for every call
+  for (const Role& role : inputs) {
+    void* ptr;
+    error = random_tensor(mem, &ptr, elements(role.dims), t.io, role.scale, seed++);
+    if (!error.empty()) return error;
+    pack[role.tensor->get_uid()] = ptr;
+  }
+  void* out_ptr;
+  error = mem.alloc(&out_ptr, elements(output.dims) * t.output_bytes);
+  if (!error.empty()) return error;
+  pack[output.tensor->get_uid()] = out_ptr;
+  int64_t workspace_bytes = 0;
+  for (const Candidate& c : candidates) workspace_bytes = std::max(workspace_bytes, c.workspace);
+  void* workspace;
+  error = mem.alloc(&workspace, size_t(workspace_bytes));
+  if (!error.empty()) return error;
+
+  for (const Candidate& c : candidates) {
+    std::string reason;
+    auto call = [&]() {
+      auto s = g.execute_plan_at_index(handle, pack, workspace, c.index);
+      if (s.is_bad()) reason = s.get_message();
+      return s.is_good();
+    };
+    loop_timing::Times times;
+    const bool timed = timer.time_calls(call, 1000.0 * p.seconds, times);
+    std::printf("%s %lld %s %s ", p.fields.c_str(), (long long)c.engine_id, knob_text(c.knobs).c_str(), c.name.c_str());
+    if (timed) std::printf("%.4f %.4f\n", times.stream_us, times.graph_us);
+    else std::printf("error execute: %s\n", reason.empty() ? "the calls failed" : reason.c_str());
+    std::fflush(stdout);
+  }
+  return "";
+}
+
+int main() {
+  cudnnHandle_t handle;
+  cudnnStatus_t status = cudnnCreate(&handle);
+  if (status != CUDNN_STATUS_SUCCESS) {
+    std::fprintf(stderr, "cudnnCreate: %s\n", cudnnGetErrorString(status));
+    return 1;
+  }
+  std::fprintf(stderr, "# cudnn %zu\n", cudnnGetVersion());
+  loop_timing::Timer timer;
+  status = cudnnSetStream(handle, timer.stream);
+  if (status != CUDNN_STATUS_SUCCESS) {
+    std::fprintf(stderr, "cudnnSetStream: %s\n", cudnnGetErrorString(status));
+    return 1;
+  }
+  unsigned seed = 1;
+  for (std::string line; std::getline(std::cin, line);) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    Problem p;
+    std::string error = "malformed line";
+    p.fields = line;
+    try {
+      if (parse(line, p)) error = run_problem(handle, timer, p, seed);
+    } catch (const std::exception& e) {  // the frontend throws on some misuse: this problem fails, the next runs
+      error = std::string("exception: ") + e.what();
+    }
+    if (!error.empty()) std::printf("%s error %s\n", p.fields.c_str(), error.c_str());
+    std::fflush(stdout);
+  }
+  cudnnDestroy(handle);
+  return 0;
+}

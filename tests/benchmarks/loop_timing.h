@@ -1,0 +1,149 @@
+// How the native loops (gemm_loop.cu, conv_loop.cpp) time a library call, so that both time alike.
+//
+// After WARMUP calls, trials of `calls` back-to-back calls between two CUDA events (calls chosen so
+// a trial lasts >= MIN_TRIAL_MS), at least MIN_TRIALS of them and for at least the seconds the
+// caller asks (the side-by-side passes how long the harness measured that call, so both figures
+// are medians over as long a stretch of the GPU's power states); the median trial is reported.
+// Two ways, one after the other:
+//   stream  `calls` calls from a host loop (DeepBench's way). Launch-bound for calls shorter than
+//           the host's launch rate (~5-8 us), so an upper bound there.
+//   graph   the same `calls` calls captured once in a CUDA graph, the graph replayed per trial (the
+//           harness's way, without Python). NaN where the library's call cannot be captured.
+// Host-only code (cuda_runtime API), so that a plain C++ file can include it.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+// For what must work for the program to mean anything (stream, events): a failure ends the program.
+#define CHECK_CUDA(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
+  std::fprintf(stderr, "CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__); std::exit(1); } } while (0)
+
+namespace loop_timing {
+
+const int WARMUP = 5;
+const int MIN_TRIALS = 7;
+const float MIN_TRIAL_MS = 2.0f;
+const int MAX_CALLS = 4000;
+
+// Uniform values in [-1, 1) from a per-element hash: random data, never zeros or constants, the
+// same on the host (conv_loop fills there) and the device (gemm_loop's fill kernel).
+__host__ __device__ inline float uniform_at(size_t i, unsigned seed) {
+  unsigned h = unsigned(i) * 2654435761u ^ (seed * 0x9e3779b9u);
+  h ^= h >> 16; h *= 0x85ebca6bu; h ^= h >> 13; h *= 0xc2b2ae35u; h ^= h >> 16;
+  return (h & 0xffffff) / float(0x800000) - 1.0f;
+}
+
+const float INT8_RANGE = 64.0f;  // int8 inputs are integers in [-64, 64), as the harness draws them
+
+struct Times {
+  float stream_us = NAN;
+  int calls = 0;
+  float graph_us = NAN;  // NaN where the calls could not be captured in a graph
+};
+
+// One stream and a pair of events for the whole program; `call` functions enqueue on `stream`.
+class Timer {
+ public:
+  cudaStream_t stream;
+
+  Timer() {
+    CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    CHECK_CUDA(cudaEventCreate(&start_));
+    CHECK_CUDA(cudaEventCreate(&stop_));
+  }
+  ~Timer() {
+    cudaEventDestroy(start_);
+    cudaEventDestroy(stop_);
+    cudaStreamDestroy(stream);
+  }
+
+  // The us per call of `calls` calls of `call` (which returns false when the library refuses
+  // it), both ways; false if a call failed outside the graph capture.
+  template <typename Call>
+  bool time_calls(Call call, double min_ms, Times& out) {
+    int calls = 1;
+    auto loop = [&]() {
+      for (int i = 0; i < calls; ++i)
+        if (!call()) return false;
+      return true;
+    };
+    for (int i = 0; i < WARMUP; ++i)
+      if (!call()) return false;
+    CHECK_CUDA(cudaStreamSynchronize(stream));
+    for (;;) {  // calibrate: calls per trial so that a trial lasts at least MIN_TRIAL_MS
+      float ms;
+      if (!trial_ms(loop, ms)) return false;
+      if (ms >= MIN_TRIAL_MS || calls >= MAX_CALLS) break;
+      calls = std::min(MAX_CALLS, std::max(2 * calls, int(calls * MIN_TRIAL_MS / std::max(ms, 1e-3f)) + 1));
+    }
+    out.calls = calls;
+    if (!median_us(loop, calls, min_ms, out.stream_us)) return false;
+    out.graph_us = graph_us(loop, calls, min_ms);
+    return true;
+  }
+
+ private:
+  cudaEvent_t start_, stop_;
+
+  // The milliseconds between two events around what `trial` enqueues; false if it failed.
+  template <typename Trial>
+  bool trial_ms(Trial trial, float& ms) {
+    CHECK_CUDA(cudaEventRecord(start_, stream));
+    const bool ok = trial();
+    CHECK_CUDA(cudaEventRecord(stop_, stream));
+    CHECK_CUDA(cudaEventSynchronize(stop_));  // also when a call failed: what was enqueued drains first
+    CHECK_CUDA(cudaEventElapsedTime(&ms, start_, stop_));
+    return ok;
+  }
+
+  // The median us per call over trials of `trial` (which enqueues `calls` calls): at least
+  // MIN_TRIALS trials and at least min_ms of them.
+  template <typename Trial>
+  bool median_us(Trial trial, int calls, double min_ms, float& us) {
+    std::vector<float> per_call;
+    for (double spent_ms = 0.0; int(per_call.size()) < MIN_TRIALS || spent_ms < min_ms;) {
+      float ms;
+      if (!trial_ms(trial, ms)) return false;
+      per_call.push_back(ms * 1000.0f / calls);
+      spent_ms += ms;
+    }
+    std::sort(per_call.begin(), per_call.end());
+    us = per_call[per_call.size() / 2];
+    return true;
+  }
+
+  // The same calls captured once in a graph and replayed per trial; NaN (with the reason on
+  // stderr) where capture fails. Capture errors are not sticky: the stream stays usable.
+  template <typename Loop>
+  float graph_us(Loop loop, int calls, double min_ms) {
+    float us = NAN;
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    cudaError_t e = cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal);
+    if (e == cudaSuccess) {
+      const bool enqueued = loop();
+      e = cudaStreamEndCapture(stream, &graph);  // always ends the capture, also after a failed call
+      if (!enqueued && e == cudaSuccess) e = cudaErrorStreamCaptureInvalidated;
+    }
+    if (e == cudaSuccess) e = cudaGraphInstantiate(&exec, graph, 0);
+    if (e == cudaSuccess) {
+      auto replay = [&]() { return cudaGraphLaunch(exec, stream) == cudaSuccess; };
+      if (!replay() || !median_us(replay, calls, min_ms, us)) us = NAN;  // the first launch uploads the graph
+    } else {
+      std::fprintf(stderr, "# graph capture failed (%s): graph time NaN\n", cudaGetErrorString(e));
+      (void)cudaGetLastError();
+    }
+    if (exec) CHECK_CUDA(cudaGraphExecDestroy(exec));
+    if (graph) CHECK_CUDA(cudaGraphDestroy(graph));
+    CHECK_CUDA(cudaStreamSynchronize(stream));
+    return us;
+  }
+};
+
+}  // namespace loop_timing

@@ -1,0 +1,553 @@
+"""Native side-by-side (issue 20's evidence; a script, not a unit test: needs an NVIDIA GPU and the
+loops tests/benchmarks/build_native.sh builds).
+
+Does the harness time NVIDIA's libraries as a plain C++ program calling them would? For every `ok`
+GEMM and convolution result of one or more deepbench-run results folders, the very problem the
+harness timed, as its result records it, is run again by a native loop on the same GPU, for as
+long as the harness measured it (samples x median x calls per sample, at least MIN_SECONDS):
+  GEMM  gemm_loop: cublasGemmEx with the result's `blas_call` (transa, transb, m, n, k as padded;
+        lda/ldb/ldc as recorded, which the loop derives the same way), the precision's types;
+  conv  conv_loop: the direction's cuDNN graph (the harness's layouts and types, the padded sizes)
+        on exactly the engine and knobs the result names (info.cudnn), and, for the choice, every
+        candidate cuDNN's heuristics offer under the harness's candidate policy, each timed for
+        --candidate-seconds.
+Both loops time two ways: a host loop of calls (DeepBench's way; launch-bound for calls under ~5-8 us)
+and the same calls captured in a CUDA graph (the harness's way, without Python). Each kernel's
+ratio harness / native uses the BETTER (smaller) of the two native times; both are printed.
+Before the first problem a large fp16 GEMM runs for --warm-up seconds, since the harness measures
+on a GPU at its working temperature (kernels/timing/warmup.py) and the clocks depend on it.
+For convolutions it also prints the chosen engine's native time over the fastest candidate's
+(both timed alike in the candidate pass), with both engine ids; the fastest is taken among the
+candidates the harness did not reject (a rejected engine computed wrong results), and its harness
+status says whether it was checked (`passed`) or only timed slower by the harness (`unchecked`).
+
+Summary lines per (operation, precision), over parts of MIN_US (20 us) or more: how many have
+harness / native within [0.95, 1.05], min / median / max, how many are outside [0.8, 1.25]; for
+convolutions, how many chosen engines are within 5% of the fastest candidate. Issue 20's targets:
+>= 95% within [0.95, 1.05] and none outside [0.8, 1.25]; every chosen engine within 5%.
+
+    bash tests/benchmarks/build_native.sh
+    python tests/benchmarks/native_side_by_side.py RESULTS_DIR [...] --json side-by-side.json
+    python tests/benchmarks/native_side_by_side.py RESULTS_DIR --shard 0/2 --json a.json   # in parts,
+    python tests/benchmarks/native_side_by_side.py --merge a.json b.json                 # then summed up
+    python tests/benchmarks/native_side_by_side.py RESULTS_DIR --dry-run   # the loops' input, no GPU needed
+
+Results without the native backends' records (no `blas_call`, no `info.cudnn`: PyTorch-backend
+results) are skipped with a note.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import math
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from deepbench.kernels.results import RESULTS_FILE, KernelResult, Status, read_results
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_BIN = HERE.parent.parent / "build" / "native"
+MIN_SECONDS = 0.2             # a native problem runs at least this long each way
+CANDIDATE_SECONDS = 0.1       # each candidate engine, each way
+MIN_US = 20.0                 # issue 20's targets hold for parts this long or longer
+WITHIN = (0.95, 1.05)
+OUTSIDE = (0.8, 1.25)
+WITHIN_SHARE = 0.95
+CHOICE_MARGIN = 1.05          # chosen engine within 5% of the fastest candidate
+WARM_UP_S = 20.0              # seconds of a large fp16 GEMM before the first native problem
+WARM_UP_LINE = "fp16 N N 8192 8192 8192 {seconds:.1f} default"  # kernels/timing/warmup.py's WARM_GEMM
+PROGRESS_EVERY = 20           # loop output lines between progress lines on stderr
+CONV_FIELDS = 15              # conv_loop's input fields, echoed at the start of its output lines
+GEMM_PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "int8")
+# cuBLAS math mode per harness backend (gemm_loop's MATH field): the PyTorch backend forbids
+# fp16/bf16 split-K reductions (pytorch/context.py), the cuBLAS backend leaves the handle's default.
+GEMM_MATH = {"torch": "strict"}
+GEMM_MATH_DEFAULT = "default"
+NOT_LISTED = "not in the harness's list"
+
+
+class UsageError(Exception):
+    """Bad input: one line and exit status 2."""
+
+
+@dataclass
+class Problem:
+    """One native problem: the line a loop reads, and what the harness measured for it."""
+
+    op: str                 # gemm | conv
+    result_id: str
+    precision: str
+    direction: str
+    harness_us: float
+    line: str               # the pinned problem (gemm_loop or conv_loop input)
+    candidates_line: str = ""  # conv: the same problem with ENGINE `-`
+    engine: str = ""        # conv: the harness's engine as recorded (knob names)
+    native_engine: str = ""  # conv: "ENGINE_ID KNOBS" as conv_loop prints it (numeric knobs)
+    # conv: native engine -> the harness's record of that candidate (its engine spec, status ...)
+    candidates: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def status(self, engine: str) -> str:
+        """The harness's verdict on a candidate: chosen, passed, rejected, unchecked (or not listed)."""
+        return str(self.candidates.get(engine, {}).get("status", NOT_LISTED))
+
+    def harness_name(self, engine: str) -> str:
+        """A native engine as the harness names it (knobs by name), where the harness listed it."""
+        return str(self.candidates.get(engine, {}).get("engine") or loop_engine(engine))
+
+
+# ----- from results to the loops' input -----------------------------------------------------
+
+def parse_engine(spec: str) -> tuple[int, dict[str, int]]:
+    """'34' or '34:TILE_SIZE=3,SPLIT_K_BUF=0' (as results record engines) -> (34, {name: value}).
+    The harness's own parser (kernels/backends/engine_choice.py) does the same with its error
+    messages; this one raises ValueError, which the caller turns into a skip note."""
+    head, _, tail = spec.strip().partition(":")
+    knobs = {}
+    for item in filter(None, (p.strip() for p in tail.split(","))):
+        name, eq, value = item.partition("=")
+        if not eq:
+            raise ValueError(f"malformed knob '{item}' in engine '{spec}'")
+        knobs[name.strip().upper()] = int(value)
+    return int(head), knobs
+
+
+def native_engine(engine_id: int, knobs: dict[str, int], knob_types: dict[str, int] | None) -> str:
+    """The engine as conv_loop reads and prints it: 'ID KNOBS' with KNOBS '-' or 'k=v,...' by
+    ascending numeric knob type (cudnn_frontend::KnobType_t, the values of cudnn.knob_type).
+    knob_types None (a dry run without cudnn): the knobs by name, which conv_loop would refuse."""
+    if knob_types is None:
+        items: list[tuple[Any, int]] = sorted(knobs.items())
+    else:
+        try:
+            items = sorted((knob_types[name], value) for name, value in knobs.items())
+        except KeyError as exc:
+            raise ValueError(f"knob {exc} is not a cudnn.knob_type member") from None
+    return f"{engine_id} {','.join(f'{k}={v}' for k, v in items) or '-'}"
+
+
+def loop_engine(native: str) -> str:
+    """conv_loop's ENGINE field for an engine 'ID KNOBS': 'ID' or 'ID:k=v,...'."""
+    engine_id, knobs = native.split(" ")
+    return engine_id if knobs == "-" else f"{engine_id}:{knobs}"
+
+
+def knob_table() -> dict[str, int] | None:
+    """cudnn.knob_type's names -> numeric values, from the installed cudnn-frontend (None if absent)."""
+    try:
+        import cudnn
+    except Exception:  # noqa: BLE001 - absent, or its library will not load here
+        return None
+    return {name: int(getattr(member, "value", member)) for name, member in cudnn.knob_type.__members__.items()}
+
+
+def measured_seconds(part: Any) -> float:
+    """How long the harness measured a part: samples x median x calls per sample, at least MIN_SECONDS."""
+    m = part.measurement
+    return max(MIN_SECONDS, m.stats.n * m.stats.median * m.calls_per_sample / 1e6)
+
+
+def gemm_problem(r: KernelResult) -> Problem:
+    """gemm_loop's line for a GEMM result (ValueError: why it has none)."""
+    part = r.parts[0]
+    call = part.info.get("blas_call")
+    if not call:
+        raise ValueError("no blas_call in its record (not the cuBLAS backend)")
+    ta, tb, m, n, k = call["transa"], call["transb"], call["m"], call["n"], call["k"]
+    derived = {"lda": k if ta == "T" else m, "ldb": n if tb == "T" else k, "ldc": m}
+    recorded = {name: call.get(name) for name in derived}
+    if not any(recorded.values()):
+        raise ValueError("its blas_call has no lda/ldb/ldc (a PyTorch-backend record: torch's call, not cublasGemmEx)")
+    if recorded != derived:
+        raise ValueError(f"recorded {recorded} differ from DeepBench's {derived}, which gemm_loop uses")
+    if r.precision.name.value not in GEMM_PRECISIONS:
+        raise ValueError(f"gemm_loop has no {r.precision.name.value}")
+    math_mode = GEMM_MATH.get(r.backend, GEMM_MATH_DEFAULT)
+    line = f"{r.precision.name.value} {ta} {tb} {m} {n} {k} {measured_seconds(part):.3f} {math_mode}"
+    return Problem("gemm", r.id, r.precision.name.value, part.direction, part.measurement.stats.median, line)
+
+
+def conv_problems(r: KernelResult, knob_types: dict[str, int] | None, candidate_seconds: float
+                  ) -> tuple[list[Problem], list[str]]:
+    """conv_loop's lines for each direction of a convolution result, and notes on the directions
+    skipped. knob_types None: names are left unconverted (a dry run without cudnn installed)."""
+    kk = r.kernel
+    sizes = {d: r.padding.get(d, getattr(kk, d)) for d in ("n", "c", "h", "w", "k")}
+    shape = (f"{sizes['n']} {sizes['c']} {sizes['h']} {sizes['w']} {sizes['k']} {kk.r} {kk.s} "
+             f"{kk.pad_h} {kk.pad_w} {kk.stride_h} {kk.stride_w}")
+    problems, notes = [], []
+    for part in r.parts:
+        rec = part.info.get("cudnn")
+        if not rec or "engine_id" not in rec:
+            notes.append(f"{r.id} {part.direction}: no info.cudnn engine in its record (not the cuDNN backend)")
+            continue
+        try:
+            chosen = native_engine(int(rec["engine_id"]), dict(rec.get("knobs", {})), knob_types)
+            specs = {native_engine(*parse_engine(c["engine"]), knob_types): c for c in rec.get("candidates", [])}
+        except ValueError as exc:
+            notes.append(f"{r.id} {part.direction}: {exc}")
+            continue
+        head = f"{r.precision.name.value} {part.direction} {shape}"
+        problems.append(Problem(
+            "conv", r.id, r.precision.name.value, part.direction, part.measurement.stats.median,
+            line=f"{head} {loop_engine(chosen)} {measured_seconds(part):.3f}",
+            candidates_line=f"{head} - {candidate_seconds:.3f}" if candidate_seconds > 0 else "",
+            engine=str(rec.get("engine", "")), native_engine=chosen, candidates=specs))
+    return problems, notes
+
+
+def select_results(folders: list[Path], only: str | None, shard: tuple[int, int]) -> list[KernelResult]:
+    """The ok GEMM and convolution results of the folders, filtered by id pattern and shard."""
+    out = []
+    for folder in folders:
+        path = folder / RESULTS_FILE
+        if not path.is_file():
+            raise UsageError(f"{folder} has no {RESULTS_FILE}: not a deepbench-run results folder")
+        try:
+            results = read_results(path)
+        except ValueError as exc:
+            raise UsageError(f"{path} is malformed: {str(exc).splitlines()[0]}") from None
+        out += [r for r in results if r.op in ("gemm", "conv") and (only is None or fnmatch.fnmatch(r.id, only))]
+    index, count = shard
+    return [r for i, r in enumerate(out) if i % count == index]
+
+
+def build_problems(results: Iterable[KernelResult], knob_types: dict[str, int] | None,
+                   candidate_seconds: float) -> tuple[list[Problem], list[str]]:
+    problems: list[Problem] = []
+    notes: list[str] = []
+    for r in results:
+        if r.status is not Status.OK:
+            notes.append(f"{r.id}: {r.status.value}, skipped")
+            continue
+        if r.op == "gemm":
+            try:
+                problems.append(gemm_problem(r))
+            except ValueError as exc:
+                notes.append(f"{r.id}: {exc}")
+        else:
+            ps, ns = conv_problems(r, knob_types, candidate_seconds)
+            problems += ps
+            notes += ns
+    return problems, notes
+
+
+def loop_inputs(problems: list[Problem]) -> tuple[list[str], list[str]]:
+    """gemm_loop's and conv_loop's stdin lines, each distinct line once (results may repeat a problem)."""
+    gemm = list(dict.fromkeys(p.line for p in problems if p.op == "gemm"))
+    conv = list(dict.fromkeys(line for p in problems if p.op == "conv" for line in (p.line, p.candidates_line) if line))
+    return gemm, conv
+
+
+# ----- running the loops ---------------------------------------------------------------------
+
+def run_loop(binary: Path, lines: list[str], what: str) -> tuple[list[str], str]:
+    """The loop's output lines and its stderr, with progress on stderr. Input is written from a
+    thread so that neither pipe can fill up while the other waits."""
+    if not binary.is_file():
+        raise UsageError(f"no {binary}: build the native loops first (bash tests/benchmarks/build_native.sh)")
+    proc = subprocess.Popen([str(binary)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, bufsize=1)
+    assert proc.stdin and proc.stdout and proc.stderr
+
+    def feed() -> None:
+        proc.stdin.write("".join(line + "\n" for line in lines))
+        proc.stdin.close()
+
+    errors: list[str] = []
+    threading.Thread(target=feed, daemon=True).start()
+    reader = threading.Thread(target=lambda: errors.extend(proc.stderr), daemon=True)
+    reader.start()
+    out = []
+    started = time.monotonic()
+    for line in proc.stdout:
+        out.append(line.rstrip("\n"))
+        if len(out) % PROGRESS_EVERY == 0:
+            print(f"# {what}: {len(out)} lines, {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
+    proc.wait()
+    reader.join()
+    print(f"# {what}: {len(out)} lines for {len(lines)} problems in {time.monotonic() - started:.0f} s",
+          file=sys.stderr)
+    if proc.returncode != 0:
+        print(f"# {what} ended with status {proc.returncode}: {''.join(errors[-3:]).strip()}", file=sys.stderr)
+    return out, "".join(errors)
+
+
+def loop_version(stderr: str, library: str) -> str | None:
+    """The `# LIBRARY VERSION` line a loop prints first."""
+    for line in stderr.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[:2] == ["#", library]:
+            return parts[2]
+    return None
+
+
+def parse_gemm_output(lines: list[str], inputs: list[str]) -> dict[str, dict[str, Any]]:
+    """gemm_loop prints one line per input line, in order: input line -> figures or error."""
+    out = {}
+    for line_in, line_out in zip(inputs, lines):
+        f = line_out.split()
+        if len(f) >= 7 and f[6] == "error":
+            out[line_in] = {"error": " ".join(f[7:])}
+        elif len(f) == 9:
+            out[line_in] = {"native_us": float(f[6]), "calls": int(f[7]), "native_graph_us": float(f[8])}
+        else:
+            out[line_in] = {"error": f"unexpected output '{line_out}'"}
+    return out
+
+
+def parse_conv_output(lines: list[str]) -> dict[str, dict[str, Any]]:
+    """conv_loop's lines by their echoed input: {'engines': {'ID KNOBS': figures}, 'order': [...],
+    'error': problem error}. An engine's figures: us, graph_us (NaN if not capturable) or error."""
+    out: dict[str, dict[str, Any]] = defaultdict(lambda: {"engines": {}, "order": []})
+    for line in lines:
+        f = line.split()
+        key, rest = " ".join(f[:CONV_FIELDS]), f[CONV_FIELDS:]
+        entry = out[key]
+        if rest and rest[0] == "error":
+            entry["error"] = " ".join(rest[1:])
+        elif len(rest) >= 4:
+            engine = f"{rest[0]} {rest[1]}"
+            entry["order"].append(engine)
+            if rest[3] == "error":
+                entry["engines"][engine] = {"name": rest[2], "error": " ".join(rest[4:])}
+            else:
+                entry["engines"][engine] = {"name": rest[2], "us": float(rest[3]), "graph_us": float(rest[4])}
+    return dict(out)
+
+
+# ----- rows and summaries -----------------------------------------------------------------------
+
+def best(host_us: float, graph_us: float) -> float:
+    """The better of the two native figures (NaN graph: the host loop's)."""
+    return min(x for x in (host_us, graph_us) if not math.isnan(x))
+
+
+def make_row(p: Problem, gemm: dict[str, dict], conv: dict[str, dict]) -> dict[str, Any]:
+    row: dict[str, Any] = {"id": p.result_id, "op": p.op, "precision": p.precision, "direction": p.direction,
+                           "harness_us": p.harness_us, "line": p.line}
+    if p.op == "gemm":
+        figures = gemm.get(p.line, {"error": "no output from gemm_loop"})
+        row.update(figures)
+    else:
+        entry = conv.get(p.line, {"error": "no output from conv_loop", "engines": {}})
+        engines = entry["engines"]
+        # The pinned line times one engine; cuDNN may report its knobs otherwise than the record did.
+        reported = p.native_engine if p.native_engine in engines else next(iter(engines), None)
+        pinned = engines.get(reported, {}) if len(engines) <= 1 or reported == p.native_engine else {}
+        row.update(engine=p.engine, native_engine=p.native_engine, plan_name=pinned.get("name"))
+        if reported and reported != p.native_engine:
+            row["native_engine_reported"] = reported
+        if "us" in pinned:
+            row.update(native_us=pinned["us"], native_graph_us=pinned["graph_us"])
+        else:
+            row["error"] = entry.get("error") or pinned.get("error") or "the pinned engine printed no figures"
+        if p.candidates_line:
+            row.update(choice(p, conv.get(p.candidates_line)))
+    if "native_us" in row:
+        row["native_best_us"] = best(row["native_us"], row["native_graph_us"])
+        row["ratio"] = p.harness_us / row["native_best_us"]
+    return row
+
+
+def choice(p: Problem, entry: dict[str, Any] | None) -> dict[str, Any]:
+    """The chosen engine against the fastest candidate the harness did not reject, both timed in
+    the candidate pass."""
+    if not entry:
+        return {"choice_error": "no output for the candidates"}
+    if entry.get("error"):
+        return {"choice_error": entry["error"]}
+    timed = {e: f for e, f in entry["engines"].items() if "us" in f}
+    times = {e: best(f["us"], f["graph_us"]) for e, f in timed.items()}
+    eligible = {e: t for e, t in times.items() if p.status(e) != "rejected"}
+    out: dict[str, Any] = {
+        "candidates_native": len(entry["order"]), "candidates_harness": len(p.candidates),
+        "candidates_common": len(set(entry["order"]) & set(p.candidates)),
+        "candidates": [{"engine": e, "status": p.status(e), **entry["engines"][e]} for e in entry["order"]]}
+    if not eligible:
+        out["choice_error"] = "no candidate the harness did not reject ran here"
+        return out
+    fastest = min(eligible, key=eligible.__getitem__)
+    out.update(fastest_engine=p.harness_name(fastest), fastest_us=eligible[fastest], fastest_status=p.status(fastest))
+    if p.native_engine in times:
+        out["chosen_candidate_us"] = times[p.native_engine]
+        out["chosen_over_fastest"] = times[p.native_engine] / eligible[fastest]
+    else:
+        out["choice_error"] = f"the chosen engine {p.native_engine} was not among the candidates here"
+    return out
+
+
+def fmt(x: Any, spec: str = "9.2f") -> str:
+    return format(x, spec) if isinstance(x, (int, float)) and not (isinstance(x, float) and math.isnan(x)) else "-"
+
+
+def print_rows(rows: list[dict[str, Any]]) -> None:
+    print(f"{'id':44} {'prec':5} {'dir':10} {'harness_us':>10} {'native_us':>10} {'graph_us':>10} {'h/native':>8}  "
+          f"conv: chosen engine, its candidate us / fastest's (engine, harness status)")
+    for r in rows:
+        tail = r.get("error", "")
+        if r["op"] == "conv" and not tail:
+            tail = r["engine"]
+            if "chosen_over_fastest" in r:
+                tail += (f"  {r['chosen_candidate_us']:.2f} / {r['fastest_us']:.2f} = {r['chosen_over_fastest']:.3f} "
+                         f"({r['fastest_engine']}, {r['fastest_status']})")
+            elif "choice_error" in r:
+                tail += f"  choice: {r['choice_error']}"
+        print(f"{r['id']:44} {r['precision']:5} {r['direction']:10} {fmt(r['harness_us'], '10.2f')} "
+              f"{fmt(r.get('native_us'), '10.2f')} {fmt(r.get('native_graph_us'), '10.2f')} "
+              f"{fmt(r.get('ratio'), '8.3f')}  {tail}")
+
+
+def summarize(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], bool]:
+    """SUMMARY lines per (operation, precision) over parts of MIN_US or more; whether every target holds."""
+    groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for r in rows:
+        groups[(r["op"], r["precision"])].append(r)
+    summaries, ok = [], True
+    print()
+    for (op, precision), group in sorted(groups.items()):
+        long_ = [r for r in group if r["harness_us"] >= MIN_US]
+        ratios = [r["ratio"] for r in long_ if "ratio" in r]
+        s: dict[str, Any] = {"op": op, "precision": precision, "parts": len(group), "parts_min_us": len(long_),
+                             "compared": len(ratios), "errors": sum("ratio" not in r for r in group)}
+        if ratios:
+            within = sum(WITHIN[0] <= x <= WITHIN[1] for x in ratios)
+            outside = sum(not OUTSIDE[0] <= x <= OUTSIDE[1] for x in ratios)
+            s.update(within=within, outside=outside, min=min(ratios), median=statistics.median(ratios),
+                     max=max(ratios), passed=within >= WITHIN_SHARE * len(ratios) and outside == 0)
+            ok &= s["passed"]
+            print(f"SUMMARY {op} {precision}: {len(ratios)} parts >= {MIN_US:g} us compared ({s['errors']} without a "
+                  f"native figure); harness/native within [{WITHIN[0]}, {WITHIN[1]}]: {within} "
+                  f"({100 * within / len(ratios):.1f}%); "
+                  f"min {s['min']:.3f} median {s['median']:.3f} max {s['max']:.3f}; "
+                  f"outside [{OUTSIDE[0]}, {OUTSIDE[1]}]: {outside}  {'PASS' if s['passed'] else 'FAIL'}")
+        else:
+            print(f"SUMMARY {op} {precision}: no part >= {MIN_US:g} us with a native figure ({len(group)} parts, "
+                  f"{s['errors']} without one)")
+        if op == "conv":
+            chosen = [r["chosen_over_fastest"] for r in long_ if "chosen_over_fastest" in r]
+            if chosen:
+                close = sum(x <= CHOICE_MARGIN for x in chosen)
+                s.update(choice_compared=len(chosen), choice_within=close, choice_max=max(chosen),
+                         choice_passed=close == len(chosen))
+                ok &= s["choice_passed"]
+                print(f"SUMMARY conv {precision} choice: {close} of {len(chosen)} chosen engines within "
+                      f"{100 * (CHOICE_MARGIN - 1):.0f}% of the fastest candidate (worst {max(chosen):.3f})  "
+                      f"{'PASS' if s['choice_passed'] else 'FAIL'}")
+        summaries.append(s)
+    return summaries, ok
+
+
+# ----- main --------------------------------------------------------------------------------------
+
+def parse_shard(text: str) -> tuple[int, int]:
+    index, _, count = text.partition("/")
+    try:
+        i, n = int(index), int(count)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not I/N") from None
+    if not 0 <= i < n:
+        raise argparse.ArgumentTypeError(f"'{text}': I must be in [0, N)")
+    return i, n
+
+
+def merge(paths: list[Path]) -> int:
+    rows, versions = [], []
+    for path in paths:
+        try:
+            data = json.loads(path.read_text())
+            rows += data["rows"]
+            versions.append(data.get("versions", {}))
+        except (OSError, ValueError, KeyError) as exc:
+            raise UsageError(f"{path}: not a side-by-side JSON ({exc})") from None
+    print(f"# merged {len(paths)} parts; native library versions: {versions}")
+    print_rows(rows)
+    return 0 if summarize(rows)[1] else 1
+
+
+def run(args: argparse.Namespace) -> int:
+    results = select_results(args.folders, args.only, args.shard)
+    knob_types = knob_table()
+    needs_knobs = any(r.op == "conv" for r in results)
+    if knob_types is None and needs_knobs and not args.dry_run:
+        raise UsageError("cudnn (nvidia-cudnn-frontend) is not importable here: it names the knob types conv_loop "
+                         "needs as numbers")
+    problems, notes = build_problems(results, knob_types, args.candidate_seconds)
+    for note in notes:
+        print(f"# skipped: {note}")
+    gemm_in, conv_in = loop_inputs(problems)
+    if args.dry_run:
+        if knob_types is None and needs_knobs:
+            print("# cudnn is not importable here: conv knobs are shown by name (conv_loop needs them as numbers)")
+        seconds = (args.warm_up + sum(2 * float(line.split()[6]) for line in gemm_in)
+                   + sum(2 * float(line.split()[-1]) for line in conv_in))
+        print(f"# {len(problems)} parts; at least {seconds:.0f} s of native timing (candidates: per engine)")
+        for what, lines in (("gemm_loop", gemm_in), ("conv_loop", conv_in)):
+            print(f"# {what} stdin ({len(lines)} lines)")
+            print("\n".join(lines))
+        return 0
+    if not problems:
+        raise UsageError("no GEMM or convolution result with a native record to run (see the notes above)")
+    if args.warm_up > 0:  # the harness measured on a GPU at its working temperature: so do the loops
+        # gemm_loop runs a line's seconds twice (host loop, then graph)
+        run_loop(args.bin / "gemm_loop", [WARM_UP_LINE.format(seconds=args.warm_up / 2)], "warm-up")
+    gemm_out, gemm_err = run_loop(args.bin / "gemm_loop", gemm_in, "gemm_loop") if gemm_in else ([], "")
+    conv_out, conv_err = run_loop(args.bin / "conv_loop", conv_in, "conv_loop") if conv_in else ([], "")
+    gemm, conv = parse_gemm_output(gemm_out, gemm_in), parse_conv_output(conv_out)
+    rows = [make_row(p, gemm, conv) for p in problems]
+    versions = {"cublas": loop_version(gemm_err, "cublas"), "cudnn": loop_version(conv_err, "cudnn")}
+    harness_versions = {"cublas": {r.library.get("cublas") for r in results if r.op == "gemm"} - {None},
+                        "cudnn": {r.library.get("cudnn_backend") for r in results if r.op == "conv"} - {None}}
+    for lib, native in versions.items():
+        if native and harness_versions[lib] and harness_versions[lib] != {native}:
+            print(f"# WARNING: the harness's results name {lib} {sorted(harness_versions[lib])}, the native loop "
+                  f"loaded {native}")
+    print(f"# native libraries: {versions}")
+    print_rows(rows)
+    summaries, ok = summarize(rows)
+    if args.json:
+        args.json.write_text(json.dumps({"versions": versions, "folders": [str(f) for f in args.folders],
+                                         "rows": rows, "summary": summaries, "skipped": notes}, indent=1))
+    return 0 if ok else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("folders", nargs="*", type=Path, help="deepbench-run results folders (results.jsonl)")
+    ap.add_argument("--bin", type=Path, default=DEFAULT_BIN,
+                    help=f"where build_native.sh put the loops (default {DEFAULT_BIN})")
+    ap.add_argument("--dry-run", action="store_true", help="print the loops' input lines and stop (no GPU needed)")
+    ap.add_argument("--json", type=Path, metavar="OUT", help="write the per-kernel rows and the summary here")
+    ap.add_argument("--only", metavar="GLOB", help="results whose id matches, e.g. 'conv/server/*/int8/*'")
+    ap.add_argument("--shard", type=parse_shard, default=(0, 1), metavar="I/N",
+                    help="every N-th result from the I-th (to fit a run into parts; --merge sums them up)")
+    ap.add_argument("--candidate-seconds", type=float, default=CANDIDATE_SECONDS, metavar="S",
+                    help=f"each convolution candidate engine is timed this long each way (default {CANDIDATE_SECONDS}; "
+                         "0: leave out the engine comparison)")
+    ap.add_argument("--warm-up", type=float, default=WARM_UP_S, metavar="S",
+                    help=f"seconds of a large fp16 GEMM before the first problem (default {WARM_UP_S:g}; 0: none)")
+    ap.add_argument("--merge", type=Path, nargs="+", metavar="JSON", help="summarize parts written with --json")
+    args = ap.parse_args(argv)
+    try:
+        if args.merge:
+            return merge(args.merge)
+        if not args.folders:
+            raise UsageError("give one or more results folders (or --merge JSON ...)")
+        if args.candidate_seconds < 0:
+            raise UsageError("--candidate-seconds must not be negative")
+        return run(args)
+    except UsageError as exc:
+        print(f"native_side_by_side: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,274 @@
+"""The native side-by-side's CPU side (tests/benchmarks/native_side_by_side.py): the lines it feeds
+gemm_loop and conv_loop from result records (padding applied, DeepBench's leading dimensions,
+cuDNN engines with knob names turned into cudnn_frontend's numbers), and how it reads the loops'
+output back into ratios. No GPU: records are synthetic (tests/reports_synthetic.py) with the
+fields the cuBLAS and cuDNN backends write, and the loops' output is written here."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+from deepbench.kernels.catalog import by_id
+from deepbench.kernels.results import KernelResult, Measurement, PartResult, TimeStats
+
+from .reports_synthetic import result, write_run
+
+SCRIPT = Path(__file__).resolve().parent / "benchmarks" / "native_side_by_side.py"
+spec = importlib.util.spec_from_file_location("native_side_by_side", SCRIPT)
+sbs = importlib.util.module_from_spec(spec)
+sys.modules["native_side_by_side"] = sbs  # dataclasses look their module up while the script loads
+spec.loader.exec_module(sbs)
+
+# A stand-in for cudnn.knob_type (cudnn_frontend::KnobType_t): numbers unlike the names' order,
+# so a test sees that knobs are sorted by number, not by name.
+KNOBS = {"TILE_SIZE": 2, "SPLIT_K_BUF": 5, "EDGE": 3, "KERNEL_CFG": 12}
+
+
+def with_parts(r, infos: dict[str, dict], samples_us: float = 100.0, n: int = 10, calls: int = 50, **update):
+    """The synthetic result with each direction's info replaced and its samples set to n x samples_us
+    (validated again, as a results.jsonl reader would)."""
+    parts = []
+    for p in r.parts:
+        m = Measurement.of([samples_us] * n, method="cuda-graph-events", calls_per_sample=calls, warmup_calls=0,
+                           stop_reason="converged", target_rel_precision=0.01)
+        parts.append(PartResult(direction=p.direction, measurement=m, flops=p.flops, min_bytes=p.min_bytes,
+                                check=p.check, info=infos.get(p.direction, {})))
+    total = TimeStats.total(p.measurement.stats for p in parts)
+    return KernelResult.model_validate({**r.model_dump(), "parts": [p.model_dump() for p in parts],
+                                        "time_us": total.model_dump(), **update})
+
+
+def gemm_result(kid: str, precision: str, call: dict, backend: str = "cublas", **kw):
+    r = result(by_id()[kid], precision, lambda d: [1.0])
+    return with_parts(r, {"fwd": {"blas_call": call}}, backend=backend, **kw)
+
+
+def cudnn_info(engine_id: int, knobs: dict[str, int], candidates: list[tuple[str, str]]) -> dict:
+    spec = f"{engine_id}:" + ",".join(f"{k}={v}" for k, v in sorted(knobs.items())) if knobs else str(engine_id)
+    return {"cudnn": {"engine": spec, "engine_id": engine_id, "knobs": knobs, "plan_name": "p",
+                      "candidates": [{"engine": e, "plan_name": "p", "rank": i, "status": s}
+                                     for i, (e, s) in enumerate(candidates)]}}
+
+
+def test_gemm_line_is_the_padded_blas_call_with_the_harness_seconds():
+    # DeepBench's fp16 4096x7133x4096 NT, n padded to 7136 (NT pads m and n): lda = m, ldb = n, ldc = m.
+    call = {"transa": "N", "transb": "T", "m": 4096, "n": 7136, "k": 4096, "lda": 4096, "ldb": 7136, "ldc": 4096}
+    r = gemm_result("gemm/train/043", "fp16", call, padding={"n": 7136})
+    problems, notes = sbs.build_problems([r], KNOBS, 0.1)
+    assert notes == []
+    (p,) = problems
+    # 10 samples x 100 us x 50 calls = 0.05 s measured: the native loop runs at least MIN_SECONDS.
+    assert p.line == f"fp16 N T 4096 7136 4096 {sbs.MIN_SECONDS:.3f} default"
+    assert p.harness_us == 100.0
+    long_ = with_parts(r, {"fwd": {"blas_call": call}}, samples_us=1000.0, n=20, calls=30)
+    assert sbs.gemm_problem(long_).line.split()[6] == "0.600"  # 20 x 1000 us x 30 calls
+
+
+def test_gemm_int8_at_n1_and_math_mode_by_backend():
+    call = {"transa": "N", "transb": "N", "m": 7680, "n": 1, "k": 2560, "lda": 7680, "ldb": 2560, "ldc": 7680}
+    assert sbs.gemm_problem(gemm_result("gemm/inference_server/008", "int8", call)).line.startswith(
+        "int8 N N 7680 1 2560 ")
+    # The PyTorch backend forbids fp16/bf16 split-K reductions in fp16; gemm_loop is told so.
+    assert sbs.gemm_problem(gemm_result("gemm/inference_server/008", "fp16", call, backend="torch")
+                            ).line.endswith(" strict")
+
+
+@pytest.mark.parametrize("call, why", [
+    ({"transa": "N", "transb": "N", "m": 64, "n": 1, "k": 1216}, "no lda/ldb/ldc"),
+    ({"transa": "T", "transb": "N", "m": 64, "n": 1, "k": 1216, "lda": 64, "ldb": 1216, "ldc": 64}, "differ"),
+])
+def test_gemm_records_the_loop_cannot_reproduce_are_skipped_with_a_note(call, why):
+    problems, notes = sbs.build_problems([gemm_result("gemm/inference_device/003", "fp32", call)], KNOBS, 0.1)
+    assert problems == [] and len(notes) == 1 and why in notes[0]
+
+
+def test_conv_lines_apply_padding_and_number_the_knobs():
+    # conv/train/017 (c = 3) in fp16: DeepBench padded c to 8; k = 64 already a multiple.
+    r = result(by_id()["conv/train/017"], "fp16", lambda d: [1.0])
+    infos = {
+        "fwd": cudnn_info(34, {"TILE_SIZE": 1, "SPLIT_K_BUF": 0, "EDGE": 1},
+                          [("7", "passed"), ("34:EDGE=1,SPLIT_K_BUF=0,TILE_SIZE=1", "chosen"), ("61", "rejected")]),
+        "bwd_data": cudnn_info(1, {}, [("1", "chosen")]),
+        "bwd_filter": cudnn_info(12, {"KERNEL_CFG": 7}, [("12:KERNEL_CFG=7", "chosen")]),
+    }
+    r = with_parts(r, infos, padding={"c": 8})
+    problems, notes = sbs.build_problems([r], KNOBS, 0.25)
+    assert notes == []
+    fwd, bwd_data, bwd_filter = problems
+    shape = "8 8 224 224 64 3 3 1 1 1 1"  # n c h w k r s pad_h pad_w stride_h stride_w, c padded
+    assert fwd.line == f"fp16 fwd {shape} 34:2=1,3=1,5=0 {sbs.MIN_SECONDS:.3f}"
+    assert fwd.candidates_line == f"fp16 fwd {shape} - 0.250"
+    assert fwd.native_engine == "34 2=1,3=1,5=0"
+    statuses = {e: fwd.status(e) for e in fwd.candidates}
+    assert statuses == {"7 -": "passed", "34 2=1,3=1,5=0": "chosen", "61 -": "rejected"}
+    assert fwd.harness_name("34 2=1,3=1,5=0") == "34:EDGE=1,SPLIT_K_BUF=0,TILE_SIZE=1"
+    assert fwd.harness_name("99 2=4") == "99:2=4" and fwd.status("99 2=4") == sbs.NOT_LISTED
+    assert bwd_data.line.split()[13] == "1" and bwd_filter.line.split()[13] == "12:12=7"
+    for p in problems:
+        assert len(p.line.split()) == len(p.candidates_line.split()) == sbs.CONV_FIELDS
+    # --candidate-seconds 0 leaves the candidate pass out
+    assert all(p.candidates_line == "" for p in sbs.build_problems([r], KNOBS, 0.0)[0])
+
+
+def test_int8_conv_pads_channels_and_height():
+    # conv/inference_server/000: c = 1, h = 161, w = 700 -> int8: c 32, h 164 (w already a multiple of 4).
+    r = result(by_id()["conv/inference_server/000"], "int8", lambda d: [1.0])
+    r = with_parts(r, {d: cudnn_info(71, {}, [("71", "chosen")]) for d in ("fwd", "bwd_data", "bwd_filter")},
+                   padding={"c": 32, "h": 164})
+    line = sbs.build_problems([r], KNOBS, 0.1)[0][0].line
+    assert line.startswith("int8 fwd 1 32 164 700 32 5 20 0 0 2 2 71 ")
+
+
+def test_conv_without_an_engine_or_with_an_unknown_knob_is_skipped_with_a_note():
+    kernel = by_id()["conv/train/017"]
+    plain = result(kernel, "fp32", lambda d: [1.0])  # a PyTorch-backend record: no info.cudnn
+    odd = with_parts(plain, {d: cudnn_info(9, {"NO_SUCH_KNOB": 1}, []) for d in kernel.DIRECTIONS})
+    problems, notes = sbs.build_problems([plain, odd], KNOBS, 0.1)
+    assert problems == []
+    assert sum("no info.cudnn" in n for n in notes) == 3 and sum("NO_SUCH_KNOB" in n for n in notes) == 3
+
+
+def test_knob_names_stay_names_without_cudnn_in_a_dry_run():
+    assert sbs.native_engine(34, {"TILE_SIZE": 1, "EDGE": 0}, None) == "34 EDGE=0,TILE_SIZE=1"
+    assert sbs.native_engine(34, {}, KNOBS) == "34 -"
+    assert sbs.loop_engine("34 2=1,5=0") == "34:2=1,5=0" and sbs.loop_engine("7 -") == "7"
+
+
+def conv_problem() -> "sbs.Problem":
+    """conv/train/017 in fp16, its forward direction (the only one with a cuDNN record)."""
+    r = result(by_id()["conv/train/017"], "fp16", lambda d: [1.0])
+    infos = {"fwd": cudnn_info(34, {"TILE_SIZE": 1}, [("7", "rejected"), ("34:TILE_SIZE=1", "chosen"),
+                                                       ("12", "unchecked"), ("40", "passed")])}
+    r = with_parts(r, infos, samples_us=50.0, padding={"c": 8})
+    return sbs.build_problems([r], KNOBS, 0.1)[0][0]
+
+
+def test_conv_rows_compare_with_the_better_native_figure_and_the_fastest_unrejected_candidate():
+    p = conv_problem()
+    prefix = " ".join(p.candidates_line.split())
+    out = [
+        f"{p.line} 34 2=1 eng34_k2=1 48.0000 47.5000",          # the pinned engine: graph better
+        f"{prefix} 7 - eng7 30.0000 29.0000",                   # fastest, but the harness rejected it
+        f"{prefix} 34 2=1 eng34_k2=1 48.0000 nan",              # chosen: graph not capturable -> host loop
+        f"{prefix} 12 - eng12 error execute: CUDNN_STATUS_EXECUTION_FAILED",
+        f"{prefix} 40 - eng40 46.0000 47.0000",                 # fastest the harness did not reject
+    ]
+    row = sbs.make_row(p, {}, sbs.parse_conv_output(out))
+    assert row["native_us"] == 48.0 and row["native_graph_us"] == 47.5 and row["native_best_us"] == 47.5
+    assert row["ratio"] == pytest.approx(50.0 / 47.5)
+    assert row["fastest_engine"] == "40" and row["fastest_status"] == "passed"
+    assert row["chosen_over_fastest"] == pytest.approx(48.0 / 46.0)
+    assert row["candidates_native"] == 4 and row["candidates_common"] == 4
+    assert [c["engine"] for c in row["candidates"]] == ["7 -", "34 2=1", "12 -", "40 -"]
+
+
+def test_conv_problem_errors_are_rows_without_a_ratio():
+    p = conv_problem()
+    out = [f"{p.line} error cuDNN offers no engine for this convolution"]
+    row = sbs.make_row(p, {}, sbs.parse_conv_output(out))
+    assert "ratio" not in row and row["error"] == "cuDNN offers no engine for this convolution"
+    assert row["choice_error"] == "no output for the candidates"
+
+
+def test_gemm_output_by_order_with_errors():
+    inputs = ["int8 N N 4 1 64 0.200 default", "fp16 N T 8 8 8 0.200 default"]
+    out = ["int8 N N 4 1 64 error cublasGemmEx: CUBLAS_STATUS_NOT_SUPPORTED", "fp16 N T 8 8 8 3.5000 600 3.1000"]
+    parsed = sbs.parse_gemm_output(out, inputs)
+    assert parsed[inputs[0]] == {"error": "cublasGemmEx: CUBLAS_STATUS_NOT_SUPPORTED"}
+    assert parsed[inputs[1]] == {"native_us": 3.5, "calls": 600, "native_graph_us": 3.1}
+    assert sbs.best(3.5, math.nan) == 3.5
+
+
+def test_summary_counts_against_issue_20s_bounds(capsys):
+    rows = [{"op": "gemm", "precision": "fp16", "harness_us": 100.0, "ratio": x} for x in (1.0, 1.04, 0.96, 1.3)]
+    rows += [{"op": "gemm", "precision": "fp16", "harness_us": 5.0, "ratio": 2.0}]  # under MIN_US: not counted
+    rows += [{"op": "conv", "precision": "int8", "harness_us": 30.0, "ratio": 1.0, "chosen_over_fastest": x}
+             for x in (1.0, 1.08)]
+    summaries, ok = sbs.summarize(rows)
+    gemm = next(s for s in summaries if s["op"] == "gemm")
+    assert (gemm["compared"], gemm["within"], gemm["outside"], gemm["max"]) == (4, 3, 1, 1.3)
+    conv = next(s for s in summaries if s["op"] == "conv")
+    assert (conv["choice_compared"], conv["choice_within"]) == (2, 1)
+    assert not ok
+    assert "SUMMARY conv int8 choice: 1 of 2" in capsys.readouterr().out
+
+
+def test_dry_run_prints_the_loops_input_without_a_gpu(tmp_path, capsys):
+    call = {"transa": "N", "transb": "T", "m": 4096, "n": 7136, "k": 4096, "lda": 4096, "ldb": 7136, "ldc": 4096}
+    conv = with_parts(result(by_id()["conv/train/017"], "fp16", lambda d: [1.0]),
+                      {d: cudnn_info(34, {"TILE_SIZE": 1}, [("34:TILE_SIZE=1", "chosen")]) for d in
+                       ("fwd", "bwd_data", "bwd_filter")}, padding={"c": 8})
+    folder = write_run(tmp_path / "run", [gemm_result("gemm/train/043", "fp16", call, padding={"n": 7136}), conv])
+    assert sbs.main([str(folder), "--dry-run", "--bin", str(tmp_path / "none")]) == 0
+    out = capsys.readouterr().out
+    assert "fp16 N T 4096 7136 4096 0.200 default" in out
+    assert "# conv_loop stdin (6 lines)" in out  # three directions, each pinned and with its candidates
+
+
+def test_usage_errors_exit_2(tmp_path, capsys):
+    assert sbs.main([]) == 2
+    assert sbs.main([str(tmp_path)]) == 2
+    assert "no results.jsonl" in capsys.readouterr().err
+    bad = tmp_path / "bad.json"
+    bad.write_text("not json")
+    assert sbs.main(["--merge", str(bad)]) == 2
+    assert sbs.main(["--merge", str(tmp_path / "absent.json")]) == 2
+
+
+FAKE_GEMM = """import sys
+print("# cublas 13.0.2", file=sys.stderr)
+for line in sys.stdin:
+    f = line.split()
+    print(" ".join(f[:6]), "25.0000 80 24.0000", flush=True)
+"""
+FAKE_CONV = """import sys
+print("# cudnn 91900", file=sys.stderr)
+for line in sys.stdin:
+    f = line.split()
+    head = " ".join(f[:15])
+    if f[13] == "-":
+        print(head, "7 - eng7 18.0000 17.0000")
+        print(head, "34 2=1 eng34_k2=1 20.0000 19.0000")
+    else:
+        print(head, "34 2=1 eng34_k2=1 21.0000 20.0000", flush=True)
+"""
+
+
+def fake_loops(folder: Path) -> Path:
+    """Stand-ins for the built loops that answer in their output format (the plumbing, not the timing)."""
+    folder.mkdir()
+    for name, body in (("gemm_loop", FAKE_GEMM), ("conv_loop", FAKE_CONV)):
+        path = folder / name
+        path.write_text(f"#!{sys.executable}\n{body}")
+        path.chmod(0o755)
+    return folder
+
+
+def test_a_run_reads_the_loops_and_writes_rows_that_merge(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(sbs, "knob_table", lambda: KNOBS)
+    call = {"transa": "N", "transb": "T", "m": 4096, "n": 7136, "k": 4096, "lda": 4096, "ldb": 7136, "ldc": 4096}
+    conv = with_parts(result(by_id()["conv/train/017"], "fp16", lambda d: [1.0]),
+                      {"fwd": cudnn_info(34, {"TILE_SIZE": 1}, [("7", "unchecked"), ("34:TILE_SIZE=1", "chosen")])},
+                      samples_us=40.0, padding={"c": 8})
+    gemm = gemm_result("gemm/train/043", "fp16", call, padding={"n": 7136})
+    folder = write_run(tmp_path / "run", [gemm, conv])
+    out_json = tmp_path / "rows.json"
+    code = sbs.main([str(folder), "--bin", str(fake_loops(tmp_path / "bin")), "--json", str(out_json),
+                     "--warm-up", "1"])
+    data = json.loads(out_json.read_text())
+    assert data["versions"] == {"cublas": "13.0.2", "cudnn": "91900"}
+    gemm_row, conv_row = data["rows"]
+    assert gemm_row["ratio"] == pytest.approx(100.0 / 24.0)  # harness 100 us, native graph 24 us
+    assert conv_row["ratio"] == pytest.approx(40.0 / 20.0) and conv_row["plan_name"] == "eng34_k2=1"
+    assert conv_row["fastest_engine"] == "7" and conv_row["chosen_over_fastest"] == pytest.approx(19.0 / 17.0)
+    assert len(data["skipped"]) == 2  # bwd_data and bwd_filter have no cuDNN record
+    assert code == 1  # 4x and 2x the native time: the targets fail, as they must
+    assert "SUMMARY gemm fp16: 1 parts" in capsys.readouterr().out
+    assert sbs.main(["--merge", str(out_json), str(out_json)]) == 1
+    assert "SUMMARY conv fp16 choice: 0 of 2 chosen engines" in capsys.readouterr().out
