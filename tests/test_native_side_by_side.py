@@ -64,7 +64,7 @@ def test_gemm_line_is_the_padded_blas_call_with_the_harness_seconds():
     assert notes == []
     (p,) = problems
     # 10 samples x 100 us x 50 calls = 0.05 s measured: the native loop runs at least MIN_SECONDS.
-    assert p.line == f"fp16 N T 4096 7136 4096 {sbs.MIN_SECONDS:.3f} default"
+    assert p.line == f"fp16 N T 4096 7136 4096 {sbs.MIN_SECONDS:.3f} strict"
     assert p.harness_us == 100.0
     long_ = with_parts(r, {"fwd": {"blas_call": call}}, samples_us=1000.0, n=20, calls=30)
     assert sbs.gemm_problem(long_).line.split()[6] == "0.600"  # 20 x 1000 us x 30 calls
@@ -207,7 +207,7 @@ def test_dry_run_prints_the_loops_input_without_a_gpu(tmp_path, capsys):
     folder = write_run(tmp_path / "run", [gemm_result("gemm/train/043", "fp16", call, padding={"n": 7136}), conv])
     assert sbs.main([str(folder), "--dry-run", "--bin", str(tmp_path / "none")]) == 0
     out = capsys.readouterr().out
-    assert "fp16 N T 4096 7136 4096 0.200 default" in out
+    assert "fp16 N T 4096 7136 4096 0.200 strict" in out
     assert "# conv_loop stdin (6 lines)" in out  # three directions, each pinned and with its candidates
 
 

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Issue 20's GPU session on a lent H100 (no registry): carries the NVIDIA bindings as wheels in .whl/
-# (nvmath-python, nvidia-cudnn-frontend; pydantic), installs the harness, then one phase:
-#   bash tests/benchmarks/native_dev.sh tests         # the native backends' GPU tests (tests/test_gpu_native.py)
+# Issue 20's GPU sessions on a lent H100 (no registry, no Docker): carries NVIDIA's bindings as wheels in
+# .whl/ (nvmath-python, nvidia-cudnn-frontend; pydantic), installs the harness, then one phase:
+#   bash tests/benchmarks/native_dev.sh tests        # the native backends' GPU tests (tests/test_gpu_native.py)
+#   bash tests/benchmarks/native_dev.sh server       # inference-server with the new defaults -> runner/published,
+#                                                    # then the native side-by-side of its GEMMs (and convs, time allowing)
+#   bash tests/benchmarks/native_dev.sh train-gemm   # train's GEMMs and their native side-by-side, one sitting
+# Source it (`. native_dev.sh probe`) to keep its environment for more commands.
 set -uo pipefail
 PHASE=${1:-tests}
 OUT=${OUT:-$PWD/gpu-out}; mkdir -p "$OUT"
@@ -10,7 +14,29 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH=/tmp/site
 python3 -m pip install -q --no-deps --no-build-isolation --no-index -e . >"$OUT/install.log" 2>&1 || { cat "$OUT/install.log"; exit 1; }
 python3 -c "import nvmath, cudnn, torch; print('nvmath', nvmath.__version__, 'cudnn-frontend', cudnn.__version__, 'cudnn', cudnn.backend_version(), 'torch', torch.__version__)"
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv,noheader
-if [ "$PHASE" = tests ]; then
-  timeout 480 python3 -m pytest -q -p no:cacheprovider tests/test_gpu_native.py --tb=short -rfE 2>&1 | tee "$OUT/gpu_native_tests.log" | tail -80
-fi
+nvidia-smi --query-gpu=name,uuid,driver_version,clocks.sm,temperature.gpu --format=csv,noheader | tee "$OUT/device.txt"
+SBS="python3 tests/benchmarks/native_side_by_side.py --min-us 20 --max-seconds 0.2 --candidate-seconds 0.02"
+build() { bash tests/benchmarks/build_native.sh >"$OUT/build.log" 2>&1 || { tail -20 "$OUT/build.log"; exit 1; }; }
+suite() {  # suite, seconds at most, extra deepbench-run arguments: -> runner/published/nvidia-h100/<suite>
+  local dir=runner/published/nvidia-h100/$1 cmd
+  cmd="deepbench-run --local --platform nvidia --suite $1 --quiet --out $dir ${*:3}"
+  rm -rf "$dir"; echo "\$ $cmd" | tee "$OUT/suite-$1.log"
+  local t0=$SECONDS; timeout "$2" $cmd >>"$OUT/suite-$1.log" 2>&1; echo "$1: $((SECONDS - t0)) s wall" | tee -a "$OUT/suite-$1.log"
+  tail -3 "$OUT/suite-$1.log"; tar -czf "$OUT/suite-$1.tgz" "$dir"
+}
+case "$PHASE" in
+tests) timeout 480 python3 -m pytest -q -p no:cacheprovider tests/test_gpu_native.py --tb=short -rfE 2>&1 \
+         | tee "$OUT/gpu_native_tests.log" | tail -40 ;;
+server)
+  build
+  suite inference-server 450
+  timeout 100 $SBS runner/published/nvidia-h100/inference-server --only 'gemm/*' --warm-up 5 \
+    --json "$OUT/sbs-server-gemm.json" >"$OUT/sbs-server-gemm.log" 2>&1; grep SUMMARY "$OUT/sbs-server-gemm.log" ;;
+train-gemm)
+  build
+  dir=runs/train-gemm; cmd="deepbench-run --local --platform nvidia --suite train --ops gemm --quiet --out $dir"
+  t0=$SECONDS; timeout 300 $cmd >"$OUT/train-gemm.log" 2>&1; echo "train gemm: $((SECONDS - t0)) s"; tail -2 "$OUT/train-gemm.log"
+  tar -czf "$OUT/train-gemm.tgz" "$dir"
+  timeout 200 $SBS "$dir" --warm-up 0 --json "$OUT/sbs-train-gemm.json" >"$OUT/sbs-train-gemm.log" 2>&1
+  grep SUMMARY "$OUT/sbs-train-gemm.log" ;;
+esac

@@ -59,6 +59,7 @@ DEFAULT_BIN = HERE.parent.parent / "build" / "native"
 MIN_SECONDS = 0.2             # a native problem runs at least this long each way
 CANDIDATE_SECONDS = 0.1       # each candidate engine, each way
 MIN_US = 20.0                 # issue 20's targets hold for parts this long or longer
+MIN_US_KEPT = 0.0             # --min-us: parts shorter than this are left out (set to MIN_US to save time)
 WITHIN = (0.95, 1.05)
 OUTSIDE = (0.8, 1.25)
 WITHIN_SHARE = 0.95
@@ -70,7 +71,7 @@ CONV_FIELDS = 15              # conv_loop's input fields, echoed at the start of
 GEMM_PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "int8")
 # cuBLAS math mode per harness backend (gemm_loop's MATH field): the PyTorch backend forbids
 # fp16/bf16 split-K reductions (pytorch/context.py), the cuBLAS backend leaves the handle's default.
-GEMM_MATH = {"torch": "strict"}
+GEMM_MATH = {"torch": "strict", "cublas": "strict"}
 GEMM_MATH_DEFAULT = "default"
 NOT_LISTED = "not in the harness's list"
 
@@ -149,10 +150,18 @@ def knob_table() -> dict[str, int] | None:
     return {name: int(getattr(member, "value", member)) for name, member in cudnn.knob_type.__members__.items()}
 
 
+# --max-seconds: at most this long per native timing (None: as long as the harness measured), so a
+# side-by-side of hundreds of parts fits a lent GPU's 10 minutes a command; the figure is then a
+# median over a shorter stretch of the GPU's power states than the harness's.
+MAX_SECONDS: float | None = None
+
+
 def measured_seconds(part: Any) -> float:
-    """How long the harness measured a part: samples x median x calls per sample, at least MIN_SECONDS."""
+    """How long the harness measured a part: samples x median x calls per sample, at least
+    MIN_SECONDS, at most MAX_SECONDS where set."""
     m = part.measurement
-    return max(MIN_SECONDS, m.stats.n * m.stats.median * m.calls_per_sample / 1e6)
+    seconds = max(MIN_SECONDS, m.stats.n * m.stats.median * m.calls_per_sample / 1e6)
+    return min(seconds, MAX_SECONDS) if MAX_SECONDS else seconds
 
 
 def gemm_problem(r: KernelResult) -> Problem:
@@ -185,6 +194,8 @@ def conv_problems(r: KernelResult, knob_types: dict[str, int] | None, candidate_
              f"{kk.pad_h} {kk.pad_w} {kk.stride_h} {kk.stride_w}")
     problems, notes = [], []
     for part in r.parts:
+        if part.measurement.stats.median < MIN_US_KEPT:
+            continue
         rec = part.info.get("cudnn")
         if not rec or "engine_id" not in rec:
             notes.append(f"{r.id} {part.direction}: no info.cudnn engine in its record (not the cuDNN backend)")
@@ -227,6 +238,8 @@ def build_problems(results: Iterable[KernelResult], knob_types: dict[str, int] |
     for r in results:
         if r.status is not Status.OK:
             notes.append(f"{r.id}: {r.status.value}, skipped")
+            continue
+        if r.op == "gemm" and r.parts and r.parts[0].measurement.stats.median < MIN_US_KEPT:
             continue
         if r.op == "gemm":
             try:
@@ -474,6 +487,8 @@ def merge(paths: list[Path]) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    global MIN_US_KEPT, MAX_SECONDS
+    MIN_US_KEPT, MAX_SECONDS = args.min_us, args.max_seconds
     results = select_results(args.folders, args.only, args.shard)
     knob_types = knob_table()
     needs_knobs = any(r.op == "conv" for r in results)
@@ -535,6 +550,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warm-up", type=float, default=WARM_UP_S, metavar="S",
                     help=f"seconds of a large fp16 GEMM before the first problem (default {WARM_UP_S:g}; 0: none)")
     ap.add_argument("--merge", type=Path, nargs="+", metavar="JSON", help="summarize parts written with --json")
+    ap.add_argument("--min-us", type=float, default=0.0, metavar="US",
+                    help="leave out parts the harness timed under US (the targets count parts of 20 us and more)")
+    ap.add_argument("--max-seconds", type=float, metavar="S",
+                    help="time each native problem at most S seconds (default: as long as the harness measured it)")
     args = ap.parse_args(argv)
     try:
         if args.merge:

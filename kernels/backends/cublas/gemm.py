@@ -69,6 +69,10 @@ class Handle:
     def __init__(self, cublas: Any) -> None:
         self.cublas = cublas
         self.handle = cublas.create()
+        # 32-bit accumulate means 32-bit all the way: no split-K reduction of partial sums in
+        # fp16/bf16, which cuBLAS's default math allows (PyTorch forbids it the same way).
+        math = cublas.Math
+        cublas.set_math_mode(self.handle, int(math.DEFAULT_MATH) | int(math.DISALLOW_REDUCED_PRECISION_REDUCTION))
         self.workspace = torch.empty(WORKSPACE_BYTES, dtype=torch.uint8, device="cuda")
         self.stream: int | None = None
 
@@ -122,7 +126,8 @@ def prepare(backend: "CublasBackend", kernel: GemmKernel, precision: Precision) 
         info={"library": "cuBLAS", "call": "cublasGemmEx",
               "blas_call": {"transa": "T" if kernel.a_t else "N", "transb": "T" if kernel.b_t else "N",
                             "m": m, "n": n, "k": k, "lda": lda, "ldb": ldb, "ldc": ldc},
-              "types": "A/B {}, C {}, CUBLAS_{}".format(*CALLS[precision]), "algo": "CUBLAS_GEMM_DEFAULT (cuBLAS's heuristic; the call does not report its kernel)",
+              "types": "A/B {}, C {}, CUBLAS_{}".format(*CALLS[precision]),
+              "math_mode": "CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION", "algo": "CUBLAS_GEMM_DEFAULT (cuBLAS's heuristic; the call does not report its kernel)",
               "alpha": 1, "beta": 0},
         output=c,
     )
