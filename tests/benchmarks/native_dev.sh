@@ -29,7 +29,7 @@ tests) timeout 480 python3 -m pytest -q -p no:cacheprovider tests/test_gpu_nativ
          | tee "$OUT/gpu_native_tests.log" | tail -40 ;;
 server)
   build
-  suite inference-server 450
+  suite inference-server 420
   timeout 100 $SBS runner/published/nvidia-h100/inference-server --only 'gemm/*' --warm-up 5 \
     --json "$OUT/sbs-server-gemm.json" >"$OUT/sbs-server-gemm.log" 2>&1; grep SUMMARY "$OUT/sbs-server-gemm.log" ;;
 train-gemm)
