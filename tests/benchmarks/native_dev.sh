@@ -39,4 +39,17 @@ train-gemm)
   tar -czf "$OUT/train-gemm.tgz" "$dir"
   timeout 200 $SBS "$dir" --warm-up 0 --json "$OUT/sbs-train-gemm.json" >"$OUT/sbs-train-gemm.log" 2>&1
   grep SUMMARY "$OUT/sbs-train-gemm.log" ;;
+finish)  # one sitting: finish inference-server (--resume), then train's GEMMs and the server's int8
+         # convolutions each measured here and run beside their native loops
+  build
+  t0=$SECONDS; timeout 60 deepbench-run --resume runner/published/nvidia-h100/inference-server --quiet \
+    >>"$OUT/suite-inference-server.log" 2>&1; echo "resume: $((SECONDS - t0)) s"; tail -2 "$OUT/suite-inference-server.log"
+  tar -czf "$OUT/suite-inference-server.tgz" runner/published/nvidia-h100/inference-server
+  for spec in "train-gemm train gemm fp32,fp16 230" "server-conv8 inference-server conv int8 60"; do
+    set -- $spec; dir=runs/$1
+    t0=$SECONDS; timeout $5 deepbench-run --local --platform nvidia --suite $2 --ops $3 --precision $4 --quiet \
+      --out $dir >"$OUT/$1.log" 2>&1; echo "$1: $((SECONDS - t0)) s"; tail -1 "$OUT/$1.log"
+    tar -czf "$OUT/$1.tgz" "$dir"
+    timeout 120 $SBS "$dir" --warm-up 0 --json "$OUT/sbs-$1.json" >"$OUT/sbs-$1.log" 2>&1; grep SUMMARY "$OUT/sbs-$1.log"
+  done ;;
 esac
