@@ -52,4 +52,14 @@ finish)  # one sitting: finish inference-server (--resume), then train's GEMMs a
     tar -czf "$OUT/$1.tgz" "$dir"
     timeout 120 $SBS "$dir" --warm-up 0 --json "$OUT/sbs-$1.json" >"$OUT/sbs-$1.log" 2>&1; grep SUMMARY "$OUT/sbs-$1.log"
   done ;;
+final)  # finish inference-server; train's fp16 GEMMs beside native loops timed as long as the harness timed them
+  [ -x build/native/gemm_loop ] || build
+  t0=$SECONDS; timeout 150 deepbench-run --resume runner/published/nvidia-h100/inference-server --quiet \
+    >"$OUT/resume.log" 2>&1; echo "resume: $((SECONDS - t0)) s"; tail -1 "$OUT/resume.log"
+  tar -czf "$OUT/server.tgz" runner/published/nvidia-h100/inference-server
+  dir=runs/train-gemm-fp16; t0=$SECONDS
+  timeout 150 deepbench-run --local --platform nvidia --suite train --ops gemm --precision fp16 --quiet --out $dir \
+    >"$OUT/run.log" 2>&1; echo "train fp16 gemm: $((SECONDS - t0)) s"; tail -1 "$OUT/run.log"; tar -czf "$OUT/fp16.tgz" $dir
+  timeout 200 python3 tests/benchmarks/native_side_by_side.py --min-us 20 $dir --warm-up 0 --json "$OUT/sbs.json" \
+    >"$OUT/sbs.log" 2>&1; grep SUMMARY "$OUT/sbs.log" ;;
 esac
