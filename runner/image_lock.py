@@ -104,10 +104,10 @@ def target(platform: Platform) -> tuple[str, str]:
         raise UserError(f"{path} does not say the lock's python-version and python-platform ({exc})") from None
 
 
-def stale(platform: Platform) -> list[str]:
-    """What the lock does not satisfy of requirements.in (empty: the lock is current), and any
-    host-only library it holds."""
-    pins = {p.name: p for p in read_lock(lock_path(platform))}
+def stale(platform: Platform, lock: Path | None = None) -> list[str]:
+    """What the lock (the platform's, or `lock`) does not satisfy of requirements.in (empty: the
+    lock is current), and any host-only library it holds."""
+    pins = {p.name: p for p in read_lock(lock or lock_path(platform))}
     python, _ = target(platform)
     env = {**default_environment(), "python_version": python, "python_full_version": f"{python}.0"}
     problems = []
