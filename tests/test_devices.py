@@ -115,3 +115,17 @@ def test_arm_binfmt_registered_by_the_runner_as_root(tmp_path: Path, monkeypatch
     devices.check_can_run(get_platform("arm"), log=said.append)
     assert devices.binfmt_problem() is None
     assert said and "registered qemu-aarch64" in said[0]
+
+
+def test_compare_says_which_side_ran_emulated() -> None:
+    """An arm64 run under qemu-user against DeepBench's Raspberry Pi 3 figures: the heading says so."""
+    from deepbench.runner.compare import Comparison
+    from deepbench.runner.compare_render import heading
+    from deepbench.runner.sources import Source
+
+    run = Source(label="pi-on-x86", kind="run", entries=(), specs={"device.emulated": "True"}, ceilings={})
+    ref = Source(label="DeepBench Raspberry Pi 3", kind="reference", entries=(), specs={}, ceilings={})
+    text = heading(Comparison(sources=[ref, run], by="params", threshold=0.05))
+    assert "pi-on-x86 (run, emulated)" in text and "pi-on-x86 ran emulated" in text
+    plain = heading(Comparison(sources=[ref, Source("native", "run", (), {}, {})], by="params", threshold=0.05))
+    assert "emulated" not in plain
