@@ -149,6 +149,24 @@ def _record_base_digest(client: "docker.DockerClient", platform: Platform, ref: 
             f"(commit the file beside the lock)")
 
 
+def pin_base(client: "docker.DockerClient", platform: Platform, log: Log = print) -> None:
+    """Ask the base's registry which digest the Dockerfile's base tag names now (nothing is pulled),
+    and record it in base.lock; where the registry cannot be reached, the tag stays as it is."""
+    from docker.errors import APIError
+
+    ref = dockerfile_arg(platform, "BASE_IMAGE")
+    if "@" in ref:
+        return
+    try:
+        digest = client.images.get_registry_data(ref).id
+    except APIError as exc:
+        reason = str(getattr(exc, "explanation", None) or exc).splitlines()[0]
+        log(f"{ref}: its registry did not answer ({reason}); the base stays pinned by tag until its first pull")
+        return
+    if record_base(platform, ref, digest):
+        log(f"recorded {ref}@{digest} in images/{platform.image_dir}/base.lock")
+
+
 def _build_failure(platform: Platform, tag: str, base: str, error: str) -> UserError:
     first = error.strip().splitlines()[0] if error.strip() else error
     if any(s.lower() in error.lower() for s in PULL_FAILURES):

@@ -540,3 +540,25 @@ def test_image_pushed_to_a_registry_comes_back_by_digest(client, registry, tiny_
     assert images.find(client, image_id) is not None and said == [f"pulling {ref} ..."]
     with pytest.raises(UserError, match="not the one expected"):
         image_archive.pull_by_digest(client, ref, "sha256:" + "0" * 64, log=lambda line: None)
+
+
+def test_base_tags_are_pinned_by_digest(client, registry, tiny_image, tmp_path: Path, monkeypatch) -> None:
+    """A base named by tag: `deepbench images lock` asks its registry for the digest (pin_base), and
+    a build records the digest a pulled base had (after its first pull); builds then use tag@digest."""
+    from deepbench.runner import image_sources
+
+    tag = f"{registry}/deepbench-test/base:1"
+    pushed = image_archive.push(client, tiny_image, tag, log=lambda line: None).split("@")[1]
+    monkeypatch.setattr(image_sources, "IMAGES_DIR", tmp_path)
+    (tmp_path / "intel").mkdir()
+    (tmp_path / "intel" / "Dockerfile").write_text(f"ARG BASE_IMAGE={tag}\nFROM ${{BASE_IMAGE}}\n")
+    intel = get_platform("intel")
+    assert image_sources.pinned_base(intel, tag) == tag  # nothing recorded yet
+    images.pin_base(client, intel, log=lambda line: None)
+    assert image_sources.pinned_base(intel, tag) == f"{tag}@{pushed}"
+    (tmp_path / "intel" / image_sources.BASE_LOCK).unlink()
+    client.images.remove(tag)
+    client.images.pull(tag.rsplit(":", 1)[0], tag="1")  # the first pull: the image now has its repo digest
+    said = []
+    images._record_base_digest(client, intel, tag, said.append)
+    assert image_sources.pinned_base(intel, tag) == f"{tag}@{pushed}" and "base.lock" in said[0]

@@ -49,7 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     w.add_argument("--wheels", type=Path, metavar="DIR", help="take what the Dockerfile's extra index holds "
                    "(PyTorch's CPU wheels for intel) from the wheels in DIR instead")
     w.add_argument("pip_args", nargs=argparse.REMAINDER, help="after --: more for pip download")
-    lk = sub.add_parser("lock", help="re-lock a platform image's packages (uv pip compile --generate-hashes)")
+    lk = sub.add_parser("lock", help="re-lock a platform image's packages (uv pip compile --generate-hashes) and "
+                        "pin its base by digest when its registry answers")
     lk.add_argument("--platform", required=True, metavar="P", help=f"{', '.join(PLATFORMS)} or {ALL}")
     lk.add_argument("--upgrade", action="store_true", help="take the newest versions requirements.in allows "
                     "(default: keep the locked ones that still fit)")
@@ -118,6 +119,13 @@ def _lock(args: argparse.Namespace) -> int:
     for platform in folders.values():
         path = image_lock.lock(platform, wheels=args.wheels, upgrade=args.upgrade, extra=extra, log=say)
         say(f"locked {len(image_lock.read_lock(path))} packages for {platform.image_dir} in {path}")
+    try:
+        client = connect()
+    except UserError as exc:
+        say(f"bases not pinned by digest ({exc})")
+        return 0
+    for platform in folders.values():
+        images.pin_base(client, platform, log=say)
     return 0
 
 

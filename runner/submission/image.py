@@ -28,7 +28,8 @@ def image_source(run_image: Any, archive: Path | None = None, push_to: str | Non
             raise UserError("this run was made with --local: it has no image to export or push")
         return None
     recorded = None
-    registry = None
+    # An image that came from a registry can be pulled from there again by the digest it has.
+    registry = next((r for r in run_image.get("repo_digests") or [] if "@sha256:" in r), None)
     if archive or push_to:
         from .. import image_archive
         from ..docker_client import connect
