@@ -138,10 +138,10 @@ def build(client: "docker.DockerClient", platform: Platform, tag: str, base_imag
 def _record_base_digest(client: "docker.DockerClient", platform: Platform, ref: str, log: Log) -> None:
     """A base named by tag that came from a registry: keep the digest it had (base.lock), so the
     next build starts from the same base even after the tag moved. A local base has none."""
-    if "@" in ref:
-        return
-    image = find(client, ref)
-    repo = ref.rsplit(":", 1)[0] if ":" in ref.rsplit("/", 1)[-1] else ref
+    from docker.utils import parse_repository_tag
+
+    image = find(client, ref) if "@" not in ref else None
+    repo, _ = parse_repository_tag(ref)
     digests = [d.split("@", 1)[1] for d in (image.attrs.get("RepoDigests") or []) if d.split("@", 1)[0] == repo] \
         if image is not None else []
     if digests and record_base(platform, ref, digests[0]):
