@@ -12,7 +12,6 @@ from typing import Callable, NoReturn, Sequence
 from rich.console import Console
 
 from ..kernels import __version__
-from .commands import COMMANDS
 from .errors import EXIT_USAGE, UserError
 
 
@@ -46,6 +45,8 @@ def run_main(argv: Sequence[str] | None = None) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from .commands import COMMANDS  # here, not at the top: deepbench-run starts without them (its device check is timed)
+
     parser = Parser(prog="deepbench", description="DeepBench's kernels on each vendor's libraries: everything "
                     "besides running (that is deepbench-run).")
     parser.add_argument("--version", action="version", version=f"deepbench {__version__}")

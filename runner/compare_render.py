@@ -9,6 +9,7 @@ from rich.console import Console
 
 from ..kernels.catalog import KERNEL_CLASSES
 from .compare import Comparison, Ratio
+from .sources import Source
 from .display import PIPE_WIDTH, make_console, print_tables
 from .html import page, table_html, table_section
 from .tables import OP_TITLES, SET_SHORT, Table, _param, fmt_us
@@ -95,11 +96,19 @@ def only_tables(cmp: Comparison) -> list[Table]:
     return out
 
 
+def _kind(source: Source) -> str:
+    """'run', 'reference', or 'run, emulated': an emulated run's times are the emulator's (qemu-user), not the chip's."""
+    return source.kind + (", emulated" if source.specs.get("device.emulated") == "True" else "")
+
+
 def heading(cmp: Comparison) -> str:
-    others = ", ".join(f"{o.label} ({o.kind})" for o in cmp.others)
-    return (f"baseline {cmp.base.label} ({cmp.base.kind}) against {others}; matched by "
+    others = ", ".join(f"{o.label} ({_kind(o)})" for o in cmp.others)
+    emulated = [s.label for s in cmp.sources if s.specs.get("device.emulated") == "True"]
+    return (f"baseline {cmp.base.label} ({_kind(cmp.base)}) against {others}; matched by "
             f"{'kernel id' if cmp.by == 'id' else 'DeepBench parameters'}"
-            + (" across precisions" if cmp.any_precision else " and precision"))
+            + (" across precisions" if cmp.any_precision else " and precision")
+            + (f"; {', '.join(emulated)} ran emulated: faster/slower there says nothing of the hardware"
+               if emulated else ""))
 
 
 def render(cmp: Comparison, fmt: str, out: Path | None, max_only: int | None = None) -> str | None:

@@ -2,10 +2,13 @@
 
 The container sees only two host paths: the plan, read-only, at /plan/plan.json, and the results
 folder, writable, at /results. Its root filesystem is read-only (scratch space is a tmpfs /tmp),
-it has no network, no capabilities, and runs as the owner of the results folder, so what it
-writes belongs to whoever owns that folder. It reaches the devices its platform names: NVIDIA
-GPUs through a device request (the NVIDIA container toolkit), ROCm's /dev/kfd and /dev/dri with
-the video group, an Intel GPU's /dev/dri when the host has one, nothing for CPUs.
+it has no network, no capabilities, a limit on processes and on memory (both overridable), and
+never runs as root: it runs as the invoking user when that is not root (what it writes is
+theirs), else as the image's own non-root user, to whom the results folder is then given
+(chown: its permission bits stay as they are). It reaches the devices its platform names
+(checked first, before any image is built or pulled: devices.py): NVIDIA GPUs through a device
+request (the NVIDIA container toolkit), ROCm's /dev/kfd and /dev/dri with the groups that own
+them and video, an Intel GPU's /dev/dri when the host has one, nothing for CPUs.
 
 The harness prints one JSON event per line on stdout (streamed to the supervisor); its stderr is
 appended to OUTDIR/harness.log when it exits. An init process (docker's tini) is PID 1, so a
@@ -22,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from . import images
+from .devices import check_host
 from .docker_client import LOCAL_HINT, connect
 from .emulation import container_additions
 from .errors import UserError
@@ -43,33 +47,78 @@ PASSTHROUGH_ENV = ("DEEPBENCH_FAULT",)
 # Devices used when the host has them; a platform's own `devices` are required.
 OPTIONAL_DEVICES = {"intel": ("/dev/dri",)}
 OOM_NOTE = "the container ran out of memory (its cgroup's out-of-memory killer ended the harness)"
+# Threads count as processes here: a rank's OpenMP and PyTorch pools hold about two threads per core,
+# so this leaves room for 8 ranks on a 512-core host and still stops a process that forks without end.
+DEFAULT_PIDS_LIMIT = 16384
+MEMORY_SHARE = 0.9  # of the host's memory, by default: an out-of-memory kill ends the container, not the host's work
+NO_LIMIT = ("none", "0")
+FALLBACK_USER = "65534:65534"  # nobody: for an image whose own user is root or only a name
 NO_NVIDIA_RUNTIME = ("could not select device driver", "nvidia-container-cli", "unknown runtime",
                      "nvidia-container-runtime")
 
 
-def _owner(path: Path) -> str:
-    st = path.stat()
-    return f"{st.st_uid}:{st.st_gid}"
+def container_user(image_user: str) -> str:
+    """uid:gid the harness runs as: never root. The invoking user when not root; as root, the
+    image's own numeric user (our images: 10001), else nobody."""
+    if os.geteuid() != 0:
+        return f"{os.geteuid()}:{os.getegid()}"
+    uid, _, gid = (image_user or "").partition(":")
+    if uid.isdigit() and int(uid) != 0 and (not gid or gid.isdigit()):
+        return f"{uid}:{gid or uid}"
+    return FALLBACK_USER
+
+
+def give_results_folder(outdir: Path, user: str) -> None:
+    """As root, hand the results folder and what is in it to the container's user, so that it can
+    write there; the permission bits are left as they are (nothing is opened to others)."""
+    if os.geteuid() != 0:
+        return
+    uid, gid = (int(x) for x in user.split(":"))
+    os.chown(outdir, uid, gid)
+    for root, dirs, files in os.walk(outdir):
+        for name in dirs + files:
+            os.lchown(os.path.join(root, name), uid, gid)
+
+
+def _memory_limit(memory: str | None) -> str | None:
+    """--memory as docker takes it: the default share of this host's memory, none, or SIZE."""
+    from docker.errors import DockerException
+    from docker.utils import parse_bytes
+
+    if memory is None:
+        return str(int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") * MEMORY_SHARE))
+    if memory.strip().lower() in NO_LIMIT:
+        return None
+    try:
+        parse_bytes(memory)
+    except DockerException:
+        raise UserError(f"--memory takes a size such as 8g or 512m (or none), not '{memory}'") from None
+    return memory
+
+
+def _device_nodes(paths: list[str]) -> Iterator[Path]:
+    for path in paths:
+        if os.path.isdir(path):
+            for root, _, files in os.walk(path):
+                yield from (Path(root, f) for f in files)
+        else:
+            yield Path(path)
 
 
 def _devices(platform: Platform) -> tuple[list[str], list[str]]:
-    """Device mappings and extra groups; a missing required device is a missing GPU runtime."""
-    missing = [d for d in platform.devices if not os.path.exists(d)]
-    if missing:
-        raise UserError(f"this host has no {' or '.join(missing)}, which {platform.name} containers need: install "
-                        f"the GPU driver (ROCm: amdgpu-dkms) and check the GPU is visible, {LOCAL_HINT}")
-    found = list(platform.devices) + [d for d in OPTIONAL_DEVICES.get(platform.name, ()) if os.path.exists(d)]
-    groups = list(platform.group_add)
-    if found and not groups:
-        # Render nodes belong to a host group the container knows only by number.
-        groups = sorted({str(Path(root, f).stat().st_gid) for d in found if os.path.isdir(d)
-                         for root, _, files in os.walk(d) for f in files})
+    """Device mappings and extra groups (the required devices were checked by devices.check_host)."""
+    found = [d for d in (*platform.devices, *OPTIONAL_DEVICES.get(platform.name, ())) if os.path.exists(d)]
+    # The device nodes belong to host groups (video, render) the container knows only by number:
+    # the non-root harness gets those groups, and the platform's named ones (ROCm's video).
+    groups = list(platform.group_add) + sorted({str(n.stat().st_gid) for n in _device_nodes(found) if n.exists()})
     return [f"{d}:{d}:rwm" for d in found], groups
 
 
 def run_options(platform: Platform, image_id: str, plan_path: Path, outdir: Path,
-                env: dict[str, str] | None = None, memory: str | None = None) -> dict[str, Any]:
-    """Everything `containers.create` is given: one place, so tests check what runs."""
+                env: dict[str, str] | None = None, memory: str | None = None, *, user: str = FALLBACK_USER,
+                pids_limit: int | None = None) -> dict[str, Any]:
+    """Everything `containers.create` is given: one place, so tests check what runs. `memory`
+    None is the default limit ("none" lifts it), `pids_limit` None the default (0 lifts it)."""
     from docker.types import DeviceRequest
 
     devices, groups = _devices(platform)
@@ -85,7 +134,7 @@ def run_options(platform: Platform, image_id: str, plan_path: Path, outdir: Path
         read_only=True,
         tmpfs=dict(TMPFS),
         shm_size=SHM_SIZE,
-        user=_owner(outdir),
+        user=user,
         environment=environment,
         cap_drop=["ALL"],
         security_opt=["no-new-privileges"],
@@ -99,13 +148,21 @@ def run_options(platform: Platform, image_id: str, plan_path: Path, outdir: Path
     opts["environment"].update(emulation_env)
     if devices:
         opts["devices"] = devices
+    if os.geteuid() != 0:  # the invoking user's groups too: the folder may be theirs through one
+        groups += [str(g) for g in os.getgroups() if g != os.getegid()]
     if groups:
-        opts["group_add"] = groups
+        opts["group_add"] = list(dict.fromkeys(groups))
     if platform.gpus:
         opts["device_requests"] = [DeviceRequest(count=-1, capabilities=[["gpu"]])]
-    if memory:
-        opts["mem_limit"] = memory
-        opts["memswap_limit"] = memory  # no swap beyond the limit: an OOM is an OOM
+    limit = _memory_limit(memory)
+    if limit:
+        opts["mem_limit"] = limit
+        opts["memswap_limit"] = limit  # no swap beyond the limit: an OOM is an OOM
+    pids = DEFAULT_PIDS_LIMIT if pids_limit is None else pids_limit
+    if pids < 0:
+        raise UserError(f"--pids-limit takes a positive number (0: no limit), not {pids}")
+    if pids:
+        opts["pids_limit"] = pids
     return opts
 
 
@@ -226,10 +283,13 @@ def parse_env(pairs: list[str] | None) -> dict[str, str]:
 
 def container_starter(plan_path: Path, outdir: Path, platform: Platform, *, image: str | None = None,
                       want_pull: bool = False, want_build: bool = False, env: dict[str, str] | None = None,
-                      memory: str | None = None, base_image: str | None = None, wheelhouse: Path | None = None,
+                      memory: str | None = None, pids_limit: int | None = None, base_image: str | None = None,
+                      wheelhouse: Path | None = None, force_image: bool = False,
                       log: Callable[[str], None] = print) -> ContainerStarter:
-    """Reach Docker, find (or build, or pull) the image, and prepare the container's options.
-    A resumed run uses the very image its first part ran in (by id), unless --image says otherwise."""
+    """Check the host's devices, reach Docker, find (or build, or pull) the image and check it,
+    and prepare the container's options. A resumed run uses the very image its first part ran in
+    (by id), unless --image says otherwise."""
+    check_host(platform, log)  # before anything is built or pulled
     client = connect()
     recorded = _recorded(outdir)
     if recorded and not (image or want_pull or want_build):
@@ -243,10 +303,13 @@ def container_starter(plan_path: Path, outdir: Path, platform: Platform, *, imag
         existed = not (want_build or want_pull) and images.find(client, ref) is not None
         img = images.ensure(client, platform, ref, want_pull=want_pull, want_build=want_build,
                             base_image=base_image, wheelhouse=wheelhouse, log=log)
-        if existed:  # an image built or pulled just now is what was asked for
-            images.check_harness(img, ref, platform, strict=image is None, log=log)
-    options = run_options(platform, img.id, plan_path, outdir, env, memory)
-    info = images.provenance(img, ref)
+        built = want_build or (not existed and ref == platform.image)
+        if not built:  # an image built just now is what was asked for
+            images.check_image(img, ref, platform, own=image is None, force=force_image, log=log)
+    user = container_user((img.attrs.get("Config") or {}).get("User", ""))
+    options = run_options(platform, img.id, plan_path, outdir, env, memory, user=user, pids_limit=pids_limit)
+    give_results_folder(outdir, user)
+    info = {**images.provenance(img, ref), "user": user}
     (outdir / CONTAINER_FILE).write_text(json.dumps(info, indent=1) + "\n")
     return ContainerStarter(client, options, outdir, provenance=info)
 

@@ -1,76 +1,64 @@
-"""The platforms' images: build them from images/<vendor>/, pull them, find them, describe them.
+"""The platforms' images: build them from images/<vendor>/, pull them, find them, describe them,
+and check that an image is one this host can run.
 
-A build context is assembled here rather than sent from the repository root: the vendor's folder
-(its Dockerfile and whatever it copies), images/common/install-harness.sh, the package's source
-(src/) and a wheelhouse (wheelhouse/, empty when building online). With a wheelhouse the image
-installs with `pip --no-index` and needs no network: the way to build on an air-gapped site, and
-here, where containers reach no registry. Results record the image's digest, not its tag."""
+A build context is assembled here rather than sent from the repository root, and holds only
+what the image is made of: the vendor's Dockerfile and requirements.lock, install-harness.sh,
+the package's source (src/: pyproject, README, kernels/, runner/ without its published results)
+and the wheelhouse files the lock names (wheelhouse/, empty when building online). Every
+Dockerfile has a build stage, where wheels, source and pip stay, and a final stage holding the
+base, a non-root user and the installed environment, copied as two layers (dependencies, then
+the harness), so a change to the source leaves the dependency layer as it was. Results record
+the image's digest, not its tag."""
 
 from __future__ import annotations
 
-import importlib.metadata
 import io
-import re
-import subprocess
-import sys
 import tarfile
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..kernels import __version__
-from ..kernels.provenance import harness_sha256
+from ..kernels.provenance import harness_sha256, source_state
+from . import image_lock
 from .errors import UserError
-from .platforms import Platform
+from .image_sources import COMMON_DIR, REPO, dockerfile, dockerfile_arg, pinned_base, record_base
+from .platforms import PLATFORMS, Platform
 
 if TYPE_CHECKING:
     import docker
     from docker.models.images import Image
 
-REPO = Path(__file__).resolve().parents[1]
-IMAGES_DIR = REPO / "images"
-COMMON_DIR = IMAGES_DIR / "common"
 # What of the repository the image installs from (the package's source, nothing else).
 SOURCE_ITEMS = ("pyproject.toml", "README.md", "runner", "kernels")
-# deepbench's dependencies that only the host side imports (the terminal, Docker, workbooks and
-# charts): an image holds the harness alone, so they are left out of it (the harness is installed
-# with --no-deps from requirements/*.txt; tests/test_containers.py checks none of them is there).
-HOST_ONLY = frozenset(("rich", "docker", "openpyxl", "matplotlib"))
+SKIP_SOURCE = ("runner/published",)  # our published runs: data for the host's reports, not the harness
 SKIP_PARTS = {"__pycache__", ".pytest_cache"}
-WHEEL_SUFFIXES = (".whl", ".tar.gz", ".zip")
+VENDOR_ITEMS = ("Dockerfile", image_lock.LOCK_FILE)
 LABEL_PREFIX = "org.deepbench."
 LABEL_PLATFORM = LABEL_PREFIX + "platform"
 LABEL_BASE = LABEL_PREFIX + "base-image"
+LABEL_BASE_ID = LABEL_PREFIX + "base-id"  # the base's image id: a local base has no registry digest
 LABEL_VERSION = LABEL_PREFIX + "version"
 LABEL_INSTALL = LABEL_PREFIX + "install"
+LABEL_LOCK = LABEL_PREFIX + "lock-sha256"  # the requirements.lock the packages came from
 LABEL_HARNESS = LABEL_PREFIX + "harness-sha256"  # the harness source the image holds
+OCI_PREFIX = "org.opencontainers.image."
+OCI_VERSION = OCI_PREFIX + "version"
 # Where a registry cannot be reached, the daemon says one of these.
 PULL_FAILURES = ("pull access denied", "no such host", "dial tcp", "TLS handshake", "i/o timeout",
                  "manifest unknown", "manifest for", "connection refused", "Temporary failure")
 NO_REGISTRY_HINT = ("build it on a local base instead: deepbench images build --platform {p} --base-image LOCAL "
-                    "--wheelhouse DIR (README: Containers), or run without a container: --local")
+                    "--wheelhouse DIR (docs/containers.md), or run without a container: --local")
 
 Log = Callable[[str], None]
-
-
-def dockerfile(platform: Platform) -> Path:
-    path = IMAGES_DIR / platform.image_dir / "Dockerfile"
-    if not path.exists():
-        raise UserError(f"no Dockerfile for {platform.name} at {path}: images are built from a source checkout "
-                        f"of deepbench (or use --image with an image you have, or --local)")
-    return path
-
-
-def dockerfile_arg(platform: Platform, name: str) -> str:
-    """The default of `ARG NAME=...` in the platform's Dockerfile (the one place it is said)."""
-    match = re.search(rf"^ARG {re.escape(name)}=(.*)$", dockerfile(platform).read_text(), re.MULTILINE)
-    return match.group(1).strip().strip('"') if match else ""
 
 
 def _add_tree(tar: tarfile.TarFile, path: Path, arcname: str) -> None:
     def keep(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
         parts = set(Path(info.name).parts)
-        if parts & SKIP_PARTS or info.name.endswith((".pyc", ".egg-info")) or ".egg-info" in info.name:
+        if parts & SKIP_PARTS or info.name.endswith(".pyc") or ".egg-info" in info.name:
+            return None
+        if any(info.name == f"src/{s}" or info.name.startswith(f"src/{s}/") for s in SKIP_SOURCE):
             return None
         info.uid = info.gid = 0
         info.uname = info.gname = ""
@@ -79,58 +67,58 @@ def _add_tree(tar: tarfile.TarFile, path: Path, arcname: str) -> None:
     tar.add(str(path), arcname=arcname, filter=keep)
 
 
-def build_context(platform: Platform, wheelhouse: Path | None, out: io.BufferedRandom) -> int:
-    """Write the build context (an uncompressed tar) to `out`; returns the wheels it holds."""
-    wheels = []
-    if wheelhouse is not None:
-        if not wheelhouse.is_dir():
-            raise UserError(f"--wheelhouse {wheelhouse} is not a folder (make one with: deepbench images "
-                            f"wheelhouse --platform {platform.name} --out {wheelhouse})")
-        wheels = sorted(p for p in wheelhouse.iterdir() if p.name.endswith(WHEEL_SUFFIXES))
-        if not wheels:
-            raise UserError(f"--wheelhouse {wheelhouse} holds no wheels (make them with: deepbench images "
-                            f"wheelhouse --platform {platform.name} --out {wheelhouse})")
+def build_context(platform: Platform, wheels: list[Path], out: io.BufferedRandom) -> None:
+    """Write the build context (an uncompressed tar) to `out`."""
+    vendor = dockerfile(platform).parent
     with tarfile.open(fileobj=out, mode="w") as tar:
-        vendor = dockerfile(platform).parent
-        for item in sorted(vendor.iterdir()):
-            _add_tree(tar, item, item.name)
+        for name in VENDOR_ITEMS:
+            _add_tree(tar, vendor / name, name)
         for item in sorted(COMMON_DIR.iterdir()):
             _add_tree(tar, item, item.name)
         for name in SOURCE_ITEMS:
             _add_tree(tar, REPO / name, f"src/{name}")
-        for name, text in requirement_files().items():
-            data = text.encode()
-            entry = tarfile.TarInfo(f"src/requirements/{name}.txt")
-            entry.size, entry.mode = len(data), 0o644
-            tar.addfile(entry, io.BytesIO(data))
         folder = tarfile.TarInfo("wheelhouse")
         folder.type, folder.mode = tarfile.DIRTYPE, 0o755
         tar.addfile(folder)
         for wheel in wheels:
             tar.add(str(wheel), arcname=f"wheelhouse/{wheel.name}")
     out.seek(0)
-    return len(wheels)
+
+
+def _revision() -> str:
+    state = source_state(REPO)
+    return (state.commit or "unknown") + ("+modified" if state.state == "modified" else "")
 
 
 def build(client: "docker.DockerClient", platform: Platform, tag: str, base_image: str | None = None,
-          wheelhouse: Path | None = None, log: Log = print) -> "Image":
-    """Build the platform's image under `tag`, streaming the builder's output to `log`."""
+          wheelhouse: Path | None = None, log: Log = print, no_cache: bool = False) -> "Image":
+    """Build the platform's image under `tag` from its lock, streaming the builder's output to `log`."""
     from docker.errors import APIError, BuildError
 
-    base = base_image or dockerfile_arg(platform, "BASE_IMAGE")
+    from .devices import check_can_run
+
+    check_can_run(platform, log)  # an arm64 build on x86 runs arm64 binaries: binfmt first
+    wheels = image_lock.select_wheels(platform, wheelhouse) if wheelhouse is not None else []
+    image_lock.read_lock(image_lock.lock_path(platform))
+    asked = base_image or dockerfile_arg(platform, "BASE_IMAGE")
+    base = pinned_base(platform, asked)
+    present = find(client, base)
     labels = {LABEL_PLATFORM: platform.name, LABEL_BASE: base, LABEL_VERSION: __version__,
-              LABEL_INSTALL: "wheelhouse (offline)" if wheelhouse else "online", LABEL_HARNESS: harness_sha256()}
-    buildargs = {"BASE_IMAGE": base}
+              LABEL_INSTALL: "wheelhouse (offline)" if wheelhouse else "online", LABEL_HARNESS: harness_sha256(),
+              LABEL_LOCK: image_lock.lock_sha256(platform)}
+    if present is not None:
+        labels[LABEL_BASE_ID] = present.id
+    buildargs = {"BASE_IMAGE": base, "VERSION": __version__, "REVISION": _revision()}
     with tempfile.TemporaryFile() as context:
-        count = build_context(platform, wheelhouse, context)  # type: ignore[arg-type]
+        build_context(platform, wheels, context)  # type: ignore[arg-type]
         log(f"building {tag} for {platform.name} ({platform.platform_arch}) on {base}"
-            + (f", offline from {count} wheels" if wheelhouse else ", online"))
+            + (f", offline from {len(wheels)} locked wheels" if wheelhouse else ", online"))
         image_id = ""
         error = ""
         try:
             for chunk in client.api.build(fileobj=context, custom_context=True, tag=tag, buildargs=buildargs,
                                           labels=labels, platform=platform.platform_arch, rm=True,
-                                          forcerm=True, decode=True):
+                                          forcerm=True, nocache=no_cache, decode=True):
                 if "stream" in chunk:
                     line = chunk["stream"].rstrip()
                     if line:
@@ -143,7 +131,40 @@ def build(client: "docker.DockerClient", platform: Platform, tag: str, base_imag
             error = str(exc)
     if error or not image_id:
         raise _build_failure(platform, tag, base, error or "the builder returned no image")
+    _record_base_digest(client, platform, asked, log)
     return client.images.get(image_id)
+
+
+def _record_base_digest(client: "docker.DockerClient", platform: Platform, ref: str, log: Log) -> None:
+    """A base named by tag that came from a registry: keep the digest it had (base.lock), so the
+    next build starts from the same base even after the tag moved. A local base has none."""
+    from docker.utils import parse_repository_tag
+
+    image = find(client, ref) if "@" not in ref else None
+    repo, _ = parse_repository_tag(ref)
+    digests = [d.split("@", 1)[1] for d in (image.attrs.get("RepoDigests") or []) if d.split("@", 1)[0] == repo] \
+        if image is not None else []
+    if digests and record_base(platform, ref, digests[0]):
+        log(f"recorded {ref}@{digests[0]} in images/{platform.image_dir}/base.lock: later builds use that digest "
+            f"(commit the file beside the lock)")
+
+
+def pin_base(client: "docker.DockerClient", platform: Platform, log: Log = print) -> None:
+    """Ask the base's registry which digest the Dockerfile's base tag names now (nothing is pulled),
+    and record it in base.lock; where the registry cannot be reached, the tag stays as it is."""
+    from docker.errors import APIError
+
+    ref = dockerfile_arg(platform, "BASE_IMAGE")
+    if "@" in ref:
+        return
+    try:
+        digest = client.images.get_registry_data(ref).id
+    except APIError as exc:
+        reason = str(getattr(exc, "explanation", None) or exc).splitlines()[0]
+        log(f"{ref}: its registry did not answer ({reason}); the base stays pinned by tag until its first pull")
+        return
+    if record_base(platform, ref, digest):
+        log(f"recorded {ref}@{digest} in images/{platform.image_dir}/base.lock")
 
 
 def _build_failure(platform: Platform, tag: str, base: str, error: str) -> UserError:
@@ -213,7 +234,7 @@ def provenance(image: "Image", ref: str) -> dict[str, Any]:
         "os": attrs.get("Os", ""),
         "architecture": attrs.get("Architecture", ""),
         "created": attrs.get("Created", ""),
-        "labels": {k: v for k, v in labels.items() if k.startswith(LABEL_PREFIX)},
+        "labels": {k: v for k, v in labels.items() if k.startswith((LABEL_PREFIX, OCI_PREFIX))},
     }
 
 
@@ -222,96 +243,37 @@ def local_images(client: "docker.DockerClient") -> Iterable["Image"]:
     return client.images.list(filters={"label": LABEL_PLATFORM})
 
 
-# --- wheelhouse -------------------------------------------------------------------------------
-
-GLIBC_MINORS = range(17, 37)  # manylinux_2_17 .. manylinux_2_36 (Debian bookworm's glibc)
-ARCH_OF = {"linux/amd64": "x86_64", "linux/arm64": "aarch64"}
-BUILD_REQUIREMENTS = ("setuptools>=68",)  # the image builds deepbench from its source, offline
-
-
-def _declared() -> list[str]:
-    """deepbench's requirements as the image will see them: from the source's pyproject.toml (what
-    the image installs), else from the installed metadata."""
-    try:
-        import tomllib
-
-        project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    except (ImportError, OSError, KeyError):
-        return list(importlib.metadata.requires("deepbench") or [])
-    out = list(project.get("dependencies", []))
-    for extra, reqs in project.get("optional-dependencies", {}).items():
-        out += [f'{r.split(";")[0].strip()}; extra == "{extra}"' for r in reqs]
-    return out
-
-
-def _requirement_name(spec: str) -> str:
-    return re.split(r"[\s<>=!~\[;]", spec.strip(), maxsplit=1)[0].lower().replace("_", "-")
-
-
-def _harness_requirements() -> dict[str | None, list[str]]:
-    """The declared requirements by extra (None: deepbench's own), in pyproject's order, without
-    the host's HOST_ONLY libraries, which the harness does not import."""
-    grouped: dict[str | None, list[str]] = {None: []}
-    for req in _declared():
-        spec, _, marker = req.partition(";")
-        extra = re.search(r"""extra\s*==\s*['"]([^'"]+)['"]""", marker)
-        if extra is None and _requirement_name(spec) in HOST_ONLY:
-            continue
-        grouped.setdefault(extra.group(1) if extra else None, []).append(spec.strip())
-    return grouped
-
-
-def requirements(extras: Iterable[str]) -> list[str]:
-    """What an image installs: the harness's own requirements plus those of the extras named."""
-    wanted = set(extras)
-    return [spec for extra, specs in _harness_requirements().items() if extra is None or extra in wanted
-            for spec in specs]
-
-
-def requirement_files() -> dict[str, str]:
-    """requirements/<name>.txt of the build context: `base` (the harness's own) and one per extra,
-    so that install-harness.sh installs base + the image's EXTRAS, whatever EXTRAS a build sets."""
-    grouped = _harness_requirements()
-    base = grouped.pop(None)
-    files = {"base": base, **{extra: [r for r in specs if r not in base] for extra, specs in sorted(grouped.items())}}
-    return {name: "".join(f"{r}\n" for r in reqs) for name, reqs in files.items()}
-
-
-def wheelhouse_command(platform: Platform, out: Path, python: str, extra: list[str]) -> list[str]:
-    arch = ARCH_OF.get(platform.platform_arch)
-    if arch is None:
-        raise UserError(f"no wheel platform known for {platform.platform_arch}")
-    extras = [e for e in dockerfile_arg(platform, "EXTRAS").split(",") if e]
-    tags = [f"manylinux2014_{arch}"] + [f"manylinux_2_{m}_{arch}" for m in GLIBC_MINORS]
-    cmd = [sys.executable, "-m", "pip", "download", "--dest", str(out), "--only-binary=:all:",
-           "--implementation", "cp", "--python-version", python]
-    for tag in tags:
-        cmd += ["--platform", tag]
-    return cmd + requirements(extras) + list(BUILD_REQUIREMENTS) + extra
-
-
-def make_wheelhouse(platform: Platform, out: Path, python: str, extra: list[str], log: Log = print) -> int:
-    out.mkdir(parents=True, exist_ok=True)
-    cmd = wheelhouse_command(platform, out, python, extra)
-    log("$ " + " ".join(cmd))
-    proc = subprocess.run(cmd, text=True)
-    if proc.returncode != 0:
-        raise UserError(f"pip download failed (status {proc.returncode}, its output is above): check the "
-                        f"package index is reachable from this host and the requirements exist for "
-                        f"CPython {python} on {platform.platform_arch}")
-    return sum(1 for p in out.iterdir() if p.name.endswith(WHEEL_SUFFIXES))
-
-
-def check_harness(image: "Image", ref: str, platform: Platform, strict: bool, log: Log = print) -> None:
-    """The plan this host writes must be read by the same harness: an image built from other
-    deepbench source is refused (the platform's own tag) or warned about (an image the user named)."""
-    theirs = (image.labels or {}).get(LABEL_HARNESS)
-    ours = harness_sha256()
-    if theirs == ours:
+def check_image(image: "Image", ref: str, platform: Platform, *, own: bool, force: bool = False,
+                log: Log = print) -> None:
+    """An image this host may run the plan in: a deepbench image (its labels), for this platform,
+    from this deepbench version. --force-image runs any image anyway. The harness source itself
+    must match for the platform's own tag (rebuild it); an image the user named that holds
+    other source of the same version is run with a warning."""
+    labels = image.labels or {}
+    theirs = labels.get(LABEL_PLATFORM)
+    rebuild = (f"rebuild it (deepbench images build --platform {platform.name}, with --base-image/--wheelhouse "
+               f"as before) or run with --local")
+    problem = ""
+    if theirs is None:
+        problem = (f"{ref} is not a deepbench image (no {LABEL_PLATFORM} label): build one with deepbench images "
+                   f"build --platform {platform.name}")
+    elif theirs not in PLATFORMS or PLATFORMS[theirs].image_dir != platform.image_dir:
+        problem = f"{ref} is a deepbench image for {theirs}, not {platform.name}"
+    else:
+        version = labels.get(LABEL_VERSION) or labels.get(OCI_VERSION)
+        if version != __version__:
+            problem = (f"{ref} holds deepbench {version or '(unlabelled version)'}, this host {__version__}: the plan "
+                       f"this host writes may not be read by that harness; {rebuild}")
+    if problem:
+        if not force:
+            raise UserError(f"{problem} (or pass --force-image to run it anyway)")
+        log(f"warning: {problem}; run anyway (--force-image)")
         return
-    what = (f"image {ref} holds another deepbench harness ({(theirs or 'unlabelled')[:12]}) than this host's "
-            f"({ours[:12]})")
-    if strict:
-        raise UserError(f"{what}: rebuild it (deepbench-run ... --build, or deepbench images build --platform "
-                        f"{platform.name}, with --base-image/--wheelhouse as before) or run with --local")
+    ours = harness_sha256()
+    sha = labels.get(LABEL_HARNESS)
+    if sha == ours:
+        return
+    what = f"image {ref} holds another deepbench harness ({(sha or 'unlabelled')[:12]}) than this host's ({ours[:12]})"
+    if own and not force:
+        raise UserError(f"{what}: {rebuild}")
     log(f"warning: {what}; its results come from that harness")

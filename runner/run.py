@@ -32,7 +32,8 @@ from ..kernels.provenance import frozen_suite_sha256
 from ..kernels.results import PLAN_FILE, RESULTS_FILE, RUN_FILE, Plan, PlanItem, RunRecord, Settings, read_results
 from .display import RunProgress, make_console, print_tables, summary_line
 from .errors import UserError
-from .container import container_starter, parse_env
+from .container import DEFAULT_PIDS_LIMIT, MEMORY_SHARE, container_starter, parse_env
+from .devices import check_host
 from .local import LocalHarness
 from .ranks import RankedHarness, add_rank_arguments, needs_engine, plan_backend, with_ranks
 from .provenance import declared_selection, with_host_facts
@@ -79,7 +80,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     fetch.add_argument("--build", action="store_true", help="(re)build the image before running")
     image.add_argument("--base-image", metavar="IMAGE", help="when building: the base (default: the vendor's)")
     image.add_argument("--wheelhouse", type=Path, metavar="DIR", help="when building: install from DIR, offline")
-    image.add_argument("--memory", metavar="SIZE", help="memory limit of the container, e.g. 8g (default: none)")
+    image.add_argument("--memory", metavar="SIZE", help="memory limit of the container, e.g. 8g, or none "
+                       f"(default: {MEMORY_SHARE * 100:.0f}%% of this host's memory)")
+    image.add_argument("--pids-limit", type=int, metavar="N", help="processes and threads the container may hold "
+                       f"(default {DEFAULT_PIDS_LIMIT}; 0: no limit)")
+    image.add_argument("--force-image", action="store_true", help="run --image even when it is not a deepbench "
+                       "image of this platform and version (its labels)")
     image.add_argument("--env", action="append", metavar="NAME=VALUE",
                        help="environment variable for the harness (repeatable)")
     add_selection_arguments(parser)
@@ -134,6 +140,8 @@ def run(args: argparse.Namespace) -> int:
         platform = get_platform(plan.platform)
     else:
         platform = get_platform(args.platform or ("cpu" if args.local else _no_platform()))
+        if not args.local:
+            check_host(platform, log=make_console().print)  # its devices, before a plan, a build or a pull
         plan, outdir = _new_plan(args, platform)
     local = args.local or _plan_was_local(outdir)
     start = _starter(plan, outdir, platform, local, args)
@@ -282,8 +290,8 @@ def _starter(plan: Plan, outdir: Path, platform: Platform, local: bool, args: ar
     if local:
         return lambda: LocalHarness(plan_path, outdir, env)
     starter = container_starter(plan_path, outdir, platform, image=args.image, want_pull=args.pull,
-                                want_build=args.build, env=env, memory=args.memory, base_image=args.base_image,
-                                wheelhouse=args.wheelhouse,
+                                want_build=args.build, env=env, memory=args.memory, pids_limit=args.pids_limit,
+                                base_image=args.base_image, wheelhouse=args.wheelhouse, force_image=args.force_image,
                                 log=lambda line: make_console().print(line, highlight=False, markup=False))
     if needs_engine(plan):  # all ranks of this node in the one container, under torchrun or mpiexec
         with_ranks(starter.options, plan)

@@ -1,9 +1,12 @@
 """The containerized runner against a real Docker daemon (CI installs and starts one; these tests
 never skip there). A local Debian base image is made once per machine (images/tools/local-base.sh,
-no registry needed), a wheelhouse is downloaded on the host, and the Intel/CPU image is built on
-them offline; the smoke suite then runs in real containers. Each failure the user can meet
-(no Docker, no daemon, no permission, no image, no GPU runtime) is produced and its one-line
-message and exit status checked."""
+no registry needed), the lock's wheels are downloaded on the host, and the Intel/CPU image is
+built on them offline; the smoke suite then runs in real containers, as a non-root user. A
+second build of the same lock on the same base holds the same packages; a submission's image
+goes to an archive, is deleted, and verify brings it back from the archive alone; an image goes
+to a registry (Debian's docker-registry, on this host) and comes back by digest. Each failure the
+user can meet (no Docker, no daemon, no permission, no image, not a deepbench image) is produced
+and its one-line message and exit status checked; the device check is tests/test_devices.py's."""
 
 from __future__ import annotations
 
@@ -22,8 +25,9 @@ import pytest
 
 from deepbench.kernels.results import RunRecord, Status, read_results
 from deepbench.kernels.suites import suite_kernels
-from deepbench.runner import images
-from deepbench.runner.container import run_options
+from deepbench.runner import image_archive, image_lock, images
+from deepbench.runner.container import container_user, give_results_folder, run_options
+from deepbench.runner.errors import UserError
 from deepbench.runner.platforms import get_platform
 
 from .conftest import REPO, run_cli, start_interruptible
@@ -34,6 +38,7 @@ pytestmark = [pytest.mark.docker, pytest.mark.timeout(3000)]
 BASE_IMAGE = "deepbench-local/debian:bookworm"
 CACHE = Path(os.environ.get("DEEPBENCH_TEST_CACHE", Path.home() / ".cache" / "deepbench-tests"))
 TORCH_WHEELS = sorted(Path("/opt/wheels").glob("torch-*+cpu-cp311-cp311-manylinux*_x86_64.whl"))
+IMAGE_UID = 10001  # the images' own user (images/*/Dockerfile: USER 10001:10001)
 SESSION_TAG = f"deepbench-test/{{platform}}:{os.getpid()}"
 BUILD_TIMEOUT_S = 1500
 RUN_TIMEOUT_S = 900
@@ -66,15 +71,16 @@ def base_image(client) -> str:
     return BASE_IMAGE
 
 
-def _wheelhouse(platform: str, extra: list[str]) -> Path:
-    """Downloaded once per machine and set of requirements (a marker says it is complete)."""
-    wanted = images.wheelhouse_command(get_platform(platform), Path("."), "3.11", extra)
-    key = hashlib.sha256("\0".join(wanted[1:]).encode()).hexdigest()[:12]
+def _wheelhouse(platform: str, wheels: Path | None = None) -> Path:
+    """The lock's wheels for CPython 3.11 (the local base's), downloaded once per machine and lock
+    (a marker says it is complete)."""
+    p = get_platform(platform)
+    key = hashlib.sha256(image_lock.lock_path(p).read_bytes()).hexdigest()[:12]
     out = CACHE / f"wheelhouse-{platform}-cp311-{key}"
     if not (out / ".complete").exists():
         shutil.rmtree(out, ignore_errors=True)
         proc = run_cli("deepbench", "images", "wheelhouse", "--platform", platform, "--out", str(out),
-                       "--", *extra, timeout=BUILD_TIMEOUT_S)
+                       "--python", "3.11", *(["--wheels", str(wheels)] if wheels else []), timeout=BUILD_TIMEOUT_S)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         (out / ".complete").write_text("1\n")
     return out
@@ -84,13 +90,13 @@ def _wheelhouse(platform: str, extra: list[str]) -> Path:
 def intel_wheelhouse() -> Path:
     if not TORCH_WHEELS:
         pytest.fail("no CPU torch wheel for CPython 3.11 in /opt/wheels (the image installs PyTorch from it)")
-    return _wheelhouse("intel", [str(TORCH_WHEELS[-1])])
+    return _wheelhouse("intel", TORCH_WHEELS[-1].parent)
 
 
-def _build(client, platform: str, base: str, wheelhouse: Path) -> str:
-    tag = SESSION_TAG.format(platform=platform)
+def _build(client, platform: str, base: str, wheelhouse: Path, *extra: str, tag: str | None = None) -> str:
+    tag = tag or SESSION_TAG.format(platform=platform)
     proc = run_cli("deepbench", "images", "build", "--platform", platform, "--base-image", base,
-                   "--wheelhouse", str(wheelhouse), "--tag", tag, timeout=BUILD_TIMEOUT_S)
+                   "--wheelhouse", str(wheelhouse), "--tag", tag, *extra, timeout=BUILD_TIMEOUT_S)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
     assert f"built {tag}" in proc.stdout
     return tag
@@ -114,22 +120,62 @@ def _run(image: str, out: Path, *args: str, env: dict | None = None, timeout: fl
 
 # --- the Intel/CPU image, end to end ----------------------------------------------------------
 
-HOST_ONLY_PROBE = ("import importlib.util as u; from deepbench.runner.images import HOST_ONLY; "
-                   "print(sorted(n for n in HOST_ONLY if u.find_spec(n)))")
+HOST_ONLY_PROBE = ("import importlib.util as u, sys; names = sys.argv[1:]; "
+                   "print(sorted(n for n in names if u.find_spec(n)))")
+FREEZE = ["python3", "-m", "pip", "--python", "/opt/deepbench/bin/python", "--disable-pip-version-check", "freeze",
+          "--all"]
 
 
 def test_image_holds_the_harness_without_the_host_libraries(client, intel_image, intel_wheelhouse) -> None:
-    """The image installs the harness's requirements and its extras', not the runner's terminal,
-    Docker, workbook and chart libraries (runner/images.py HOST_ONLY)."""
-    out = client.containers.run(intel_image, entrypoint=["/opt/deepbench/bin/python", "-c", HOST_ONLY_PROBE],
+    """The image installs its lock (the harness's packages and its extras'), not the runner's
+    terminal, Docker, workbook and chart libraries (runner/image_lock.py HOST_ONLY), nor the
+    wheels, the source or setuptools, which stay in the build stage."""
+    out = client.containers.run(intel_image, entrypoint=["/opt/deepbench/bin/python", "-c", HOST_ONLY_PROBE,
+                                                         *sorted(image_lock.HOST_ONLY)],
                                 network_mode="none", remove=True).decode().strip()
     assert out == "[]"
     wheels = {w.name.split("-")[0].lower() for w in intel_wheelhouse.glob("*.whl")}
-    assert {"torch", "mpi4py", "pydantic", "numpy"} <= wheels and not wheels & {"rich", "docker", "openpyxl", "matplotlib"}
+    assert {"torch", "mpi4py", "pydantic", "numpy"} <= wheels and not wheels & image_lock.HOST_ONLY
+    listing = client.containers.run(intel_image, entrypoint=["sh", "-c", "ls /tmp /opt; ls /opt/deepbench/lib/*/site-packages"],
+                                    network_mode="none", remove=True).decode().split()
+    assert "wheelhouse" not in listing and "deepbench-src" not in listing and "setuptools" not in listing
+    assert {"deepbench", "deepbench-harness"} <= set(listing)
+    labels = client.images.get(intel_image).labels
+    assert labels["org.opencontainers.image.version"] == labels["org.deepbench.version"]
+    assert labels[images.LABEL_LOCK] == image_lock.lock_sha256(get_platform("intel"))
+
+
+def _installed(client, tag: str) -> list[str]:
+    return client.containers.run(tag, entrypoint=FREEZE, network_mode="none", remove=True).decode().splitlines()
+
+
+@pytest.mark.slow
+def test_two_builds_of_one_lock_and_base_hold_the_same_packages(client, base_image, intel_image,
+                                                                 intel_wheelhouse) -> None:
+    """A second build, every step run again (--no-cache), from the same lock and base: pip freeze
+    inside both lists the same packages at the same versions, and they are the lock's."""
+    again = _build(client, "intel", base_image, intel_wheelhouse, "--no-cache", "--quiet",
+                   tag=SESSION_TAG.format(platform="intel-again"))
+    try:
+        first, second = _installed(client, intel_image), _installed(client, again)
+        assert first == second
+        assert client.images.get(again).id != client.images.get(intel_image).id  # really built twice
+    finally:
+        client.images.remove(again, force=True)
+    pins = {f"{p.name}=={p.version}" for p in image_lock.read_lock(image_lock.lock_path(get_platform("intel")))}
+    frozen = {line.lower().replace("_", "-") for line in first}
+    assert pins - frozen == {next(p for p in pins if p.startswith("setuptools=="))}  # build stage only
+    assert "deepbench @ file:///tmp/deepbench-src" in first  # built from the context's source
+
+
+def _expected_uid() -> int:
+    """Never root inside: the image's user when started as root (as CI is), else the invoking user."""
+    return IMAGE_UID if os.geteuid() == 0 else os.geteuid()
 
 
 @pytest.mark.slow
 def test_smoke_suite_in_a_container(client, intel_image, tmp_path: Path) -> None:
+    """The smoke suite in the image; started as root (CI), it runs as the image's non-root user."""
     out = tmp_path / "smoke"
     proc = _run(intel_image, out, "--suite", "smoke")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
@@ -148,10 +194,10 @@ def test_smoke_suite_in_a_container(client, intel_image, tmp_path: Path) -> None
     assert image["digest"].startswith("sha256:") and len(image["digest"]) == len("sha256:") + 64
     assert image["labels"]["org.deepbench.platform"] == "intel"
     assert image["labels"]["org.deepbench.install"] == "wheelhouse (offline)"
-    # Nothing but the run's own files; all owned by the folder's owner.
+    assert image["user"] == (f"{IMAGE_UID}:{IMAGE_UID}" if os.geteuid() == 0 else f"{os.geteuid()}:{os.getegid()}")
+    # Nothing but the run's own files; what the harness wrote is its non-root user's.
     assert {p.name for p in out.iterdir()} <= RESULT_FILES
-    owner = out.stat().st_uid
-    assert all(p.stat().st_uid == owner for p in out.iterdir())
+    assert out.stat().st_uid == _expected_uid() and (out / "results.jsonl").stat().st_uid == _expected_uid() != 0
     # No container is left behind.
     assert not client.containers.list(all=True, filters={"label": "org.deepbench.role=harness",
                                                          "ancestor": intel_image})
@@ -191,7 +237,10 @@ def test_container_sees_only_its_results_folder(client, intel_image, tmp_path: P
     plan = out / "plan.json"
     plan.write_text("{}\n")
     before = hashlib.sha256(plan.read_bytes()).hexdigest()
-    opts = run_options(get_platform("intel"), _image_id(client, intel_image), plan, out)
+    image = client.images.get(intel_image)
+    user = container_user(image.attrs["Config"]["User"])
+    opts = run_options(get_platform("intel"), image.id, plan, out, user=user)
+    give_results_folder(out, user)
     opts.update(entrypoint=["/opt/deepbench/bin/python", "-c", PROBE], command=[], detach=False, remove=True)
     seen = json.loads(client.containers.run(**opts).decode().strip().splitlines()[-1])
     assert seen["results"] == "ok" and (out / "probe").read_text() == "x"
@@ -200,7 +249,7 @@ def test_container_sees_only_its_results_folder(client, intel_image, tmp_path: P
     assert seen["tmp"] == "ok"  # scratch space, gone with the container
     assert seen["connect"] != "ok" and seen["resolve"] != "ok"
     assert seen["interfaces"] == ["lo"]
-    assert seen["uid"] == out.stat().st_uid
+    assert seen["uid"] == _expected_uid() != 0
     assert int(seen["caps"], 16) == 0
     assert hashlib.sha256(plan.read_bytes()).hexdigest() == before
     assert {p.name for p in out.iterdir()} == {"plan.json", "probe"}
@@ -284,7 +333,7 @@ def test_images_list_shows_built_image(intel_image) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("platform", ["nvidia", "amd"])
 def test_gpu_dockerfiles_build_on_a_local_base(client, base_image, platform: str) -> None:
-    wheelhouse = _wheelhouse(platform, [])  # no extras: their PyTorch is the vendor image's
+    wheelhouse = _wheelhouse(platform)  # their lock: the harness only; PyTorch and numpy are the vendor image's
     tag = _build(client, platform, base_image, wheelhouse)
     try:
         names = {p.name.split("-")[0].lower() for p in wheelhouse.glob("*.whl")}
@@ -360,41 +409,75 @@ def test_image_cannot_be_built_without_its_base(client, tmp_path: Path) -> None:
     assert proc.returncode == EXIT_USAGE and "cannot be pulled" in proc.stderr, proc.stderr
 
 
-@pytest.mark.skipif(os.path.exists("/dev/nvidia0"), reason="this host has NVIDIA GPUs: nothing is missing")
-def test_no_nvidia_runtime(client, intel_image, tmp_path: Path) -> None:
-    proc = run_cli("deepbench-run", "--platform", "nvidia", "--image", intel_image, "--suite", "smoke",
-                   "--out", str(tmp_path / "o"))
-    _one_line_error(proc, "NVIDIA Container Toolkit", "--local")
-
-
-@pytest.mark.skipif(os.path.exists("/dev/kfd"), reason="this host has a ROCm device: nothing is missing")
-def test_no_rocm_devices(client, intel_image, tmp_path: Path) -> None:
-    proc = run_cli("deepbench-run", "--platform", "amd", "--image", intel_image, "--suite", "smoke",
-                   "--out", str(tmp_path / "o"))
-    _one_line_error(proc, "/dev/kfd", "--local")
+def test_image_that_is_not_deepbench_is_refused(client, base_image, tmp_path: Path) -> None:
+    """--image naming an image without deepbench's labels (here the plain Debian base) is refused
+    before anything runs, instead of failing inside with 'exec /plan/plan.json failed'."""
+    out = tmp_path / "o"
+    proc = run_cli("deepbench-run", "--platform", "intel", "--image", base_image, "--suite", "smoke", "--out", str(out))
+    _one_line_error(proc, f"{base_image} is not a deepbench image", "--force-image")
+    assert not (out / "results.jsonl").exists()
 
 
 # --- a container run as a submission (issue 8) -------------------------------------------------
 
+@pytest.fixture
+def tiny_image(client):
+    """A one-file image with the platform label (made here: nothing to pull), for archive and registry tests."""
+    import io
+    import tarfile
+
+    data = io.BytesIO()
+    with tarfile.open(fileobj=data, mode="w") as tar:
+        entry = tarfile.TarInfo("hello")
+        entry.size = 3
+        tar.addfile(entry, io.BytesIO(b"hi\n"))
+    tag = f"deepbench-test/tiny:{os.getpid()}"
+    client.api.import_image_from_data(data.getvalue(), repository=tag.split(":")[0], tag=tag.split(":")[1],
+                                      changes=["LABEL org.deepbench.platform=intel"])
+    image_id = client.images.get(tag).id
+    yield tag
+    if images.find(client, image_id) is not None:
+        client.images.remove(image_id, force=True)  # every tag it has, the registry's too
+
+
 @pytest.mark.slow
-def test_container_run_submits_checks_and_verifies(client, intel_image, tmp_path: Path) -> None:
-    """A container run becomes a bundle that passes `deepbench check` and names its image by
-    digest; `deepbench verify` re-runs it in a container on that same image and compares every
-    kernel. (Agreement itself is asserted by tests/test_submission.py's local re-run: with
-    --time-cap 0.1 a container's few samples on a shared 2-core VM were seen 9-16x off.)"""
+def test_container_run_submits_checks_and_verifies_from_the_archive_alone(client, intel_image, tiny_image,
+                                                                          tmp_path: Path) -> None:
+    """A container run becomes a bundle that passes `deepbench check`, names its image by id and
+    writes it to an archive beside the bundle. The image is then deleted (docker rmi); `deepbench
+    verify` refuses an archive of another image, then loads the bundle's own archive, checks it is
+    the very image, and re-runs the plan in it. (Agreement itself is asserted by
+    tests/test_submission.py's local re-run: with --time-cap 0.1 a container's few samples on a
+    shared 2-core VM were seen 9-16x off.)"""
     run, bundle, again = tmp_path / "run", tmp_path / "bundle", tmp_path / "again"
+    archive = tmp_path / "intel-image.tar"
     proc = _run(intel_image, run, "--suite", "smoke", "--threads", "1")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
     proc = run_cli("deepbench", "submit", str(run), "--out", str(bundle), "--submitter", "CI",
-                   "--system-name", "CI VM")
+                   "--system-name", "CI VM", "--image-archive", str(archive), timeout=RUN_TIMEOUT_S)
     assert proc.returncode == 0 and "check passed" in proc.stdout, proc.stdout + proc.stderr
     index = json.loads((bundle / "submission.json").read_text())
     image_id = _image_id(client, intel_image)
     assert index["local"] is False and index["image_digest"] == image_id  # built here: no registry digest
     assert f"--platform intel --image {image_id}" in index["reproduce"]
-    proc = run_cli("deepbench", "verify", str(bundle), "--quiet", "--out", str(again), "--tolerance", "2",
-                   "--max-tolerance", "2", env={"COLUMNS": "300"}, timeout=RUN_TIMEOUT_S)
+    assert index["image"] == {"id": image_id, "registry": None, "archive": {
+        "name": archive.name, "sha256": image_archive.sha256_of(archive), "bytes": archive.stat().st_size}}
+    assert (tmp_path / "intel-image.tar.sha256").read_text() == f"{index['image']['archive']['sha256']}  {archive.name}\n"
+    other = image_archive.export(client, tiny_image, tmp_path / "other.tar", log=lambda line: None)
+    client.images.remove(image_id, force=True)  # docker rmi: only the archive has it now
+    try:
+        proc = run_cli("deepbench", "verify", str(bundle), "--image-archive", str(other.path), "--out",
+                       str(tmp_path / "wrong"))
+        _one_line_error(proc, f"holds image {other.image_id[:19]}, not the one expected ({image_id[:19]})")
+        assert images.find(client, image_id) is None  # refused before anything was loaded
+        proc = run_cli("deepbench", "verify", str(bundle), "--quiet", "--out", str(again), "--tolerance", "2",
+                       "--max-tolerance", "2", env={"COLUMNS": "300"}, timeout=RUN_TIMEOUT_S)
+    finally:
+        if images.find(client, image_id) is None:  # the session's other tests still use it
+            image_archive.load(client, archive, image_id, log=lambda line: None)
     assert proc.returncode in (0, 1) and "Traceback" not in proc.stderr, proc.stdout[-3000:] + proc.stderr
+    assert f"loading {archive}" in proc.stdout
+    assert client.images.get(intel_image).id == image_id  # the same image, under its tag again
     record = RunRecord.model_validate_json((again / "run.json").read_text())
     assert record.provenance["image"]["id"] == image_id and record.provenance.local is False
     report = json.loads((again / "verify.json").read_text())
@@ -402,3 +485,80 @@ def test_container_run_submits_checks_and_verifies(client, intel_image, tmp_path
     assert report["agree"] + report["disagree"] == len(suite_kernels("smoke"))
     assert report["agree"] > report["disagree"], proc.stdout[-3000:]
     assert (proc.returncode == 0) == (report["disagree"] == 0)
+
+
+REGISTRY_START_S = 15.0
+
+
+@pytest.fixture
+def registry(tmp_path: Path):
+    """Debian's docker-registry (the distribution registry) on a free loopback port: Docker
+    trusts 127.0.0.0/8 without TLS. CI installs it; elsewhere the test skips without it."""
+    import urllib.request
+
+    binary = shutil.which("docker-registry")
+    if binary is None:
+        if os.environ.get("CI"):
+            pytest.fail("docker-registry is not installed (.ci/run installs it)")
+        pytest.skip("docker-registry is not installed (apt-get install docker-registry)")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    config = tmp_path / "registry.yml"
+    config.write_text(f"version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: {tmp_path / 'registry'}\n"
+                      f"http:\n  addr: 127.0.0.1:{port}\nlog:\n  level: error\n")
+    server = subprocess.Popen([binary, "serve", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + REGISTRY_START_S
+    while True:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/", timeout=1).close()
+            break
+        except OSError:
+            if time.monotonic() > deadline or server.poll() is not None:
+                server.kill()
+                pytest.fail("docker-registry did not start")
+            time.sleep(0.2)
+    yield f"127.0.0.1:{port}"
+    server.terminate()
+    server.wait(timeout=30)
+
+
+def test_image_pushed_to_a_registry_comes_back_by_digest(client, registry, tiny_image, tmp_path: Path) -> None:
+    """deepbench images push, then the image deleted: a submission's registry reference brings back
+    the very image (pull by digest); a digest of another image is refused."""
+    from deepbench.runner.submission.image import obtain
+    from deepbench.runner.submission.layout import ImageSource
+
+    image_id = _image_id(client, tiny_image)
+    proc = run_cli("deepbench", "images", "push", tiny_image, "--to", f"{registry}/deepbench-test/tiny:1")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    ref = proc.stdout.split("pushed: ")[1].split()[0]
+    assert ref.startswith(f"{registry}/deepbench-test/tiny@sha256:")
+    client.images.remove(image_id, force=True)
+    said = []
+    assert obtain(tmp_path, ImageSource(id=image_id, registry=ref), {"id": image_id}, None, said.append) == image_id
+    assert images.find(client, image_id) is not None and said == [f"pulling {ref} ..."]
+    with pytest.raises(UserError, match="not the one expected"):
+        image_archive.pull_by_digest(client, ref, "sha256:" + "0" * 64, log=lambda line: None)
+
+
+def test_base_tags_are_pinned_by_digest(client, registry, tiny_image, tmp_path: Path, monkeypatch) -> None:
+    """A base named by tag: `deepbench images lock` asks its registry for the digest (pin_base), and
+    a build records the digest a pulled base had (after its first pull); builds then use tag@digest."""
+    from deepbench.runner import image_sources
+
+    tag = f"{registry}/deepbench-test/base:1"
+    pushed = image_archive.push(client, tiny_image, tag, log=lambda line: None).split("@")[1]
+    monkeypatch.setattr(image_sources, "IMAGES_DIR", tmp_path)
+    (tmp_path / "intel").mkdir()
+    (tmp_path / "intel" / "Dockerfile").write_text(f"ARG BASE_IMAGE={tag}\nFROM ${{BASE_IMAGE}}\n")
+    intel = get_platform("intel")
+    assert image_sources.pinned_base(intel, tag) == tag  # nothing recorded yet
+    images.pin_base(client, intel, log=lambda line: None)
+    assert image_sources.pinned_base(intel, tag) == f"{tag}@{pushed}"
+    (tmp_path / "intel" / image_sources.BASE_LOCK).unlink()
+    client.images.remove(tag)
+    client.images.pull(tag.rsplit(":", 1)[0], tag="1")  # the first pull: the image now has its repo digest
+    said = []
+    images._record_base_digest(client, intel, tag, said.append)
+    assert image_sources.pinned_base(intel, tag) == f"{tag}@{pushed}" and "base.lock" in said[0]

@@ -31,6 +31,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", type=Path, metavar="RUN", help="a finished deepbench-run results folder")
     parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="the bundle folder to write")
     parser.add_argument("--force", action="store_true", help="replace DIR if it exists")
+    i = parser.add_argument_group("the run's image, so that others can verify it (container runs)")
+    i.add_argument("--image-archive", type=Path, metavar="FILE", help="write the image to FILE (.tar or .tar.gz; "
+                   "kept beside the bundle), or record FILE when deepbench images export made it already")
+    i.add_argument("--push", metavar="REF", help="push the image to a registry as REF (REGISTRY/REPO:TAG) and "
+                   "record it by digest")
     v = parser.add_argument_group("vendor fields (typed in, never measured)")
     v.add_argument("--submitter", help="who submits")
     v.add_argument("--system-name", help="the system's name as the vendor sells it")
@@ -60,7 +65,8 @@ def vendor_fields(args: argparse.Namespace) -> VendorFields:
 def run(args: argparse.Namespace) -> int:
     console = make_console()
     vendor = vendor_fields(args)
-    index = make_bundle(args.run_dir, args.out, vendor, force=args.force)
+    index = make_bundle(args.run_dir, args.out, vendor, force=args.force, image_archive=args.image_archive,
+                        push_to=args.push, log=lambda line: console.print(line, highlight=False, markup=False))
     console.print(f"wrote submission {index.run_id} to {args.out}; reproduce with: {index.reproduce}",
                   highlight=False, soft_wrap=True)
     return 0 if print_report(console, check_bundle(args.out)) else EXIT_PROBLEMS

@@ -1,7 +1,9 @@
 """Re-run a submission's plan on this machine and compare every kernel with the submitted numbers.
 
   deepbench verify BUNDLE --local                 # in a subprocess on this machine
-  deepbench verify BUNDLE                         # in a container on the submission's image digest
+  deepbench verify BUNDLE                         # in a container on the submission's image: here by
+                                                  # its id, else its archive (beside the bundle or
+                                                  # --image-archive FILE), else pulled by digest
   deepbench verify BUNDLE --local --tolerance 0.2 --noise-factor 3 --max-tolerance 1
 
 Per kernel: agree when the ratio of medians is within
@@ -38,6 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-tolerance", type=float, default=DEFAULT_CAP, metavar="REL",
                         help=f"largest relative difference allowed, however noisy (default {DEFAULT_CAP:g})")
     parser.add_argument("--quiet", action="store_true", help="no per-kernel lines while re-running")
+    parser.add_argument("--image-archive", type=Path, metavar="FILE", help="the submission's image as a file "
+                        "(deepbench images export; default: the archive the bundle names, beside it)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -49,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--max-tolerance ({args.max_tolerance}) must be at least --tolerance ({args.tolerance})")
     console = make_console()
     rule = ToleranceRule(floor=args.tolerance, noise_factor=args.noise_factor, cap=args.max_tolerance)
-    result = verify_bundle(args.bundle, local=args.local, out=args.out, rule=rule, console=console, quiet=args.quiet)
+    result = verify_bundle(args.bundle, local=args.local, out=args.out, rule=rule, console=console, quiet=args.quiet,
+                           image_archive=args.image_archive)
     print_verify(console, result)
     return 0 if not result.disagree else EXIT_DISAGREE

@@ -6,7 +6,7 @@ import json
 import shlex
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from pydantic import ValidationError
 
@@ -18,6 +18,7 @@ from ..local import LOG_FILE
 from ..platforms import get_platform
 from ..run import MODES
 from . import layout
+from .image import image_source
 from .manifest import write_manifest
 
 DEFAULT_KERNEL_TIMEOUT_S = 600.0
@@ -90,7 +91,11 @@ def load_run(run_dir: Path) -> tuple[Plan, RunRecord]:
     return plan, record
 
 
-def make_bundle(run_dir: Path, out: Path, vendor: VendorFields, force: bool = False) -> layout.SubmissionIndex:
+def make_bundle(run_dir: Path, out: Path, vendor: VendorFields, force: bool = False,
+                image_archive: Path | None = None, push_to: str | None = None,
+                log: Callable[[str], None] = print) -> layout.SubmissionIndex:
+    """Write the bundle; with `image_archive` / `push_to` the run's image is exported / pushed
+    too, and the bundle records where to get it (image.py)."""
     plan, record = load_run(run_dir)
     try:
         read_results(run_dir / RESULTS_FILE)
@@ -100,6 +105,7 @@ def make_bundle(run_dir: Path, out: Path, vendor: VendorFields, force: bool = Fa
         if not force:
             raise UserError(f"{out} exists and is not empty: choose another --out, or --force to replace it")
         shutil.rmtree(out)
+    source = image_source(record.provenance.image, image_archive, push_to, log)
     out.mkdir(parents=True, exist_ok=True)
     (out / "logs").mkdir()
 
@@ -108,7 +114,7 @@ def make_bundle(run_dir: Path, out: Path, vendor: VendorFields, force: bool = Fa
     digest = record.provenance.image_digest
     index = layout.SubmissionIndex(
         created_at=utcnow(), tool_version=__version__, run_id=plan.run_id, suite=plan.suite, platform=plan.platform,
-        backend=plan.backend, local=local, image_digest=digest, reproduce=reproduce_command(plan, local, digest),
+        backend=plan.backend, local=local, image_digest=digest, image=source, reproduce=reproduce_command(plan, local, digest),
         verify=f"deepbench verify BUNDLE{' --local' if local else ''}", files=dict(layout.LAYOUT))
 
     _write_json(out / layout.SYSTEM, system.model_dump(mode="json"))
@@ -140,6 +146,10 @@ def readme(plan: Plan, record: RunRecord, system: SystemDescription, index: layo
     counts = ", ".join(f"{n} {s}" for s, n in sorted(record.counts.items()))
     source = record.provenance.source
     image = index.image_digest or ("none (--local: run on the host, no container)" if index.local else "not recorded")
+    if index.image and index.image.archive:
+        image += f"; archive {index.image.archive.name} (sha256 {index.image.archive.sha256}), beside this bundle"
+    if index.image and index.image.registry:
+        image += f"; in the registry as {index.image.registry}"
     vendor = system.vendor
     return f"""# DeepBench submission {plan.run_id}
 

@@ -249,6 +249,9 @@ def _check_index(b: Bundle, report: Report) -> None:
                                      f"{b.run.provenance.image_digest!r}")
         if b.run.provenance.local is not None and b.run.provenance.local != idx.local:
             report.add(layout.INDEX, f"local={idx.local} differs from the run's provenance")
+        ran = b.run.provenance.image.get("id") if isinstance(b.run.provenance.image, dict) else None
+        if idx.image is not None and idx.image.id != ran:
+            report.add(layout.INDEX, f"image.id {idx.image.id!r} differs from the image the run recorded ({ran!r})")
 
 
 def _check_run(b: Bundle, report: Report) -> None:

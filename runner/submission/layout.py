@@ -66,6 +66,28 @@ class Limits:
 DEFAULT_LIMITS = Limits()
 
 
+class ImageArchive(BaseModel):
+    """The image written to a file (deepbench images export), kept beside the bundle: too large
+    for the bundle itself (a vendor image is many GB)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(description="the file's name; verify looks beside the bundle, or takes --image-archive")
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    bytes: int = Field(ge=0)
+
+
+class ImageSource(BaseModel):
+    """Where the run's image can be had again: its id (kept by docker save/load and by a push and
+    pull by digest), and an archive, a registry reference by digest, or both."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(pattern=r"^sha256:[0-9a-f]{64}$", description="the image id the run recorded")
+    archive: ImageArchive | None = None
+    registry: str | None = Field(None, pattern=r"^[^@\s]+@sha256:[0-9a-f]{64}$", description="REPO@sha256:DIGEST")
+
+
 class SubmissionIndex(BaseModel):
     """submission.json: what the bundle is, and how to reproduce it."""
 
@@ -80,6 +102,7 @@ class SubmissionIndex(BaseModel):
     backend: str
     local: bool
     image_digest: str | None = None
+    image: ImageSource | None = Field(None, description="where to get the run's image (container runs)")
     reproduce: str = Field(description="the deepbench-run command that makes the same plan")
     verify: str = Field(description="the deepbench verify command that re-runs and compares")
     files: dict[str, str] = Field(description="role -> path in the bundle (the fixed layout)")

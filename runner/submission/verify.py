@@ -1,9 +1,9 @@
 """`deepbench verify`: re-run a submission's plan and compare every kernel with the submitted numbers.
 
 The bundle must first pass `deepbench check`. Its plan.json is run again exactly (same kernels,
-precisions, settings and seed) on this machine: in a container on the submission's image, found
-by its digest, or with --local in a subprocess on the host (the only way for a --local
-submission). Then, per kernel:
+precisions, settings and seed) on this machine: in a container on the submission's image (the
+one here with its id, else its exported archive, else pulled by digest: image.py), or with
+--local in a subprocess on the host (the only way for a --local submission). Then, per kernel:
 
   ratio      = re-run median / submitted median
   noise      = sqrt(rel_iqr_submitted^2 + rel_iqr_rerun^2)      (rel_iqr = (p75 - p25) / median)
@@ -38,6 +38,8 @@ from ..platforms import get_platform
 from ..provenance import command_line, with_host_facts
 from ..supervise import supervise
 from .checker import check_bundle
+from .image import obtain
+from .layout import SubmissionIndex
 from .show import print_report
 
 VERIFY_SCHEMA = "deepbench.verify/1"
@@ -127,37 +129,31 @@ def environment_differences(submitted: SystemDescription | None, here: SystemDes
     return out
 
 
-def _container_starter(bundle_run: RunRecord, plan: Plan, plan_path: Path, outdir: Path, console: Console
-                       ) -> Callable[[], Any]:
+def _container_starter(bundle: Path, index: SubmissionIndex, bundle_run: RunRecord, plan: Plan, plan_path: Path,
+                       outdir: Path, console: Console, image_archive: Path | None) -> Callable[[], Any]:
+    """A container on the submission's very image: present, loaded from its archive or pulled by
+    digest (image.py), after the host's devices are checked; any other image is refused."""
     try:
         from .. import container
+        from ..devices import check_host
     except ImportError as exc:
         raise UserError(f"this installation cannot run containers ({exc}): verify with --local") from None
-    image = bundle_run.provenance.image if isinstance(bundle_run.provenance.image, dict) else {}
-    digest = bundle_run.provenance.image_digest
-    if not digest:
-        raise UserError("the submission records no image digest: verify it with --local")
-    last: Exception | None = None
-    refs = [r for r in (image.get("id"), *(image.get("repo_digests") or [])) if isinstance(r, str)] or [digest]
-    starter = None
-    for ref in refs:
-        try:
-            starter = container.container_starter(plan_path, outdir, get_platform(plan.platform), image=ref,
-                                                  log=lambda line: console.print(line, highlight=False, markup=False))
-            break
-        except UserError as exc:
-            last = exc
-    if starter is None:
-        raise UserError(f"the submission's image {digest} is not here and cannot be pulled ({last}); "
-                        "load it (docker load) or verify with --local") from None
-    used = starter.provenance
-    if digest not in (used.get("digest"), used.get("id"), *[r.split("@", 1)[-1] for r in used.get("repo_digests", [])]):
-        raise UserError(f"the image found ({used.get('id')}) is not the submission's ({digest})")
+
+    def log(line: str) -> None:
+        console.print(line, highlight=False, markup=False)
+
+    platform = get_platform(plan.platform)
+    check_host(platform, log)
+    image_id = obtain(bundle, index.image, bundle_run.provenance.image, image_archive, log)
+    # The submission's image, by id: run it whatever deepbench version made it (its labels say which).
+    starter = container.container_starter(plan_path, outdir, platform, image=image_id, force_image=True, log=log)
+    if starter.provenance.get("id") != image_id:
+        raise UserError(f"the image found ({starter.provenance.get('id')}) is not the submission's ({image_id})")
     return starter
 
 
 def verify_bundle(root: Path, *, local: bool, out: Path | None, rule: ToleranceRule, console: Console,
-                  quiet: bool = False) -> VerifyReport:
+                  quiet: bool = False, image_archive: Path | None = None) -> VerifyReport:
     report = check_bundle(root)
     if not report.ok:
         print_report(console, report)
@@ -180,7 +176,7 @@ def verify_bundle(root: Path, *, local: bool, out: Path | None, rule: ToleranceR
     plan_path.write_text(plan.model_dump_json(indent=1) + "\n")
     (outdir / ".local").write_text("1\n" if local else "0\n")
     start = (lambda: LocalHarness(plan_path, outdir)) if local else \
-        _container_starter(bundle.run, plan, plan_path, outdir, console)
+        _container_starter(root, bundle.index, bundle.run, plan, plan_path, outdir, console, image_archive)
     console.print(f"[bold]deepbench verify[/] re-running {len(plan.items)} kernels of {escape(bundle.plan.run_id)} "
                   f"({'local' if local else 'container'}) -> {escape(str(outdir))}", highlight=False)
     started = datetime.now(timezone.utc)
