@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -74,6 +75,26 @@ def launch_argv(backend: str, ranks: int, plan_path: Path, outdir: Path, python:
     argv = [python, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={ranks}", "--max-restarts=0",
             "-m", HARNESS_MODULE, str(plan_path), str(outdir)]
     return argv, {"DEEPBENCH_LAUNCHER": f"torchrun --standalone --nproc-per-node={ranks}"}
+
+
+def launched_argv(command: str, plan_path: Path, outdir: Path) -> tuple[list[str], dict[str, str]]:
+    """A cluster engine's command that starts this plan's ranks (`--launch`, as `deepbench
+    launch-command` prints it: srun, mpirun or mpiexec on the nodes), checked to run the harness
+    on this run, and the launcher it names for the results."""
+    try:
+        argv = shlex.split(command)
+    except ValueError as exc:
+        raise UserError(f"--launch: {exc}") from None
+    want = [str(plan_path.resolve()), str(outdir.resolve())]
+    if HARNESS_MODULE not in argv:
+        raise UserError(f"--launch must start the harness on this run: ... -m {HARNESS_MODULE} {shlex.join(want)} "
+                        "(deepbench launch-command prints the command)")
+    at = argv.index(HARNESS_MODULE)
+    given = [str(Path(a).resolve()) for a in argv[at + 1:at + 3]]
+    if given != want:
+        raise UserError(f"--launch runs the harness on {shlex.join(argv[at + 1:])}, not on this run "
+                        f"({shlex.join(want)})")
+    return argv, {"DEEPBENCH_LAUNCHER": shlex.join(argv[:max(0, at - 2)])}  # the words before `python -m`
 
 
 # The harness's Python in the platform images (images/*/Dockerfile: a venv at /opt/deepbench).
@@ -133,8 +154,10 @@ class RankedHarness(LocalHarness):
     reach every rank, wherever the engine put them (their own sessions included)."""
 
     def __init__(self, backend: str, ranks: int, plan_path: Path, outdir: Path, threads: int | None,
-                 env: dict[str, str] | None = None) -> None:
-        argv, engine_env = launch_argv(backend, ranks, plan_path, outdir)
+                 env: dict[str, str] | None = None, launch: str | None = None) -> None:
+        """`launch`: the user's engine command across nodes (launched_argv) instead of this node's."""
+        argv, engine_env = (launched_argv(launch, plan_path, outdir) if launch
+                            else launch_argv(backend, ranks, plan_path, outdir))
         # N ranks share the cores: one thread each unless the user said otherwise (torchrun's default too).
         threads_env = {"OMP_NUM_THREADS": str(threads or 1)} if "OMP_NUM_THREADS" not in os.environ else {}
         super().__init__(plan_path, outdir, {**threads_env, **engine_env, **(env or {})}, argv=argv)
@@ -167,6 +190,10 @@ def add_rank_arguments(parser) -> None:  # argparse.ArgumentParser
     g.add_argument("--ranks", type=int, default=1, metavar="N",
                    help="processes for all-reduce on this node: one per GPU, or N CPU processes (default 1); "
                         "started by torchrun (--backend gloo/nccl/rccl, the default) or mpirun (--backend mpi)")
+    g.add_argument("--launch", metavar="COMMAND",
+                   help="with --resume OUT: start the ranks across nodes with COMMAND, as `deepbench "
+                        "launch-command` prints it (srun/mpirun ... -m deepbench.kernels.harness PLAN OUT), "
+                        "with the progress, per-kernel timeout and restarts of a local run")
 
 
 def plan_backend(args, platform, kernels) -> str:  # (argparse.Namespace, Platform, list[Kernel])

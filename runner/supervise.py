@@ -87,6 +87,10 @@ def supervise(plan: Plan, outdir: Path, start: Starter, progress: Progress) -> O
                 try:
                     line = q.get(timeout=wait)
                 except queue.Empty:
+                    if restart and deadline is not None and time.monotonic() > deadline:
+                        proc.kill()  # ranks cut off from the engine would keep it waiting for ever
+                        proc.wait(GRACE_S)
+                        break
                     if deadline is not None and time.monotonic() > deadline:
                         proc.kill()
                         proc.wait(GRACE_S)
@@ -127,7 +131,7 @@ def supervise(plan: Plan, outdir: Path, start: Starter, progress: Progress) -> O
                 elif event["event"] == "error":
                     error = str(event.get("message", ""))
                 elif event["event"] == "restart":
-                    restart = True
+                    restart, deadline = True, time.monotonic() + GRACE_S  # for every rank to end
                     progress.note(f"restarting the harness: {event.get('reason', '')}"[:300])
         except KeyboardInterrupt:
             progress.note("interrupted: stopping the harness, keeping every finished kernel ...")

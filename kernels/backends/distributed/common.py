@@ -63,8 +63,17 @@ class Communicator(ABC):
         try:
             return fn(*args)
         except Exception as exc:
-            self.broken = f"{self.library} communicator failed: {type(exc).__name__}: {str(exc)[:300]}"
+            broke = f"{self.library} communicator failed: {type(exc).__name__}: {str(exc)[:300]}"
+            missing = self.missing_ranks()
+            self.broken = f"{missing}; {broke}" if missing else broke
+            if missing:
+                raise RuntimeError(self.broken) from exc
             raise
+
+    def missing_ranks(self) -> str:
+        """After a collective broke: which ranks (on which hosts) are gone, where the library
+        can tell ('' where it cannot, or on ranks other than 0)."""
+        return ""
 
     @abstractmethod
     def buffer(self, values: np.ndarray) -> Any:
