@@ -135,20 +135,23 @@ def rendezvous_port(port: int, master: str | None) -> Need:
 
 
 def srun_mpi() -> tuple[str, Need]:
-    """The `srun --mpi=` plugin for MPI ranks: PMIx where Slurm has it, else PMI-2."""
+    """The `srun --mpi=` plugin for MPI ranks: PMIx where Slurm can load it, else PMI-2. Listed
+    is not enough (`srun --mpi=list` names pmix where the PMIx library is missing), so each is
+    tried on a job that is checked but never submitted (--test-only)."""
     if not shutil.which("srun"):
-        return "pmix", Need("unchecked", "srun is not here: the MPI backend under srun needs Slurm's PMIx plugin "
-                                         "(`srun --mpi=list` on the cluster), else PMI-2 (--mpi=pmi2)")
-    done = _run(["srun", "--mpi=list"])
-    listed = (done.stdout + done.stderr) if done else ""
-    plugins = {w.strip(":,") for w in listed.split()}
+        return SRUN_MPI[0], Need("unchecked", "srun is not here: the MPI backend under srun needs Slurm's PMIx "
+                                              "plugin working on the cluster, else PMI-2 (--mpi=pmi2)")
+    failures = []
     for name in SRUN_MPI:
-        if name in plugins:
-            fallback = "" if name == SRUN_MPI[0] else f" (this Slurm has no {SRUN_MPI[0]} plugin)"
-            return name, Need("ok", f"srun --mpi={name}: Slurm starts the MPI ranks through {name.upper()}{fallback}")
-    return "pmix", Need("missing", f"this Slurm's srun has neither PMIx nor PMI-2 (srun --mpi=list: "
-                                   f"{' '.join(sorted(plugins)) or 'no answer'}): the MPI backend cannot start "
-                                   "under srun here; use mpirun with a host file")
+        done = _run(["srun", f"--mpi={name}", "--test-only", "--nodes=1", "--ntasks=1", "--ntasks-per-node=1", "true"])
+        if done is not None and done.returncode == 0:
+            instead = f", since this cluster lacks {SRUN_MPI[0]} ({'; '.join(failures)})" if failures else ""
+            return name, Need("ok", f"srun --mpi={name} starts the MPI ranks{instead}")
+        why = [line for line in (done.stderr if done else "").splitlines() if "error" in line] or ["no answer"]
+        failures.append(f"srun --mpi={name}: " + " / ".join(line.removeprefix("srun: error: ").strip()
+                                                             for line in why[:2]))
+    return SRUN_MPI[0], Need("missing", f"{'; '.join(failures)}: the MPI backend cannot start under srun here; "
+                                        "use mpirun with a host file")
 
 
 def hostfile_need(path: str, nodes: int) -> Need:

@@ -68,9 +68,11 @@ class Node:
     netns: str
     holder: int = 0  # pid of the process that holds the node's UTS and mount namespaces
 
-    def enter(self) -> list[str]:
-        """Prefix that runs a command on this host (its network, hostname and files)."""
-        return [_tool("nsenter"), f"--target={self.holder}", "--net", "--uts", "--mount", "--"]
+    def enter(self, cwd: Path | str | None = None) -> list[str]:
+        """Prefix that runs a command on this host (its network, hostname and files), in `cwd`
+        (nsenter's default is the holder's, the root)."""
+        return [_tool("nsenter"), f"--target={self.holder}", "--net", "--uts", "--mount",
+                f"--wd={cwd or os.getcwd()}", "--"]
 
 
 @dataclass
@@ -108,14 +110,14 @@ class Cluster:
     def popen(self, node: Node, argv: list[str], log: Path | None = None, **kw) -> subprocess.Popen:
         out = open(log, "ab") if log else subprocess.DEVNULL
         kw.setdefault("env", self.env())
-        proc = subprocess.Popen([*node.enter(), *argv], stdout=out, stderr=subprocess.STDOUT if log else out,
+        proc = subprocess.Popen([*node.enter(kw.pop("cwd", None)), *argv], stdout=out, stderr=subprocess.STDOUT if log else out,
                                 stdin=subprocess.DEVNULL, **kw)
         self.daemons.append(proc)
         return proc
 
     def run(self, node: Node, argv: list[str], timeout: float = 600, **kw) -> subprocess.CompletedProcess:
         kw.setdefault("env", self.env())
-        return subprocess.run([*node.enter(), *argv], capture_output=True, text=True, timeout=timeout,
+        return subprocess.run([*node.enter(kw.pop("cwd", None)), *argv], capture_output=True, text=True, timeout=timeout,
                               stdin=subprocess.DEVNULL, **kw)
 
     # ----- building it ---------------------------------------------------------------------

@@ -21,16 +21,17 @@ import argparse
 import os
 import shlex
 import shutil
+import sys
 
 from ..cluster_needs import (Need, allocation_nodes, first_node, hostfile_need, rendezvous_port, shared_folder,
                              srun_mpi)
 from ..errors import UserError
 from ..platforms import Platform, get_platform
-from ..ranks import find_mpiexec, mpi_flavour
+from ..ranks import IMAGE_PYTHON, find_mpiexec, mpi_flavour
 
 NAME = "launch-command"
 HELP = "print the mpirun / srun commands for all-reduce across nodes"
-HARNESS = "python3 -m deepbench.kernels.harness"
+HARNESS = "-m deepbench.kernels.harness"
 DEFAULT_PORT = 29500
 # Variables the torch.distributed ranks need; NVLink multicast stays off where the site asks for it
 # (NCCL_NVLS_ENABLE); one CPU thread per rank unless the user says otherwise, as on one node.
@@ -89,7 +90,11 @@ class Layout:
         self.args, self.platform, self.out, self.mpi = args, platform, out, mpi
         self.n, self.g = args.ranks, args.gpus_per_node
         self.image = args.image or platform.image
-        self.harness = f"{HARNESS} {shlex.quote(out + '/plan.json')} {shlex.quote(out)}"
+        # on the nodes: this Python (the one with deepbench here; a shared install puts it at the same
+        # path on every node); in a container: the image's
+        where = f"{HARNESS} {shlex.quote(out + '/plan.json')} {shlex.quote(out)}"
+        self.harness = f"{shlex.quote(sys.executable)} {where}"
+        self.in_image = f"{IMAGE_PYTHON} {where}"
 
     def supervised(self, ranks_command: str) -> str:
         """deepbench-run starting the ranks (progress, per-kernel timeout, restarts, tables)."""
@@ -132,7 +137,7 @@ class Layout:
             rank_vars = ["OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"]
             docker = _docker(self.platform, self.image, self.out, [*RENDEZVOUS_ENV, "OMP_NUM_THREADS", *rank_vars])
             per_rank = (f"mpirun --hostfile {shlex.quote(hostfile)} -np {self.n} --map-by ppr:{self.g}:node "
-                        + " ".join(f"-x {v}" for v in RENDEZVOUS_ENV) + f" {docker} {self.harness}")
+                        + " ".join(f"-x {v}" for v in RENDEZVOUS_ENV) + f" {docker} {self.in_image}")
             lines.append(f"# Open MPI, one container per rank: {self.supervised(per_rank)}")
         lines.append("# (the command inside --launch alone starts the same ranks, without deepbench-run's "
                      "progress, per-kernel timeout and restarts)")
@@ -147,7 +152,7 @@ class Layout:
             pmi = f" --mpi={plugin}"
         gpus = f" --gpus-per-node={self.g}" if self.platform.gpus or self.platform.devices else ""
         base = f"srun --nodes={self.args.nodes} --ntasks={self.n} --ntasks-per-node={self.g}{gpus}{pmi}"
-        pyxis = f"{base} --container-image={self.image} --container-mounts={self.out}:{self.out} {self.harness}"
+        pyxis = f"{base} --container-image={self.image} --container-mounts={self.out}:{self.out} {self.in_image}"
         return "\n".join([
             f"# --- Slurm, in an allocation (salloc --nodes={self.args.nodes} --ntasks-per-node={self.g}, "
             "or an sbatch script) ---", *(n.line() for n in needs),

@@ -113,6 +113,16 @@ class Communicator(ABC):
         return int(bad.size), int(bad[0]) if bad.size else -1
 
 
+def check_world(size: int, settings: Settings, started_by: str) -> None:
+    """The ranks that met must be the ranks the plan asked for: an engine whose ranks did not reach
+    the library (an MPI that does not speak srun's PMI starts every rank as a world of one, and
+    each would write the run's results as rank 0) or a wrong task count is said here, not measured."""
+    if settings.ranks > 1 and size != settings.ranks:
+        raise RuntimeError(f"the plan asks for {settings.ranks} ranks, and {started_by} put {size} in this rank's "
+                           "group: start exactly the plan's ranks (for MPI under srun, a --mpi= plugin the MPI "
+                           "speaks: deepbench launch-command checks which)")
+
+
 def rank_values(floats: int, rank: int, seed: int) -> np.ndarray:
     """Random integers 1..VALUE_MAX as float32, different on every rank and every seed."""
     rng = np.random.default_rng([seed, rank, floats])

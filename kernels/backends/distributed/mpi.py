@@ -20,7 +20,7 @@ from ...catalog import Kernel
 from ...precision import Precision
 from ...results import Settings
 from ..base import Prepared, Unsupported
-from .common import AllReduceRunner, CollectiveBackend, Communicator
+from .common import AllReduceRunner, CollectiveBackend, Communicator, check_world
 from .facts import cpu_model, loaded_library
 
 # pip distributions that ship an MPI library mpi4py can load.
@@ -64,6 +64,8 @@ class MpiCommunicator(Communicator):
     def __init__(self, settings: Settings) -> None:
         self.comm = MPI.COMM_WORLD
         self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
+        check_world(self.size, settings, "the MPI")
+        self.hosts = self.comm.allgather(MPI.Get_processor_name())  # where each rank runs, for the record
         self.libpath = loaded_library("libmpi") or loaded_library("libmsmpi")
         self.cuda_aware = cuda_aware(self.libpath)
         self.on_device = settings.device.startswith("cuda")
@@ -149,4 +151,4 @@ class MpiBackend(CollectiveBackend):
 
     def device_facts(self) -> dict[str, Any]:
         return {"kind": "gpu" if self.comm.on_device else "cpu", "name": cpu_model(), "ranks": self.comm.size,
-                "logical_cpus": os.cpu_count()}
+                "rank_hosts": self.comm.hosts, "logical_cpus": os.cpu_count()}

@@ -21,7 +21,7 @@ import torch.distributed as dist
 
 from ...harness.ranks import launch_rank
 from ...results import Settings
-from .common import AllReduceRunner, CollectiveBackend, Communicator
+from .common import AllReduceRunner, CollectiveBackend, Communicator, check_world
 from .facts import cpu_model
 from .rendezvous import Rendezvous
 
@@ -38,6 +38,7 @@ class TorchCommunicator(Communicator):
     def __init__(self, pg_backend: str, settings: Settings) -> None:
         where = launch_rank()
         self.rank, self.size, self.local_rank, self.engine = where.rank, where.size, where.local_rank, where.engine
+        check_world(self.size, settings, self.engine)
         self.pg_backend = pg_backend
         self.out_of_place_note = OUT_OF_PLACE_NOTE
         if pg_backend == "nccl":
