@@ -82,6 +82,7 @@ class Cluster:
     nodes: list[Node] = field(default_factory=list)
     switch: str = f"{PREFIX}-switch"
     daemons: list[subprocess.Popen] = field(default_factory=list)  # ours to collect when they end
+    baseline: set[int] = field(default_factory=set)  # every process on the hosts once the cluster is up
 
     def __post_init__(self) -> None:
         self.root = self.root.resolve()
@@ -135,6 +136,7 @@ class Cluster:
             self._slurm()
             self._ssh()
             self._save()
+            self.baseline = set(_pids_in(_namespace_inodes([n.netns for n in self.nodes])))
         except BaseException:
             self.stop()
             raise
@@ -255,12 +257,18 @@ class Cluster:
         namespaces = [self.switch, *(n.netns for n in self.nodes)]
         _end_processes(_namespace_inodes(namespaces), self.daemons)
         for ns in namespaces:
-            if ns in _netns_list():
+            if ns in netns_list():
                 sh("ip", "netns", "del", ns, check=False)
+
+    def strays(self) -> list[str]:
+        """Processes on the hosts other than the cluster's own daemons (job steps, ranks, ssh
+        sessions): none once every job has ended."""
+        return [f"{pid} {_cmdline(pid)[:100]}" for pid in _pids_in(_namespace_inodes([n.netns for n in self.nodes]))
+                if pid not in self.baseline]
 
     def leftovers(self) -> list[str]:
         """What is left of the cluster: namespaces, processes in them, mounts under root."""
-        left = [f"network namespace {ns}" for ns in _netns_list() if ns.startswith(PREFIX)]
+        left = [f"network namespace {ns}" for ns in netns_list() if ns.startswith(PREFIX)]
         left += [f"process {pid} ({_cmdline(pid)[:80]})" for pid in _pids_in(_namespace_inodes(
             [self.switch, *(n.netns for n in self.nodes)]))]
         left += [f"process {n.holder} (holder of {n.name})" for n in self.nodes if n.holder and _alive(n.holder)]
@@ -272,14 +280,14 @@ class Cluster:
 
 def remove_stale() -> None:
     """Namespaces (and their processes) left by an earlier cluster that did not stop."""
-    stale = [ns for ns in _netns_list() if ns.startswith(PREFIX)]
+    stale = [ns for ns in netns_list() if ns.startswith(PREFIX)]
     if stale:
         _end_processes(_namespace_inodes(stale))
         for ns in stale:
             sh("ip", "netns", "del", ns, check=False)
 
 
-def _netns_list() -> list[str]:
+def netns_list() -> list[str]:
     p = sh("ip", "netns", "list", check=False)
     return [line.split()[0] for line in p.stdout.splitlines() if line.strip()]
 

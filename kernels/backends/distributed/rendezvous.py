@@ -129,6 +129,7 @@ class Rendezvous:
         self.join_timeout = timedelta(seconds=join_timeout_s)
         self.places: list[RankPlace] = []
         self.ifname = ""
+        self.ifname_from = ""  # the user's variable, or the route to the master
         self.rounds = 0
         self.store: Any = None
         try:
@@ -185,13 +186,13 @@ class Rendezvous:
         self._wait(keys, "every rank to post its address")
         self.places = [RankPlace(r, **json.loads(v)) for r, v in enumerate(self.store.multi_get(keys))]
         me = self.places[self.rank]
-        chosen = [os.environ[v] for v in IFNAME_VARS if os.environ.get(v)]
+        chosen = [v for v in IFNAME_VARS if os.environ.get(v)]
         if chosen:  # the user's choice stands
-            self.ifname = chosen[0]
+            self.ifname, self.ifname_from = os.environ[chosen[0]], chosen[0]
             return
         ifname = choose_interface(me, self.places)
         if ifname:
-            self.ifname = ifname
+            self.ifname, self.ifname_from = ifname, "the route to MASTER_ADDR"
             for var in IFNAME_VARS:
                 os.environ[var] = ifname
 
@@ -212,11 +213,16 @@ class Rendezvous:
         self._wait([], "the collective's connections", busy=worker.is_alive)
         if "error" in outcome:
             exc = outcome["error"]
-            hint = f" (its sockets use {self.ifname}; set GLOO_SOCKET_IFNAME to choose)" if self.ifname else ""
+            hint = f" (its sockets use {self.ifname}, from {self.ifname_from})" if self.ifname else ""
             raise self.failed(f"{type(exc).__name__}: {exc}{hint}") from exc
         set_timeout = getattr(dist.distributed_c10d, "_set_pg_timeout", None)
         if set_timeout is not None:  # joining is bounded by the join timeout, each collective by its own
             set_timeout(collective_timeout)
+
+    def settled(self) -> None:
+        """Every group is made: from now on the store only hears a census, which must not wait
+        long for a master that is gone or out of reach (clients inherit this timeout)."""
+        self.store.set_timeout(timedelta(seconds=CENSUS_S))
 
     # ----- who is still there ----------------------------------------------------------------
     def census(self) -> str:

@@ -65,6 +65,8 @@ class TorchCommunicator(Communicator):
                 self.rendezvous.meet()
                 self.rendezvous.init_process_group(pg_backend, timeout)
         self.control = dist.new_group(backend="gloo", timeout=timeout) if pg_backend != "gloo" else None
+        if self.rendezvous:
+            self.rendezvous.settled()
 
     def missing_ranks(self) -> str:
         return self.rendezvous.census() if self.rendezvous else ""
