@@ -25,6 +25,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from ..kernels.harness.record import read_facts
 from .errors import UserError
 from .local import HARNESS_MODULE, LocalHarness
 
@@ -162,6 +164,11 @@ class RankedHarness(LocalHarness):
         threads_env = {"OMP_NUM_THREADS": str(threads or 1)} if "OMP_NUM_THREADS" not in os.environ else {}
         super().__init__(plan_path, outdir, {**threads_env, **engine_env, **(env or {})}, argv=argv)
 
+    def casualty(self) -> str:
+        """The rank the engine says ended first (by task for srun, by pid for MPICH's Hydra), for
+        a kernel that died or hung with it: no rank may be left to say which ('' if unsaid)."""
+        return engine_casualty(self.stderr_tail(), read_facts(self.log_path.parent).get("device", {}))
+
     def kill(self) -> None:
         tree = descendants(self.proc.pid)
         for sig in (signal.SIGTERM, signal.SIGKILL):
@@ -174,6 +181,28 @@ class RankedHarness(LocalHarness):
                 deadline = time.monotonic() + KILL_GRACE_S
                 while time.monotonic() < deadline and any(_alive(p) for p in [self.proc.pid, *tree]):
                     time.sleep(0.1)
+
+
+# "srun: error: dbn2: task 3: Killed", "srun: error: dbn1: tasks 0-1: Exited with exit code 3"
+SRUN_ENDED = re.compile(r"srun: error: (\S+): tasks? ([\d,-]+): (.+)")
+# MPICH's Hydra: "=   PID 8434 RUNNING AT dbn2" then "=   EXIT CODE: 9"
+HYDRA_ENDED = re.compile(r"PID (\d+) RUNNING AT (\S+)\s*\n=\s*EXIT CODE: (\d+)")
+
+
+def engine_casualty(log: str, device: dict) -> str:
+    """The first rank the engine reported ended, with its host and how ('' where none is), from
+    srun's task numbers or from Hydra's pid, mapped to a rank by the pids rank 0 recorded."""
+    ended = SRUN_ENDED.search(log)
+    if ended:
+        host, tasks, how = ended.groups()
+        return f"srun reports {'rank' if tasks.isdigit() else 'ranks'} {tasks} on {host} first: {how.strip()}"
+    ended = HYDRA_ENDED.search(log)
+    if ended:
+        pid, host, code = int(ended.group(1)), ended.group(2), int(ended.group(3))
+        pids = device.get("rank_pids") or []
+        who = f"rank {pids.index(pid)}" if pid in pids else f"the process {pid}"
+        return f"mpiexec reports {who} on {host} first: exit code {code}"
+    return ""
 
 
 def _alive(pid: int) -> bool:

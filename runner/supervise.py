@@ -94,8 +94,8 @@ def supervise(plan: Plan, outdir: Path, start: Starter, progress: Progress) -> O
                     if deadline is not None and time.monotonic() > deadline:
                         proc.kill()
                         proc.wait(GRACE_S)
-                        _record(plan, outdir, current, Status.TIMEOUT,
-                                f"still running after the per-kernel timeout of {timeout:g} s (--kernel-timeout)")
+                        _record(plan, outdir, current, Status.TIMEOUT, _with_casualty(
+                            proc, f"still running after the per-kernel timeout of {timeout:g} s (--kernel-timeout)"))
                         progress.finished({"id": current, "status": "timeout"})
                         break
                     continue
@@ -114,7 +114,7 @@ def supervise(plan: Plan, outdir: Path, start: Starter, progress: Progress) -> O
                     if code == EXIT_BACKEND_UNAVAILABLE or current is None:
                         return Outcome("failed", error or _tail(proc.stderr_tail()) or
                                        f"the harness stopped with status {code} before it ran a kernel")
-                    reason = _death_reason(code, proc.stderr_tail())
+                    reason = _with_casualty(proc, _death_reason(code, proc.stderr_tail()))
                     _record(plan, outdir, current, Status.FAILED, reason)
                     progress.finished({"id": current, "status": "failed", "reason": reason})
                     break
@@ -157,6 +157,12 @@ def _parse(line: str) -> dict | None:
 def _record(plan: Plan, outdir: Path, item_id: str | None, status: Status, reason: str) -> None:
     item = next(i for i in plan.items if i.id == item_id)
     append_result(outdir / RESULTS_FILE, host_result(item, status, reason, plan.backend))
+
+
+def _with_casualty(proc: HarnessProcess, reason: str) -> str:
+    """The reason, after the rank an engine of several ranks reported ended first (runner/ranks.py)."""
+    who = getattr(proc, "casualty", lambda: "")()
+    return f"{who}; {reason}" if who else reason
 
 
 def _death_reason(code: int, stderr: str) -> str:

@@ -158,7 +158,7 @@ def _when_rank_3_has_measured(out: Path, then, timeout: float = 300) -> threadin
     return t
 
 
-def _rank_pid(out: Path, rank: int) -> int | None:
+def _rank_pid(out: Path, rank: int, variable: str) -> int | None:
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -167,7 +167,7 @@ def _rank_pid(out: Path, rank: int) -> int | None:
             env = (entry / "environ").read_bytes().split(b"\0")
         except OSError:
             continue
-        if f"{out}/plan.json".encode() in cmd and f"SLURM_PROCID={rank}".encode() in env:
+        if f"{out}/plan.json".encode() in cmd and f"{variable}={rank}".encode() in env:
             return int(entry.name)
     return None
 
@@ -186,19 +186,23 @@ def _assert_one_failure_then_the_rest(out: Path, proc, *named: str) -> None:
     assert bad[0].id in proc.stdout  # the terminal showed it
 
 
-def test_rank_killed_on_second_host(cluster: Cluster) -> None:
-    """SIGKILL of rank 3 (dbn2) mid-run: that kernel fails naming rank 3 on dbn2, the run goes on."""
-    out = cluster.shared / "killed"
+@pytest.mark.parametrize("engine,backend,variable", [("srun", "gloo", "SLURM_PROCID"), ("srun", "mpi", "SLURM_PROCID")])
+def test_rank_killed_on_second_host(cluster: Cluster, engine: str, backend: str, variable: str) -> None:
+    """SIGKILL of rank 3 (dbn2) mid-run: that kernel fails naming rank 3 on dbn2 (gloo's ranks
+    still there say who is missing; MPI goes down whole, and srun names the task), the run goes on."""
+    out = cluster.shared / f"killed-{engine}-{backend}"
     killed: list[int] = []
 
     def kill() -> None:
-        pid = _rank_pid(out, 3)
+        pid = _rank_pid(out, 3, variable)
         if pid:
             os.kill(pid, signal.SIGKILL)
             killed.append(pid)
 
+    if engine == "mpirun":
+        _write_hostfile(cluster)
     _when_rank_3_has_measured(out, kill)
-    proc = _run_printed(cluster, "srun", out, kernel_timeout=FAULT_KERNEL_TIMEOUT_S)
+    proc = _run_printed(cluster, engine, out, f"--backend {backend}", kernel_timeout=FAULT_KERNEL_TIMEOUT_S)
     assert killed, "rank 3 was never seen running"
     _assert_one_failure_then_the_rest(out, proc, "rank 3 on dbn2")
     _nothing_left(cluster, out)

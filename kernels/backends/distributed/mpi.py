@@ -65,7 +65,8 @@ class MpiCommunicator(Communicator):
         self.comm = MPI.COMM_WORLD
         self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
         check_world(self.size, settings, "the MPI")
-        self.hosts = self.comm.allgather(MPI.Get_processor_name())  # where each rank runs, for the record
+        # where each rank runs, for the record and for naming a rank its launcher reports by pid
+        self.hosts, self.pids = zip(*self.comm.allgather((MPI.Get_processor_name(), os.getpid())))
         self.libpath = loaded_library("libmpi") or loaded_library("libmsmpi")
         self.cuda_aware = cuda_aware(self.libpath)
         self.on_device = settings.device.startswith("cuda")
@@ -151,4 +152,4 @@ class MpiBackend(CollectiveBackend):
 
     def device_facts(self) -> dict[str, Any]:
         return {"kind": "gpu" if self.comm.on_device else "cpu", "name": cpu_model(), "ranks": self.comm.size,
-                "rank_hosts": self.comm.hosts, "logical_cpus": os.cpu_count()}
+                "rank_hosts": list(self.comm.hosts), "rank_pids": list(self.comm.pids), "logical_cpus": os.cpu_count()}

@@ -62,6 +62,7 @@ class RankPlace:
     rank: int
     host: str
     address: str  # the address this rank's route to the master leaves from
+    pid: int = 0
 
     def label(self) -> str:
         return f"rank {self.rank} on {self.host}"
@@ -181,7 +182,8 @@ class Rendezvous:
             address = source_address(resolve(self.master_addr, self.master_port))
         except OSError as exc:
             raise self.failed(f"no route to MASTER_ADDR={self.master_addr}: {exc}") from exc
-        self.store.set(f"{KEY}/place/{self.rank}", json.dumps({"host": self.host, "address": address}))
+        self.store.set(f"{KEY}/place/{self.rank}", json.dumps({"host": self.host, "address": address,
+                                                               "pid": os.getpid()}))
         keys = [f"{KEY}/place/{r}" for r in range(self.size)]
         self._wait(keys, "every rank to post its address")
         self.places = [RankPlace(r, **json.loads(v)) for r, v in enumerate(self.store.multi_get(keys))]
@@ -248,5 +250,6 @@ class Rendezvous:
         return f"no answer within {CENSUS_S:g} s from {gone} (dead, stuck or cut off)"
 
     def facts(self) -> dict[str, Any]:
-        return {"rank_hosts": [p.host for p in self.places], "socket_ifname": self.ifname,
+        return {"rank_hosts": [p.host for p in self.places], "rank_pids": [p.pid for p in self.places],
+                "socket_ifname": self.ifname,
                 "master": f"{self.master_addr}:{self.master_port}"}
