@@ -111,15 +111,15 @@ class Cluster:
     def popen(self, node: Node, argv: list[str], log: Path | None = None, **kw) -> subprocess.Popen:
         out = open(log, "ab") if log else subprocess.DEVNULL
         kw.setdefault("env", self.env())
-        proc = subprocess.Popen([*node.enter(kw.pop("cwd", None)), *argv], stdout=out, stderr=subprocess.STDOUT if log else out,
-                                stdin=subprocess.DEVNULL, **kw)
+        proc = subprocess.Popen([*node.enter(kw.pop("cwd", None)), *argv], stdout=out,
+                                stderr=subprocess.STDOUT if log else out, stdin=subprocess.DEVNULL, **kw)
         self.daemons.append(proc)
         return proc
 
     def run(self, node: Node, argv: list[str], timeout: float = 600, **kw) -> subprocess.CompletedProcess:
         kw.setdefault("env", self.env())
-        return subprocess.run([*node.enter(kw.pop("cwd", None)), *argv], capture_output=True, text=True, timeout=timeout,
-                              stdin=subprocess.DEVNULL, **kw)
+        return subprocess.run([*node.enter(kw.pop("cwd", None)), *argv], capture_output=True, text=True,
+                              timeout=timeout, stdin=subprocess.DEVNULL, **kw)
 
     # ----- building it ---------------------------------------------------------------------
     def start(self) -> None:
@@ -179,7 +179,7 @@ class Cluster:
             n.holder = holder.pid
             self.daemons.append(holder)
             _wait(lambda: _cmdline(holder.pid).startswith("sleep"), f"the namespaces of {n.name}",
-                  lambda: holder.stderr.read().decode() if holder.poll() is not None else "")  # type: ignore[union-attr]
+                  lambda: holder.stderr.read().decode() if holder.poll() is not None and holder.stderr else "")
 
     def _munge(self) -> None:
         key = self.root / "etc" / "munge.key"

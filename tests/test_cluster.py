@@ -34,6 +34,9 @@ FAST = "--fast --time-cap 0.02"
 RUN_TIMEOUT_S = 600
 # Short enough that a cut-off host is noticed within a test (a collective gives up after half).
 FAULT_KERNEL_TIMEOUT_S = 40
+# The fault tests: one kernel before the fault, the one it breaks, one after (the smallest sizes).
+FAULT_RUN = "--limit 3"
+FAULT_KERNELS = 3
 SETTLE_S = 60.0  # how long ranks and job steps may take to end after a run
 ALLOC = f"salloc --nodes={NODES} --ntasks-per-node={PER_NODE}"
 
@@ -175,7 +178,7 @@ def _rank_pid(out: Path, rank: int, variable: str) -> int | None:
 def _assert_one_failure_then_the_rest(out: Path, proc, *named: str) -> None:
     assert proc.returncode == 1, proc.stdout[-4000:] + proc.stderr[-3000:]
     results = read_results(out / "results.jsonl")
-    assert len(results) == SIZES, [(r.id, r.status) for r in results]
+    assert len(results) == FAULT_KERNELS, [(r.id, r.status) for r in results]
     bad = [r for r in results if r.status is not Status.OK]
     assert len(bad) == 1 and bad[0].status in (Status.FAILED, Status.TIMEOUT), [(r.id, r.reason) for r in bad]
     for name in named:
@@ -202,7 +205,8 @@ def test_rank_killed_on_second_host(cluster: Cluster, engine: str, backend: str,
     if engine == "mpirun":
         _write_hostfile(cluster)
     _when_rank_3_has_measured(out, kill)
-    proc = _run_printed(cluster, engine, out, f"--backend {backend}", kernel_timeout=FAULT_KERNEL_TIMEOUT_S)
+    proc = _run_printed(cluster, engine, out, f"--backend {backend} {FAULT_RUN}",
+                        kernel_timeout=FAULT_KERNEL_TIMEOUT_S)
     assert killed, "rank 3 was never seen running"
     _assert_one_failure_then_the_rest(out, proc, "rank 3 on dbn2")
     _nothing_left(cluster, out)
@@ -227,7 +231,7 @@ def test_second_host_cut_off_mid_run(cluster: Cluster) -> None:
 
     watcher = _when_rank_3_has_measured(out, cut)
     try:
-        proc = _run_printed(cluster, "srun", out, kernel_timeout=FAULT_KERNEL_TIMEOUT_S)
+        proc = _run_printed(cluster, "srun", out, FAULT_RUN, kernel_timeout=FAULT_KERNEL_TIMEOUT_S)
     finally:
         watcher.join(5)
         cluster.mend(second)
@@ -242,7 +246,7 @@ def test_rank_that_cannot_join_stops_every_rank(cluster: Cluster) -> None:
     both through deepbench-run and from the bare srun line."""
     out = cluster.shared / "nojoin"
     started = time.monotonic()
-    proc = _run_printed(cluster, "srun", out, GLOO_SOCKET_IFNAME="lo")
+    proc = _run_printed(cluster, "srun", out, FAULT_RUN, GLOO_SOCKET_IFNAME="lo")
     took = time.monotonic() - started
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "could not join" in proc.stderr and "its sockets use lo" in proc.stderr, proc.stderr[-3000:]

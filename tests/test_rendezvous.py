@@ -74,11 +74,9 @@ def _fake_srun(bin_dir: Path, pmix_loads: bool) -> None:
     """A Slurm whose pmix plugin is listed but cannot load (Debian's without libpmix2)."""
     bin_dir.mkdir()
     script = bin_dir / "srun"
-    script.write_text("#!/bin/sh\n"
-                      'case "$1" in\n'
-                      f'  --mpi=pmix) {"exit 0" if pmix_loads else "echo " + repr("srun: error: mpi/pmix_v4: init: can not load PMIx library") + " >&2; exit 1"};;\n'
-                      "  --mpi=pmi2) exit 0;;\n"
-                      "esac\nexit 1\n")
+    fails = "echo 'srun: error: mpi/pmix_v4: init: can not load PMIx library' >&2; exit 1"
+    script.write_text(f"#!/bin/sh\ncase \"$1\" in\n  --mpi=pmix) {'exit 0' if pmix_loads else fails};;\n"
+                      "  --mpi=pmi2) exit 0;;\nesac\nexit 1\n")
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
 
 
@@ -122,6 +120,7 @@ def test_rank_the_engine_reports_first() -> None:
     assert engine_casualty(srun, {}) == "srun reports rank 3 on dbn2 first: Killed"
     hydra = ("=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n=   PID 8434 RUNNING AT dbn2\n"
              "=   EXIT CODE: 9\n=   CLEANING UP REMAINING PROCESSES\n")
-    assert engine_casualty(hydra, {"rank_pids": [10, 11, 12, 8434]}) == "mpiexec reports rank 3 on dbn2 first: exit code 9"
+    named = engine_casualty(hydra, {"rank_pids": [10, 11, 12, 8434]})
+    assert named == "mpiexec reports rank 3 on dbn2 first: exit code 9"
     assert engine_casualty(hydra, {}) == "mpiexec reports the process 8434 on dbn2 first: exit code 9"
     assert engine_casualty("Traceback ...", {}) == ""
