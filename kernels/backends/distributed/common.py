@@ -63,7 +63,7 @@ class Communicator(ABC):
         try:
             return fn(*args)
         except Exception as exc:
-            broke = f"{self.library} communicator failed: {type(exc).__name__}: {str(exc)[:300]}"
+            broke = f"{self.library} communicator failed: {type(exc).__name__}: {str(exc).strip()[:300]}"
             missing = self.missing_ranks()
             self.broken = f"{missing}; {broke}" if missing else broke
             if missing:
