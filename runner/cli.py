@@ -30,7 +30,8 @@ def _guard(fn: Callable[[argparse.Namespace], int], args: argparse.Namespace, pr
         return fn(args)
     except UserError as exc:
         # a library's message may hold [brackets] (gloo's source paths): never read as markup
-        Console(stderr=True).print(f"[bold red]{prog}: error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        Console(stderr=True).print(f"[bold red]{prog}: error:[/] {escape(str(exc))}", highlight=False,
+                                   soft_wrap=True)
         return exc.exit_code
     except BrokenPipeError:
         return 0

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from ..kernels.harness.record import read_facts
 from .errors import UserError
-from .local import HARNESS_MODULE, LocalHarness
+from .local import HARNESS_MODULE, LOG_FILE, LocalHarness
 
 MPI_BACKENDS = ("mpi",)
 TORCH_BACKENDS = ("gloo", "nccl", "rccl", "torch")
@@ -160,6 +160,8 @@ class RankedHarness(LocalHarness):
         """`launch`: the user's engine command across nodes (launched_argv) instead of this node's."""
         argv, engine_env = (launched_argv(launch, plan_path, outdir) if launch
                             else launch_argv(backend, ranks, plan_path, outdir))
+        log = outdir / LOG_FILE  # appended to by every start: this start's part begins here
+        self.log_offset = log.stat().st_size if log.exists() else 0
         # N ranks share the cores: one thread each unless the user said otherwise (torchrun's default too).
         threads_env = {"OMP_NUM_THREADS": str(threads or 1)} if "OMP_NUM_THREADS" not in os.environ else {}
         super().__init__(plan_path, outdir, {**threads_env, **engine_env, **(env or {})}, argv=argv)
@@ -167,7 +169,11 @@ class RankedHarness(LocalHarness):
     def casualty(self) -> str:
         """The rank the engine says ended first (by task for srun, by pid for MPICH's Hydra), for
         a kernel that died or hung with it: no rank may be left to say which ('' if unsaid)."""
-        return engine_casualty(self.stderr_tail(), read_facts(self.log_path.parent).get("device", {}))
+        self._log.flush()
+        with open(self.log_path, "rb") as f:
+            f.seek(self.log_offset)
+            mine = f.read().decode(errors="replace")
+        return engine_casualty(mine, read_facts(self.log_path.parent).get("device", {}))
 
     def kill(self) -> None:
         tree = descendants(self.proc.pid)

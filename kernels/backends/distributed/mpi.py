@@ -152,4 +152,5 @@ class MpiBackend(CollectiveBackend):
 
     def device_facts(self) -> dict[str, Any]:
         return {"kind": "gpu" if self.comm.on_device else "cpu", "name": cpu_model(), "ranks": self.comm.size,
-                "rank_hosts": list(self.comm.hosts), "rank_pids": list(self.comm.pids), "logical_cpus": os.cpu_count()}
+                "rank_hosts": list(self.comm.hosts), "rank_pids": list(self.comm.pids),
+                "logical_cpus": os.cpu_count()}
