@@ -10,6 +10,7 @@ import sys
 from typing import Callable, NoReturn, Sequence
 
 from rich.console import Console
+from rich.markup import escape
 
 from ..kernels import __version__
 from .errors import EXIT_USAGE, UserError
@@ -27,7 +28,9 @@ def _guard(fn: Callable[[argparse.Namespace], int], args: argparse.Namespace, pr
     try:
         return fn(args)
     except UserError as exc:
-        Console(stderr=True).print(f"[bold red]{prog}: error:[/] {exc}", highlight=False, soft_wrap=True)
+        # a library's message may hold [brackets] (gloo's source paths): never read as markup
+        Console(stderr=True).print(f"[bold red]{prog}: error:[/] {escape(str(exc))}", highlight=False,
+                                   soft_wrap=True)
         return exc.exit_code
     except BrokenPipeError:
         return 0

@@ -18,14 +18,17 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from ..kernels.harness.record import read_facts
 from .errors import UserError
-from .local import HARNESS_MODULE, LocalHarness
+from .local import HARNESS_MODULE, LOG_FILE, LocalHarness
 
 MPI_BACKENDS = ("mpi",)
 TORCH_BACKENDS = ("gloo", "nccl", "rccl", "torch")
@@ -76,6 +79,26 @@ def launch_argv(backend: str, ranks: int, plan_path: Path, outdir: Path, python:
     argv = [python, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={ranks}", "--max-restarts=0",
             "-m", HARNESS_MODULE, str(plan_path), str(outdir)]
     return argv, {"DEEPBENCH_LAUNCHER": f"torchrun --standalone --nproc-per-node={ranks}"}
+
+
+def launched_argv(command: str, plan_path: Path, outdir: Path) -> tuple[list[str], dict[str, str]]:
+    """A cluster engine's command that starts this plan's ranks (`--launch`, as `deepbench
+    launch-command` prints it: srun, mpirun or mpiexec on the nodes), checked to run the harness
+    on this run, and the launcher it names for the results."""
+    try:
+        argv = shlex.split(command)
+    except ValueError as exc:
+        raise UserError(f"--launch: {exc}") from None
+    want = [str(plan_path.resolve()), str(outdir.resolve())]
+    if HARNESS_MODULE not in argv:
+        raise UserError(f"--launch must start the harness on this run: ... -m {HARNESS_MODULE} {shlex.join(want)} "
+                        "(deepbench launch-command prints the command)")
+    at = argv.index(HARNESS_MODULE)
+    given = [str(Path(a).resolve()) for a in argv[at + 1:at + 3]]
+    if given != want:
+        raise UserError(f"--launch runs the harness on {shlex.join(argv[at + 1:])}, not on this run "
+                        f"({shlex.join(want)})")
+    return argv, {"DEEPBENCH_LAUNCHER": shlex.join(argv[:max(0, at - 2)])}  # the words before `python -m`
 
 
 # The harness's Python in the platform images (images/*/Dockerfile: a venv at /opt/deepbench).
@@ -135,11 +158,24 @@ class RankedHarness(LocalHarness):
     reach every rank, wherever the engine put them (their own sessions included)."""
 
     def __init__(self, backend: str, ranks: int, plan_path: Path, outdir: Path, threads: int | None,
-                 env: dict[str, str] | None = None) -> None:
-        argv, engine_env = launch_argv(backend, ranks, plan_path, outdir)
+                 env: dict[str, str] | None = None, launch: str | None = None) -> None:
+        """`launch`: the user's engine command across nodes (launched_argv) instead of this node's."""
+        argv, engine_env = (launched_argv(launch, plan_path, outdir) if launch
+                            else launch_argv(backend, ranks, plan_path, outdir))
+        log = outdir / LOG_FILE  # appended to by every start: this start's part begins here
+        self.log_offset = log.stat().st_size if log.exists() else 0
         # N ranks share the cores: one thread each unless the user said otherwise (torchrun's default too).
         threads_env = {"OMP_NUM_THREADS": str(threads or 1)} if "OMP_NUM_THREADS" not in os.environ else {}
         super().__init__(plan_path, outdir, {**threads_env, **engine_env, **(env or {})}, argv=argv)
+
+    def casualty(self) -> str:
+        """The rank the engine says ended first (by task for srun, by pid for MPICH's Hydra), for
+        a kernel that died or hung with it: no rank may be left to say which ('' if unsaid)."""
+        self._log.flush()
+        with open(self.log_path, "rb") as f:
+            f.seek(self.log_offset)
+            mine = f.read().decode(errors="replace")
+        return engine_casualty(mine, read_facts(self.log_path.parent).get("device", {}))
 
     def kill(self) -> None:
         tree = descendants(self.proc.pid)
@@ -153,6 +189,28 @@ class RankedHarness(LocalHarness):
                 deadline = time.monotonic() + KILL_GRACE_S
                 while time.monotonic() < deadline and any(_alive(p) for p in [self.proc.pid, *tree]):
                     time.sleep(0.1)
+
+
+# "srun: error: dbn2: task 3: Killed", "srun: error: dbn1: tasks 0-1: Exited with exit code 3"
+SRUN_ENDED = re.compile(r"srun: error: (\S+): tasks? ([\d,-]+): (.+)")
+# MPICH's Hydra: "=   PID 8434 RUNNING AT dbn2" then "=   EXIT CODE: 9"
+HYDRA_ENDED = re.compile(r"PID (\d+) RUNNING AT (\S+)\s*\n=\s*EXIT CODE: (\d+)")
+
+
+def engine_casualty(log: str, device: dict) -> str:
+    """The first rank the engine reported ended, with its host and how ('' where none is), from
+    srun's task numbers or from Hydra's pid, mapped to a rank by the pids rank 0 recorded."""
+    ended = SRUN_ENDED.search(log)
+    if ended:
+        host, tasks, how = ended.groups()
+        return f"srun reports {'rank' if tasks.isdigit() else 'ranks'} {tasks} on {host} first: {how.strip()}"
+    ended = HYDRA_ENDED.search(log)
+    if ended:
+        pid, host, code = int(ended.group(1)), ended.group(2), int(ended.group(3))
+        pids = device.get("rank_pids") or []
+        who = f"rank {pids.index(pid)}" if pid in pids else f"the process {pid}"
+        return f"mpiexec reports {who} on {host} first: exit code {code}"
+    return ""
 
 
 def _alive(pid: int) -> bool:
@@ -169,6 +227,10 @@ def add_rank_arguments(parser) -> None:  # argparse.ArgumentParser
     g.add_argument("--ranks", type=int, default=1, metavar="N",
                    help="processes for all-reduce on this node: one per GPU, or N CPU processes (default 1); "
                         "started by torchrun (--backend gloo/nccl/rccl, the default) or mpirun (--backend mpi)")
+    g.add_argument("--launch", metavar="COMMAND",
+                   help="with --resume OUT: start the ranks across nodes with COMMAND, as `deepbench "
+                        "launch-command` prints it (srun/mpirun ... -m deepbench.kernels.harness PLAN OUT), "
+                        "with the progress, per-kernel timeout and restarts of a local run")
 
 
 def plan_backend(args, platform, kernels) -> str:  # (argparse.Namespace, Platform, list[Kernel])

@@ -35,7 +35,7 @@ from .errors import UserError
 from .container import DEFAULT_PIDS_LIMIT, MEMORY_SHARE, container_starter, parse_env
 from .devices import check_host
 from .local import LocalHarness
-from .ranks import RankedHarness, add_rank_arguments, needs_engine, plan_backend, with_ranks
+from .ranks import RankedHarness, add_rank_arguments, launched_argv, needs_engine, plan_backend, with_ranks
 from .provenance import declared_selection, with_host_facts
 from .platforms import PLATFORMS, Platform, get_platform
 from .selection import add_selection_arguments, selected_kernels
@@ -135,6 +135,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     console = make_console()
+    if args.launch and not args.resume:
+        raise UserError("--launch starts the plan that deepbench launch-command wrote: name its folder with --resume")
     if args.resume:
         plan, outdir = _resumed_plan(args.resume)
         platform = get_platform(plan.platform)
@@ -147,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
     start = _starter(plan, outdir, platform, local, args)
     prior = read_results(outdir / RESULTS_FILE)
     console.print(f"[bold]deepbench-run[/] {plan.suite} on {platform.name} "
-                  f"({'local' if local else 'container'}, backend {plan.backend}): "
+                  f"({_where(args, local)}, backend {plan.backend}): "
                   f"{len(plan.items)} kernels, {len(prior)} already done -> {outdir}")
     started = _started_at(outdir)
     with RunProgress(console, total=len(plan.items), done=len(prior)) as progress:
@@ -168,9 +170,16 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(outcome.message or "the harness could not start", exit_code=EXIT_KERNEL_FAILURES)
     if record.state == "interrupted":
         console.print(f"[yellow]interrupted: {sum(record.counts.values())} of {record.planned} kernels done; "
-                      f"continue with: deepbench-run --resume {shlex.quote(str(outdir))}[/]")
+                      f"continue with: deepbench-run --resume {shlex.quote(str(outdir))}"
+                      + (f" --launch {shlex.quote(args.launch)}" if args.launch else "") + "[/]")
         return EXIT_INTERRUPTED
     return EXIT_KERNEL_FAILURES if record.counts.get("failed") or record.counts.get("timeout") else 0
+
+
+def _where(args: argparse.Namespace, local: bool) -> str:
+    if args.launch:
+        return f"ranks started by {shlex.split(args.launch)[0]}"
+    return "local" if local else "container"
 
 
 def _no_platform() -> str:
@@ -285,6 +294,10 @@ def _started_at(outdir: Path) -> datetime:
 def _starter(plan: Plan, outdir: Path, platform: Platform, local: bool, args: argparse.Namespace):
     plan_path = outdir / PLAN_FILE
     env = parse_env(args.env)
+    if args.launch:  # ranks across nodes, started by the cluster's engine
+        launched_argv(args.launch, plan_path, outdir)  # a wrong command is said now, not at the first start
+        return lambda: RankedHarness(plan.backend, plan.settings.ranks, plan_path, outdir, plan.settings.threads, env,
+                                     launch=args.launch)
     if local and needs_engine(plan):  # all-reduce over several ranks: torchrun or mpirun starts them
         return lambda: RankedHarness(plan.backend, plan.settings.ranks, plan_path, outdir, plan.settings.threads, env)
     if local:

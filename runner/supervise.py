@@ -87,11 +87,15 @@ def supervise(plan: Plan, outdir: Path, start: Starter, progress: Progress) -> O
                 try:
                     line = q.get(timeout=wait)
                 except queue.Empty:
+                    if restart and deadline is not None and time.monotonic() > deadline:
+                        proc.kill()  # ranks cut off from the engine would keep it waiting for ever
+                        proc.wait(GRACE_S)
+                        break
                     if deadline is not None and time.monotonic() > deadline:
                         proc.kill()
                         proc.wait(GRACE_S)
-                        _record(plan, outdir, current, Status.TIMEOUT,
-                                f"still running after the per-kernel timeout of {timeout:g} s (--kernel-timeout)")
+                        _record(plan, outdir, current, Status.TIMEOUT, _with_casualty(
+                            proc, f"still running after the per-kernel timeout of {timeout:g} s (--kernel-timeout)"))
                         progress.finished({"id": current, "status": "timeout"})
                         break
                     continue
@@ -110,7 +114,7 @@ def supervise(plan: Plan, outdir: Path, start: Starter, progress: Progress) -> O
                     if code == EXIT_BACKEND_UNAVAILABLE or current is None:
                         return Outcome("failed", error or _tail(proc.stderr_tail()) or
                                        f"the harness stopped with status {code} before it ran a kernel")
-                    reason = _death_reason(code, proc.stderr_tail())
+                    reason = _with_casualty(proc, _death_reason(code, proc.stderr_tail()))
                     _record(plan, outdir, current, Status.FAILED, reason)
                     progress.finished({"id": current, "status": "failed", "reason": reason})
                     break
@@ -127,7 +131,7 @@ def supervise(plan: Plan, outdir: Path, start: Starter, progress: Progress) -> O
                 elif event["event"] == "error":
                     error = str(event.get("message", ""))
                 elif event["event"] == "restart":
-                    restart = True
+                    restart, deadline = True, time.monotonic() + GRACE_S  # for every rank to end
                     progress.note(f"restarting the harness: {event.get('reason', '')}"[:300])
         except KeyboardInterrupt:
             progress.note("interrupted: stopping the harness, keeping every finished kernel ...")
@@ -153,6 +157,12 @@ def _parse(line: str) -> dict | None:
 def _record(plan: Plan, outdir: Path, item_id: str | None, status: Status, reason: str) -> None:
     item = next(i for i in plan.items if i.id == item_id)
     append_result(outdir / RESULTS_FILE, host_result(item, status, reason, plan.backend))
+
+
+def _with_casualty(proc: HarnessProcess, reason: str) -> str:
+    """The reason, after the rank an engine of several ranks reported ended first (runner/ranks.py)."""
+    who = getattr(proc, "casualty", lambda: "")()
+    return f"{who}; {reason}" if who else reason
 
 
 def _death_reason(code: int, stderr: str) -> str:

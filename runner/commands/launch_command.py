@@ -4,27 +4,41 @@
   deepbench launch-command --nodes 4 --gpus-per-node 4 --platform amd --engine srun --image ghcr.io/x/deepbench-amd
 
 Writes the plan (the same one `deepbench-run --ranks N` would write) into --out, which every node
-must see at the same path (a shared filesystem), and prints the mpirun (hostfile) and Slurm srun
-commands that start one harness rank per GPU on every node, in the node's container (docker,
-or enroot/pyxis with srun's --container-image) or on the node itself. Each rank reads its number
-from the engine (harness/ranks.py); rank 0 writes OUT/results.jsonl and OUT/run.json with the
-mean and max over all ranks, the others OUT/ranks/rank-K/. Nothing is started here: clusters
-start jobs their own way."""
+must see at the same path (a shared filesystem), and prints the mpirun (host file) and Slurm srun
+commands that start one harness rank per GPU on every node, on the node itself or in its container
+(docker, or enroot/pyxis with srun's --container-image). Each is handed to `deepbench-run --resume
+OUT --launch '...'`, which starts it and gives the run what a local one has: progress, the
+per-kernel timeout, a restart after a rank dies, the tables. Each rank reads its number from the
+engine (harness/ranks.py); rank 0 writes OUT/results.jsonl and OUT/run.json with the mean and max
+over all ranks, the others OUT/ranks/rank-K/. What the commands need from the cluster (a shared
+folder, a free rendezvous port, srun's PMIx, a host file) is checked where it can be and said in
+the output (cluster_needs.py). Nothing is started here but those checks: clusters start jobs their
+own way."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
+import shutil
+import sys
 
+from ..cluster_needs import (Need, allocation_nodes, first_node, hostfile_need, rendezvous_port, shared_folder,
+                             srun_mpi)
 from ..errors import UserError
-from ..platforms import get_platform
+from ..platforms import Platform, get_platform
+from ..ranks import IMAGE_PYTHON, find_mpiexec, mpi_flavour
 
 NAME = "launch-command"
 HELP = "print the mpirun / srun commands for all-reduce across nodes"
-HARNESS = "python3 -m deepbench.kernels.harness"
+HARNESS = "-m deepbench.kernels.harness"
 DEFAULT_PORT = 29500
-# Variables every rank needs; NVLink multicast stays off where the site asks for it (NCCL_NVLS_ENABLE).
-RANK_ENV = ("MASTER_ADDR", "MASTER_PORT", "NCCL_NVLS_ENABLE", "NCCL_DEBUG")
+# Variables the torch.distributed ranks need; NVLink multicast stays off where the site asks for it
+# (NCCL_NVLS_ENABLE); one CPU thread per rank unless the user says otherwise, as on one node.
+RENDEZVOUS_ENV = ("MASTER_ADDR", "MASTER_PORT", "NCCL_NVLS_ENABLE")
+# What Open MPI must pass on to its ranks (MPICH's Hydra passes the whole environment).
+OPENMPI_PASS = (*RENDEZVOUS_ENV, "OMP_NUM_THREADS", "PATH", "PYTHONUNBUFFERED", "DEEPBENCH_LAUNCHER")
+THREADS = "OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -52,62 +66,112 @@ def run(args: argparse.Namespace) -> int:
     args.ranks = args.nodes * args.gpus_per_node
     plan, outdir = run_module._new_plan(args, platform)
     out = str(outdir.resolve())
-    image = args.image or platform.image
-    harness = f"{HARNESS} {shlex.quote(out + '/plan.json')} {shlex.quote(out)}"
     mpi = plan.backend == "mpi"
+    layout = Layout(args, platform, out, mpi)
     print(f"# plan: {out}/plan.json  ({len(plan.items)} all-reduce kernels, backend {plan.backend}, "
           f"{args.ranks} ranks = {args.nodes} nodes x {args.gpus_per_node})")
+    print("# what the commands need, checked from here:")
+    needs = [shared_folder(outdir.resolve(), args.nodes)]
+    if not mpi:  # the MPI backend meets through its own launcher, not at MASTER_ADDR:MASTER_PORT
+        needs.append(rendezvous_port(args.master_port, first_node(allocation_nodes(), args.hostfile)))
+    print("\n".join(n.line() for n in needs))
     if args.engine in ("mpirun", "all"):
-        print(mpirun_text(args, platform, image, harness, out, mpi))
+        print(layout.mpirun())
     if args.engine in ("srun", "all"):
-        print(srun_text(args, platform, image, harness, out, mpi))
-    print(f"# afterwards: rank 0 has written {out}/results.jsonl and {out}/run.json")
+        print(layout.srun())
+    print(f"# afterwards: rank 0 has written {out}/results.jsonl and {out}/run.json, the other ranks {out}/ranks/")
     return 0
 
 
-def _docker(platform, image: str, out: str, env: list[str]) -> str:  # Platform
-    devices = "--gpus all" if platform.gpus else " ".join(f"--device {d}" for d in platform.devices)
-    groups = " ".join(f"--group-add {g}" for g in platform.group_add)
-    passing = " ".join(f"-e {v}" for v in env)
-    return (f"docker run --rm --network host --ipc host {devices} {groups} -v {out}:{out} {passing} "
-            f"{image}").replace("  ", " ")
+class Layout:
+    """The command lines for one plan: N nodes x G ranks, on the nodes or in containers."""
+
+    def __init__(self, args: argparse.Namespace, platform: Platform, out: str, mpi: bool) -> None:
+        self.args, self.platform, self.out, self.mpi = args, platform, out, mpi
+        self.n, self.g = args.ranks, args.gpus_per_node
+        self.image = args.image or platform.image
+        # on the nodes: this Python (the one with deepbench here; a shared install puts it at the same
+        # path on every node); in a container: the image's
+        where = f"{HARNESS} {shlex.quote(out + '/plan.json')} {shlex.quote(out)}"
+        self.harness = f"{shlex.quote(sys.executable)} {where}"
+        self.in_image = f"{IMAGE_PYTHON} {where}"
+
+    def supervised(self, ranks_command: str) -> str:
+        """deepbench-run starting the ranks (progress, per-kernel timeout, restarts, tables)."""
+        return f"deepbench-run --resume {shlex.quote(self.out)} --launch {shlex.quote(ranks_command)}"
+
+    def exports(self, master: str) -> str:
+        if self.mpi:
+            return f"export {THREADS}"
+        return (f"export MASTER_ADDR={master} MASTER_PORT={self.args.master_port} "
+                f"NCCL_NVLS_ENABLE=${{NCCL_NVLS_ENABLE:-0}} {THREADS}")
+
+    def mpirun(self) -> str:
+        hostfile = self.args.hostfile
+        first = "$(head -n1 " + shlex.quote(hostfile) + " | cut -d' ' -f1 | cut -d: -f1)"
+        needs = [hostfile_need(hostfile, self.args.nodes)]
+        try:
+            mpiexec = find_mpiexec()
+            flavour, version = mpi_flavour(mpiexec)
+            needs.append(Need("ok", f"{mpiexec}: {flavour} {version}".strip()
+                              + (" (the MPI mpi4py loads here)" if self.mpi else "")))
+        except UserError as exc:
+            mpiexec, flavour = "mpirun", "unknown"
+            needs.append(Need("missing", str(exc)))
+        # the one on PATH by its name, any other by its path (the mpi backend needs the MPI mpi4py loads)
+        name = os.path.basename(mpiexec)
+        shown = name if _same_file(mpiexec, name) else mpiexec
+        hydra = f"{shown} -f {shlex.quote(hostfile)} -n {self.n} -ppn {self.g} {self.harness}"
+        openmpi = (f"{shown if flavour == 'openmpi' else 'mpirun'} --hostfile {shlex.quote(hostfile)} -np {self.n} "
+                   f"--map-by ppr:{self.g}:node " + " ".join(f"-x {v}" for v in OPENMPI_PASS) + f" {self.harness}")
+        main, other, other_name = (openmpi, hydra, "MPICH (Hydra)") if flavour == "openmpi" else \
+            (hydra, openmpi, "Open MPI")
+        lines = ["# --- mpirun over ssh, with a host file (one line per node; MPICH: 'node:G', Open MPI: "
+                 f"'node slots=G') ---", *(n.line() for n in needs),
+                 self.exports(first), self.supervised(main),
+                 f"# with {other_name} instead: {self.supervised(other)}"]
+        if self.mpi:
+            lines.append("# the mpi backend in containers needs the MPI's process manager in the container "
+                         "(PMIx): use srun --mpi=pmix with pyxis")
+        else:
+            rank_vars = ["OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"]
+            docker = _docker(self.platform, self.image, self.out, [*RENDEZVOUS_ENV, "OMP_NUM_THREADS", *rank_vars])
+            per_rank = (f"mpirun --hostfile {shlex.quote(hostfile)} -np {self.n} --map-by ppr:{self.g}:node "
+                        + " ".join(f"-x {v}" for v in RENDEZVOUS_ENV) + f" {docker} {self.in_image}")
+            lines.append(f"# Open MPI, one container per rank: {self.supervised(per_rank)}")
+        lines.append("# (the command inside --launch alone starts the same ranks, without deepbench-run's "
+                     "progress, per-kernel timeout and restarts)")
+        return "\n".join(lines)
+
+    def srun(self) -> str:
+        needs: list[Need] = []
+        pmi = ""
+        if self.mpi:
+            plugin, need = srun_mpi()
+            needs.append(need)
+            pmi = f" --mpi={plugin}"
+        gpus = f" --gpus-per-node={self.g}" if self.platform.gpus or self.platform.devices else ""
+        base = f"srun --nodes={self.args.nodes} --ntasks={self.n} --ntasks-per-node={self.g}{gpus}{pmi}"
+        pyxis = f"{base} --container-image={self.image} --container-mounts={self.out}:{self.out} {self.in_image}"
+        return "\n".join([
+            f"# --- Slurm, in an allocation (salloc --nodes={self.args.nodes} --ntasks-per-node={self.g}, "
+            "or an sbatch script) ---", *(n.line() for n in needs),
+            self.exports('$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n1)'),
+            self.supervised(f"{base} {self.harness}"),
+            f"# in the image, through enroot/pyxis (ranks read SLURM_PROCID / SLURM_LOCALID): {self.supervised(pyxis)}",
+            "# (the command inside --launch alone starts the same ranks, without deepbench-run's progress, "
+            "per-kernel timeout and restarts)",
+        ])
 
 
-def mpirun_text(args: argparse.Namespace, platform, image: str, harness: str, out: str, mpi: bool) -> str:
-    n, g = args.ranks, args.gpus_per_node
-    first = "$(head -n1 " + shlex.quote(args.hostfile) + " | cut -d' ' -f1 | cut -d: -f1)"
-    rank_vars = ["OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"]
-    lines = [
-        "# --- mpirun with a host file (one line per node; Open MPI: 'node slots=G', MPICH: 'node:G') ---",
-        f"export MASTER_ADDR={first} MASTER_PORT={args.master_port} NCCL_NVLS_ENABLE=${{NCCL_NVLS_ENABLE:-0}}",
-        "# Open MPI, on the nodes themselves (deepbench installed on each):",
-        f"mpirun --hostfile {args.hostfile} -np {n} --map-by ppr:{g}:node "
-        + " ".join(f"-x {v}" for v in RANK_ENV[:3]) + f" {harness}",
-        "# MPICH (Hydra), on the nodes themselves:",
-        f"mpiexec -f {args.hostfile} -n {n} -ppn {g} -genvlist {','.join(RANK_ENV[:3])} {harness}",
-    ]
-    if mpi:
-        lines.append("# the mpi backend inside containers needs the MPI's process manager in the container "
-                     "(PMIx): use srun --mpi=pmix with pyxis below")
-    else:
-        lines += ["# Open MPI, one container per rank (the rank's number passes into the container):",
-                  f"mpirun --hostfile {args.hostfile} -np {n} --map-by ppr:{g}:node "
-                  + " ".join(f"-x {v}" for v in RANK_ENV[:3]) + " "
-                  + _docker(platform, image, out, [*RANK_ENV[:3], *rank_vars]) + f" {harness}"]
-    return "\n".join(lines)
+def _same_file(path: str, name: str) -> bool:
+    found = shutil.which(name)
+    return bool(found) and os.path.realpath(found) == os.path.realpath(path)
 
 
-def srun_text(args: argparse.Namespace, platform, image: str, harness: str, out: str, mpi: bool) -> str:
-    n, g = args.ranks, args.gpus_per_node
-    pmi = " --mpi=pmix" if mpi else ""
-    gpus = f" --gpus-per-node={g}" if platform.gpus or platform.devices else ""
-    base = f"srun --nodes={args.nodes} --ntasks={n} --ntasks-per-node={g}{gpus}{pmi}"
-    return "\n".join([
-        "# --- Slurm (in an allocation: salloc/sbatch --nodes ... ) ---",
-        "export MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n1) "
-        f"MASTER_PORT={args.master_port} NCCL_NVLS_ENABLE=${{NCCL_NVLS_ENABLE:-0}}",
-        "# on the nodes themselves:",
-        f"{base} {harness}",
-        "# in the image, through enroot/pyxis (ranks read SLURM_PROCID / SLURM_LOCALID):",
-        f"{base} --container-image={image} --container-mounts={out}:{out} {harness}",
-    ])
+def _docker(platform: Platform, image: str, out: str, env: list[str]) -> str:
+    parts = ["docker run --rm --network host --ipc host",
+             "--gpus all" if platform.gpus else " ".join(f"--device {d}" for d in platform.devices),
+             " ".join(f"--group-add {g}" for g in platform.group_add), f"-v {out}:{out}",
+             " ".join(f"-e {v}" for v in env), image]
+    return " ".join(p for p in parts if p)

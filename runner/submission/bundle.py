@@ -61,6 +61,8 @@ def reproduce_command(plan: Plan, local: bool, image_digest: str | None) -> str:
         args += ["--kernel-timeout", f"{s.kernel_timeout_s:g}"]
     if s.threads:
         args += ["--threads", str(s.threads)]
+    if s.ranks > 1:  # all-reduce over several ranks (on one node here; launch-command spreads them)
+        args += ["--ranks", str(s.ranks)]
     args += ["--seed", str(s.seed)]
     args += ["--cold"] if s.cold else []
     args += ["--verify-timing"] if s.verify_timing else []

@@ -63,8 +63,17 @@ class Communicator(ABC):
         try:
             return fn(*args)
         except Exception as exc:
-            self.broken = f"{self.library} communicator failed: {type(exc).__name__}: {str(exc)[:300]}"
+            broke = f"{self.library} communicator failed: {type(exc).__name__}: {str(exc).strip()[:300]}"
+            missing = self.missing_ranks()
+            self.broken = f"{missing}; {broke}" if missing else broke
+            if missing:
+                raise RuntimeError(self.broken) from exc
             raise
+
+    def missing_ranks(self) -> str:
+        """After a collective broke: which ranks (on which hosts) are gone, where the library
+        can tell ('' where it cannot, or on ranks other than 0)."""
+        return ""
 
     @abstractmethod
     def buffer(self, values: np.ndarray) -> Any:
@@ -102,6 +111,16 @@ class Communicator(ABC):
         got = self.to_host(buf)
         bad = np.flatnonzero(got != expected)
         return int(bad.size), int(bad[0]) if bad.size else -1
+
+
+def check_world(size: int, settings: Settings, started_by: str) -> None:
+    """The ranks that met must be the ranks the plan asked for: an engine whose ranks did not reach
+    the library (an MPI that does not speak srun's PMI starts every rank as a world of one, and
+    each would write the run's results as rank 0) or a wrong task count is said here, not measured."""
+    if settings.ranks > 1 and size != settings.ranks:
+        raise RuntimeError(f"the plan asks for {settings.ranks} ranks, and {started_by} put {size} in this rank's "
+                           "group: start exactly the plan's ranks (for MPI under srun, a --mpi= plugin the MPI "
+                           "speaks: deepbench launch-command checks which)")
 
 
 def rank_values(floats: int, rank: int, seed: int) -> np.ndarray:

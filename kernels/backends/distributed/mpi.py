@@ -20,7 +20,7 @@ from ...catalog import Kernel
 from ...precision import Precision
 from ...results import Settings
 from ..base import Prepared, Unsupported
-from .common import AllReduceRunner, CollectiveBackend, Communicator
+from .common import AllReduceRunner, CollectiveBackend, Communicator, check_world
 from .facts import cpu_model, loaded_library
 
 # pip distributions that ship an MPI library mpi4py can load.
@@ -64,6 +64,9 @@ class MpiCommunicator(Communicator):
     def __init__(self, settings: Settings) -> None:
         self.comm = MPI.COMM_WORLD
         self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
+        check_world(self.size, settings, "the MPI")
+        # where each rank runs, for the record and for naming a rank its launcher reports by pid
+        self.hosts, self.pids = zip(*self.comm.allgather((MPI.Get_processor_name(), os.getpid())))
         self.libpath = loaded_library("libmpi") or loaded_library("libmsmpi")
         self.cuda_aware = cuda_aware(self.libpath)
         self.on_device = settings.device.startswith("cuda")
@@ -149,4 +152,5 @@ class MpiBackend(CollectiveBackend):
 
     def device_facts(self) -> dict[str, Any]:
         return {"kind": "gpu" if self.comm.on_device else "cpu", "name": cpu_model(), "ranks": self.comm.size,
+                "rank_hosts": list(self.comm.hosts), "rank_pids": list(self.comm.pids),
                 "logical_cpus": os.cpu_count()}

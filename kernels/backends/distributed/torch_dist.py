@@ -21,8 +21,14 @@ import torch.distributed as dist
 
 from ...harness.ranks import launch_rank
 from ...results import Settings
-from .common import AllReduceRunner, CollectiveBackend, Communicator
+from .common import AllReduceRunner, CollectiveBackend, Communicator, check_world
 from .facts import cpu_model
+from .rendezvous import Rendezvous
+
+# A collective call gives up after this share of the per-kernel timeout: the library then reports
+# the broken call on the ranks still there, and rank 0 names the missing ones (rendezvous.census)
+# and records the kernel, before the host's per-kernel timeout would kill every rank unheard.
+COLLECTIVE_TIMEOUT_SHARE = 0.5
 
 OUT_OF_PLACE_NOTE = ("torch.distributed has no out-of-place all_reduce: timed as a copy into the output then "
                      "an in-place all_reduce, which is what torch's functional all_reduce does")
@@ -32,6 +38,7 @@ class TorchCommunicator(Communicator):
     def __init__(self, pg_backend: str, settings: Settings) -> None:
         where = launch_rank()
         self.rank, self.size, self.local_rank, self.engine = where.rank, where.size, where.local_rank, where.engine
+        check_world(self.size, settings, self.engine)
         self.pg_backend = pg_backend
         self.out_of_place_note = OUT_OF_PLACE_NOTE
         if pg_backend == "nccl":
@@ -43,7 +50,8 @@ class TorchCommunicator(Communicator):
         else:
             self.device = torch.device("cpu")
             self.library = "gloo"
-        timeout = timedelta(seconds=settings.kernel_timeout_s)
+        timeout = collective_timeout(settings)
+        self.rendezvous: Rendezvous | None = None
         if not dist.is_initialized():
             atexit.register(_destroy)  # the group we made is ours to close (NCCL warns otherwise)
             if self.size == 1 and "MASTER_ADDR" not in os.environ:
@@ -53,9 +61,15 @@ class TorchCommunicator(Communicator):
                 if "MASTER_ADDR" not in os.environ:
                     raise RuntimeError(f"{self.size} ranks started by {self.engine} but MASTER_ADDR/MASTER_PORT are "
                                        "not set: export them (deepbench launch-command prints them)")
-                dist.init_process_group(pg_backend, init_method="env://", rank=self.rank, world_size=self.size,
-                                        timeout=timeout)
+                self.rendezvous = Rendezvous(self.rank, self.size)
+                self.rendezvous.meet()
+                self.rendezvous.init_process_group(pg_backend, timeout)
         self.control = dist.new_group(backend="gloo", timeout=timeout) if pg_backend != "gloo" else None
+        if self.rendezvous:
+            self.rendezvous.settled()
+
+    def missing_ranks(self) -> str:
+        return self.rendezvous.census() if self.rendezvous else ""
 
     def buffer(self, values: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(values).to(self.device, copy=True)
@@ -106,7 +120,8 @@ class TorchCommunicator(Communicator):
         return v
 
     def device_facts(self) -> dict[str, Any]:
-        facts: dict[str, Any] = {"ranks": self.size, "rank_engine": self.engine}
+        facts: dict[str, Any] = {"ranks": self.size, "rank_engine": self.engine,
+                                 **(self.rendezvous.facts() if self.rendezvous else {})}
         if self.device.type == "cuda":
             p = torch.cuda.get_device_properties(self.device)
             facts.update(kind="gpu", name=p.name, gpus_visible=torch.cuda.device_count(),
@@ -114,6 +129,10 @@ class TorchCommunicator(Communicator):
         else:
             facts.update(kind="cpu", name=cpu_model(), logical_cpus=os.cpu_count(), threads=torch.get_num_threads())
         return facts
+
+
+def collective_timeout(settings: Settings) -> timedelta:
+    return timedelta(seconds=settings.kernel_timeout_s * COLLECTIVE_TIMEOUT_SHARE)
 
 
 def _destroy() -> None:
