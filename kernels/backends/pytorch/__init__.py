@@ -7,13 +7,13 @@ from __future__ import annotations
 import os
 import platform
 import re
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import torch
 
 from ...catalog import Kernel
 from ...precision import Precision
-from ...system import cpu_model
+from ...system import cpu_model, last_level_cache_bytes
 from ...results import Measurement, Settings
 from ...timing import cpu as cpu_timer
 from ...timing import cuda as cuda_timer
@@ -21,8 +21,8 @@ from ...timing import cupti
 from ...timing.stopping import StopRule
 from ...timing.warmup import warm_up
 from ..base import Backend, Prepared, TimedPart, Unsupported
-from . import (attention, batched_gemm, conv, cuda_facts, elementwise, embedding, gemm, model, norms, pointwise,
-               pooling, rnn, sparse_gemm)
+from . import (attention, batched_gemm, conv, cpu_ceilings, cuda_facts, elementwise, embedding, gemm, model, norms,
+               pointwise, pooling, rnn, sparse_gemm)
 from .context import TorchContext
 
 OPERATIONS: dict[str, Callable[[TorchContext, Any, Precision], Prepared]] = {
@@ -100,9 +100,12 @@ class TorchBackend(Backend):
             part.info["roofline"] = bound
         return m
 
-    def ceilings(self) -> dict[str, float]:
-        if not self.ctx.is_cuda:
-            return {}
+    def ceilings(self, precisions: Iterable[Precision] = ()) -> dict[str, float]:
+        if not self.ctx.is_cuda:  # with the run's threads, through the GEMM kernels' own code (cpu_ceilings.py)
+            if self._ceilings is None:
+                memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+                self._ceilings = cpu_ceilings.measure_cpu_ceilings(self.ctx, precisions, memory)
+            return self._ceilings
         if self._ceilings is None:
             self._ceilings = {}  # measured once; empty while measuring (no roofline for the ceilings)
             self._ceilings = cuda_facts.measure_ceilings(self.device, self.settings, self.clocks,
@@ -130,7 +133,7 @@ class TorchBackend(Backend):
             return cuda_facts.device_facts(self.device, self.clocks)
         return {"kind": "cpu", "name": cpu_model(), "threads": torch.get_num_threads(),
                 "logical_cpus": os.cpu_count(), "machine": platform.machine(),
-                "capability": torch.backends.cpu.get_cpu_capability()}
+                "capability": torch.backends.cpu.get_cpu_capability(), "llc_bytes": last_level_cache_bytes()}
 
     def release(self) -> None:
         self.ctx.synchronize()
