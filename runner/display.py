@@ -11,10 +11,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table as RichTable
+from rich.text import Text
 
 from ..kernels.noise import NoiseRecord
 from .errors import UserError
-from .table_fit import Layout, fit, footnoted, match_columns
+from .table_fit import Layout, column_widths, fit, footnoted, match_columns
 from .tables import Table, fmt_us
 
 STATUS_STYLE = {"ok": "green", "unsupported": "yellow", "failed": "red", "timeout": "red"}
@@ -46,15 +47,19 @@ def rich_table(t: Table, layout: Layout) -> RichTable:
     """`t` drawn in `layout`: every column exactly as wide as its widest value (no_wrap, never
     narrowed: fit() chose columns that fit); folded rows stack their bands in each cell."""
     bands = layout.band_columns()
+    natural = column_widths(t)
     rt = RichTable(title=t.title, title_justify="left", header_style="bold", box=box.MINIMAL_HEAVY_HEAD,
                    show_edge=False, pad_edge=False, padding=(0, 0 if layout.compact else 1),
                    show_lines=layout.bands > 1)
     for i in range(len(bands[0])):
         cols = [band[i] for band in bands if i < len(band)]
         left = t.headers[cols[0]].split(" ")[0] in LEFT
-        wrap = max((layout.wrap_width.get(c, 0) for c in cols), default=0)
-        rt.add_column("\n".join(escape(t.headers[c]) for c in cols), justify="left" if left else "right",
-                      no_wrap=not wrap, overflow="fold", width=wrap or None)
+        fixed = any(c in layout.widths for c in cols)
+        width = max(layout.widths.get(c, natural[c]) for c in cols) if fixed else None
+        # A header may wrap at its spaces; values never wrap, except columns of words (Table.wrap).
+        header = Text("\n".join(t.headers[c] for c in cols), no_wrap=layout.bands > 1, overflow="fold")
+        words = any(t.headers[c] in t.wrap for c in cols)
+        rt.add_column(header, justify="left" if left else "right", no_wrap=not words, overflow="fold", width=width)
     for row in t.rows:  # cells are data (reasons hold brackets), not markup
         rt.add_row(*("\n".join(escape(row[band[i]]) if i < len(band) else "" for band in bands)
                      for i in range(len(bands[0]))))

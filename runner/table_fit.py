@@ -9,7 +9,8 @@ decided here, before rich draws it, from the width of every value:
 3. the same two steps with cells apart by "│" alone;
 4. rows folded: the columns still wanted are cut into bands, and each row takes one line per
    band (its second line under the first's columns), so no value is ever narrowed.
-Columns of words (Table.wrap: a summary's flags) may wrap at WRAP_WIDTH before anything is left out.
+Before anything is left out, headers may wrap at their spaces ("DeepBench V100 (us)" over two
+lines) and columns of words (Table.wrap: a summary's flags) at WRAP_WIDTH.
 
 Long texts (a failure's reason, a sanity flag's note) are not columns' business: they become
 footnotes under the table (`footnoted`), so status columns stay narrow.
@@ -41,7 +42,7 @@ class Layout:
     dropped: tuple[str, ...] = ()  # droppable columns left out to fit (empty ones are not named)
     compact: bool = False
     bands: int = 1  # lines per row: 1, or more when rows fold
-    wrap_width: dict[int, int] = field(default_factory=dict)  # columns of words wrapped at a width
+    widths: dict[int, int] = field(default_factory=dict)  # fixed widths: wrapped headers and columns of words
 
     def band_columns(self) -> list[tuple[int, ...]]:
         per = math.ceil(len(self.columns) / self.bands)
@@ -76,9 +77,10 @@ def fit(t: Table, width: int, wanted: set[str] | None = None) -> Layout:
     """The layout of `t` in `width` cells. `wanted`: droppable columns the user asked for (kept,
     folding rows if need be); None: drop as needed. Columns empty in every row are left out."""
     natural = column_widths(t)
-    wrapped = {i: min(w, max(WRAP_WIDTH, cell_len(t.headers[i]))) for i, w in enumerate(natural)
-               if t.headers[i] in t.wrap and w > WRAP_WIDTH}
-    capped = [wrapped.get(i, w) for i, w in enumerate(natural)]
+    capped = [max([max(map(cell_len, t.headers[i].split(" ")))] + [cell_len(r[i]) for r in t.rows])
+              if t.headers[i] not in t.wrap else min(w, max(WRAP_WIDTH, *map(cell_len, t.headers[i].split(" "))))
+              for i, w in enumerate(natural)]
+    wrapped = {i: w for i, w in enumerate(capped) if w < natural[i]}
     empty = {i for i in range(len(t.headers)) if t.rows and not any(r[i] for r in t.rows)}
     drop_order = [h for h in t.droppable if h in t.headers]
     if wanted is not None:  # the user's choice: the droppable columns not named are left out
@@ -102,9 +104,13 @@ def fit(t: Table, width: int, wanted: set[str] | None = None) -> Layout:
                     gone.append(h)
                 if table_width(widths, tuple(shown), compact) <= width:
                     return Layout(tuple(shown), dropped + tuple(gone), compact, 1, wraps)
+    # Folded rows stack several headers in a cell: those stay whole, so that the lines of a cell
+    # match the lines of its header; only columns of words keep wrapping.
+    words = {i: w for i, w in wrapped.items() if t.headers[i] in t.wrap}
+    folded = [words.get(i, w) for i, w in enumerate(natural)]
     shown_t = tuple(shown)
-    bands = next((b for b in range(2, MAX_BANDS + 1) if table_width(capped, shown_t, True, b) <= width), MAX_BANDS)
-    return Layout(shown_t, dropped + tuple(gone), True, bands, wrapped)  # beyond MAX_BANDS: wider, never cut
+    bands = next((b for b in range(2, MAX_BANDS + 1) if table_width(folded, shown_t, True, b) <= width), MAX_BANDS)
+    return Layout(shown_t, dropped + tuple(gone), True, bands, words)  # beyond MAX_BANDS: wider, never cut
 
 
 @dataclass
