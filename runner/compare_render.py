@@ -47,8 +47,9 @@ def compare_tables(cmp: Comparison) -> list[Table]:
         if not rows_in:
             continue
         fields = list(KERNEL_CLASSES[op].FIELDS) + (["ranks"] if op == "all_reduce" else [])
-        headers = ["set", "application"] + fields + ["prec", f"{base} (us)"]
-        droppable = ["set", "application"]
+        words = cmp.base.kind == "reference"  # a published baseline: its sheet's own precision words beside ours
+        headers = ["set", "application"] + fields + ["prec"] + ([f"{base} prec"] if words else []) + [f"{base} (us)"]
+        droppable = ["set", "application"] + ([f"{base} prec"] if words else [])
         for o in cmp.others:
             tag = f" [{o.label}]" if multi else ""
             headers += [f"{o.label} prec" if not multi else f"prec{tag}", f"{o.label} (us)",
@@ -62,7 +63,7 @@ def compare_tables(cmp: Comparison) -> list[Table]:
             if op == "all_reduce":
                 row.append(str(e.extra.get("ranks", "")))
             b = r.base
-            row += [b.precision if b else "", _time(b)]
+            row += [b.precision if b else ""] + ([_prec_words(b)] if words else []) + [_time(b)]
             for other, ratio in zip(r.others, r.ratios):
                 ratio_txt, interval, verdict = _fmt_ratio(ratio)
                 note = ratio.note if ratio else ("missing" if other is None else
@@ -76,6 +77,10 @@ def compare_tables(cmp: Comparison) -> list[Table]:
             rows.append(row)
         out.append(Table(op, OP_TITLES.get(op, op), headers, rows, tuple(droppable)))
     return out
+
+
+def _prec_words(e) -> str:
+    return "" if e is None else e.precision + (f" ({e.precision_text})" if e.precision_text else "")
 
 
 def _time(e) -> str:

@@ -57,7 +57,8 @@ def rich_table(t: Table, layout: Layout) -> RichTable:
         fixed = any(c in layout.widths for c in cols)
         width = max(layout.widths.get(c, natural[c]) for c in cols) if fixed else None
         # A header may wrap at its spaces; values never wrap, except columns of words (Table.wrap).
-        header = Text("\n".join(t.headers[c] for c in cols), no_wrap=layout.bands > 1, overflow="fold")
+        header = Text("\n".join(t.headers[band[i]] if i < len(band) else "" for band in bands),
+                      no_wrap=layout.bands > 1, overflow="fold")
         words = any(t.headers[c] in t.wrap for c in cols)
         rt.add_column(header, justify="left" if left else "right", no_wrap=not words, overflow="fold", width=width)
     for row in t.rows:  # cells are data (reasons hold brackets), not markup

@@ -35,7 +35,7 @@ SOURCE_ITEMS = ("pyproject.toml", "README.md", "runner", "kernels")
 # deepbench's dependencies that only the host side imports (the terminal, Docker, workbooks and
 # charts): an image holds the harness alone, so they are left out of it (the harness is installed
 # with --no-deps from requirements/*.txt; tests/test_containers.py checks none of them is there).
-HOST_ONLY = frozenset(("rich", "docker", "openpyxl", "matplotlib"))
+HOST_ONLY = frozenset(("rich", "docker", "openpyxl", "plotly"))
 SKIP_PARTS = {"__pycache__", ".pytest_cache"}
 WHEEL_SUFFIXES = (".whl", ".tar.gz", ".zip")
 LABEL_PREFIX = "org.deepbench."

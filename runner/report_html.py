@@ -17,6 +17,7 @@ from .roofline import no_roof_reason
 from .sanity import context_of, flags as sanity_flags
 from .sources import Source
 from .summary import groups, roof_table, summary_line, summary_table
+from .tables import without_empty_columns
 
 
 def flag_reasons(source: Source) -> list[list[str]]:
@@ -29,7 +30,7 @@ def flag_reasons(source: Source) -> list[list[str]]:
 def render_html(source: Source) -> str:
     ctx = context_of(source)
     gs = groups(list(source.entries), ctx)
-    summary, roof = summary_table(gs), roof_table(gs)
+    summary, roof = without_empty_columns(summary_table(gs)), roof_table(gs)
     parts = [table_html(summary.headers, summary.rows, "table-summary")]
     if roof.rows:
         parts += [f"<h3>{escape(roof.title)}</h3>", table_html(roof.headers, roof.rows, "table-roof")]

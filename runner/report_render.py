@@ -12,7 +12,7 @@ from .roofline import no_roof_reason
 from .sanity import context_of
 from .sources import Source
 from .summary import groups, roof_table, summary_line, summary_table
-from .tables import Table, report_tables
+from .tables import Table, report_tables, without_empty_columns
 from .textformats import csv_text, markdown, markdown_table, specs_markdown
 
 FORMATS = ("table", "md", "csv", "xlsx", "html")
@@ -60,7 +60,7 @@ def render_text(source: Source, fmt: str) -> str:
     roof_note = no_roof_reason(source.ceilings, source.kind)
     if roof_note:
         parts.append(f"Roofline columns are blank: {roof_note}.")
-    summary, roof = summary_table(gs), roof_table(gs)
+    summary, roof = without_empty_columns(summary_table(gs)), roof_table(gs)
     parts += [f"## {summary.title}", markdown_table(summary.headers, summary.rows)]
     if roof.rows:
         parts += [f"## {roof.title}", markdown_table(roof.headers, roof.rows)]

@@ -36,6 +36,13 @@ class Table:
     wrap: tuple[str, ...] = ()
 
 
+def without_empty_columns(t: Table) -> Table:
+    """`t` without the columns blank in every row (a summary's failed column when none failed)."""
+    keep = [i for i in range(len(t.headers)) if any(r[i] for r in t.rows)]
+    return Table(t.op, t.title, [t.headers[i] for i in keep], [[r[i] for i in keep] for r in t.rows],
+                 tuple(h for h in t.droppable if h in t.headers), t.wrap)
+
+
 def fmt_us(value: float | None) -> str:
     return "" if value is None else f"{value:,.1f}" if value < 1e5 else f"{value:,.0f}"
 
