@@ -28,6 +28,7 @@ from .context import TorchContext
 GEMM_START = 256
 GEMM_MAX = 4096
 GEMM_CALL_S = 0.02
+SIZING_CALLS = 3
 CEILING_TIME_S = 0.15
 CEILING_RULE = StopRule(target_rel_precision=0.02, min_samples=3, max_samples=50, time_cap_s=CEILING_TIME_S)
 COPY_MIN_BYTES = 64 * 2**20
@@ -36,10 +37,14 @@ COPY_MEMORY_FRACTION = 16  # and at most this fraction of the memory (source and
 FLOAT32_BYTES = 4
 
 
-def _seconds(fn: Callable[[], object]) -> float:
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
+def _seconds(fn: Callable[[], object], calls: int = SIZING_CALLS) -> float:
+    """The fastest of a few calls: one call preempted on a busy machine must not stop the GEMM's growth."""
+    best = float("inf")
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
 
 
 def gemm_ceiling(ctx: TorchContext, precision: Precision) -> tuple[float, int] | None:
@@ -65,7 +70,7 @@ def copy_ceiling(memory_bytes: int | None) -> tuple[float, int]:
     nbytes = max(COPY_MIN_BYTES, COPY_CACHE_MULTIPLE * (last_level_cache_bytes() or 0))
     if memory_bytes:
         nbytes = min(nbytes, memory_bytes // COPY_MEMORY_FRACTION)
-    src = torch.empty(nbytes // FLOAT32_BYTES, dtype=torch.float32).normal_()
+    src = torch.full((nbytes // FLOAT32_BYTES,), 1.0, dtype=torch.float32)  # a copy's speed is not the values
     dst = torch.empty_like(src)
     dst.copy_(src)  # first touch of the destination's pages
     m = cpu_timer.measure(lambda: dst.copy_(src), CEILING_RULE, GEMM_CALL_S)
