@@ -127,7 +127,7 @@ def time_bars(op: str, entries: list[Entry], div_id: str, top_n: int = TOP_N) ->
 
 
 def speedups(title: str, labels: Sequence[str], base_us: Sequence[float], ratios: Sequence[float],
-             verdicts: Sequence[str], other: str, base: str, div_id: str) -> str | None:
+             verdicts: Sequence[str], phrases: Sequence[str], other: str, base: str, div_id: str) -> str | None:
     """Per kernel the speedup of `other` over the baseline (baseline time / other time; log
     axis, so twice as fast and twice as slow lie as far from 1), against the baseline's time."""
     if not ratios:
@@ -138,9 +138,9 @@ def speedups(title: str, labels: Sequence[str], base_us: Sequence[float], ratios
         fig.add_trace(go.Scatter(
             x=[base_us[i] for i in idx], y=[1 / ratios[i] for i in idx], mode="markers", name=verdict,
             marker={"color": VERDICT_COLORS.get(verdict, "#888"), "size": 7, "opacity": 0.8},
-            text=[labels[i] for i in idx], customdata=[[base_us[i] * ratios[i]] for i in idx],
+            text=[labels[i] for i in idx], customdata=[[base_us[i] * ratios[i], phrases[i]] for i in idx],
             hovertemplate=(f"%{{text}}<br>{base} %{{x:,.1f}} us, {other} %{{customdata[0]:,.1f}} us"
-                           f"<br>{other} vs {base}: %{{y:.3g}}x speed<extra>{verdict}</extra>")))
+                           f"<br>{other} vs {base}: %{{customdata[1]}}<extra></extra>")))
     fig.add_hline(y=1, line={"color": "#444", "width": 1})
     fig.update_xaxes(type="log", title=f"{base} (baseline) median time (us)")
     fig.update_yaxes(type="log", title=f"speedup of {other} (baseline time / its time)")
