@@ -54,7 +54,8 @@ def compare_tables(cmp: Comparison) -> list[Table]:
             tag = f" [{o.label}]" if multi else ""
             headers += [f"{o.label} prec" if not multi else f"prec{tag}", f"{o.label} (us)",
                         f"ratio {o.label}/{base}", f"95% interval{tag}", versus(o, cmp.base), f"note{tag}"]
-            droppable += [f"95% interval{tag}", f"{o.label} prec" if not multi else f"prec{tag}", f"ratio {o.label}/{base}"]
+            droppable += [f"95% interval{tag}", f"{o.label} prec" if not multi else f"prec{tag}",
+                          f"ratio {o.label}/{base}"]
         rows = []
         for r in rows_in:
             e = r.any

@@ -26,7 +26,8 @@ HOW_TO_SEE = "--columns all, or --format md|csv"
 
 
 def add_columns_argument(parser: Any) -> None:
-    parser.add_argument("--columns", metavar="NAMES", type=lambda text: [n.strip() for n in text.split(",") if n.strip()],
+    parser.add_argument("--columns", metavar="NAMES",
+                        type=lambda text: [n.strip() for n in text.split(",") if n.strip()],
                         help="terminal tables: 'all' shows every column (rows fold when they do not fit); "
                              "NAME,... adds those columns (e.g. check,IQR) to the ones always shown; "
                              "default: what fits the terminal's width")
@@ -81,7 +82,8 @@ def print_tables(console: Console, tables: list[Table], columns: list[str] | Non
             console.print(f"[dim]\\[{n}] {escape(text)}[/]")
         if layout.dropped:
             why = f" to fit {console.width} columns" if columns is None else ""
-            console.print(f"[dim]left out{why}: {escape(', '.join(layout.dropped))} (see them with {escape(how_to_see)})[/]")
+            console.print(f"[dim]left out{why}: {escape(', '.join(layout.dropped))} "
+                          f"(see them with {escape(how_to_see)})[/]")
         if layout.bands > 1:
             console.print(f"[dim]each row folded onto {layout.bands} lines to fit {console.width} columns[/]")
     if any(t.headers.count("status") for t in tables):
