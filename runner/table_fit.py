@@ -6,11 +6,11 @@ decided here, before rich draws it, from the width of every value:
 
 1. every column, one line per row, cells apart by " │ ";
 2. the table's droppable columns left out, the least needed first, until it fits;
-3. the same two steps with cells apart by "│" alone;
-4. rows folded: the columns still wanted are cut into bands, and each row takes one line per
+3. the same with headers wrapped at their spaces ("DeepBench V100 (us)" over two lines) and
+   columns of words (Table.wrap: a summary's flags) at WRAP_WIDTH;
+4. steps 1-3 with cells apart by "│" alone;
+5. rows folded: the columns still wanted are cut into bands, and each row takes one line per
    band (its second line under the first's columns), so no value is ever narrowed.
-Before anything is left out, headers may wrap at their spaces ("DeepBench V100 (us)" over two
-lines) and columns of words (Table.wrap: a summary's flags) at WRAP_WIDTH.
 
 Long texts (a failure's reason, a sanity flag's note) are not columns' business: they become
 footnotes under the table (`footnoted`), so status columns stay narrow.
