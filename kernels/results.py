@@ -21,6 +21,7 @@ from typing import Any, Iterable, Literal
 from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 
 from .catalog import AnyKernel
+from .noise import NoiseRecord
 from .precision import PrecisionInfo
 from .provenance import Provenance
 from .system import SystemDescription
@@ -304,6 +305,8 @@ class RunRecord(Frozen):
     provenance: Provenance = Field(default_factory=Provenance)
     system: SystemDescription | None = Field(None, description="where the kernels ran (collected by the harness)")
     host_system: SystemDescription | None = Field(None, description="the host that launched them (the runner)")
+    noise: NoiseRecord | None = Field(None, description="how quiet the machine was before and after the run "
+                                      "(kernels/noise.py), with warnings where it makes figures doubtful")
     started_at: datetime
     ended_at: datetime
 

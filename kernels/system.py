@@ -382,3 +382,21 @@ def _sysfs_pci(notes: list[str]) -> list[Accelerator]:
         out.append(Accelerator(vendor=kind, index=index, name=f"{kind} PCI device {device_id}",
                                driver=driver, pci_bus_id=dev.name, source="sysfs"))
     return out
+
+
+def last_level_cache_bytes(cpu: int = 0, root: Path = Path("/sys/devices/system/cpu")) -> int | None:
+    """Size of the highest-level data or unified cache of `cpu` (sysfs), e.g. an L3's 32 MiB:
+    what a memory-bound kernel's data must exceed to be read from DRAM."""
+    best: tuple[int, int] | None = None
+    for index in sorted((root / f"cpu{cpu}" / "cache").glob("index*")):
+        level, kind, size = (_read_text(index / name) for name in ("level", "type", "size"))
+        if not (level and level.isdigit() and size) or kind == "Instruction":
+            continue
+        units = {"K": 2**10, "M": 2**20, "G": 2**30}
+        try:
+            nbytes = int(size[:-1]) * units[size[-1]] if size[-1] in units else int(size)
+        except ValueError:
+            continue
+        if best is None or int(level) > best[0]:
+            best = (int(level), nbytes)
+    return best[1] if best else None

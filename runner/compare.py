@@ -93,13 +93,36 @@ class Comparison:
                 if not rs:
                     continue
                 counts = {v: sum(1 for r in rs if r.verdict == v) for v in VERDICTS}
-                out.append({"source": other.label, "op": op, "kernels": len(rs), "geomean": geomean([r.ratio for r in rs]),
-                            **counts})
+                gm = geomean([r.ratio for r in rs])
+                out.append({"source": other.label, "versus": versus(other, self.base), "op": op, "kernels": len(rs),
+                            "geomean": gm, "answer": speed(gm), **counts})
         return out
 
 
 def geomean(values: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def speed(ratio: float) -> str:
+    """A time ratio (other / baseline) as the other side's speed: '6.30x faster', '1.20x slower'."""
+    if not ratio > 0 or math.isinf(ratio):
+        return ""
+    return f"{1 / ratio:,.2f}x faster" if ratio < 1 else f"{ratio:,.2f}x slower" if ratio > 1 else "as fast"
+
+
+def phrase(r: Ratio) -> str:
+    """The verdict in words, naming what moved: '6.30x faster', 'same (1.01x slower)',
+    'unclear (1.08x slower?)'."""
+    if r.verdict in ("faster", "slower"):
+        return speed(r.ratio)
+    if r.verdict == "same":
+        return f"same ({speed(r.ratio)})"
+    return f"unclear ({speed(r.ratio)}?)"
+
+
+def versus(other: Source, base: Source) -> str:
+    """'H100 vs DeepBench V100': every comparison names both sides, the baseline second."""
+    return f"{other.label} vs {base.label}"
 
 
 def _draws(entry: Entry, directions: tuple[str, ...], rng: np.random.Generator, source_kind: str

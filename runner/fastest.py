@@ -1,10 +1,11 @@
 """Fastest source per kernel across runs and references, like the tables in DeepBench's README
-(which processor ran each kernel fastest, its time and throughput)."""
+(which processor ran each kernel fastest, its time and throughput, and the runner-up: "H200:
+1.30x slower", naming both sides as every comparison does)."""
 
 from __future__ import annotations
 
 from ..kernels.catalog import KERNEL_CLASSES
-from .compare import match_mode
+from .compare import match_mode, speed
 from .sources import Entry, Source
 from .tables import OP_TITLES, SET_SHORT, Table, _param, fmt_sig, fmt_us
 
@@ -28,7 +29,7 @@ def fastest_tables(sources: list[Source], by: str | None = None, any_precision: 
         headers = (["set", "application"] + list(KERNEL_CLASSES[op].FIELDS)
                    + (["ranks"] if op == "all_reduce" else []) + ["prec"]
                    + [f"{s.label} (us)" for s in sources] + ["fastest", "time (us)",
-                                                              "GB/s" if op == "all_reduce" else "TFLOPS", "x next"])
+                                                              "GB/s" if op == "all_reduce" else "TFLOPS", "runner-up"])
         rows = []
         for entries in keyed.values():
             first = next(e for e in entries if e is not None)
@@ -46,13 +47,14 @@ def fastest_tables(sources: list[Source], by: str | None = None, any_precision: 
             if timed:
                 best = entries[timed[0][1]]
                 rate = best.gbps if op == "all_reduce" else best.tflops
-                ratio = f"{timed[1][0] / timed[0][0]:.2f}" if len(timed) > 1 else ""
-                row += [sources[timed[0][1]].label, fmt_us(best.median_us), fmt_sig(rate), ratio]
+                second = f"{sources[timed[1][1]].label}: {speed(timed[1][0] / timed[0][0])}" if len(timed) > 1 else ""
+                row += [sources[timed[0][1]].label, fmt_us(best.median_us), fmt_sig(rate), second]
             else:
                 row += ["", "", "", ""]
             rows.append(row)
         if rows:
-            out.append(Table(op, f"{OP_TITLES.get(op, op)}: fastest per kernel", headers, rows))
+            out.append(Table(op, f"{OP_TITLES.get(op, op)}: fastest per kernel", headers, rows,
+                             ("set", "application", *(f"{s.label} (us)" for s in sources))))
     return out
 
 

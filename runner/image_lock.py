@@ -38,7 +38,7 @@ INPUT_FILE = "requirements.in"
 UV_CONFIG = "uv.toml"
 # deepbench's dependencies that only the host side imports (the terminal, Docker, workbooks and
 # charts): no image lock may hold them (tests/test_containers.py checks the image has none).
-HOST_ONLY = frozenset(("rich", "docker", "openpyxl", "matplotlib"))
+HOST_ONLY = frozenset(("rich", "docker", "openpyxl", "plotly"))
 WHEEL_SUFFIXES = (".whl", ".tar.gz", ".zip")
 GLIBC_MINORS = range(17, 37)  # manylinux_2_17 .. manylinux_2_36 (Debian bookworm's glibc)
 ARCH_OF = {"linux/amd64": "x86_64", "linux/arm64": "aarch64"}

@@ -11,8 +11,8 @@ A's time over B's (above 1: B is faster).
 The peak ratios are B's measured ceiling over A's (run.json: tflops_<precision>, gbps_copy). A
 type is flagged where its ranking departs from the FLOPS ratio: the device with more peak FLOPS is
 the slower one on this type, or the speed-up is more than DEPARTURE_FACTOR away (either way) from
-the FLOPS ratio. Where a run measured no ceilings (CPU runs) there is no ratio and no flag, and
-the comparison says why. Data only: runner/commands/models.py prints it.
+the FLOPS ratio. Where a run measured no ceilings (one made before CPU runs measured theirs) there
+is no ratio and no flag, and the comparison says why. Data only: runner/commands/models.py prints it.
 """
 
 from __future__ import annotations

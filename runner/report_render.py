@@ -5,21 +5,33 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
-from .display import PIPE_WIDTH, make_console, print_tables
-from .html import page, table_html, table_section
+from .display import check_columns, make_console, print_tables
 from .roofline import no_roof_reason
+from .sanity import context_of
 from .sources import Source
-from .tables import Table, report_tables
-from .textformats import csv_text, markdown, specs_markdown
+from .summary import groups, roof_table, summary_line, summary_table
+from .tables import Table, report_tables, without_empty_columns
+from .textformats import csv_text, markdown, markdown_table, specs_markdown
 
 FORMATS = ("table", "md", "csv", "xlsx", "html")
 LEGEND = ("time: median per call over the directions' medians (us); IQR: interquartile range over the median; "
-          "bound/% peak: roofline from the measured ceilings; marks: ~ unconverged, ± noisy, ! throttled")
+          "bound/% peak: roofline from the measured ceilings; marks: ~ unconverged, ± noisy, ! throttled; "
+          "notes: figures that cannot be true as they stand, with their likely cause")
 
 
 def tables_of(source: Source) -> list[Table]:
-    return report_tables(list(source.entries), source.ceilings)
+    return report_tables(list(source.entries), context_of(source))
+
+
+def device_of(source: Source) -> str:
+    device = source.specs.get("device.name") or source.specs.get("published.GPU Model") or \
+        source.specs.get("published.CPU Model") or source.specs.get("published.CPU") or ""
+    if source.specs.get("device.emulated", "").lower() == "true":  # an arm64 image on an x86 host, say
+        device = f"{device or 'a CPU'} (EMULATED {source.specs.get('device.machine', '')}: the emulator's times, " \
+                 "not the hardware's)"
+    return device
 
 
 def headline(source: Source) -> str:
@@ -27,67 +39,59 @@ def headline(source: Source) -> str:
     for e in source.entries:
         counts[e.status] = counts.get(e.status, 0) + 1
     what = "published reference" if source.kind == "reference" else "run"
-    device = source.specs.get("device.name") or source.specs.get("published.GPU Model") or \
-        source.specs.get("published.CPU Model") or source.specs.get("published.CPU") or ""
+    device = device_of(source)
     status = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
-    if source.specs.get("device.emulated", "").lower() == "true":  # an arm64 image on an x86 host, say
-        device = f"{device or 'a CPU'} (EMULATED {source.specs.get('device.machine', '')}: the emulator's times, " \
-                 "not the hardware's)"
     return f"{what} {source.label}" + (f" on {device}" if device else "") + f": {status}"
+
+
+def suite_of(source: Source) -> str:
+    return source.specs.get("run.suite") or source.set or ""
 
 
 def render_text(source: Source, fmt: str) -> str:
     tables = tables_of(source)
-    roof_note = no_roof_reason(source.ceilings, source.kind)
     if fmt == "csv":
         return csv_text(tables)
-    # md
-    parts = [f"# DeepBench report: {source.label}", headline(source), f"_{LEGEND}_"]
+    ctx = context_of(source)
+    gs = groups(list(source.entries), ctx)
+    parts = [f"# DeepBench report: {source.label}", headline(source), summary_line(gs, suite_of(source))]
+    parts += [f"**warning**: {w}" for w in source.warnings]
+    parts.append(f"_{LEGEND}_")
+    roof_note = no_roof_reason(source.ceilings, source.kind)
     if roof_note:
         parts.append(f"Roofline columns are blank: {roof_note}.")
+    summary, roof = without_empty_columns(summary_table(gs)), roof_table(gs)
+    parts += [f"## {summary.title}", markdown_table(summary.headers, summary.rows)]
+    if roof.rows:
+        parts += [f"## {roof.title}", markdown_table(roof.headers, roof.rows)]
     parts += [markdown(tables), "## Specs", specs_markdown(source.specs)]
     return "\n\n".join(parts) + "\n"
 
 
-def print_report(source: Source, console: Console | None = None) -> None:
+def print_report(source: Source, console: Console | None = None, columns: list[str] | None = None) -> None:
     console = console or make_console()
-    console.print(f"[bold]{headline(source)}[/]")
+    tables = tables_of(source)
+    check_columns(tables, columns)
+    gs = groups(list(source.entries), context_of(source))
+    console.print(f"[bold]{escape(headline(source))}[/]")
+    for w in source.warnings:
+        console.print(f"[yellow]warning: {escape(w)}[/]")
     note = no_roof_reason(source.ceilings, source.kind)
     if note:
-        console.print(f"[dim]roofline columns blank: {note}[/]")
-    print_tables(console, tables_of(source))
+        console.print(f"[dim]roofline columns blank: {escape(note)}[/]")
+    print_tables(console, tables, columns)
+    print_tables(console, [summary_table(gs)], columns)
+    console.print(escape(summary_line(gs, suite_of(source))))
 
 
-def render_html(source: Source) -> str:
-    from .plots import roofline_svg, time_bars_svg  # matplotlib: loaded only for HTML
-
-    sections = []
-    note = no_roof_reason(source.ceilings, source.kind)
-    for i, t in enumerate(tables_of(source)):
-        entries = [e for e in source.entries if e.kernel.op == t.op]
-        charts = []
-        if t.op != "all_reduce":
-            roof = roofline_svg(t.op, entries, source.ceilings, salt=f"roof-{t.op}")
-            if roof:
-                charts.append(roof)
-        bars = time_bars_svg(t.op, entries, salt=f"time-{t.op}")
-        if bars:
-            charts.append(bars)
-        sections.append(table_section(t, f"table-{t.op}", charts, note))
-    specs = [[k, v] for k, v in source.specs.items()] + [[f"measured ceiling {k}", f"{v:,.1f}"]
-                                                         for k, v in source.ceilings.items()]
-    sections.append("<h2>Specs</h2>" + table_html(["fact", "value"], specs, "table-specs"))
-    return page(f"DeepBench report: {source.label}", sections, subtitle=f"{headline(source)}. {LEGEND}.")
-
-
-def write_report(source: Source, fmt: str, out: Path | None) -> str | None:
+def write_report(source: Source, fmt: str, out: Path | None, columns: list[str] | None = None) -> str | None:
     """Write or print the report; returns the path written, if any."""
     if fmt == "table":
         if out is None:
-            print_report(source)
+            print_report(source, columns=columns)
             return None
         with out.open("w") as f:
-            print_report(source, Console(file=f, width=PIPE_WIDTH))
+            print_report(source, make_console(file=f), columns)
         return str(out)
     if fmt == "xlsx":
         from .workbook import write_workbook
@@ -96,6 +100,8 @@ def write_report(source: Source, fmt: str, out: Path | None) -> str | None:
         write_workbook(source, path)
         return str(path)
     if fmt == "html":
+        from .report_html import render_html  # plotly: loaded only for HTML
+
         text = render_html(source)
         out = out or default_path(source, "html")
     else:

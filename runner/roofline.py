@@ -4,8 +4,9 @@ backend's per-part figure).
 A kernel cannot run faster than its FLOPs at the measured compute peak of its precision
 (`tflops_<precision>`) nor than its fewest bytes at the measured copy bandwidth (`gbps_copy`);
 the larger of the two times is its bound, and `% of peak` is that bound over the measured
-median (100% = on the roof). A source without measured ceilings (CPU runs, references) has no
-bound: reports leave the columns blank and say why.
+median (100% = on the roof). A source without measured ceilings (references, runs made before
+CPU runs measured theirs) has no bound: reports leave the columns blank and say why. A collective
+has none either: its ceiling is the links between ranks, not the device's copy bandwidth.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def intensity(entry: Entry) -> float | None:
 
 
 def roof(entry: Entry, ceilings: dict[str, float]) -> Roof | None:
-    if not entry.ok or not entry.median_us:
+    if not entry.ok or not entry.median_us or entry.kernel.op == "all_reduce":
         return None
     times = {}
     peak = compute_peak(ceilings, entry.precision)
@@ -61,5 +62,5 @@ def no_roof_reason(ceilings: dict[str, float], kind: str) -> str:
     if kind == "reference":
         return "published figures: no measured ceilings"
     if not ceilings:
-        return "this run recorded no measured ceilings (the GPU backend measures them; CPU runs have none)"
+        return "this run recorded no measured ceilings (the torch backend measures them on GPUs and CPUs)"
     return ""

@@ -30,7 +30,7 @@ from ..kernels.harness.record import build_record, read_facts, write_record
 from ..kernels.precision import parse_precisions
 from ..kernels.provenance import frozen_suite_sha256
 from ..kernels.results import PLAN_FILE, RESULTS_FILE, RUN_FILE, Plan, PlanItem, RunRecord, Settings, read_results
-from .display import RunProgress, make_console, print_tables, summary_line
+from .display import RunProgress, make_console, print_noise, print_tables
 from .errors import UserError
 from .container import DEFAULT_PIDS_LIMIT, MEMORY_SHARE, container_starter, parse_env
 from .devices import check_host
@@ -38,7 +38,10 @@ from .local import LocalHarness
 from .ranks import RankedHarness, add_rank_arguments, launched_argv, needs_engine, plan_backend, with_ranks
 from .provenance import declared_selection, with_host_facts
 from .platforms import PLATFORMS, Platform, get_platform
+from .sanity import context_of
 from .selection import add_selection_arguments, selected_kernels
+from .sources import load_run
+from .summary import groups, summary_line
 from .supervise import supervise
 from .tables import tables
 
@@ -162,10 +165,13 @@ def run(args: argparse.Namespace) -> int:
     record = build_record(plan, outdir, outcome.state, started, facts)
     write_record(outdir, record)
     results = [r for r in read_results(outdir / RESULTS_FILE)]
-    print_tables(console, tables(results))
-    console.print(f"{summary_line(results)}; results in {outdir}")
+    source = load_run(outdir)
+    ctx = context_of(source)
+    print_tables(console, tables(results, ctx), how_to_see=f"deepbench report {shlex.quote(str(outdir))} --columns all")
+    console.print(f"{summary_line(groups(list(source.entries), ctx), plan.suite)}; results in {outdir}")
     for warning in record.device.get("warnings", []):  # e.g. emulation, a throttled board
         console.print(f"[yellow]warning: {warning}[/]")
+    print_noise(console, record.noise)
     if outcome.state == "failed":
         raise UserError(outcome.message or "the harness could not start", exit_code=EXIT_KERNEL_FAILURES)
     if record.state == "interrupted":

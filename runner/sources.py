@@ -16,8 +16,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..kernels.catalog import Kernel
+from ..kernels.noise import NoiseRecord
 from ..kernels.precision import Precision
-from ..kernels.results import RESULTS_FILE, RUN_FILE, KernelResult, RunRecord, Status, read_results
+from ..kernels.results import RESULTS_FILE, RUN_FILE, KernelResult, RunRecord, Settings, Status, read_results
 from .errors import UserError
 from .references import Reference, find_reference
 
@@ -85,6 +86,12 @@ class Source:
     ceilings: dict[str, float]
     set: str | None = None  # DeepBench's set when the source is one (train, inference_server ...)
     path: str = ""
+    noise: NoiseRecord | None = None  # how quiet the machine was (runs that recorded it)
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What makes the source's figures doubtful (a loaded machine ...), for every report."""
+        return self.noise.warnings if self.noise else ()
 
 
 def _check_text(r: KernelResult) -> str:
@@ -105,6 +112,9 @@ def entry_of_result(r: KernelResult) -> Entry:
     busbw = [p.info["busbw_gbps"] for p in r.parts if "busbw_gbps" in p.info]
     if busbw:
         extra["busbw_gbps"] = busbw[0]  # the first (in-place) part, the one the time is of
+    twin = r.info.get("out_of_place", {}).get("measurement", {}).get("stats", {}).get("median")
+    if twin is not None:  # an all-reduce's out-of-place time, beside the kernel's in-place time
+        extra["out_of_place_us"] = twin
     if r.op == "sparse_gemm" and r.info.get("speedup_vs_dense") is not None:
         extra["speedup"] = r.info["speedup_vs_dense"]
     t = r.time_us
@@ -125,6 +135,29 @@ def _flatten(prefix: str, value: Any, out: dict[str, str]) -> None:
             _flatten(f"{prefix}.{k}" if prefix else str(k), v, out)
     elif value not in (None, "", [], {}):
         out[prefix] = ", ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+
+
+# Settings that mean something only on a GPU: a CPU run's specs leave them out.
+GPU_ONLY_SETTINGS = frozenset(name for name, f in Settings.model_fields.items()
+                              if "GPU" in (f.description or "") and name != "device")
+
+
+def settings_shown(settings: Settings) -> dict[str, Any]:
+    values = settings.model_dump()
+    if settings.device == "cpu":
+        values = {k: v for k, v in values.items() if k not in GPU_ONLY_SETTINGS}
+    return values
+
+
+def noise_specs(noise: NoiseRecord | None) -> dict[str, Any]:
+    """The noise record's figures a reader wants beside the specs (the snapshots stay in run.json)."""
+    if noise is None:
+        return {}
+    after = noise.after.cpu if noise.after else None
+    return {"others_cpu_cores": None if noise.others_cpu_cores is None else round(noise.others_cpu_cores, 2),
+            "load_avg_before": noise.before.cpu.load_avg, "load_avg_after": after.load_avg if after else None,
+            "governors": ", ".join(f"{g} ({n} CPUs)" for g, n in noise.before.cpu.governors.items()),
+            "turbo": noise.before.cpu.turbo, "warnings": list(noise.warnings), "notes": list(noise.notes)}
 
 
 def read_run_folder(path: Path) -> tuple[list[KernelResult], RunRecord | None]:
@@ -160,7 +193,8 @@ def load_run(path: Path) -> Source:
                               "state": run.state, "started": run.started_at.isoformat(), "command": run.command,
                               "tool": run.tool_version},
                       "device": run.device, "host": run.host, "software": run.software,
-                      "settings": run.settings.model_dump(), "ceilings": run.ceilings}, specs)
+                      "settings": settings_shown(run.settings), "ceilings": run.ceilings,
+                      "noise": noise_specs(run.noise)}, specs)
     libraries: dict[str, str] = {}
     for r in results:
         libraries.update(r.library)
@@ -168,7 +202,7 @@ def load_run(path: Path) -> Source:
     label = run.run_id if run else path.name
     return Source(label=label, kind="run", entries=tuple(entry_of_result(r) for r in results), specs=specs,
                   ceilings=dict(run.ceilings) if run else {}, set=SUITE_SET.get(run.suite) if run else None,
-                  path=str(path))
+                  path=str(path), noise=run.noise if run else None)
 
 
 def _min_bytes(kernel: Kernel, directions: dict, precision: str) -> float:

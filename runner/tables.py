@@ -11,7 +11,8 @@ from ..kernels.catalog import KERNEL_CLASSES, OPS
 from ..kernels.layers import LAYER_OPS, LAYER_TITLES
 from ..kernels.model_kernel import MODEL_OP, MODEL_TITLE
 from ..kernels.results import KernelResult, Status
-from .collective_table import HEADERS as ALL_REDUCE_HEADERS, all_reduce_rows
+from .collective_table import DROP_ORDER as ALL_REDUCE_DROP, HEADERS as ALL_REDUCE_HEADERS, all_reduce_rows
+from .sanity import Context, flags as sanity_flags, one_rank
 
 if TYPE_CHECKING:
     from .sources import Entry
@@ -23,10 +24,23 @@ OP_TITLES = {"gemm": "Dense matrix multiplication", "conv": "Convolution", "rnn"
 
 @dataclass(frozen=True)
 class Table:
+    """`droppable`: the columns a narrow terminal may leave out, the least needed first; the
+    others (parameters, precision, time, throughput, status, notes) are always shown. `wrap`:
+    columns of words (not numbers) that a narrow terminal may wrap onto several lines."""
+
     op: str
     title: str
     headers: list[str]
     rows: list[list[str]]
+    droppable: tuple[str, ...] = ()
+    wrap: tuple[str, ...] = ()
+
+
+def without_empty_columns(t: Table) -> Table:
+    """`t` without the columns blank in every row (a summary's failed column when none failed)."""
+    keep = [i for i in range(len(t.headers)) if any(r[i] for r in t.rows)]
+    return Table(t.op, t.title, [t.headers[i] for i in keep], [[r[i] for i in keep] for r in t.rows],
+                 tuple(h for h in t.droppable if h in t.headers), t.wrap)
 
 
 def fmt_us(value: float | None) -> str:
@@ -63,22 +77,32 @@ def _status(r: KernelResult) -> str:
 FLAG_MARK = {"unconverged": "~", "noisy": "±", "throttled": "!"}
 
 
-def op_table(op: str, results: Iterable[KernelResult]) -> Table:
-    if op == "all_reduce":  # DeepBench's size, ranks, time; nccl-tests' bandwidths
-        return Table(op, OP_TITLES[op], list(ALL_REDUCE_HEADERS),
-                     all_reduce_rows(results, SET_SHORT, _status, fmt_us, fmt_num))
+def notes(entry: "Entry", ctx: Context) -> str:
+    """The sanity flags' reasons (runner/sanity.py), for the notes column."""
+    return "; ".join(f.reason for f in sanity_flags(entry, ctx))
+
+
+def op_table(op: str, results: Iterable[KernelResult], ctx: Context | None = None) -> Table:
+    """The table deepbench-run prints at the end of a run."""
+    from .sources import entry_of_result
+
+    ctx = ctx or Context({})
     results = [r for r in results if r.op == op]
+    if op == "all_reduce":  # DeepBench's size, ranks, time; nccl-tests' bandwidths
+        return Table(op, OP_TITLES[op], list(ALL_REDUCE_HEADERS) + ["notes"],
+                     [row + [notes(entry_of_result(r), ctx)]
+                      for r, row in zip(results, all_reduce_rows(results, SET_SHORT, _status, fmt_us, fmt_num))],
+                     ALL_REDUCE_DROP)
     fields = list(KERNEL_CLASSES[op].FIELDS)
     directions = [d for d in KERNEL_CLASSES[op].DIRECTIONS if len(KERNEL_CLASSES[op].DIRECTIONS) > 1]
     extra = ["dense (us)", "speedup"] if op == "sparse_gemm" else ["items/s"] if op == MODEL_OP else []
     # --pad both: the raw shape's time over the padded one's (kernels/harness/execute.py)
     penalty = any("alignment_penalty" in r.info for r in results)
     extra += ["raw/padded"] if penalty else []
-    headers = ["set"] + fields + ["prec"] + [f"{d} (us)" for d in directions] + ["time (us)", "TFLOPS"] + extra + ["status"]
+    headers = (["set"] + fields + ["prec"] + [f"{d} (us)" for d in directions] + ["time (us)", "TFLOPS"] + extra
+               + ["status", "notes"])
     rows = []
     for r in results:
-        if r.op != op:
-            continue
         row = [SET_SHORT.get(r.set, r.set)] + [_param(v) for v in r.params.values()] + [r.precision.name.value]
         row += [_part(r, d) for d in directions]
         row += [fmt_us(r.time_us.median if r.time_us else None), fmt_num(r.tflops, 3 if (r.tflops or 0) < 1 else 2)]
@@ -89,13 +113,14 @@ def op_table(op: str, results: Iterable[KernelResult]) -> Table:
             row.append(fmt_num(r.info.get("throughput_per_s"), 1))
         if penalty:
             row.append(fmt_num(r.info.get("alignment_penalty")))
-        row.append(_status(r))
+        row += [_status(r), notes(entry_of_result(r), ctx)]
         rows.append(row)
-    return Table(op, OP_TITLES[op], headers, rows)
+    droppable = ("set", "dense (us)", *(f"{d} (us)" for d in reversed(directions)))
+    return Table(op, OP_TITLES[op], headers, rows, droppable)
 
 
-def tables(results: list[KernelResult]) -> list[Table]:
-    return [t for t in (op_table(op, results) for op in OPS + LAYER_OPS + (MODEL_OP,)) if t.rows]
+def tables(results: list[KernelResult], ctx: Context | None = None) -> list[Table]:
+    return [t for t in (op_table(op, results, ctx) for op in OPS + LAYER_OPS + (MODEL_OP,)) if t.rows]
 
 
 # ----- reports: the same tables from any source (a run or a published reference) --------------
@@ -109,39 +134,49 @@ def fmt_sig(value: float | None) -> str:
 
 
 def _rate(e: "Entry") -> str:
-    """DeepBench's throughput column: GB/s for all-reduce, TFLOPS for everything else."""
-    return fmt_sig(e.gbps if e.kernel.op == "all_reduce" else e.tflops)
+    """DeepBench's throughput column: GB/s for all-reduce (none on one rank), TFLOPS for the rest."""
+    if e.kernel.op == "all_reduce":
+        return "" if one_rank(e) else fmt_sig(e.gbps)
+    return fmt_sig(e.tflops)
 
 
-def report_table(op: str, entries: Iterable["Entry"], ceilings: dict[str, float]) -> Table:
+def status_text(e: "Entry") -> str:
+    """ok with its marks (~ unconverged, ± noisy, ! throttled), or the status and its reason."""
+    if not e.ok:
+        return f"{e.status}: {e.reason}"
+    return e.status + "".join(f" {FLAG_MARK[f]}" for f in e.flags if f in FLAG_MARK)
+
+
+def report_table(op: str, entries: Iterable["Entry"], ctx: Context) -> Table:
     """One operation's report table: DeepBench's columns (application, parameters, precision,
     time, throughput) then per-direction medians, noise, roofline bound and % of the measured
-    peak, status and check."""
+    peak, status, check, and the notes of the sanity flags (runner/sanity.py)."""
     from .roofline import roof
 
     cls = KERNEL_CLASSES[op]
     directions = list(cls.DIRECTIONS) if len(cls.DIRECTIONS) > 1 else []
+    collective = op == "all_reduce"
     rows = []
-    rate_name = "GB/s" if op == "all_reduce" else "TFLOPS"
     for e in entries:
         if e.kernel.op != op:
             continue
-        r = roof(e, ceilings)
-        status = e.status if e.ok else f"{e.status}: {e.reason}"
-        if e.ok:
-            status += "".join(f" {FLAG_MARK[f]}" for f in e.flags if f in FLAG_MARK)
+        r = roof(e, ctx.ceilings)
         iqr = e.rel_iqr if e.n > 1 else None
         rows.append([SET_SHORT.get(e.kernel.set, e.kernel.set), e.kernel.application or e.extra.get("application", "")]
                     + [_param(v) for v in e.kernel.params().values()] + [e.precision]
                     + [fmt_us(e.parts_us.get(d)) for d in directions]
-                    + ([str(e.extra.get("ranks", "")), fmt_sig(e.extra.get("busbw_gbps"))] if op == "all_reduce" else [])
+                    + ([str(e.extra.get("ranks", "")), fmt_us(e.extra.get("out_of_place_us")),
+                        "" if one_rank(e) else fmt_sig(e.extra.get("busbw_gbps"))] if collective else [])
                     + [fmt_us(e.median_us), _rate(e), _pct(None if iqr is None else 100 * iqr),
-                       r.bound if r else "", _pct(r.pct_of_peak if r else None), status, e.check])
+                       r.bound if r else "", _pct(r.pct_of_peak if r else None), status_text(e), e.check,
+                       notes(e, ctx)])
     headers = (["set", "application"] + list(cls.FIELDS) + ["prec"] + [f"{d} (us)" for d in directions]
-               + (["ranks", "bus GB/s"] if op == "all_reduce" else [])
-               + ["time (us)", rate_name, "IQR", "bound", "% peak", "status", "check"])
-    return Table(op, OP_TITLES.get(op, op), headers, rows)
+               + (["ranks", "out-of-place (us)", "bus GB/s"] if collective else [])
+               + ["time (us)", "GB/s" if collective else "TFLOPS", "IQR", "bound", "% peak", "status", "check", "notes"])
+    droppable = ("check", "set", "application", "bound", "IQR", "out-of-place (us)",
+                 *(f"{d} (us)" for d in reversed(directions)), "% peak")
+    return Table(op, OP_TITLES.get(op, op), headers, rows, droppable)
 
 
-def report_tables(entries: list["Entry"], ceilings: dict[str, float]) -> list[Table]:
-    return [t for t in (report_table(op, entries, ceilings) for op in KERNEL_CLASSES) if t.rows]
+def report_tables(entries: list["Entry"], ctx: Context) -> list[Table]:
+    return [t for t in (report_table(op, entries, ctx) for op in KERNEL_CLASSES) if t.rows]

@@ -12,8 +12,9 @@ from openpyxl.utils import get_column_letter
 
 from ..kernels.catalog import KERNEL_CLASSES
 from .roofline import no_roof_reason, roof
+from .sanity import context_of, one_rank
 from .sources import MS, Source, precision_order
-from .tables import OP_TITLES
+from .tables import OP_TITLES, notes
 
 BOLD = Font(bold=True)
 # DeepBench's column titles for our field and direction names (its workbooks' words).
@@ -42,6 +43,7 @@ def _sheet_title(precision: str) -> str:
 
 def _write_precision_sheet(ws, source: Source, precision: str) -> None:
     entries = [e for e in source.entries if e.precision == precision]
+    ctx = context_of(source)
     texts = sorted({e.precision_text for e in entries})
     ws.append(["Precision", precision, None, "; ".join(texts)])
     ws["A1"].font = BOLD
@@ -58,7 +60,8 @@ def _write_precision_sheet(ws, source: Source, precision: str) -> None:
         ws.append([])
         headers = ([OP_TITLES.get(op, op), "Application"] + [FIELD_HEADERS.get(op, {}).get(f, f) for f in cls.FIELDS] + [None]
                    + [_direction_header(op, d) for d in directions]
-                   + ["Total Time (msec)" if directions else "Time (msec)", rate, "IQR (%)", "Bound", "% of peak", "Status", "Check"])
+                   + ["Total Time (msec)" if directions else "Time (msec)", rate, "IQR (%)", "Bound", "% of peak", "Status", "Check",
+                      "Notes"])
         ws.append(headers)
         for cell in ws[ws.max_row]:
             cell.font = BOLD
@@ -69,10 +72,10 @@ def _write_precision_sheet(ws, source: Source, precision: str) -> None:
             iqr = e.rel_iqr if e.n > 1 else None
             ws.append([None, e.kernel.application or e.extra.get("application")] + params + [None]
                       + [ms(e.parts_us.get(d)) for d in directions]
-                      + [ms(e.median_us), e.gbps if op == "all_reduce" else e.tflops,
+                      + [ms(e.median_us), (None if one_rank(e) else e.gbps) if op == "all_reduce" else e.tflops,
                          None if iqr is None else round(100 * iqr, 2), r.bound if r else None,
                          None if r is None else round(r.pct_of_peak, 1),
-                         e.status if e.ok else f"{e.status}: {e.reason}", e.check])
+                         e.status if e.ok else f"{e.status}: {e.reason}", e.check, notes(e, ctx) or None])
 
 
 def _fit_columns(ws) -> None:

@@ -50,3 +50,12 @@ def has_cuda() -> bool:
 
 requires_gpu = pytest.mark.skipif(not has_cuda(), reason="needs an NVIDIA GPU (none visible to PyTorch here)")
 PYTHON = sys.executable
+
+
+@pytest.fixture(scope="session")
+def smoke_run(tmp_path_factory) -> Path:
+    """One real smoke run (--fast) for the report, table and browser tests of the session."""
+    out = tmp_path_factory.mktemp("smoke") / "run"
+    p = run_cli("deepbench-run", "--local", "--suite", "smoke", "--fast", "--out", str(out), timeout=900)
+    assert p.returncode == 0, p.stderr[-2000:]
+    return out

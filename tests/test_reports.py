@@ -10,13 +10,13 @@ import csv
 import io
 import json
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from plotly.offline import get_plotlyjs
 
 from deepbench.kernels.catalog import by_id, catalog
 from deepbench.runner.compare import compare
@@ -30,17 +30,6 @@ from .reports_synthetic import noisy, result, write_run
 
 PUBLISHED = REPO / "runner" / "published"
 FORMATS = ("table", "md", "csv", "xlsx", "html")
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
-                  "--disable-component-update", "--disable-sync", "--disable-quic", "--hide-scrollbars"]
-
-
-@pytest.fixture(scope="session")
-def smoke_run(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("smoke") / "run"
-    p = run_cli("deepbench-run", "--local", "--suite", "smoke", "--fast", "--out", str(out), timeout=900)
-    assert p.returncode == 0, p.stderr[-2000:]
-    return out
 
 
 def _committed() -> list[str]:
@@ -70,8 +59,12 @@ def _check_format(src_label_count: int, fmt: str, path: Path, stdout: str) -> No
         assert text.count("\n| ") >= src_label_count
     elif fmt == "html":
         text = path.read_text()
-        assert text.startswith("<!DOCTYPE html>") and "<svg" in text and 'class="sortable"' in text
-        assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)|url\(\s*["']?https?:|@import""", text)  # offline
+        assert text.startswith("<!DOCTYPE html>") and 'class="sortable"' in text and 'id="toc"' in text
+        bundle = get_plotlyjs()
+        assert text.count(bundle) == 1  # plotly's bundle embedded once; besides it nothing is fetched:
+        rest = text.replace(bundle, "")
+        assert "Plotly.newPlot" in rest and 'id="summary"' in rest
+        assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)|url\(\s*["']?https?:|@import""", rest)
     else:
         assert "time (us)" in path.read_text()
 
@@ -100,7 +93,8 @@ def test_report_every_format_for_committed_results(source: str, tmp_path: Path) 
 def test_report_to_stdout_in_text_formats(smoke_run: Path) -> None:
     p = run_cli("deepbench", "report", str(smoke_run))
     assert p.returncode == 0 and "Dense matrix multiplication" in p.stdout
-    assert "no measured ceilings" in p.stdout  # a CPU run: the roofline columns are blank and say why
+    # a CPU run measures its ceilings too (a GEMM with the run's threads, a copy): % of peak is there
+    assert "no measured ceilings" not in p.stdout and "% peak" in p.stdout
 
 
 def test_roofline_columns_from_measured_ceilings(tmp_path: Path) -> None:
@@ -114,7 +108,8 @@ def test_roofline_columns_from_measured_ceilings(tmp_path: Path) -> None:
     assert rows[0]["bound"] == "compute" and rows[0]["% peak"] == f"{expected:.0f}%"
     html = tmp_path / "r.html"
     assert run_cli("deepbench", "report", str(run), "--format", "html", "--out", str(html)).returncode == 0
-    assert "fp32 roof: 100 TFLOP/s, 1,000 GB/s" in html.read_text()  # the measured ceilings drawn in the chart
+    # the measured ceilings drawn in the chart (plotly's JSON writes "/" as \u002f)
+    assert "fp32 roof: 100 TFLOP/s, 1,000 GB/s" in html.read_text().replace("\\u002f", "/")
 
 
 # ----- references -----------------------------------------------------------------------------
@@ -189,11 +184,12 @@ def test_compare_with_v100_lines_up_every_training_kernel(train_run: Path) -> No
     assert nn["DeepBench V100 (us)"] == "38.0" and nn["DeepBench V100 prec"] == "fp32 (Float)"
     fp16 = matched[("gemm", "fp16", ("1760", "16", "1760", "N", "N"))]
     assert fp16["DeepBench V100 (us)"] == "20.0" and "16 bit inputs" in fp16["DeepBench V100 prec"]
-    # the kernels the reference lacks are named
+    # the reference is the baseline, said in words, and the run's kernels it lacks are named
     md = run_cli("deepbench", "compare", str(train_run), "--reference", "V100", "--format", "md").stdout
-    lacking = [r for r in rows if r["note"] == "missing"]
-    assert f"## Kernels the reference lacks ({len(lacking)} of" in md and lacking
-    assert all(r["operation"] != "gemm" or r["prec"] in ("fp32", "fp16") for r in lacking)
+    assert md.split("\n\n")[1].startswith("baseline: DeepBench V100 (reference)")
+    assert re.search(r"\*\*train-run vs DeepBench V100: [\d.,]+x (faster|slower) \(geometric mean over \d+", md)
+    lacking = re.search(r"## Kernels only train-run has \((\d+)\)", md)
+    assert lacking and int(lacking.group(1)) > 0 and all(r["note"] != "missing" for r in rows)
 
 
 # ----- verdicts on synthetic runs with known differences and noise ---------------------------
@@ -276,44 +272,3 @@ def test_errors_are_one_line_and_exit_2(tmp_path: Path, smoke_run: Path) -> None
         p = run_cli("deepbench", *args)
         assert p.returncode == 2, (args, p.stdout, p.stderr)
         assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr, (args, p.stderr)
-
-
-# ----- the HTML report in a real browser ------------------------------------------------------
-def _chromium(url: str, tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
-    profile = tmp_path / f"profile-{len(list(tmp_path.iterdir()))}"
-    return subprocess.run([CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--enable-logging=stderr",
-                           "--v=0", *extra, url], capture_output=True, text=True, timeout=180)
-
-
-def _distinct_colours(png: Path) -> tuple[int, float]:
-    from PIL import Image
-
-    img = Image.open(png).convert("RGB")
-    colours = img.getcolors(maxcolors=1 << 24) or []
-    white = sum(n for n, c in colours if c == (255, 255, 255))
-    return len(colours), 1 - white / (img.width * img.height)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("what", ["report", "compare"])
-def test_html_renders_in_headless_chromium(what: str, smoke_run: Path, tmp_path: Path) -> None:
-    if CHROMIUM is None:  # not a skip: only GPU tests may skip
-        pytest.fail("headless Chromium is needed: apt-get install chromium (.ci/run installs it)")
-    html = tmp_path / f"{what}.html"
-    args = (["report", str(smoke_run)] if what == "report"
-            else ["compare", str(smoke_run), str(smoke_run), "--reference", "V100"])
-    assert run_cli("deepbench", *args, "--format", "html", "--out", str(html)).returncode == 0
-    url = html.resolve().as_uri()
-    dom = _chromium(url, tmp_path, "--dump-dom")
-    assert dom.returncode == 0, dom.stderr[-2000:]
-    console = [line for line in dom.stderr.splitlines() if ":CONSOLE" in line]
-    assert not console, console  # no errors, and no messages at all
-    tables = dom.stdout.count('<table class="sortable"')
-    # the inline script ran to its end and found every table
-    assert f'data-sortable-tables="{tables}"' in dom.stdout and tables >= 3
-    assert dom.stdout.count("<svg") >= (4 if what == "report" else 1)
-    shot = tmp_path / f"{what}.png"
-    p = _chromium(url, tmp_path, f"--screenshot={shot}", "--window-size=1400,1800")
-    assert p.returncode == 0 and shot.exists(), p.stderr[-2000:]
-    colours, ink = _distinct_colours(shot)
-    assert colours > 50 and ink > 0.02, (colours, ink)  # text, table rules and coloured charts, not a blank page

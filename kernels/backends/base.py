@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from ..catalog import Kernel
 from ..layers import ElementwiseKernel
@@ -104,8 +104,9 @@ class Backend(ABC):
         device facts; a `warnings` list there is shown to the user (e.g. the board throttled)."""
         return {}
 
-    def ceilings(self) -> dict[str, float]:
-        """Measured peaks (tflops_<precision>, gbps_copy) for the roofline; empty if not measured."""
+    def ceilings(self, precisions: Iterable[Precision] = ()) -> dict[str, float]:
+        """Measured peaks (tflops_<precision>, gbps_copy) for the roofline; empty if not measured.
+        `precisions`: the run's, where the backend measures only those (CPU GEMMs)."""
         return {}
 
     def release(self) -> None:

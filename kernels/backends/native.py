@@ -13,7 +13,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from importlib import import_module
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from ..catalog import Kernel
 from ..padding import PadMode
@@ -84,7 +84,7 @@ class NativeCudaBackend(Backend):
     def device_facts(self) -> dict[str, Any]:
         return self.cuda.facts() if self.cuda else {"kind": "none", "unavailable": self.missing}
 
-    def ceilings(self) -> dict[str, float]:
+    def ceilings(self, precisions: Iterable[Precision] = ()) -> dict[str, float]:
         return self.cuda.ceilings() if self.cuda else {}
 
     def release(self) -> None:

@@ -11,7 +11,7 @@ forces one library for every kernel instead (e.g. `--backend torch` as a cross-c
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from ..catalog import Kernel
 from ..precision import Precision
@@ -87,7 +87,7 @@ class NvidiaBackend(Backend):
                              for op, name in NATIVE_FOR_OPERATION.items()}
         return facts
 
-    def ceilings(self) -> dict[str, float]:
+    def ceilings(self, precisions: Iterable[Precision] = ()) -> dict[str, float]:
         return self.cuda.ceilings()
 
     def release(self) -> None:

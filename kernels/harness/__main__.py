@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from ..backends import load_backend
+from ..noise import judge, snapshot, usable_cpus
+from ..precision import Precision
 from ..provenance import harness_provenance
 from ..results import RESULTS_FILE, Plan, append_result, read_results, utcnow
 from ..system import collect_system
@@ -54,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
 
     plan = Plan.model_validate_json(args.plan.read_text())
+    noise_before = snapshot()  # before this process opens the GPU: any process on it is someone else's
     outdir: Path = args.outdir
     outdir.mkdir(parents=True, exist_ok=True)
     started = utcnow()
@@ -73,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     facts = {"host": host_facts(), "device": backend.device_facts(), "software": backend.library_versions()}
     emit("facts", device=facts["device"].get("name", ""))
     try:
-        facts["ceilings"] = backend.ceilings()
+        precisions = sorted({Precision(i.precision) for i in plan.items}, key=list(Precision).index)
+        facts["ceilings"] = backend.ceilings(precisions)  # a CPU measures a GEMM in each of them
     except Exception as exc:  # noqa: BLE001 - ceilings are optional; say why they are missing
         facts["ceilings"] = {}
         facts["device"]["ceilings_error"] = str(exc)
@@ -104,6 +108,9 @@ def main(argv: list[str] | None = None) -> int:
                 break
     except KeyboardInterrupt:
         state = "interrupted"
+    s = plan.settings
+    facts["noise"] = judge(noise_before, snapshot(), usable_cpus(), s.threads, gpu_run=s.device != "cpu",
+                           shared_cpus=s.ranks > 1 and s.device == "cpu").model_dump(mode="json")
     try:
         facts["device"].update(backend.device_facts_after())
         write_facts(outdir, facts)

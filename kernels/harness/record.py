@@ -33,7 +33,7 @@ def build_record(plan: Plan, outdir: Path, state: str, started_at: datetime, fac
         counts=dict(counts), device=facts.get("device", {}), host=facts.get("host", {}),
         software=facts.get("software", {}), ceilings=facts.get("ceilings", {}),
         provenance=facts.get("provenance", {}), system=facts.get("system"), host_system=facts.get("host_system"),
-        started_at=started_at, ended_at=utcnow(),
+        noise=facts.get("noise"), started_at=started_at, ended_at=utcnow(),
     )
 
 

@@ -1,17 +1,19 @@
 """Compare runs (and DeepBench's published references) kernel by kernel, noise included.
 
-  deepbench compare RUN_A RUN_B                      # B against A: ratio, 95% interval, verdict
-  deepbench compare RUN --reference V100             # this run against DeepBench's V100
+  deepbench compare RUN_A RUN_B                      # B against A (the baseline): "B vs A: 1.30x faster"
+  deepbench compare RUN --reference V100             # this run against DeepBench's V100 (the baseline)
   deepbench compare RUN_A RUN_B RUN_C --format html --out cmp.html
 
-The first source is the baseline; each other is compared with it. Kernels are matched by kernel
-id and precision between runs, by DeepBench's parameters and precision when a reference takes
-part (--any-precision pairs across precisions). Per kernel: both medians, the ratio
-(other / baseline time, over the directions both timed), its 95% interval from a bootstrap of
-both sides' raw samples (a published figure: its 1 us rounding), and a verdict: same (interval
-within ±threshold), faster / slower (interval excludes 1 and the ratio passes the threshold),
-unclear (anything else). Then per operation the geometric mean of the ratios, and the kernels
-each side lacks."""
+The baseline is the first RUN, or the first --reference when one is given (a run is compared
+against the published figures); every other source is compared with it, and every table says
+"OTHER vs BASELINE: 6.30x faster". Kernels are matched by kernel id and precision between runs, by
+DeepBench's parameters and precision when a reference takes part (--any-precision pairs across
+precisions). Per kernel: both medians, the ratio (other / baseline time, over the directions both
+timed), its 95% interval from a bootstrap of both sides' raw samples (a published figure: its
+1 us rounding), and a verdict: same (interval within ±threshold), faster / slower (interval
+excludes 1 and the ratio passes the threshold), unclear (anything else). Then per operation the
+geometric mean of the ratios, and the kernels each side lacks. A side measured on a loaded
+machine (its run.json's noise record) is named at the top."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from pathlib import Path
 
 from ..compare import DEFAULT_THRESHOLD, compare
 from ..compare_render import FORMATS, render
+from ..display import add_columns_argument
 from ..errors import UserError
 from ..sources import load_source
 
@@ -32,7 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("runs", nargs="+", metavar="RUN",
                         help="results folders (or reference names), LABEL=FOLDER to name one; the first is the baseline")
     parser.add_argument("--reference", action="append", default=[], metavar="NAME",
-                        help="add a DeepBench reference (e.g. V100, train/T4; see deepbench references); repeatable")
+                        help="compare against a DeepBench reference (e.g. V100, train/T4; see deepbench references): "
+                             "the first one is the baseline; repeatable")
     parser.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD, metavar="FRACTION",
                         help=f"smallest difference that counts (default {DEFAULT_THRESHOLD})")
     parser.add_argument("--match", choices=("auto", "id", "params"), default="auto",
@@ -43,22 +47,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "where it has one)")
     parser.add_argument("--format", choices=FORMATS, default="table")
     parser.add_argument("--out", type=Path, metavar="FILE", help="write here (default: standard output; html: comparison.html)")
+    add_columns_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     if not 0 < args.threshold < 1:
         raise UserError(f"--threshold must be a fraction between 0 and 1, not {args.threshold}")
-    sources = [load_source(args.runs[0])]
-    prefer = sources[0].set
-    sources += [load_source(r, prefer) for r in args.runs[1:]]
-    sources += [load_source(f"ref:{name}", prefer) for name in args.reference]
+    runs = [load_source(args.runs[0])]
+    prefer = runs[0].set
+    runs += [load_source(r, prefer) for r in args.runs[1:]]
+    refs = [load_source(f"ref:{name}", prefer) for name in args.reference]
+    sources = refs[:1] + runs + refs[1:]  # a reference given is what the runs are measured against
     if len(sources) < 2:
         raise UserError("compare needs two sources: RUN_A RUN_B, or RUN --reference NAME")
     cmp = compare(sources, args.threshold, None if args.match == "auto" else args.match, args.any_precision)
     if not any(any(x is not None for x in r.others) for r in cmp.rows):
-        raise UserError(f"no kernel of {sources[0].label} is in the other sources in the same precision "
+        raise UserError(f"no kernel of {sources[0].label} (the baseline) is in the other sources in the same precision "
                         "(try --any-precision, or --match params for runs of different suites)")
-    written = render(cmp, args.format, args.out, max_only=TERMINAL_ONLY_ROWS)
+    written = render(cmp, args.format, args.out, max_only=TERMINAL_ONLY_ROWS, columns=args.columns)
     if written:
         print(f"wrote {written}")
     return 0

@@ -5,18 +5,20 @@
 
 Kernels are matched as in `deepbench compare` (kernel id between runs, DeepBench parameters
 when a reference takes part). Columns: each source's median time, the fastest source, its time
-and throughput, and how much slower the next one is (x next)."""
+and throughput, the runner-up and how much slower it is ("1.30x slower"). The HTML page starts
+with how many kernels each source won, per operation, as a chart and a table."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from ..display import make_console, print_tables
+from ..display import add_columns_argument, check_columns, make_console, print_tables
 from ..errors import UserError
 from ..fastest import fastest_tables, wins
-from ..html import page, table_html, table_section
-from ..sources import load_source
+from ..html import Section, page, table_html, table_section, warnings_html
+from ..sources import Source, load_source
+from ..tables import Table
 from ..textformats import csv_text, markdown
 
 NAME = "fastest"
@@ -34,6 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="every kernel of every source (default with runs given: the kernels the runs have)")
     parser.add_argument("--format", choices=FORMATS, default="table")
     parser.add_argument("--out", type=Path, metavar="FILE")
+    add_columns_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -48,16 +51,25 @@ def run(args: argparse.Namespace) -> int:
     tables = fastest_tables(sources, None if args.match == "auto" else args.match, args.any_precision,
                             args.all_kernels)
     summary = wins(tables, sources)
-    if args.format == "table" and args.out is None:
-        console = make_console()
-        print_tables(console, tables + [summary])
+    if args.format == "table":
+        check_columns(tables, args.columns)
+        f = args.out.open("w") if args.out else None
+        try:
+            console = make_console(file=f)
+            for s in sources:
+                for w in s.warnings:
+                    console.print(f"[yellow]warning: {s.label} was measured on a loaded machine: {w}[/]")
+            print_tables(console, tables + [summary], args.columns)
+        finally:
+            if f:
+                f.close()
+        if args.out:
+            print(f"wrote {args.out}")
         return 0
     if args.format == "csv":
         text = csv_text(tables)
     elif args.format == "html":
-        text = page("DeepBench: fastest per kernel",
-                    [f"<h2>{summary.title}</h2>" + table_html(summary.headers, summary.rows, "table-wins")]
-                    + [table_section(t, f"table-{t.op}") for t in tables])
+        text = html_page(tables, summary, sources)
     else:
         text = markdown(tables + [summary]) + "\n"
     if args.out is None:
@@ -66,3 +78,21 @@ def run(args: argparse.Namespace) -> int:
     args.out.write_text(text)
     print(f"wrote {args.out}")
     return 0
+
+
+def html_page(tables: list[Table], summary: Table, sources: list[Source]) -> str:
+    """Wins per operation first (a grouped bar chart and its table), then each operation's table."""
+    from ..plots import grouped_bars  # plotly: loaded only for HTML
+
+    ops = [t.op for t in tables]
+    series = {s.label: [float(r[2]) for op in ops for r in summary.rows if r[0] == op and r[1] == s.label]
+              for s in sources}
+    chart = grouped_bars("Kernels each source ran fastest, per operation", ops, series, "kernels", "wins")
+    sections = [Section("summary", summary.title,
+                        f'<div class="charts">{chart}</div>' + table_html(summary.headers, summary.rows, "table-wins"))]
+    for t in tables:
+        section = table_section(t, f"table-{t.op}", anchor=f"op-{t.op}")
+        sections.append(Section(section.anchor, f"{t.title} ({len(t.rows)})", section.html))
+    lead = warnings_html([f"{s.label} was measured on a loaded machine: {w}" for s in sources for w in s.warnings])
+    return page("DeepBench: fastest per kernel", sections,
+                subtitle=f"sources: {', '.join(f'{s.label} ({s.kind})' for s in sources)}", lead=lead, charts=True)

@@ -1,6 +1,7 @@
 """DeepBench-style tables for one run (or one published reference), in several formats.
 
-  deepbench report deepbench-results/RUN_ID                    # terminal tables
+  deepbench report deepbench-results/RUN_ID                    # terminal tables, fitted to its width
+  deepbench report RUN --columns all                           # every column (rows fold if need be)
   deepbench report RUN --format md --out report.md             # also csv
   deepbench report RUN --format xlsx --out run.xlsx            # a sheet per precision + Specs, like DeepBench's
   deepbench report RUN --format html --out run.html            # one offline file: sortable tables, rooflines
@@ -8,13 +9,15 @@
 
 Per operation: DeepBench's columns (application, parameters, precision, time, TFLOPS or GB/s),
 the time of each direction, the noise (IQR over the median), the roofline bound and % of the
-measured peak (blank where the run measured no ceilings, e.g. on a CPU), status and check."""
+measured peak (blank where the run measured no ceilings), status, check and the notes of figures
+that cannot be true as they stand (runner/sanity.py); then a summary per operation and precision."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
+from ..display import add_columns_argument
 from ..report_render import FORMATS, write_report
 from ..sources import load_source
 
@@ -27,11 +30,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=FORMATS, default="table", help="default: table (terminal)")
     parser.add_argument("--out", type=Path, metavar="FILE",
                         help="write here (default: standard output; xlsx/html: report-<run>.<ext> here)")
+    add_columns_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     source = load_source(args.run)
-    written = write_report(source, args.format, args.out)
+    written = write_report(source, args.format, args.out, args.columns)
     if written:
         print(f"wrote {written}")
     return 0

@@ -7,21 +7,21 @@ from __future__ import annotations
 import os
 import platform
 import re
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import torch
 
 from ...catalog import Kernel
 from ...padding import PadMode
 from ...precision import Precision
-from ...system import cpu_model
+from ...system import cpu_model, last_level_cache_bytes
 from ...results import Measurement, Settings
 from ...timing import cpu as cpu_timer
 from ...timing.stopping import StopRule
 from ..base import Backend, Prepared, TimedPart, Unsupported
 from ..cuda_device import CudaDevice
-from . import (attention, batched_gemm, conv, elementwise, embedding, gemm, model, norms, pointwise, pooling, rnn,
-               sparse_gemm)
+from . import (attention, batched_gemm, conv, cpu_ceilings, elementwise, embedding, gemm, model, norms, pointwise,
+               pooling, rnn, sparse_gemm)
 from .context import TorchContext
 
 OPERATIONS: dict[str, Callable[[TorchContext, Any, Precision], Prepared]] = {
@@ -51,6 +51,7 @@ class TorchBackend(Backend):
         torch.manual_seed(settings.seed)
         self.ctx = TorchContext(self.device, settings.seed, PadMode(settings.pad))
         self.precision = Precision.FP32
+        self._ceilings: dict[str, float] | None = None
         if self.ctx.is_cuda:
             # cuDNN's find picks the fastest algorithm per shape at the warm-up call (DeepBench
             # also asked cuDNN for its fastest); PyTorch does not expose which engine it chose.
@@ -87,8 +88,13 @@ class TorchBackend(Backend):
             return cpu_timer.measure(fn, rule, self.settings.min_sample_s)
         return self.cuda.measure(fn, rule, part, self.precision)
 
-    def ceilings(self) -> dict[str, float]:
-        return self.cuda.ceilings() if self.cuda else {}
+    def ceilings(self, precisions: Iterable[Precision] = ()) -> dict[str, float]:
+        if self.cuda:
+            return self.cuda.ceilings()
+        if self._ceilings is None:  # with the run's threads, through the GEMM kernels' own code (cpu_ceilings.py)
+            memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+            self._ceilings = cpu_ceilings.measure_cpu_ceilings(self.ctx, precisions, memory)
+        return self._ceilings
 
     def library_versions(self) -> dict[str, str]:
         if self.cuda:
@@ -108,7 +114,7 @@ class TorchBackend(Backend):
             return self.cuda.facts()
         return {"kind": "cpu", "name": cpu_model(), "threads": torch.get_num_threads(),
                 "logical_cpus": os.cpu_count(), "machine": platform.machine(),
-                "capability": torch.backends.cpu.get_cpu_capability()}
+                "capability": torch.backends.cpu.get_cpu_capability(), "llc_bytes": last_level_cache_bytes()}
 
     def release(self) -> None:
         self.ctx.synchronize()
