@@ -14,6 +14,7 @@ from rich.console import Console
 from ..kernels import __version__
 from .commands import COMMANDS
 from .errors import EXIT_USAGE, UserError
+from .signals import exit_status
 
 
 class Parser(argparse.ArgumentParser):
@@ -28,10 +29,36 @@ def _guard(fn: Callable[[argparse.Namespace], int], args: argparse.Namespace, pr
     try:
         return fn(args)
     except UserError as exc:
-        Console(stderr=True).print(f"[bold red]{prog}: error:[/] {exc}", highlight=False, soft_wrap=True)
+        _error(prog, str(exc))
         return exc.exit_code
     except BrokenPipeError:
         return 0
+    except KeyboardInterrupt as exc:  # Ctrl-C (or SIGTERM/SIGHUP, runner/signals.py) outside a run
+        return exit_status(exc)
+    except OSError as exc:  # a file that cannot be read or written: one line, whatever the command
+        where = f"{exc.filename}: " if exc.filename else ""
+        _error(prog, f"{where}{exc.strerror or exc}")
+        return EXIT_USAGE
+
+
+def _error(prog: str, message: str) -> None:
+    Console(stderr=True).print(f"[bold red]{prog}: error:[/] {message}", highlight=False, soft_wrap=True)
+
+
+def explicit_options(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> set[str]:
+    """The options the command line names (not those left at their defaults): parsed once more
+    with every default suppressed. --resume refuses those that would change the run."""
+    saved = [(action, action.default) for action in parser._actions]
+    saved_defaults = dict(parser._defaults)
+    try:
+        for action, _ in saved:
+            action.default = argparse.SUPPRESS
+        parser._defaults.clear()
+        return set(vars(parser.parse_args(argv)))
+    finally:
+        for action, default in saved:
+            action.default = default
+        parser._defaults.update(saved_defaults)
 
 
 def run_main(argv: Sequence[str] | None = None) -> int:
@@ -42,6 +69,7 @@ def run_main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--version", action="version", version=f"deepbench {__version__}")
     run.add_arguments(parser)
     args = parser.parse_args(argv)
+    args.explicit = explicit_options(parser, argv)
     return _guard(run.run, args, "deepbench-run")
 
 

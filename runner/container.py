@@ -227,11 +227,13 @@ def parse_env(pairs: list[str] | None) -> dict[str, str]:
 def container_starter(plan_path: Path, outdir: Path, platform: Platform, *, image: str | None = None,
                       want_pull: bool = False, want_build: bool = False, env: dict[str, str] | None = None,
                       memory: str | None = None, base_image: str | None = None, wheelhouse: Path | None = None,
-                      log: Callable[[str], None] = print) -> ContainerStarter:
+                      log: Callable[[str], None] = print, recorded: dict[str, Any] | None = None
+                      ) -> ContainerStarter:
     """Reach Docker, find (or build, or pull) the image, and prepare the container's options.
-    A resumed run uses the very image its first part ran in (by id), unless --image says otherwise."""
+    A resumed run uses the very image its first part ran in (by id: `recorded`, from its run.json,
+    else the folder's older .container.json), unless --image says otherwise."""
     client = connect()
-    recorded = _recorded(outdir)
+    recorded = recorded or _recorded(outdir)
     if recorded and not (image or want_pull or want_build):
         found = images.find(client, recorded["id"])
         if found is None:

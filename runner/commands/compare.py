@@ -22,6 +22,7 @@ from ..compare import DEFAULT_THRESHOLD, compare
 from ..compare_render import FORMATS, render
 from ..errors import UserError
 from ..sources import load_source
+from ..outpaths import writable_file
 
 NAME = "compare"
 HELP = "compare runs and references kernel by kernel, with noise"
@@ -48,6 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if not 0 < args.threshold < 1:
         raise UserError(f"--threshold must be a fraction between 0 and 1, not {args.threshold}")
+    if args.out is not None:
+        writable_file(args.out)
     sources = [load_source(args.runs[0])]
     prefer = sources[0].set
     sources += [load_source(r, prefer) for r in args.runs[1:]]

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..report_render import FORMATS, write_report
 from ..sources import load_source
+from ..outpaths import writable_file
 
 NAME = "report"
 HELP = "tables, workbook or HTML report of a run or reference"
@@ -30,6 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.out is not None:
+        writable_file(args.out)
     source = load_source(args.run)
     written = write_report(source, args.format, args.out)
     if written:
