@@ -38,8 +38,8 @@ def _probe(folder: Path, option: str, shown: Path) -> None:
         raise UserError(f"{option} {shown}: cannot write there ({_why(exc)})") from None
     free = free_bytes(folder)
     if free is not None and free < MIN_FREE_BYTES:
-        raise UserError(f"{option} {shown}: only {free:,} bytes are free on its disk (at least "
-                        f"{MIN_FREE_BYTES:,} are needed): free some space or choose another place")
+        raise UserError(f"{option} {shown}: no space left on its disk: {free:,} bytes are free, at least "
+                        f"{MIN_FREE_BYTES:,} are needed; free some space or choose another place")
 
 
 def writable_folder(path: Path, option: str = "--out") -> Path:

@@ -39,7 +39,8 @@ from pydantic import BaseModel, ValidationError
 
 from ...kernels import __version__
 from ...kernels.harness.execute import NOISY_REL_IQR
-from ...kernels.precision import PRECISIONS, Precision
+from ...kernels.model_kernel import MODEL_TOLERANCE
+from ...kernels.precision import PRECISIONS, TRANSFORM_TOLERANCE, Precision, recurrence_tolerance, tolerance
 from ...kernels.provenance import (frozen_suite_sha256, harness_sha256, items_sha256, kernel_identity,
                                    package_sha256, sha256_file)
 from ...kernels.results import (PLAN_SCHEMA, RESULT_SCHEMA, RUN_SCHEMA, KernelResult, Plan, PlanItem, ResultFields,
@@ -56,7 +57,10 @@ DERIVED_RTOL = 1e-6  # TFLOPS re-derived from FLOPs and the median (JSON keeps f
 # A kernel stopped by the time cap below --min-samples must show this fraction of the cap in its
 # samples (the rule stops at twice the cap; loop overhead and calibration are not in the samples).
 TIME_CAP_EVIDENCE = 0.9
-CLOCK_SLACK = timedelta(seconds=60)  # results' timestamps lie within the run's, give or take this
+CLOCK_SLACK = timedelta(seconds=60)
+# A check's tolerance may exceed the bound re-derived from the catalog's kernel by this factor: a
+# padded GEMM's reduction is a few elements longer than the catalog's k.
+TOLERANCE_SLACK = 1.01  # results' timestamps lie within the run's, give or take this
 HEX64 = set("0123456789abcdef")
 
 
@@ -429,11 +433,30 @@ def _check_results(b: Bundle, report: Report) -> None:
                         or p.check.error > p.check.tolerance:
                     report.add(r.id, f"{p.direction}: its check passed with error {p.check.error} against a "
                                      f"tolerance of {p.check.tolerance}: a passed check has its error within it")
+                elif p.check.tolerance > (bound := tolerance_bound(r, p.direction)) * TOLERANCE_SLACK:
+                    report.add(r.id, f"{p.direction}: its tolerance {p.check.tolerance:g} is above the {bound:g} "
+                                     f"this tool allows a {r.precision.name.value} {r.op} check")
                 if p.tflops is not None and r.op != "all_reduce" and p.measurement.stats.median > 0:
                     derived = p.flops / p.measurement.stats.median / 1e6
                     if not math.isclose(p.tflops, derived, rel_tol=DERIVED_RTOL):
                         report.add(r.id, f"{p.direction}: tflops {p.tflops:g} does not follow from its FLOPs and "
                                          f"median time ({derived:g}): the figures were edited")
+
+
+def tolerance_bound(r: KernelResult, direction: str) -> float:
+    """The largest tolerance this tool gives the check of this kernel's direction (precision.py):
+    derived from the recurrence for RNNs and from the reduction for GEMMs; the precision's floor,
+    or for convolutions the Winograd/FFT one, for the rest; the whole-model one for models."""
+    p = r.precision.name
+    k = r.kernel
+    if r.op == "rnn":
+        return recurrence_tolerance(p, k.hidden, k.batch, k.timesteps, direction)
+    bound = tolerance(p, reduction=getattr(k, "k", 1) if isinstance(getattr(k, "k", None), int) else 1)
+    if r.op == "conv":
+        bound = max(bound, TRANSFORM_TOLERANCE.get(p, 0.0))
+    if r.op == "model":
+        bound = max(bound, MODEL_TOLERANCE.get(p, 0.0))
+    return bound
 
 
 def _check_flags(r: KernelResult, report: Report) -> None:
