@@ -436,11 +436,23 @@ def _check_results(b: Bundle, report: Report) -> None:
                 elif p.check.tolerance > (bound := tolerance_bound(r, p.direction)) * TOLERANCE_SLACK:
                     report.add(r.id, f"{p.direction}: its tolerance {p.check.tolerance:g} is above the {bound:g} "
                                      f"this tool allows a {r.precision.name.value} {r.op} check")
-                if p.tflops is not None and r.op != "all_reduce" and p.measurement.stats.median > 0:
-                    derived = p.flops / p.measurement.stats.median / 1e6
-                    if not math.isclose(p.tflops, derived, rel_tol=DERIVED_RTOL):
-                        report.add(r.id, f"{p.direction}: tflops {p.tflops:g} does not follow from its FLOPs and "
-                                         f"median time ({derived:g}): the figures were edited")
+                _check_rates(r, f"{p.direction}: ", p.tflops, p.gbps, p.flops, p.min_bytes,
+                             p.measurement.stats.median, report)
+            if r.time_us is not None:
+                _check_rates(r, "", r.tflops, r.gbps, sum(p.flops for p in r.parts),
+                             sum(p.min_bytes for p in r.parts), r.time_us.median, report)
+
+
+def _check_rates(r: KernelResult, where: str, tflops: float | None, gbps: float | None, flops: float,
+                 min_bytes: float, median_us: float, report: Report) -> None:
+    """TFLOP/s and GB/s re-derived from the FLOPs, the fewest bytes and the median time."""
+    if median_us <= 0:
+        return
+    for name, value, derived in (("tflops", tflops, flops / median_us / 1e6), ("gbps", gbps, min_bytes / median_us / 1e3)):
+        if value is not None and (value or derived) and not math.isclose(value, derived, rel_tol=DERIVED_RTOL):
+            report.add(r.id, f"{where}{name} {value:g} does not follow from its "
+                             f"{'FLOPs' if name == 'tflops' else 'fewest bytes'} and median time ({derived:g}): "
+                             "the figures were edited")
 
 
 def tolerance_bound(r: KernelResult, direction: str) -> float:
