@@ -71,8 +71,8 @@ def _write_all(fd: int, data: bytes) -> None:
 
 def write_atomic(path: Path, text: str | bytes) -> None:
     """Replace `path` by `text` whole or not at all: a temporary file beside it, synced, then
-    renamed over it (rename is atomic within a filesystem). On failure the old file is intact
-    and the temporary one removed."""
+    renamed over it (rename is atomic within a filesystem). On failure (or an interruption) the
+    old file is intact and the temporary one removed."""
     data = text.encode() if isinstance(text, str) else text
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
@@ -83,17 +83,20 @@ def write_atomic(path: Path, text: str | bytes) -> None:
         finally:
             os.close(fd)
         os.replace(tmp, path)
-    except OSError as exc:
+    except BaseException as exc:
         try:
             tmp.unlink()
         except OSError:
             pass
-        raise WriteFailed(path, exc, len(data)) from exc
+        if isinstance(exc, OSError):
+            raise WriteFailed(path, exc, len(data)) from exc
+        raise
 
 
 def append_line(path: Path, line: bytes) -> None:
     """Append one complete line (ending in a newline) and sync it; on any error cut the file
-    back to its previous end and raise WriteFailed."""
+    back to its previous end and raise WriteFailed. An interruption (a signal) keeps the line if
+    it was written whole, else cuts it too."""
     assert line.endswith(b"\n")
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
@@ -105,13 +108,16 @@ def append_line(path: Path, line: bytes) -> None:
         try:
             _write_all(fd, line)
             os.fsync(fd)
-        except OSError as exc:
-            try:
-                os.ftruncate(fd, end)
-                os.fsync(fd)
-            except OSError:
-                pass
-            raise WriteFailed(path, exc, len(line)) from exc
+        except BaseException as exc:
+            if isinstance(exc, OSError) or os.lseek(fd, 0, os.SEEK_END) != end + len(line):
+                try:
+                    os.ftruncate(fd, end)
+                    os.fsync(fd)
+                except OSError:
+                    pass
+            if isinstance(exc, OSError):
+                raise WriteFailed(path, exc, len(line)) from exc
+            raise
     finally:
         os.close(fd)
 

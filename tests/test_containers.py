@@ -38,7 +38,8 @@ SESSION_TAG = f"deepbench-test/{{platform}}:{os.getpid()}"
 BUILD_TIMEOUT_S = 1500
 RUN_TIMEOUT_S = 900
 EXIT_USAGE = 2
-RESULT_FILES = {"plan.json", "results.jsonl", "run.json", "facts.json", "harness.log", ".local", ".container.json"}
+RESULT_FILES = {"plan.json", "results.jsonl", "run.json", "facts.json", "harness.log", ".container.json", ".lock",
+                ".harness.lock"}
 SMOKE_GEMMS = [k.id for k in suite_kernels("smoke") if k.op == "gemm"]
 
 
@@ -252,6 +253,35 @@ def test_interrupted_container_run_resumes(client, intel_image, tmp_path: Path) 
     assert len(rs) == 3 and all(r.status is Status.OK for r in rs)
     record = RunRecord.model_validate_json((out / "run.json").read_text())
     assert record.state == "complete" and record.provenance["image"]["id"] == _image_id(client, intel_image)
+    assert not client.containers.list(all=True, filters={"label": "org.deepbench.role=harness",
+                                                         "ancestor": intel_image})
+
+
+@pytest.mark.slow
+def test_sigterm_stops_a_container_run_which_resumes_in_its_image(client, intel_image, tmp_path: Path) -> None:
+    """Issue 21: SIGTERM (kill, systemd, Slurm) stops a container run like Ctrl-C: the container is
+    asked to stop, run.json says interrupted, exit 143; the folder records the image, and a resume
+    (no marker file) continues in it."""
+    out = tmp_path / "term"
+    last = SMOKE_GEMMS[-1]
+    proc = subprocess.Popen(["deepbench-run", "--platform", "intel", "--image", intel_image, "--fast", "--time-cap",
+                             "0.1", "--suite", "smoke", "--ops", "gemm", "--out", str(out), "--env",
+                             f"DEEPBENCH_FAULT=hang:{last}"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + RUN_TIMEOUT_S
+    while len(read_results(out / "results.jsonl")) < 2 and time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.5)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGTERM, stdout[-2000:] + stderr
+    record = RunRecord.model_validate_json((out / "run.json").read_text())
+    assert record.state == "interrupted" and record.provenance.local is False
+    assert record.provenance["image"]["id"] == _image_id(client, intel_image)
+    assert not (out / ".local").exists()
+    resumed = run_cli("deepbench-run", "--resume", str(out), timeout=RUN_TIMEOUT_S)
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr
+    assert "(container" in resumed.stdout and "2 already done" in resumed.stdout
     assert not client.containers.list(all=True, filters={"label": "org.deepbench.role=harness",
                                                          "ancestor": intel_image})
 

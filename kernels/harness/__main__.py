@@ -31,7 +31,7 @@ from ..results_file import WriteFailed, scan
 from ..system import collect_system
 from .execute import run_item
 from .exits import EXIT_BACKEND_UNAVAILABLE, EXIT_INTERRUPTED, EXIT_LOCKED, EXIT_WRITE_FAILED
-from .faults import maybe_inject
+from .faults import maybe_fail_backend, maybe_inject
 from .facts import host_facts
 from .lifeline import stop_with_parent
 from .ranks import RANK_LOG, RANKS_DIR, launch_rank, rank_dir_name, record_failure
@@ -115,6 +115,7 @@ def _run(plan: Plan, run_dir: Path, rank_dir: Path | None) -> int:
     lock = FolderLock(run_dir, HARNESS_LOCK, "the harness").acquire() if rank_dir is None else None
     started = utcnow()
     try:
+        maybe_fail_backend(run_dir, launch_rank().rank)
         backend = load_backend(plan.backend, plan.settings)
     except (ImportError, RuntimeError) as exc:
         message = f"backend '{plan.backend}' cannot run here: {exc}"
