@@ -165,8 +165,7 @@ def _run(folder: RunFolder, args: argparse.Namespace, console) -> int:
     except KeyboardInterrupt as exc:  # stopped while the image was prepared, or between two harness starts
         outcome = Outcome("interrupted", signum=getattr(exc, "signum", None))
     except WriteFailed as exc:  # the host's own record of a failed kernel
-        outcome = Outcome("failed", f"results folder {outdir}: {exc}; nothing measured is lost: make room, then "
-                          f"continue with deepbench-run --resume {outdir}", exit_code=EXIT_WRITE_FAILED)
+        outcome = Outcome("failed", str(run_folder.write_failure(outdir, exc)), exit_code=EXIT_WRITE_FAILED)
     except UserError as exc:  # Docker, the image ... (the run record says the run failed, then the message)
         outcome = Outcome("failed", str(exc), exit_code=exc.exit_code)
     record = _final_record(folder, outcome, start)
@@ -196,10 +195,9 @@ def _final_record(folder: RunFolder, outcome: Outcome, start) -> RunRecord:
     try:
         write_record(folder.path, record)
     except WriteFailed as exc:
-        message = outcome.message if outcome.state == "failed" else ""
-        raise UserError(message or f"results folder {folder.path}: {exc}; nothing measured is lost: make room, "
-                        f"then continue with deepbench-run --resume {folder.path}", exit_code=EXIT_WRITE_FAILED
-                        ) from None
+        if outcome.state == "failed":  # the harness's own message says more (what the rest needs)
+            raise UserError(outcome.message, exit_code=outcome.exit_code) from None
+        raise run_folder.write_failure(folder.path, exc) from None
     return record
 
 

@@ -31,6 +31,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ..kernels.harness.exits import EXIT_WRITE_FAILED
 from ..kernels.folder_lock import HARNESS_LOCK, RUN_LOCK, FolderLock, Locked, describe, probe
 from ..kernels.harness.record import build_record, read_record, write_record
 from ..kernels.precision import parse_precisions
@@ -44,7 +45,6 @@ from .provenance import command_line, host_provenance
 
 LEGACY_LOCAL_MARKER = ".local"  # how folders made before run.json recorded it said --local
 HARNESS_WAIT_S = 20.0  # a harness left by a killed runner finishes its record within this
-EXIT_WRITE_FAILED = 74
 
 
 @dataclass
@@ -78,12 +78,19 @@ def _lock(outdir: Path, role: str) -> FolderLock:
         raise UserError(f"{outdir}: cannot lock the folder ({exc.strerror})") from None
 
 
-def _writing(fn: Any, *args: Any) -> Any:
-    """Run a write of the run's own files; a write error is one line (a full disk: the space needed)."""
+def write_failure(outdir: Path, what: Any) -> UserError:
+    """A write that failed in the results folder, as one line: what (a full disk: the space needed),
+    that nothing is lost, and how to go on; exit status 74."""
+    return UserError(f"results folder {outdir}: {what}; nothing measured is lost: make room, then continue with "
+                     f"deepbench-run --resume {shlex.quote(str(outdir))}", exit_code=EXIT_WRITE_FAILED)
+
+
+def _writing(fn: Any, path: Path, *args: Any) -> Any:
+    """Write one of the run's own files; a write error is one line (write_failure)."""
     try:
-        return fn(*args)
+        return fn(path, *args)
     except WriteFailed as exc:
-        raise UserError(f"{exc}; nothing measured is lost", exit_code=EXIT_WRITE_FAILED) from None
+        raise write_failure(path if path.is_dir() else path.parent, exc) from None
 
 
 # ----- a new run ------------------------------------------------------------------------------

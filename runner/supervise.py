@@ -26,6 +26,7 @@ from ..kernels.results import RESULTS_FILE, KernelResult, Plan, PlanItem, Status
 from ..kernels.results_file import scan
 from ..kernels.precision import PRECISIONS, Precision
 from .errors import EXIT_USAGE
+from .run_folder import write_failure
 
 GRACE_S = 30.0
 POLL_S = 0.5
@@ -158,9 +159,7 @@ def supervise(plan: Plan, outdir: Path, start: Starter, progress: Progress) -> O
 
 
 def _write_failure(error: dict, outdir: Path) -> str:
-    text = str(error.get("message") or "a result could not be written")
-    return (f"results folder {outdir}: {text}; nothing measured is lost: make room, then continue with "
-            f"deepbench-run --resume {outdir}")
+    return str(write_failure(outdir, error.get("message") or "a result could not be written"))
 
 
 def _rank_reason(ranks: list[dict], error: dict, proc: "HarnessProcess", code: int) -> str:

@@ -221,11 +221,11 @@ def wrong_bundles(draw: st.DrawFn, docs: dict[str, Any]) -> tuple[str, dict[str,
         j = draw(st.integers(0, len(r["parts"]) - 1))
         part = r["parts"][j]
         if what == "samples":
-            _scale(part, ("measurement", "samples_us", draw(st.integers(0, len(part["measurement"]["samples_us"]) - 1))),
-                   factor)
+            last = len(part["measurement"]["samples_us"]) - 1
+            _scale(part, ("measurement", "samples_us", draw(st.integers(0, last))), factor)
         elif what == "stats":
-            _scale(part, ("measurement", "stats", draw(st.sampled_from(["median", "min", "max", "mean", "p25", "p75"]))),
-                   factor)
+            stat = draw(st.sampled_from(["median", "min", "max", "mean", "p25", "p75"]))
+            _scale(part, ("measurement", "stats", stat), factor)
         elif what == "time_us":
             _scale(r, ("time_us", draw(st.sampled_from(["median", "min", "max", "mean", "p25", "p75"]))), factor)
         else:
@@ -299,7 +299,7 @@ def wrong_bundles(draw: st.DrawFn, docs: dict[str, Any]) -> tuple[str, dict[str,
     return "run.json", docs, "a source hash replaced"
 
 
-@settings(max_examples=FUZZ_EXAMPLES, deadline=None, derandomize="CI" in os.environ,
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None, derandomize="CI" in os.environ, database=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                  HealthCheck.data_too_large])
 @given(data=st.data())
@@ -317,7 +317,7 @@ def test_fuzz_single_site_mutations_are_never_accepted(data: st.DataObject, base
     assert not accepted(report, base_warnings), f"accepted a bundle with {what}"
 
 
-@settings(max_examples=FUZZ_EXAMPLES, deadline=None, derandomize="CI" in os.environ,
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None, derandomize="CI" in os.environ, database=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(data=st.data())
 def test_fuzz_damaged_bytes_never_raise(data: st.DataObject, base: Path, tmp_path_factory: pytest.TempPathFactory

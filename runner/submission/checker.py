@@ -306,7 +306,8 @@ def _check_run(b: Bundle, report: Report) -> None:
                 report.add(layout.RUN, f"{attr} {getattr(run, attr)!r} differs from plan.json's {getattr(plan, attr)!r}")
     if run.plan_sha256 is not None and (report.root / layout.PLAN).is_file() \
             and sha256_file(report.root / layout.PLAN) != run.plan_sha256:
-        report.add(layout.PLAN, "is not the plan the run started with (its SHA-256 differs from run.json's plan_sha256)")
+        report.add(layout.PLAN, "is not the plan the run started with (its SHA-256 differs from run.json's "
+                                "plan_sha256)")
     spans = _segments(run, report)
     if b.results_valid:
         counts = dict(Counter(r.status.value for r in b.results))
@@ -448,7 +449,8 @@ def _check_rates(r: KernelResult, where: str, tflops: float | None, gbps: float 
     """TFLOP/s and GB/s re-derived from the FLOPs, the fewest bytes and the median time."""
     if median_us <= 0:
         return
-    for name, value, derived in (("tflops", tflops, flops / median_us / 1e6), ("gbps", gbps, min_bytes / median_us / 1e3)):
+    for name, value, derived in (("tflops", tflops, flops / median_us / 1e6),
+                                 ("gbps", gbps, min_bytes / median_us / 1e3)):
         if value is not None and (value or derived) and not math.isclose(value, derived, rel_tol=DERIVED_RTOL):
             report.add(r.id, f"{where}{name} {value:g} does not follow from its "
                              f"{'FLOPs' if name == 'tflops' else 'fewest bytes'} and median time ({derived:g}): "

@@ -125,8 +125,9 @@ def compare(submitted: list[KernelResult], rerun: list[KernelResult], rule: Tole
                     f"{rule.max_noise:.0%} (submitted {s.time_us.rel_iqr:.0%}, here {r.time_us.rel_iqr:.0%}); "
                     "re-run on a quiet machine")))
             else:
+                reason = "" if off <= tol else f"differs by {off:.0%}, over the tolerance of {tol:.0%}"
                 out.append(Comparison(id=s.id, verdict="agree" if off <= tol else "disagree", tolerance=tol, **figures,
-                                      reason="" if off <= tol else f"differs by {off:.0%}, over the tolerance of {tol:.0%}"))
+                                      reason=reason))
         elif s.status is r.status is Status.UNSUPPORTED:
             out.append(Comparison(id=s.id, verdict="agree", reason="unsupported in both"))
         else:

@@ -60,7 +60,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true")
     grid = QUICK if parser.parse_args().quick else FULL
-    print("| precision | cell | hidden | batch | steps | direction | max error | expected | ratio | tolerance | margin |")
+    print("| precision | cell | hidden | batch | steps | direction | max error | expected | ratio | tolerance "
+          "| margin |")
     print("|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|")
     started = time.monotonic()
     worst_ratio, least_margin = 0.0, math.inf
