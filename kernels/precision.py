@@ -67,9 +67,11 @@ TOLERANCE = {Precision.FP32: 1e-4, Precision.TF32: 5e-3, Precision.FP16: 5e-3, P
              Precision.INT8: 0.0, Precision.FP8: 1e-1}
 
 # What a result loses to rounding, and how that grows with the work (tolerance()): the unit
-# round-off of the type the results are rounded to (for tf32: the multiply's 10-bit inputs) ...
+# round-off of the type the results are rounded to (for tf32: the multiply's 10-bit inputs, the
+# reference taking the float32 ones; for fp8: the bfloat16 output, the reference taking the
+# quantized inputs) ...
 UNIT_ROUNDOFF = {Precision.FP32: 2.0**-24, Precision.TF32: 2.0**-11, Precision.FP16: 2.0**-11,
-                 Precision.BF16: 2.0**-8, Precision.INT8: 0.0, Precision.FP8: 2.0**-4}
+                 Precision.BF16: 2.0**-8, Precision.INT8: 0.0, Precision.FP8: 2.0**-8}
 # ... and that of the float32 accumulator every floating precision sums in.
 ACCUMULATE_ROUNDOFF = 2.0**-24
 # The tolerance over the expected error: the largest error seen in any correct computation is at

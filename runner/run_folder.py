@@ -133,6 +133,7 @@ def reopen(outdir: Path, args: argparse.Namespace, explicit: set[str]) -> RunFol
         raise UserError(f"nothing to resume in {outdir}: it has no {PLAN_FILE} (was it made by deepbench-run?)")
     writable_folder(outdir, "--resume")
     lock = _lock(outdir, "deepbench-run --resume")
+    _wait_for_harness(outdir)  # nothing is read, let alone repaired, while a harness may still write
     try:
         plan = Plan.model_validate_json((outdir / PLAN_FILE).read_bytes())
     except ValueError as exc:
@@ -148,7 +149,6 @@ def reopen(outdir: Path, args: argparse.Namespace, explicit: set[str]) -> RunFol
     image = prior.provenance.image if prior is not None else None
     folder.image = image if isinstance(image, dict) and {"id", "tag"} <= set(image) else None
     folder.notes, folder.done = _verify_and_repair(outdir, plan)
-    _wait_for_harness(outdir)
     _writing(write_record, outdir, _new_segment(plan, outdir, prior, local, folder.started_at))
     return folder
 

@@ -57,10 +57,10 @@ DERIVED_RTOL = 1e-6  # TFLOPS re-derived from FLOPs and the median (JSON keeps f
 # A kernel stopped by the time cap below --min-samples must show this fraction of the cap in its
 # samples (the rule stops at twice the cap; loop overhead and calibration are not in the samples).
 TIME_CAP_EVIDENCE = 0.9
-CLOCK_SLACK = timedelta(seconds=60)
+CLOCK_SLACK = timedelta(seconds=60)  # results' timestamps lie within the run's segments, give or take this
 # A check's tolerance may exceed the bound re-derived from the catalog's kernel by this factor: a
 # padded GEMM's reduction is a few elements longer than the catalog's k.
-TOLERANCE_SLACK = 1.01  # results' timestamps lie within the run's, give or take this
+TOLERANCE_SLACK = 1.01
 HEX64 = set("0123456789abcdef")
 
 
@@ -314,7 +314,7 @@ def _check_run(b: Bundle, report: Report) -> None:
         if counts != run.counts:
             report.add(layout.RUN, f"counts {run.counts} differ from results.jsonl's {counts}")
         for r in b.results:
-            if not any(start - CLOCK_SLACK <= r.started_at and r.ended_at <= end + CLOCK_SLACK for start, end in spans):
+            if not any(a - CLOCK_SLACK <= r.started_at and r.ended_at <= b + CLOCK_SLACK for a, b in spans):
                 report.add(r.id, f"its timestamps ({r.started_at:%H:%M:%S}-{r.ended_at:%H:%M:%S}) lie outside the "
                                  f"run's segments ({_spans_text(spans)})")
             if r.ended_at < r.started_at:
