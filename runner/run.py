@@ -28,14 +28,15 @@ from ..kernels.harness.exits import EXIT_WRITE_FAILED
 from ..kernels.harness.record import build_record, read_facts, write_record
 from ..kernels.precision import parse_precisions
 from ..kernels.provenance import frozen_suite_sha256
-from ..kernels.results import MAX_SEED, RESULTS_FILE, Plan, PlanItem, RunRecord, Settings, read_results
-from ..kernels.results_file import WriteFailed
+from ..kernels.results import MAX_SEED, PLAN_FILE, RESULTS_FILE, Plan, PlanItem, RunRecord, Settings, read_results
+from ..kernels.results_file import WriteFailed, write_atomic
 from . import run_folder
 from .display import RunProgress, make_console, print_tables, summary_line
 from .errors import UserError
 from .container import container_starter, parse_env
 from .local import LocalHarness
 from .option_types import integer, real, usable_cpus
+from .outpaths import writable_folder
 from .ranks import RankedHarness, add_rank_arguments, needs_engine, plan_backend, with_ranks
 from .provenance import declared_selection, with_host_facts
 from .platforms import PLATFORMS, Platform, get_platform
@@ -143,7 +144,7 @@ def _open_folder(args: argparse.Namespace) -> RunFolder:
     if args.resume:
         return run_folder.reopen(args.resume, args, getattr(args, "explicit", set()))
     platform = get_platform(args.platform or ("cpu" if args.local else _no_platform()))
-    plan, outdir = _new_plan(args, platform)
+    plan, outdir = plan_for(args, platform)
     return run_folder.create(outdir, plan, bool(args.local))
 
 
@@ -234,6 +235,19 @@ def plan_items(kernels: list[Kernel], precisions: list[str] | None, platform: Pl
 
 
 def _new_plan(args: argparse.Namespace, platform: Platform) -> tuple[Plan, Path]:
+    """The plan, written into its folder for harnesses that an engine starts without deepbench-run
+    (deepbench launch-command); deepbench-run writes it under the folder's lock (run_folder.create)."""
+    plan, outdir = plan_for(args, platform)
+    writable_folder(outdir)
+    for name in (RESULTS_FILE, PLAN_FILE):
+        if (outdir / name).exists():
+            raise UserError(f"{outdir} already holds a run ({name}): choose another --out")
+    write_atomic(outdir / PLAN_FILE, plan.model_dump_json(indent=1) + "\n")
+    return plan, outdir
+
+
+def plan_for(args: argparse.Namespace, platform: Platform) -> tuple[Plan, Path]:
+    """The plan the command line asks for, and the folder it goes to (nothing is written)."""
     for flag, value in (("--ops", args.ops), ("--precision", args.precision), ("--suite", args.suite),
                         *(("--where", w) for w in args.where or ())):
         if value is not None and not value.strip(" ,"):

@@ -27,7 +27,6 @@ from ..errors import UserError
 from ..model_compare import DEPARTURE_FACTOR, ModelComparison, compare_runs
 from ..model_level import ModelLevel, model_levels
 from ..model_report import FORWARD, ModelReport, load_model_run, model_reports
-from ..option_types import real
 from ..outpaths import writable_file
 
 NAME = "models"
@@ -58,7 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="compare this precision only (default: every precision both runs measured)")
     cmp.add_argument("--directions", choices=(FORWARD, "all"), default=FORWARD,
                      help="fwd: inference, forward only (default); all: every timed direction summed")
-    cmp.add_argument("--factor", type=real(1, low_open=True), default=DEPARTURE_FACTOR, metavar="F",
+    cmp.add_argument("--factor", type=float, default=DEPARTURE_FACTOR, metavar="F",
                      help=f"flag a type whose speed-up is more than F times above or below the peak FLOPS ratio "
                           f"(default {DEPARTURE_FACTOR:g})")
     cmp.add_argument("--format", choices=("table", "json"), default="table")
