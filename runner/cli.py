@@ -13,6 +13,8 @@ from rich.console import Console
 
 from ..kernels import __version__
 from .commands import COMMANDS
+from ..kernels.harness.exits import EXIT_WRITE_FAILED
+from ..kernels.results_file import WriteFailed
 from .errors import EXIT_USAGE, UserError
 from .signals import exit_status
 
@@ -35,6 +37,9 @@ def _guard(fn: Callable[[argparse.Namespace], int], args: argparse.Namespace, pr
         return 0
     except KeyboardInterrupt as exc:  # Ctrl-C (or SIGTERM/SIGHUP, runner/signals.py) outside a run
         return exit_status(exc)
+    except WriteFailed as exc:  # a document that could not be written whole (a full disk ...): it was not
+        _error(prog, f"{exc}; the file was left as it was")
+        return EXIT_WRITE_FAILED
     except OSError as exc:  # a file that cannot be read or written: one line, whatever the command
         where = f"{exc.filename}: " if exc.filename else ""
         _error(prog, f"{where}{exc.strerror or exc}")
