@@ -163,14 +163,18 @@ def _write_failure(error: dict, outdir: Path) -> str:
 
 
 def _rank_reason(ranks: list[dict], error: dict, proc: "HarnessProcess", code: int) -> str:
-    """Why the harness (or its ranks) stopped before a kernel: rank 0's own message, else the first
-    rank that recorded a failure, with its log, else the end of the harness's stderr."""
+    """Why the harness (or its ranks) stopped before a kernel: the first rank that recorded a
+    failure, with its log, and rank 0's own message; else the end of the harness's stderr."""
+    said = [_first_rank(ranks)] if ranks else []
     if error.get("message"):
-        return str(error["message"])
-    if ranks:
-        first = ranks[0]
-        return f"rank {first['rank']} failed first: {first['message']} (its log: {first['log']})"
-    return _tail(proc.stderr_tail()) or f"the harness stopped with status {code} before it ran a kernel"
+        said.append(f"rank 0: {error['message']}" if ranks else str(error["message"]))
+    return ("; ".join(said) or _tail(proc.stderr_tail())
+            or f"the harness stopped with status {code} before it ran a kernel")
+
+
+def _first_rank(ranks: list[dict]) -> str:
+    first = ranks[0]
+    return f"rank {first['rank']} failed first: {first['message'][:500]} (its log: {first['log']})"
 
 
 def _parse(line: str) -> dict | None:
@@ -199,9 +203,7 @@ def _death_reason(code: int, stderr: str, ranks: list[dict] | None = None) -> st
     else:
         what = f"exited with status {code}"
     if ranks:  # several ranks: the first that failed says why (its stderr is in its own log)
-        first = ranks[0]
-        return (f"the harness crashed during this kernel: rank {first['rank']} failed first: "
-                f"{first['message'][:500]} (its log: {first['log']})")
+        return f"the harness crashed during this kernel: {_first_rank(ranks)}"
     tail = _tail(stderr, 3)
     return f"the harness crashed during this kernel: {what}" + (f": {tail}" if tail else "")
 
