@@ -32,6 +32,7 @@ PLAN_SCHEMA = "deepbench.plan/1"
 # Relative slack when re-deriving statistics from samples (JSON round-trips floats exactly,
 # so this only absorbs summation order).
 STATS_RTOL = 1e-9
+MAX_SEED = 2**63 - 1  # the generators take 64-bit seeds; a non-negative signed one fits all of them
 
 
 class Frozen(BaseModel):
@@ -145,8 +146,12 @@ class PartResult(Frozen):
     info: dict[str, Any] = Field(default_factory=dict, description="library facts: algorithm chosen, engine ...")
 
 
-class KernelResult(Frozen):
-    """One kernel in one precision on one backend: the record the harness streams per line."""
+class ResultFields(Frozen):
+    """A kernel result's fields and rules, without the reading of its derived keys (KernelResult):
+    a model-level `before` validator makes pydantic validate JSON as Python objects, which its
+    strict mode cannot do (a datetime or a tuple arrives as a string or a list), so `deepbench
+    check` validates each record's types with this class in strict mode, then reads it as a
+    KernelResult."""
 
     schema_version: Literal["deepbench.result/1"] = RESULT_SCHEMA
     id: str = Field(description="op/set/index/precision/backend, unique within a run")
@@ -168,7 +173,7 @@ class KernelResult(Frozen):
     ended_at: datetime
 
     @model_validator(mode="after")
-    def _consistent(self) -> "KernelResult":
+    def _consistent(self) -> "ResultFields":
         if self.status is Status.OK:
             if not self.parts or self.time_us is None or self.check is None:
                 raise ValueError("an ok result needs parts, time_us and check")
@@ -197,20 +202,32 @@ class KernelResult(Frozen):
     def params(self) -> dict:
         return self.kernel.params()
 
+
+DERIVED_KEYS = ("op", "set", "params")
+
+
+def drop_derived(data: Any) -> Any:
+    """A record's data without the derived keys, after checking them against its kernel."""
+    if isinstance(data, dict) and any(k in data for k in DERIVED_KEYS):
+        data = dict(data)
+        kernel = data.get("kernel")
+        derived = {k: data.pop(k) for k in DERIVED_KEYS if k in data}
+        if isinstance(kernel, dict):
+            expected = {"op": kernel.get("op"), "set": kernel.get("set"),
+                        "params": {k: v for k, v in kernel.items() if k not in ("op", "set", "index", "application", "count")}}
+            for key, value in derived.items():
+                if value != expected[key]:
+                    raise ValueError(f"{key} does not match the kernel")
+    return data
+
+
+class KernelResult(ResultFields):
+    """One kernel in one precision on one backend: the record the harness streams per line."""
+
     @model_validator(mode="before")
     @classmethod
     def _drop_derived(cls, data: Any) -> Any:
-        if isinstance(data, dict) and any(k in data for k in ("op", "set", "params")):
-            data = dict(data)
-            kernel = data.get("kernel")
-            derived = {k: data.pop(k) for k in ("op", "set", "params") if k in data}
-            if isinstance(kernel, dict):
-                expected = {"op": kernel.get("op"), "set": kernel.get("set"),
-                            "params": {k: v for k, v in kernel.items() if k not in ("op", "set", "index", "application", "count")}}
-                for key, value in derived.items():
-                    if value != expected[key]:
-                        raise ValueError(f"{key} does not match the kernel")
-        return data
+        return drop_derived(data)
 
 
 class Settings(Frozen):
@@ -228,8 +245,8 @@ class Settings(Frozen):
     warm_up_s: float = Field(0.0, ge=0, description="GPU: before the first measurement, run a large GEMM until the "
                              "temperature settles, at most this long (kernels/timing/warmup.py)")
     kernel_timeout_s: float = Field(600.0, gt=0, description="a kernel still running after this is killed: timeout")
-    threads: int | None = Field(None, description="CPU threads (None: all cores)")
-    seed: int = 0
+    threads: int | None = Field(None, ge=1, description="CPU threads (None: all cores)")
+    seed: int = Field(0, ge=0, le=MAX_SEED, description="seed of the random inputs")
     device: str = "cpu"
     cold: bool = Field(False, description="flush caches before every call (GPU)")
     verify_timing: bool = Field(False, description="cross-check timings with the profiler (GPU)")
@@ -284,8 +301,20 @@ class Plan(Frozen):
                                             "runner (the harness need not rebuild a model suite to know it)")
 
 
+class Segment(Frozen):
+    """One stretch of a run, from a start (or a --resume) to its stop. A run stopped by a signal,
+    a crash or a full disk and resumed has several; its results lie within them."""
+
+    started_at: datetime
+    ended_at: datetime | None = Field(None, description="None while it runs, or when it ended without a word "
+                                      "(killed): the resume then closes it at its last result")
+    state: Literal["running", "complete", "interrupted", "failed", "killed"] = "running"
+    command: str = ""
+
+
 class RunRecord(Frozen):
-    """The whole run, written at the end (also after an interruption)."""
+    """The whole run: written when it starts (state `running`), rewritten when it stops (also
+    after an interruption), so that a folder always says what it holds and how it was run."""
 
     schema_version: Literal["deepbench.run/1"] = RUN_SCHEMA
     run_id: str
@@ -295,7 +324,7 @@ class RunRecord(Frozen):
     backend: str
     settings: Settings
     command: str = ""
-    state: Literal["complete", "interrupted", "failed"]
+    state: Literal["running", "complete", "interrupted", "failed"]
     planned: int
     counts: dict[str, int] = Field(default_factory=dict, description="results per status")
     device: dict[str, Any] = Field(default_factory=dict)
@@ -309,6 +338,9 @@ class RunRecord(Frozen):
                                       "(kernels/noise.py), with warnings where it makes figures doubtful")
     started_at: datetime
     ended_at: datetime
+    segments: tuple[Segment, ...] = Field((), description="each start and resume of the run, with its stop")
+    plan_sha256: str | None = Field(None, description="SHA-256 of plan.json's bytes when the run started: a resume "
+                                    "refuses a plan changed since")
 
 
 # ----- files -------------------------------------------------------------------------------
@@ -317,27 +349,26 @@ RUN_FILE = "run.json"
 PLAN_FILE = "plan.json"
 
 
+class ResultsFileError(ValueError):
+    """A results file with a damaged line in the middle: named by its line number."""
+
+
 def read_results(path: Path) -> list[KernelResult]:
-    """Validate every line of a results.jsonl; a truncated last line (a kill mid-write) is dropped."""
-    out = []
-    lines = path.read_text().splitlines() if path.exists() else []
-    for i, line in enumerate(lines):
-        if not line.strip():
-            continue
-        try:
-            out.append(KernelResult.model_validate_json(line))
-        except ValueError:
-            if i == len(lines) - 1:
-                break
-            raise
-    return out
+    """Validate every line of a results.jsonl. A partial last line (a write cut short) is left
+    out; a damaged line elsewhere is an error naming it (`deepbench-run --resume` repairs it)."""
+    from .results_file import scan
+
+    found = scan(path)
+    if found.damaged:
+        bad = found.damaged[0]
+        more = f" (and {len(found.damaged) - 1} more)" if len(found.damaged) > 1 else ""
+        raise ResultsFileError(f"{path.name} line {bad.line} is damaged: {bad.reason}{more}; "
+                               f"deepbench-run --resume {path.parent} sets it aside and measures its kernel again")
+    return found.results
 
 
 def append_result(path: Path, result: KernelResult) -> None:
-    """Append one record and force it to disk: an interruption never loses a finished kernel."""
-    import os
+    """Append one record whole and force it to disk (results_file.append_result)."""
+    from .results_file import append_result as append
 
-    with path.open("a") as f:
-        f.write(result.model_dump_json() + "\n")
-        f.flush()
-        os.fsync(f.fileno())
+    append(path, result)

@@ -13,7 +13,10 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..kernels import __version__
+from ..kernels.harness.exits import EXIT_WRITE_FAILED
+from ..kernels.results_file import WriteFailed
 from .errors import EXIT_USAGE, UserError
+from .signals import exit_status
 
 
 class Parser(argparse.ArgumentParser):
@@ -28,12 +31,40 @@ def _guard(fn: Callable[[argparse.Namespace], int], args: argparse.Namespace, pr
     try:
         return fn(args)
     except UserError as exc:
-        # a library's message may hold [brackets] (gloo's source paths): never read as markup
-        Console(stderr=True).print(f"[bold red]{prog}: error:[/] {escape(str(exc))}", highlight=False,
-                                   soft_wrap=True)
+        _error(prog, str(exc))
         return exc.exit_code
     except BrokenPipeError:
         return 0
+    except KeyboardInterrupt as exc:  # Ctrl-C (or SIGTERM/SIGHUP, runner/signals.py) outside a run
+        return exit_status(exc)
+    except WriteFailed as exc:  # a document that could not be written whole (a full disk ...): it was not
+        _error(prog, f"{exc}; the file was left as it was")
+        return EXIT_WRITE_FAILED
+    except OSError as exc:  # a file that cannot be read or written: one line, whatever the command
+        where = f"{exc.filename}: " if exc.filename else ""
+        _error(prog, f"{where}{exc.strerror or exc}")
+        return EXIT_USAGE
+
+
+def _error(prog: str, message: str) -> None:
+    # a library's message may hold [brackets] (gloo's source paths): never read as markup
+    Console(stderr=True).print(f"[bold red]{prog}: error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+
+
+def explicit_options(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> set[str]:
+    """The options the command line names (not those left at their defaults): parsed once more
+    with every default suppressed. --resume refuses those that would change the run."""
+    saved = [(action, action.default) for action in parser._actions]
+    saved_defaults = dict(parser._defaults)
+    try:
+        for action, _ in saved:
+            action.default = argparse.SUPPRESS
+        parser._defaults.clear()
+        return set(vars(parser.parse_args(argv)))
+    finally:
+        for action, default in saved:
+            action.default = default
+        parser._defaults.update(saved_defaults)
 
 
 def run_main(argv: Sequence[str] | None = None) -> int:
@@ -44,6 +75,7 @@ def run_main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--version", action="version", version=f"deepbench {__version__}")
     run.add_arguments(parser)
     args = parser.parse_args(argv)
+    args.explicit = explicit_options(parser, argv)
     return _guard(run.run, args, "deepbench-run")
 
 

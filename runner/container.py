@@ -285,13 +285,15 @@ def container_starter(plan_path: Path, outdir: Path, platform: Platform, *, imag
                       want_pull: bool = False, want_build: bool = False, env: dict[str, str] | None = None,
                       memory: str | None = None, pids_limit: int | None = None, base_image: str | None = None,
                       wheelhouse: Path | None = None, force_image: bool = False,
-                      log: Callable[[str], None] = print) -> ContainerStarter:
+                      log: Callable[[str], None] = print, recorded: dict[str, Any] | None = None
+                      ) -> ContainerStarter:
     """Check the host's devices, reach Docker, find (or build, or pull) the image and check it,
     and prepare the container's options. A resumed run uses the very image its first part ran in
-    (by id), unless --image says otherwise."""
+    (by id: `recorded`, from its run.json, else the folder's older .container.json), unless
+    --image says otherwise."""
     check_host(platform, log)  # before anything is built or pulled
     client = connect()
-    recorded = _recorded(outdir)
+    recorded = recorded or _recorded(outdir)
     if recorded and not (image or want_pull or want_build):
         found = images.find(client, recorded["id"])
         if found is None:

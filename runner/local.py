@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Iterator
 
+from ..kernels.harness.lifeline import PARENT_ENV
+
 HARNESS_MODULE = "deepbench.kernels.harness"
 LOG_FILE = "harness.log"
 
@@ -18,13 +20,15 @@ class LocalHarness:
 
     def __init__(self, plan_path: Path, outdir: Path, env: dict[str, str] | None = None,
                  argv: list[str] | None = None) -> None:
-        """`argv` replaces the plain harness command (e.g. an MPI or torchrun engine starting ranks)."""
+        """`argv` replaces the plain harness command (e.g. an MPI or torchrun engine starting ranks).
+        The plain harness is told our PID so that it stops if we are killed (harness/lifeline.py)."""
         self.log_path = outdir / LOG_FILE
         self._log = self.log_path.open("a")
+        lifeline = {} if argv else {PARENT_ENV: str(os.getpid())}
         self.proc = subprocess.Popen(
             argv or [sys.executable, "-m", HARNESS_MODULE, str(plan_path), str(outdir)],
             stdout=subprocess.PIPE, stderr=self._log, text=True, start_new_session=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **lifeline, **(env or {})},
         )
 
     def lines(self) -> Iterator[str]:

@@ -9,8 +9,10 @@ cap), and its outputs are checked against a float64 reference; a kernel that fai
 reports the failure, not a time. Results: OUT/results.jsonl (one record per kernel, written as
 soon as it is measured), OUT/run.json (the run record), OUT/plan.json (what was asked).
 
-Exit status: 0 all kernels ok or unsupported; 1 some failed or timed out; 2 usage error;
-130 interrupted (resume with --resume OUT)."""
+Exit status: 0 all kernels ok or unsupported; 1 some failed or timed out; 2 usage error (also:
+another run is writing the folder, or --resume cannot trust it); 74 a result or the run record
+could not be written (disk full: the message says how much is needed); 128 + the signal when
+stopped by Ctrl-C (130), SIGTERM (143) or SIGHUP (129): resume with --resume OUT."""
 
 from __future__ import annotations
 
@@ -21,34 +23,42 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-
-
 from ..kernels.backends.engine_choice import PIN_ALL, EngineError, parse_spec
 from ..kernels.catalog import Kernel
-from ..kernels.padding import PadMode
+from ..kernels.harness.exits import EXIT_WRITE_FAILED
 from ..kernels.harness.record import build_record, read_facts, write_record
+from ..kernels.padding import PadMode
 from ..kernels.precision import parse_precisions
 from ..kernels.provenance import frozen_suite_sha256
-from ..kernels.results import PLAN_FILE, RESULTS_FILE, RUN_FILE, Plan, PlanItem, RunRecord, Settings, read_results
+from ..kernels.results import MAX_SEED, PLAN_FILE, RESULTS_FILE, Plan, PlanItem, RunRecord, Settings, read_results
+from ..kernels.results_file import WriteFailed, write_atomic
+from . import run_folder
 from .display import RunProgress, make_console, print_noise, print_tables
 from .errors import UserError
 from .container import DEFAULT_PIDS_LIMIT, MEMORY_SHARE, container_starter, parse_env
 from .devices import check_host
 from .local import LocalHarness
+from .option_types import integer, real, usable_cpus
+from .outpaths import writable_folder
 from .ranks import RankedHarness, add_rank_arguments, launched_argv, needs_engine, plan_backend, with_ranks
 from .provenance import declared_selection, with_host_facts
 from .platforms import PLATFORMS, Platform, get_platform
+from .run_folder import RunFolder
 from .sanity import context_of
 from .selection import add_selection_arguments, selected_kernels
+from .signals import exit_status, stop_on_signals
 from .sources import load_run
 from .summary import groups, summary_line
-from .supervise import supervise
+from .supervise import Outcome, supervise
 from .tables import tables
 
 DESCRIPTION = __doc__
 DEFAULT_RESULTS = Path("deepbench-results")
 EXIT_KERNEL_FAILURES = 1
-EXIT_INTERRUPTED = 130
+# Ranges of the measurement options (checked when the command line is read).
+MAX_KERNEL_TIMEOUT_S = 7 * 24 * 3600.0  # a week: anything longer is a typo, and overflows some timers
+MAX_TIME_CAP_S = 24 * 3600.0
+MAX_WARM_UP_S = 3600.0
 
 # Measurement presets: (target relative precision of the median, min samples, max samples,
 # time cap per direction in s, min seconds per sample, min seconds of samples before stopping on
@@ -103,15 +113,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                            "at least 0.2 s of samples, 1 s under the GPU's power limiter, 1 s cap)")
     mode.add_argument("--rigorous", dest="mode", action="store_const", const="rigorous",
                       help="0.5%% precision, 20+ samples, at least 1 s of samples, 10 s cap per direction")
-    m.add_argument("--time-cap", type=float, metavar="S", help="seconds per direction before giving up on precision")
-    m.add_argument("--warm-up", type=float, metavar="S",
+    m.add_argument("--time-cap", type=real(0, MAX_TIME_CAP_S, low_open=True), metavar="S",
+                   help="seconds per direction before giving up on precision")
+    m.add_argument("--warm-up", type=real(0, MAX_WARM_UP_S), metavar="S",
                    help="GPU: at most this long, a large GEMM before the first kernel until the temperature settles "
                         "(default 30, --rigorous 120, --fast 0; 0 skips it)")
-    m.add_argument("--target", type=float, metavar="REL", help="relative precision of the median to reach (0.01 = 1%%)")
-    m.add_argument("--kernel-timeout", type=float, default=600.0, metavar="S",
+    m.add_argument("--target", type=real(0, 1, low_open=True), metavar="REL",
+                   help="relative precision of the median to reach (0.01 = 1%%)")
+    m.add_argument("--kernel-timeout", type=real(0, MAX_KERNEL_TIMEOUT_S, low_open=True), default=600.0, metavar="S",
                    help="kill and record as timeout a kernel running longer than this (default 600)")
-    m.add_argument("--threads", type=int, metavar="N", help="CPU threads (default: all)")
-    m.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
+    m.add_argument("--threads", type=integer(1, usable_cpus, " (the CPUs this process may use)"), metavar="N",
+                   help="CPU threads (default: all)")
+    m.add_argument("--seed", type=integer(0, MAX_SEED), default=0,
+                   help=f"seed of the random inputs, 0 to {MAX_SEED} (default 0)")
     m.add_argument("--cold", action="store_true", help="GPU: flush the L2 cache before every call")
     m.add_argument("--verify-timing", action="store_true",
                    help="GPU: cross-check each time with the profiler's kernel durations")
@@ -138,33 +152,53 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     console = make_console()
+    with stop_on_signals():
+        try:
+            folder = _open_folder(args)
+        except KeyboardInterrupt as exc:
+            console.print("[yellow]interrupted before the run started: nothing was measured[/]")
+            return exit_status(exc)
+        return _run(folder, args, console)
+
+
+def _open_folder(args: argparse.Namespace) -> RunFolder:
     if args.launch and not args.resume:
         raise UserError("--launch starts the plan that deepbench launch-command wrote: name its folder with --resume")
     if args.resume:
-        plan, outdir = _resumed_plan(args.resume)
-        platform = get_platform(plan.platform)
-    else:
-        platform = get_platform(args.platform or ("cpu" if args.local else _no_platform()))
-        if not args.local:
-            check_host(platform, log=make_console().print)  # its devices, before a plan, a build or a pull
-        plan, outdir = _new_plan(args, platform)
-    local = args.local or _plan_was_local(outdir)
-    start = _starter(plan, outdir, platform, local, args)
-    prior = read_results(outdir / RESULTS_FILE)
-    console.print(f"[bold]deepbench-run[/] {plan.suite} on {platform.name} "
-                  f"({_where(args, local)}, backend {plan.backend}): "
-                  f"{len(plan.items)} kernels, {len(prior)} already done -> {outdir}")
-    started = _started_at(outdir)
-    with RunProgress(console, total=len(plan.items), done=len(prior)) as progress:
-        if args.quiet:
-            progress.finished = lambda event: progress.bar.advance(progress.task)  # type: ignore[method-assign]
-        outcome = supervise(plan, outdir, start, progress)
-    facts = with_host_facts(read_facts(outdir), plan, local)
-    if getattr(start, "provenance", None):  # a container run: the image that ran, by digest
-        facts.setdefault("provenance", {})["image"] = start.provenance
-    record = build_record(plan, outdir, outcome.state, started, facts)
-    write_record(outdir, record)
-    results = [r for r in read_results(outdir / RESULTS_FILE)]
+        return run_folder.reopen(args.resume, args, getattr(args, "explicit", set()))
+    platform = get_platform(args.platform or ("cpu" if args.local else _no_platform()))
+    if not args.local:
+        check_host(platform, log=make_console().print)  # its devices, before a plan, a build or a pull
+    plan, outdir = plan_for(args, platform)
+    return run_folder.create(outdir, plan, bool(args.local))
+
+
+def _run(folder: RunFolder, args: argparse.Namespace, console) -> int:
+    plan, outdir, local = folder.plan, folder.path, folder.local
+    platform = get_platform(plan.platform)
+    for note in folder.notes:
+        console.print(f"[yellow]repaired: {note}[/]", highlight=False)
+    start = None
+    try:
+        start = _starter(folder, platform, args)
+        console.print(f"[bold]deepbench-run[/] {plan.suite} on {platform.name} "
+                      f"({_where(args, local)}, backend {plan.backend}): "
+                      f"{len(plan.items)} kernels, {folder.done} already done -> {outdir}")
+        with RunProgress(console, total=len(plan.items), done=folder.done) as progress:
+            if args.quiet:
+                progress.finished = lambda event: progress.bar.advance(progress.task)  # type: ignore[method-assign]
+            outcome = supervise(plan, outdir, start, progress)
+    except KeyboardInterrupt as exc:  # stopped while the image was prepared, or between two harness starts
+        outcome = Outcome("interrupted", signum=getattr(exc, "signum", None))
+    except WriteFailed as exc:  # the host's own record of a failed kernel
+        outcome = Outcome("failed", str(run_folder.write_failure(outdir, exc)), exit_code=EXIT_WRITE_FAILED)
+    except UserError as exc:  # Docker, the image ... (the run record says the run failed, then the message)
+        outcome = Outcome("failed", str(exc), exit_code=exc.exit_code)
+    record = _final_record(folder, outcome, start)
+    if outcome.state == "failed":
+        raise UserError(outcome.message or "the harness could not start",
+                        exit_code=outcome.exit_code if outcome.exit_code != 1 else EXIT_KERNEL_FAILURES)
+    results = read_results(outdir / RESULTS_FILE)
     source = load_run(outdir)
     ctx = context_of(source)
     print_tables(console, tables(results, ctx), how_to_see=f"deepbench report {shlex.quote(str(outdir))} --columns all")
@@ -172,14 +206,29 @@ def run(args: argparse.Namespace) -> int:
     for warning in record.device.get("warnings", []):  # e.g. emulation, a throttled board
         console.print(f"[yellow]warning: {warning}[/]")
     print_noise(console, record.noise)
-    if outcome.state == "failed":
-        raise UserError(outcome.message or "the harness could not start", exit_code=EXIT_KERNEL_FAILURES)
     if record.state == "interrupted":
         console.print(f"[yellow]interrupted: {sum(record.counts.values())} of {record.planned} kernels done; "
                       f"continue with: deepbench-run --resume {shlex.quote(str(outdir))}"
                       + (f" --launch {shlex.quote(args.launch)}" if args.launch else "") + "[/]")
-        return EXIT_INTERRUPTED
+        return exit_status(signum=outcome.signum)
     return EXIT_KERNEL_FAILURES if record.counts.get("failed") or record.counts.get("timeout") else 0
+
+
+def _final_record(folder: RunFolder, outcome: Outcome, start) -> RunRecord:
+    """run.json at the end of this segment; a run record that cannot be written (a full disk) is
+    said in one line, and the run keeps its earlier record (a resume closes the segment)."""
+    facts = with_host_facts(read_facts(folder.path), folder.plan, folder.local)
+    if getattr(start, "provenance", None):  # a container run: the image that ran, by digest
+        facts.setdefault("provenance", {})["image"] = start.provenance
+    record = build_record(folder.plan, folder.path, outcome.state, folder.started_at, facts)
+    record = run_folder.finish(folder, record, record.state)
+    try:
+        write_record(folder.path, record)
+    except WriteFailed as exc:
+        if outcome.state == "failed":  # the harness's own message says more (what the rest needs)
+            raise UserError(outcome.message, exit_code=outcome.exit_code) from None
+        raise run_folder.write_failure(folder.path, exc) from None
+    return record
 
 
 def _where(args: argparse.Namespace, local: bool) -> str:
@@ -200,13 +249,10 @@ def settings_from(args: argparse.Namespace, platform: Platform) -> Settings:
     if args.target is not None:
         preset["target_rel_precision"] = args.target
     if args.warm_up is not None:
-        if args.warm_up < 0:
-            raise UserError(f"--warm-up must be 0 or more seconds, not {args.warm_up}")
         preset["warm_up_s"] = args.warm_up
-    for name, value in (("--time-cap", args.time_cap), ("--target", args.target),
-                        ("--kernel-timeout", args.kernel_timeout), ("--threads", args.threads)):
-        if value is not None and value <= 0:
-            raise UserError(f"{name} must be positive, not {value}")
+    if preset["time_cap_s"] >= args.kernel_timeout:
+        raise UserError(f"--time-cap ({preset['time_cap_s']:g} s per direction) must be shorter than --kernel-timeout "
+                        f"({args.kernel_timeout:g} s), or every kernel would be killed as a timeout")
     return Settings(mode=args.mode, threads=args.threads, seed=args.seed, device=platform.device, cold=args.cold,
                     verify_timing=args.verify_timing, kernel_time=args.kernel_time,
                     kernel_timeout_s=args.kernel_timeout, pad=args.pad, cudnn_engines=engine_pins(args.cudnn_engine),
@@ -247,6 +293,24 @@ def plan_items(kernels: list[Kernel], precisions: list[str] | None, platform: Pl
 
 
 def _new_plan(args: argparse.Namespace, platform: Platform) -> tuple[Plan, Path]:
+    """The plan, written into its folder for harnesses that an engine starts without deepbench-run
+    (deepbench launch-command); deepbench-run writes it under the folder's lock (run_folder.create)."""
+    plan, outdir = plan_for(args, platform)
+    writable_folder(outdir)
+    for name in (RESULTS_FILE, PLAN_FILE):
+        if (outdir / name).exists():
+            raise UserError(f"{outdir} already holds a run ({name}): choose another --out")
+    write_atomic(outdir / PLAN_FILE, plan.model_dump_json(indent=1) + "\n")
+    return plan, outdir
+
+
+def plan_for(args: argparse.Namespace, platform: Platform) -> tuple[Plan, Path]:
+    """The plan the command line asks for, and the folder it goes to (nothing is written)."""
+    for flag, value in (("--ops", args.ops), ("--precision", args.precision), ("--suite", args.suite),
+                        *(("--where", w) for w in args.where or ())):
+        if value is not None and not value.strip(" ,"):
+            raise UserError(f"{flag} is empty: name at least one, or leave the option out for its default "
+                            f"(see deepbench-run --help)")
     kernels = selected_kernels(args)
     if not kernels:
         raise UserError("the selection matches no kernel (see: deepbench list --suite ... --where ...)")
@@ -257,9 +321,6 @@ def _new_plan(args: argparse.Namespace, platform: Platform) -> tuple[Plan, Path]
     suite_name = args.suite.replace(":", "-").replace("/", "_")  # model:FILE must not make a path or a volume spec
     run_id = f"{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{platform.name}-{suite_name}"
     outdir = args.out or DEFAULT_RESULTS / run_id
-    if (outdir / RESULTS_FILE).exists():
-        raise UserError(f"{outdir} already holds results: continue it with --resume {outdir}, or choose another --out")
-    outdir.mkdir(parents=True, exist_ok=True)
     selection = declared_selection(args, precisions)
     if precisions is None:
         selection = selection.model_copy(update={"default_precisions": default_precisions(kernels, platform)})
@@ -267,51 +328,26 @@ def _new_plan(args: argparse.Namespace, platform: Platform) -> tuple[Plan, Path]
                 settings=settings_from(args, platform), items=tuple(plan_items(kernels, precisions, platform)),
                 command=shlex.join([os.path.basename(sys.argv[0])] + sys.argv[1:]), selection=selection,
                 frozen_suite_sha256=frozen_suite_sha256(args.suite, selection))
-    (outdir / PLAN_FILE).write_text(plan.model_dump_json(indent=1) + "\n")
-    (outdir / ".local").write_text("1\n" if args.local else "0\n")
     return plan, outdir
 
 
-def _resumed_plan(outdir: Path) -> tuple[Plan, Path]:
-    path = outdir / PLAN_FILE
-    if not path.exists():
-        raise UserError(f"nothing to resume in {outdir}: it has no {PLAN_FILE} (was it made by deepbench-run?)")
-    try:
-        return Plan.model_validate_json(path.read_text()), outdir
-    except ValueError as exc:
-        raise UserError(f"{path} is not a valid plan: {str(exc).splitlines()[0]}") from None
-
-
-def _plan_was_local(outdir: Path) -> bool:
-    marker = outdir / ".local"
-    return marker.exists() and marker.read_text().strip() == "1"
-
-
-def _started_at(outdir: Path) -> datetime:
-    path = outdir / RUN_FILE
-    if path.exists():
-        try:
-            return RunRecord.model_validate_json(path.read_text()).started_at
-        except ValueError:
-            pass
-    return datetime.now(timezone.utc)
-
-
-def _starter(plan: Plan, outdir: Path, platform: Platform, local: bool, args: argparse.Namespace):
-    plan_path = outdir / PLAN_FILE
+def _starter(folder: RunFolder, platform: Platform, args: argparse.Namespace):
+    plan, outdir, plan_path = folder.plan, folder.path, folder.plan_path
     env = parse_env(args.env)
     if args.launch:  # ranks across nodes, started by the cluster's engine
         launched_argv(args.launch, plan_path, outdir)  # a wrong command is said now, not at the first start
         return lambda: RankedHarness(plan.backend, plan.settings.ranks, plan_path, outdir, plan.settings.threads, env,
                                      launch=args.launch)
-    if local and needs_engine(plan):  # all-reduce over several ranks: torchrun or mpirun starts them
+    if folder.local and needs_engine(plan):  # all-reduce over several ranks: torchrun or mpirun starts them
         return lambda: RankedHarness(plan.backend, plan.settings.ranks, plan_path, outdir, plan.settings.threads, env)
-    if local:
+    if folder.local:
         return lambda: LocalHarness(plan_path, outdir, env)
     starter = container_starter(plan_path, outdir, platform, image=args.image, want_pull=args.pull,
                                 want_build=args.build, env=env, memory=args.memory, pids_limit=args.pids_limit,
                                 base_image=args.base_image, wheelhouse=args.wheelhouse, force_image=args.force_image,
+                                recorded=folder.image,
                                 log=lambda line: make_console().print(line, highlight=False, markup=False))
+    run_folder.record_image(folder, starter.provenance)
     if needs_engine(plan):  # all ranks of this node in the one container, under torchrun or mpiexec
         with_ranks(starter.options, plan)
     return starter

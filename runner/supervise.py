@@ -4,8 +4,11 @@ The harness runs in another process (a subprocess with --local, a container othe
 prints one JSON event per line. The supervisor shows progress, and when the harness dies in the
 middle of a kernel (a crash, an out-of-memory kill) or a kernel outlasts the per-kernel timeout,
 it records that kernel as `failed` or `timeout` on the host and starts the harness again, which
-skips every kernel already in results.jsonl. Ctrl-C is passed on to the harness, which writes
-its run record before it exits, so nothing measured is lost."""
+skips every kernel already in results.jsonl. Ctrl-C (and SIGTERM or SIGHUP, runner/signals.py)
+is passed on to the harness, which writes its run record before it exits, so nothing measured
+is lost. A harness that cannot write a result (a full disk) stops the run with what it needs;
+with several ranks, the first rank that failed is named with its reason and log, and ranks that
+could not even meet (their communicator's setup failed) are started again, at most twice."""
 
 from __future__ import annotations
 
@@ -17,14 +20,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Protocol
 
-from ..kernels.results import (RESULTS_FILE, KernelResult, Plan, PlanItem, Status, append_result,
-                               read_results, utcnow)
+from ..kernels.harness.exits import EXIT_BACKEND_UNAVAILABLE, EXIT_INTERRUPTED, EXIT_LOCKED, EXIT_WRITE_FAILED
+from ..kernels.harness.ranks import rank_failures
+from ..kernels.results import RESULTS_FILE, KernelResult, Plan, PlanItem, Status, append_result, utcnow
+from ..kernels.results_file import scan
 from ..kernels.precision import PRECISIONS, Precision
+from .errors import EXIT_USAGE
+from .run_folder import write_failure
 
-EXIT_BACKEND_UNAVAILABLE = 3
-EXIT_INTERRUPTED = 130
 GRACE_S = 30.0
 POLL_S = 0.5
+SETUP_RETRIES = 2  # ranks whose communicator could not be set up are started again this often
 
 
 class HarnessProcess(Protocol):
@@ -44,6 +50,8 @@ Starter = Callable[[], HarnessProcess]
 class Outcome:
     state: str  # complete, interrupted, failed
     message: str = ""
+    signum: int | None = None  # the signal that interrupted the run
+    exit_code: int = 1  # for `failed`: 74 a write failed, 2 another harness holds the folder, else 1
 
 
 class Progress(Protocol):
@@ -69,16 +77,18 @@ def host_result(item: PlanItem, status: Status, reason: str, backend: str) -> Ke
 def supervise(plan: Plan, outdir: Path, start: Starter, progress: Progress) -> Outcome:
     """Run the plan to completion, restarting the harness after a kernel that killed it."""
     timeout = plan.settings.kernel_timeout_s
+    setup_failures = 0
     while True:
-        done = {r.id for r in read_results(outdir / RESULTS_FILE)}
+        done = {r.id for r in scan(outdir / RESULTS_FILE).results}
         if all(item.id in done for item in plan.items):
             return Outcome("complete")
+        started = time.time()
         proc = start()
         q: "queue.Queue[str | None]" = queue.Queue()
         threading.Thread(target=_reader, args=(proc, q), daemon=True).start()
         current: str | None = None
         deadline: float | None = None
-        error = ""
+        error: dict = {}
         restart = False  # the harness asked to be started again (its ranks' communicator broke)
         finished_here = 0  # kernels this start finished: a death between kernels after progress restarts
         try:
@@ -105,16 +115,25 @@ def supervise(plan: Plan, outdir: Path, start: Starter, progress: Progress) -> O
                         proc.wait(GRACE_S)
                         break
                     code = proc.wait(GRACE_S)
+                    ranks = rank_failures(outdir, since=started)
                     if code == 0:
                         return Outcome("complete")
-                    if code == EXIT_INTERRUPTED:
+                    if code == EXIT_WRITE_FAILED:
+                        return Outcome("failed", _write_failure(error, outdir), exit_code=EXIT_WRITE_FAILED)
+                    if code == EXIT_LOCKED:
+                        return Outcome("failed", error.get("message", "another harness writes to this folder"),
+                                       exit_code=EXIT_USAGE)
+                    if code == EXIT_INTERRUPTED and not ranks:
                         return Outcome("interrupted")
                     if current is None and finished_here and code != EXIT_BACKEND_UNAVAILABLE:
                         break  # stopped between kernels (an engine tearing its ranks down): start again
+                    if current is None and plan.settings.ranks > 1 and setup_failures < SETUP_RETRIES:
+                        setup_failures += 1  # ranks that could not meet (a busy machine): once more
+                        progress.note(f"starting the ranks again: {_rank_reason(ranks, error, proc, code)}"[:400])
+                        break
                     if code == EXIT_BACKEND_UNAVAILABLE or current is None:
-                        return Outcome("failed", error or _tail(proc.stderr_tail()) or
-                                       f"the harness stopped with status {code} before it ran a kernel")
-                    reason = _with_casualty(proc, _death_reason(code, proc.stderr_tail()))
+                        return Outcome("failed", _with_casualty(proc, _rank_reason(ranks, error, proc, code)))
+                    reason = _with_casualty(proc, _death_reason(code, proc.stderr_tail(), ranks))
                     _record(plan, outdir, current, Status.FAILED, reason)
                     progress.finished({"id": current, "status": "failed", "reason": reason})
                     break
@@ -129,18 +148,37 @@ def supervise(plan: Plan, outdir: Path, start: Starter, progress: Progress) -> O
                     finished_here += 1
                     progress.finished(event)
                 elif event["event"] == "error":
-                    error = str(event.get("message", ""))
+                    error = event
                 elif event["event"] == "restart":
                     restart, deadline = True, time.monotonic() + GRACE_S  # for every rank to end
                     progress.note(f"restarting the harness: {event.get('reason', '')}"[:300])
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             progress.note("interrupted: stopping the harness, keeping every finished kernel ...")
             proc.interrupt()
             try:
                 proc.wait(GRACE_S)
             except Exception:  # noqa: BLE001 - it did not stop in time: kill it
                 proc.kill()
-            return Outcome("interrupted")
+            return Outcome("interrupted", signum=getattr(exc, "signum", None))
+
+
+def _write_failure(error: dict, outdir: Path) -> str:
+    return str(write_failure(outdir, error.get("message") or "a result could not be written"))
+
+
+def _rank_reason(ranks: list[dict], error: dict, proc: "HarnessProcess", code: int) -> str:
+    """Why the harness (or its ranks) stopped before a kernel: the first rank that recorded a
+    failure, with its log, and rank 0's own message; else the end of the harness's stderr."""
+    said = [_first_rank(ranks)] if ranks else []
+    if error.get("message"):
+        said.append(f"rank 0: {error['message']}" if ranks else str(error["message"]))
+    return ("; ".join(said) or _tail(proc.stderr_tail())
+            or f"the harness stopped with status {code} before it ran a kernel")
+
+
+def _first_rank(ranks: list[dict]) -> str:
+    first = ranks[0]
+    return f"rank {first['rank']} failed first: {first['message'][:500]} (its log: {first['log']})"
 
 
 def _parse(line: str) -> dict | None:
@@ -165,7 +203,7 @@ def _with_casualty(proc: HarnessProcess, reason: str) -> str:
     return f"{who}; {reason}" if who else reason
 
 
-def _death_reason(code: int, stderr: str) -> str:
+def _death_reason(code: int, stderr: str, ranks: list[dict] | None = None) -> str:
     if code in (137, -9):
         what = "killed (SIGKILL: most often the out-of-memory killer)"
     elif code < 0:
@@ -174,6 +212,8 @@ def _death_reason(code: int, stderr: str) -> str:
         what = f"killed by signal {code - 128}"
     else:
         what = f"exited with status {code}"
+    if ranks:  # several ranks: the first that failed says why (its stderr is in its own log)
+        return f"the harness crashed during this kernel: {_first_rank(ranks)}"
     tail = _tail(stderr, 3)
     return f"the harness crashed during this kernel: {what}" + (f": {tail}" if tail else "")
 

@@ -48,6 +48,17 @@ def has_cuda() -> bool:
         return False
 
 
+@pytest.fixture
+def root_or_skip() -> None:
+    """Faults that need root (mounting a small or read-only tmpfs): CI runs as root and must run
+    them; elsewhere they are skipped, saying why."""
+    if os.geteuid() == 0:
+        return
+    if os.environ.get("CI") == "true":
+        pytest.fail("this test mounts a tmpfs: CI runs as root (.ci/run), so it must run here")
+    pytest.skip("needs root to mount a tmpfs (a full or read-only disk); CI runs it as root")
+
+
 requires_gpu = pytest.mark.skipif(not has_cuda(), reason="needs an NVIDIA GPU (none visible to PyTorch here)")
 PYTHON = sys.executable
 

@@ -177,3 +177,58 @@ def test_single_gpu_nccl(tmp_path: Path) -> None:
     (r,) = _results(out)
     assert r.status is Status.OK and r.info["library"]["collective_library"] in ("nccl", "rccl")
     assert r.parts[0].check.passed and r.parts[0].info["busbw_gbps"] == 0.0
+
+
+# ----- issue 21: every rank's failure reaches the user; stop signals reach every rank ------------
+def test_failing_rank_is_named_with_its_reason_and_log(tmp_path: Path) -> None:
+    """Rank 1's backend cannot load (what the flaky gloo run met under load): ranks other than 0
+    print nothing the host reads, so rank 1 leaves its reason and log in its folder, and the run
+    says which rank failed first, why, and where its log is, after starting the ranks again twice."""
+    out = tmp_path / "unavailable"
+    proc = _run(out, "--ranks", "2", "--backend", "gloo", "--limit", "1",
+                env={"DEEPBENCH_FAULT": "unavailable:", "DEEPBENCH_FAULT_RANK": "1"})
+    log = out / "ranks" / "rank-1" / "harness.log"
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "rank 1 failed first: backend 'gloo' cannot run here" in proc.stderr
+    assert f"(its log: {log})" in proc.stderr and log.is_file()
+    assert proc.stdout.count("starting the ranks again") == 2 and "Traceback" not in proc.stderr
+
+
+def test_ranks_that_could_not_meet_are_started_again(tmp_path: Path) -> None:
+    out = tmp_path / "once"
+    proc = _run(out, "--ranks", "2", "--backend", "gloo", "--limit", "1",
+                env={"DEEPBENCH_FAULT": "unavailable-once:", "DEEPBENCH_FAULT_RANK": "1"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count("starting the ranks again: rank 1 failed first") == 1
+    assert [r.status for r in _results(out)] == [Status.OK]
+
+
+def test_sigterm_stops_every_rank_and_the_run_resumes(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+
+    out = tmp_path / "term"
+    proc = subprocess.Popen(["deepbench-run", "--local", "--suite", "train", "--ops", "all_reduce", "--limit", "3",
+                             "--ranks", "2", "--backend", "gloo", *FAST, "--quiet", "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "DEEPBENCH_FAULT": "hang:all_reduce/train/001"})
+    deadline = time.monotonic() + RUN_TIMEOUT_S
+    while not _done(out) and time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.3)
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=RUN_TIMEOUT_S)
+    assert proc.returncode == 128 + signal.SIGTERM, stdout + stderr
+    assert json.loads((out / "run.json").read_text())["state"] == "interrupted"
+    time.sleep(1)
+    assert not [p for p in Path("/proc").iterdir() if p.name.isdigit() and _is_harness_of(p, out)]
+    again = run_cli("deepbench-run", "--resume", str(out), "--quiet", timeout=RUN_TIMEOUT_S)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert len(_results(out)) == 3 and json.loads((out / "run.json").read_text())["state"] == "complete"
+
+
+def _done(out: Path) -> int:
+    from deepbench.kernels.results_file import scan
+
+    return len(scan(out / "results.jsonl").records)

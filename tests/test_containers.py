@@ -43,7 +43,8 @@ SESSION_TAG = f"deepbench-test/{{platform}}:{os.getpid()}"
 BUILD_TIMEOUT_S = 1500
 RUN_TIMEOUT_S = 900
 EXIT_USAGE = 2
-RESULT_FILES = {"plan.json", "results.jsonl", "run.json", "facts.json", "harness.log", ".local", ".container.json"}
+RESULT_FILES = {"plan.json", "results.jsonl", "run.json", "facts.json", "harness.log", ".container.json", ".lock",
+                ".harness.lock"}
 SMOKE_GEMMS = [k.id for k in suite_kernels("smoke") if k.op == "gemm"]
 
 
@@ -306,6 +307,35 @@ def test_interrupted_container_run_resumes(client, intel_image, tmp_path: Path) 
 
 
 @pytest.mark.slow
+def test_sigterm_stops_a_container_run_which_resumes_in_its_image(client, intel_image, tmp_path: Path) -> None:
+    """Issue 21: SIGTERM (kill, systemd, Slurm) stops a container run like Ctrl-C: the container is
+    asked to stop, run.json says interrupted, exit 143; the folder records the image, and a resume
+    (no marker file) continues in it."""
+    out = tmp_path / "term"
+    last = SMOKE_GEMMS[-1]
+    proc = subprocess.Popen(["deepbench-run", "--platform", "intel", "--image", intel_image, "--fast", "--time-cap",
+                             "0.1", "--suite", "smoke", "--ops", "gemm", "--out", str(out), "--env",
+                             f"DEEPBENCH_FAULT=hang:{last}"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + RUN_TIMEOUT_S
+    while len(read_results(out / "results.jsonl")) < 2 and time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.5)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGTERM, stdout[-2000:] + stderr
+    record = RunRecord.model_validate_json((out / "run.json").read_text())
+    assert record.state == "interrupted" and record.provenance.local is False
+    assert record.provenance["image"]["id"] == _image_id(client, intel_image)
+    assert not (out / ".local").exists()
+    resumed = run_cli("deepbench-run", "--resume", str(out), timeout=RUN_TIMEOUT_S)
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr
+    assert "(container" in resumed.stdout and "2 already done" in resumed.stdout
+    assert not client.containers.list(all=True, filters={"label": "org.deepbench.role=harness",
+                                                         "ancestor": intel_image})
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["gloo", "mpi"])
 def test_all_reduce_ranks_in_a_container(intel_image, tmp_path: Path, backend: str) -> None:
     """Issue 6: two ranks inside the one CPU container (loopback only): gloo under torchrun, and
@@ -471,7 +501,8 @@ def test_container_run_submits_checks_and_verifies_from_the_archive_alone(client
         _one_line_error(proc, f"holds image {other.image_id[:19]}, not the one expected ({image_id[:19]})")
         assert images.find(client, image_id) is None  # refused before anything was loaded
         proc = run_cli("deepbench", "verify", str(bundle), "--quiet", "--out", str(again), "--tolerance", "2",
-                       "--max-tolerance", "2", env={"COLUMNS": "300"}, timeout=RUN_TIMEOUT_S)
+                       "--max-tolerance", "2", "--max-noise", "10", env={"COLUMNS": "300"},
+                       timeout=RUN_TIMEOUT_S)
     finally:
         if images.find(client, image_id) is None:  # the session's other tests still use it
             image_archive.load(client, archive, image_id, log=lambda line: None)

@@ -5,7 +5,6 @@ and flagging altered numbers."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -23,8 +22,10 @@ from .conftest import run_cli
 
 # Generous for a shared 2-core VM: a re-run must agree within a factor 5 (seen here: 3.3x slower
 # re-runs at a load average of 10 on 2 cores); numbers altered 10x must be flagged by a factor-3 rule.
-AGREE_TOLERANCE = ("--tolerance", "4.0", "--max-tolerance", "4.0")
-FLAG_TOLERANCE = ("--tolerance", "2.0", "--max-tolerance", "2.0")
+# The noise limit is lifted too (relative IQRs of 25-40% were seen here): what unverifiable means is
+# tested on exact statistics in tests/test_verify_noise.py.
+AGREE_TOLERANCE = ("--tolerance", "4.0", "--max-tolerance", "4.0", "--max-noise", "10")
+FLAG_TOLERANCE = ("--tolerance", "2.0", "--max-tolerance", "2.0", "--max-noise", "10")
 ALTERED_FACTOR = 10.0
 # One thread: two OpenMP threads on a 2-core VM shared with other processes spin at barriers and
 # read 10-1000x slower at random, which no tolerance can absorb (seen here: 12 us vs 74 ms).
@@ -335,7 +336,7 @@ def test_tolerance_rule() -> None:
     both runs measured; no kernel more than the cap."""
     from deepbench.runner.submission.verify import ToleranceRule, compare
 
-    rule = ToleranceRule(floor=0.10, noise_factor=3.0, cap=1.0)
+    rule = ToleranceRule(floor=0.10, noise_factor=3.0, cap=1.0, max_noise=10.0)  # no noise limit here
     pairs = {  # id: (submitted median, its rel IQR, re-run median, its rel IQR, verdict)
         "quiet-same": (100.0, 0.01, 105.0, 0.01, "agree"),
         "quiet-off": (100.0, 0.01, 115.0, 0.01, "disagree"),

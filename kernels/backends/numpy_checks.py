@@ -13,7 +13,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..precision import TOLERANCE, Precision
+from ..precision import Precision, tolerance
 from ..results import Check
 
 FREIVALDS_VECTORS = 4
@@ -31,8 +31,9 @@ def relative_error(out: np.ndarray, ref: np.ndarray) -> float:
     return num / denom if denom > 0 else num
 
 
-def verdict(error: float, precision: Precision, method: str, detail: str = "") -> Check:
-    tol = TOLERANCE[precision]
+def verdict(error: float, precision: Precision, method: str, detail: str = "", tol: float | None = None) -> Check:
+    """Pass when finite and within `tol` (default: the precision's floor, precision.tolerance())."""
+    tol = tolerance(precision) if tol is None else tol
     passed = math.isfinite(error) and error <= tol
     return Check(passed=passed, method=method, error=error if math.isfinite(error) else None, tolerance=tol,
                  detail=detail if math.isfinite(error) else (detail + " non-finite output").strip())
@@ -58,10 +59,11 @@ def check_matmul(out: np.ndarray, x: np.ndarray, y: np.ndarray, precision: Preci
         wrong = int((lhs != rhs).sum())
         return Check(passed=wrong == 0, method="freivalds-exact", error=float(wrong), tolerance=0.0)
     x64, y64 = x.astype(np.float64), y.astype(np.float64)
+    tol = tolerance(precision, reduction=k)
     if small:
-        return verdict(relative_error(out, x64 @ y64), precision, "reference-fp64")
+        return verdict(relative_error(out, x64 @ y64), precision, "reference-fp64", tol=tol)
     r = rng.standard_normal((m, FREIVALDS_VECTORS))
-    return verdict(relative_error(np.asarray(out, np.float64) @ r, x64 @ (y64 @ r)), precision, "freivalds")
+    return verdict(relative_error(np.asarray(out, np.float64) @ r, x64 @ (y64 @ r)), precision, "freivalds", tol=tol)
 
 
 

@@ -3,49 +3,79 @@
 Runs inside the platform's container (or in a subprocess with --local). Reads the plan, skips
 items already in OUTDIR/results.jsonl (so a restarted or resumed run continues), appends one
 result per kernel as soon as it is measured, prints one JSON event per line on stdout for the
-host's progress display, and writes the run record at the end. SIGINT or SIGTERM stops after
-the record is written: every finished kernel is kept.
+host's progress display, and writes the run record at the end. SIGINT, SIGTERM or SIGHUP stops
+after the record is written: every finished kernel is kept. The process that appends results
+(rank 0) holds the folder's harness lock for its whole life: a second harness on the same
+folder stops at once. A result that cannot be written (a full disk) leaves no partial line:
+the harness says what happened and how much space the rest needs, and stops.
 
-Exit status: 0 complete, 130 interrupted, 3 the backend cannot load on this machine.
+Exit status: 0 complete, 130 interrupted, 3 the backend cannot load on this machine, 74 a result
+could not be written, 75 another harness is writing to the folder.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 from pathlib import Path
 from typing import Any
 
 from ..backends import load_backend
+from ..folder_lock import HARNESS_LOCK, FolderLock, Locked
 from ..noise import judge, snapshot, usable_cpus
 from ..precision import Precision
 from ..provenance import harness_provenance
-from ..results import RESULTS_FILE, Plan, append_result, read_results, utcnow
+from ..results import RESULTS_FILE, Plan, append_result, utcnow
+from ..results_file import WriteFailed, scan
 from ..system import collect_system
 from .execute import run_item
-from .faults import maybe_inject
+from .exits import EXIT_BACKEND_UNAVAILABLE, EXIT_INTERRUPTED, EXIT_LOCKED, EXIT_WRITE_FAILED
+from .faults import maybe_fail_backend, maybe_inject
 from .facts import host_facts
-from .ranks import RANKS_DIR, launch_rank, rank_dir_name
+from .lifeline import stop_with_parent
+from .ranks import RANK_LOG, RANKS_DIR, launch_rank, rank_dir_name, record_failure
 from .record import build_record, write_facts, write_record
 
-EXIT_INTERRUPTED = 130
-EXIT_BACKEND_UNAVAILABLE = 3
-
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 # Ranks other than 0 (collectives started by torchrun/mpirun/srun) stay silent: the host reads
 # rank 0's events only, and each of them writes its own records under OUTDIR/ranks/rank-K/.
 _SILENT = False
+_HOST_GONE = False
+
+
+class HostGone(KeyboardInterrupt):
+    """Our stdout's reader (the runner) is gone: stop as if interrupted, keeping what is done."""
 
 
 def emit(event: str, **fields: Any) -> None:
-    if not _SILENT:
+    global _HOST_GONE
+    if _SILENT or _HOST_GONE:
+        return
+    try:
         print(json.dumps({"event": event, **fields}), flush=True)
+    except (BrokenPipeError, ValueError):
+        _HOST_GONE = True
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # no "Exception ignored" when Python flushes at exit
+        raise HostGone from None
 
 
 def _interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
+
+
+def _rank_folder(outdir: Path, rank: int) -> Path:
+    """Where a rank other than 0 keeps its records; its stderr goes to a log there from now on."""
+    folder = outdir / RANKS_DIR / rank_dir_name(rank)
+    folder.mkdir(parents=True, exist_ok=True)
+    log = os.open(folder / RANK_LOG, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(log, sys.stderr.fileno())
+    os.close(log)
+    return folder
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,26 +83,54 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("plan", type=Path)
     parser.add_argument("outdir", type=Path)
     args = parser.parse_args(argv)
-    signal.signal(signal.SIGTERM, _interrupt)
-
-    plan = Plan.model_validate_json(args.plan.read_text())
-    noise_before = snapshot()  # before this process opens the GPU: any process on it is someone else's
-    outdir: Path = args.outdir
-    outdir.mkdir(parents=True, exist_ok=True)
-    started = utcnow()
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, _interrupt)
+    stop_with_parent()
     global _SILENT
-    _SILENT = not launch_rank().is_main
+    where = launch_rank()
+    _SILENT = not where.is_main
+    run_dir: Path = args.outdir
+    rank_dir = None if where.is_main else _rank_folder(run_dir, where.rank)
     try:
+        plan = Plan.model_validate_json(args.plan.read_text())
+        return _run(plan, run_dir, rank_dir)
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except Locked as exc:
+        emit("error", kind="locked", message=f"{exc}: a second harness must not write the same results")
+        return EXIT_LOCKED
+    except WriteFailed as exc:
+        if rank_dir is not None:
+            record_failure(rank_dir, where.rank, str(exc))
+        emit("error", kind="write", message=str(exc), needed_bytes=exc.needed, free_bytes=exc.free)
+        return EXIT_WRITE_FAILED
+    except BaseException as exc:
+        if rank_dir is not None:  # rank 0 speaks to the host itself; the others leave a note
+            record_failure(rank_dir, where.rank, f"{type(exc).__name__}: {exc}")
+        raise
+
+
+def _run(plan: Plan, run_dir: Path, rank_dir: Path | None) -> int:
+    global _SILENT
+    noise_before = snapshot()  # before this process opens the GPU: any process on it is someone else's
+    outdir = rank_dir or run_dir
+    outdir.mkdir(parents=True, exist_ok=True)
+    lock = FolderLock(run_dir, HARNESS_LOCK, "the harness").acquire() if rank_dir is None else None
+    started = utcnow()
+    try:
+        maybe_fail_backend(run_dir, launch_rank().rank)
         backend = load_backend(plan.backend, plan.settings)
     except (ImportError, RuntimeError) as exc:
-        emit("error", message=f"backend '{plan.backend}' cannot run here: {exc}")
+        message = f"backend '{plan.backend}' cannot run here: {exc}"
+        if rank_dir is not None:
+            record_failure(rank_dir, launch_rank().rank, message)
+        emit("error", message=message)
         return EXIT_BACKEND_UNAVAILABLE
     rank = getattr(backend, "rank", launch_rank().rank)
     _SILENT = rank != 0
-    run_dir = outdir  # rank 0's results are the run's; the plan's progress is rank 0's for every rank
-    if rank != 0:
-        outdir = run_dir / RANKS_DIR / rank_dir_name(rank)
-        outdir.mkdir(parents=True, exist_ok=True)
+    # rank 0's results are the run's; the plan's progress is rank 0's for every rank
+    if rank != 0 and rank_dir is None:  # the backend knows better than the engine's variables
+        outdir = _rank_folder(run_dir, rank)
     facts = {"host": host_facts(), "device": backend.device_facts(), "software": backend.library_versions()}
     emit("facts", device=facts["device"].get("name", ""))
     try:
@@ -87,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     write_facts(outdir, facts)
 
     results_path = outdir / RESULTS_FILE
-    done = {r.id for r in read_results(run_dir / RESULTS_FILE)}
+    done = {r.id for r in scan(run_dir / RESULTS_FILE).results}  # damaged lines: measured again
     todo = [item for item in plan.items if item.id not in done]
     state = "complete"
     try:
@@ -99,7 +157,12 @@ def main(argv: list[str] | None = None) -> int:
                 backend.item_barrier()
             maybe_inject(item.id)
             result = run_item(backend, item, plan.settings)
-            append_result(results_path, result)
+            try:
+                append_result(results_path, result)
+            except WriteFailed as exc:
+                exc.args = (f"{exc.args[0]}; {_space_for_the_rest(results_path, len(todo) - i, exc.needed)}",)
+                _write_record_if_possible(plan, outdir, "interrupted", started, facts)
+                raise
             emit("done", id=item.id, status=result.status.value,
                  median_us=result.time_us.median if result.time_us else None, reason=result.reason[:200])
             if getattr(backend, "broken", ""):  # a rank is gone: this process group cannot go on
@@ -118,8 +181,30 @@ def main(argv: list[str] | None = None) -> int:
         facts["device"]["after_error"] = str(exc)
     record = build_record(plan, outdir, state, started, facts)
     write_record(outdir, record)
-    emit("end", state=record.state)
+    try:
+        emit("end", state=record.state)
+    except HostGone:
+        pass
+    if lock is not None:
+        lock.release()
     return EXIT_INTERRUPTED if state == "interrupted" else 0
+
+
+def _space_for_the_rest(path: Path, left: int, needed: int) -> str:
+    """How much the kernels still to measure need, from the records written so far."""
+    try:
+        size, count = path.stat().st_size, len(scan(path).records)
+    except OSError:
+        size, count = 0, 0
+    per = max(needed, size // count if count else needed)
+    return f"the {left} kernel(s) left need about {per * left:,} bytes"
+
+
+def _write_record_if_possible(plan: Plan, outdir: Path, state: str, started: Any, facts: dict) -> None:
+    try:
+        write_record(outdir, build_record(plan, outdir, state, started, facts))
+    except WriteFailed:
+        pass  # the runner's record of the run stays as it was
 
 
 if __name__ == "__main__":

@@ -2,13 +2,19 @@
 
 DEEPBENCH_FAULT="crash:ID" kills the harness (SIGKILL, as the out-of-memory killer would) when it
 starts the kernel whose id starts with ID; "hang:ID" makes that kernel sleep forever; "oom:ID"
-allocates host memory until the process dies. Unset in normal runs: it does nothing then."""
+allocates host memory until the process dies; "unavailable:" makes the backend fail to load (as
+a rank whose communicator cannot be set up does), "unavailable-once:" only on the first start in
+a results folder. Unset in normal runs: it does nothing then."""
 
 from __future__ import annotations
 
 import os
 import signal
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 ENV = "DEEPBENCH_FAULT"
 # With several ranks (all-reduce), DEEPBENCH_FAULT_RANK=R limits the fault to rank R, so that
@@ -31,6 +37,20 @@ def requested(kind: str, item_id: str, rank: int | None = None) -> bool:
     """Whether the fault `kind` is asked for this kernel (id prefix) on this rank."""
     spec_kind, _, target = os.environ.get(ENV, "").partition(":")
     return spec_kind == kind and item_id.startswith(target) and _this_rank_is_targeted(rank)
+
+
+def maybe_fail_backend(outdir: "Path", rank: int) -> None:
+    """Raise as a backend that cannot load would ("unavailable:" and "unavailable-once:")."""
+    from pathlib import Path
+
+    marker = Path(outdir) / f".fault-unavailable-once-{rank}"
+    if requested("unavailable-once", "", rank):
+        if marker.exists():
+            return
+        marker.write_text("1\n")
+    elif not requested("unavailable", "", rank):
+        return
+    raise RuntimeError(f"{ENV} says rank {rank}'s backend is unavailable (a test's fault)")
 
 
 def maybe_inject(item_id: str) -> None:

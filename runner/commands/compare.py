@@ -25,6 +25,7 @@ from ..compare_render import FORMATS, render
 from ..display import add_columns_argument
 from ..errors import UserError
 from ..sources import load_source
+from ..outpaths import writable_file
 
 NAME = "compare"
 HELP = "compare runs and references kernel by kernel, with noise"
@@ -53,6 +54,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if not 0 < args.threshold < 1:
         raise UserError(f"--threshold must be a fraction between 0 and 1, not {args.threshold}")
+    if args.out is not None:
+        writable_file(args.out)
     runs = [load_source(args.runs[0])]
     prefer = runs[0].set
     runs += [load_source(r, prefer) for r in args.runs[1:]]

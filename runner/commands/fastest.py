@@ -20,6 +20,7 @@ from ..html import Section, page, table_html, table_section, warnings_html
 from ..sources import Source, load_source
 from ..tables import Table
 from ..textformats import csv_text, markdown
+from ..outpaths import writable_file
 
 NAME = "fastest"
 HELP = "the fastest run or reference per kernel"
@@ -42,6 +43,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if not args.runs and not args.reference:
         raise UserError("give runs and/or --reference NAME (see deepbench references)")
+    if args.out is not None:
+        writable_file(args.out)
     sources = [load_source(r) for r in args.runs]
     prefer = sources[0].set if sources else None
     sources += [load_source(f"ref:{n}", prefer) for n in args.reference]

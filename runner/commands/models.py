@@ -27,6 +27,7 @@ from ..errors import UserError
 from ..model_compare import DEPARTURE_FACTOR, ModelComparison, compare_runs
 from ..model_level import ModelLevel, model_levels
 from ..model_report import FORWARD, ModelReport, load_model_run, model_reports
+from ..outpaths import writable_file
 
 NAME = "models"
 HELP = "operator datasets of real models (ResNet-50, BERT, GPT-2, Llama ...) and their reports"
@@ -100,6 +101,8 @@ def _extract(args: argparse.Namespace) -> int:
         raise UserError(f"extraction needs torch: pip install 'deepbench[torch]' ({exc})") from None
     from ...kernels.models.suite import dataset_kernels, kernel_for
 
+    if args.out:
+        writable_file(args.out)
     ds = extract(args.model, batch=args.batch, seq=args.seq)
     if args.out:
         ds.save(args.out)

@@ -20,6 +20,7 @@ from pathlib import Path
 from ..display import add_columns_argument
 from ..report_render import FORMATS, write_report
 from ..sources import load_source
+from ..outpaths import writable_file
 
 NAME = "report"
 HELP = "tables, workbook or HTML report of a run or reference"
@@ -34,6 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.out is not None:
+        writable_file(args.out)
     source = load_source(args.run)
     written = write_report(source, args.format, args.out, args.columns)
     if written:

@@ -21,6 +21,7 @@ from ..errors import UserError
 from ..submission.bundle import make_bundle
 from ..submission.checker import check_bundle, describe
 from ..submission.show import print_report
+from ..outpaths import writable_folder
 
 NAME = "submit"
 HELP = "bundle a run as a submission (with a SHA-256 manifest)"
@@ -65,6 +66,7 @@ def vendor_fields(args: argparse.Namespace) -> VendorFields:
 def run(args: argparse.Namespace) -> int:
     console = make_console()
     vendor = vendor_fields(args)
+    writable_folder(args.out)
     index = make_bundle(args.run_dir, args.out, vendor, force=args.force, image_archive=args.image_archive,
                         push_to=args.push, log=lambda line: console.print(line, highlight=False, markup=False))
     console.print(f"wrote submission {index.run_id} to {args.out}; reproduce with: {index.reproduce}",

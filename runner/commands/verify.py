@@ -8,10 +8,14 @@
 
 Per kernel: agree when the ratio of medians is within
   min(--max-tolerance, max(--tolerance, --noise-factor x sqrt(rel_IQR_submitted^2 + rel_IQR_rerun^2)))
-(defaults 100%, 10%, 3): a noisy kernel gets room in proportion to the noise both runs measured.
-The bundle must pass `deepbench check` first. The re-run and verify.json go to --out.
+(defaults 100%, 10%, 3): a noisy kernel gets room in proportion to the noise both runs measured;
+one whose combined relative IQR is over --max-noise (default 15%) is `unverifiable`, not agreed.
+Kernels that did not agree, or whose re-run was noisy, are measured once more with longer
+samples before judging. The bundle must pass `deepbench check` first. The re-run and
+verify.json go to --out.
 
-Exit status: 0 every kernel agrees; 1 some disagree (or the bundle fails its check); 2 usage error."""
+Exit status: 0 every kernel agrees; 1 some disagree or are unverifiable (or the bundle fails its
+check); 2 usage error; 128 + the signal when stopped (Ctrl-C: 130)."""
 
 from __future__ import annotations
 
@@ -20,12 +24,15 @@ from pathlib import Path
 
 from ..display import make_console
 from ..errors import UserError
-from ..submission.verify import (DEFAULT_CAP, DEFAULT_FLOOR, DEFAULT_NOISE_FACTOR, ToleranceRule, print_verify,
-                                 verify_bundle)
+from ..option_types import real
+from ..signals import stop_on_signals
+from ..submission.verify import (DEFAULT_CAP, DEFAULT_FLOOR, DEFAULT_MAX_NOISE, DEFAULT_NOISE_FACTOR, ToleranceRule,
+                                 print_verify, verify_bundle)
 
 NAME = "verify"
 HELP = "re-run a submission and compare with its numbers"
 EXIT_DISAGREE = 1
+MAX_RELATIVE = 1000.0  # a relative tolerance beyond 1000x is a typo
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,27 +40,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--local", action="store_true", help="re-run in a subprocess on this machine, no container")
     parser.add_argument("--out", type=Path, metavar="DIR",
                         help="folder for the re-run (default: ./deepbench-verify/RUN_ID-TIME)")
-    parser.add_argument("--tolerance", type=float, default=DEFAULT_FLOOR, metavar="REL",
+    relative = real(0, MAX_RELATIVE)
+    parser.add_argument("--tolerance", type=relative, default=DEFAULT_FLOOR, metavar="REL",
                         help=f"smallest relative difference allowed (default {DEFAULT_FLOOR:g})")
-    parser.add_argument("--noise-factor", type=float, default=DEFAULT_NOISE_FACTOR, metavar="K",
+    parser.add_argument("--noise-factor", type=relative, default=DEFAULT_NOISE_FACTOR, metavar="K",
                         help=f"room per unit of combined relative IQR (default {DEFAULT_NOISE_FACTOR:g})")
-    parser.add_argument("--max-tolerance", type=float, default=DEFAULT_CAP, metavar="REL",
+    parser.add_argument("--max-tolerance", type=relative, default=DEFAULT_CAP, metavar="REL",
                         help=f"largest relative difference allowed, however noisy (default {DEFAULT_CAP:g})")
+    parser.add_argument("--max-noise", type=relative, default=DEFAULT_MAX_NOISE, metavar="REL",
+                        help=f"a kernel whose combined relative IQR is above this is unverifiable (default "
+                             f"{DEFAULT_MAX_NOISE:g})")
     parser.add_argument("--quiet", action="store_true", help="no per-kernel lines while re-running")
     parser.add_argument("--image-archive", type=Path, metavar="FILE", help="the submission's image as a file "
                         "(deepbench images export; default: the archive the bundle names, beside it)")
 
 
 def run(args: argparse.Namespace) -> int:
-    for name, value in (("--tolerance", args.tolerance), ("--noise-factor", args.noise_factor),
-                        ("--max-tolerance", args.max_tolerance)):
-        if value < 0:
-            raise UserError(f"{name} must not be negative, not {value}")
     if args.max_tolerance < args.tolerance:
         raise UserError(f"--max-tolerance ({args.max_tolerance}) must be at least --tolerance ({args.tolerance})")
     console = make_console()
-    rule = ToleranceRule(floor=args.tolerance, noise_factor=args.noise_factor, cap=args.max_tolerance)
-    result = verify_bundle(args.bundle, local=args.local, out=args.out, rule=rule, console=console, quiet=args.quiet,
-                           image_archive=args.image_archive)
+    rule = ToleranceRule(floor=args.tolerance, noise_factor=args.noise_factor, cap=args.max_tolerance,
+                         max_noise=args.max_noise)
+    with stop_on_signals():
+        result = verify_bundle(args.bundle, local=args.local, out=args.out, rule=rule, console=console,
+                               quiet=args.quiet, image_archive=args.image_archive)
     print_verify(console, result)
-    return 0 if not result.disagree else EXIT_DISAGREE
+    return 0 if not result.disagree and not result.unverifiable else EXIT_DISAGREE

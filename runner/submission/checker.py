@@ -2,9 +2,18 @@
 reported with its reason; any problem fails the check.
 
 Bundles are untrusted input. The checker never follows a link, never reads a file over the size
-limits, rejects paths that escape the bundle, parses JSON strictly (no NaN, no duplicate keys),
-and validates every document against its versioned schema; what is malformed becomes a problem
+limits (nor a line over the per-record limit: results are read line by line with a bounded
+reader), rejects paths that escape the bundle, parses JSON strictly (no NaN, no duplicate keys),
+and validates every document against its versioned schema in pydantic's strict mode (a number
+or a boolean written as a string is wrong, never converted); what is malformed becomes a problem
 with a message, never a traceback.
+
+Then meaning: an `ok` result needs every check passed with its error within its tolerance, its
+statistics re-derived from its samples, its flags following from its measurements; every result
+lies within one of the run's segments (start to stop, each resume its own); plan.json is the plan
+the run started with (its SHA-256 in run.json); and the provenance hashes of the harness and the
+runner must be those this version of the tool computes for its own source: with another version
+they cannot be compared, and a warning says they are not verifiable.
 
 The declared scope: plan.json names a suite and the selection made within it (--ops, --where,
 --limit, --precision; `Plan.selection`). The checker re-derives the kernel list from the frozen
@@ -22,15 +31,20 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import timedelta
+from functools import lru_cache
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, Iterator, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from ...kernels.precision import PRECISIONS, Precision
-from ...kernels.provenance import frozen_suite_sha256, items_sha256, kernel_identity
-from ...kernels.results import (PLAN_SCHEMA, RESULT_SCHEMA, RUN_SCHEMA, KernelResult, Plan, PlanItem, RunRecord,
-                                Status)
+from ...kernels import __version__
+from ...kernels.harness.execute import NOISY_REL_IQR
+from ...kernels.model_kernel import MODEL_TOLERANCE
+from ...kernels.precision import PRECISIONS, TRANSFORM_TOLERANCE, Precision, recurrence_tolerance, tolerance
+from ...kernels.provenance import (frozen_suite_sha256, harness_sha256, items_sha256, kernel_identity,
+                                   package_sha256, sha256_file)
+from ...kernels.results import (PLAN_SCHEMA, RESULT_SCHEMA, RUN_SCHEMA, KernelResult, Plan, PlanItem, ResultFields,
+                                RunRecord, Status, drop_derived)
 from ...kernels.suites import SelectionError, parse_where, select
 from ...kernels.system import SYSTEM_SCHEMA, SystemDescription
 from ..errors import UserError
@@ -43,7 +57,10 @@ DERIVED_RTOL = 1e-6  # TFLOPS re-derived from FLOPs and the median (JSON keeps f
 # A kernel stopped by the time cap below --min-samples must show this fraction of the cap in its
 # samples (the rule stops at twice the cap; loop overhead and calibration are not in the samples).
 TIME_CAP_EVIDENCE = 0.9
-CLOCK_SLACK = timedelta(seconds=60)  # results' timestamps lie within the run's, give or take this
+CLOCK_SLACK = timedelta(seconds=60)  # results' timestamps lie within the run's segments, give or take this
+# A check's tolerance may exceed the bound re-derived from the catalog's kernel by this factor: a
+# padded GEMM's reduction is a few elements longer than the catalog's k.
+TOLERANCE_SLACK = 1.01
 HEX64 = set("0123456789abcdef")
 
 
@@ -173,6 +190,9 @@ def _validate(model: type[M], data: Any, schema: str, where: str, report: Report
         report.add(where, f"schema_version {version!r} is not one this checker reads (expected {schema!r})")
         return None
     try:
+        # Types first, in strict mode from the JSON text; then the document as the tool reads it.
+        strict, typed = (ResultFields, drop_derived(data)) if model is KernelResult else (model, data)
+        strict.model_validate_json(json.dumps(typed), strict=True)
         return model.model_validate(data)
     except ValidationError as exc:
         report.add(where, f"does not match its schema: {describe(exc)}")
@@ -197,6 +217,25 @@ def _load(root: Path, rel: str, model: type[M], schema: str, files: dict[str, in
     return None if data is None else _validate(model, data, schema, rel, report)
 
 
+def bounded_lines(f: BinaryIO, limit: int) -> Iterator[tuple[int, bytes | None]]:
+    """(line number, line) for each line, None for a line longer than `limit` bytes, which is
+    skipped without being held in memory (a 1 GiB file of one line costs `limit` bytes, not 1 GiB)."""
+    n = 0
+    while True:
+        line = f.readline(limit + 1)
+        if not line:
+            return
+        n += 1
+        if len(line) <= limit or line.endswith(b"\n"):  # whole: at most `limit` bytes before its newline
+            yield n, line
+            continue
+        while not line.endswith(b"\n"):  # the rest of the long line, a chunk at a time
+            line = f.readline(limit + 1)
+            if not line:
+                break
+        yield n, None
+
+
 def _load_results(root: Path, files: dict[str, int], limits: Limits, report: Report
                   ) -> tuple[list[KernelResult], bool]:
     rel = layout.RESULTS
@@ -206,11 +245,11 @@ def _load_results(root: Path, files: dict[str, int], limits: Limits, report: Rep
     before = len(report.problems)
     bad = 0
     with (root / rel).open("rb") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
+        for n, line in bounded_lines(f, limits.max_json_bytes):
+            if line is not None and not line.strip():
                 continue
             where = f"{rel} line {n}"
-            if len(line) > limits.max_json_bytes:
+            if line is None:
                 ok = None
                 report.add(where, f"is over {limits.max_json_bytes} bytes")
             else:
@@ -268,16 +307,45 @@ def _check_run(b: Bundle, report: Report) -> None:
         for attr in ("run_id", "suite", "platform", "backend"):
             if getattr(run, attr) != getattr(plan, attr):
                 report.add(layout.RUN, f"{attr} {getattr(run, attr)!r} differs from plan.json's {getattr(plan, attr)!r}")
+    if run.plan_sha256 is not None and (report.root / layout.PLAN).is_file() \
+            and sha256_file(report.root / layout.PLAN) != run.plan_sha256:
+        report.add(layout.PLAN, "is not the plan the run started with (its SHA-256 differs from run.json's "
+                                "plan_sha256)")
+    spans = _segments(run, report)
     if b.results_valid:
         counts = dict(Counter(r.status.value for r in b.results))
         if counts != run.counts:
             report.add(layout.RUN, f"counts {run.counts} differ from results.jsonl's {counts}")
         for r in b.results:
-            if r.started_at < run.started_at - CLOCK_SLACK or r.ended_at > run.ended_at + CLOCK_SLACK:
+            if not any(a - CLOCK_SLACK <= r.started_at and r.ended_at <= b + CLOCK_SLACK for a, b in spans):
                 report.add(r.id, f"its timestamps ({r.started_at:%H:%M:%S}-{r.ended_at:%H:%M:%S}) lie outside the "
-                                 f"run's ({run.started_at:%H:%M:%S}-{run.ended_at:%H:%M:%S})")
+                                 f"run's segments ({_spans_text(spans)})")
             if r.ended_at < r.started_at:
                 report.add(r.id, "ended before it started")
+
+
+def _segments(run: RunRecord, report: Report) -> list[tuple[Any, Any]]:
+    """The stretches the run ran in: its segments (each start or resume to its stop), or, for a
+    record without segments, its start to its end."""
+    if not run.segments:
+        return [(run.started_at, run.ended_at)]
+    spans = []
+    for i, seg in enumerate(run.segments):
+        if seg.ended_at is None:
+            report.add(layout.RUN, f"segment {i + 1} has no end: the run record was not closed")
+            continue
+        if seg.ended_at < seg.started_at:
+            report.add(layout.RUN, f"segment {i + 1} ends before it starts")
+        if i and seg.started_at < run.segments[i - 1].started_at:
+            report.add(layout.RUN, f"segment {i + 1} starts before segment {i}")
+        spans.append((seg.started_at, seg.ended_at))
+    if spans and (run.started_at > spans[0][0] + CLOCK_SLACK or run.ended_at < spans[-1][1] - CLOCK_SLACK):
+        report.add(layout.RUN, "its start and end do not span its segments")
+    return spans
+
+
+def _spans_text(spans: list[tuple[Any, Any]]) -> str:
+    return ", ".join(f"{a:%H:%M:%S}-{b:%H:%M:%S}" for a, b in spans[:5]) + (" ..." if len(spans) > 5 else "")
 
 
 def declared_items(plan: Plan) -> list[PlanItem]:
@@ -358,15 +426,64 @@ def _check_results(b: Bundle, report: Report) -> None:
         if r.status in (Status.FAILED, Status.TIMEOUT):
             report.add(r.id, f"{r.status.value}: {r.reason[:300]}")
         elif r.status is Status.OK:
+            _check_flags(r, report)
+            if r.check is not None and r.check not in [p.check for p in r.parts]:
+                report.add(r.id, "its check is none of its parts' checks")
             for p in r.parts:
                 _check_samples(r, p, plan, report)
                 if not p.check.passed:
                     report.add(r.id, f"{p.direction}: its check did not pass")
-                if p.tflops is not None and r.op != "all_reduce" and p.measurement.stats.median > 0:
-                    derived = p.flops / p.measurement.stats.median / 1e6
-                    if not math.isclose(p.tflops, derived, rel_tol=DERIVED_RTOL):
-                        report.add(r.id, f"{p.direction}: tflops {p.tflops:g} does not follow from its FLOPs and "
-                                         f"median time ({derived:g}): the figures were edited")
+                elif p.check.error is None or not math.isfinite(p.check.error) or p.check.tolerance < 0 \
+                        or p.check.error > p.check.tolerance:
+                    report.add(r.id, f"{p.direction}: its check passed with error {p.check.error} against a "
+                                     f"tolerance of {p.check.tolerance}: a passed check has its error within it")
+                elif p.check.tolerance > (bound := tolerance_bound(r, p.direction)) * TOLERANCE_SLACK:
+                    report.add(r.id, f"{p.direction}: its tolerance {p.check.tolerance:g} is above the {bound:g} "
+                                     f"this tool allows a {r.precision.name.value} {r.op} check")
+                _check_rates(r, f"{p.direction}: ", p.tflops, p.gbps, p.flops, p.min_bytes,
+                             p.measurement.stats.median, report)
+            if r.time_us is not None:
+                _check_rates(r, "", r.tflops, r.gbps, sum(p.flops for p in r.parts),
+                             sum(p.min_bytes for p in r.parts), r.time_us.median, report)
+
+
+def _check_rates(r: KernelResult, where: str, tflops: float | None, gbps: float | None, flops: float,
+                 min_bytes: float, median_us: float, report: Report) -> None:
+    """TFLOP/s and GB/s re-derived from the FLOPs, the fewest bytes and the median time."""
+    if median_us <= 0:
+        return
+    for name, value, derived in (("tflops", tflops, flops / median_us / 1e6),
+                                 ("gbps", gbps, min_bytes / median_us / 1e3)):
+        if value is not None and (value or derived) and not math.isclose(value, derived, rel_tol=DERIVED_RTOL):
+            report.add(r.id, f"{where}{name} {value:g} does not follow from its "
+                             f"{'FLOPs' if name == 'tflops' else 'fewest bytes'} and median time ({derived:g}): "
+                             "the figures were edited")
+
+
+def tolerance_bound(r: KernelResult, direction: str) -> float:
+    """The largest tolerance this tool gives the check of this kernel's direction (precision.py):
+    derived from the recurrence for RNNs and from the reduction for GEMMs; the precision's floor,
+    or for convolutions the Winograd/FFT one, for the rest; the whole-model one for models."""
+    p = r.precision.name
+    k = r.kernel
+    if r.op == "rnn":
+        return recurrence_tolerance(p, k.hidden, k.batch, k.timesteps, direction)
+    bound = tolerance(p, reduction=getattr(k, "k", 1) if isinstance(getattr(k, "k", None), int) else 1)
+    if r.op == "conv":
+        bound = max(bound, TRANSFORM_TOLERANCE.get(p, 0.0))
+    if r.op == "model":
+        bound = max(bound, MODEL_TOLERANCE.get(p, 0.0))
+    return bound
+
+
+def _check_flags(r: KernelResult, report: Report) -> None:
+    """The flags that follow from the measurements alone must be there exactly when they follow."""
+    derived = {"unconverged": any(p.measurement.stop_reason != "converged" for p in r.parts),
+               "noisy": any(p.measurement.stats.rel_iqr > NOISY_REL_IQR for p in r.parts)}
+    for flag, due in derived.items():
+        if due != (flag in r.flags):
+            report.add(r.id, f"flag {flag!r} is {'missing' if due else 'set'}, but its measurements say "
+                             f"{'it is' if due else 'it is not'} {flag}")
 
 
 def _check_samples(r: KernelResult, p: Any, plan: Plan | None, report: Report) -> None:
@@ -435,6 +552,7 @@ def _check_provenance(b: Bundle, report: Report) -> None:
     prov = run.provenance
     if not prov.harness_sha256 or len(prov.harness_sha256) != 64 or not set(prov.harness_sha256) <= HEX64:
         report.add(layout.RUN, "provenance.harness_sha256 is missing or not a SHA-256")
+    _check_source_hashes(run, report)
     if prov.tool_version != run.tool_version:
         report.add(layout.RUN, f"provenance.tool_version {prov.tool_version!r} differs from {run.tool_version!r}")
     if prov.local is None:
@@ -446,3 +564,32 @@ def _check_provenance(b: Bundle, report: Report) -> None:
     if prov.source is not None and prov.source.state == "modified":
         report.warn(layout.RUN, f"it was run from a modified source tree ({prov.source.changed_count} changed paths "
                                 f"at {(prov.source.commit or '?')[:12]}): the harness hash identifies the code")
+
+
+@lru_cache(maxsize=1)
+def own_hashes() -> dict[str, str]:
+    """What this tool computes for its own source: the harness (deepbench.kernels) and runner packages."""
+    from ..provenance import RUNNER_DIR
+
+    return {"harness_sha256": harness_sha256(), "runner_sha256": package_sha256(RUNNER_DIR)}
+
+
+def _check_source_hashes(run: RunRecord, report: Report) -> None:
+    """The code that ran must be this version's: its hashes are compared with ours. Another version's
+    cannot be (not verifiable: a warning); a run from a modified tree says so itself (a warning)."""
+    prov = run.provenance
+    if run.tool_version != __version__:
+        report.warn(layout.RUN, f"provenance hashes are not verifiable: the run was made by deepbench "
+                                f"{run.tool_version}, this is {__version__} (check it with that version)")
+        return
+    modified = prov.source is not None and prov.source.state == "modified" or \
+        prov.harness_source is not None and prov.harness_source.state == "modified"
+    for key, ours in own_hashes().items():
+        theirs = getattr(prov, key)
+        if theirs == ours:
+            continue
+        text = f"provenance.{key} {str(theirs)[:16]}... is not what deepbench {__version__} computes for its own source"
+        if modified:
+            report.warn(layout.RUN, f"{text}: the run was made from a modified source tree")
+        else:
+            report.add(layout.RUN, f"{text} ({ours[:16]}...): the code that ran is not this version's")

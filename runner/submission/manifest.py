@@ -81,12 +81,15 @@ def unsafe_path(text: str) -> str | None:
     return None
 
 
+def _canonical(digests: dict[str, str]) -> str:
+    return "".join(f"{digest}  {rel}\n" for rel, digest in sorted(digests.items()))
+
+
 def write_manifest(root: Path) -> list[str]:
     """Hash every file under `root` (but the manifest) into MANIFEST.sha256; returns the paths."""
     paths = sorted(p.relative_to(root).as_posix() for p in root.rglob("*")
                    if p.is_file() and not p.is_symlink() and p.name != MANIFEST)
-    lines = [f"{sha256_file(root / rel)}  {rel}\n" for rel in paths]
-    (root / MANIFEST).write_text("".join(lines))
+    (root / MANIFEST).write_text(_canonical({rel: sha256_file(root / rel) for rel in paths}))
     return paths
 
 
@@ -103,7 +106,7 @@ def check_manifest(root: Path, found: Scan, limits: Limits) -> list[tuple[str, s
         return [(MANIFEST, "is not UTF-8 text")]
     listed: dict[str, str] = {}
     real_root = root.resolve()
-    for n, line in enumerate(text.splitlines(), 1):
+    for n, line in enumerate(text.split("\n"), 1):  # sha256sum's lines: "\n" only (splitlines knows 8 more)
         if not line.strip():
             continue
         m = LINE.match(line)
@@ -123,6 +126,9 @@ def check_manifest(root: Path, found: Scan, limits: Limits) -> list[tuple[str, s
             problems.append((f"{MANIFEST} line {n}", f"lists {rel} twice"))
         else:
             listed[rel] = digest
+    if not problems and text != _canonical(listed):
+        problems.append((MANIFEST, "is not in the form deepbench submit writes ('<sha256>  <path>' lines, sorted by "
+                                   "path, each ending in a newline): it was edited"))
     for rel, digest in listed.items():
         if rel not in found.files:
             exists = os.path.lexists(root / rel)

@@ -9,15 +9,22 @@ one here with its id, else its exported archive, else pulled by digest: image.py
   noise      = sqrt(rel_iqr_submitted^2 + rel_iqr_rerun^2)      (rel_iqr = (p75 - p25) / median)
   tolerance  = min(cap, max(floor, k * noise))                   (defaults: floor 10%, k 3, cap 100%)
   agree      iff max(ratio, 1/ratio) - 1 <= tolerance
+  unverifiable iff noise > the noise limit                       (default 15%: tolerance at most 45%)
 
 so a quiet kernel must agree within the floor, a noisy one gets room in proportion to the noise
-both runs measured, and no kernel may differ by more than a factor 1 + cap, however noisy. A
-kernel `unsupported` in both agrees; one that is `ok` in one run and not in the other disagrees.
+both runs measured, and a kernel too noisy for any tolerance to mean something is reported
+`unverifiable`, never `agree`: with its tolerance near the cap, a number altered by half would
+pass. Before judging, every kernel that did not agree or whose re-run was noisy is measured once
+more with longer samples and a longer time cap (jitter averages out over more calls per sample;
+a busy moment passes), and the quieter of its two re-runs is the one compared. A kernel
+`unsupported` in both agrees; one that is `ok` in one run and not in the other disagrees.
 """
 
 from __future__ import annotations
 
 import math
+import signal
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -29,13 +36,17 @@ from rich.markup import escape
 from rich.table import Table
 
 from ...kernels.harness.record import build_record, read_facts, write_record
-from ...kernels.results import PLAN_FILE, RESULTS_FILE, KernelResult, Plan, RunRecord, Status, TimeStats, read_results
+from ...kernels.results import RESULTS_FILE, KernelResult, Plan, RunRecord, Settings, Status, TimeStats, read_results
+from ...kernels.results_file import write_atomic
 from ...kernels.system import SystemDescription
+from .. import run_folder
 from ..display import RunProgress
 from ..errors import UserError
 from ..local import LocalHarness
 from ..platforms import get_platform
 from ..provenance import command_line, with_host_facts
+from ..run_folder import RunFolder
+from ..signals import Stopped
 from ..supervise import supervise
 from .checker import check_bundle
 from .image import obtain
@@ -46,8 +57,14 @@ VERIFY_SCHEMA = "deepbench.verify/1"
 DEFAULT_FLOOR = 0.10
 DEFAULT_NOISE_FACTOR = 3.0
 DEFAULT_CAP = 1.0
+# Above this combined relative IQR a kernel is unverifiable: k x 15% = 45%, the widest tolerance a
+# verdict may rest on by default (a 50% alteration must not pass as noise).
+DEFAULT_MAX_NOISE = 0.15
 REPORT_FILE = "verify.json"
 DEFAULT_VERIFY_DIR = Path("deepbench-verify")
+REMEASURE_DIR = "remeasure"
+REMEASURE_FACTOR = 4.0  # the second measurement's samples and time cap, against the plan's
+NOISY_RERUN = 0.10  # a re-run noisier than this (relative IQR) is measured again before judging
 
 
 def recorded_engines(results: list[KernelResult]) -> dict[str, str]:
@@ -61,6 +78,7 @@ class ToleranceRule:
     floor: float = DEFAULT_FLOOR
     noise_factor: float = DEFAULT_NOISE_FACTOR
     cap: float = DEFAULT_CAP
+    max_noise: float = DEFAULT_MAX_NOISE
 
     def tolerance(self, a: TimeStats, b: TimeStats) -> float:
         noise = math.hypot(a.rel_iqr, b.rel_iqr)
@@ -71,11 +89,13 @@ class Comparison(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     id: str
-    verdict: Literal["agree", "disagree"]
+    verdict: Literal["agree", "disagree", "unverifiable"]
     submitted_us: float | None = None
     rerun_us: float | None = None
     ratio: float | None = None
     tolerance: float | None = None
+    noise: float | None = None
+    remeasured: bool = False
     reason: str = ""
 
 
@@ -87,11 +107,13 @@ class VerifyReport(BaseModel):
     rule: dict[str, float]
     agree: int
     disagree: int
+    unverifiable: int = 0
     environment_differences: list[str]
     comparisons: list[Comparison]
 
 
-def compare(submitted: list[KernelResult], rerun: list[KernelResult], rule: ToleranceRule) -> list[Comparison]:
+def compare(submitted: list[KernelResult], rerun: list[KernelResult], rule: ToleranceRule,
+            remeasured: set[str] = frozenset()) -> list[Comparison]:  # type: ignore[assignment]
     again = {r.id: r for r in rerun}
     out = []
     for s in submitted:
@@ -100,18 +122,60 @@ def compare(submitted: list[KernelResult], rerun: list[KernelResult], rule: Tole
             out.append(Comparison(id=s.id, verdict="disagree", reason="not re-run (the re-run stopped early)"))
         elif s.status is Status.OK and r.status is Status.OK and s.time_us and r.time_us:
             ratio = r.time_us.median / s.time_us.median
+            noise = math.hypot(s.time_us.rel_iqr, r.time_us.rel_iqr)
             tol = rule.tolerance(s.time_us, r.time_us)
             off = max(ratio, 1 / ratio) - 1 if ratio > 0 else math.inf
-            out.append(Comparison(id=s.id, verdict="agree" if off <= tol else "disagree",
-                                  submitted_us=s.time_us.median, rerun_us=r.time_us.median, ratio=ratio,
-                                  tolerance=tol, reason="" if off <= tol else
-                                  f"differs by {off:.0%}, over the tolerance of {tol:.0%}"))
+            figures = dict(submitted_us=s.time_us.median, rerun_us=r.time_us.median, ratio=ratio,
+                           noise=noise if math.isfinite(noise) else None, remeasured=s.id in remeasured)
+            if not noise <= rule.max_noise:
+                out.append(Comparison(id=s.id, verdict="unverifiable", **figures, reason=(
+                    f"too noisy to verify: combined relative IQR {noise:.0%} is over the limit of "
+                    f"{rule.max_noise:.0%} (submitted {s.time_us.rel_iqr:.0%}, here {r.time_us.rel_iqr:.0%}); "
+                    "re-run on a quiet machine")))
+            else:
+                reason = "" if off <= tol else f"differs by {off:.0%}, over the tolerance of {tol:.0%}"
+                out.append(Comparison(id=s.id, verdict="agree" if off <= tol else "disagree", tolerance=tol, **figures,
+                                      reason=reason))
         elif s.status is r.status is Status.UNSUPPORTED:
             out.append(Comparison(id=s.id, verdict="agree", reason="unsupported in both"))
         else:
             out.append(Comparison(id=s.id, verdict="disagree", reason=f"{s.status.value} in the submission, "
                                   f"{r.status.value} here{': ' + r.reason[:200] if r.reason else ''}"))
     return out
+
+
+def to_remeasure(comparisons: list[Comparison], rerun: list[KernelResult]) -> list[str]:
+    """Kernels measured once more before judging: those that did not agree, and noisy re-runs."""
+    again = {r.id: r for r in rerun}
+    out = []
+    for c in comparisons:
+        r = again.get(c.id)
+        if r is None or r.status is not Status.OK or r.time_us is None:
+            continue
+        if c.verdict != "agree" or r.time_us.rel_iqr > NOISY_RERUN:
+            out.append(c.id)
+    return out
+
+
+def quieter(first: list[KernelResult], second: list[KernelResult]) -> list[KernelResult]:
+    """Per kernel, the re-run with the smaller relative IQR (a second one that did not finish ok
+    does not replace an ok first)."""
+    better = {r.id: r for r in second if r.status is Status.OK and r.time_us is not None}
+    out = []
+    for r in first:
+        b = better.get(r.id)
+        out.append(b if b is not None and (r.time_us is None or b.time_us.rel_iqr < r.time_us.rel_iqr) else r)
+    return out
+
+
+def judge(submitted: list[KernelResult], rerun: list[KernelResult], rule: ToleranceRule,
+          remeasure: Callable[[list[str]], list[KernelResult]]) -> list[Comparison]:
+    """Compare; measure again what did not agree or was noisy; compare with the quieter re-run."""
+    first = compare(submitted, rerun, rule)
+    ids = to_remeasure(first, rerun)
+    if not ids:
+        return first
+    return compare(submitted, quieter(rerun, remeasure(ids)), rule, remeasured=set(ids))
 
 
 def environment_differences(submitted: SystemDescription | None, here: SystemDescription | None) -> list[str]:
@@ -164,40 +228,68 @@ def verify_bundle(root: Path, *, local: bool, out: Path | None, rule: ToleranceR
         raise UserError("this submission was run with --local (no container image): verify it with --local")
     stamp = f"{datetime.now(timezone.utc):%Y%m%d-%H%M%S}"
     outdir = out or DEFAULT_VERIFY_DIR / f"{bundle.plan.run_id}-{stamp}"
-    if (outdir / RESULTS_FILE).exists():
-        raise UserError(f"{outdir} already holds results: choose another --out")
-    outdir.mkdir(parents=True, exist_ok=True)
     # The very cuDNN engines the submission ran (its results name them), not a fresh choice.
     settings = bundle.plan.settings.model_copy(update={"cudnn_engines": {
         **recorded_engines(bundle.results), **bundle.plan.settings.cudnn_engines}})
     plan = bundle.plan.model_copy(update={"run_id": f"{bundle.plan.run_id}-verify-{stamp}",
                                           "command": command_line(), "settings": settings})
-    plan_path = outdir / PLAN_FILE
-    plan_path.write_text(plan.model_dump_json(indent=1) + "\n")
-    (outdir / ".local").write_text("1\n" if local else "0\n")
-    start = (lambda: LocalHarness(plan_path, outdir)) if local else \
-        _container_starter(root, bundle.index, bundle.run, plan, plan_path, outdir, console, image_archive)
+    folder = run_folder.create(outdir, plan, local, role="deepbench verify", resume_hint=False)
+
+    def container_for(plan: Plan, plan_path: Path, outdir: Path) -> Callable[[], Any]:
+        return _container_starter(root, bundle.index, bundle.run, plan, plan_path, outdir, console, image_archive)
     console.print(f"[bold]deepbench verify[/] re-running {len(plan.items)} kernels of {escape(bundle.plan.run_id)} "
                   f"({'local' if local else 'container'}) -> {escape(str(outdir))}", highlight=False)
-    started = datetime.now(timezone.utc)
+    record, rerun = _rerun(folder, container_for, console, quiet)
+
+    def remeasure(ids: list[str]) -> list[KernelResult]:
+        console.print(f"measuring {len(ids)} kernel(s) again with {REMEASURE_FACTOR:g}x longer samples before "
+                      "judging (they did not agree, or their re-run was noisy)", highlight=False)
+        again = plan.model_copy(update={"run_id": f"{plan.run_id}-{REMEASURE_DIR}", "settings": longer(plan.settings),
+                                        "items": tuple(i for i in plan.items if i.id in set(ids))})
+        sub = run_folder.create(outdir / REMEASURE_DIR, again, local, role="deepbench verify", resume_hint=False)
+        return _rerun(sub, container_for, console, quiet)[1]
+
+    comparisons = judge(bundle.results, rerun, rule, remeasure)
+    count = Counter(c.verdict for c in comparisons)
+    result = VerifyReport(
+        bundle=str(root), rerun=str(outdir), local=local, rule=vars(rule).copy(), agree=count["agree"],
+        disagree=count["disagree"], unverifiable=count["unverifiable"],
+        environment_differences=environment_differences(bundle.system, record.system), comparisons=comparisons)
+    write_atomic(outdir / REPORT_FILE, result.model_dump_json(indent=1) + "\n")
+    return result
+
+
+def longer(settings: Settings) -> Settings:
+    """The plan's settings with samples and time cap REMEASURE_FACTOR times longer."""
+    cap = settings.time_cap_s * REMEASURE_FACTOR
+    return settings.model_copy(update={
+        "time_cap_s": cap, "min_sample_s": settings.min_sample_s * REMEASURE_FACTOR,
+        "min_time_s": settings.min_time_s * REMEASURE_FACTOR,
+        "kernel_timeout_s": max(settings.kernel_timeout_s, cap * REMEASURE_FACTOR * 3)})
+
+
+def _rerun(folder: RunFolder, container_for: Callable[[Plan, Path, Path], Callable[[], Any]], console: Console,
+           quiet: bool) -> tuple[RunRecord, list[KernelResult]]:
+    """Run a plan in its folder to the end (or the user's stop), in a container on the submission's
+    image unless the folder is local; its record and results."""
+    plan, outdir = folder.plan, folder.path
+    start = (lambda: LocalHarness(folder.plan_path, outdir)) if folder.local else \
+        container_for(plan, folder.plan_path, outdir)
     with RunProgress(console, total=len(plan.items)) as progress:
         if quiet:
             progress.finished = lambda event: progress.bar.advance(progress.task)  # type: ignore[method-assign]
         outcome = supervise(plan, outdir, start, progress)
-    facts = with_host_facts(read_facts(outdir), plan, local)
-    if not local and getattr(start, "provenance", None):
+    facts = with_host_facts(read_facts(outdir), plan, folder.local)
+    if not folder.local and getattr(start, "provenance", None):
         facts["provenance"]["image"] = start.provenance
-    record = build_record(plan, outdir, outcome.state, started, facts)
+    record = build_record(plan, outdir, outcome.state, folder.started_at, facts)
+    record = run_folder.finish(folder, record, record.state)
     write_record(outdir, record)
     if outcome.state == "failed":
-        raise UserError(outcome.message or "the harness could not start", exit_code=1)
-    comparisons = compare(bundle.results, read_results(outdir / RESULTS_FILE), rule)
-    result = VerifyReport(
-        bundle=str(root), rerun=str(outdir), local=local, rule=vars(rule).copy(),
-        agree=sum(c.verdict == "agree" for c in comparisons), disagree=sum(c.verdict == "disagree" for c in comparisons),
-        environment_differences=environment_differences(bundle.system, record.system), comparisons=comparisons)
-    (outdir / REPORT_FILE).write_text(result.model_dump_json(indent=1) + "\n")
-    return result
+        raise UserError(outcome.message or "the harness could not start", exit_code=outcome.exit_code)
+    if outcome.state == "interrupted":
+        raise Stopped(outcome.signum or signal.SIGINT)
+    return record, read_results(outdir / RESULTS_FILE)
 
 
 def print_verify(console: Console, result: VerifyReport) -> None:
@@ -205,17 +297,21 @@ def print_verify(console: Console, result: VerifyReport) -> None:
     for col in ("kernel", "submitted us", "re-run us", "ratio", "tolerance", "verdict"):
         table.add_column(col, justify="left" if col in ("kernel", "verdict") else "right")
     for c in result.comparisons:
-        style = "green" if c.verdict == "agree" else "red"
-        table.add_row(c.id, _fmt(c.submitted_us), _fmt(c.rerun_us), f"{c.ratio:.3f}" if c.ratio else "",
-                      f"±{c.tolerance:.0%}" if c.tolerance is not None else "",
+        style = {"agree": "green", "disagree": "red"}.get(c.verdict, "yellow")
+        table.add_row(c.id + (" *" if c.remeasured else ""), _fmt(c.submitted_us), _fmt(c.rerun_us),
+                      f"{c.ratio:.3f}" if c.ratio else "", f"±{c.tolerance:.0%}" if c.tolerance is not None else "",
                       f"[{style}]{c.verdict}[/]" + (f" ({escape(c.reason)})" if c.reason else ""))
     console.print(table)
+    if any(c.remeasured for c in result.comparisons):
+        console.print("* measured again with longer samples; the quieter re-run is compared", highlight=False)
     for d in result.environment_differences:
         console.print(f"[yellow]warning[/] this machine differs from the submission's: {escape(d)}", highlight=False)
-    verdict = "[bold green]verified[/]" if not result.disagree else "[bold red]not verified[/]"
-    console.print(f"{verdict}: {result.agree} agree, {result.disagree} disagree (tolerance: max({result.rule['floor']:.0%}, "
-                  f"{result.rule['noise_factor']:g} x combined relative IQR), at most {result.rule['cap']:.0%}); "
-                  f"report in {escape(result.rerun)}/{REPORT_FILE}", highlight=False, soft_wrap=True)
+    verified = not result.disagree and not result.unverifiable
+    verdict = "[bold green]verified[/]" if verified else "[bold red]not verified[/]"
+    console.print(f"{verdict}: {result.agree} agree, {result.disagree} disagree, {result.unverifiable} unverifiable "
+                  f"(tolerance: max({result.rule['floor']:.0%}, {result.rule['noise_factor']:g} x combined relative "
+                  f"IQR), at most {result.rule['cap']:.0%}; unverifiable above {result.rule['max_noise']:.0%} combined "
+                  f"relative IQR); report in {escape(result.rerun)}/{REPORT_FILE}", highlight=False, soft_wrap=True)
 
 
 def _fmt(us: float | None) -> str:

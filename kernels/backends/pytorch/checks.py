@@ -10,7 +10,7 @@ import math
 
 import torch
 
-from ...precision import TOLERANCE, Precision
+from ...precision import Precision, tolerance
 from ...results import Check
 
 FREIVALDS_VECTORS = 4
@@ -27,8 +27,9 @@ def relative_error(out: torch.Tensor, ref: torch.Tensor) -> float:
     return num / denom if denom > 0 else num
 
 
-def verdict(error: float, precision: Precision, method: str, detail: str = "") -> Check:
-    tol = TOLERANCE[precision]
+def verdict(error: float, precision: Precision, method: str, detail: str = "", tol: float | None = None) -> Check:
+    """Pass when finite and within `tol` (default: the precision's floor, precision.tolerance())."""
+    tol = tolerance(precision) if tol is None else tol
     passed = math.isfinite(error) and error <= tol
     return Check(passed=passed, method=method, error=error if math.isfinite(error) else None,
                  tolerance=tol, detail=detail if passed or math.isfinite(error) else (detail + " non-finite output").strip())
@@ -49,7 +50,8 @@ def check_matmul(out: torch.Tensor, x: torch.Tensor, y: torch.Tensor, precision:
         lhs, rhs = out.double() @ r, x.double() @ (y.double() @ r)
         wrong = int((lhs != rhs).sum().item())
         return Check(passed=wrong == 0, method="freivalds-exact", error=float(wrong), tolerance=0.0)
+    tol = tolerance(precision, reduction=k)
     if n * k * m <= REFERENCE_MAX_MACS:
-        return verdict(relative_error(out, x.double() @ y.double()), precision, "reference-fp64")
+        return verdict(relative_error(out, x.double() @ y.double()), precision, "reference-fp64", tol=tol)
     r = torch.randn(m, FREIVALDS_VECTORS, device=x.device, dtype=torch.float64, generator=generator)
-    return verdict(relative_error(out.double() @ r, x.double() @ (y.double() @ r)), precision, "freivalds")
+    return verdict(relative_error(out.double() @ r, x.double() @ (y.double() @ r)), precision, "freivalds", tol=tol)

@@ -1,0 +1,57 @@
+"""Stop signals: SIGTERM (kill, systemd, Slurm's scancel) and SIGHUP (a closed terminal or SSH
+session) stop a run the way Ctrl-C does: the harness is asked to stop, finished kernels are
+kept, run.json says `interrupted`, and the exit status is 128 + the signal's number (130, 143,
+129), as a shell reports a process a signal ended.
+
+A signal raises `Stopped` (a KeyboardInterrupt, so every place that already handles Ctrl-C
+handles these too) once; further signals while the run winds down are noted and otherwise
+ignored, so that a second Ctrl-C or a systemd stop-then-kill cannot cut the run record short.
+A signal the process was started ignoring (SIGHUP under nohup) stays ignored.
+"""
+
+from __future__ import annotations
+
+import signal
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+SIGNAL_EXIT_BASE = 128
+
+
+class Stopped(KeyboardInterrupt):
+    def __init__(self, signum: int = signal.SIGINT) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def exit_status(exc: BaseException | None = None, signum: int | None = None) -> int:
+    """128 + the signal that stopped the run (SIGINT when it is not known)."""
+    num = signum if signum is not None else getattr(exc, "signum", signal.SIGINT)
+    return SIGNAL_EXIT_BASE + int(num)
+
+
+@contextmanager
+def stop_on_signals() -> Iterator[list[int]]:
+    """Within the block, the first stop signal raises Stopped; the list yielded holds every stop
+    signal received (the first decides the exit status)."""
+    received: list[int] = []
+
+    def handler(signum: int, frame: Any) -> None:
+        received.append(signum)
+        if len(received) == 1:
+            raise Stopped(signum)
+
+    previous = {}
+    for sig in STOP_SIGNALS:
+        if signal.getsignal(sig) is signal.SIG_IGN:
+            continue  # ignored on purpose (nohup, a background job): keep it so
+        try:
+            previous[sig] = signal.signal(sig, handler)
+        except ValueError:  # not the main thread: leave the defaults
+            pass
+    try:
+        yield received
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
