@@ -195,3 +195,11 @@ def test_contenders_are_timed_again_before_the_margin_decides() -> None:
     assert choice.chosen.index == 0 and sorted(refined) == [0, 1]
     row = next(r for r in choice.table if r["engine"] == es[0].spec)
     assert row["first_us"] == 10.5 and row["quick_us"] == 10.0
+
+
+def test_the_nvidia_backends_delegates_are_the_ones_the_checker_accepts() -> None:
+    from deepbench.kernels.backends import DELEGATES, result_backends
+    from deepbench.kernels.backends.nvidia import NATIVE_FOR_OPERATION
+
+    assert set(DELEGATES["nvidia"]) == {*NATIVE_FOR_OPERATION.values(), "torch"}
+    assert result_backends("nvidia")[0] == "nvidia" and result_backends("torch") == ("torch",)

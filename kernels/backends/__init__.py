@@ -26,6 +26,15 @@ BACKENDS: dict[str, str] = {
 }
 
 
+# A backend that picks a library per kernel (nvidia.py), and the backends its results may name.
+DELEGATES: dict[str, tuple[str, ...]] = {"nvidia": ("cublas", "cudnn", "cusparse", "torch")}
+
+
+def result_backends(plan_backend: str) -> tuple[str, ...]:
+    """The backends a result of a plan run on `plan_backend` may name (`deepbench check`)."""
+    return (plan_backend, *DELEGATES.get(plan_backend, ()))
+
+
 def load_backend(name: str, settings: Settings, **shared: Any) -> Backend:
     """`shared`: what a backend that combines others hands them (the run's GPU: `cuda=`)."""
     if name not in BACKENDS:

@@ -22,7 +22,8 @@ from .cuda_device import CudaDevice
 from .native import NativeCudaBackend
 from .pytorch import TorchBackend
 
-# operation -> the backend (kernels/backends/__init__.py BACKENDS) that calls its native library
+# operation -> the backend (kernels/backends/__init__.py BACKENDS) that calls its native library;
+# __init__.py DELEGATES names them for the checker (which must not import this module's torch).
 NATIVE_FOR_OPERATION = {"gemm": "cublas", "conv": "cudnn", "sparse_gemm": "cusparse"}
 
 

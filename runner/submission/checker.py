@@ -38,6 +38,7 @@ from typing import Any, BinaryIO, Iterator, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from ...kernels import __version__
+from ...kernels.backends import result_backends
 from ...kernels.harness.execute import NOISY_REL_IQR
 from ...kernels.model_kernel import MODEL_TOLERANCE
 from ...kernels.precision import PRECISIONS, TRANSFORM_TOLERANCE, Precision, recurrence_tolerance, tolerance
@@ -417,7 +418,7 @@ def _check_results(b: Bundle, report: Report) -> None:
                 continue
             if r.kernel != item.kernel or r.precision != _precision_info(item.precision):
                 report.add(item_id, "its kernel or precision differs from the plan's")
-            if r.backend != plan.backend:
+            if r.backend not in result_backends(plan.backend):
                 report.add(item_id, f"was run by backend {r.backend!r}, the plan says {plan.backend!r}")
         for r in b.results:
             if r.id not in planned:
