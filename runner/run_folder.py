@@ -179,6 +179,8 @@ def _launch_mode(outdir: Path, prior: RunRecord | None, args: argparse.Namespace
         return marker.read_text().strip() == "1"
     if "local" in explicit:
         return bool(args.local)
+    if getattr(args, "launch", None):  # a cluster's engine starts the ranks on its nodes (launch-command's plan)
+        return True
     if "platform" in explicit:
         return False
     raise UserError(f"{outdir} does not say whether it ran locally or in a container (no run.json): resume with "
