@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import io
+import platform as host_machine
 import re
 import subprocess
 import sys
@@ -277,13 +278,24 @@ def requirement_files() -> dict[str, str]:
     return {name: "".join(f"{r}\n" for r in reqs) for name, reqs in files.items()}
 
 
+# pip evaluates environment markers for the machine it runs on, even with --platform: downloading
+# for another architecture on this host (arm64 wheels on x86-64) it would ask for what a
+# requirement needs here only (PyTorch's CUDA libraries, required on x86-64 alone) and fail. pip is
+# therefore run with `platform.machine()` answering the target's machine, which is all its marker
+# environment takes from this host that differs (platform_system and sys_platform are Linux on
+# both); resolution, Requires-Python and the wheel tags stay pip's own.
+PIP_FOR_MACHINE = ("import platform, runpy, sys; platform.machine = lambda: {machine!r}; sys.argv[0] = 'pip'; "
+                   "runpy.run_module('pip', run_name='__main__', alter_sys=True)")
+
+
 def wheelhouse_command(platform: Platform, out: Path, python: str, extra: list[str]) -> list[str]:
     arch = ARCH_OF.get(platform.platform_arch)
     if arch is None:
         raise UserError(f"no wheel platform known for {platform.platform_arch}")
     extras = [e for e in dockerfile_arg(platform, "EXTRAS").split(",") if e]
     tags = [f"manylinux2014_{arch}"] + [f"manylinux_2_{m}_{arch}" for m in GLIBC_MINORS]
-    cmd = [sys.executable, "-m", "pip", "download", "--dest", str(out), "--only-binary=:all:",
+    pip = ["-m", "pip"] if arch == host_machine.machine().lower() else ["-c", PIP_FOR_MACHINE.format(machine=arch)]
+    cmd = [sys.executable, *pip, "download", "--dest", str(out), "--only-binary=:all:",
            "--implementation", "cp", "--python-version", python]
     for tag in tags:
         cmd += ["--platform", tag]

@@ -1,5 +1,5 @@
-"""What every TFLite op module needs: seeded inputs, the interpreter for a generated model, and
-the int8 quantization that keeps requantized outputs checkable."""
+"""What every TFLite op module needs: seeded inputs, LiteRT's interpreter for a generated model,
+and the int8 quantization that keeps requantized outputs checkable."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ class LoadedModel:
     between invocations; outputs are read after timing)."""
 
     def __init__(self, model: bytes, threads: int, use_xnnpack: bool) -> None:
-        from tflite_runtime.interpreter import Interpreter, OpResolverType
+        from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
         resolver = OpResolverType.AUTO if use_xnnpack else OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
         self.model = model

@@ -5,7 +5,7 @@ TFLite the transposed copies; the check reads the NHWC output through a transpos
 CONV_2D pads only SAME or VALID: a kernel whose padding is neither is unsupported (every
 device-suite convolution is one of the two). int8: int32 accumulate, per-channel filter scales
 (TFLite requires them for int8), output requantized to int8 with a power-of-two scale and
-checked exactly at random points (see gemm.py). TFLite 2.14's CONV_2D requires a bias input
+checked at random points against the exact accumulator's rounding (see gemm.py). TFLite 2.14's CONV_2D requires a bias input
 (conv.cc: has_bias), so the model has a random one (float32, or int32 at the accumulator's
 scale for int8) and the reference adds it. No backward: TFLite is an inference runtime."""
 
@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import tflite as S
 
 from ...catalog import ConvKernel
 from ...precision import Precision
@@ -22,7 +21,8 @@ from ...results import Check
 from ..base import Prepared, TimedPart, Unsupported
 from ..numpy_checks import check_conv_nchw, check_requantized, conv_points, conv_reference_at
 from .context import INT8_MAX, INT8_MIN, TfliteContext, output_scale
-from .flatbuffer import ModelSpec, OpSpec, Quant, TensorSpec, conv2d_options
+from .flatbuffer import ModelSpec, OpSpec, Quant, TensorSpec
+from .flatbuffer import schema as S
 
 BACKWARD_REASON = "backward (bwd_data, bwd_filter) unsupported: TFLite is an inference runtime"
 INT8_CONV_VERSION = 3
@@ -70,8 +70,9 @@ def prepare(ctx: TfliteContext, kernel: ConvKernel, precision: Precision) -> Pre
         tensors = [TensorSpec("x", x_nhwc.shape, np.float32), TensorSpec("w", w_ohwi.shape, np.float32, data=w_ohwi),
                    TensorSpec("b", (kk.k,), np.float32, data=bias), TensorSpec("y", out_shape, np.float32)]
         version = 1
-    op = OpSpec(S.BuiltinOperator.CONV_2D, [0, 1, 2], [3], S.BuiltinOptions.Conv2DOptions,
-                conv2d_options(ph, kk.stride_h, kk.stride_w), version=version)
+    options = S.Conv2DOptionsT(padding=ph, strideW=kk.stride_w, strideH=kk.stride_h, dilationWFactor=1,
+                               dilationHFactor=1)
+    op = OpSpec(S.BuiltinOperator.CONV_2D, [0, 1, 2], [3], options, version=version)
     model = ctx.interpreter(ModelSpec(tensors=tensors, op=op, inputs=[0], outputs=[3]))
     model.set_inputs(x_nhwc)
     info = model.info("CONV_2D")
