@@ -1,6 +1,7 @@
 """The PyTorch backend: one backend for the native libraries PyTorch calls on its device
-(MKL and oneDNN on a CPU; cuBLAS/cuBLASLt, cuDNN and cuSPARSE on an NVIDIA GPU; the ROCm
-libraries on an AMD GPU). One module per operation; this class dispatches and times."""
+(MKL and oneDNN on an x86 CPU; oneDNN with the Arm Compute Library and OpenBLAS on an ARM CPU,
+arm_cpu.py; cuBLAS/cuBLASLt, cuDNN and cuSPARSE on an NVIDIA GPU; the ROCm libraries on an AMD
+GPU). One module per operation; this class dispatches and times."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from ...timing.warmup import warm_up
 from ..base import Backend, Prepared, TimedPart, Unsupported
 from . import (attention, batched_gemm, conv, cuda_facts, elementwise, embedding, gemm, model, norms, pointwise,
                pooling, rnn, sparse_gemm)
+from .arm_cpu import ArmCpu, is_arm_cpu
 from .context import TorchContext
 
 OPERATIONS: dict[str, Callable[[TorchContext, Any, Precision], Prepared]] = {
@@ -55,6 +57,7 @@ class TorchBackend(Backend):
         self._ceilings: dict[str, float] | None = None
         self._warmed = False
         self.clocks = cuda_timer.ClockReader(self.device) if self.ctx.is_cuda else None
+        self.arm = ArmCpu() if is_arm_cpu(self.device) else None
         if self.ctx.is_cuda:
             # cuDNN's find picks the fastest algorithm per shape at the warm-up call (DeepBench
             # also asked cuDNN for its fastest); PyTorch does not expose which engine it chose.
@@ -67,6 +70,8 @@ class TorchBackend(Backend):
             raise Unsupported(f"{kernel.op} is not run by the torch backend on one process "
                               "(all-reduce needs the distributed launcher)")
         self.ctx.set_precision_mode(precision)
+        if self.arm:
+            self.arm.require(precision)
         self.precision = precision
         return OPERATIONS[kernel.op](self.ctx, kernel, precision)
 
@@ -84,7 +89,10 @@ class TorchBackend(Backend):
 
     def measure(self, fn: Callable[[], object], rule: StopRule, part: TimedPart) -> Measurement:
         if not self.ctx.is_cuda:
-            return cpu_timer.measure(fn, rule, self.settings.min_sample_s)
+            measured = cpu_timer.measure(fn, rule, self.settings.min_sample_s)
+            if self.arm:
+                self.arm.after_measure(fn, part)
+            return measured
         assert self.clocks is not None
         if not self._warmed:
             self._warmed = True
@@ -128,9 +136,13 @@ class TorchBackend(Backend):
         if self.ctx.is_cuda:
             assert self.clocks is not None
             return cuda_facts.device_facts(self.device, self.clocks)
-        return {"kind": "cpu", "name": cpu_model(), "threads": torch.get_num_threads(),
+        facts = self.arm.device_facts() if self.arm else {}
+        return {"kind": "cpu", "name": cpu_model(), **facts, "threads": torch.get_num_threads(),
                 "logical_cpus": os.cpu_count(), "machine": platform.machine(),
                 "capability": torch.backends.cpu.get_cpu_capability()}
+
+    def device_facts_after(self) -> dict[str, Any]:
+        return self.arm.facts_after() if self.arm else {}
 
     def release(self) -> None:
         self.ctx.synchronize()

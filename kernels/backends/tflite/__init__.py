@@ -22,7 +22,7 @@ from ...results import Measurement, Settings
 from ...timing import cpu as cpu_timer
 from ...timing.stopping import StopRule
 from ..base import Backend, Prepared, TimedPart, Unsupported
-from ..board import cpu_facts, facts_after
+from ..board import BoardMonitor
 
 import ai_edge_litert
 
@@ -49,12 +49,12 @@ class TfliteBackend(Backend):
 
     def __init__(self, settings: Settings) -> None:
         super().__init__(settings)
-        self._facts: dict[str, Any] = {}
         if settings.device not in ("cpu", ""):
             raise RuntimeError(f"the tflite backend runs on the CPU; device '{settings.device}' is not supported")
         self.threads = settings.threads or default_threads()
         self.use_xnnpack = os.environ.get(NO_XNNPACK_ENV) != "1"
         self.ctx = TfliteContext(self.threads, settings.seed, self.use_xnnpack)
+        self.board = BoardMonitor()
 
     def prepare(self, kernel: Kernel, precision: Precision) -> Prepared:
         if kernel.op not in OPERATIONS:
@@ -62,15 +62,16 @@ class TfliteBackend(Backend):
         return OPERATIONS[kernel.op](self.ctx, kernel, precision)
 
     def measure(self, fn: Callable[[], object], rule: StopRule, part: TimedPart) -> Measurement:
-        return cpu_timer.measure(fn, rule, self.settings.min_sample_s)
+        measured = cpu_timer.measure(fn, rule, self.settings.min_sample_s)
+        self.board.mark(part.info)
+        return measured
 
     def library_versions(self) -> dict[str, str]:
         return {"ai_edge_litert": ai_edge_litert.__version__, "numpy": np.__version__}
 
     def device_facts_after(self) -> dict[str, Any]:
-        return facts_after(self._facts)
+        return self.board.after()
 
     def device_facts(self) -> dict[str, Any]:
-        self._facts = cpu_facts()
-        return {**self._facts, "threads": self.threads, "runtime": f"LiteRT {ai_edge_litert.__version__}",
+        return {**self.board.facts, "threads": self.threads, "runtime": f"LiteRT {ai_edge_litert.__version__}",
                 "xnnpack_delegate": self.use_xnnpack}
