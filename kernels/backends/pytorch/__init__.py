@@ -130,6 +130,8 @@ class TorchBackend(Backend):
         onednn = re.search(r"MKL-DNN v([\d.]+)", config) or re.search(r"oneDNN v([\d.]+)", config)
         if onednn:
             versions["onednn"] = onednn.group(1)
+        if self.arm:
+            versions.update(self.arm.library_versions())
         return versions
 
     def device_facts(self) -> dict[str, Any]:

@@ -11,6 +11,8 @@ PyTorch would convert bfloat16 in software and the figure would not be a bf16 un
 from __future__ import annotations
 
 import platform
+import re
+from pathlib import Path
 from typing import Any, Callable
 
 import torch
@@ -21,6 +23,24 @@ from ..base import TimedPart, Unsupported
 from . import onednn_verbose
 
 ARM_MACHINES = ("aarch64", "arm64")
+# PyTorch's aarch64 wheels carry ACL as a library of their own (auditwheel's torch.libs/); ACL writes its
+# version into it ("arm_compute_version=v25.02 Build options: ...").
+ACL_LIBRARY = "libarm_compute-*.so*"
+ACL_VERSION = re.compile(rb"arm_compute_version=(v[0-9][0-9.]*)")
+
+
+def acl_library() -> Path | None:
+    here = Path(torch.__file__).parent
+    found = sorted(p for folder in (here / "lib", here.parent / "torch.libs") for p in folder.glob(ACL_LIBRARY))
+    return found[0] if found else None
+
+
+def acl_version(library: Path) -> str | None:
+    try:
+        match = ACL_VERSION.search(library.read_bytes())
+    except OSError:
+        return None
+    return match.group(1).decode() if match else None
 
 
 def is_arm_cpu(device: torch.device) -> bool:
@@ -47,8 +67,13 @@ class ArmCpu:
         part.info["onednn"] = ran
 
     def device_facts(self) -> dict[str, Any]:
-        return {**self.board.facts, "acl": torch.backends.mkldnn.is_acl_available(),
-                "bf16_instructions": bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())}
+        return {**self.board.facts, "bf16_instructions": bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())}
+
+    def library_versions(self) -> dict[str, str]:
+        library = acl_library()
+        if library is None:
+            return {"acl": "absent: this PyTorch build carries no Arm Compute Library"}
+        return {"acl": f"{acl_version(library) or 'version not found'} ({library.name})"}
 
     def facts_after(self) -> dict[str, Any]:
         after = self.board.after()
