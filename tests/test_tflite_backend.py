@@ -134,6 +134,28 @@ def test_every_requantization_rounding_passes_and_one_more_step_fails(seed: int,
     assert not check_requantized(bad.astype(np.int8), acc, 2.0 ** -shift, 0, -128, 127).passed
 
 
+def test_xnnpack_still_misreads_sparse_weights() -> None:
+    """Why the sparse model keeps XNNPACK off: the delegate takes the sparse FULLY_CONNECTED and
+    computes garbage. When a LiteRT release fixes it, this fails: turn XNNPACK on for sparse_gemm."""
+    from deepbench.kernels.backends.tflite.context import TfliteContext
+    from deepbench.kernels.backends.tflite.gemm import fc_model
+    from deepbench.kernels.backends.tflite.sparse_gemm import csr
+
+    ctx = TfliteContext(threads=1, seed=3)
+    a = ctx.random((64, 128), Precision.FP32)
+    a[ctx.rng.random(a.shape) < 0.9] = 0.0
+    sparsity, values = csr(a)
+    x = ctx.random((4, 128), Precision.FP32)
+    outs = {}
+    for xnnpack in (False, True):
+        model = ctx.interpreter(fc_model((4, 128), a, Precision.FP32, sparsity=sparsity, w_data=values), xnnpack=xnnpack)
+        model.set_inputs(x)
+        model.invoke()
+        outs[xnnpack] = (model.delegated(), model.output().copy())
+    assert outs[False][0] is False and np.allclose(outs[False][1], x @ a.T, rtol=1e-5, atol=1e-5)
+    assert outs[True][0] is True and not np.allclose(outs[True][1], x @ a.T, rtol=1e-3, atol=1e-3)
+
+
 def test_a_wrong_accumulator_fails_the_int8_check() -> None:
     from deepbench.kernels.backends.numpy_checks import check_requantized
 
