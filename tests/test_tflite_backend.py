@@ -148,7 +148,8 @@ def test_xnnpack_still_misreads_sparse_weights() -> None:
     x = ctx.random((4, 128), Precision.FP32)
     outs = {}
     for xnnpack in (False, True):
-        model = ctx.interpreter(fc_model((4, 128), a, Precision.FP32, sparsity=sparsity, w_data=values), xnnpack=xnnpack)
+        spec = fc_model((4, 128), a, Precision.FP32, sparsity=sparsity, w_data=values)
+        model = ctx.interpreter(spec, xnnpack=xnnpack)
         model.set_inputs(x)
         model.invoke()
         outs[xnnpack] = (model.delegated(), model.output().copy())
@@ -182,7 +183,8 @@ def test_device_suite_runs_locally(tmp_path: Path) -> None:
     assert results
     assert all(r.status is Status.OK and r.check.passed for r in results), [(r.id, r.reason) for r in results]
     record = RunRecord.model_validate_json((out / "run.json").read_text())
-    assert record.backend == "tflite" and record.software["ai_edge_litert"] == importlib.metadata.version("ai-edge-litert")
+    assert record.backend == "tflite"
+    assert record.software["ai_edge_litert"] == importlib.metadata.version("ai-edge-litert")
     assert record.device["runtime"].startswith("LiteRT ") and record.device["xnnpack_delegate"] is True
     assert record.device["threads"] == 1
 

@@ -1,13 +1,13 @@
 """Convolution on TFLite as one CONV_2D operator, forward only, fp32 and int8.
 
 TFLite is NHWC with OHWI filters: the harness draws NCHW data (DeepBench's layout) and hands
-TFLite the transposed copies; the check reads the NHWC output through a transposed view.
-CONV_2D pads only SAME or VALID: a kernel whose padding is neither is unsupported (every
-device-suite convolution is one of the two). int8: int32 accumulate, per-channel filter scales
-(TFLite requires them for int8), output requantized to int8 with a power-of-two scale and
-checked at random points against the exact accumulator's rounding (see gemm.py). TFLite 2.14's CONV_2D requires a bias input
-(conv.cc: has_bias), so the model has a random one (float32, or int32 at the accumulator's
-scale for int8) and the reference adds it. No backward: TFLite is an inference runtime."""
+TFLite the transposed copies; the check reads the NHWC output through a transposed view. CONV_2D pads only SAME or
+VALID: a kernel whose padding is neither is unsupported (every device-suite convolution is one
+of the two). int8: int32 accumulate, per-channel filter scales (TFLite requires them for int8),
+output requantized to int8 with a power-of-two scale and checked at random points against the
+exact accumulator's rounding (see gemm.py). TFLite 2.14's CONV_2D requires a bias input
+(conv.cc: has_bias), so the model has a random one (float32, or int32 at the accumulator's scale
+for int8) and the reference adds it. No backward: TFLite is an inference runtime."""
 
 from __future__ import annotations
 
