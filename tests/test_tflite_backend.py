@@ -157,6 +157,18 @@ def test_xnnpack_still_misreads_sparse_weights() -> None:
     assert outs[True][0] is True and not np.allclose(outs[True][1], x @ a.T, rtol=1e-3, atol=1e-3)
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_int8_weights_keep_tflites_symmetric_range(seed: int) -> None:
+    """int8 weights never hold -128 (TFLite's ARM kernels add product pairs in int16, and two
+    (-128)(-128) products overflow it); activations use the full range."""
+    from deepbench.kernels.backends.tflite.context import TfliteContext
+
+    ctx = TfliteContext(threads=1, seed=seed)
+    w, x = ctx.weights((512, 512), Precision.INT8), ctx.random((512, 512), Precision.INT8)
+    assert w.min() == -127 and w.max() == 127
+    assert x.min() == -128 and x.max() == 127
+
+
 def test_a_wrong_accumulator_fails_the_int8_check() -> None:
     from deepbench.kernels.backends.numpy_checks import check_requantized
 

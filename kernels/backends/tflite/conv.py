@@ -50,7 +50,7 @@ def prepare(ctx: TfliteContext, kernel: ConvKernel, precision: Precision) -> Pre
         raise Unsupported(f"TFLite CONV_2D pads only SAME or VALID; padding {kk.pad_h}x{kk.pad_w} with stride "
                           f"{kk.stride_h}x{kk.stride_w} is neither")
     x = ctx.random((kk.n, kk.c, kk.h, kk.w), precision)
-    w = ctx.random((kk.k, kk.c, kk.r, kk.s), precision, scale=(kk.c * kk.r * kk.s) ** -0.5)
+    w = ctx.weights((kk.k, kk.c, kk.r, kk.s), precision, scale=(kk.c * kk.r * kk.s) ** -0.5)
     x_nhwc = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
     w_ohwi = np.ascontiguousarray(w.transpose(0, 2, 3, 1))
     out_shape = (kk.n, kk.out_h, kk.out_w, kk.k)

@@ -5,7 +5,8 @@ DeepBench's column-major C (m x n) = A (m x k) B (k x n) is computed as FULLY_CO
 is C in DeepBench's column-major layout. All device-suite GEMMs are N,N; a transposed operand is
 the same product with the constant stored the other way, so a_t/b_t change nothing in the model.
 
-int8: what TFLite computes, exactly: int8 x int8 products accumulated in int32, then requantized
+int8: what TFLite computes, exactly: int8 x int8 products (weights in [-127, 127], TFLite's
+symmetric int8 spec: context.py says why) accumulated in int32, then requantized
 to an int8 output (FULLY_CONNECTED accepts only uint8/int8/int16 outputs for int8 inputs; an
 int32 output is rejected at prepare). Scales: input 1, weights 1 (zero points 0), output a power
 of two 2^e, so each output is acc * 2^-e rounded to an integer neighbour and clamped to [-128, 127].
@@ -53,7 +54,7 @@ def prepare(ctx: TfliteContext, kernel: GemmKernel, precision: Precision) -> Pre
         raise Unsupported(f"TFLite FULLY_CONNECTED runs fp32 and int8 here; {precision.value} is not run")
     m, n, k = kernel.m, kernel.n, kernel.k
     x = ctx.random((n, k), precision)
-    w = ctx.random((m, k), precision, scale=k ** -0.5)
+    w = ctx.weights((m, k), precision, scale=k ** -0.5)
     scale = output_scale(k)
     model = ctx.interpreter(fc_model((n, k), w, precision, out_scale=scale))
     model.set_inputs(x)
