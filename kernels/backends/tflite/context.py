@@ -8,15 +8,9 @@ import math
 import numpy as np
 
 from ...precision import Precision
+from .. import int8_operands
 from .flatbuffer import ModelSpec, build
 
-INT8_RANGE = (-128, 128)  # numpy's high is exclusive: the full int8 range, for activations
-# TFLite's int8 quantization spec: weights are symmetric, in [-127, 127] (-128 is never used). Its ARM
-# kernels rely on it: without the dot-product instructions (a Pi 4's Cortex-A72) XNNPACK and ruy add
-# two int8 x int8 products in int16, and (-128)(-128) + (-128)(-128) = 32768 wraps; measured under
-# emulation, every output with such a pair was wrong by 65536 accumulator units (one of 1.3M outputs
-# of the 5124x700x2048 GEMM, once its check drew that row).
-INT8_WEIGHT_RANGE = (-127, 128)
 INT8_MIN, INT8_MAX = -128, 127
 # E[q^2] of a uniform int8 value: 128^2 / 3. The output scale puts 3 sigma of the int32
 # accumulator at the int8 limit, so most outputs are not saturated and the check sees them.
@@ -41,13 +35,13 @@ class TfliteContext:
     def random(self, shape: tuple[int, ...], precision: Precision, scale: float = 1.0) -> np.ndarray:
         """Random normal (fp32) or uniform full-range int8 values: never zeros or constants."""
         if precision is Precision.INT8:
-            return self.rng.integers(*INT8_RANGE, size=shape, dtype=np.int8)
+            return int8_operands.activations(self.rng, shape)
         return self.rng.standard_normal(shape, dtype=np.float32) * np.float32(scale)
 
     def weights(self, shape: tuple[int, ...], precision: Precision, scale: float = 1.0) -> np.ndarray:
-        """As `random`, with int8 weights in TFLite's symmetric range [-127, 127]."""
+        """As `random`, with int8 weights in the symmetric range [-127, 127] (int8_operands.py)."""
         if precision is Precision.INT8:
-            return self.rng.integers(*INT8_WEIGHT_RANGE, size=shape, dtype=np.int8)
+            return int8_operands.weights(self.rng, shape)
         return self.random(shape, precision, scale)
 
     def interpreter(self, spec: ModelSpec, xnnpack: bool | None = None) -> "LoadedModel":
