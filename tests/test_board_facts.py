@@ -250,6 +250,13 @@ def test_emulated_runs_do_not_watch_the_hosts_throttling(pi) -> None:
     assert monitor.after()["throttled_during_run"] is False
 
 
+def test_a_vcgencmd_that_cannot_reach_the_firmware_falls_back_to_sysfs(pi) -> None:
+    root = pi("pi4")
+    (root / "bin" / "vcgencmd").write_text("#!/bin/sh\necho 'VCHI initialization failed'\n")
+    state = throttling.state(root, raspberry_pi=True)
+    assert state["source"].startswith("sysfs") and "VCHI" in state["vcgencmd_error"] and state["now"] == []
+
+
 def test_firmware_bits_decode() -> None:
     assert throttling.decode(0x50005) == {"value": 0x50005, "now": ["under-voltage", "throttled"],
                                           "since_boot": ["under-voltage", "throttled"]}

@@ -125,7 +125,13 @@ def from_sysfs(root: Path, raspberry_pi: bool) -> dict[str, Any]:
 
 
 def state(root: Path = Path("/"), raspberry_pi: bool = False) -> dict[str, Any]:
-    return from_vcgencmd() or from_firmware_sysfs(root) or from_sysfs(root, raspberry_pi)
+    """The first source that answers; a vcgencmd that cannot reach the firmware (no /dev/vchiq in
+    a container) falls through to sysfs, its error kept."""
+    firmware = from_vcgencmd()
+    if firmware and "error" not in firmware:
+        return firmware
+    found = from_firmware_sysfs(root) or from_sysfs(root, raspberry_pi)
+    return {**found, "vcgencmd_error": firmware["error"]} if firmware else found
 
 
 def new_flags(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
