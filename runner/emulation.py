@@ -7,7 +7,13 @@ which cannot parse that: onnxruntime 1.31 crashes at import (a segmentation faul
 a hang in a plain `import onnxruntime`). For emulated runs only, the runner mounts a /proc/cpuinfo
 describing generic ARMv8 (Cortex-A72, as on a Raspberry Pi 4) cores, one per host CPU. The run is
 still detected as emulated from /proc/sys/kernel/arch (the host kernel's own machine), and the
-substitution is recorded through DEEPBENCH_EMULATED_CPUINFO; on real ARM hardware nothing is mounted."""
+substitution is recorded through DEEPBENCH_EMULATED_CPUINFO; on real ARM hardware nothing is mounted.
+
+The emulated processor is a Cortex-A72 too (QEMU_CPU, read by qemu-user for every process it
+starts): qemu's default `max` CPU has SVE, BF16 and I8MM, which no Raspberry Pi has, so the
+libraries would take code paths a Pi never runs (oneDNN reports SVE-512 under `max`), and an
+instruction a Pi 4 lacks would go unnoticed (PyTorch 2.10.0's aarch64 wheel stops with SIGILL on
+cortex-a72, as on a Pi 4; 2.9.1 runs)."""
 
 from __future__ import annotations
 
@@ -20,6 +26,8 @@ from typing import Any
 from .platforms import Platform
 
 CPUINFO_ENV = "DEEPBENCH_EMULATED_CPUINFO"
+QEMU_CPU_ENV = "QEMU_CPU"
+EMULATED_CPU = "cortex-a72"  # a Raspberry Pi 4's cores, as the cpuinfo below
 ARCH_FAMILY = {"linux/arm64": ("aarch64", "arm64"), "linux/amd64": ("x86_64", "amd64")}
 # One core's block, as a Raspberry Pi 4 (Cortex-A72, part 0xd08) kernel writes it.
 ARMV8_CORE = ("processor\t: {i}\nBogoMIPS\t: 108.00\nFeatures\t: fp asimd evtstrm crc32 cpuid\n"
@@ -49,4 +57,5 @@ def container_additions(platform: Platform) -> tuple[dict[str, Any], dict[str, s
     if not is_emulated(platform) or not platform.platform_arch.endswith("arm64"):
         return {}, {}
     return ({str(_cpuinfo_file()): {"bind": "/proc/cpuinfo", "mode": "ro"}},
-            {CPUINFO_ENV: "armv8 cpuinfo mounted by the runner: the host's describes x86 processors"})
+            {CPUINFO_ENV: f"armv8 cpuinfo mounted by the runner: the host's describes x86 processors; qemu emulates a "
+                          f"{EMULATED_CPU}", QEMU_CPU_ENV: EMULATED_CPU})

@@ -20,6 +20,7 @@ import hashlib
 import re
 import shutil
 import subprocess
+import platform as host_machine
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -174,6 +175,15 @@ def lock(platform: Platform, out: Path | None = None, wheels: Path | None = None
 
 # --- wheelhouse: the lock's files, downloaded on the host for an offline build -------------------
 
+# pip evaluates environment markers for the machine it runs on, even with --platform: downloading
+# for another architecture on this host (arm64 wheels on x86-64) it would ask for what a
+# requirement needs here only (PyTorch's CUDA libraries, required on x86-64 alone) and fail. pip is
+# therefore run with `platform.machine()` answering the target's machine, which is all its marker
+# environment takes from this host that differs (platform_system and sys_platform are Linux on
+# both); resolution, Requires-Python and the wheel tags stay pip's own.
+PIP_FOR_MACHINE = ("import platform, runpy, sys; platform.machine = lambda: {machine!r}; sys.argv[0] = 'pip'; "
+                   "runpy.run_module('pip', run_name='__main__', alter_sys=True)")
+
 def wheelhouse_command(platform: Platform, out: Path, python: str | None = None, wheels: Path | None = None,
                        extra: list[str] | None = None) -> list[str]:
     arch = ARCH_OF.get(platform.platform_arch)
@@ -181,7 +191,8 @@ def wheelhouse_command(platform: Platform, out: Path, python: str | None = None,
         raise UserError(f"no wheel platform known for {platform.platform_arch}")
     python = python or target(platform)[0]
     tags = [f"manylinux2014_{arch}"] + [f"manylinux_2_{m}_{arch}" for m in GLIBC_MINORS]
-    cmd = [sys.executable, "-m", "pip", "download", "--dest", str(out), "--only-binary=:all:",
+    pip = ["-m", "pip"] if arch == host_machine.machine().lower() else ["-c", PIP_FOR_MACHINE.format(machine=arch)]
+    cmd = [sys.executable, *pip, "download", "--dest", str(out), "--only-binary=:all:",
            "--implementation", "cp", "--python-version", python, "--require-hashes", "-r", str(lock_path(platform))]
     for tag in tags:
         cmd += ["--platform", tag]

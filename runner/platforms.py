@@ -65,7 +65,8 @@ PLATFORMS: dict[str, Platform] = {p.name: p for p in (
              gpus=True),
     Platform("amd", ("rocm", "hip"), "AMD GPUs through PyTorch-ROCm: rocBLAS/hipBLASLt, MIOpen, RCCL", "amd",
              "torch", "cuda", GPU_DEFAULTS, devices=("/dev/kfd", "/dev/dri"), group_add=("video",)),
-    Platform("arm", ("arm64", "aarch64", "raspberry-pi", "rpi"), "ARM boards (Raspberry Pi): TFLite and onnxruntime",
+    Platform("arm", ("arm64", "aarch64", "raspberry-pi", "rpi"),
+             "ARM boards (Raspberry Pi): LiteRT, onnxruntime, PyTorch (oneDNN+ACL)",
              "arm", "tflite", "cpu", ARM_DEFAULTS, platform_arch="linux/arm64"),
 )}
 

@@ -24,7 +24,7 @@ from .conftest import REPO
 
 IMAGE_DIRS = sorted({p.image_dir for p in PLATFORMS.values()})
 # deepbench's extras each image serves; its base image brings the rest (the vendors' PyTorch and numpy).
-EXTRAS = {"intel": ("torch", "mpi"), "arm": ("tflite", "onnxruntime"), "nvidia": (), "amd": ()}
+EXTRAS = {"intel": ("torch", "mpi"), "arm": ("tflite", "onnxruntime", "acl"), "nvidia": ("nvidia",), "amd": ()}
 FROM_BASE = {"nvidia": {"numpy", "torch"}, "amd": {"numpy", "torch"}}
 # The runner reads locks with packaging; an image holds it only as another package's dependency (onnxruntime's).
 RUNNER_ONLY = image_lock.HOST_ONLY | {"packaging"}

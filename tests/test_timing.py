@@ -38,5 +38,15 @@ def test_cpu_timer_measures_a_known_delay() -> None:
 
 
 def test_calibration_batches_fast_calls() -> None:
-    calls, made = cpu.calibrate(lambda: None, min_sample_s=0.001)
-    assert calls > 100 and made >= calls
+    calls, made, last = cpu.calibrate(lambda: None, min_sample_s=0.001)
+    assert calls > 100 and made >= calls and last >= 0.001
+
+
+def test_a_call_slower_than_twice_the_cap_costs_one_timed_call() -> None:
+    """The loop that ends calibration is the first sample: a very slow call is timed once (and
+    the stopping rule's twice-the-cap limit stops there), not calibrated and then sampled."""
+    made = []
+    rule = StopRule(target_rel_precision=0.01, min_samples=5, max_samples=100, time_cap_s=0.01)
+    m = cpu.measure(lambda: (made.append(1), time.sleep(0.03)), rule, min_sample_s=0.001)
+    assert len(made) == 1 and m.stats.n == 1 and m.warmup_calls == 0 and m.stop_reason == TIME_CAP
+    assert m.stats.median >= 30_000

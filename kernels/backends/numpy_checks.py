@@ -118,20 +118,29 @@ def compare_points(got: np.ndarray, ref: np.ndarray, precision: Precision) -> Ch
 
 def check_requantized(out_q: np.ndarray, acc: np.ndarray, scale: float, zero_point: int, qmin: int, qmax: int
                       ) -> Check:
-    """An int8 output that the runtime requantized from its int32 accumulator: each element must
-    be round(acc * scale) + zero_point, clamped to [qmin, qmax]. Within one accumulator unit of a
-    tie either neighbour passes: TFLite's fixed-point requantization rounds twice (a rounding
-    doubling high multiply by 2^30, then a rounding shift), so acc = 102399 at scale 2^-13
-    (12.49988) comes out 13. Any other difference (an accumulator wrong by more than one unit
-    near a tie, or by half an output step anywhere) fails."""
-    real = acc.astype(np.float64) * scale + zero_point
-    low = np.clip(np.floor(real), qmin, qmax)
-    high = np.clip(np.ceil(real), qmin, qmax)
-    nearest = np.clip(np.rint(real), qmin, qmax)
-    tie = np.abs(real - np.floor(real) - 0.5) <= abs(scale) * (1 + 1e-9)
+    """An integer output that the runtime requantized from its int32 accumulator `acc` with the
+    multiplier `scale`. The exact value is v = acc * scale + zero_point; a requantization rounds v
+    to one of its two integer neighbours and saturates at [qmin, qmax], and which neighbour
+    depends on the implementation: round half away from zero or half up, TFLite's two fixed-point
+    roundings (a rounding doubling high multiply by 2^30, then a rounding shift: 102399 * 2^-13 =
+    12.49988 comes out 13), ruy's truncating multiply then rounding shift, XNNPACK's float32
+    round-half-to-even. So each output must lie in [clamp(floor(v)), clamp(ceil(v))]: under one
+    output step from v, the rounding's whole freedom and nothing more. XNNPACK's "fp32"
+    requantization converts the accumulator to float32 first (inexact above 2^24), which adds
+    nothing with the power-of-two scales 2^-e the backends use: the boundaries between outputs,
+    acc = n * 2^e, are float32 numbers for every unsaturated n, so rounding acc to float32 never
+    crosses one. An output a step or more beyond its exact value's neighbours fails (below one
+    step an int8 output cannot show an accumulator error). `saturated` counts the outputs whose
+    nearest integer lies outside [qmin, qmax], which saturation must clamp to the bound."""
+    exact = acc.astype(np.float64) * scale + zero_point
+    low = np.clip(np.floor(exact), qmin, qmax)
+    high = np.clip(np.ceil(exact), qmin, qmax)
     got = out_q.astype(np.float64)
-    ok = np.where(tie, (got == low) | (got == high), got == nearest)
-    wrong = int((~ok).sum())
-    clamped = int(((real < qmin) | (real > qmax)).sum())
-    return Check(passed=wrong == 0, method="requantized-exact", error=float(wrong), tolerance=0.0,
-                 detail=f"{wrong} wrong of {out_q.size}; {clamped} saturated")
+    outside = (got < low) | (got > high)
+    wrong = int(outside.sum())
+    nearest = np.rint(exact)
+    saturated = int(((nearest < qmin) | (nearest > qmax)).sum())
+    other_neighbour = int(((got != np.clip(nearest, qmin, qmax)) & ~outside).sum())
+    return Check(passed=wrong == 0, method="requantized-int", error=float(wrong), tolerance=0.0,
+                 detail=f"{wrong} of {out_q.size} outside the rounding of the exact value; {other_neighbour} "
+                        f"rounded to the other neighbour; {saturated} saturated")

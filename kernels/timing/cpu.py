@@ -26,8 +26,9 @@ def _time_calls(fn: Callable[[], object], calls: int) -> float:
     return (time.perf_counter_ns() - t0) / 1e9
 
 
-def calibrate(fn: Callable[[], object], min_sample_s: float) -> tuple[int, int]:
-    """(calls per sample, calls made while calibrating). Doubles until a loop lasts long enough."""
+def calibrate(fn: Callable[[], object], min_sample_s: float) -> tuple[int, int, float]:
+    """(calls per sample, calls made while calibrating, seconds of the last loop). Doubles until
+    a loop lasts long enough."""
     calls, made = 1, 0
     while True:
         elapsed = _time_calls(fn, calls)
@@ -36,18 +37,27 @@ def calibrate(fn: Callable[[], object], min_sample_s: float) -> tuple[int, int]:
             break
         # Jump close to the target, at least doubling.
         calls = min(MAX_CALLS_PER_SAMPLE, max(2 * calls, math.ceil(calls * min_sample_s / max(elapsed, 1e-9))))
-    return calls, made
+    return calls, made, elapsed
 
 
 def measure(fn: Callable[[], object], rule: StopRule, min_sample_s: float) -> Measurement:
-    """Warm up (the calibration calls), then take samples until the rule says stop."""
-    calls, warmup = calibrate(fn, min_sample_s)
+    """Warm up (the calibration calls), then take samples until the rule says stop.
+
+    The loop that ends calibration ran `calls` back-to-back warm calls for at least
+    `min_sample_s`, exactly as a sample does, so it is the first sample (as in the collective
+    timer): a call slower than twice the time cap (a large GEMM under emulation, minutes per call)
+    then costs the harness's warm-up call and this one, not a third."""
+    calls, warmup, last = calibrate(fn, min_sample_s)
     samples: list[float] = []
     start = time.perf_counter()
-    while True:
+    reason = None
+    if last >= min_sample_s:
+        samples.append(last / calls * 1e6)
+        warmup -= calls
+        start -= last
+        reason = rule.decide(samples, time.perf_counter() - start)
+    while not reason:
         samples.append(_time_calls(fn, calls) / calls * 1e6)
         reason = rule.decide(samples, time.perf_counter() - start)
-        if reason:
-            break
     return Measurement.of(samples, method=METHOD, calls_per_sample=calls, warmup_calls=warmup,
                           stop_reason=reason, target_rel_precision=rule.target_rel_precision)

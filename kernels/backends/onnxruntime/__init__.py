@@ -18,7 +18,7 @@ from ...results import Measurement, Settings
 from ...timing import cpu as cpu_timer
 from ...timing.stopping import StopRule
 from ..base import Backend, Prepared, TimedPart, Unsupported
-from ..board import cpu_facts, facts_after
+from ..board import BoardMonitor
 from . import attention, conv, gemm, layers, model, rnn, sparse_gemm
 from .context import OrtContext
 from .session import SessionOptions
@@ -48,12 +48,12 @@ class OrtBackend(Backend):
 
     def __init__(self, settings: Settings) -> None:
         super().__init__(settings)
-        self._facts: dict[str, Any] = {}
         if settings.device not in ("cpu", ""):
             raise RuntimeError(f"the onnxruntime backend runs on the CPU execution provider; device "
                                f"'{settings.device}' is not supported")
         self.threads = settings.threads or default_threads()
         self.ctx = OrtContext(SessionOptions(threads=self.threads, provider=CPU_PROVIDER), settings.seed)
+        self.board = BoardMonitor()
 
     def prepare(self, kernel: Kernel, precision: Precision) -> Prepared:
         if kernel.op not in OPERATIONS:
@@ -61,17 +61,18 @@ class OrtBackend(Backend):
         return OPERATIONS[kernel.op](self.ctx, kernel, precision)
 
     def measure(self, fn: Callable[[], object], rule: StopRule, part: TimedPart) -> Measurement:
-        return cpu_timer.measure(fn, rule, self.settings.min_sample_s)
+        measured = cpu_timer.measure(fn, rule, self.settings.min_sample_s)
+        self.board.mark(part.info)
+        return measured
 
     def library_versions(self) -> dict[str, str]:
         return {"onnxruntime": ort.__version__, "onnx": _onnx_version()}
 
     def device_facts_after(self) -> dict[str, Any]:
-        return facts_after(self._facts)
+        return self.board.after()
 
     def device_facts(self) -> dict[str, Any]:
-        self._facts = cpu_facts()
-        return {**self._facts, "threads": self.threads, "execution_provider": CPU_PROVIDER,
+        return {**self.board.facts, "threads": self.threads, "execution_provider": CPU_PROVIDER,
                 "available_providers": ort.get_available_providers()}
 
 

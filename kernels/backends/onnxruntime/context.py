@@ -8,9 +8,8 @@ import numpy as np
 import onnx
 
 from ...precision import Precision
+from .. import int8_operands
 from .session import OPSET, BoundCall, SessionOptions, single_op_model
-
-INT8_RANGE = (-128, 128)  # numpy's high is exclusive: the full int8 range
 
 
 class OrtContext:
@@ -22,8 +21,14 @@ class OrtContext:
     def random(self, shape: tuple[int, ...], precision: Precision, scale: float = 1.0) -> np.ndarray:
         """Random normal (fp32) or uniform full-range int8 values: never zeros or constants."""
         if precision is Precision.INT8:
-            return self.rng.integers(*INT8_RANGE, size=shape, dtype=np.int8)
+            return int8_operands.activations(self.rng, shape)
         return (self.rng.standard_normal(shape, dtype=np.float32) * np.float32(scale))
+
+    def weights(self, shape: tuple[int, ...], precision: Precision, scale: float = 1.0) -> np.ndarray:
+        """As `random`, with int8 weights in the symmetric range [-127, 127] (int8_operands.py)."""
+        if precision is Precision.INT8:
+            return int8_operands.weights(self.rng, shape)
+        return self.random(shape, precision, scale)
 
     def bound(self, node: onnx.NodeProto | Sequence[onnx.NodeProto], inputs: dict[str, np.ndarray],
               outputs: dict[str, np.ndarray], initializers: dict[str, np.ndarray], opset: int = OPSET) -> BoundCall:

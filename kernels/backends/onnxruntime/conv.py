@@ -26,7 +26,7 @@ def prepare(ctx: OrtContext, kernel: ConvKernel, precision: Precision) -> Prepar
                           f"(ConvInteger); {precision.value} is not run by this backend")
     kk = kernel
     x = ctx.random((kk.n, kk.c, kk.h, kk.w), precision)
-    w = ctx.random((kk.k, kk.c, kk.r, kk.s), precision, scale=(kk.c * kk.r * kk.s) ** -0.5)
+    w = ctx.weights((kk.k, kk.c, kk.r, kk.s), precision, scale=(kk.c * kk.r * kk.s) ** -0.5)
     out = np.empty((kk.n, kk.k, kk.out_h, kk.out_w), dtype=np.int32 if precision is Precision.INT8 else np.float32)
     node = helper.make_node(OPS[precision], ["x", "w"], ["y"], kernel_shape=[kk.r, kk.s],
                             pads=[kk.pad_h, kk.pad_w, kk.pad_h, kk.pad_w], strides=[kk.stride_h, kk.stride_w],

@@ -1,5 +1,5 @@
 """Dense GEMM on onnxruntime: fp32 through MatMul, int8 through MatMulInteger (int8 x int8 ->
-int32, exact integer accumulate, no requantization).
+int32, exact integer accumulate, no requantization; weights in [-127, 127]: ../int8_operands.py).
 
 DeepBench's column-major problem C (m x n) = op(A) op(B) is computed as its row-major transpose
 C^T (n x m) = op(B)^T op(A)^T: the graph input X = op(B)^T (n x k, the activations, bound at run
@@ -27,7 +27,7 @@ def prepare(ctx: OrtContext, kernel: GemmKernel, precision: Precision) -> Prepar
                           f"{precision.value} is not run by this backend")
     m, n, k = kernel.m, kernel.n, kernel.k
     x = ctx.random((n, k), precision)
-    w = ctx.random((k, m), precision, scale=k ** -0.5)
+    w = ctx.weights((k, m), precision, scale=k ** -0.5)
     out = np.empty((n, m), dtype=np.int32 if precision is Precision.INT8 else np.float32)
     node = helper.make_node(OPS[precision], ["x", "w"], ["y"])
     call = ctx.bound(node, {"x": x}, {"y": out}, {"w": w})

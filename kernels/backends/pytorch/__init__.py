@@ -1,6 +1,7 @@
 """The PyTorch backend: one backend for the native libraries PyTorch calls on its device
-(MKL and oneDNN on a CPU; cuBLAS/cuBLASLt, cuDNN and cuSPARSE on an NVIDIA GPU; the ROCm
-libraries on an AMD GPU). One module per operation; this class dispatches and times."""
+(MKL and oneDNN on an x86 CPU; oneDNN with the Arm Compute Library and OpenBLAS on an ARM CPU,
+arm_cpu.py; cuBLAS/cuBLASLt, cuDNN and cuSPARSE on an NVIDIA GPU; the ROCm libraries on an AMD
+GPU). One module per operation; this class dispatches and times."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from ..base import Backend, Prepared, TimedPart, Unsupported
 from ..cuda_device import CudaDevice
 from . import (attention, batched_gemm, conv, cpu_ceilings, elementwise, embedding, gemm, model, norms, pointwise,
                pooling, rnn, sparse_gemm)
+from .arm_cpu import ArmCpu, is_arm_cpu
 from .context import TorchContext
 
 OPERATIONS: dict[str, Callable[[TorchContext, Any, Precision], Prepared]] = {
@@ -52,6 +54,7 @@ class TorchBackend(Backend):
         self.ctx = TorchContext(self.device, settings.seed, PadMode(settings.pad))
         self.precision = Precision.FP32
         self._ceilings: dict[str, float] | None = None
+        self.arm = ArmCpu() if is_arm_cpu(self.device) else None
         if self.ctx.is_cuda:
             # cuDNN's find picks the fastest algorithm per shape at the warm-up call (DeepBench
             # also asked cuDNN for its fastest); PyTorch does not expose which engine it chose.
@@ -64,6 +67,8 @@ class TorchBackend(Backend):
             raise Unsupported(f"{kernel.op} is not run by the torch backend on one process "
                               "(all-reduce needs the distributed launcher)")
         self.ctx.set_precision_mode(precision)
+        if self.arm:
+            self.arm.require(precision)
         self.precision = precision
         return OPERATIONS[kernel.op](self.ctx, kernel, precision)
 
@@ -85,7 +90,10 @@ class TorchBackend(Backend):
 
     def measure(self, fn: Callable[[], object], rule: StopRule, part: TimedPart) -> Measurement:
         if self.cuda is None:
-            return cpu_timer.measure(fn, rule, self.settings.min_sample_s)
+            measured = cpu_timer.measure(fn, rule, self.settings.min_sample_s)
+            if self.arm:
+                self.arm.after_measure(fn, part)
+            return measured
         return self.cuda.measure(fn, rule, part, self.precision)
 
     def ceilings(self, precisions: Iterable[Precision] = ()) -> dict[str, float]:
@@ -107,14 +115,20 @@ class TorchBackend(Backend):
         onednn = re.search(r"MKL-DNN v([\d.]+)", config) or re.search(r"oneDNN v([\d.]+)", config)
         if onednn:
             versions["onednn"] = onednn.group(1)
+        if self.arm:
+            versions.update(self.arm.library_versions())
         return versions
 
     def device_facts(self) -> dict[str, Any]:
         if self.cuda:
             return self.cuda.facts()
-        return {"kind": "cpu", "name": cpu_model(), "threads": torch.get_num_threads(),
+        facts = self.arm.device_facts() if self.arm else {}
+        return {"kind": "cpu", "name": cpu_model(), **facts, "threads": torch.get_num_threads(),
                 "logical_cpus": os.cpu_count(), "machine": platform.machine(),
                 "capability": torch.backends.cpu.get_cpu_capability(), "llc_bytes": last_level_cache_bytes()}
+
+    def device_facts_after(self) -> dict[str, Any]:
+        return self.arm.facts_after() if self.arm else {}
 
     def release(self) -> None:
         self.ctx.synchronize()

@@ -1,10 +1,13 @@
 """The TFLite backend: single-operator .tflite models generated at run time (flatbuffer.py, no
-TensorFlow), run by tflite-runtime's interpreter (XNNPACK delegate for what it takes, the builtin
-ruy/optimized kernels for the rest), timed with the host clock around `invoke`.
+TensorFlow), run by LiteRT's interpreter (`ai-edge-litert`, Google's maintained successor of
+tflite-runtime: the XNNPACK delegate for what it takes, the builtin ruy/optimized kernels for the
+rest), timed with the host clock around `invoke`. LiteRT is built against numpy 2, so it shares
+the environment of every other backend.
 
-tflite-runtime 2.14 is compiled against numpy 1.x and fails inside numpy 2 (`_ARRAY_API not
-found`), so the backend refuses to load there with that reason: the ARM image and the
-`.venv-device` environment pin numpy < 2 (README, "Raspberry Pi")."""
+The frozen tflite-runtime (2.14, numpy 1.x only) is not read: the model generator needs the
+schema module that ships inside LiteRT's wheel (tflite-runtime ships none), so an install with
+tflite-runtime alone could not build the models anyway; `pip install ai-edge-litert` replaces it
+on the same Pis (aarch64, CPython 3.11/3.12)."""
 
 from __future__ import annotations
 
@@ -19,16 +22,12 @@ from ...results import Measurement, Settings
 from ...timing import cpu as cpu_timer
 from ...timing.stopping import StopRule
 from ..base import Backend, Prepared, TimedPart, Unsupported
-from ..board import cpu_facts, facts_after
+from ..board import BoardMonitor
 
-if int(np.__version__.split(".")[0]) >= 2:
-    raise ImportError(f"tflite-runtime 2.14 is built against numpy 1.x and this environment has numpy "
-                      f"{np.__version__}: use the ARM image or a numpy<2 environment (.venv-device)")
+import ai_edge_litert
 
-import tflite_runtime  # noqa: E402 - after the numpy check, which gives the clear reason
-
-from . import conv, gemm, layers, model, rnn, sparse_gemm  # noqa: E402
-from .context import TfliteContext  # noqa: E402
+from . import conv, gemm, layers, model, rnn, sparse_gemm
+from .context import TfliteContext
 
 OPERATIONS: dict[str, Callable[[TfliteContext, Any, Precision], Prepared]] = {
     "gemm": gemm.prepare, "conv": conv.prepare, "rnn": rnn.prepare, "sparse_gemm": sparse_gemm.prepare,
@@ -50,12 +49,12 @@ class TfliteBackend(Backend):
 
     def __init__(self, settings: Settings) -> None:
         super().__init__(settings)
-        self._facts: dict[str, Any] = {}
         if settings.device not in ("cpu", ""):
             raise RuntimeError(f"the tflite backend runs on the CPU; device '{settings.device}' is not supported")
         self.threads = settings.threads or default_threads()
         self.use_xnnpack = os.environ.get(NO_XNNPACK_ENV) != "1"
         self.ctx = TfliteContext(self.threads, settings.seed, self.use_xnnpack)
+        self.board = BoardMonitor()
 
     def prepare(self, kernel: Kernel, precision: Precision) -> Prepared:
         if kernel.op not in OPERATIONS:
@@ -63,14 +62,16 @@ class TfliteBackend(Backend):
         return OPERATIONS[kernel.op](self.ctx, kernel, precision)
 
     def measure(self, fn: Callable[[], object], rule: StopRule, part: TimedPart) -> Measurement:
-        return cpu_timer.measure(fn, rule, self.settings.min_sample_s)
+        measured = cpu_timer.measure(fn, rule, self.settings.min_sample_s)
+        self.board.mark(part.info)
+        return measured
 
     def library_versions(self) -> dict[str, str]:
-        return {"tflite_runtime": tflite_runtime.__version__, "numpy": np.__version__}
+        return {"ai_edge_litert": ai_edge_litert.__version__, "numpy": np.__version__}
 
     def device_facts_after(self) -> dict[str, Any]:
-        return facts_after(self._facts)
+        return self.board.after()
 
     def device_facts(self) -> dict[str, Any]:
-        self._facts = cpu_facts()
-        return {**self._facts, "threads": self.threads, "xnnpack_delegate": self.use_xnnpack}
+        return {**self.board.facts, "threads": self.threads, "runtime": f"LiteRT {ai_edge_litert.__version__}",
+                "xnnpack_delegate": self.use_xnnpack}

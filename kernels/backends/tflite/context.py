@@ -1,5 +1,5 @@
-"""What every TFLite op module needs: seeded inputs, the interpreter for a generated model, and
-the int8 quantization that keeps requantized outputs checkable."""
+"""What every TFLite op module needs: seeded inputs, LiteRT's interpreter for a generated model,
+and the int8 quantization that keeps requantized outputs checkable."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import math
 import numpy as np
 
 from ...precision import Precision
+from .. import int8_operands
 from .flatbuffer import ModelSpec, build
 
-INT8_RANGE = (-128, 128)  # numpy's high is exclusive: the full int8 range
 INT8_MIN, INT8_MAX = -128, 127
 # E[q^2] of a uniform int8 value: 128^2 / 3. The output scale puts 3 sigma of the int32
 # accumulator at the int8 limit, so most outputs are not saturated and the check sees them.
@@ -35,8 +35,14 @@ class TfliteContext:
     def random(self, shape: tuple[int, ...], precision: Precision, scale: float = 1.0) -> np.ndarray:
         """Random normal (fp32) or uniform full-range int8 values: never zeros or constants."""
         if precision is Precision.INT8:
-            return self.rng.integers(*INT8_RANGE, size=shape, dtype=np.int8)
+            return int8_operands.activations(self.rng, shape)
         return self.rng.standard_normal(shape, dtype=np.float32) * np.float32(scale)
+
+    def weights(self, shape: tuple[int, ...], precision: Precision, scale: float = 1.0) -> np.ndarray:
+        """As `random`, with int8 weights in the symmetric range [-127, 127] (int8_operands.py)."""
+        if precision is Precision.INT8:
+            return int8_operands.weights(self.rng, shape)
+        return self.random(shape, precision, scale)
 
     def interpreter(self, spec: ModelSpec, xnnpack: bool | None = None) -> "LoadedModel":
         """`xnnpack=False` forces the builtin kernels for this model whatever the backend's setting."""
@@ -48,7 +54,7 @@ class LoadedModel:
     between invocations; outputs are read after timing)."""
 
     def __init__(self, model: bytes, threads: int, use_xnnpack: bool) -> None:
-        from tflite_runtime.interpreter import Interpreter, OpResolverType
+        from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
         resolver = OpResolverType.AUTO if use_xnnpack else OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
         self.model = model

@@ -1,20 +1,19 @@
 """Convolution on TFLite as one CONV_2D operator, forward only, fp32 and int8.
 
 TFLite is NHWC with OHWI filters: the harness draws NCHW data (DeepBench's layout) and hands
-TFLite the transposed copies; the check reads the NHWC output through a transposed view.
-CONV_2D pads only SAME or VALID: a kernel whose padding is neither is unsupported (every
-device-suite convolution is one of the two). int8: int32 accumulate, per-channel filter scales
-(TFLite requires them for int8), output requantized to int8 with a power-of-two scale and
-checked exactly at random points (see gemm.py). TFLite 2.14's CONV_2D requires a bias input
-(conv.cc: has_bias), so the model has a random one (float32, or int32 at the accumulator's
-scale for int8) and the reference adds it. No backward: TFLite is an inference runtime."""
+TFLite the transposed copies; the check reads the NHWC output through a transposed view. CONV_2D pads only SAME or
+VALID: a kernel whose padding is neither is unsupported (every device-suite convolution is one
+of the two). int8: int32 accumulate, per-channel filter scales (TFLite requires them for int8),
+output requantized to int8 with a power-of-two scale and checked at random points against the
+exact accumulator's rounding (see gemm.py). TFLite 2.14's CONV_2D requires a bias input
+(conv.cc: has_bias), so the model has a random one (float32, or int32 at the accumulator's scale
+for int8) and the reference adds it. No backward: TFLite is an inference runtime."""
 
 from __future__ import annotations
 
 import math
 
 import numpy as np
-import tflite as S
 
 from ...catalog import ConvKernel
 from ...precision import Precision
@@ -22,7 +21,8 @@ from ...results import Check
 from ..base import Prepared, TimedPart, Unsupported
 from ..numpy_checks import check_conv_nchw, check_requantized, conv_points, conv_reference_at
 from .context import INT8_MAX, INT8_MIN, TfliteContext, output_scale
-from .flatbuffer import ModelSpec, OpSpec, Quant, TensorSpec, conv2d_options
+from .flatbuffer import ModelSpec, OpSpec, Quant, TensorSpec
+from .flatbuffer import schema as S
 
 BACKWARD_REASON = "backward (bwd_data, bwd_filter) unsupported: TFLite is an inference runtime"
 INT8_CONV_VERSION = 3
@@ -50,7 +50,7 @@ def prepare(ctx: TfliteContext, kernel: ConvKernel, precision: Precision) -> Pre
         raise Unsupported(f"TFLite CONV_2D pads only SAME or VALID; padding {kk.pad_h}x{kk.pad_w} with stride "
                           f"{kk.stride_h}x{kk.stride_w} is neither")
     x = ctx.random((kk.n, kk.c, kk.h, kk.w), precision)
-    w = ctx.random((kk.k, kk.c, kk.r, kk.s), precision, scale=(kk.c * kk.r * kk.s) ** -0.5)
+    w = ctx.weights((kk.k, kk.c, kk.r, kk.s), precision, scale=(kk.c * kk.r * kk.s) ** -0.5)
     x_nhwc = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
     w_ohwi = np.ascontiguousarray(w.transpose(0, 2, 3, 1))
     out_shape = (kk.n, kk.out_h, kk.out_w, kk.k)
@@ -70,8 +70,9 @@ def prepare(ctx: TfliteContext, kernel: ConvKernel, precision: Precision) -> Pre
         tensors = [TensorSpec("x", x_nhwc.shape, np.float32), TensorSpec("w", w_ohwi.shape, np.float32, data=w_ohwi),
                    TensorSpec("b", (kk.k,), np.float32, data=bias), TensorSpec("y", out_shape, np.float32)]
         version = 1
-    op = OpSpec(S.BuiltinOperator.CONV_2D, [0, 1, 2], [3], S.BuiltinOptions.Conv2DOptions,
-                conv2d_options(ph, kk.stride_h, kk.stride_w), version=version)
+    options = S.Conv2DOptionsT(padding=ph, strideW=kk.stride_w, strideH=kk.stride_h, dilationWFactor=1,
+                               dilationHFactor=1)
+    op = OpSpec(S.BuiltinOperator.CONV_2D, [0, 1, 2], [3], options, version=version)
     model = ctx.interpreter(ModelSpec(tensors=tensors, op=op, inputs=[0], outputs=[3]))
     model.set_inputs(x_nhwc)
     info = model.info("CONV_2D")

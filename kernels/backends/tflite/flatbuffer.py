@@ -1,30 +1,34 @@
 """Single-operator TFLite models written at run time, without TensorFlow.
 
-A .tflite file is a FlatBuffer of the TFLite schema (schema.fbs). We write it with the
-`flatbuffers` package and the builder functions that the `tflite` PyPI package generated from
-that schema with flatc (ModelStart, TensorAddShape, ...): the schema's own generated code, kept
-by its maintainers, rather than hand-written offsets that would have to track schema changes.
-The schema is forward compatible: fields newer than the runtime are simply not written here.
+A .tflite file is a FlatBuffer of the TFLite schema. LiteRT ships that schema's flatc-generated
+Python with the object API (`ai_edge_litert.schema_py_generated`: ModelT, TensorT, OperatorT,
+FullyConnectedOptionsT, ... each with a `Pack`) and the serializer TensorFlow's own model tools
+use (`ai_edge_litert.tools.flatbuffer_utils.convert_object_to_bytearray`). The model is built
+from those objects: the schema comes from the same wheel as the interpreter that runs it, so
+the two cannot drift apart, and nothing here writes offsets or vtables by hand. (The `tflite`
+PyPI package has the schema's builder functions only, no object API, and tflite-runtime ships
+no schema at all.) What stays here is the small part no library does: saying which tensors,
+constants and operator one benchmark model holds (`ModelSpec`).
 
-`ModelSpec` says what the model holds (tensors with optional constant data, quantization and
-sparsity, one operator); `build` returns the bytes that tflite_runtime.Interpreter loads with
-`model_content=`. `tests/test_tflite_backend.py` checks the generator against the runtime."""
+`build` returns the bytes that `ai_edge_litert.interpreter.Interpreter(model_content=...)`
+loads. `tests/test_tflite_backend.py` checks the generator against the runtime."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Any, Sequence
 
-import flatbuffers
 import numpy as np
-import tflite as S
+from ai_edge_litert import schema_py_generated as schema
+from ai_edge_litert.tools.flatbuffer_utils import convert_object_to_bytearray
 
 SCHEMA_VERSION = 3
 NO_TENSOR = -1  # an omitted optional operator input
-TENSOR_TYPES = {np.dtype(np.float32): S.TensorType.FLOAT32, np.dtype(np.int8): S.TensorType.INT8,
-                np.dtype(np.int32): S.TensorType.INT32}
+TENSOR_TYPES = {np.dtype(np.float32): schema.TensorType.FLOAT32, np.dtype(np.int8): schema.TensorType.INT8,
+                np.dtype(np.int32): schema.TensorType.INT32}
 # OperatorCode.deprecated_builtin_code is an int8: codes above 127 go in builtin_code only.
 PLACEHOLDER_FOR_GREATER_OP_CODES = 127
+OPTIONS_SUFFIX = "T"  # the object API's class for the table FooOptions is FooOptionsT
 
 
 @dataclass
@@ -51,7 +55,7 @@ class CsrSparsity:
 class TensorSpec:
     name: str
     shape: tuple[int, ...]
-    dtype: np.dtype
+    dtype: Any
     data: np.ndarray | None = None  # constant data (raw bytes of this array), None for activations
     quant: Quant | None = None
     variable: bool = False
@@ -60,11 +64,10 @@ class TensorSpec:
 
 @dataclass
 class OpSpec:
-    builtin: int  # tflite.BuiltinOperator value
+    builtin: int  # schema.BuiltinOperator value
     inputs: list[int]  # tensor indices, NO_TENSOR for omitted optional inputs
     outputs: list[int]
-    options_type: int  # tflite.BuiltinOptions value
-    options: Callable[[flatbuffers.Builder], int]  # writes the options table, returns its offset
+    options: Any = None  # an options object of the schema (e.g. schema.FullyConnectedOptionsT()), or None
     version: int = 1
 
 
@@ -76,185 +79,55 @@ class ModelSpec:
     outputs: list[int] = field(default_factory=list)
 
 
-NUMPY_TYPES = {"PrependInt32": np.int32, "PrependInt64": np.int64, "PrependFloat32": np.float32}
+def options_type(options: Any) -> int:
+    """The BuiltinOptions union tag of an options object (FullyConnectedOptionsT ->
+    BuiltinOptions.FullyConnectedOptions); NONE without options."""
+    if options is None:
+        return schema.BuiltinOptions.NONE
+    return getattr(schema.BuiltinOptions, type(options).__name__.removesuffix(OPTIONS_SUFFIX))
 
 
-def _vector(b: flatbuffers.Builder, start: Callable[[flatbuffers.Builder, int], None], values: Sequence[int],
-            prepend: str = "PrependInt32") -> int:
-    if len(values) > 64:  # sparse indices: one numpy copy instead of a Python loop per element
-        return b.CreateNumpyVector(np.asarray(values, dtype=NUMPY_TYPES[prepend]))
-    start(b, len(values))
-    for v in reversed(values):
-        getattr(b, prepend)(v)
-    return b.EndVector()
+def _int32_vector(values: np.ndarray) -> Any:
+    return schema.Int32VectorT(values=np.ascontiguousarray(values, dtype=np.int32))
 
 
-def _offsets(b: flatbuffers.Builder, start: Callable[[flatbuffers.Builder, int], None], offs: Sequence[int]) -> int:
-    start(b, len(offs))
-    for o in reversed(offs):
-        b.PrependUOffsetTRelative(o)
-    return b.EndVector()
+def _sparsity(sp: CsrSparsity, cols: int) -> Any:
+    dense = schema.DimensionMetadataT(format=schema.DimensionType.DENSE, denseSize=sp.rows)
+    csr = schema.DimensionMetadataT(
+        format=schema.DimensionType.SPARSE_CSR, denseSize=cols,
+        arraySegmentsType=schema.SparseIndexVector.Int32Vector, arraySegments=_int32_vector(sp.row_ptr),
+        arrayIndicesType=schema.SparseIndexVector.Int32Vector, arrayIndices=_int32_vector(sp.col_idx))
+    return schema.SparsityParametersT(traversalOrder=[0, 1], dimMetadata=[dense, csr])
 
 
-def _quant(b: flatbuffers.Builder, q: Quant) -> int:
-    scale = _vector(b, S.QuantizationParametersStartScaleVector, list(q.scale), "PrependFloat32")
-    zp = _vector(b, S.QuantizationParametersStartZeroPointVector, list(q.zero_point), "PrependInt64")
-    S.QuantizationParametersStart(b)
-    S.QuantizationParametersAddScale(b, scale)
-    S.QuantizationParametersAddZeroPoint(b, zp)
-    S.QuantizationParametersAddQuantizedDimension(b, q.axis)
-    return S.QuantizationParametersEnd(b)
-
-
-def _int32_vector_table(b: flatbuffers.Builder, values: np.ndarray) -> int:
-    vec = _vector(b, S.Int32VectorStartValuesVector, np.asarray(values, dtype=np.int32))
-    S.Int32VectorStart(b)
-    S.Int32VectorAddValues(b, vec)
-    return S.Int32VectorEnd(b)
-
-
-def _sparsity(b: flatbuffers.Builder, sp: CsrSparsity, cols: int) -> int:
-    segments = _int32_vector_table(b, sp.row_ptr)
-    indices = _int32_vector_table(b, sp.col_idx)
-    S.DimensionMetadataStart(b)
-    S.DimensionMetadataAddFormat(b, S.DimensionType.DENSE)
-    S.DimensionMetadataAddDenseSize(b, sp.rows)
-    dense = S.DimensionMetadataEnd(b)
-    S.DimensionMetadataStart(b)
-    S.DimensionMetadataAddFormat(b, S.DimensionType.SPARSE_CSR)
-    S.DimensionMetadataAddDenseSize(b, cols)
-    S.DimensionMetadataAddArraySegmentsType(b, S.SparseIndexVector.Int32Vector)
-    S.DimensionMetadataAddArraySegments(b, segments)
-    S.DimensionMetadataAddArrayIndicesType(b, S.SparseIndexVector.Int32Vector)
-    S.DimensionMetadataAddArrayIndices(b, indices)
-    csr = S.DimensionMetadataEnd(b)
-    order = _vector(b, S.SparsityParametersStartTraversalOrderVector, [0, 1])
-    dims = _offsets(b, S.SparsityParametersStartDimMetadataVector, [dense, csr])
-    S.SparsityParametersStart(b)
-    S.SparsityParametersAddTraversalOrder(b, order)
-    S.SparsityParametersAddDimMetadata(b, dims)
-    return S.SparsityParametersEnd(b)
-
-
-def _buffer(b: flatbuffers.Builder, data: bytes | None) -> int:
-    vec = None
-    if data:
-        b.StartVector(1, len(data), 16)  # 16-byte alignment for SIMD loads of constants
-        b.head = b.head - len(data)
-        b.Bytes[b.head:b.head + len(data)] = data
-        vec = b.EndVector()
-    S.BufferStart(b)
-    if vec is not None:
-        S.BufferAddData(b, vec)
-    return S.BufferEnd(b)
+def _tensor(t: TensorSpec, buffer: int) -> Any:
+    quant = None
+    if t.quant is not None:
+        quant = schema.QuantizationParametersT(scale=[float(s) for s in t.quant.scale],
+                                               zeroPoint=[int(z) for z in t.quant.zero_point],
+                                               quantizedDimension=t.quant.axis)
+    return schema.TensorT(shape=[int(d) for d in t.shape], type=TENSOR_TYPES[np.dtype(t.dtype)], buffer=buffer,
+                          name=t.name, quantization=quant, isVariable=t.variable,
+                          sparsity=_sparsity(t.sparsity, t.shape[1]) if t.sparsity else None)
 
 
 def build(spec: ModelSpec) -> bytes:
     """The model's FlatBuffer bytes (file identifier TFL3)."""
-    b = flatbuffers.Builder(1024)
-    # Buffer 0 is the empty sentinel; every constant tensor gets its own buffer after it.
-    buffer_data: list[bytes | None] = [None]
-    tensor_offs = []
+    buffers = [schema.BufferT()]  # buffer 0 is the empty sentinel; each constant gets its own after it
+    tensors = []
     for t in spec.tensors:
-        buf_index = 0
+        buffer = 0
         if t.data is not None:
-            buffer_data.append(np.ascontiguousarray(t.data).tobytes())
-            buf_index = len(buffer_data) - 1
-        name = b.CreateString(t.name)
-        shape = _vector(b, S.TensorStartShapeVector, list(t.shape))
-        quant = _quant(b, t.quant) if t.quant else None
-        sparsity = _sparsity(b, t.sparsity, t.shape[1]) if t.sparsity else None
-        S.TensorStart(b)
-        S.TensorAddShape(b, shape)
-        S.TensorAddType(b, TENSOR_TYPES[np.dtype(t.dtype)])
-        S.TensorAddBuffer(b, buf_index)
-        S.TensorAddName(b, name)
-        if quant is not None:
-            S.TensorAddQuantization(b, quant)
-        if sparsity is not None:
-            S.TensorAddSparsity(b, sparsity)
-        S.TensorAddIsVariable(b, t.variable)
-        tensor_offs.append(S.TensorEnd(b))
-
+            buffers.append(schema.BufferT(data=np.frombuffer(np.ascontiguousarray(t.data).tobytes(), np.uint8)))
+            buffer = len(buffers) - 1
+        tensors.append(_tensor(t, buffer))
     op = spec.op
-    options = op.options(b)
-    op_inputs = _vector(b, S.OperatorStartInputsVector, op.inputs)
-    op_outputs = _vector(b, S.OperatorStartOutputsVector, op.outputs)
-    S.OperatorStart(b)
-    S.OperatorAddOpcodeIndex(b, 0)
-    S.OperatorAddInputs(b, op_inputs)
-    S.OperatorAddOutputs(b, op_outputs)
-    S.OperatorAddBuiltinOptionsType(b, op.options_type)
-    S.OperatorAddBuiltinOptions(b, options)
-    operator = S.OperatorEnd(b)
-
-    tensors = _offsets(b, S.SubGraphStartTensorsVector, tensor_offs)
-    sg_inputs = _vector(b, S.SubGraphStartInputsVector, spec.inputs)
-    sg_outputs = _vector(b, S.SubGraphStartOutputsVector, spec.outputs)
-    operators = _offsets(b, S.SubGraphStartOperatorsVector, [operator])
-    sg_name = b.CreateString("main")
-    S.SubGraphStart(b)
-    S.SubGraphAddTensors(b, tensors)
-    S.SubGraphAddInputs(b, sg_inputs)
-    S.SubGraphAddOutputs(b, sg_outputs)
-    S.SubGraphAddOperators(b, operators)
-    S.SubGraphAddName(b, sg_name)
-    subgraph = S.SubGraphEnd(b)
-
-    S.OperatorCodeStart(b)
-    S.OperatorCodeAddDeprecatedBuiltinCode(b, min(op.builtin, PLACEHOLDER_FOR_GREATER_OP_CODES))
-    S.OperatorCodeAddBuiltinCode(b, op.builtin)
-    S.OperatorCodeAddVersion(b, op.version)
-    opcode = S.OperatorCodeEnd(b)
-
-    buffers = [_buffer(b, d) for d in buffer_data]
-    buffers_vec = _offsets(b, S.ModelStartBuffersVector, buffers)
-    subgraphs = _offsets(b, S.ModelStartSubgraphsVector, [subgraph])
-    opcodes = _offsets(b, S.ModelStartOperatorCodesVector, [opcode])
-    desc = b.CreateString("deepbench single-operator model")
-    S.ModelStart(b)
-    S.ModelAddVersion(b, SCHEMA_VERSION)
-    S.ModelAddOperatorCodes(b, opcodes)
-    S.ModelAddSubgraphs(b, subgraphs)
-    S.ModelAddDescription(b, desc)
-    S.ModelAddBuffers(b, buffers_vec)
-    b.Finish(S.ModelEnd(b), file_identifier=b"TFL3")
-    return bytes(b.Output())
-
-
-def fully_connected_options(b: flatbuffers.Builder) -> int:
-    S.FullyConnectedOptionsStart(b)
-    S.FullyConnectedOptionsAddFusedActivationFunction(b, S.ActivationFunctionType.NONE)
-    S.FullyConnectedOptionsAddKeepNumDims(b, False)
-    return S.FullyConnectedOptionsEnd(b)
-
-
-def conv2d_options(padding: int, stride_h: int, stride_w: int) -> Callable[[flatbuffers.Builder], int]:
-    def write(b: flatbuffers.Builder) -> int:
-        S.Conv2DOptionsStart(b)
-        S.Conv2DOptionsAddPadding(b, padding)
-        S.Conv2DOptionsAddStrideH(b, stride_h)
-        S.Conv2DOptionsAddStrideW(b, stride_w)
-        S.Conv2DOptionsAddDilationHFactor(b, 1)
-        S.Conv2DOptionsAddDilationWFactor(b, 1)
-        S.Conv2DOptionsAddFusedActivationFunction(b, S.ActivationFunctionType.NONE)
-        return S.Conv2DOptionsEnd(b)
-    return write
-
-
-def sequence_rnn_options(activation: int) -> Callable[[flatbuffers.Builder], int]:
-    def write(b: flatbuffers.Builder) -> int:
-        S.SequenceRNNOptionsStart(b)
-        S.SequenceRNNOptionsAddTimeMajor(b, True)
-        S.SequenceRNNOptionsAddFusedActivationFunction(b, activation)
-        return S.SequenceRNNOptionsEnd(b)
-    return write
-
-
-def sequence_lstm_options(b: flatbuffers.Builder) -> int:
-    S.UnidirectionalSequenceLSTMOptionsStart(b)
-    S.UnidirectionalSequenceLSTMOptionsAddFusedActivationFunction(b, S.ActivationFunctionType.TANH)
-    S.UnidirectionalSequenceLSTMOptionsAddCellClip(b, 0.0)
-    S.UnidirectionalSequenceLSTMOptionsAddProjClip(b, 0.0)
-    S.UnidirectionalSequenceLSTMOptionsAddTimeMajor(b, True)
-    return S.UnidirectionalSequenceLSTMOptionsEnd(b)
+    operator = schema.OperatorT(opcodeIndex=0, inputs=list(op.inputs), outputs=list(op.outputs),
+                                builtinOptionsType=options_type(op.options), builtinOptions=op.options)
+    subgraph = schema.SubGraphT(tensors=tensors, inputs=list(spec.inputs), outputs=list(spec.outputs),
+                                operators=[operator], name="main")
+    code = schema.OperatorCodeT(deprecatedBuiltinCode=min(op.builtin, PLACEHOLDER_FOR_GREATER_OP_CODES),
+                                builtinCode=op.builtin, version=op.version)
+    model = schema.ModelT(version=SCHEMA_VERSION, operatorCodes=[code], subgraphs=[subgraph],
+                          description="deepbench single-operator model", buffers=buffers)
+    return bytes(convert_object_to_bytearray(model))

@@ -5,17 +5,18 @@ DeepBench's column-major C (m x n) = A (m x k) B (k x n) is computed as FULLY_CO
 is C in DeepBench's column-major layout. All device-suite GEMMs are N,N; a transposed operand is
 the same product with the constant stored the other way, so a_t/b_t change nothing in the model.
 
-int8: what TFLite computes, exactly: int8 x int8 products accumulated in int32, then requantized
+int8: what TFLite computes, exactly: int8 x int8 products (weights in [-127, 127], TFLite's
+symmetric int8 spec: ../int8_operands.py says why) accumulated in int32, then requantized
 to an int8 output (FULLY_CONNECTED accepts only uint8/int8/int16 outputs for int8 inputs; an
 int32 output is rejected at prepare). Scales: input 1, weights 1 (zero points 0), output a power
-of two 2^e, so each output is round(acc * 2^-e) clamped to [-128, 127]. The check recomputes the
-exact int32 accumulator and demands exactly that value (either neighbour at a tie): an error in
-the accumulator larger than half an output step fails."""
+of two 2^e, so each output is acc * 2^-e rounded to an integer neighbour and clamped to [-128, 127].
+The check recomputes the exact int32 accumulator and demands one of the two neighbours
+(numpy_checks.check_requantized derives why exactly those): an output a step or more beyond them
+fails."""
 
 from __future__ import annotations
 
 import numpy as np
-import tflite as S
 
 from ...catalog import GemmKernel
 from ...precision import Precision
@@ -23,7 +24,7 @@ from ...results import Check
 from ..base import Prepared, TimedPart, Unsupported
 from ..numpy_checks import check_matmul, check_requantized
 from .context import INT8_MAX, INT8_MIN, TfliteContext, output_scale
-from .flatbuffer import NO_TENSOR, ModelSpec, OpSpec, Quant, TensorSpec, fully_connected_options
+from .flatbuffer import NO_TENSOR, ModelSpec, OpSpec, Quant, TensorSpec, schema
 
 CHECK_ROWS = 256  # int8: rows of the output checked in full, chosen at random (all when fewer)
 INT8_FC_VERSION = 4
@@ -43,8 +44,8 @@ def fc_model(x_shape: tuple[int, int], w: np.ndarray, precision: Precision, out_
                    TensorSpec("w", w.shape, np.float32, data=w if w_data is None else w_data, sparsity=sparsity),
                    TensorSpec("y", (n, m), np.float32)]
         version = 1
-    op = OpSpec(S.BuiltinOperator.FULLY_CONNECTED, [0, 1, NO_TENSOR], [2], S.BuiltinOptions.FullyConnectedOptions,
-                fully_connected_options, version=version)
+    op = OpSpec(schema.BuiltinOperator.FULLY_CONNECTED, [0, 1, NO_TENSOR], [2], schema.FullyConnectedOptionsT(),
+                version=version)
     return ModelSpec(tensors=tensors, op=op, inputs=[0], outputs=[2])
 
 
@@ -53,7 +54,7 @@ def prepare(ctx: TfliteContext, kernel: GemmKernel, precision: Precision) -> Pre
         raise Unsupported(f"TFLite FULLY_CONNECTED runs fp32 and int8 here; {precision.value} is not run")
     m, n, k = kernel.m, kernel.n, kernel.k
     x = ctx.random((n, k), precision)
-    w = ctx.random((m, k), precision, scale=k ** -0.5)
+    w = ctx.weights((m, k), precision, scale=k ** -0.5)
     scale = output_scale(k)
     model = ctx.interpreter(fc_model((n, k), w, precision, out_scale=scale))
     model.set_inputs(x)

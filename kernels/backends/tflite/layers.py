@@ -15,9 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-import flatbuffers
 import numpy as np
-import tflite as S
 
 from ...catalog import Kernel
 from ...layers import (ActivationKernel, BatchedGemmKernel, ElementwiseKernel, EmbeddingKernel, PoolingKernel,
@@ -30,6 +28,7 @@ from ..numpy_checks import check_batched_matmul
 from .context import LoadedModel, TfliteContext
 from .conv import tflite_padding
 from .flatbuffer import ModelSpec, OpSpec, TensorSpec
+from .flatbuffer import schema as S
 
 SINGLE_OPERATOR = "this backend times single-operator models"
 NO_BUILTIN = {
@@ -54,44 +53,6 @@ def require_fp32(kernel: Kernel, precision: Precision) -> None:
     if precision is not Precision.FP32:
         raise Unsupported(f"the tflite backend runs its {kernel.op} models in float32 only; {precision.value} is not "
                           "run (quantized layers are not implemented)")
-
-
-def no_options(b: flatbuffers.Builder) -> int:
-    return 0
-
-
-def pool2d_options(padding: int, stride_h: int, stride_w: int, r: int, s: int) -> Callable[[flatbuffers.Builder], int]:
-    def write(b: flatbuffers.Builder) -> int:
-        S.Pool2DOptionsStart(b)
-        S.Pool2DOptionsAddPadding(b, padding)
-        S.Pool2DOptionsAddStrideH(b, stride_h)
-        S.Pool2DOptionsAddStrideW(b, stride_w)
-        S.Pool2DOptionsAddFilterHeight(b, r)
-        S.Pool2DOptionsAddFilterWidth(b, s)
-        S.Pool2DOptionsAddFusedActivationFunction(b, S.ActivationFunctionType.NONE)
-        return S.Pool2DOptionsEnd(b)
-    return write
-
-
-def softmax_options(b: flatbuffers.Builder) -> int:
-    S.SoftmaxOptionsStart(b)
-    S.SoftmaxOptionsAddBeta(b, 1.0)
-    return S.SoftmaxOptionsEnd(b)
-
-
-def gelu_options(approximate: bool) -> Callable[[flatbuffers.Builder], int]:
-    def write(b: flatbuffers.Builder) -> int:
-        S.GeluOptionsStart(b)
-        S.GeluOptionsAddApproximate(b, approximate)
-        return S.GeluOptionsEnd(b)
-    return write
-
-
-def gather_options(b: flatbuffers.Builder) -> int:
-    S.GatherOptionsStart(b)
-    S.GatherOptionsAddAxis(b, 0)
-    S.GatherOptionsAddBatchDims(b, 0)
-    return S.GatherOptionsEnd(b)
 
 
 def unary(ctx: TfliteContext, x: np.ndarray, out_shape: tuple[int, ...], op: OpSpec) -> LoadedModel:
@@ -126,8 +87,9 @@ def prepare_pooling(ctx: TfliteContext, kernel: PoolingKernel, precision: Precis
     builtin = S.BuiltinOperator.MAX_POOL_2D if kk.mode == "max" else S.BuiltinOperator.AVERAGE_POOL_2D
     x = ctx.random((kk.n, kk.c, kk.h, kk.w), precision)
     x_nhwc = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
-    op = OpSpec(builtin, [0], [1], S.BuiltinOptions.Pool2DOptions,
-                pool2d_options(ph, kk.stride_h, kk.stride_w, kk.r, kk.s))
+    options = S.Pool2DOptionsT(padding=ph, strideW=kk.stride_w, strideH=kk.stride_h, filterWidth=kk.s,
+                               filterHeight=kk.r)
+    op = OpSpec(builtin, [0], [1], options)
     model = unary(ctx, x_nhwc, (kk.n, kk.out_h, kk.out_w, kk.c), op)
     images = ref.check_images(kk.n)
 
@@ -144,7 +106,7 @@ def prepare_pooling(ctx: TfliteContext, kernel: PoolingKernel, precision: Precis
 def prepare_softmax(ctx: TfliteContext, kernel: SoftmaxKernel, precision: Precision) -> Prepared:
     require_fp32(kernel, precision)
     x = ctx.random((kernel.rows, kernel.cols), precision)
-    op = OpSpec(S.BuiltinOperator.SOFTMAX, [0], [1], S.BuiltinOptions.SoftmaxOptions, softmax_options)
+    op = OpSpec(S.BuiltinOperator.SOFTMAX, [0], [1], S.SoftmaxOptionsT(beta=1.0))
     model = unary(ctx, x, x.shape, op)
     return forward(kernel, precision, model, lambda: ref.compare(model.output(), ref.softmax(x), precision),
                    "SOFTMAX")
@@ -157,10 +119,8 @@ def prepare_activation(ctx: TfliteContext, kernel: ActivationKernel, precision: 
         raise Unsupported(f"TFLite has no {fn} operator: the TensorFlow Lite converter writes LOGISTIC then MUL; "
                           f"{SINGLE_OPERATOR}")
     builtin = ACTIVATIONS[fn]
-    if builtin == S.BuiltinOperator.GELU:
-        op = OpSpec(builtin, [0], [1], S.BuiltinOptions.GeluOptions, gelu_options(fn == "gelu_tanh"))
-    else:
-        op = OpSpec(builtin, [0], [1], S.BuiltinOptions.NONE, no_options)
+    gelu = S.GeluOptionsT(approximate=fn == "gelu_tanh") if builtin == S.BuiltinOperator.GELU else None
+    op = OpSpec(builtin, [0], [1], gelu)
     x = ctx.random((kernel.elements,), precision)
     model = unary(ctx, x, x.shape, op)
     return forward(kernel, precision, model, lambda: ref.check_activation(fn, model.output(), x, precision, ctx.rng),
@@ -173,7 +133,7 @@ def prepare_embedding(ctx: TfliteContext, kernel: EmbeddingKernel, precision: Pr
     ids = ctx.rng.integers(0, kernel.vocab, size=kernel.lookups).astype(np.int32)
     tensors = [TensorSpec("table", table.shape, np.float32, data=table), TensorSpec("ids", ids.shape, np.int32),
                TensorSpec("y", (kernel.lookups, kernel.dim), np.float32)]
-    op = OpSpec(S.BuiltinOperator.GATHER, [0, 1], [2], S.BuiltinOptions.GatherOptions, gather_options)
+    op = OpSpec(S.BuiltinOperator.GATHER, [0, 1], [2], S.GatherOptionsT(axis=0, batchDims=0))
     model = ctx.interpreter(ModelSpec(tensors=tensors, op=op, inputs=[1], outputs=[2]))
     model.set_inputs(ids)
     return forward(kernel, precision, model,
@@ -181,20 +141,8 @@ def prepare_embedding(ctx: TfliteContext, kernel: EmbeddingKernel, precision: Pr
                    weights="table: constant in the model", indices="int32")
 
 
-def elementwise_options(function: str) -> Callable[[flatbuffers.Builder], int]:
-    start, fused, end = ((S.AddOptionsStart, S.AddOptionsAddFusedActivationFunction, S.AddOptionsEnd)
-                         if function == "add" else
-                         (S.MulOptionsStart, S.MulOptionsAddFusedActivationFunction, S.MulOptionsEnd))
-
-    def write(b: flatbuffers.Builder) -> int:
-        start(b)
-        fused(b, S.ActivationFunctionType.NONE)
-        return end(b)
-    return write
-
-
-ELEMENTWISE = {"add": (S.BuiltinOperator.ADD, S.BuiltinOptions.AddOptions, "ADD"),
-               "mul": (S.BuiltinOperator.MUL, S.BuiltinOptions.MulOptions, "MUL")}
+ELEMENTWISE = {"add": (S.BuiltinOperator.ADD, S.AddOptionsT, "ADD"),
+               "mul": (S.BuiltinOperator.MUL, S.MulOptionsT, "MUL")}
 
 
 def prepare_elementwise(ctx: TfliteContext, kernel: ElementwiseKernel, precision: Precision) -> Prepared:
@@ -202,22 +150,15 @@ def prepare_elementwise(ctx: TfliteContext, kernel: ElementwiseKernel, precision
     require_fp32(kernel, precision)
     out_shape, a_shape, b_shape = elementwise_layout(kernel)
     a, b = ctx.random(a_shape, precision), ctx.random(b_shape, precision)
-    builtin, options_type, name = ELEMENTWISE[kernel.function]
+    builtin, options, name = ELEMENTWISE[kernel.function]
     tensors = [TensorSpec("a", a_shape, np.float32), TensorSpec("b", b_shape, np.float32),
                TensorSpec("y", out_shape, np.float32)]
-    op = OpSpec(builtin, [0, 1], [2], options_type, elementwise_options(kernel.function))
+    op = OpSpec(builtin, [0, 1], [2], options(fusedActivationFunction=S.ActivationFunctionType.NONE))
     model = ctx.interpreter(ModelSpec(tensors=tensors, op=op, inputs=[0, 1], outputs=[2]))
     model.set_inputs(a, b)
     want = ref.elementwise(kernel.function, a, b)
     return forward(kernel, precision, model, lambda: ref.compare(model.output(), want, precision), name,
                    shapes={"a": list(a_shape), "b": list(b_shape), "out": list(out_shape)})
-
-
-def batch_matmul_options(b: flatbuffers.Builder) -> int:
-    S.BatchMatMulOptionsStart(b)
-    S.BatchMatMulOptionsAddAdjX(b, False)
-    S.BatchMatMulOptionsAddAdjY(b, False)
-    return S.BatchMatMulOptionsEnd(b)
 
 
 def prepare_batched_gemm(ctx: TfliteContext, kernel: BatchedGemmKernel, precision: Precision) -> Prepared:
@@ -228,8 +169,7 @@ def prepare_batched_gemm(ctx: TfliteContext, kernel: BatchedGemmKernel, precisio
     x, w = ctx.random((bt, n, k), precision), ctx.random((bt, k, m), precision, scale=k ** -0.5)
     tensors = [TensorSpec("x", x.shape, np.float32), TensorSpec("w", w.shape, np.float32),
                TensorSpec("y", (bt, n, m), np.float32)]
-    op = OpSpec(S.BuiltinOperator.BATCH_MATMUL, [0, 1], [2], S.BuiltinOptions.BatchMatMulOptions,
-                batch_matmul_options)
+    op = OpSpec(S.BuiltinOperator.BATCH_MATMUL, [0, 1], [2], S.BatchMatMulOptionsT(adjX=False, adjY=False))
     model = ctx.interpreter(ModelSpec(tensors=tensors, op=op, inputs=[0, 1], outputs=[2]))
     model.set_inputs(x, w)
     return forward(kernel, precision, model,

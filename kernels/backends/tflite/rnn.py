@@ -14,7 +14,6 @@ output), so int8 is unsupported. No backward: TFLite is an inference runtime."""
 from __future__ import annotations
 
 import numpy as np
-import tflite as S
 
 from ...catalog import RnnKernel
 from ...precision import Precision
@@ -22,7 +21,8 @@ from ...results import Check
 from ..base import Prepared, TimedPart, Unsupported
 from ..numpy_checks import relative_error, verdict
 from .context import TfliteContext
-from .flatbuffer import NO_TENSOR, ModelSpec, OpSpec, TensorSpec, sequence_lstm_options, sequence_rnn_options
+from .flatbuffer import NO_TENSOR, ModelSpec, OpSpec, TensorSpec
+from .flatbuffer import schema as S
 
 BACKWARD_REASON = "backward unsupported: TFLite is an inference runtime"
 LSTM_GATES = ("input", "forget", "cell", "output")  # TFLite's order of the weight inputs
@@ -75,8 +75,8 @@ def prepare(ctx: TfliteContext, kernel: RnnKernel, precision: Precision) -> Prep
     if kernel.cell == "vanilla":
         tensors += [TensorSpec("h", (batch, hid), f32, variable=True), TensorSpec("y", (steps, batch, hid), f32)]
         inputs = [0, w_idx[0], r_idx[0], b_idx[0], state]
-        op = OpSpec(S.BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_RNN, inputs, [state + 1],
-                    S.BuiltinOptions.SequenceRNNOptions, sequence_rnn_options(S.ActivationFunctionType.RELU))
+        options = S.SequenceRNNOptionsT(timeMajor=True, fusedActivationFunction=S.ActivationFunctionType.RELU)
+        op = OpSpec(S.BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_RNN, inputs, [state + 1], options)
         operator = "UNIDIRECTIONAL_SEQUENCE_RNN"
         out = state + 1
     else:
@@ -86,8 +86,9 @@ def prepare(ctx: TfliteContext, kernel: RnnKernel, precision: Precision) -> Prep
         inputs[0] = 0
         inputs[1:5], inputs[5:9], inputs[12:16] = w_idx, r_idx, b_idx
         inputs[18], inputs[19] = state, state + 1
-        op = OpSpec(S.BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_LSTM, inputs, [state + 2],
-                    S.BuiltinOptions.UnidirectionalSequenceLSTMOptions, sequence_lstm_options)
+        options = S.UnidirectionalSequenceLSTMOptionsT(fusedActivationFunction=S.ActivationFunctionType.TANH,
+                                                       cellClip=0.0, projClip=0.0, timeMajor=True)
+        op = OpSpec(S.BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_LSTM, inputs, [state + 2], options)
         operator = "UNIDIRECTIONAL_SEQUENCE_LSTM"
         out = state + 2
     model = ctx.interpreter(ModelSpec(tensors=tensors, op=op, inputs=[0], outputs=[out]))

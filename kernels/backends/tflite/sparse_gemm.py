@@ -3,9 +3,11 @@
 The weight tensor carries TFLite's sparsity parameters (dimension 0 dense, dimension 1
 SPARSE_CSR, int32 segments and indices) and its buffer holds only the non-zero values; TFLite's
 FULLY_CONNECTED runs it with its sparse-weight kernel (FullyConnectedSparseWeight), without
-densifying. The XNNPACK delegate is kept off for this model: tflite-runtime 2.14's delegate
-claims a FULLY_CONNECTED whose weights are sparse and reads the CSR values as a dense matrix
-(NaN outputs on a small model, a segmentation fault on a large one), so the model runs on the
+densifying (single-threaded: the multi-threaded sparse kernel takes 1x4 block sparsity only,
+which would change DeepBench's random sparsity). The XNNPACK delegate is kept off for this model:
+LiteRT 2.3's delegate, like tflite-runtime 2.14's, claims a FULLY_CONNECTED whose weights are
+sparse and reads the CSR values as a dense matrix (NaN outputs on a small model, a segmentation
+fault on a large one; tests/test_tflite_backend.py watches for a fix), so the model runs on the
 builtin kernels. A sparse A (m x k) is the weights of m units over k inputs; B^T (n x k) is the input,
 so the output is C^T (n x m), C in column-major. The dense FULLY_CONNECTED of the same shape is
 timed beside it for the speedup, as for the other backends. int8 sparse weights are not run
@@ -46,7 +48,7 @@ def prepare(ctx: TfliteContext, kernel: SparseGemmKernel, precision: Precision) 
     model = ctx.interpreter(fc_model((n, k), a, precision, sparsity=sparsity, w_data=values), xnnpack=False)
     model.set_inputs(x)
     info = model.info("FULLY_CONNECTED (CSR sparse weights)")
-    info.update(nnz=int(values.size), format="csr", xnnpack="off: the 2.14 delegate misreads sparse weights")
+    info.update(nnz=int(values.size), format="csr", xnnpack="off: LiteRT's delegate misreads sparse weights")
     part = TimedPart("fwd", model.invoke, lambda: check_matmul(model.output(), x, a.T, precision, ctx.rng),
                      kernel.flops(), kernel.min_bytes("fwd", precision), info=info, capturable=False)
 
