@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..backends import load_backend
+from ..backends.distributed.terminal import TERMINAL_FD_ENV
 from ..folder_lock import HARNESS_LOCK, FolderLock, Locked
 from ..noise import judge, snapshot, usable_cpus
 from ..precision import Precision
@@ -73,6 +74,7 @@ def _rank_folder(outdir: Path, rank: int) -> Path:
     folder = outdir / RANKS_DIR / rank_dir_name(rank)
     folder.mkdir(parents=True, exist_ok=True)
     log = os.open(folder / RANK_LOG, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.environ[TERMINAL_FD_ENV] = str(os.dup(sys.stderr.fileno()))  # a rank that stops still says why there
     os.dup2(log, sys.stderr.fileno())
     os.close(log)
     return folder

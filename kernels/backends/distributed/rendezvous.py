@@ -41,6 +41,8 @@ from typing import Any, Callable
 
 import torch.distributed as dist
 
+from .terminal import say_on_terminal
+
 KEY = "deepbench"  # prefix of our keys in the store, apart from torch's own
 POLL_S = 0.1
 # Longest wait for every rank to reach the store and for the collective's connections (the ranks
@@ -153,7 +155,7 @@ class Rendezvous:
                 self._client().set(f"{KEY}/join-failed", message)
             except Exception:  # noqa: BLE001 - the store is gone too: the terminal still hears of it
                 pass
-        print(f"deepbench: {message}", file=sys.stderr, flush=True)
+        say_on_terminal(f"deepbench: {message}")
         return JoinFailed(message)
 
     def _client(self, timeout_s: float = CENSUS_S) -> Any:
@@ -170,7 +172,7 @@ class Rendezvous:
         while busy() and not (keys and watcher.check(keys)):
             if watcher.check([f"{KEY}/join-failed"]):
                 other = watcher.get(f"{KEY}/join-failed").decode()
-                print(f"deepbench: {self.label()} stops: {other}", file=sys.stderr, flush=True)
+                say_on_terminal(f"deepbench: {self.label()} stops: {other}")
                 raise JoinFailed(other)
             if time.monotonic() > self.deadline:
                 raise self.failed(f"waited {self.join_timeout.total_seconds():g} s for {what}")
