@@ -37,6 +37,28 @@ def load_binding(module: str, package: str) -> tuple[ModuleType | None, str]:
         return None, f"{package} cannot load: {type(exc).__name__}: {exc}"
 
 
+class StreamHandle:
+    """A library handle that follows torch's current stream (a graph capture runs on a side
+    stream): re-bound (`on_stream`) only when the stream changes, so that a timed call does no host
+    work besides the library call itself."""
+
+    def __init__(self, handle: Any) -> None:
+        self.handle = handle
+        self.stream: int | None = None
+
+    def on_stream(self, stream: int) -> None:
+        raise NotImplementedError
+
+    def bind(self) -> Any:
+        import torch
+
+        stream = torch.cuda.current_stream().cuda_stream
+        if stream != self.stream:
+            self.on_stream(stream)
+            self.stream = stream
+        return self.handle
+
+
 class NativeCudaBackend(Backend):
     """A backend over one NVIDIA library's own API. Subclasses name their binding and operations
     and implement `prepare_op`; timing, ceilings and facts are the run's `CudaDevice`'s."""

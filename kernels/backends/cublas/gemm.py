@@ -21,6 +21,7 @@ from ... import padding
 from ...catalog import GemmKernel
 from ...precision import Precision
 from ..base import Prepared, TimedPart, Unsupported
+from ..native import StreamHandle
 from ..pytorch.checks import check_matmul
 from ..pytorch.gemm import operands, prepare_fp8
 
@@ -61,29 +62,22 @@ def binding_versions() -> dict[str, str]:
         return {}
 
 
-class Handle:
-    """A cuBLAS handle bound to torch's current stream, with its own workspace. Binding is
-    redone only when the stream changes (a graph capture runs on a side stream): the call itself
-    is the only thing a timed call does on the host."""
+class Handle(StreamHandle):
+    """A cuBLAS handle on torch's current stream, with its own workspace."""
 
     def __init__(self, cublas: Any) -> None:
+        super().__init__(cublas.create())
         self.cublas = cublas
-        self.handle = cublas.create()
         # 32-bit accumulate means 32-bit all the way: no split-K reduction of partial sums in
         # fp16/bf16, which cuBLAS's default math allows (PyTorch forbids it the same way).
         math = cublas.Math
         cublas.set_math_mode(self.handle, int(math.DEFAULT_MATH) | int(math.DISALLOW_REDUCED_PRECISION_REDUCTION))
         self.workspace = torch.empty(WORKSPACE_BYTES, dtype=torch.uint8, device="cuda")
-        self.stream: int | None = None
 
-    def bind(self) -> int:
-        stream = torch.cuda.current_stream().cuda_stream
-        if stream != self.stream:
-            # cublasSetStream resets the workspace to the library's default pool: set ours after it.
-            self.cublas.set_stream(self.handle, stream)
-            self.cublas.set_workspace(self.handle, self.workspace.data_ptr(), WORKSPACE_BYTES)
-            self.stream = stream
-        return self.handle
+    def on_stream(self, stream: int) -> None:
+        # cublasSetStream resets the workspace to the library's default pool: set ours after it.
+        self.cublas.set_stream(self.handle, stream)
+        self.cublas.set_workspace(self.handle, self.workspace.data_ptr(), WORKSPACE_BYTES)
 
 
 def prepare(backend: "CublasBackend", kernel: GemmKernel, precision: Precision) -> Prepared:

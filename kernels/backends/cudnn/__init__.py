@@ -16,25 +16,19 @@ import torch
 from ...catalog import Kernel
 from ...precision import Precision
 from ..base import Prepared
-from ..native import NativeCudaBackend
+from ..native import NativeCudaBackend, StreamHandle
 from . import conv
 
 
-class Handle:
-    """A cuDNN handle on torch's current stream (re-bound only when the stream changes: a graph
-    capture runs on a side stream)."""
+class Handle(StreamHandle):
+    """A cuDNN handle on torch's current stream."""
 
     def __init__(self, cudnn: Any) -> None:
+        super().__init__(cudnn.create_handle())
         self.cudnn = cudnn
-        self.handle = cudnn.create_handle()
-        self.stream: int | None = None
 
-    def bind(self) -> Any:
-        stream = torch.cuda.current_stream().cuda_stream
-        if stream != self.stream:
-            self.cudnn.set_stream(handle=self.handle, stream=stream)
-            self.stream = stream
-        return self.handle
+    def on_stream(self, stream: int) -> None:
+        self.cudnn.set_stream(handle=self.handle, stream=stream)
 
 
 class CudnnBackend(NativeCudaBackend):

@@ -16,6 +16,7 @@ import torch
 from ...catalog import SparseGemmKernel
 from ...precision import Precision
 from ..base import Prepared, TimedPart
+from ..native import StreamHandle
 from ..pytorch.checks import check_matmul
 
 if TYPE_CHECKING:
@@ -27,20 +28,15 @@ TYPES = {Precision.FP32: ("CUDA_R_32F", "CUDA_R_32F"), Precision.FP16: ("CUDA_R_
          Precision.BF16: ("CUDA_R_16BF", "CUDA_R_32F")}
 
 
-class Handle:
-    """A cuSPARSE handle bound to torch's current stream when it changes."""
+class Handle(StreamHandle):
+    """A cuSPARSE handle on torch's current stream."""
 
     def __init__(self, cusparse: Any) -> None:
+        super().__init__(cusparse.create())
         self.cusparse = cusparse
-        self.handle = cusparse.create()
-        self.stream: int | None = None
 
-    def bind(self) -> int:
-        stream = torch.cuda.current_stream().cuda_stream
-        if stream != self.stream:
-            self.cusparse.set_stream(self.handle, stream)
-            self.stream = stream
-        return self.handle
+    def on_stream(self, stream: int) -> None:
+        self.cusparse.set_stream(self.handle, stream)
 
 
 class SparseProduct:

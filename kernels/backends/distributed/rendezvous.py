@@ -32,7 +32,6 @@ import json
 import os
 import socket
 import struct
-import sys
 import threading
 import time
 from dataclasses import dataclass
