@@ -53,7 +53,8 @@ def read_back(text: str) -> tuple[list[dict[str, str]], list[str], dict[int, str
     end = next((i for i, line in enumerate(rest) if SEP not in line and "─" not in line), len(rest))
     body, after = rest[:end], rest[end:]
     folded = next((int(m.group(1)) for line in after for m in [FOLDED.search(line)] if m), 1)
-    head_lines = [_cells(line) for line in lines[1:rule]]
+    # the title above may wrap onto several lines when the table is narrower than it
+    head_lines = [_cells(line) for line in lines[:rule] if SEP in line]
     ncols = len(head_lines[0])
     if folded > 1:  # one header line per band, a row is one line per band then a rule
         headers = [[head_lines[b][c] for c in range(ncols)] for b in range(folded)]
