@@ -10,11 +10,13 @@ from __future__ import annotations
 import json
 from functools import cache
 from importlib import resources
-from typing import Annotated, ClassVar, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic.fields import FieldInfo
 
 from . import costs
+from .op_traits import InfoColumn, OpTraits, Rate, Tolerance
 from .precision import INPUT_BYTES, OUTPUT_BYTES, Precision
 
 # "model": a shape taken from a real model's operator dataset (kernels/models; application = the model)
@@ -32,6 +34,8 @@ class Kernel(BaseModel):
     FIELDS: ClassVar[tuple[str, ...]] = ()
     # Directions timed separately, in report order (their sum is the kernel's total time).
     DIRECTIONS: ClassVar[tuple[str, ...]] = ("fwd",)
+    # What the host needs to know about the operation (kernels/op_traits.py); None: plain traits.
+    TRAITS: ClassVar[OpTraits | None] = None
 
     op: str
     set: SetName
@@ -68,10 +72,15 @@ def _short(value: object) -> str:
     return str(value)
 
 
+# DeepBench's workbook words for GEMM's fields (shared by the sparse GEMM).
+GEMM_HEADERS = {"m": "M", "n": "N", "k": "K", "a_t": "A Transpose", "b_t": "B Transpose"}
+
+
 class GemmKernel(Kernel):
     """C (m x n) = op(A) op(B), column-major, as DeepBench hands it to the library."""
 
     FIELDS: ClassVar[tuple[str, ...]] = ("m", "n", "k", "a_t", "b_t")
+    TRAITS: ClassVar[OpTraits | None] = OpTraits("Dense matrix multiplication", field_headers=GEMM_HEADERS)
     op: Literal["gemm"] = "gemm"
     m: int = Field(gt=0)
     n: int = Field(gt=0)
@@ -91,6 +100,10 @@ class ConvKernel(Kernel):
 
     FIELDS: ClassVar[tuple[str, ...]] = ("w", "h", "c", "n", "k", "s", "r", "pad_w", "pad_h", "stride_w", "stride_h")
     DIRECTIONS: ClassVar[tuple[str, ...]] = ("fwd", "bwd_data", "bwd_filter")
+    TRAITS: ClassVar[OpTraits | None] = OpTraits(
+        "Convolution", tolerance=Tolerance.TRANSFORM,
+        field_headers={"w": "W", "h": "H", "c": "C", "n": "N", "k": "K", "s": "S (Filter width)",
+                       "r": "R (Filter height)", "stride_w": "Horizontal stride", "stride_h": "Vertical stride"})
     op: Literal["conv"] = "conv"
     w: int = Field(gt=0)
     h: int = Field(gt=0)
@@ -127,6 +140,10 @@ class RnnKernel(Kernel):
 
     FIELDS: ClassVar[tuple[str, ...]] = ("hidden", "batch", "timesteps", "cell")
     DIRECTIONS: ClassVar[tuple[str, ...]] = ("fwd", "bwd")
+    TRAITS: ClassVar[OpTraits | None] = OpTraits(
+        "Recurrent layers", tolerance=Tolerance.RECURRENCE,
+        field_headers={"hidden": "Hidden units", "batch": "N", "timesteps": "Timesteps", "cell": "Cell"},
+        direction_headers={"fwd": "Time Forward (msec)"})
     op: Literal["rnn"] = "rnn"
     hidden: int = Field(gt=0)
     batch: int = Field(gt=0)
@@ -144,6 +161,11 @@ class SparseGemmKernel(Kernel):
     """Sparse A (m x k, `sparsity` of its entries zero) times dense B (k x n)."""
 
     FIELDS: ClassVar[tuple[str, ...]] = ("m", "n", "k", "a_t", "b_t", "sparsity")
+    TRAITS: ClassVar[OpTraits | None] = OpTraits(
+        "Sparse matrix multiplication", field_headers={**GEMM_HEADERS, "sparsity": "Sparsity"},
+        run_columns=(InfoColumn("dense (us)", ("dense_time_us", "median"), "us", droppable=True),
+                     InfoColumn("speedup", ("speedup_vs_dense",))),
+        entry_extras=(("speedup", "speedup_vs_dense"),))
     op: Literal["sparse_gemm"] = "sparse_gemm"
     m: int = Field(gt=0)
     n: int = Field(gt=0)
@@ -166,6 +188,10 @@ class AllReduceKernel(Kernel):
     """Sum-all-reduce of `floats` float32 elements; DeepBench repeated it `repeat` times."""
 
     FIELDS: ClassVar[tuple[str, ...]] = ("floats", "repeat")
+    # DeepBench's all-reduce is defined on float32 elements.
+    TRAITS: ClassVar[OpTraits | None] = OpTraits(
+        "All-reduce", rated_in=Rate.GBPS, collective=True, fixed_precision="fp32",
+        field_headers={"floats": "Size # floats", "repeat": "Repeat"})
     op: Literal["all_reduce"] = "all_reduce"
     floats: int = Field(gt=0)
     repeat: int = Field(gt=0)
@@ -181,16 +207,60 @@ class AllReduceKernel(Kernel):
 from .layers import LAYER_KERNELS  # noqa: E402
 from .model_kernel import ModelKernel  # noqa: E402 - the whole-model run (kernels/model_kernel.py)
 
-AnyKernel = Annotated[
-    Union[(GemmKernel, ConvKernel, RnnKernel, SparseGemmKernel, AllReduceKernel, *LAYER_KERNELS, ModelKernel)],
-    Field(discriminator="op"),
-]
-KERNEL_ADAPTER: TypeAdapter = TypeAdapter(AnyKernel)
 KERNEL_CLASSES: dict[str, type[Kernel]] = {
-    "gemm": GemmKernel, "conv": ConvKernel, "rnn": RnnKernel, "sparse_gemm": SparseGemmKernel,
-    "all_reduce": AllReduceKernel, **{cls.model_fields["op"].default: cls for cls in LAYER_KERNELS},
-    "model": ModelKernel,
+    cls.model_fields["op"].default: cls
+    for cls in (GemmKernel, ConvKernel, RnnKernel, SparseGemmKernel, AllReduceKernel, *LAYER_KERNELS, ModelKernel)
 }
+
+
+KERNEL_DISCRIMINATOR = "op"
+
+
+def _any_kernel() -> Any:
+    """Every registered kernel class, told apart by its `op` (the registry's order)."""
+    return Annotated[Union[tuple(KERNEL_CLASSES.values())], Field(discriminator=KERNEL_DISCRIMINATOR)]
+
+
+AnyKernel = _any_kernel()
+KERNEL_ADAPTER: TypeAdapter = TypeAdapter(AnyKernel)
+
+
+def register_kernel(cls: type[Kernel]) -> type[Kernel]:
+    """Add an operation's kernel class to the registry (usable as a class decorator), so that
+    plans, results and reports take its kernels: an operation outside this package (a plugin, a
+    test's toy operation) is its kernel class with its traits, its costs and a backend."""
+    op = cls.model_fields["op"].default
+    if not isinstance(op, str) or not op:
+        raise ValueError(f"{cls.__name__} must give `op` a default: its operation's name")
+    if KERNEL_CLASSES.get(op) is not cls:
+        KERNEL_CLASSES[op] = cls
+        _rebuild_union()
+    return cls
+
+
+def unregister_kernel(op: str) -> None:
+    """Remove an operation added by `register_kernel` (a test's toy operation, once done)."""
+    if KERNEL_CLASSES.pop(op, None) is not None:
+        _rebuild_union()
+
+
+def _rebuild_union() -> None:
+    """Plans and results validate kernels through the `AnyKernel` union, which pydantic builds
+    into each model when the model is made: rebuild the union, then the result models that hold
+    it, in the order they are defined (a model after those it holds)."""
+    global AnyKernel, KERNEL_ADAPTER
+    AnyKernel = _any_kernel()
+    KERNEL_ADAPTER = TypeAdapter(AnyKernel)
+    from . import results  # imports this module: loaded here, after the union
+
+    results.AnyKernel = AnyKernel  # type: ignore[attr-defined] - the name later imports of it see
+    for value in list(vars(results).values()):
+        if isinstance(value, type) and issubclass(value, BaseModel) and value.__module__ == results.__name__:
+            for name, info in value.__pydantic_fields__.items():
+                if info.discriminator == KERNEL_DISCRIMINATOR:  # a field of kernels: the new union
+                    value.__pydantic_fields__[name] = FieldInfo.merge_field_infos(
+                        FieldInfo.from_annotation(AnyKernel), description=info.description)
+            value.model_rebuild(force=True)
 
 
 def _data(name: str) -> dict:

@@ -17,6 +17,7 @@ from pydantic import Field, model_validator
 
 from . import costs
 from .catalog import Kernel
+from .op_traits import OpTraits
 from .precision import INPUT_BYTES, OUTPUT_BYTES, Precision
 
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu", "tanh", "sigmoid")
@@ -32,6 +33,7 @@ class PoolingKernel(Kernel):
 
     FIELDS: ClassVar[tuple[str, ...]] = ("mode", "n", "c", "h", "w", "r", "s", "pad_h", "pad_w", "stride_h",
                                          "stride_w")
+    TRAITS: ClassVar[OpTraits | None] = OpTraits("Pooling")
     op: Literal["pooling"] = "pooling"
     mode: Literal["max", "avg"]
     n: int = Field(gt=0)
@@ -64,6 +66,7 @@ class BatchNormKernel(Kernel):
     """Inference batch normalization with running statistics (scale, shift per channel)."""
 
     FIELDS: ClassVar[tuple[str, ...]] = ("n", "c", "h", "w")
+    TRAITS: ClassVar[OpTraits | None] = OpTraits("Batch normalization (inference)")
     op: Literal["batch_norm"] = "batch_norm"
     n: int = Field(gt=0)
     c: int = Field(gt=0)
@@ -82,6 +85,7 @@ class NormKernel(Kernel):
     """LayerNorm (mean and variance) or RMSNorm over the last `cols` elements of `rows` rows."""
 
     FIELDS: ClassVar[tuple[str, ...]] = ("kind", "rows", "cols")
+    TRAITS: ClassVar[OpTraits | None] = OpTraits("Layer / RMS normalization")
     op: Literal["norm"] = "norm"
     kind: Literal["layer", "rms"]
     rows: int = Field(gt=0)
@@ -99,6 +103,7 @@ class SoftmaxKernel(Kernel):
     """Softmax over the last dimension (`cols`) of `rows` rows."""
 
     FIELDS: ClassVar[tuple[str, ...]] = ("rows", "cols")
+    TRAITS: ClassVar[OpTraits | None] = OpTraits("Softmax")
     op: Literal["softmax"] = "softmax"
     rows: int = Field(gt=0)
     cols: int = Field(gt=0)
@@ -114,6 +119,7 @@ class ActivationKernel(Kernel):
     """An element-wise activation over `elements` values (gelu_tanh: GELU's tanh approximation)."""
 
     FIELDS: ClassVar[tuple[str, ...]] = ("function", "elements")
+    TRAITS: ClassVar[OpTraits | None] = OpTraits("Activations")
     op: Literal["activation"] = "activation"
     function: Literal["relu", "gelu", "gelu_tanh", "silu", "tanh", "sigmoid"]
     elements: int = Field(gt=0)
@@ -129,6 +135,7 @@ class EmbeddingKernel(Kernel):
     """A table lookup: `lookups` rows of `dim` values gathered from a `vocab` x `dim` table."""
 
     FIELDS: ClassVar[tuple[str, ...]] = ("vocab", "dim", "lookups")
+    TRAITS: ClassVar[OpTraits | None] = OpTraits("Embedding lookup")
     op: Literal["embedding"] = "embedding"
     vocab: int = Field(gt=0)
     dim: int = Field(gt=0)
@@ -147,6 +154,7 @@ class AttentionKernel(Kernel):
     key/value heads (grouped-query attention when fewer), as F.scaled_dot_product_attention."""
 
     FIELDS: ClassVar[tuple[str, ...]] = ("batch", "heads", "kv_heads", "seq_q", "seq_kv", "head_dim", "causal")
+    TRAITS: ClassVar[OpTraits | None] = OpTraits("Scaled dot-product attention")
     op: Literal["attention"] = "attention"
     batch: int = Field(gt=0)
     heads: int = Field(gt=0)
@@ -179,6 +187,7 @@ class ElementwiseKernel(Kernel):
     bytes (each input read once, the output written once)."""
 
     FIELDS: ClassVar[tuple[str, ...]] = ("function", "elements", "a_elements", "b_elements")
+    TRAITS: ClassVar[OpTraits | None] = OpTraits("Element-wise (binary)")
     op: Literal["elementwise"] = "elementwise"
     function: Literal["add", "mul"]
     elements: int = Field(gt=0)
@@ -217,6 +226,7 @@ class BatchedGemmKernel(Kernel):
     attention written as bmm-softmax-bmm and grouped projections use it."""
 
     FIELDS: ClassVar[tuple[str, ...]] = ("batch", "m", "n", "k", "a_t", "b_t")
+    TRAITS: ClassVar[OpTraits | None] = OpTraits("Batched matrix multiplication")
     op: Literal["batched_gemm"] = "batched_gemm"
     batch: int = Field(gt=0)
     m: int = Field(gt=0)
@@ -236,10 +246,5 @@ LAYER_KERNELS: tuple[type[Kernel], ...] = (PoolingKernel, BatchNormKernel, NormK
                                            ActivationKernel, EmbeddingKernel, AttentionKernel, ElementwiseKernel,
                                            BatchedGemmKernel)
 LAYER_OPS: tuple[str, ...] = tuple(cls.model_fields["op"].default for cls in LAYER_KERNELS)
-LAYER_TITLES: dict[str, str] = {
-    "pooling": "Pooling", "batch_norm": "Batch normalization (inference)", "norm": "Layer / RMS normalization",
-    "softmax": "Softmax", "activation": "Activations", "embedding": "Embedding lookup",
-    "attention": "Scaled dot-product attention", "elementwise": "Element-wise (binary)",
-    "batched_gemm": "Batched matrix multiplication",
-}
-assert set(LAYER_TITLES) == set(LAYER_OPS)
+LAYER_TITLES: dict[str, str] = {cls.model_fields["op"].default: cls.TRAITS.title
+                                for cls in LAYER_KERNELS if cls.TRAITS is not None}

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 from pydantic import Field
 
 from .catalog import Kernel
+from .op_traits import InfoColumn, OpTraits, Tolerance
 from .precision import INPUT_BYTES, Precision
 
 if TYPE_CHECKING:
@@ -45,6 +46,9 @@ class ModelKernel(Kernel):
     (and sequence length for language models), random weights from the run's seed."""
 
     FIELDS: ClassVar[tuple[str, ...]] = ("model", "batch", "seq", "parameters", "fwd_flops")
+    # Timed as one call beside its operators: not an operator type; checked by the whole-model bound.
+    TRAITS: ClassVar[OpTraits | None] = OpTraits(MODEL_TITLE, composite=True, tolerance=Tolerance.WHOLE_MODEL,
+                                                 run_columns=(InfoColumn("items/s", ("throughput_per_s",), digits=1),))
     op: Literal["model"] = "model"
     model: str = Field(description="registered model name (kernels/models.MODELS)")
     batch: int = Field(gt=0)

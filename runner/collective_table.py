@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from ..kernels.op_traits import traits_of
 from ..kernels.results import KernelResult, Status
 
 HEADERS = ["set", "floats", "ranks", "library",
@@ -36,7 +37,7 @@ def all_reduce_rows(results: Iterable[KernelResult], set_short: dict[str, str], 
                     ) -> list[list[str]]:
     rows = []
     for r in results:
-        if r.op != "all_reduce":
+        if not traits_of(r.op).collective:
             continue
         in_place = r.parts[0].info if r.status is Status.OK and r.parts else None
         out = r.info.get("out_of_place", {}).get("info") if r.status is Status.OK else None

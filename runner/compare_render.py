@@ -13,14 +13,15 @@ from pathlib import Path
 from rich.markup import escape as rich_escape
 
 from ..kernels.catalog import KERNEL_CLASSES
+from ..kernels.op_traits import traits_of
 from .compare import Comparison, Ratio, phrase, versus
 from .sources import Source
+from . import render_formats
 from .display import check_columns, make_console, print_tables
 from .html import Section, page, table_html, table_section, warnings_html
-from .tables import OP_TITLES, SET_SHORT, Table, _param, fmt_us
+from .tables import SET_SHORT, Table, _param, fmt_us
 from .textformats import csv_text, markdown, markdown_table
 
-FORMATS = ("table", "md", "csv", "html")
 RULE = ("ratio = time / baseline time over the directions both timed (<1: faster than the baseline); "
         "interval: 95% bootstrap of both sides' raw samples (published figures: their 1 us rounding); "
         "same = interval within ±{t:.0%}, faster/slower = interval excludes 1 and the ratio is beyond ±{t:.0%}, "
@@ -47,7 +48,8 @@ def compare_tables(cmp: Comparison) -> list[Table]:
                    and (cmp.base.kind != "reference" or any(o is not None for o in r.others))]
         if not rows_in:
             continue
-        fields = list(KERNEL_CLASSES[op].FIELDS) + (["ranks"] if op == "all_reduce" else [])
+        collective = traits_of(op).collective  # matched by rank count: the ranks are a column
+        fields = list(KERNEL_CLASSES[op].FIELDS) + (["ranks"] if collective else [])
         words = cmp.base.kind == "reference"  # a published baseline: its sheet's own precision words beside ours
         headers = ["set", "application"] + fields + ["prec"] + ([f"{base} prec"] if words else []) + [f"{base} (us)"]
         droppable = ["set", "application"] + ([f"{base} prec"] if words else [])
@@ -62,7 +64,7 @@ def compare_tables(cmp: Comparison) -> list[Table]:
             e = r.any
             app = e.kernel.application or e.extra.get("application", "")
             row = [SET_SHORT.get(e.kernel.set, e.kernel.set), app] + [_param(v) for v in e.kernel.params().values()]
-            if op == "all_reduce":
+            if collective:
                 row.append(str(e.extra.get("ranks", "")))
             b = r.base
             row += [b.precision if b else ""] + ([_prec_words(b)] if words else []) + [_time(b)]
@@ -77,7 +79,7 @@ def compare_tables(cmp: Comparison) -> list[Table]:
                                               other.precision_text != (b.precision_text if b else "") else "")
                 row += [prec, _time(other), ratio_txt, interval, verdict, note]
             rows.append(row)
-        out.append(Table(op, OP_TITLES.get(op, op), headers, rows, tuple(droppable)))
+        out.append(Table(op, traits_of(op).title, headers, rows, tuple(droppable)))
     return out
 
 
@@ -173,47 +175,55 @@ def _html(cmp: Comparison, tables: list[Table], summary: Table, only: list[Table
 
 def render(cmp: Comparison, fmt: str, out: Path | None, max_only: int | None = None,
            columns: list[str] | None = None) -> str | None:
-    tables = compare_tables(cmp)
-    summary = summary_table(cmp)
-    only = only_tables(cmp)
-    rule = RULE.format(t=cmp.threshold)
-    if fmt == "csv":
-        text = csv_text(tables)
-    elif fmt == "md":
-        parts = ["# Comparison", heading(cmp)] + [f"**{a}**" for a in answers(cmp)]
-        parts += [f"**warning**: {w}" for w in loaded(cmp)]
-        parts += [f"_{rule}_", f"## {summary.title}", markdown_table(summary.headers, summary.rows), markdown(tables)]
-        parts += [f"## {t.title}\n\n" + (markdown_table(t.headers, t.rows) if t.rows else "none") for t in only]
-        text = "\n\n".join(parts) + "\n"
-    elif fmt == "html":
-        text = _html(cmp, tables, summary, only, rule)
-        out = out or Path("comparison.html")
-    else:
-        check_columns(tables, columns)
-        f = out.open("w") if out is not None else None
-        try:
-            console = make_console(file=f)
-            console.print(f"[bold]{rich_escape(heading(cmp))}[/]")
-            for a in answers(cmp):
-                console.print(f"[bold]{rich_escape(a)}[/]")
-            for w in loaded(cmp):
-                console.print(f"[yellow]warning: {rich_escape(w)}[/]")
-            console.print(f"[dim]{rich_escape(rule)}[/]")
-            print_tables(console, tables, columns)
-            print_tables(console, [summary], columns)
-            for t in only:
-                shown = t if max_only is None or len(t.rows) <= max_only else Table(
-                    t.op, t.title + f", first {max_only} shown (all with --format md/csv)", t.headers, t.rows[:max_only])
-                if t.rows and not t.op.endswith("_ref"):  # a reference's other kernels: the count is enough here
-                    print_tables(console, [shown], columns)
-                else:
-                    console.print(rich_escape(t.title if t.rows else f"{t.title}: none"))
-        finally:
-            if f:
-                f.close()
-        return str(out) if out else None
-    if out is None:
-        print(text, end="")
-        return None
-    out.write_text(text)
-    return str(out)
+    """Write or print the comparison in a registered format (runner/render_formats.py)."""
+    return render_formats.write(render_formats.COMPARE, fmt, cmp, out, max_only=max_only, columns=columns)
+
+
+# ----- the built-in formats' comparison writers (registered by runner/format_*.py) ----------------
+def csv_comparison(cmp: Comparison, out: Path | None, max_only: int | None = None,
+                   columns: list[str] | None = None) -> str | None:
+    return render_formats.emit(csv_text(compare_tables(cmp)), out)
+
+
+def html_comparison(cmp: Comparison, out: Path | None, max_only: int | None = None,
+                    columns: list[str] | None = None) -> str | None:
+    text = _html(cmp, compare_tables(cmp), summary_table(cmp), only_tables(cmp), RULE.format(t=cmp.threshold))
+    return render_formats.emit(text, out or Path("comparison.html"))
+
+
+def markdown_comparison(cmp: Comparison, out: Path | None, max_only: int | None = None,
+                        columns: list[str] | None = None) -> str | None:
+    tables, summary, only, rule = compare_tables(cmp), summary_table(cmp), only_tables(cmp), RULE.format(t=cmp.threshold)
+    parts = ["# Comparison", heading(cmp)] + [f"**{a}**" for a in answers(cmp)]
+    parts += [f"**warning**: {w}" for w in loaded(cmp)]
+    parts += [f"_{rule}_", f"## {summary.title}", markdown_table(summary.headers, summary.rows), markdown(tables)]
+    parts += [f"## {t.title}\n\n" + (markdown_table(t.headers, t.rows) if t.rows else "none") for t in only]
+    return render_formats.emit("\n\n".join(parts) + "\n", out)
+
+
+def terminal_comparison(cmp: Comparison, out: Path | None, max_only: int | None = None,
+                        columns: list[str] | None = None) -> str | None:
+    tables, summary, only, rule = compare_tables(cmp), summary_table(cmp), only_tables(cmp), RULE.format(t=cmp.threshold)
+    check_columns(tables, columns)
+    f = out.open("w") if out is not None else None
+    try:
+        console = make_console(file=f)
+        console.print(f"[bold]{rich_escape(heading(cmp))}[/]")
+        for a in answers(cmp):
+            console.print(f"[bold]{rich_escape(a)}[/]")
+        for w in loaded(cmp):
+            console.print(f"[yellow]warning: {rich_escape(w)}[/]")
+        console.print(f"[dim]{rich_escape(rule)}[/]")
+        print_tables(console, tables, columns)
+        print_tables(console, [summary], columns)
+        for t in only:
+            shown = t if max_only is None or len(t.rows) <= max_only else Table(
+                t.op, t.title + f", first {max_only} shown (all with --format md/csv)", t.headers, t.rows[:max_only])
+            if t.rows and not t.op.endswith("_ref"):  # a reference's other kernels: the count is enough here
+                print_tables(console, [shown], columns)
+            else:
+                console.print(rich_escape(t.title if t.rows else f"{t.title}: none"))
+    finally:
+        if f:
+            f.close()
+    return str(out) if out else None

@@ -5,9 +5,10 @@
 from __future__ import annotations
 
 from ..kernels.catalog import KERNEL_CLASSES
+from ..kernels.op_traits import Rate, traits_of
 from .compare import match_mode, speed
 from .sources import Entry, Source
-from .tables import OP_TITLES, SET_SHORT, Table, _param, fmt_sig, fmt_us
+from .tables import SET_SHORT, Table, _param, fmt_sig, fmt_us
 
 
 def fastest_tables(sources: list[Source], by: str | None = None, any_precision: bool = False,
@@ -26,10 +27,11 @@ def fastest_tables(sources: list[Source], by: str | None = None, any_precision: 
                 slot[i] = e
     out = []
     for op in KERNEL_CLASSES:
+        traits = traits_of(op)
         headers = (["set", "application"] + list(KERNEL_CLASSES[op].FIELDS)
-                   + (["ranks"] if op == "all_reduce" else []) + ["prec"]
-                   + [f"{s.label} (us)" for s in sources] + ["fastest", "time (us)",
-                                                              "GB/s" if op == "all_reduce" else "TFLOPS", "runner-up"])
+                   + (["ranks"] if traits.collective else []) + ["prec"]
+                   + [f"{s.label} (us)" for s in sources] + ["fastest", "time (us)", traits.rated_in.column,
+                                                              "runner-up"])
         rows = []
         for entries in keyed.values():
             first = next(e for e in entries if e is not None)
@@ -40,20 +42,20 @@ def fastest_tables(sources: list[Source], by: str | None = None, any_precision: 
             row = [SET_SHORT.get(first.kernel.set, first.kernel.set),
                    first.kernel.application or first.extra.get("application", "")]
             row += [_param(v) for v in first.kernel.params().values()]
-            if op == "all_reduce":
+            if traits.collective:
                 row.append(str(first.extra.get("ranks", "")))
             row.append("/".join(sorted({e.precision for e in entries if e is not None})))
             row += [("" if e is None else fmt_us(e.median_us) if e.ok else e.status) for e in entries]
             if timed:
                 best = entries[timed[0][1]]
-                rate = best.gbps if op == "all_reduce" else best.tflops
+                rate = best.gbps if traits.rated_in is Rate.GBPS else best.tflops
                 second = f"{sources[timed[1][1]].label}: {speed(timed[1][0] / timed[0][0])}" if len(timed) > 1 else ""
                 row += [sources[timed[0][1]].label, fmt_us(best.median_us), fmt_sig(rate), second]
             else:
                 row += ["", "", "", ""]
             rows.append(row)
         if rows:
-            out.append(Table(op, f"{OP_TITLES.get(op, op)}: fastest per kernel", headers, rows,
+            out.append(Table(op, f"{traits.title}: fastest per kernel", headers, rows,
                              ("set", "application", *(f"{s.label} (us)" for s in sources))))
     return out
 

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 
 from ..kernels.results import KernelResult, Status
 from .errors import UserError
-from .model_report import FORWARD, WHOLE_MODEL_OP, ModelRun, model_reports, peaks_note, precision_name
+from .model_report import FORWARD, ModelRun, is_whole_model, model_reports, peaks_note, precision_name
 from .roofline import bandwidth, compute_peak
 
 DEPARTURE_FACTOR = 2.0  # a speed-up more than 2x above or below the peak FLOPS ratio is flagged
@@ -136,11 +136,11 @@ def compare_results(results_a: list[KernelResult], results_b: list[KernelResult]
                     ceilings_b: dict[str, float], precision: str | None = None, directions: str = FORWARD,
                     factor: float = DEPARTURE_FACTOR) -> list[PrecisionComparison]:
     """Per precision present in both (or the one asked for), the per-type comparison of the kernels
-    both measured; whole-model rows (op "model") are not operator types and are left out."""
+    both measured; whole-model rows (a composite operation) are not operator types and are left out."""
 
     def operators(results: list[KernelResult]) -> dict:
         return {kernel_key(r): r for r in results
-                if r.kernel.op != WHOLE_MODEL_OP and (precision is None or precision_name(r) == precision)}
+                if not is_whole_model(r) and (precision is None or precision_name(r) == precision)}
 
     by_a, by_b = operators(results_a), operators(results_b)
     ok_a = {k: r for k, r in by_a.items() if r.status is Status.OK}
@@ -188,7 +188,7 @@ def compare_runs(a: ModelRun, b: ModelRun, precision: str | None = None, directi
             raise UserError(f"the runs are of different {what}: A {_describe(a)}, B {_describe(b)}")
     if factor <= 1:
         raise UserError("--factor must be above 1 (how far a speed-up may stray from the peak FLOPS ratio)")
-    prec_a, prec_b = ({precision_name(r) for r in run.results if r.kernel.op != WHOLE_MODEL_OP} for run in (a, b))
+    prec_a, prec_b = ({precision_name(r) for r in run.results if not is_whole_model(r)} for run in (a, b))
     precisions = prec_a & prec_b
     if precision is not None and precision not in precisions:
         raise UserError(f"precision {precision} is not in both runs (both have: {', '.join(sorted(precisions)) or 'none'})")

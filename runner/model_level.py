@@ -1,4 +1,4 @@
-"""The model level of a model-suite run: the whole model's forward pass (op "model",
+"""The model level of a model-suite run: the whole model's forward pass (a composite operation,
 kernels/model_kernel.py) beside the sum of its operators' times, per model and precision.
 
 The operator sum is runner/model_report.py's total (each operator's forward median weighted by its
@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from ..kernels.model_kernel import MODEL_SET
 from ..kernels.results import KernelResult, Status
-from .model_report import FORWARD, WHOLE_MODEL_OP, model_reports, precision_name, timed_parts
+from .model_report import FORWARD, is_whole_model, model_reports, precision_name, timed_parts
 
 US_PER_S = 1e6
 
@@ -67,10 +68,10 @@ def model_levels(results: list[KernelResult], directions: str = FORWARD) -> list
         return levels.setdefault((model, prec), ModelLevel(model, prec))
 
     for r in results:
-        if r.kernel.set != "model":
+        if r.kernel.set != MODEL_SET:
             continue
         lv = level(r.kernel.application or "?", precision_name(r))
-        if r.kernel.op != WHOLE_MODEL_OP:
+        if not is_whole_model(r):
             continue
         k = r.kernel
         lv.batch, lv.seq, lv.model_flops = k.batch, k.seq, k.flops()  # type: ignore[attr-defined]

@@ -11,8 +11,8 @@ precision and its GB/s (fewest bytes over time) as a share of the measured copy 
 roofline bound of every timed part (the GPU backend writes it into the part's info, else it is
 derived from the ceilings the same way) says which of the two limits the type, and the bound
 time summed over the measured time is the type's "% of roof". A run without ceilings (CPU runs)
-gets no such figure, and the report says why. Whole-model rows (op "model") are not an operator
-type and are left out of the shares.
+gets no such figure, and the report says why. Whole-model rows (a composite operation: its traits
+say so) are not an operator type and are left out of the shares.
 Data only: the command prints it (runner/commands/models.py).
 """
 
@@ -23,14 +23,20 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from ..kernels.model_kernel import MODEL_SET
+from ..kernels.op_traits import traits_of
 from ..kernels.results import PLAN_FILE, RUN_FILE, KernelResult, PartResult, Plan, RunRecord, Status
 from .errors import UserError
 from .roofline import GBPS, TFLOPS, US, bandwidth, compute_peak, no_roof_reason
 from .sources import read_run_folder
 
 FORWARD = "fwd"
-WHOLE_MODEL_OP = "model"  # a whole-model run (model-level latency), not an operator type
 COMPUTE, MEMORY = "compute", "memory"
+
+
+def is_whole_model(r: KernelResult) -> bool:
+    """A whole-model run (model-level latency): a composite operation, not an operator type."""
+    return traits_of(r.kernel.op).composite
 
 
 @dataclass
@@ -161,7 +167,7 @@ def model_reports(results: list[KernelResult], directions: str = FORWARD, ceilin
     ceilings = ceilings or {}
     reports: dict[tuple[str, str], ModelReport] = {}
     for r in results:
-        if r.kernel.set != "model" or r.kernel.op == WHOLE_MODEL_OP:
+        if r.kernel.set != MODEL_SET or is_whole_model(r):
             continue
         model = r.kernel.application or "?"
         prec = precision_name(r)
@@ -219,7 +225,7 @@ class ModelRun:
 
     @property
     def models(self) -> list[str]:
-        return list(dict.fromkeys(r.kernel.application or "?" for r in self.results if r.kernel.set == "model"))
+        return list(dict.fromkeys(r.kernel.application or "?" for r in self.results if r.kernel.set == MODEL_SET))
 
     @property
     def batch(self) -> int | None:

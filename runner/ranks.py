@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 from ..kernels.harness.record import read_facts
+from ..kernels.op_traits import operations, traits_of
 from .errors import UserError
 from .local import HARNESS_MODULE, LOG_FILE, LocalHarness
 
@@ -242,10 +243,11 @@ def plan_backend(args, platform, kernels) -> str:  # (argparse.Namespace, Platfo
         raise UserError(f"--ranks must be at least 1, not {ranks}")
     if ranks == 1:
         return backend
-    others = sorted({k.op for k in kernels if k.op != "all_reduce"})
+    others = sorted({k.op for k in kernels if not traits_of(k.op).collective})
     if others:
-        raise UserError(f"--ranks {ranks} runs all-reduce only, and the selection also has {', '.join(others)}: "
-                        "add --ops all_reduce")
+        collectives = ",".join(op for op in operations() if traits_of(op).collective)
+        raise UserError(f"--ranks {ranks} runs collectives only, and the selection also has {', '.join(others)}: "
+                        f"add --ops {collectives}")
     if backend in DEVICE_BACKENDS:
         return "nccl" if platform.device.startswith("cuda") else "gloo"
     if backend not in (*MPI_BACKENDS, *TORCH_BACKENDS):

@@ -7,6 +7,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
+from . import render_formats
 from .display import check_columns, make_console, print_tables
 from .roofline import no_roof_reason
 from .sanity import context_of
@@ -15,7 +16,6 @@ from .summary import groups, roof_table, summary_line, summary_table
 from .tables import Table, report_tables, without_empty_columns
 from .textformats import csv_text, markdown, markdown_table, specs_markdown
 
-FORMATS = ("table", "md", "csv", "xlsx", "html")
 LEGEND = ("time: median per call over the directions' medians (us); IQR: interquartile range over the median; "
           "bound/% peak: roofline from the measured ceilings; marks: ~ unconverged, ± noisy, ! throttled; "
           "notes: figures that cannot be true as they stand, with their likely cause")
@@ -85,32 +85,41 @@ def print_report(source: Source, console: Console | None = None, columns: list[s
 
 
 def write_report(source: Source, fmt: str, out: Path | None, columns: list[str] | None = None) -> str | None:
-    """Write or print the report; returns the path written, if any."""
-    if fmt == "table":
-        if out is None:
-            print_report(source, columns=columns)
-            return None
-        with out.open("w") as f:
-            print_report(source, make_console(file=f), columns)
-        return str(out)
-    if fmt == "xlsx":
-        from .workbook import write_workbook
+    """Write or print the report in a registered format (runner/render_formats.py); returns the
+    path written, if any."""
+    return render_formats.write(render_formats.REPORT, fmt, source, out, columns=columns)
 
-        path = out or default_path(source, "xlsx")
-        write_workbook(source, path)
-        return str(path)
-    if fmt == "html":
-        from .report_html import render_html  # plotly: loaded only for HTML
 
-        text = render_html(source)
-        out = out or default_path(source, "html")
-    else:
-        text = render_text(source, fmt)
+# ----- the built-in formats' report writers (registered by runner/format_*.py) -------------------
+def terminal_report(source: Source, out: Path | None, columns: list[str] | None = None) -> str | None:
     if out is None:
-        print(text, end="")
+        print_report(source, columns=columns)
         return None
-    out.write_text(text)
+    with out.open("w") as f:
+        print_report(source, make_console(file=f), columns)
     return str(out)
+
+
+def markdown_report(source: Source, out: Path | None, columns: list[str] | None = None) -> str | None:
+    return render_formats.emit(render_text(source, "md"), out)
+
+
+def csv_report(source: Source, out: Path | None, columns: list[str] | None = None) -> str | None:
+    return render_formats.emit(render_text(source, "csv"), out)
+
+
+def workbook_report(source: Source, out: Path | None, columns: list[str] | None = None) -> str | None:
+    from .workbook import write_workbook  # openpyxl: loaded only for workbooks
+
+    path = out or default_path(source, "xlsx")
+    write_workbook(source, path)
+    return str(path)
+
+
+def html_report(source: Source, out: Path | None, columns: list[str] | None = None) -> str | None:
+    from .report_html import render_html  # plotly: loaded only for HTML
+
+    return render_formats.emit(render_html(source), out or default_path(source, "html"))
 
 
 def default_path(source: Source, ext: str) -> Path:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..kernels.op_traits import traits_of
 from .sources import Entry
 
 TFLOPS = 1e12
@@ -43,7 +44,7 @@ def intensity(entry: Entry) -> float | None:
 
 
 def roof(entry: Entry, ceilings: dict[str, float]) -> Roof | None:
-    if not entry.ok or not entry.median_us or entry.kernel.op == "all_reduce":
+    if not entry.ok or not entry.median_us or traits_of(entry.kernel.op).collective:
         return None
     times = {}
     peak = compute_peak(ceilings, entry.precision)

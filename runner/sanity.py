@@ -19,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..kernels.op_traits import traits_of
+
 if TYPE_CHECKING:
     from .sources import Entry, Source
 
@@ -61,7 +63,7 @@ def context_of(source: "Source") -> Context:
 
 
 def one_rank(entry: "Entry") -> bool:
-    return entry.kernel.op == "all_reduce" and entry.extra.get("ranks") == 1
+    return traits_of(entry.kernel.op).collective and entry.extra.get("ranks") == 1
 
 
 def flags(entry: "Entry", ctx: Context) -> tuple[Flag, ...]:

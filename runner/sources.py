@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from ..kernels.catalog import Kernel
 from ..kernels.noise import NoiseRecord
+from ..kernels.op_traits import traits_of
 from ..kernels.precision import Precision
 from ..kernels.results import RESULTS_FILE, RUN_FILE, KernelResult, RunRecord, Settings, Status, read_results
 from .errors import UserError
@@ -72,7 +73,7 @@ class Entry:
         """Identity across sources: the kernel id (same catalog) or DeepBench's parameters (any
         set), with the precision; all-reduce also by rank count where a source knows it."""
         ident: tuple = (self.kernel.id,) if by == "id" else (self.kernel.op, *self.kernel.params().items())
-        if self.kernel.op == "all_reduce":
+        if traits_of(self.kernel.op).collective:
             ident = (*ident, self.extra.get("ranks"))
         return (*ident, self.precision)
 
@@ -115,8 +116,9 @@ def entry_of_result(r: KernelResult) -> Entry:
     twin = r.info.get("out_of_place", {}).get("measurement", {}).get("stats", {}).get("median")
     if twin is not None:  # an all-reduce's out-of-place time, beside the kernel's in-place time
         extra["out_of_place_us"] = twin
-    if r.op == "sparse_gemm" and r.info.get("speedup_vs_dense") is not None:
-        extra["speedup"] = r.info["speedup_vs_dense"]
+    for key, info_key in traits_of(r.op).entry_extras:  # the operation's own figures (sparse GEMM's speed-up)
+        if r.info.get(info_key) is not None:
+            extra[key] = r.info[info_key]
     t = r.time_us
     return Entry(
         kernel=r.kernel, precision=r.precision.name.value, precision_text=r.precision.description,
@@ -224,7 +226,7 @@ def entries_of_reference(ref: Reference) -> tuple[Entry, ...]:
             kernel=k, precision=e.precision, precision_text=e.precision_text, status=e.status, reason=e.reason,
             median_us=total, p25_us=None if total is None else total - half,
             p75_us=None if total is None else total + half, n=1 if total else 0, parts_us=parts,
-            flops=sum(k.flops(d) for d in parts if k.op != "all_reduce" and d in k.DIRECTIONS),
+            flops=sum(k.flops(d) for d in parts if d in k.DIRECTIONS),  # 0 for what is rated in bytes
             min_bytes=_min_bytes(k, parts, e.precision), tflops=e.throughput.get("tflops"), gbps=e.throughput.get("gbps"),
             check="published", extra={**e.extra, "sheet": e.sheet, "row": e.row}))
     return tuple(out)

@@ -12,7 +12,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 
-from ..kernels.catalog import KERNEL_CLASSES
+from ..kernels.op_traits import Rate, operations, traits_of
 from .roofline import roof
 from .sanity import Context, flags as sanity_flags, one_rank
 from .sources import Entry, precision_order
@@ -42,18 +42,18 @@ def geomean(values: list[float]) -> float | None:
 
 def groups(entries: list[Entry], ctx: Context) -> list[Group]:
     out = []
+    order = operations()
     keys = sorted({(e.kernel.op, e.precision) for e in entries},
-                  key=lambda k: (list(KERNEL_CLASSES).index(k[0]) if k[0] in KERNEL_CLASSES else 99,
-                                 precision_order(k[1])))
+                  key=lambda k: (order.index(k[0]) if k[0] in order else len(order), precision_order(k[1])))
     for op, prec in keys:
         es = tuple(e for e in entries if e.kernel.op == op and e.precision == prec)
         ok = [e for e in es if e.ok]
-        collective = op == "all_reduce"
-        rates = [e.gbps if collective else e.tflops for e in ok if not one_rank(e)]
+        rate = traits_of(op).rated_in
+        rates = [e.gbps if rate is Rate.GBPS else e.tflops for e in ok if not one_rank(e)]
         pcts = [(e, r.pct_of_peak) for e in ok for r in [roof(e, ctx.ceilings)] if r]
         marks = Counter(f for e in ok for f in e.flags)
         marks.update(f.name for e in ok for f in sanity_flags(e, ctx))
-        out.append(Group(op, prec, es, Counter(e.status for e in es), "GB/s" if collective else "TFLOP/s",
+        out.append(Group(op, prec, es, Counter(e.status for e in es), rate.value,
                          geomean([r for r in rates if r]), geomean([p for _, p in pcts]), marks,
                          max(pcts, key=lambda t: t[1]) if pcts else None,
                          min(pcts, key=lambda t: t[1]) if pcts else None))

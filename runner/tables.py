@@ -7,9 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable
 
-from ..kernels.catalog import KERNEL_CLASSES, OPS
-from ..kernels.layers import LAYER_OPS, LAYER_TITLES
-from ..kernels.model_kernel import MODEL_OP, MODEL_TITLE
+from ..kernels.catalog import KERNEL_CLASSES
+from ..kernels.op_traits import InfoColumn, Rate, operations, traits_of
 from ..kernels.results import KernelResult, Status
 from .collective_table import DROP_ORDER as ALL_REDUCE_DROP, HEADERS as ALL_REDUCE_HEADERS, all_reduce_rows
 from .sanity import Context, flags as sanity_flags, one_rank
@@ -17,9 +16,11 @@ from .sanity import Context, flags as sanity_flags, one_rank
 if TYPE_CHECKING:
     from .sources import Entry
 
-OP_TITLES = {"gemm": "Dense matrix multiplication", "conv": "Convolution", "rnn": "Recurrent layers",
-             "sparse_gemm": "Sparse matrix multiplication", "all_reduce": "All-reduce", **LAYER_TITLES,
-             MODEL_OP: MODEL_TITLE}
+
+
+def op_title(op: str) -> str:
+    """The operation's title (its traits), or its name where this version does not know it."""
+    return traits_of(op).title
 
 
 @dataclass(frozen=True)
@@ -88,39 +89,44 @@ def op_table(op: str, results: Iterable[KernelResult], ctx: Context | None = Non
 
     ctx = ctx or Context({})
     results = [r for r in results if r.op == op]
-    if op == "all_reduce":  # DeepBench's size, ranks, time; nccl-tests' bandwidths
-        return Table(op, OP_TITLES[op], list(ALL_REDUCE_HEADERS) + ["notes"],
+    traits = traits_of(op)
+    if traits.collective:  # DeepBench's size, ranks, time; nccl-tests' bandwidths
+        return Table(op, traits.title, list(ALL_REDUCE_HEADERS) + ["notes"],
                      [row + [notes(entry_of_result(r), ctx)]
                       for r, row in zip(results, all_reduce_rows(results, SET_SHORT, _status, fmt_us, fmt_num))],
                      ALL_REDUCE_DROP)
-    fields = list(KERNEL_CLASSES[op].FIELDS)
-    directions = [d for d in KERNEL_CLASSES[op].DIRECTIONS if len(KERNEL_CLASSES[op].DIRECTIONS) > 1]
-    extra = ["dense (us)", "speedup"] if op == "sparse_gemm" else ["items/s"] if op == MODEL_OP else []
+    cls = KERNEL_CLASSES[op]
+    fields = list(cls.FIELDS)
+    directions = [d for d in cls.DIRECTIONS if len(cls.DIRECTIONS) > 1]
+    extra = [c.header for c in traits.run_columns]
     # --pad both: the raw shape's time over the padded one's (kernels/harness/execute.py)
     penalty = any("alignment_penalty" in r.info for r in results)
     extra += ["raw/padded"] if penalty else []
-    headers = (["set"] + fields + ["prec"] + [f"{d} (us)" for d in directions] + ["time (us)", "TFLOPS"] + extra
-               + ["status", "notes"])
+    headers = (["set"] + fields + ["prec"] + [f"{d} (us)" for d in directions] + ["time (us)", traits.rated_in.column]
+               + extra + ["status", "notes"])
     rows = []
     for r in results:
         row = [SET_SHORT.get(r.set, r.set)] + [_param(v) for v in r.params.values()] + [r.precision.name.value]
         row += [_part(r, d) for d in directions]
         row += [fmt_us(r.time_us.median if r.time_us else None), fmt_num(r.tflops, 3 if (r.tflops or 0) < 1 else 2)]
-        if op == "sparse_gemm":
-            dense = r.info.get("dense_time_us", {}).get("median")
-            row += [fmt_us(dense), fmt_num(r.info.get("speedup_vs_dense"))]
-        if op == MODEL_OP:  # images or sequences per second (kernels/harness/execute.py)
-            row.append(fmt_num(r.info.get("throughput_per_s"), 1))
+        row += [_info_cell(c, r.info) for c in traits.run_columns]
         if penalty:
             row.append(fmt_num(r.info.get("alignment_penalty")))
         row += [_status(r), notes(entry_of_result(r), ctx)]
         rows.append(row)
-    droppable = ("set", "dense (us)", *(f"{d} (us)" for d in reversed(directions)))
-    return Table(op, OP_TITLES[op], headers, rows, droppable)
+    droppable = ("set", *(c.header for c in traits.run_columns if c.droppable),
+                 *(f"{d} (us)" for d in reversed(directions)))
+    return Table(op, traits.title, headers, rows, droppable)
+
+
+def _info_cell(column: InfoColumn, info: dict) -> str:
+    """An operation's own run-table column (its traits), from the result's info."""
+    value = column.value(info)
+    return fmt_us(value) if column.kind == "us" else fmt_num(value, column.digits)
 
 
 def tables(results: list[KernelResult], ctx: Context | None = None) -> list[Table]:
-    return [t for t in (op_table(op, results, ctx) for op in OPS + LAYER_OPS + (MODEL_OP,)) if t.rows]
+    return [t for t in (op_table(op, results, ctx) for op in operations()) if t.rows]
 
 
 # ----- reports: the same tables from any source (a run or a published reference) --------------
@@ -134,8 +140,9 @@ def fmt_sig(value: float | None) -> str:
 
 
 def _rate(e: "Entry") -> str:
-    """DeepBench's throughput column: GB/s for all-reduce (none on one rank), TFLOPS for the rest."""
-    if e.kernel.op == "all_reduce":
+    """DeepBench's throughput column, in what the operation is rated in: GB/s for a collective
+    (none on one rank), TFLOPS for the rest."""
+    if traits_of(e.kernel.op).rated_in is Rate.GBPS:
         return "" if one_rank(e) else fmt_sig(e.gbps)
     return fmt_sig(e.tflops)
 
@@ -154,8 +161,9 @@ def report_table(op: str, entries: Iterable["Entry"], ctx: Context) -> Table:
     from .roofline import roof
 
     cls = KERNEL_CLASSES[op]
+    traits = traits_of(op)
     directions = list(cls.DIRECTIONS) if len(cls.DIRECTIONS) > 1 else []
-    collective = op == "all_reduce"
+    collective = traits.collective
     rows = []
     for e in entries:
         if e.kernel.op != op:
@@ -172,10 +180,10 @@ def report_table(op: str, entries: Iterable["Entry"], ctx: Context) -> Table:
                        notes(e, ctx)])
     headers = (["set", "application"] + list(cls.FIELDS) + ["prec"] + [f"{d} (us)" for d in directions]
                + (["ranks", "out-of-place (us)", "bus GB/s"] if collective else [])
-               + ["time (us)", "GB/s" if collective else "TFLOPS", "IQR", "bound", "% peak", "status", "check", "notes"])
+               + ["time (us)", traits.rated_in.column, "IQR", "bound", "% peak", "status", "check", "notes"])
     droppable = ("check", "set", "application", "bound", "IQR", "out-of-place (us)",
                  *(f"{d} (us)" for d in reversed(directions)), "% peak")
-    return Table(op, OP_TITLES.get(op, op), headers, rows, droppable)
+    return Table(op, traits.title, headers, rows, droppable)
 
 
 def report_tables(entries: list["Entry"], ctx: Context) -> list[Table]:

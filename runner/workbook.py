@@ -11,30 +11,22 @@ from openpyxl.styles import Font
 from openpyxl.utils import get_column_letter
 
 from ..kernels.catalog import KERNEL_CLASSES
+from ..kernels.op_traits import OpTraits, Rate, traits_of
 from .roofline import no_roof_reason, roof
 from .sanity import context_of, one_rank
 from .sources import MS, Source, precision_order
-from .tables import OP_TITLES, notes
+from .tables import notes
 
 BOLD = Font(bold=True)
-# DeepBench's column titles for our field and direction names (its workbooks' words).
-FIELD_HEADERS = {
-    "gemm": {"m": "M", "n": "N", "k": "K", "a_t": "A Transpose", "b_t": "B Transpose"},
-    "sparse_gemm": {"m": "M", "n": "N", "k": "K", "a_t": "A Transpose", "b_t": "B Transpose", "sparsity": "Sparsity"},
-    "conv": {"w": "W", "h": "H", "c": "C", "n": "N", "k": "K", "s": "S (Filter width)", "r": "R (Filter height)",
-             "pad_w": "pad_w", "pad_h": "pad_h", "stride_w": "Horizontal stride", "stride_h": "Vertical stride"},
-    "rnn": {"hidden": "Hidden units", "batch": "N", "timesteps": "Timesteps", "cell": "Cell"},
-    "all_reduce": {"floats": "Size # floats", "repeat": "Repeat"},
-}
+# DeepBench's column titles for direction names (its workbooks' words); an operation's traits
+# name its fields and any direction it words differently.
 DIRECTION_HEADERS = {"fwd": "Forward (msec)", "bwd_data": "wrt Inputs (msec)", "bwd_filter": "wrt Parameters (msec)",
                      "bwd": "Time Backward (msec)"}
 MAX_WIDTH = 60
 
 
-def _direction_header(op: str, direction: str) -> str:
-    if op == "rnn" and direction == "fwd":
-        return "Time Forward (msec)"
-    return DIRECTION_HEADERS.get(direction, f"{direction} (msec)")
+def _direction_header(traits: OpTraits, direction: str) -> str:
+    return traits.direction_headers.get(direction) or DIRECTION_HEADERS.get(direction, f"{direction} (msec)")
 
 
 def _sheet_title(precision: str) -> str:
@@ -55,12 +47,13 @@ def _write_precision_sheet(ws, source: Source, precision: str) -> None:
         if not rows:
             continue
         cls = KERNEL_CLASSES[op]
+        traits = traits_of(op)
+        bandwidth = traits.rated_in is Rate.GBPS
         directions = list(cls.DIRECTIONS) if len(cls.DIRECTIONS) > 1 else []
-        rate = "Gigabytes/sec" if op == "all_reduce" else "TERAFLOPS"
         ws.append([])
-        headers = ([OP_TITLES.get(op, op), "Application"] + [FIELD_HEADERS.get(op, {}).get(f, f) for f in cls.FIELDS] + [None]
-                   + [_direction_header(op, d) for d in directions]
-                   + ["Total Time (msec)" if directions else "Time (msec)", rate, "IQR (%)", "Bound", "% of peak", "Status", "Check",
+        headers = ([traits.title, "Application"] + [traits.field_header(f) for f in cls.FIELDS] + [None]
+                   + [_direction_header(traits, d) for d in directions]
+                   + ["Total Time (msec)" if directions else "Time (msec)", traits.rated_in.workbook_column, "IQR (%)", "Bound", "% of peak", "Status", "Check",
                       "Notes"])
         ws.append(headers)
         for cell in ws[ws.max_row]:
@@ -72,7 +65,7 @@ def _write_precision_sheet(ws, source: Source, precision: str) -> None:
             iqr = e.rel_iqr if e.n > 1 else None
             ws.append([None, e.kernel.application or e.extra.get("application")] + params + [None]
                       + [ms(e.parts_us.get(d)) for d in directions]
-                      + [ms(e.median_us), (None if one_rank(e) else e.gbps) if op == "all_reduce" else e.tflops,
+                      + [ms(e.median_us), (None if one_rank(e) else e.gbps) if bandwidth else e.tflops,
                          None if iqr is None else round(100 * iqr, 2), r.bound if r else None,
                          None if r is None else round(r.pct_of_peak, 1),
                          e.status if e.ok else f"{e.status}: {e.reason}", e.check, notes(e, ctx) or None])

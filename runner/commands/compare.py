@@ -21,7 +21,8 @@ import argparse
 from pathlib import Path
 
 from ..compare import DEFAULT_THRESHOLD, compare
-from ..compare_render import FORMATS, render
+from .. import render_formats
+from ..compare_render import render
 from ..display import add_columns_argument
 from ..errors import UserError
 from ..sources import load_source
@@ -46,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--any-precision", action="store_true",
                         help="pair a kernel across precisions (the other's row in the baseline's precision "
                              "where it has one)")
-    parser.add_argument("--format", choices=FORMATS, default="table")
+    parser.add_argument("--format", choices=render_formats.choices(render_formats.COMPARE), default=render_formats.DEFAULT_FORMAT)
     parser.add_argument("--out", type=Path, metavar="FILE", help="write here (default: standard output; html: comparison.html)")
     add_columns_argument(parser)
 

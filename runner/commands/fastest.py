@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from .. import render_formats
 from ..display import add_columns_argument, check_columns, make_console, print_tables
 from ..errors import UserError
 from ..fastest import fastest_tables, wins
@@ -24,7 +25,6 @@ from ..outpaths import writable_file
 
 NAME = "fastest"
 HELP = "the fastest run or reference per kernel"
-FORMATS = ("table", "md", "csv", "html")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,7 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--any-precision", action="store_true", help="one row per kernel whatever the precision")
     parser.add_argument("--all-kernels", action="store_true",
                         help="every kernel of every source (default with runs given: the kernels the runs have)")
-    parser.add_argument("--format", choices=FORMATS, default="table")
+    parser.add_argument("--format", choices=render_formats.choices(render_formats.FASTEST),
+                        default=render_formats.DEFAULT_FORMAT)
     parser.add_argument("--out", type=Path, metavar="FILE")
     add_columns_argument(parser)
 
@@ -54,33 +55,43 @@ def run(args: argparse.Namespace) -> int:
     tables = fastest_tables(sources, None if args.match == "auto" else args.match, args.any_precision,
                             args.all_kernels)
     summary = wins(tables, sources)
-    if args.format == "table":
-        check_columns(tables, args.columns)
-        f = args.out.open("w") if args.out else None
-        try:
-            console = make_console(file=f)
-            for s in sources:
-                for w in s.warnings:
-                    console.print(f"[yellow]warning: {s.label} was measured on a loaded machine: {w}[/]")
-            print_tables(console, tables + [summary], args.columns)
-        finally:
-            if f:
-                f.close()
-        if args.out:
-            print(f"wrote {args.out}")
-        return 0
-    if args.format == "csv":
-        text = csv_text(tables)
-    elif args.format == "html":
-        text = html_page(tables, summary, sources)
-    else:
-        text = markdown(tables + [summary]) + "\n"
-    if args.out is None:
-        print(text, end="")
-        return 0
-    args.out.write_text(text)
-    print(f"wrote {args.out}")
+    written = render_formats.write(render_formats.FASTEST, args.format, tables, summary, sources, args.out,
+                                   columns=args.columns)
+    if written:
+        print(f"wrote {written}")
     return 0
+
+
+# ----- the built-in formats' fastest writers (registered by runner/format_*.py) -----------------
+def terminal_fastest(tables: list[Table], summary: Table, sources: list[Source], out: Path | None,
+                     columns: list[str] | None = None) -> str | None:
+    check_columns(tables, columns)
+    f = out.open("w") if out else None
+    try:
+        console = make_console(file=f)
+        for s in sources:
+            for w in s.warnings:
+                console.print(f"[yellow]warning: {s.label} was measured on a loaded machine: {w}[/]")
+        print_tables(console, tables + [summary], columns)
+    finally:
+        if f:
+            f.close()
+    return str(out) if out else None
+
+
+def csv_fastest(tables: list[Table], summary: Table, sources: list[Source], out: Path | None,
+                columns: list[str] | None = None) -> str | None:
+    return render_formats.emit(csv_text(tables), out)
+
+
+def markdown_fastest(tables: list[Table], summary: Table, sources: list[Source], out: Path | None,
+                     columns: list[str] | None = None) -> str | None:
+    return render_formats.emit(markdown(tables + [summary]) + "\n", out)
+
+
+def html_fastest(tables: list[Table], summary: Table, sources: list[Source], out: Path | None,
+                 columns: list[str] | None = None) -> str | None:
+    return render_formats.emit(html_page(tables, summary, sources), out)
 
 
 def html_page(tables: list[Table], summary: Table, sources: list[Source]) -> str:

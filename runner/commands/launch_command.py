@@ -23,6 +23,7 @@ import shlex
 import shutil
 import sys
 
+from ...kernels.op_traits import operations, traits_of
 from ..cluster_needs import (Need, allocation_nodes, first_node, hostfile_need, rendezvous_port, shared_folder,
                              srun_mpi)
 from ..errors import UserError
@@ -52,7 +53,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--engine", choices=("mpirun", "srun", "all"), default="all", help="which commands to print")
     g.add_argument("--hostfile", default="hosts", metavar="FILE", help="mpirun's host file (default: hosts)")
     g.add_argument("--master-port", type=int, default=DEFAULT_PORT, help="torch.distributed rendezvous port")
-    parser.set_defaults(ops="all_reduce", suite="train", local=True)
+    collectives = ",".join(op for op in operations() if traits_of(op).collective)  # what runs across ranks
+    parser.set_defaults(ops=collectives, suite="train", local=True)
 
 
 def run(args: argparse.Namespace) -> int:

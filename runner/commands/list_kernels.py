@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from ...kernels.op_traits import Rate, traits_of
 from ..display import make_console
 from rich.table import Table
 
@@ -34,6 +35,6 @@ def run(args: argparse.Namespace) -> int:
     for col in ("id", "application", "parameters", "GFLOP"):
         table.add_column(col, justify="right" if col == "GFLOP" else "left")
     for k in kernels:
-        table.add_row(k.id, k.application or "", k.label(), f"{k.flops() / 1e9:.3f}" if k.op != "all_reduce" else "")
+        table.add_row(k.id, k.application or "", k.label(), f"{k.flops() / 1e9:.3f}" if traits_of(k.op).rated_in is Rate.TFLOPS else "")
     console.print(table)
     return 0

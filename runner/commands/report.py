@@ -18,7 +18,8 @@ import argparse
 from pathlib import Path
 
 from ..display import add_columns_argument
-from ..report_render import FORMATS, write_report
+from .. import render_formats
+from ..report_render import write_report
 from ..sources import load_source
 from ..outpaths import writable_file
 
@@ -28,7 +29,7 @@ HELP = "tables, workbook or HTML report of a run or reference"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run", metavar="RUN", help="a results folder written by deepbench-run, or a reference name")
-    parser.add_argument("--format", choices=FORMATS, default="table", help="default: table (terminal)")
+    parser.add_argument("--format", choices=render_formats.choices(render_formats.REPORT), default=render_formats.DEFAULT_FORMAT, help="default: table (terminal)")
     parser.add_argument("--out", type=Path, metavar="FILE",
                         help="write here (default: standard output; xlsx/html: report-<run>.<ext> here)")
     add_columns_argument(parser)

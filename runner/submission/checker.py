@@ -41,6 +41,7 @@ from ...kernels import __version__
 from ...kernels.backends import result_backends
 from ...kernels.harness.execute import NOISY_REL_IQR
 from ...kernels.model_kernel import MODEL_TOLERANCE
+from ...kernels.op_traits import Tolerance, traits_of
 from ...kernels.precision import PRECISIONS, TRANSFORM_TOLERANCE, Precision, recurrence_tolerance, tolerance
 from ...kernels.provenance import (frozen_suite_sha256, harness_sha256, items_sha256, kernel_identity,
                                    package_sha256, sha256_file)
@@ -467,14 +468,12 @@ def tolerance_bound(r: KernelResult, direction: str) -> float:
     or for convolutions the Winograd/FFT one, for the rest; the whole-model one for models."""
     p = r.precision.name
     k = r.kernel
-    if r.op == "rnn":
-        return recurrence_tolerance(p, k.hidden, k.batch, k.timesteps, direction)
+    rule = traits_of(r.op).tolerance
+    if rule is Tolerance.RECURRENCE:
+        return recurrence_tolerance(p, k.hidden, k.batch, k.timesteps, direction)  # type: ignore[attr-defined]
     bound = tolerance(p, reduction=getattr(k, "k", 1) if isinstance(getattr(k, "k", None), int) else 1)
-    if r.op == "conv":
-        bound = max(bound, TRANSFORM_TOLERANCE.get(p, 0.0))
-    if r.op == "model":
-        bound = max(bound, MODEL_TOLERANCE.get(p, 0.0))
-    return bound
+    floor = {Tolerance.TRANSFORM: TRANSFORM_TOLERANCE, Tolerance.WHOLE_MODEL: MODEL_TOLERANCE}.get(rule, {})
+    return max(bound, floor.get(p, 0.0))
 
 
 def _check_flags(r: KernelResult, report: Report) -> None:
