@@ -35,6 +35,14 @@ def result_backends(plan_backend: str) -> tuple[str, ...]:
     return (plan_backend, *DELEGATES.get(plan_backend, ()))
 
 
+def register_backend(name: str, target: str) -> None:
+    """Add a backend ("module:class", imported only when a run uses it): a plugin's or a test's
+    backend for an operation registered with kernels.catalog.register_kernel."""
+    if ":" not in target:
+        raise ValueError(f"backend {name}: give 'module:class', not {target!r}")
+    BACKENDS[name] = target
+
+
 def load_backend(name: str, settings: Settings, **shared: Any) -> Backend:
     """`shared`: what a backend that combines others hands them (the run's GPU: `cuda=`)."""
     if name not in BACKENDS:
