@@ -12,60 +12,16 @@ from functools import cache
 from importlib import resources
 from typing import Annotated, ClassVar, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import Field, TypeAdapter
 
 from . import costs
+from .kernel import Kernel
+from .layers import LAYER_KERNELS
+from .model_kernel import ModelKernel
 from .precision import INPUT_BYTES, OUTPUT_BYTES, Precision
 
-# "model": a shape taken from a real model's operator dataset (kernels/models; application = the model)
-# "layers": AI Matrix's layer-based benchmark lists (data/ai_matrix.json; suite `layers`)
-SetName = Literal["train", "inference_server", "inference_device", "model", "layers"]
 OPS: tuple[str, ...] = ("gemm", "conv", "rnn", "sparse_gemm", "all_reduce")
 SETS: tuple[str, ...] = ("train", "inference_server", "inference_device")
-
-
-class Kernel(BaseModel):
-    """One DeepBench kernel. Subclasses add DeepBench's fields, in DeepBench's order."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    FIELDS: ClassVar[tuple[str, ...]] = ()
-    # Directions timed separately, in report order (their sum is the kernel's total time).
-    DIRECTIONS: ClassVar[tuple[str, ...]] = ("fwd",)
-
-    op: str
-    set: SetName
-    index: int = Field(ge=0, description="position in DeepBench's list for this op and set")
-    application: str | None = None
-    count: int | None = Field(None, ge=1, description="model suites: calls of this shape per forward pass")
-
-    @property
-    def id(self) -> str:
-        """Stable identity across runs: op/set/index (DeepBench's order never changes)."""
-        return f"{self.op}/{self.set}/{self.index:03d}"
-
-    def params(self) -> dict:
-        """DeepBench's parameters, by DeepBench's field names, in order."""
-        return {f: getattr(self, f) for f in self.FIELDS}
-
-    def listing(self) -> dict:
-        """What `deepbench list --format json` prints: op, set, then DeepBench's fields."""
-        return {"op": self.op, "set": self.set, **self.params()}
-
-    def label(self) -> str:
-        return " ".join(f"{k}={_short(v)}" for k, v in self.params().items())
-
-    def flops(self, direction: str = "fwd") -> float:
-        raise NotImplementedError
-
-    def min_bytes(self, direction: str, precision: Precision) -> float:
-        raise NotImplementedError
-
-
-def _short(value: object) -> str:
-    if isinstance(value, bool):
-        return "T" if value else "N"
-    return str(value)
 
 
 class GemmKernel(Kernel):
@@ -177,9 +133,7 @@ class AllReduceKernel(Kernel):
         return costs.all_reduce_bytes(self.floats)
 
 
-# Layer benchmarks (kernels/layers.py) subclass Kernel above; kernels/__init__.py imports this module first.
-from .layers import LAYER_KERNELS  # noqa: E402
-from .model_kernel import ModelKernel  # noqa: E402 - the whole-model run (kernels/model_kernel.py)
+# Layer benchmarks (kernels/layers.py) and the whole-model run (kernels/model_kernel.py) subclass Kernel too.
 
 AnyKernel = Annotated[
     Union[(GemmKernel, ConvKernel, RnnKernel, SparseGemmKernel, AllReduceKernel, *LAYER_KERNELS, ModelKernel)],

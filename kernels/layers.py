@@ -16,7 +16,7 @@ from typing import ClassVar, Literal
 from pydantic import Field, model_validator
 
 from . import costs
-from .catalog import Kernel
+from .kernel import Kernel
 from .precision import INPUT_BYTES, OUTPUT_BYTES, Precision
 
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu", "tanh", "sigmoid")

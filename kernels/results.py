@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validat
 
 from .catalog import AnyKernel
 from .noise import NoiseRecord
-from .precision import PrecisionInfo
+from .precision import Precision, PrecisionInfo
 from .provenance import Provenance
 from .system import SystemDescription
 
@@ -263,11 +263,11 @@ class Settings(Frozen):
 
 class PlanItem(Frozen):
     kernel: AnyKernel
-    precision: str
+    precision: Precision  # written as its name ("fp16"), as plans always were
 
     @property
     def id(self) -> str:
-        return f"{self.kernel.id}/{self.precision}"
+        return f"{self.kernel.id}/{self.precision.value}"
 
 
 class Selection(Frozen):
@@ -277,7 +277,7 @@ class Selection(Frozen):
     ops: tuple[str, ...] | None = None
     where: tuple[str, ...] = ()
     limit: int | None = None
-    precisions: tuple[str, ...] | None = Field(None, description="None: the platform's defaults for the suite")
+    precisions: tuple[Precision, ...] | None = Field(None, description="None: the platform's defaults for the suite")
     default_precisions: dict[str, tuple[str, ...]] | None = Field(
         None, description="where `precisions` is None: the platform's precisions per '<set>/<op>' when the plan was "
         "made (defaults differ by operation, and may change between versions)")
