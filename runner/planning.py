@@ -28,7 +28,7 @@ def plan_items(kernels: Sequence[Kernel], precisions: Sequence[Precision | str] 
                defaults: dict[str, tuple[str, ...]] | None = None) -> list[PlanItem]:
     """One item per kernel and precision: `precisions` if given, else the recorded `defaults`
     (a plan's), else the platform's."""
-    items = []
+    items: list[PlanItem] = []
     for k in kernels:
         recorded = (defaults or {}).get(f"{k.set}/{k.op}")
         chosen = [Precision(p) for p in precisions or recorded or platform.precisions_for(k.set, k.op)]
