@@ -10,66 +10,19 @@ from __future__ import annotations
 import json
 from functools import cache
 from importlib import resources
-from typing import Annotated, Any, ClassVar, Literal, Union
+from typing import Annotated, Any, Callable, ClassVar, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
-from pydantic.fields import FieldInfo
+from pydantic import Field, TypeAdapter
 
 from . import costs
+from .kernel import Kernel
+from .layers import LAYER_KERNELS
+from .model_kernel import ModelKernel
 from .op_traits import InfoColumn, OpTraits, Rate, Tolerance
 from .precision import INPUT_BYTES, OUTPUT_BYTES, Precision
 
-# "model": a shape taken from a real model's operator dataset (kernels/models; application = the model)
-# "layers": AI Matrix's layer-based benchmark lists (data/ai_matrix.json; suite `layers`)
-SetName = Literal["train", "inference_server", "inference_device", "model", "layers"]
 OPS: tuple[str, ...] = ("gemm", "conv", "rnn", "sparse_gemm", "all_reduce")
 SETS: tuple[str, ...] = ("train", "inference_server", "inference_device")
-
-
-class Kernel(BaseModel):
-    """One DeepBench kernel. Subclasses add DeepBench's fields, in DeepBench's order."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    FIELDS: ClassVar[tuple[str, ...]] = ()
-    # Directions timed separately, in report order (their sum is the kernel's total time).
-    DIRECTIONS: ClassVar[tuple[str, ...]] = ("fwd",)
-    # What the host needs to know about the operation (kernels/op_traits.py); None: plain traits.
-    TRAITS: ClassVar[OpTraits | None] = None
-
-    op: str
-    set: SetName
-    index: int = Field(ge=0, description="position in DeepBench's list for this op and set")
-    application: str | None = None
-    count: int | None = Field(None, ge=1, description="model suites: calls of this shape per forward pass")
-
-    @property
-    def id(self) -> str:
-        """Stable identity across runs: op/set/index (DeepBench's order never changes)."""
-        return f"{self.op}/{self.set}/{self.index:03d}"
-
-    def params(self) -> dict:
-        """DeepBench's parameters, by DeepBench's field names, in order."""
-        return {f: getattr(self, f) for f in self.FIELDS}
-
-    def listing(self) -> dict:
-        """What `deepbench list --format json` prints: op, set, then DeepBench's fields."""
-        return {"op": self.op, "set": self.set, **self.params()}
-
-    def label(self) -> str:
-        return " ".join(f"{k}={_short(v)}" for k, v in self.params().items())
-
-    def flops(self, direction: str = "fwd") -> float:
-        raise NotImplementedError
-
-    def min_bytes(self, direction: str, precision: Precision) -> float:
-        raise NotImplementedError
-
-
-def _short(value: object) -> str:
-    if isinstance(value, bool):
-        return "T" if value else "N"
-    return str(value)
 
 
 # DeepBench's workbook words for GEMM's fields (shared by the sparse GEMM).
@@ -203,9 +156,7 @@ class AllReduceKernel(Kernel):
         return costs.all_reduce_bytes(self.floats)
 
 
-# Layer benchmarks (kernels/layers.py) subclass Kernel above; kernels/__init__.py imports this module first.
-from .layers import LAYER_KERNELS  # noqa: E402
-from .model_kernel import ModelKernel  # noqa: E402 - the whole-model run (kernels/model_kernel.py)
+# Layer benchmarks (kernels/layers.py) and the whole-model run (kernels/model_kernel.py) subclass Kernel too.
 
 KERNEL_CLASSES: dict[str, type[Kernel]] = {
     cls.model_fields["op"].default: cls
@@ -244,23 +195,38 @@ def unregister_kernel(op: str) -> None:
         _rebuild_union()
 
 
+# Modules whose models hold the union (kernels/results.py) register here to rebuild them when it changes:
+# the catalog cannot import them (they import the catalog).
+_UNION_LISTENERS: list[Callable[[Any], None]] = []
+
+
+def on_union_change(listener: Callable[[Any], None]) -> None:
+    """Call `listener(new AnyKernel)` whenever an operation is registered or removed."""
+    _UNION_LISTENERS.append(listener)
+
+
 def _rebuild_union() -> None:
     """Plans and results validate kernels through the `AnyKernel` union, which pydantic builds
-    into each model when the model is made: rebuild the union, then the result models that hold
-    it, in the order they are defined (a model after those it holds)."""
+    into each model when the model is made: rebuild the union, then tell the modules whose models
+    hold it."""
     global AnyKernel, KERNEL_ADAPTER
     AnyKernel = _any_kernel()
     KERNEL_ADAPTER = TypeAdapter(AnyKernel)
-    from . import results  # imports this module: loaded here, after the union
+    for listener in _UNION_LISTENERS:
+        listener(AnyKernel)
 
-    results.AnyKernel = AnyKernel  # type: ignore[attr-defined] - the name later imports of it see
-    for value in list(vars(results).values()):
-        if isinstance(value, type) and issubclass(value, BaseModel) and value.__module__ == results.__name__:
-            for name, info in value.__pydantic_fields__.items():
-                if info.discriminator == KERNEL_DISCRIMINATOR:  # a field of kernels: the new union
-                    value.__pydantic_fields__[name] = FieldInfo.merge_field_infos(
-                        FieldInfo.from_annotation(AnyKernel), description=info.description)
-            value.model_rebuild(force=True)
+
+def traits_of(op: str) -> OpTraits:
+    """The traits of a registered operation; an unknown name (a record of an operation this
+    version does not know) gets plain traits titled by its name."""
+    cls = KERNEL_CLASSES.get(op)
+    traits = cls.TRAITS if cls is not None else None
+    return traits if traits is not None else OpTraits(title=op)
+
+
+def operations() -> tuple[str, ...]:
+    """Every registered operation, in report order (DeepBench's, then layers, then models)."""
+    return tuple(KERNEL_CLASSES)
 
 
 def _data(name: str) -> dict:

@@ -16,7 +16,7 @@ from typing import ClassVar, Literal
 from pydantic import Field, model_validator
 
 from . import costs
-from .catalog import Kernel
+from .kernel import Kernel
 from .op_traits import OpTraits
 from .precision import INPUT_BYTES, OUTPUT_BYTES, Precision
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import Field
 
-from .catalog import Kernel
+from .kernel import Kernel
 from .op_traits import InfoColumn, OpTraits, Tolerance
 from .precision import INPUT_BYTES, Precision
 

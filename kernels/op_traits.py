@@ -91,20 +91,3 @@ class OpTraits:
 
     def field_header(self, name: str) -> str:
         return self.field_headers.get(name, name)
-
-
-def traits_of(op: str) -> OpTraits:
-    """The traits of a registered operation; an unknown name (a record of an operation this
-    version does not know) gets plain traits titled by its name."""
-    from .catalog import KERNEL_CLASSES  # the registry; catalog imports this module for the type
-
-    cls = KERNEL_CLASSES.get(op)
-    traits = cls.TRAITS if cls is not None else None
-    return traits if traits is not None else OpTraits(title=op)
-
-
-def operations() -> tuple[str, ...]:
-    """Every registered operation, in report order (DeepBench's, then layers, then models)."""
-    from .catalog import KERNEL_CLASSES
-
-    return tuple(KERNEL_CLASSES)

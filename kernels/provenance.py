@@ -9,7 +9,9 @@ SHA-256 over canonical forms, so two machines with the same code and suite get t
 - `harness_sha256`: every file of the installed `deepbench.kernels` package (code and the suite
   data), by relative path: `path NUL sha256(content) LF` lines, sorted, hashed again.
 - `suite_sha256`: the plan's items (kernel id, DeepBench's parameters, precision), as canonical JSON.
-- `frozen_suite_sha256`: the whole named suite before any --ops/--where/--limit selection.
+- `frozen_suite_sha256`: the whole named suite before any --ops/--where/--limit selection. The
+  runner hashes the suite it selected from (runner/selection.py) and records it in the plan; the
+  harness and the checker take it from there or hash a suite once per process.
 """
 
 from __future__ import annotations
@@ -18,16 +20,20 @@ import hashlib
 import json
 import subprocess
 from datetime import datetime
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from .suites import SelectionError, suite_kernels
 
 PROVENANCE_SCHEMA = "deepbench.provenance/1"
 GIT_TIMEOUT_S = 10.0
 MAX_CHANGED_PATHS = 50  # a modified tree lists at most this many paths (the count is kept)
 HASHED_SUFFIXES = (".py", ".json", ".md", ".txt", ".toml")  # package data included, bytecode not
 PROJECT_NAME_LINE = 'name = "deepbench"'
+SUITE_HASHES_CACHED = 16  # (suite, batch, seq) hashes kept per process
 
 
 class SourceState(BaseModel):
@@ -167,10 +173,15 @@ def source_state(path: Path) -> SourceState:
 def frozen_suite_sha256(suite: str, selection: Any = None) -> str | None:
     """The hash of the named suite before selection (None for a suite that cannot be built here).
     Model suites depend on the batch and sequence length the selection declares."""
-    from .suites import SelectionError, suite_kernels
+    return _suite_sha256(suite, getattr(selection, "batch", None), getattr(selection, "seq", None))
 
+
+@lru_cache(maxsize=SUITE_HASHES_CACHED)
+def _suite_sha256(suite: str, batch: int | None, seq: int | None) -> str | None:
+    """Each suite is built and hashed once per process, however many ask (a check of a bundle
+    asks for its plan's, then for each kernel's scope)."""
     try:
-        return kernels_sha256(suite_kernels(suite, getattr(selection, "batch", None), getattr(selection, "seq", None)))
+        return kernels_sha256(suite_kernels(suite, batch, seq))
     except SelectionError:
         return None
 

@@ -19,10 +19,11 @@ from pathlib import Path
 from typing import Any, Iterable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
+from pydantic.fields import FieldInfo
 
-from .catalog import AnyKernel
+from .catalog import KERNEL_DISCRIMINATOR, AnyKernel, on_union_change
 from .noise import NoiseRecord
-from .precision import PrecisionInfo
+from .precision import Precision, PrecisionInfo
 from .provenance import Provenance
 from .system import SystemDescription
 
@@ -263,11 +264,11 @@ class Settings(Frozen):
 
 class PlanItem(Frozen):
     kernel: AnyKernel
-    precision: str
+    precision: Precision  # written as its name ("fp16"), as plans always were
 
     @property
     def id(self) -> str:
-        return f"{self.kernel.id}/{self.precision}"
+        return f"{self.kernel.id}/{self.precision.value}"
 
 
 class Selection(Frozen):
@@ -277,7 +278,7 @@ class Selection(Frozen):
     ops: tuple[str, ...] | None = None
     where: tuple[str, ...] = ()
     limit: int | None = None
-    precisions: tuple[str, ...] | None = Field(None, description="None: the platform's defaults for the suite")
+    precisions: tuple[Precision, ...] | None = Field(None, description="None: the platform's defaults for the suite")
     default_precisions: dict[str, tuple[str, ...]] | None = Field(
         None, description="where `precisions` is None: the platform's precisions per '<set>/<op>' when the plan was "
         "made (defaults differ by operation, and may change between versions)")
@@ -372,3 +373,20 @@ def append_result(path: Path, result: KernelResult) -> None:
     from .results_file import append_result as append
 
     append(path, result)
+
+
+def _take_new_union(union: Any) -> None:
+    """A kernel class was registered (kernels/catalog.register_kernel): the models here that hold
+    kernels are rebuilt with the new union, in the order they are defined (a model after those it holds)."""
+    global AnyKernel
+    AnyKernel = union
+    for value in list(globals().values()):
+        if isinstance(value, type) and issubclass(value, BaseModel) and value.__module__ == __name__:
+            for name, info in value.__pydantic_fields__.items():
+                if info.discriminator == KERNEL_DISCRIMINATOR:  # a field of kernels: the new union
+                    value.__pydantic_fields__[name] = FieldInfo.merge_field_infos(
+                        FieldInfo.from_annotation(union), description=info.description)
+            value.model_rebuild(force=True)
+
+
+on_union_change(_take_new_union)

@@ -160,10 +160,15 @@ def select(suite: str, ops: Sequence[str] | None = None, where: Sequence[Conditi
     """The suite's kernels, kept in DeepBench's order; `where` keeps kernels matching every
     condition (a condition on a field an operation lacks excludes that operation's kernels);
     `limit` keeps the first N per operation."""
+    return narrow(suite_kernels(suite, batch, seq), ops, where, limit)
+
+
+def narrow(kernels: Sequence[Kernel], ops: Sequence[str] | None = None, where: Sequence[Condition] = (),
+           limit: int | None = None) -> list[Kernel]:
+    """`select` on a suite already built (a run hashes the whole suite and selects from it)."""
     if limit is not None and limit < 1:
         raise SelectionError("--limit must be at least 1")
-    chosen = [k for k in suite_kernels(suite, batch, seq)
-              if (ops is None or k.op in ops) and all(c.matches(k) for c in where)]
+    chosen = [k for k in kernels if (ops is None or k.op in ops) and all(c.matches(k) for c in where)]
     if limit is None:
         return chosen
     seen: dict[str, int] = {}

@@ -13,9 +13,9 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..kernels import __version__
-from ..kernels.harness.exits import EXIT_WRITE_FAILED
+from ..kernels.harness.protocol import ExitCode
 from ..kernels.results_file import WriteFailed
-from .errors import EXIT_USAGE, UserError
+from .errors import UserError
 from .signals import exit_status
 
 
@@ -24,7 +24,7 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         sys.stderr.write(f"{self.prog}: error: {message} (see {self.prog} --help)\n")
-        sys.exit(EXIT_USAGE)
+        sys.exit(ExitCode.USAGE)
 
 
 def _guard(fn: Callable[[argparse.Namespace], int], args: argparse.Namespace, prog: str) -> int:
@@ -39,11 +39,11 @@ def _guard(fn: Callable[[argparse.Namespace], int], args: argparse.Namespace, pr
         return exit_status(exc)
     except WriteFailed as exc:  # a document that could not be written whole (a full disk ...): it was not
         _error(prog, f"{exc}; the file was left as it was")
-        return EXIT_WRITE_FAILED
+        return ExitCode.WRITE_FAILED
     except OSError as exc:  # a file that cannot be read or written: one line, whatever the command
         where = f"{exc.filename}: " if exc.filename else ""
         _error(prog, f"{where}{exc.strerror or exc}")
-        return EXIT_USAGE
+        return ExitCode.USAGE
 
 
 def _error(prog: str, message: str) -> None:
@@ -94,7 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not getattr(args, "handler", None):
         parser.print_help()
-        return EXIT_USAGE
+        return ExitCode.USAGE
     return _guard(args.handler, args, f"deepbench {args.command}")
 
 

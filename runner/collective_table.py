@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from ..kernels.op_traits import traits_of
+from ..kernels.catalog import traits_of
 from ..kernels.results import KernelResult, Status
 
 HEADERS = ["set", "floats", "ranks", "library",

@@ -13,7 +13,7 @@ from pathlib import Path
 from rich.markup import escape as rich_escape
 
 from ..kernels.catalog import KERNEL_CLASSES
-from ..kernels.op_traits import traits_of
+from ..kernels.catalog import traits_of
 from .compare import Comparison, Ratio, phrase, versus
 from .sources import Source
 from . import render_formats

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-EXIT_USAGE = 2
+from ..kernels.harness.protocol import ExitCode
 
 
 class UserError(Exception):
     """A mistake the user can fix (bad choice, missing file, no Docker ...). The message is
     printed as one line after 'error:'; it should name the valid choices or the next step."""
 
-    def __init__(self, message: str, exit_code: int = EXIT_USAGE) -> None:
+    def __init__(self, message: str, exit_code: int = ExitCode.USAGE) -> None:
         super().__init__(message)
         self.exit_code = exit_code

@@ -5,7 +5,8 @@
 from __future__ import annotations
 
 from ..kernels.catalog import KERNEL_CLASSES
-from ..kernels.op_traits import Rate, traits_of
+from ..kernels.catalog import traits_of
+from ..kernels.op_traits import Rate
 from .compare import match_mode, speed
 from .sources import Entry, Source
 from .tables import SET_SHORT, Table, _param, fmt_sig, fmt_us

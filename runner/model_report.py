@@ -24,7 +24,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from ..kernels.model_kernel import MODEL_SET
-from ..kernels.op_traits import traits_of
+from ..kernels.catalog import traits_of
 from ..kernels.results import PLAN_FILE, RUN_FILE, KernelResult, PartResult, Plan, RunRecord, Status
 from .errors import UserError
 from .roofline import GBPS, TFLOPS, US, bandwidth, compute_peak, no_roof_reason

@@ -12,8 +12,7 @@ from typing import Any
 
 from ..kernels import __version__
 from ..kernels.provenance import merge_provenance, package_sha256, source_state
-from ..kernels.results import Plan, Selection, utcnow
-from ..kernels.suites import parse_ops
+from ..kernels.results import Plan, utcnow
 from ..kernels.system import collect_system
 
 RUNNER_DIR = Path(__file__).resolve().parent
@@ -49,10 +48,3 @@ def with_host_facts(facts: dict[str, Any], plan: Plan, local: bool, command: str
     out["host_system"] = collect_system().model_dump(mode="json")
     return out
 
-
-def declared_selection(args: Any, precisions: list[str] | None) -> Selection:
-    """The selection a plan declares (see `deepbench check`: the kernels are re-derived from it)."""
-    ops = parse_ops(getattr(args, "ops", None))
-    return Selection(ops=tuple(ops) if ops else None, where=tuple(getattr(args, "where", None) or ()),
-                     limit=getattr(args, "limit", None), precisions=tuple(precisions) if precisions else None,
-                     batch=getattr(args, "batch", None), seq=getattr(args, "seq", None))

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from ..kernels.harness.record import read_facts
-from ..kernels.op_traits import operations, traits_of
+from ..kernels.catalog import operations, traits_of
 from .errors import UserError
 from .local import HARNESS_MODULE, LOG_FILE, LocalHarness
 

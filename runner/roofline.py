@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..kernels.op_traits import traits_of
+from ..kernels.catalog import traits_of
 from .sources import Entry
 
 TFLOPS = 1e12

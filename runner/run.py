@@ -24,14 +24,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..kernels.backends.engine_choice import PIN_ALL, EngineError, parse_spec
-from ..kernels.catalog import Kernel
-from ..kernels.harness.exits import EXIT_WRITE_FAILED
+from ..kernels.harness.protocol import ExitCode
 from ..kernels.harness.record import build_record, read_facts, write_record
 from ..kernels.padding import PadMode
-from ..kernels.precision import parse_precisions
-from ..kernels.provenance import frozen_suite_sha256
-from ..kernels.results import MAX_SEED, PLAN_FILE, RESULTS_FILE, Plan, PlanItem, RunRecord, Settings, read_results
+from ..kernels.results import MAX_SEED, PLAN_FILE, RESULTS_FILE, Plan, RunRecord, Settings, read_results
 from ..kernels.results_file import WriteFailed, write_atomic
+from ..kernels.suites import SelectionError
 from . import run_folder
 from .display import RunProgress, make_console, print_noise, print_tables
 from .errors import UserError
@@ -41,11 +39,12 @@ from .local import LocalHarness
 from .option_types import integer, real, usable_cpus
 from .outpaths import writable_folder
 from .ranks import RankedHarness, add_rank_arguments, launched_argv, needs_engine, plan_backend, with_ranks
-from .provenance import declared_selection, with_host_facts
+from .planning import default_precisions, plan_items
+from .provenance import with_host_facts
 from .platforms import PLATFORMS, Platform, get_platform
 from .run_folder import RunFolder
 from .sanity import context_of
-from .selection import add_selection_arguments, selected_kernels
+from .selection import KernelSelection, add_selection_arguments
 from .signals import exit_status, stop_on_signals
 from .sources import load_run
 from .summary import groups, summary_line
@@ -54,7 +53,6 @@ from .tables import tables
 
 DESCRIPTION = __doc__
 DEFAULT_RESULTS = Path("deepbench-results")
-EXIT_KERNEL_FAILURES = 1
 # Ranges of the measurement options (checked when the command line is read).
 MAX_KERNEL_TIMEOUT_S = 7 * 24 * 3600.0  # a week: anything longer is a typo, and overflows some timers
 MAX_TIME_CAP_S = 24 * 3600.0
@@ -191,13 +189,12 @@ def _run(folder: RunFolder, args: argparse.Namespace, console) -> int:
     except KeyboardInterrupt as exc:  # stopped while the image was prepared, or between two harness starts
         outcome = Outcome("interrupted", signum=getattr(exc, "signum", None))
     except WriteFailed as exc:  # the host's own record of a failed kernel
-        outcome = Outcome("failed", str(run_folder.write_failure(outdir, exc)), exit_code=EXIT_WRITE_FAILED)
+        outcome = Outcome("failed", str(run_folder.write_failure(outdir, exc)), exit_code=ExitCode.WRITE_FAILED)
     except UserError as exc:  # Docker, the image ... (the run record says the run failed, then the message)
         outcome = Outcome("failed", str(exc), exit_code=exc.exit_code)
     record = _final_record(folder, outcome, start)
     if outcome.state == "failed":
-        raise UserError(outcome.message or "the harness could not start",
-                        exit_code=outcome.exit_code if outcome.exit_code != 1 else EXIT_KERNEL_FAILURES)
+        raise UserError(outcome.message or "the harness could not start", exit_code=outcome.exit_code)
     results = read_results(outdir / RESULTS_FILE)
     source = load_run(outdir)
     ctx = context_of(source)
@@ -211,7 +208,7 @@ def _run(folder: RunFolder, args: argparse.Namespace, console) -> int:
                       f"continue with: deepbench-run --resume {shlex.quote(str(outdir))}"
                       + (f" --launch {shlex.quote(args.launch)}" if args.launch else "") + "[/]")
         return exit_status(signum=outcome.signum)
-    return EXIT_KERNEL_FAILURES if record.counts.get("failed") or record.counts.get("timeout") else 0
+    return ExitCode.KERNEL_FAILURES if record.counts.get("failed") or record.counts.get("timeout") else ExitCode.OK
 
 
 def _final_record(folder: RunFolder, outcome: Outcome, start) -> RunRecord:
@@ -273,25 +270,6 @@ def engine_pins(values: list[str] | None) -> dict[str, str]:
     return pins
 
 
-def default_precisions(kernels: list[Kernel], platform: Platform) -> dict[str, tuple[str, ...]]:
-    """The platform's precisions for each '<set>/<op>' of the selection (Selection.default_precisions)."""
-    return {f"{k.set}/{k.op}": platform.precisions_for(k.set, k.op) for k in kernels}
-
-
-def plan_items(kernels: list[Kernel], precisions: list[str] | None, platform: Platform,
-               defaults: dict[str, tuple[str, ...]] | None = None) -> list[PlanItem]:
-    """One item per kernel and precision: `precisions` if given, else the recorded `defaults`
-    (a plan's), else the platform's."""
-    items = []
-    for k in kernels:
-        recorded = (defaults or {}).get(f"{k.set}/{k.op}")
-        chosen = precisions or list(recorded or platform.precisions_for(k.set, k.op))
-        if k.op == "all_reduce":
-            chosen = ["fp32"]  # DeepBench's all-reduce is defined on float32 elements
-        items.extend(PlanItem(kernel=k, precision=p) for p in dict.fromkeys(chosen))
-    return items
-
-
 def _new_plan(args: argparse.Namespace, platform: Platform) -> tuple[Plan, Path]:
     """The plan, written into its folder for harnesses that an engine starts without deepbench-run
     (deepbench launch-command); deepbench-run writes it under the folder's lock (run_folder.create)."""
@@ -311,23 +289,22 @@ def plan_for(args: argparse.Namespace, platform: Platform) -> tuple[Plan, Path]:
         if value is not None and not value.strip(" ,"):
             raise UserError(f"{flag} is empty: name at least one, or leave the option out for its default "
                             f"(see deepbench-run --help)")
-    kernels = selected_kernels(args)
+    chosen = KernelSelection.from_args(args)
+    try:
+        kernels = chosen.kernels
+    except SelectionError as exc:
+        raise UserError(str(exc)) from None
     if not kernels:
         raise UserError("the selection matches no kernel (see: deepbench list --suite ... --where ...)")
-    try:
-        precisions = [p.value for p in parse_precisions(args.precision)] if args.precision else None
-    except ValueError as exc:
-        raise UserError(str(exc)) from None
     suite_name = args.suite.replace(":", "-").replace("/", "_")  # model:FILE must not make a path or a volume spec
     run_id = f"{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{platform.name}-{suite_name}"
     outdir = args.out or DEFAULT_RESULTS / run_id
-    selection = declared_selection(args, precisions)
-    if precisions is None:
-        selection = selection.model_copy(update={"default_precisions": default_precisions(kernels, platform)})
-    plan = Plan(run_id=run_id, suite=args.suite, platform=platform.name, backend=plan_backend(args, platform, kernels),
-                settings=settings_from(args, platform), items=tuple(plan_items(kernels, precisions, platform)),
+    selection = chosen.record(default_precisions(kernels, platform))
+    plan = Plan(run_id=run_id, suite=args.suite, platform=platform.name,
+                backend=plan_backend(args, platform, list(kernels)), settings=settings_from(args, platform),
+                items=tuple(plan_items(kernels, chosen.precisions, platform)),
                 command=shlex.join([os.path.basename(sys.argv[0])] + sys.argv[1:]), selection=selection,
-                frozen_suite_sha256=frozen_suite_sha256(args.suite, selection))
+                frozen_suite_sha256=chosen.frozen_suite_sha256)
     return plan, outdir
 
 

@@ -31,7 +31,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..kernels.harness.exits import EXIT_WRITE_FAILED
+from ..kernels.harness.protocol import ExitCode
 from ..kernels.folder_lock import HARNESS_LOCK, RUN_LOCK, FolderLock, Locked, describe, probe
 from ..kernels.harness.record import build_record, read_record, write_record
 from ..kernels.precision import parse_precisions
@@ -82,7 +82,7 @@ def write_failure(outdir: Path, what: Any) -> UserError:
     """A write that failed in the results folder, as one line: what (a full disk: the space needed),
     that nothing is lost, and how to go on; exit status 74."""
     return UserError(f"results folder {outdir}: {what}; nothing measured is lost: make room, then continue with "
-                     f"deepbench-run --resume {shlex.quote(str(outdir))}", exit_code=EXIT_WRITE_FAILED)
+                     f"deepbench-run --resume {shlex.quote(str(outdir))}", exit_code=ExitCode.WRITE_FAILED)
 
 
 def _writing(fn: Any, path: Path, *args: Any) -> Any:

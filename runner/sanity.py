@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..kernels.op_traits import traits_of
+from ..kernels.catalog import traits_of
 
 if TYPE_CHECKING:
     from .sources import Entry, Source

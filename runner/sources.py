@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from ..kernels.catalog import Kernel
 from ..kernels.noise import NoiseRecord
-from ..kernels.op_traits import traits_of
+from ..kernels.catalog import traits_of
 from ..kernels.precision import Precision
 from ..kernels.results import RESULTS_FILE, RUN_FILE, KernelResult, RunRecord, Settings, Status, read_results
 from .errors import UserError

@@ -12,7 +12,8 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 
-from ..kernels.op_traits import Rate, operations, traits_of
+from ..kernels.catalog import operations, traits_of
+from ..kernels.op_traits import Rate
 from .roofline import roof
 from .sanity import Context, flags as sanity_flags, one_rank
 from .sources import Entry, precision_order

@@ -12,7 +12,6 @@ could not even meet (their communicator's setup failed) are started again, at mo
 
 from __future__ import annotations
 
-import json
 import queue
 import threading
 import time
@@ -20,12 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Protocol
 
-from ..kernels.harness.exits import EXIT_BACKEND_UNAVAILABLE, EXIT_INTERRUPTED, EXIT_LOCKED, EXIT_WRITE_FAILED
+from ..kernels.harness.protocol import Event, ExitCode, parse_event
 from ..kernels.harness.ranks import rank_failures
 from ..kernels.results import RESULTS_FILE, KernelResult, Plan, PlanItem, Status, append_result, utcnow
 from ..kernels.results_file import scan
-from ..kernels.precision import PRECISIONS, Precision
-from .errors import EXIT_USAGE
+from ..kernels.precision import PRECISIONS
 from .run_folder import write_failure
 
 GRACE_S = 30.0
@@ -51,7 +49,8 @@ class Outcome:
     state: str  # complete, interrupted, failed
     message: str = ""
     signum: int | None = None  # the signal that interrupted the run
-    exit_code: int = 1  # for `failed`: 74 a write failed, 2 another harness holds the folder, else 1
+    exit_code: int = ExitCode.KERNEL_FAILURES  # for `failed`: WRITE_FAILED, USAGE (another harness holds
+    # the folder), else KERNEL_FAILURES
 
 
 class Progress(Protocol):
@@ -70,7 +69,7 @@ def _reader(proc: HarnessProcess, q: "queue.Queue[str | None]") -> None:
 
 def host_result(item: PlanItem, status: Status, reason: str, backend: str) -> KernelResult:
     now = utcnow()
-    return KernelResult(id=item.id, kernel=item.kernel, precision=PRECISIONS[Precision(item.precision)],
+    return KernelResult(id=item.id, kernel=item.kernel, precision=PRECISIONS[item.precision],
                         backend=backend, status=status, reason=reason, started_at=now, ended_at=now)
 
 
@@ -116,40 +115,41 @@ def supervise(plan: Plan, outdir: Path, start: Starter, progress: Progress) -> O
                         break
                     code = proc.wait(GRACE_S)
                     ranks = rank_failures(outdir, since=started)
-                    if code == 0:
+                    if code == ExitCode.OK:
                         return Outcome("complete")
-                    if code == EXIT_WRITE_FAILED:
-                        return Outcome("failed", _write_failure(error, outdir), exit_code=EXIT_WRITE_FAILED)
-                    if code == EXIT_LOCKED:
+                    if code == ExitCode.WRITE_FAILED:
+                        return Outcome("failed", _write_failure(error, outdir), exit_code=ExitCode.WRITE_FAILED)
+                    if code == ExitCode.LOCKED:
                         return Outcome("failed", error.get("message", "another harness writes to this folder"),
-                                       exit_code=EXIT_USAGE)
-                    if code == EXIT_INTERRUPTED and not ranks:
+                                       exit_code=ExitCode.USAGE)
+                    if code == ExitCode.INTERRUPTED and not ranks:
                         return Outcome("interrupted")
-                    if current is None and finished_here and code != EXIT_BACKEND_UNAVAILABLE:
+                    if current is None and finished_here and code != ExitCode.BACKEND_UNAVAILABLE:
                         break  # stopped between kernels (an engine tearing its ranks down): start again
                     if current is None and plan.settings.ranks > 1 and setup_failures < SETUP_RETRIES:
                         setup_failures += 1  # ranks that could not meet (a busy machine): once more
                         progress.note(f"starting the ranks again: {_rank_reason(ranks, error, proc, code)}"[:400])
                         break
-                    if code == EXIT_BACKEND_UNAVAILABLE or current is None:
+                    if code == ExitCode.BACKEND_UNAVAILABLE or current is None:
                         return Outcome("failed", _with_casualty(proc, _rank_reason(ranks, error, proc, code)))
                     reason = _with_casualty(proc, _death_reason(code, proc.stderr_tail(), ranks))
                     _record(plan, outdir, current, Status.FAILED, reason)
                     progress.finished({"id": current, "status": "failed", "reason": reason})
                     break
-                event = _parse(line)
+                event = parse_event(line)
                 if event is None:
                     continue
-                if event["event"] == "start":
+                kind = event["event"]
+                if kind is Event.START:
                     current, deadline = event["id"], time.monotonic() + timeout
                     progress.started(event)
-                elif event["event"] == "done":
+                elif kind is Event.DONE:
                     current, deadline = None, None
                     finished_here += 1
                     progress.finished(event)
-                elif event["event"] == "error":
+                elif kind is Event.ERROR:
                     error = event
-                elif event["event"] == "restart":
+                elif kind is Event.RESTART:
                     restart, deadline = True, time.monotonic() + GRACE_S  # for every rank to end
                     progress.note(f"restarting the harness: {event.get('reason', '')}"[:300])
         except KeyboardInterrupt as exc:
@@ -179,17 +179,6 @@ def _rank_reason(ranks: list[dict], error: dict, proc: "HarnessProcess", code: i
 def _first_rank(ranks: list[dict]) -> str:
     first = ranks[0]
     return f"rank {first['rank']} failed first: {first['message'][:500]} (its log: {first['log']})"
-
-
-def _parse(line: str) -> dict | None:
-    line = line.strip()
-    if not line.startswith("{"):
-        return None
-    try:
-        event = json.loads(line)
-    except json.JSONDecodeError:
-        return None
-    return event if isinstance(event, dict) and "event" in event else None
 
 
 def _record(plan: Plan, outdir: Path, item_id: str | None, status: Status, reason: str) -> None:

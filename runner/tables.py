@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable
 
 from ..kernels.catalog import KERNEL_CLASSES
-from ..kernels.op_traits import InfoColumn, Rate, operations, traits_of
+from ..kernels.catalog import operations, traits_of
+from ..kernels.op_traits import InfoColumn, Rate
 from ..kernels.results import KernelResult, Status
 from .collective_table import DROP_ORDER as ALL_REDUCE_DROP, HEADERS as ALL_REDUCE_HEADERS, all_reduce_rows
 from .sanity import Context, flags as sanity_flags, one_rank

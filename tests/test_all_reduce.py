@@ -11,7 +11,7 @@ import pytest
 
 from deepbench.kernels import costs
 from deepbench.kernels.catalog import by_id
-from deepbench.kernels.harness.ranks import launch_rank
+from deepbench.kernels.launch_rank import launch_rank
 from deepbench.kernels.results import KernelResult, Status, read_results
 
 from .conftest import requires_gpu, run_cli

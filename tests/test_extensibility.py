@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from deepbench.kernels.op_traits import operations
+from deepbench.kernels.catalog import operations
 
 RUNNER = Path(__file__).resolve().parents[1] / "runner"
 TOY_OP = "toy_scale"
@@ -225,16 +225,12 @@ def test_the_check_finds_a_branch_on_an_op_name() -> None:
     assert not op_name_branches('PRECISIONS = {"gemm": ("int8",)}\nif k.op == op:\n    pass\n', names)
 
 
-# The one branch left in a module another part of issue 26 owns (runner/run.py's plan items):
-# it is the all-reduce's fixed precision, a trait (OpTraits.fixed_precision) it should read.
-KNOWN_ELSEWHERE = {"run.py": 1}
-
 
 def test_no_runner_module_branches_on_an_operation_name() -> None:
     names = set(operations())
     offenders = {}
     for path in sorted(RUNNER.rglob("*.py")):
         found = op_name_branches(path.read_text(), names)
-        if len(found) > KNOWN_ELSEWHERE.get(str(path.relative_to(RUNNER)), 0):
+        if found:
             offenders[str(path.relative_to(RUNNER))] = found
     assert not offenders, f"runner modules that branch on an operation's name (use its traits): {offenders}"

@@ -164,7 +164,8 @@ def test_named_sdpa_backends_time_or_say_why() -> None:
     ref = torch.softmax(q.double() @ k.double().transpose(-1, -2) / math.sqrt(16), -1) @ v.double()
     check = lambda y: verdict(relative_error(y, ref), Precision.FP32, "reference-fp64")  # noqa: E731
     call = lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v)  # noqa: E731
-    entries = attention.time_named_backends(TorchBackend(SETTINGS), stop_rule(SETTINGS), call, check, 1.0, 1.0)
+    entries = attention.time_named_backends(TorchBackend(SETTINGS), stop_rule(SETTINGS), call, check, 1.0, 1.0,
+                                            Precision.FP32)
     assert set(entries) == {"fwd_flash", "fwd_efficient", "fwd_cudnn", "fwd_math"}
     assert entries["fwd_math"]["status"] == "ok" and entries["fwd_math"]["check"]["passed"]
     assert entries["fwd_math"]["time_us"]["median"] > 0

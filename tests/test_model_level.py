@@ -21,7 +21,7 @@ from deepbench.kernels.results import KernelResult, PlanItem, Settings, Status, 
 from deepbench.kernels.suites import parse_where, select
 from deepbench.runner.model_level import model_levels
 from deepbench.runner.platforms import get_platform
-from deepbench.runner.run import plan_items
+from deepbench.runner.planning import plan_items
 
 from .conftest import REPO, requires_gpu, run_cli
 from .reports_synthetic import T0, result

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, ClassVar, Iterable
 
 from ..catalog import Kernel
 from ..layers import ElementwiseKernel
@@ -53,6 +53,9 @@ class TimedPart:
     timer: Callable[[Callable[[], object], StopRule], Measurement] | None = None
     # What the call writes (a tensor): the GPU tests spoil it to show that the check can fail.
     output: Any = None
+    # The precision it runs in (a GPU timer rates it against that precision's peak): set by
+    # `Prepared.in_precision`, so that a backend keeps no "current precision" between calls.
+    precision: Precision = Precision.FP32
 
 
 @dataclass
@@ -63,11 +66,26 @@ class Prepared:
     # Extra figures derived after timing (e.g. sparse GEMM's dense time), filled by the backend.
     after: Callable[["Backend", StopRule], dict[str, Any]] | None = None
 
+    def in_precision(self, precision: Precision) -> Prepared:
+        """These parts, each marked with the precision the kernel was prepared in."""
+        for part in self.parts:
+            part.precision = precision
+        return self
+
 
 class Backend(ABC):
-    """One native library (PyTorch on a device, onnxruntime, TFLite, ...)."""
+    """One native library (PyTorch on a device, onnxruntime, TFLite, ...).
+
+    What the harness asks of a backend beyond preparing and timing kernels is declared here, with
+    the answer of a backend that runs as one process: `ranked`, `rank`, `item_barrier` and
+    `broken`. A backend whose processes run as ranks of one job (an all-reduce library,
+    kernels/backends/distributed/) overrides them; the harness reads them, never probes for them."""
 
     name: str = ""
+    # One of several ranks of a communicator it set up itself: `rank` is then its rank in it,
+    # which the harness trusts over the engine's variables (kernels/launch_rank.py).
+    ranked: ClassVar[bool] = False
+    rank: int = 0
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
@@ -111,3 +129,14 @@ class Backend(ABC):
 
     def release(self) -> None:
         """Free what the last kernel held before the next is prepared."""
+
+    def item_barrier(self) -> None:
+        """Wait until every rank is about to start the next kernel (a no-op with one process): the
+        harness calls it after it told the host which kernel starts, so that whatever befalls one
+        rank from then on is that kernel's."""
+
+    @property
+    def broken(self) -> str:
+        """Why this process cannot run another kernel ('' while it can): a rank of a broken
+        communicator; the harness then asks the host to start every rank again."""
+        return ""

@@ -70,7 +70,6 @@ class NativeCudaBackend(Backend):
         super().__init__(settings)
         self.lib, self.missing = load_binding(*self.binding)
         self.cuda: CudaDevice | None = None
-        self.precision = Precision.FP32
         if self.lib is not None:
             self.cuda = cuda or CudaDevice(settings)
             self.ctx = TorchContext(self.cuda.device, settings.seed, PadMode(settings.pad))
@@ -85,8 +84,7 @@ class NativeCudaBackend(Backend):
         if kernel.op not in self.operations:
             raise Unsupported(f"{kernel.op} is not run by the {self.name} backend "
                               f"(it runs {', '.join(self.operations)})")
-        self.precision = precision
-        return self.prepare_op(kernel, precision)
+        return self.prepare_op(kernel, precision).in_precision(precision)
 
     def prepare_unpadded(self, kernel: Kernel, precision: Precision) -> Prepared | None:
         with self.ctx.padding(PadMode.NONE):
@@ -98,7 +96,7 @@ class NativeCudaBackend(Backend):
 
     def measure(self, fn: Callable[[], object], rule: StopRule, part: TimedPart) -> Measurement:
         assert self.cuda is not None
-        return self.cuda.measure(fn, rule, part, self.precision)
+        return self.cuda.measure(fn, rule, part, part.precision)
 
     def library_versions(self) -> dict[str, str]:
         return self.cuda.versions() if self.cuda else {}

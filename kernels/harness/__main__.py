@@ -9,14 +9,13 @@ after the record is written: every finished kernel is kept. The process that app
 folder stops at once. A result that cannot be written (a full disk) leaves no partial line:
 the harness says what happened and how much space the rest needs, and stops.
 
-Exit status: 0 complete, 130 interrupted, 3 the backend cannot load on this machine, 74 a result
-could not be written, 75 another harness is writing to the folder.
+Exit status (ExitCode in protocol.py): 0 complete, 130 interrupted, 3 the backend cannot load on
+this machine, 74 a result could not be written, 75 another harness is writing to the folder.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import sys
@@ -25,7 +24,9 @@ from typing import Any
 
 from ..backends import load_backend
 from ..backends.distributed.terminal import TERMINAL_FD_ENV
+from ..faults import maybe_fail_backend, maybe_inject
 from ..folder_lock import HARNESS_LOCK, FolderLock, Locked
+from ..launch_rank import launch_rank
 from ..noise import judge, snapshot, usable_cpus
 from ..precision import Precision
 from ..provenance import harness_provenance
@@ -33,11 +34,10 @@ from ..results import RESULTS_FILE, Plan, append_result, utcnow
 from ..results_file import WriteFailed, scan
 from ..system import collect_system
 from .execute import run_item
-from .exits import EXIT_BACKEND_UNAVAILABLE, EXIT_INTERRUPTED, EXIT_LOCKED, EXIT_WRITE_FAILED
-from .faults import maybe_fail_backend, maybe_inject
 from .facts import host_facts
 from .lifeline import stop_with_parent
-from .ranks import RANK_LOG, RANKS_DIR, launch_rank, rank_dir_name, record_failure
+from .protocol import ErrorKind, Event, ExitCode, event_line
+from .ranks import RANK_LOG, RANKS_DIR, rank_dir_name, record_failure
 from .record import build_record, write_facts, write_record
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
@@ -52,12 +52,12 @@ class HostGone(KeyboardInterrupt):
     """Our stdout's reader (the runner) is gone: stop as if interrupted, keeping what is done."""
 
 
-def emit(event: str, **fields: Any) -> None:
+def emit(event: Event, **fields: Any) -> None:
     global _HOST_GONE
     if _SILENT or _HOST_GONE:
         return
     try:
-        print(json.dumps({"event": event, **fields}), flush=True)
+        print(event_line(event, **fields), flush=True)
     except (BrokenPipeError, ValueError):
         _HOST_GONE = True
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -97,15 +97,17 @@ def main(argv: list[str] | None = None) -> int:
         plan = Plan.model_validate_json(args.plan.read_text())
         return _run(plan, run_dir, rank_dir)
     except KeyboardInterrupt:
-        return EXIT_INTERRUPTED
+        return ExitCode.INTERRUPTED
     except Locked as exc:
-        emit("error", kind="locked", message=f"{exc}: a second harness must not write the same results")
-        return EXIT_LOCKED
+        emit(Event.ERROR, kind=ErrorKind.LOCKED.value,
+             message=f"{exc}: a second harness must not write the same results")
+        return ExitCode.LOCKED
     except WriteFailed as exc:
         if rank_dir is not None:
             record_failure(rank_dir, where.rank, str(exc))
-        emit("error", kind="write", message=str(exc), needed_bytes=exc.needed, free_bytes=exc.free)
-        return EXIT_WRITE_FAILED
+        emit(Event.ERROR, kind=ErrorKind.WRITE.value, message=str(exc), needed_bytes=exc.needed,
+             free_bytes=exc.free)
+        return ExitCode.WRITE_FAILED
     except BaseException as exc:
         if rank_dir is not None:  # rank 0 speaks to the host itself; the others leave a note
             record_failure(rank_dir, where.rank, f"{type(exc).__name__}: {exc}")
@@ -126,17 +128,17 @@ def _run(plan: Plan, run_dir: Path, rank_dir: Path | None) -> int:
         message = f"backend '{plan.backend}' cannot run here: {exc}"
         if rank_dir is not None:
             record_failure(rank_dir, launch_rank().rank, message)
-        emit("error", message=message)
-        return EXIT_BACKEND_UNAVAILABLE
-    rank = getattr(backend, "rank", launch_rank().rank)
+        emit(Event.ERROR, message=message)
+        return ExitCode.BACKEND_UNAVAILABLE
+    rank = backend.rank if backend.ranked else launch_rank().rank
     _SILENT = rank != 0
     # rank 0's results are the run's; the plan's progress is rank 0's for every rank
-    if rank != 0 and rank_dir is None:  # the backend knows better than the engine's variables
+    if rank != 0 and rank_dir is None:  # a ranked backend knows better than the engine's variables
         outdir = _rank_folder(run_dir, rank)
     facts = {"host": host_facts(), "device": backend.device_facts(), "software": backend.library_versions()}
-    emit("facts", device=facts["device"].get("name", ""))
+    emit(Event.FACTS, device=facts["device"].get("name", ""))
     try:
-        precisions = sorted({Precision(i.precision) for i in plan.items}, key=list(Precision).index)
+        precisions = sorted({i.precision for i in plan.items}, key=list(Precision).index)
         facts["ceilings"] = backend.ceilings(precisions)  # a CPU measures a GEMM in each of them
     except Exception as exc:  # noqa: BLE001 - ceilings are optional; say why they are missing
         facts["ceilings"] = {}
@@ -152,11 +154,10 @@ def _run(plan: Plan, run_dir: Path, rank_dir: Path | None) -> int:
     state = "complete"
     try:
         for i, item in enumerate(todo):
-            emit("start", id=item.id, index=len(done) + i, total=len(plan.items))
+            emit(Event.START, id=item.id, index=len(done) + i, total=len(plan.items))
             # Several ranks begin each kernel together, after rank 0 told the host which one it is:
             # whatever befalls one rank from here is that kernel's.
-            if hasattr(backend, "item_barrier"):
-                backend.item_barrier()
+            backend.item_barrier()
             maybe_inject(item.id)
             result = run_item(backend, item, plan.settings)
             try:
@@ -165,10 +166,10 @@ def _run(plan: Plan, run_dir: Path, rank_dir: Path | None) -> int:
                 exc.args = (f"{exc.args[0]}; {_space_for_the_rest(results_path, len(todo) - i, exc.needed)}",)
                 _write_record_if_possible(plan, outdir, "interrupted", started, facts)
                 raise
-            emit("done", id=item.id, status=result.status.value,
+            emit(Event.DONE, id=item.id, status=result.status.value,
                  median_us=result.time_us.median if result.time_us else None, reason=result.reason[:200])
-            if getattr(backend, "broken", ""):  # a rank is gone: this process group cannot go on
-                emit("restart", reason=backend.broken)
+            if backend.broken:  # a rank is gone: this process group cannot go on
+                emit(Event.RESTART, reason=backend.broken)
                 state = "interrupted"
                 break
     except KeyboardInterrupt:
@@ -184,12 +185,12 @@ def _run(plan: Plan, run_dir: Path, rank_dir: Path | None) -> int:
     record = build_record(plan, outdir, state, started, facts)
     write_record(outdir, record)
     try:
-        emit("end", state=record.state)
+        emit(Event.END, state=record.state)
     except HostGone:
         pass
     if lock is not None:
         lock.release()
-    return EXIT_INTERRUPTED if state == "interrupted" else 0
+    return ExitCode.INTERRUPTED if state == "interrupted" else ExitCode.OK
 
 
 def _space_for_the_rest(path: Path, left: int, needed: int) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..backends.base import Backend, Prepared, TimedPart, Unsupported
 from ..padding import PadMode
-from ..precision import PRECISIONS, Precision
+from ..precision import PRECISIONS
 from ..results import Check, KernelResult, PartResult, PlanItem, Settings, Status, TimeStats, utcnow
 from ..timing.stopping import CONVERGED, StopRule
 
@@ -24,19 +24,17 @@ def stop_rule(settings: Settings) -> StopRule:
 
 
 def _base(item: PlanItem, backend: Backend, started: Any) -> dict[str, Any]:
-    precision = Precision(item.precision)
-    return dict(id=item.id, kernel=item.kernel, precision=PRECISIONS[precision],
-                backend=backend.backend_for(item.kernel, precision), library=backend.library_versions(),
+    return dict(id=item.id, kernel=item.kernel, precision=PRECISIONS[item.precision],
+                backend=backend.backend_for(item.kernel, item.precision), library=backend.library_versions(),
                 started_at=started)
 
 
 def run_item(backend: Backend, item: PlanItem, settings: Settings) -> KernelResult:
     started = utcnow()
     base = _base(item, backend, started)
-    precision = Precision(item.precision)
     rule = stop_rule(settings)
     try:
-        prepared = backend.prepare(item.kernel, precision)
+        prepared = backend.prepare(item.kernel, item.precision)
         parts, failed = _measure(backend, prepared, rule)
         if failed is not None:
             part, check = failed
@@ -84,9 +82,9 @@ def _measure(backend: Backend, prepared: Prepared, rule: StopRule
 
 def _unpadded(backend: Backend, item: PlanItem, rule: StopRule) -> dict[str, Any]:
     """--pad both: the kernel at its listed shape, measured and checked as the padded one was."""
-    raw = backend.prepare_unpadded(item.kernel, Precision(item.precision))
+    raw = backend.prepare_unpadded(item.kernel, item.precision)
     if raw is None:
-        return {"note": f"the {backend.backend_for(item.kernel, Precision(item.precision))} backend does not pad"}
+        return {"note": f"the {backend.backend_for(item.kernel, item.precision)} backend does not pad"}
     parts, failed = _measure(backend, raw, rule)
     if failed is not None:
         part, check = failed

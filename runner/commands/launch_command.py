@@ -9,7 +9,7 @@ commands that start one harness rank per GPU on every node, on the node itself o
 (docker, or enroot/pyxis with srun's --container-image). Each is handed to `deepbench-run --resume
 OUT --launch '...'`, which starts it and gives the run what a local one has: progress, the
 per-kernel timeout, a restart after a rank dies, the tables. Each rank reads its number from the
-engine (harness/ranks.py); rank 0 writes OUT/results.jsonl and OUT/run.json with the mean and max
+engine (kernels/launch_rank.py); rank 0 writes OUT/results.jsonl and OUT/run.json with the mean and max
 over all ranks, the others OUT/ranks/rank-K/. What the commands need from the cluster (a shared
 folder, a free rendezvous port, srun's PMIx, a host file) is checked where it can be and said in
 the output (cluster_needs.py). Nothing is started here but those checks: clusters start jobs their
@@ -23,7 +23,7 @@ import shlex
 import shutil
 import sys
 
-from ...kernels.op_traits import operations, traits_of
+from ...kernels.catalog import operations, traits_of
 from ..cluster_needs import (Need, allocation_nodes, first_node, hostfile_need, rendezvous_port, shared_folder,
                              srun_mpi)
 from ..errors import UserError

@@ -8,7 +8,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from ...kernels.op_traits import Rate, traits_of
+from ...kernels.catalog import traits_of
+from ...kernels.op_traits import Rate
 from ..display import make_console
 from rich.table import Table
 

@@ -41,15 +41,17 @@ from ...kernels import __version__
 from ...kernels.backends import result_backends
 from ...kernels.harness.execute import NOISY_REL_IQR
 from ...kernels.model_kernel import MODEL_TOLERANCE
-from ...kernels.op_traits import Tolerance, traits_of
+from ...kernels.catalog import traits_of
+from ...kernels.op_traits import Tolerance
 from ...kernels.precision import PRECISIONS, TRANSFORM_TOLERANCE, Precision, recurrence_tolerance, tolerance
 from ...kernels.provenance import (frozen_suite_sha256, harness_sha256, items_sha256, kernel_identity,
                                    package_sha256, sha256_file)
-from ...kernels.results import (PLAN_SCHEMA, RESULT_SCHEMA, RUN_SCHEMA, KernelResult, Plan, PlanItem, ResultFields,
+from ...kernels.results import (PLAN_SCHEMA, RESULT_SCHEMA, RUN_SCHEMA, KernelResult, Plan, ResultFields,
                                 RunRecord, Status, drop_derived)
-from ...kernels.suites import SelectionError, parse_where, select
+from ...kernels.suites import SelectionError
 from ...kernels.system import SYSTEM_SCHEMA, SystemDescription
 from ..errors import UserError
+from ..planning import declared_items
 from . import layout
 from .layout import DEFAULT_LIMITS, Limits, SubmissionIndex
 from .manifest import check_manifest, scan
@@ -348,19 +350,6 @@ def _segments(run: RunRecord, report: Report) -> list[tuple[Any, Any]]:
 
 def _spans_text(spans: list[tuple[Any, Any]]) -> str:
     return ", ".join(f"{a:%H:%M:%S}-{b:%H:%M:%S}" for a, b in spans[:5]) + (" ..." if len(spans) > 5 else "")
-
-
-def declared_items(plan: Plan) -> list[PlanItem]:
-    """The kernels the plan's suite and selection stand for, by this tool's frozen suites."""
-    from ..platforms import get_platform
-    from ..run import plan_items
-
-    sel = plan.selection
-    kernels = select(plan.suite, list(sel.ops) if sel and sel.ops else None,
-                     parse_where(list(sel.where)) if sel else [], sel.limit if sel else None,
-                     sel.batch if sel else None, sel.seq if sel else None)
-    precisions = list(sel.precisions) if sel and sel.precisions else None
-    return plan_items(kernels, precisions, get_platform(plan.platform), sel.default_precisions if sel else None)
 
 
 def _check_scope(b: Bundle, report: Report) -> None:

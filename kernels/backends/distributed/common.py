@@ -24,9 +24,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ... import costs
+from ... import costs, faults
 from ...catalog import AllReduceKernel, Kernel, catalog
-from ...harness import faults
 from ...precision import Precision
 from ...results import Check, Measurement, PartResult, Settings
 from ...timing.stopping import StopRule
@@ -323,6 +322,7 @@ class CollectiveBackend(Backend):
     """What every all-reduce backend shares: its communicator and runner, the rank-synchronised
     timer each part brings, library versions, and the barrier before each kernel."""
 
+    ranked = True  # rank: set from the communicator by each library's backend
     comm: Communicator
     runner: AllReduceRunner
 

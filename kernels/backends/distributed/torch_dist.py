@@ -3,7 +3,7 @@
 PyTorch for ROCm builds its "nccl" process-group backend on RCCL with the same API, so one
 class serves both; the library recorded in results says which it was (torch.version.hip).
 
-Ranks come from the engine that started them (torchrun, mpirun, srun: harness/ranks.py). One
+Ranks come from the engine that started them (torchrun, mpirun, srun: kernels/launch_rank.py). One
 rank with no engine (the smoke suite, `deepbench-run --local`) makes a real one-process group.
 Control messages (barrier, the times and check outcomes every rank exchanges) go through a gloo
 group beside the measured one, so they never queue on the GPU stream being timed."""
@@ -19,7 +19,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from ...harness.ranks import launch_rank
+from ...launch_rank import launch_rank
 from ...results import Settings
 from .common import AllReduceRunner, CollectiveBackend, Communicator, check_world
 from .facts import cpu_model

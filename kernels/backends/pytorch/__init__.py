@@ -52,7 +52,6 @@ class TorchBackend(Backend):
             torch.set_num_threads(settings.threads)
         torch.manual_seed(settings.seed)
         self.ctx = TorchContext(self.device, settings.seed, PadMode(settings.pad))
-        self.precision = Precision.FP32
         self._ceilings: dict[str, float] | None = None
         self.arm = ArmCpu() if is_arm_cpu(self.device) else None
         if self.ctx.is_cuda:
@@ -62,15 +61,14 @@ class TorchBackend(Backend):
 
     def prepare(self, kernel: Kernel, precision: Precision) -> Prepared:
         if kernel.op == "all_reduce":
-            return self._all_reduce(kernel, precision)
+            return self._all_reduce(kernel, precision).in_precision(precision)
         if kernel.op not in OPERATIONS:
             raise Unsupported(f"{kernel.op} is not run by the torch backend on one process "
                               "(all-reduce needs the distributed launcher)")
         self.ctx.set_precision_mode(precision)
         if self.arm:
             self.arm.require(precision)
-        self.precision = precision
-        return OPERATIONS[kernel.op](self.ctx, kernel, precision)
+        return OPERATIONS[kernel.op](self.ctx, kernel, precision).in_precision(precision)
 
     def prepare_unpadded(self, kernel: Kernel, precision: Precision) -> Prepared | None:
         with self.ctx.padding(PadMode.NONE):
@@ -94,7 +92,7 @@ class TorchBackend(Backend):
             if self.arm:
                 self.arm.after_measure(fn, part)
             return measured
-        return self.cuda.measure(fn, rule, part, self.precision)
+        return self.cuda.measure(fn, rule, part, part.precision)
 
     def ceilings(self, precisions: Iterable[Precision] = ()) -> dict[str, float]:
         if self.cuda:

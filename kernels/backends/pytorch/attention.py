@@ -71,12 +71,13 @@ def prepare(ctx: TorchContext, kernel: AttentionKernel, precision: Precision) ->
         call = lambda: torch.nn.functional.scaled_dot_product_attention(  # noqa: E731
             q, k, v, is_causal=kk.causal, enable_gqa=gqa)
         prepared.after = lambda backend, rule: {"sdpa_backends": time_named_backends(
-            backend, rule, call, check, kk.flops("fwd"), kk.min_bytes("fwd", precision))}
+            backend, rule, call, check, kk.flops("fwd"), kk.min_bytes("fwd", precision), precision)}
     return prepared
 
 
 def time_named_backends(backend: Any, rule: StopRule, call: Callable[[], torch.Tensor],
-                        check: Callable[[torch.Tensor], Check], flops: float, min_bytes: float) -> dict[str, dict]:
+                        check: Callable[[torch.Tensor], Check], flops: float, min_bytes: float,
+                        precision: Precision) -> dict[str, dict]:
     """Time `call` under each SDPA backend PyTorch names (torch.nn.attention.sdpa_kernel), one
     entry per name ("fwd_flash" ...): its time, throughput and check, or `unsupported` with the
     reasons PyTorch gives (the warnings it emits before "No available kernel") when that kernel
@@ -105,7 +106,7 @@ def time_named_backends(backend: Any, rule: StopRule, call: Callable[[], torch.T
                     why = "; ".join(dict.fromkeys(str(w.message).strip() for w in caught))
                     entries[key] = {"status": "unsupported", "reason": f"{exc} {why}".strip()[:REASON_CHARS]}
                     continue
-            part = TimedPart(key, run, lambda: check(out["y"]), flops, min_bytes)
+            part = TimedPart(key, run, lambda: check(out["y"]), flops, min_bytes, precision=precision)
             m = backend.measure(run, rule, part)
         result = check(out["y"])
         seconds = m.stats.median / US_PER_S

@@ -43,7 +43,7 @@ def prepare(ctx: TorchContext, kernel: SparseGemmKernel, precision: Precision) -
     def dense_beside(backend: Any, rule: Any) -> dict[str, Any]:
         dense = GemmKernel(set=kernel.set, index=kernel.index, m=kernel.m, n=kernel.n, k=kernel.k,
                            a_t=kernel.a_t, b_t=kernel.b_t)
-        dense_part = prepare_dense(ctx, dense, precision).parts[0]
+        dense_part = prepare_dense(ctx, dense, precision).in_precision(precision).parts[0]
         dense_part.run()
         m = backend.measure(dense_part.run, rule, dense_part)
         return {"dense_time_us": m.stats.model_dump(), "dense_tflops": dense.flops() / m.stats.median / 1e6,

@@ -11,10 +11,9 @@ from __future__ import annotations
 import os
 import signal
 import time
-from typing import TYPE_CHECKING
+from pathlib import Path
 
-if TYPE_CHECKING:
-    from pathlib import Path
+from .launch_rank import launch_rank
 
 ENV = "DEEPBENCH_FAULT"
 # With several ranks (all-reduce), DEEPBENCH_FAULT_RANK=R limits the fault to rank R, so that
@@ -27,8 +26,6 @@ def _this_rank_is_targeted(rank: int | None = None) -> bool:
     if not wanted:
         return True
     if rank is None:
-        from .ranks import launch_rank
-
         rank = launch_rank().rank
     return int(wanted) == rank
 
@@ -39,10 +36,8 @@ def requested(kind: str, item_id: str, rank: int | None = None) -> bool:
     return spec_kind == kind and item_id.startswith(target) and _this_rank_is_targeted(rank)
 
 
-def maybe_fail_backend(outdir: "Path", rank: int) -> None:
+def maybe_fail_backend(outdir: Path, rank: int) -> None:
     """Raise as a backend that cannot load would ("unavailable:" and "unavailable-once:")."""
-    from pathlib import Path
-
     marker = Path(outdir) / f".fault-unavailable-once-{rank}"
     if requested("unavailable-once", "", rank):
         if marker.exists():
