@@ -55,6 +55,13 @@ def test_site_builds_strict(tmp_path: Path) -> None:
     cli_page = (site / "cli" / "index.html").read_text()
     assert "deepbench images build" in cli_page and "--kernel-timeout" in cli_page
     assert not (site / "hooks").exists(), "the hook's source must not be published"
+    for page in site.rglob("index.html"):
+        html = page.read_text()
+        article = html[html.find("<article"):html.find("</article>")]
+        # Python-Markdown needs a blank line before a list that follows a paragraph or a code block;
+        # without it the items come out as one paragraph of "- " lines.
+        stray = re.search(r"(?:<p>|\n)- (?:<strong>|<code>|[A-Za-z])", article)
+        assert stray is None, f"{page.relative_to(site)}: a list was not rendered as a list: {article[stray.start():][:120]!r}"
 
 
 def test_cli_reference_covers_every_command_and_option() -> None:
