@@ -1,0 +1,139 @@
+"""The documentation in the repository: the site builds with `mkdocs build --strict` (a broken link,
+anchor or nav entry fails it), the generated CLI reference covers every command and option, the
+README stays a front door, and every deepbench command it shows parses with today's parsers."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+HOOK = ROOT / "docs" / "hooks" / "cli_reference.py"
+README_MAX_LINES = 160
+BUILD_TIMEOUT_S = 300
+# Placeholders the README's commands use, and a value each parses as.
+PLACEHOLDERS = {"RUN_ID": "run", "RUN_A": "a", "RUN_B": "b", "RUN": "run"}
+PROGRAMS = ("deepbench-run", "deepbench")
+
+
+def _hook() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("cli_reference", HOOK)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _mkdocs_or_skip() -> None:
+    """CI installs the docs extra (.ci/run), so there the build must run; elsewhere it may be absent."""
+    missing = [name for name in ("mkdocs", "material") if importlib.util.find_spec(name) is None]
+    if not missing:
+        return
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{', '.join(missing)} not installed: CI installs the docs extra (.ci/run)")
+    pytest.skip(f"{', '.join(missing)} not installed (pip install -e '.[docs]')")
+
+
+@pytest.mark.slow
+def test_site_builds_strict(tmp_path: Path) -> None:
+    _mkdocs_or_skip()
+    site = tmp_path / "site"
+    p = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)], cwd=ROOT,
+                       capture_output=True, text=True, timeout=BUILD_TIMEOUT_S,
+                       env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    cli_page = (site / "cli" / "index.html").read_text()
+    assert "deepbench images build" in cli_page and "--kernel-timeout" in cli_page
+    assert not (site / "hooks").exists(), "the hook's source must not be published"
+    for page in site.rglob("index.html"):
+        html = page.read_text()
+        article = html[html.find("<article"):html.find("</article>")]
+        # Python-Markdown needs a blank line before a list that follows a paragraph or a code block;
+        # without it the items come out as one paragraph of "- " lines.
+        stray = re.search(r"(?:<p>|\n)- (?:<strong>|<code>|[A-Za-z])", article)
+        assert stray is None, f"{page.relative_to(site)}: a list was not rendered as a list: {article[stray.start():][:120]!r}"
+
+
+def test_cli_reference_covers_every_command_and_option() -> None:
+    from deepbench.runner import cli
+    from deepbench.runner.commands import COMMANDS
+
+    page = _hook().render()
+    assert cli.Parser.__name__ == "Parser", "the hook must put cli.Parser back"
+    headings = set(re.findall(r"^#+ `([^`]+)`$", page, re.M))
+    assert {"deepbench-run", "deepbench"} <= headings
+    for module in COMMANDS:
+        assert f"deepbench {module.NAME}" in headings, module.NAME
+    assert {"deepbench images build", "deepbench models extract"} <= headings
+    run_parser = _hook().built_parser(cli.run_main)
+    for action in run_parser._actions:
+        for option in action.option_strings:
+            assert option in page, option
+
+
+def test_readme_is_a_front_door() -> None:
+    lines = README.read_text().splitlines()
+    assert len(lines) <= README_MAX_LINES, f"README.md has {len(lines)} lines; move detail into docs/"
+
+
+def test_readme_links_point_into_the_repository() -> None:
+    text = README.read_text()
+    for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", text):
+        if re.match(r"[a-z]+://", target):
+            continue
+        assert (ROOT / target).exists(), f"README links to {target}, which is not in the repository"
+
+
+def test_no_citation_of_files_outside_the_repository() -> None:
+    documents = [README, ROOT / "mkdocs.yml", *sorted((ROOT / "docs").rglob("*.md"))]
+    for path in documents:
+        text = path.read_text()
+        for outside in ("DESIGN.md", "../shared"):
+            assert outside not in text, f"{path.relative_to(ROOT)} cites {outside}, which is not in the repository"
+
+
+def _readme_commands() -> list[list[str]]:
+    """Every deepbench / deepbench-run invocation in the README's bash blocks, as argv lists."""
+    commands = []
+    for block in re.findall(r"```bash\n(.*?)```", README.read_text(), re.S):
+        for line in block.splitlines():
+            for segment in line.split("&&"):
+                argv = shlex.split(segment, comments=True)
+                if argv and argv[0] in PROGRAMS:
+                    commands.append([PLACEHOLDERS.get(word, word) for word in argv])
+    return commands
+
+
+def test_readme_commands_parse() -> None:
+    """Each command the README shows names options and choices that exist (it is not run here: the
+    runs themselves are tried by hand from a fresh clone, some need a GPU or Docker)."""
+    from deepbench.runner import cli
+
+    hook = _hook()
+    commands = _readme_commands()
+    assert len(commands) >= 10, commands
+    parsers = {"deepbench-run": hook.built_parser(cli.run_main), "deepbench": hook.built_parser(cli.main)}
+    for argv in commands:
+        try:
+            argparse.ArgumentParser.parse_args(parsers[argv[0]], argv[1:])
+        except SystemExit as exc:
+            pytest.fail(f"README command does not parse (exit {exc.code}): {shlex.join(argv)}")
+
+
+def test_readme_command_check_catches_a_wrong_option() -> None:
+    """The parse check above can fail: an option that does not exist stops it."""
+    from deepbench.runner import cli
+
+    parser = _hook().built_parser(cli.run_main)
+    with pytest.raises(SystemExit):
+        argparse.ArgumentParser.parse_args(parser, ["--local", "--suite", "smoke", "--no-such-option"])
