@@ -53,7 +53,8 @@ def test_ceilings_measured(backend) -> None:
 def test_gemm_ok_timed_and_profiled(backend, precision) -> None:
     """1760x16x1760: 4-16 us a call except in int8 (padded, over 20 us on an H100), so kernel time times it
     by CUPTI, the kernels' own time, with the events' period of the same replays beside it."""
-    from deepbench.kernels.timing.cuda import KERNEL_TIMED_BELOW_US, METHOD_GRAPH, METHOD_KERNELS
+    from deepbench.kernels.timing.cupti_kernel import KERNEL_TIMED_BELOW_US, METHOD_KERNELS
+    from deepbench.kernels.timing.graph_events import METHOD_GRAPH
 
     r = _run(backend, "gemm/train/000", precision)
     assert r.status.value == "ok", r.reason
@@ -132,13 +133,14 @@ def test_eager_fallback_after_a_failed_capture_leaves_the_gpu_usable() -> None:
     import torch
 
     from deepbench.kernels.results import Settings
-    from deepbench.kernels.timing import cuda as cuda_timer
+    from deepbench.kernels.timing.eager import METHOD_EAGER
+    from deepbench.kernels.timing.strategy import sampler_for
 
     def uncapturable() -> float:
         return torch.randn(256, device="cuda").sum().item()
 
-    sampler = cuda_timer.sampler_for(uncapturable, Settings(device="cuda"), True, torch.device("cuda"))
-    assert sampler.method == cuda_timer.METHOD_EAGER
+    sampler = sampler_for(uncapturable, Settings(device="cuda"), True, torch.device("cuda"))
+    assert sampler.method == METHOD_EAGER
     assert sampler.notes["eager_reason"].startswith("graph capture failed"), sampler.notes
     assert sampler.take() > 0
     assert torch.isfinite(torch.randn(16, device="cuda")).all()

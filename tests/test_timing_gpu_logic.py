@@ -5,43 +5,44 @@ from __future__ import annotations
 
 import itertools
 
-from deepbench.kernels.timing import cuda as cuda_timer
-from deepbench.kernels.timing import cupti
+from deepbench.kernels.timing import clocked, cupti, eager, events, profiler_check
+from deepbench.kernels.timing.cupti_kernel import KernelTimes
+from deepbench.kernels.timing.sampler import Sampler
 from deepbench.kernels.timing import settling, warmup
 from deepbench.kernels.timing.settling import ClockReading, SettleWatch, throttled
 from deepbench.kernels.timing.stopping import CONVERGED, TIME_CAP, StopRule
 
 
 def test_calls_for_reaches_min_sample_and_respects_cap() -> None:
-    assert cuda_timer.calls_for(5.0, 0.001, 2000) == 200          # 200 x 5 us = 1 ms
-    assert cuda_timer.calls_for(5000.0, 0.001, 2000) == 1          # a long kernel: one call
-    assert cuda_timer.calls_for(0.001, 0.001, 2000) == 2000        # capped
-    assert cuda_timer.calls_for(0.0, 0.001, 50) == 50              # no division by zero
+    assert events.calls_for(5.0, 0.001, 2000) == 200          # 200 x 5 us = 1 ms
+    assert events.calls_for(5000.0, 0.001, 2000) == 1          # a long kernel: one call
+    assert events.calls_for(0.001, 0.001, 2000) == 2000        # capped
+    assert events.calls_for(0.0, 0.001, 50) == 50              # no division by zero
 
 
 def test_replays_covering_keeps_the_gpu_busy_within_bounds() -> None:
-    assert cuda_timer.replays_covering(0.1, 0.001) == 100
-    assert cuda_timer.replays_covering(0.1, 1.0) == 1                                   # at least one
-    assert cuda_timer.replays_covering(10.0, 1e-6) == cuda_timer.MAX_WARM_REPLAYS      # capped
+    assert events.replays_covering(0.1, 0.001) == 100
+    assert events.replays_covering(0.1, 1.0) == 1                                   # at least one
+    assert events.replays_covering(10.0, 1e-6) == events.MAX_WARM_REPLAYS      # capped
 
 
 def test_flagged_samples_are_discarded_when_enough_remain() -> None:
     samples = [10.0, 10.1, 12.5, 10.0, 10.2, 12.4, 10.1]
     clocks = [1980, 1980, 1400, 1975, 1980, 1390, 1980]
     low = [False, False, True, False, False, True, False]
-    kept, kept_clocks, discarded, throttled = cuda_timer.select_unthrottled(samples, clocks, low, 3)
+    kept, kept_clocks, discarded, throttled = clocked.select_unthrottled(samples, clocks, low, 3)
     assert discarded == 2 and throttled == 0
     assert 12.5 not in kept and 12.4 not in kept and len(kept) == len(kept_clocks) == 5
 
 
 def test_all_throttled_keeps_samples_and_counts_them() -> None:
     samples = [12.0, 12.1, 12.2]
-    kept, _, discarded, throttled = cuda_timer.select_unthrottled(samples, [1400, 1400, 1410], [True] * 3, 3)
+    kept, _, discarded, throttled = clocked.select_unthrottled(samples, [1400, 1400, 1410], [True] * 3, 3)
     assert kept == samples and discarded == 0 and throttled == 3
 
 
 def test_no_clock_readings_keep_everything() -> None:
-    kept, clocks, discarded, throttled = cuda_timer.select_unthrottled([1.0, 2.0], [None, None], [False] * 2, 1)
+    kept, clocks, discarded, throttled = clocked.select_unthrottled([1.0, 2.0], [None, None], [False] * 2, 1)
     assert kept == [1.0, 2.0] and clocks == [] and discarded == throttled == 0
 
 
@@ -67,9 +68,9 @@ def test_settle_watch_fires_once_at_the_first_move_between_boost_and_below() -> 
 
 def test_run_samples_stops_on_convergence_with_fake_clock() -> None:
     ticks = itertools.count()
-    sampler = cuda_timer.Sampler("fake", 10, take=lambda: 5.0)
+    sampler = Sampler("fake", 10, take=lambda: 5.0)
     rule = StopRule(target_rel_precision=0.01, min_samples=5, max_samples=100, time_cap_s=1e9)
-    got = cuda_timer.run_samples(sampler, rule, lambda: at(1980.0), now=lambda: float(next(ticks)))
+    got = clocked.run_samples(sampler, rule, lambda: at(1980.0), now=lambda: float(next(ticks)))
     assert got.reason == CONVERGED and len(got.samples) == 5 and [r.mhz for r in got.readings] == [1980.0] * 5
     assert got.settle_samples == 0
 
@@ -77,9 +78,9 @@ def test_run_samples_stops_on_convergence_with_fake_clock() -> None:
 def test_run_samples_stops_at_time_cap_when_noisy() -> None:
     values = itertools.cycle([1.0, 3.0, 2.0, 5.0])
     ticks = itertools.count()
-    sampler = cuda_timer.Sampler("fake", 1, take=lambda: next(values))
+    sampler = Sampler("fake", 1, take=lambda: next(values))
     rule = StopRule(target_rel_precision=1e-6, min_samples=3, max_samples=1000, time_cap_s=10)
-    got = cuda_timer.run_samples(sampler, rule, lambda: ClockReading(), now=lambda: float(next(ticks)))
+    got = clocked.run_samples(sampler, rule, lambda: ClockReading(), now=lambda: float(next(ticks)))
     assert got.reason == TIME_CAP and 3 <= len(got.samples) <= 11
 
 
@@ -87,13 +88,13 @@ def test_throttled_samples_do_not_count_and_trigger_a_rest() -> None:
     ticks = itertools.count()
     clocks = iter([at(1980.0)] + [at(1400.0, "hw_thermal")] * 2 + [at(1980.0)] * 20)
     rests: list[float] = []
-    sampler = cuda_timer.Sampler("fake", 1, take=lambda: 5.0)
+    sampler = Sampler("fake", 1, take=lambda: 5.0)
     rule = StopRule(target_rel_precision=0.01, min_samples=3, max_samples=100, time_cap_s=1e9)
-    got = cuda_timer.run_samples(sampler, rule, lambda: next(clocks), now=lambda: float(next(ticks)),
+    got = clocked.run_samples(sampler, rule, lambda: next(clocks), now=lambda: float(next(ticks)),
                                  reference=lambda: 1980.0, rest=rests.append)
     # The thermal dip is the clock's first move: the first two samples are left out as settling.
     assert got.reason == CONVERGED and got.settle_samples == 2 and got.low[0] is True
-    assert rests == [cuda_timer.RECOVERY_S] * 2
+    assert rests == [clocked.RECOVERY_S] * 2
 
 
 def test_samples_before_the_limiter_moves_the_clock_are_left_out() -> None:
@@ -107,9 +108,9 @@ def test_samples_before_the_limiter_moves_the_clock_are_left_out() -> None:
         current[0] = next(series)
         return current[0][0]
 
-    sampler = cuda_timer.Sampler("fake", 1, take=take)
+    sampler = Sampler("fake", 1, take=take)
     rule = StopRule(target_rel_precision=0.01, min_samples=3, max_samples=100, time_cap_s=1e9, min_time_s=4)
-    got = cuda_timer.run_samples(sampler, rule, lambda: current[0][1], now=lambda: float(next(ticks)),
+    got = clocked.run_samples(sampler, rule, lambda: current[0][1], now=lambda: float(next(ticks)),
                                  reference=lambda: 1980.0, rest=lambda s: None)
     assert got.settle_samples == 4 and set(got.samples) == {5.0} and not any(got.low)
     assert got.settle_s > 0 and got.reason == CONVERGED
@@ -117,9 +118,9 @@ def test_samples_before_the_limiter_moves_the_clock_are_left_out() -> None:
 
 def test_always_throttled_stops_at_twice_the_cap() -> None:
     ticks = itertools.count()
-    sampler = cuda_timer.Sampler("fake", 1, take=lambda: 5.0)
+    sampler = Sampler("fake", 1, take=lambda: 5.0)
     rule = StopRule(target_rel_precision=0.01, min_samples=3, max_samples=100, time_cap_s=5)
-    got = cuda_timer.run_samples(sampler, rule, lambda: ClockReading(1000.0, None), now=lambda: float(next(ticks)),
+    got = clocked.run_samples(sampler, rule, lambda: ClockReading(1000.0, None), now=lambda: float(next(ticks)),
                                  reference=lambda: 1980.0, rest=lambda s: None)
     assert got.reason == TIME_CAP and len(got.samples) <= 11
 
@@ -171,7 +172,7 @@ def test_chunk_times_cut_a_replay_into_samples_of_consecutive_calls() -> None:
 
 def test_kernel_times_take_spans_and_fall_back_to_events_for_a_record_it_cannot_split(monkeypatch) -> None:
     monkeypatch.setattr(cupti, "start_once", lambda: None)
-    kt = cuda_timer.KernelTimes(replay=lambda: None, calls=4, sample_s=0.05, chunk=2)
+    kt = KernelTimes(replay=lambda: None, calls=4, sample_s=0.05, chunk=2)
     assert kt.per_batch == 1                                         # 0.05 s of 50 ms replays
     replay = [(10.0 * i, 10.0 * i + 4.0 + (i // 2) * 0.2, "gemm") for i in range(4)]  # spans 4.0 4.0 4.2 4.2
     batches = iter([
@@ -189,7 +190,7 @@ def test_kernel_times_take_spans_and_fall_back_to_events_for_a_record_it_cannot_
 
 def test_kernel_times_say_why_not_when_the_first_batch_cannot_be_split(monkeypatch) -> None:
     monkeypatch.setattr(cupti, "start_once", lambda: None)
-    kt = cuda_timer.KernelTimes(replay=lambda: None, calls=4, sample_s=0.05, chunk=2)
+    kt = KernelTimes(replay=lambda: None, calls=4, sample_s=0.05, chunk=2)
     kt._batch = lambda replays: ([[(0.0, 4.0, "gemm")] * 3], [4.6])  # 3 kernels for 4 calls
     assert "3 GPU activities" in (kt.start() or "")
     assert not kt.pending
@@ -198,9 +199,9 @@ def test_kernel_times_say_why_not_when_the_first_batch_cannot_be_split(monkeypat
 def test_timings_of_host_launches_say_when_cupti_was_attached(monkeypatch) -> None:
     """Eager and cold timings count host launches, which CUPTI slows once started (cupti.py)."""
     monkeypatch.setattr(cupti, "_started", False)
-    assert cuda_timer.host_launch_notes() == {}
+    assert eager.host_launch_notes() == {}
     monkeypatch.setattr(cupti, "_started", True)
-    assert cuda_timer.host_launch_notes() == {"cupti_attached": True}
+    assert eager.host_launch_notes() == {"cupti_attached": True}
 
 
 def _failing_part(error: float):
@@ -216,7 +217,7 @@ def test_fp32_winograd_conv_is_held_to_the_transform_tolerance(monkeypatch) -> N
     from deepbench.kernels.precision import TRANSFORM_TOLERANCE, Precision
 
     names = {"kernel_names": ["winograd_nonfused::winogradWgradDelta9x9_5x5"]}
-    monkeypatch.setattr(cuda_timer, "profiler_kernel_us", lambda fn, calls: names)
+    monkeypatch.setattr(profiler_check, "profiler_kernel_us", lambda fn, calls: names)
     part = _failing_part(7.2e-4)
     result = conv.transform_aware(part, Precision.FP32)()
     assert result.passed and result.tolerance == TRANSFORM_TOLERANCE[Precision.FP32] and "Winograd" in result.detail
@@ -228,7 +229,7 @@ def test_fp32_direct_conv_keeps_the_fp32_tolerance(monkeypatch) -> None:
     from deepbench.kernels.backends.pytorch import conv
     from deepbench.kernels.precision import Precision
 
-    monkeypatch.setattr(cuda_timer, "profiler_kernel_us", lambda fn, calls: {"kernel_names": ["implicit_convolve_sgemm"]})
+    monkeypatch.setattr(profiler_check, "profiler_kernel_us", lambda fn, calls: {"kernel_names": ["implicit_convolve_sgemm"]})
     result = conv.transform_aware(_failing_part(7.2e-4), Precision.FP32)()
     assert not result.passed and result.tolerance == 1e-4
 
@@ -243,11 +244,11 @@ def test_a_power_limited_stretch_is_measured_for_the_longer_minimum() -> None:
     rule = StopRule(target_rel_precision=0.01, min_samples=3, max_samples=1000, time_cap_s=100, min_time_s=2,
                     limited_min_time_s=6)
     ticks = itertools.count()
-    sampler = cuda_timer.Sampler("fake", 1, take=lambda: 5.0)
-    light = cuda_timer.run_samples(sampler, rule, lambda: at(1980.0), now=lambda: float(next(ticks)),
+    sampler = Sampler("fake", 1, take=lambda: 5.0)
+    light = clocked.run_samples(sampler, rule, lambda: at(1980.0), now=lambda: float(next(ticks)),
                                    reference=lambda: 1980.0)
     ticks = itertools.count()
-    heavy = cuda_timer.run_samples(sampler, rule, lambda: at(1500.0, "sw_power_cap"), now=lambda: float(next(ticks)),
+    heavy = clocked.run_samples(sampler, rule, lambda: at(1500.0, "sw_power_cap"), now=lambda: float(next(ticks)),
                                    reference=lambda: 1980.0)  # a boost clock seen earlier in the process
     assert len(light.samples) == 3 and len(heavy.samples) == 6 and heavy.reason == CONVERGED
 
@@ -257,7 +258,7 @@ def test_a_stretch_limited_half_the_time_gets_the_longer_minimum() -> None:
     such stretches for steady ones): the longer minimum applies; one reading in ten does not."""
     rule = StopRule(target_rel_precision=0.01, min_samples=3, max_samples=1000, time_cap_s=100, min_time_s=4,
                     limited_min_time_s=12)
-    sampler = cuda_timer.Sampler("fake", 1, take=lambda: 5.0)
+    sampler = Sampler("fake", 1, take=lambda: 5.0)
 
     def samples_taken(every: int) -> int:
         ticks, count = itertools.count(), itertools.count()
@@ -265,7 +266,7 @@ def test_a_stretch_limited_half_the_time_gets_the_longer_minimum() -> None:
         def reading() -> ClockReading:
             return at(1500.0, "sw_power_cap") if next(count) % every == 1 else at(1980.0)
 
-        return len(cuda_timer.run_samples(sampler, rule, reading, now=lambda: float(next(ticks)),
+        return len(clocked.run_samples(sampler, rule, reading, now=lambda: float(next(ticks)),
                                           reference=lambda: 1980.0).samples)
 
     assert samples_taken(2) == 11   # 12 s of samples, counted from the clock's first move

@@ -1,9 +1,9 @@
 """The GPU one run measures on, shared by every CUDA backend (PyTorch, cuBLAS, cuDNN, cuSPARSE).
 
 Every backend times its calls the same way: it hands `measure` a call that runs on PyTorch's
-current stream, and the GPU timing engine (kernels/timing/cuda.py: CUDA-graph replays timed by
-events, CUPTI kernel time for short calls, cold, the eager fallback, the profiler cross-check)
-measures it. A backend only says how to run, check and cost its call. One `CudaDevice` per run,
+current stream, and the GPU timer (kernels/timing/cuda.py, with the strategy kernels/timing/
+strategy.py picks: CUDA-graph replays timed by events, CUPTI kernel time for short calls, cold,
+the eager fallback; and the profiler cross-check) measures it. A backend only says how to run, check and cost its call. One `CudaDevice` per run,
 so the warm-up, the clock reader and the measured ceilings are done once, whichever library runs
 the first kernel."""
 
@@ -17,6 +17,7 @@ from ..precision import Precision
 from ..results import Measurement, Settings
 from ..timing import cuda as cuda_timer
 from ..timing import cupti
+from ..timing.clocks import ClockReader
 from ..timing.stopping import StopRule
 from ..timing.warmup import warm_up
 from . import cuda_facts
@@ -41,7 +42,7 @@ class CudaDevice:
         self.device = device or torch.device(settings.device)
         if not torch.cuda.is_available():
             raise RuntimeError("no CUDA device is visible to PyTorch (torch.cuda.is_available() is False)")
-        self.clocks = cuda_timer.ClockReader(self.device)
+        self.clocks = ClockReader(self.device)
         self._warmed = False
         self._ceilings: dict[str, float] | None = None
         self._versions: dict[str, str] | None = None

@@ -15,6 +15,7 @@ import torch
 from ..precision import Precision
 from ..results import Settings
 from ..timing import cuda as cuda_timer
+from ..timing.clocks import ClockReader
 from ..timing.stopping import StopRule
 
 CEILING_GEMM = 8192           # square GEMM size for the compute ceilings
@@ -88,7 +89,7 @@ def library_versions() -> dict[str, str]:
     return out
 
 
-def device_facts(device: torch.device, clocks: cuda_timer.ClockReader) -> dict[str, Any]:
+def device_facts(device: torch.device, clocks: ClockReader) -> dict[str, Any]:
     p = torch.cuda.get_device_properties(device)
     facts: dict[str, Any] = {
         "kind": "cuda", "name": p.name, "memory_bytes": int(p.total_memory), "sm_count": p.multi_processor_count,
@@ -129,7 +130,7 @@ def fp8_supported(device: torch.device) -> bool:
     return torch.cuda.get_device_capability(device) >= (8, 9) and hasattr(torch, "_scaled_mm")
 
 
-def measure_ceilings(device: torch.device, settings: Settings, clocks: cuda_timer.ClockReader,
+def measure_ceilings(device: torch.device, settings: Settings, clocks: ClockReader,
                      set_mode: Callable[[Precision], None]) -> dict[str, float]:
     """tflops_<precision> for a CEILING_GEMM^3 GEMM and gbps_copy for a device-to-device copy."""
     out: dict[str, float] = {}

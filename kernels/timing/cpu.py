@@ -11,7 +11,8 @@ import time
 from typing import Callable
 
 from ..results import Measurement
-from .stopping import StopRule
+from .sampling import Step, sample_until
+from .stopping import Progress, StopRule
 
 METHOD = "cpu-perf-counter"
 MAX_CALLS_PER_SAMPLE = 1 << 20
@@ -40,6 +41,27 @@ def calibrate(fn: Callable[[], object], min_sample_s: float) -> tuple[int, int, 
     return calls, made, elapsed
 
 
+class _CpuSamples:
+    """Samples of `calls` back-to-back calls; the calibration's last loop, when it lasted a whole
+    sample, is the first (`first_s`: its seconds)."""
+
+    def __init__(self, fn: Callable[[], object], calls: int, first_s: float | None) -> None:
+        self.fn, self.calls, self.first_s = fn, calls, first_s
+        self.samples: list[float] = []
+        self.start = time.perf_counter() - (first_s or 0.0)
+
+    def take(self) -> Step:
+        if self.first_s is not None:
+            seconds, self.first_s = self.first_s, None
+        else:
+            seconds = _time_calls(self.fn, self.calls)
+        self.samples.append(seconds / self.calls * 1e6)
+        return Step(Progress(self.samples, time.perf_counter() - self.start))
+
+    def pause(self) -> None:
+        """Samples follow each other without a rest."""
+
+
 def measure(fn: Callable[[], object], rule: StopRule, min_sample_s: float) -> Measurement:
     """Warm up (the calibration calls), then take samples until the rule says stop.
 
@@ -48,16 +70,10 @@ def measure(fn: Callable[[], object], rule: StopRule, min_sample_s: float) -> Me
     timer): a call slower than twice the time cap (a large GEMM under emulation, minutes per call)
     then costs the harness's warm-up call and this one, not a third."""
     calls, warmup, last = calibrate(fn, min_sample_s)
-    samples: list[float] = []
-    start = time.perf_counter()
-    reason = None
-    if last >= min_sample_s:
-        samples.append(last / calls * 1e6)
+    first = last if last >= min_sample_s else None
+    if first is not None:
         warmup -= calls
-        start -= last
-        reason = rule.decide(samples, time.perf_counter() - start)
-    while not reason:
-        samples.append(_time_calls(fn, calls) / calls * 1e6)
-        reason = rule.decide(samples, time.perf_counter() - start)
-    return Measurement.of(samples, method=METHOD, calls_per_sample=calls, warmup_calls=warmup,
+    source = _CpuSamples(fn, calls, first)
+    reason = sample_until(source, rule.criteria)
+    return Measurement.of(source.samples, method=METHOD, calls_per_sample=calls, warmup_calls=warmup,
                           stop_reason=reason, target_rel_precision=rule.target_rel_precision)

@@ -1,27 +1,19 @@
 """CUPTI's record of the GPU's work, read through torch.profiler: which kernels ran, and when each
 began and ended on the GPU's own clock.
 
-Two users in cuda.py: the hot measurement of short calls by kernel time (the default; KernelTimes: a
-kernel's own duration, without the gap the GPU leaves between two dependent kernels) and the
-cross-check of any measurement (--verify-timing). Samples are told apart by a marker kernel
+Two users: the hot measurement of short calls by kernel time (cupti_kernel.py: a kernel's own
+duration, without the gap the GPU leaves between two dependent kernels) and the cross-check of
+any measurement (profiler_check.py, --verify-timing). Samples are told apart by a marker kernel
 enqueued before each; a call's kernels by their count per call.
 
-Only the kernels' raw records are read (torch's Kineto events), not torch's event tree: for
-20,000 kernels the host took 0.08 s against 0.81 s (H100 machine), and KernelTimes reads a
-batch every few tens of milliseconds.
+Only the kernels' raw records are read (torch's Kineto events), not torch's event tree, which
+takes the host many times longer, and kernel time reads a batch every few tens of milliseconds.
 
-Once started, CUPTI stays attached to the process and slows later GPU work, recorded or not
-(H100, torch 2.11, one fresh process per figure, tests/benchmarks/results/cupti_cost-h100.log:
-single graph replays of a 3 us GEMM 4-24% slower, the host's eager launches 1.1x to 4.7x slower;
-cupti_linger-h100.log: eager timings of cuDNN RNN backwards a geomean 1.31x and 1.27x, where the
-same backwards replayed from a CUDA graph, as the harness times them, read 1.001x and 1.008x).
-Kineto's TEARDOWN_CUPTI=1 (detach after every recording) kept replays at 0.97-0.99x for 7-15 ms
-more per recording, but is not used: in a `train` run with it, the third kernel timed by CUPTI
-failed with "unspecified launch failure" and the harness restarted (the other ~145 went through;
-teardown-crash-h100.log), and cuptiFinalize called through cupti-python did the same at once to
-a graph captured before it (torch turns teardown off for inductor's CUDA graphs before CUDA 12.6).
-cupti-python's recordings cost nothing to start and stop, but a flush took 100-220 ms (CUPTI
-13.0), against torch.profiler's ~25 ms for 2,000 records."""
+Once started, CUPTI stays attached to the process and slows later GPU work, recorded or not: the
+host's eager launches most, graph replays barely. Detaching after every recording (Kineto's
+TEARDOWN_CUPTI=1, or cuptiFinalize through cupti-python) is not used: it crashed later kernels
+("unspecified launch failure") and graphs captured before it. cupti-python's recordings are
+free to start and stop but slow to flush, so torch.profiler is used."""
 
 from __future__ import annotations
 
@@ -56,8 +48,8 @@ def _profiling() -> Iterator[Any]:
 
 
 def start_once() -> None:
-    """CUPTI's first start in a process takes seconds (4.7 s, H100): made once, empty, before the
-    first recording, so that no measured GPU waits for it."""
+    """CUPTI's first start in a process takes seconds: made once, empty, before the first
+    recording, so that no measured GPU waits for it."""
     global _started
     if not _started:
         with _profiling():
@@ -132,8 +124,8 @@ def sample_figures(groups: list[list[DeviceEvent]], calls: int, timed: list[floa
     one call, e.g. split-K's reduction) and period (a sample's first start to last end: adds the
     gaps between calls); with the kernels a call launches, the commonest kernel names, and the
     events' own figures for the same samples (`timed`, us per call): their median and their ratio
-    to busy. Means within a sample, because CUPTI's timestamps come in steps (0.25 us on an H100):
-    a 2.85 us kernel reads 2.75 or 3.0, so the median of single calls is off by up to a step."""
+    to busy. Means within a sample, because CUPTI's timestamps come in steps of a fraction of a
+    microsecond, so the median of single calls is off by up to a step."""
     busy = [sum(b - a for a, b, _ in g) / calls for g in groups]
     period = [(g[-1][1] - g[0][0]) / calls for g in groups]
     kernels = sum(len(g) for g in groups)

@@ -2,45 +2,37 @@
 stretch begins. Pure decisions on NVML readings, so they are tested without a GPU.
 
 Throttled (nvbench's rule, narrowed): a sample whose SM clock is below THROTTLE_FRACTION of the
-highest clock seen, unless NVML names the software power cap as the only slowdown. Under a large
-half-precision GEMM an H100's power limiter holds the clock at 1400-1700 MHz (71-86% of 1980)
-as its normal way of running, and a training step runs at that clock too. Treated as throttled
-(dropped, and a 50 ms rest after each, as nvbench does), those samples gave the limiter its
-budget back and the next samples a higher clock: 158 of 640 training GEMMs dropped samples that
-way (H100, the fidelity results of commit 2aa7532) and their figure depended on how many.
-Thermal and hardware slowdowns (hw_slowdown, sw_thermal, hw_thermal, hw_power_brake) still are
-throttling: the samples are dropped and the GPU rests.
+highest clock seen, unless NVML names the software power cap as the only slowdown. Under a heavy
+half-precision GEMM the power limiter holds the clock well below boost as its normal way of
+running, and a training step runs at that clock too. Treated as throttled (dropped, with a rest
+after each, as nvbench does), those samples gave the limiter its budget back and the next samples
+a higher clock, and the figure depended on how many were dropped. Thermal and hardware slowdowns
+(hw_slowdown, sw_thermal, hw_thermal, hw_power_brake) still are throttling: the samples are
+dropped and the GPU rests.
 
 Settling: after idle time (a correctness check, a graph capture, a profiler run) a heavy kernel
-starts at full clock and the power limiter pulls the clock down 0.1-0.3 s later; after a heavy
-kernel a light one starts at a low clock that comes back up. The samples before the clock's
-first move between the boost level (within BOOST_TOLERANCE of the highest clock seen) and below
-it describe what ran before, not the kernel: they are left out, and the minimum measuring time
-counts from the move. Only the first move counts; later ones are the limiter's own swing, which
-the figure has to average over: while at least LIMITED_SHARE of a stretch's readings are
-power_limited, the stopping rule's longer `limited_min_time_s` applies (kernels/timing/stopping.py
-says why).
-
-With the earlier rules (every low clock throttled, no settling, 0.3 s for every kernel) two passes
-over DeepBench's 640 training GEMMs on an H100 disagreed by more than 3% on 80 (up to 16%); with
-these, the longer minimum under the limiter and the warm-up (warmup.py), on 16
-(tests/benchmarks/results/fidelity-h100-summary.log).
+starts at full clock and the power limiter pulls the clock down a fraction of a second later;
+after a heavy kernel a light one starts at a low clock that comes back up. The samples before the
+clock's first move between the boost level (within BOOST_TOLERANCE of the highest clock seen) and
+below it describe what ran before, not the kernel: they are left out, and the minimum measuring
+time counts from the move. Only the first move counts; later ones are the limiter's own swing,
+which the figure has to average over: while at least LIMITED_SHARE of a stretch's readings are
+power_limited, the stopping rule's longer `limited_min_time_s` applies (stopping.py says why).
+With these rules, the longer minimum under the limiter and the warm-up (warmup.py), two passes
+over the same kernels agree far more often than with every low clock taken as throttled.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-# nvbench's default throttle threshold. A tighter one (we had 90%) took the power limiter's ordinary
-# 5-10% dips for throttling: the rests that followed cooled the chip, and a second run disagreed by
-# up to 20% (H200).
+# nvbench's default throttle threshold. A tighter one took the power limiter's ordinary dips for
+# throttling: the rests that followed cooled the chip, and a second run disagreed.
 THROTTLE_FRACTION = 0.75
 BOOST_TOLERANCE = 0.02     # within 2% of the highest clock seen counts as boost (readings step by 15 MHz)
 POWER_CAP = "sw_power_cap"
 # A stretch counts as power-limited when this share of its readings is: a swinging limiter is
-# what the longer minimum is for, and a majority rule missed half-limited stretches (H100, fp16
-# 2560x7000x2560 TN: 77 of 156 readings capped at a median 1665 MHz, measured over 0.2 s, 1.059
-# of the profiler's samples right after).
+# what the longer minimum is for, and a majority rule missed half-limited stretches.
 LIMITED_SHARE = 0.25
 
 

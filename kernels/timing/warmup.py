@@ -2,11 +2,10 @@
 
 Under the power limiter a GPU's clock depends on its temperature: a hotter chip leaks more, and
 of the same power budget less is left for switching. A run that starts on a cold GPU measures
-its first power-limited kernels faster than a second run does on the GPU the first one heated
-(H100, DeepBench's fp16 training GEMMs: a pass at 63-66 C, then one at 70-72 C, which ran the
-large GEMMs 4-6% slower at clocks ~5% lower). So before the first measurement a large
-GEMM runs until the temperature has risen less than WARM_RISE_C over the last WARM_WINDOW_S
-(or for the time given, where NVML cannot read the temperature), at most `max_s` seconds.
+its first power-limited kernels faster than a second run does on the GPU the first one heated.
+So before the first measurement a large GEMM runs until the temperature has risen less than
+WARM_RISE_C over the last WARM_WINDOW_S (or for the time given, where NVML cannot read the
+temperature), at most `max_s` seconds.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ from typing import Any, Callable
 
 import torch
 
-WARM_GEMM = 8192           # fp16 8192^3: ~2 ms on an H100, enough to hold it at its power limit
+WARM_GEMM = 8192           # fp16 8192^3: milliseconds a call, enough to hold a GPU at its power limit
 WARM_STEP_S = 0.5          # GEMMs enqueued between two temperature readings
 WARM_WINDOW_S = 10.0       # the temperature settles when it rose less than WARM_RISE_C over this
 WARM_RISE_C = 1.0
@@ -39,9 +38,7 @@ def warm_up(device: torch.device, temperature: Callable[[], float | None], max_s
             now: Callable[[], float] = time.perf_counter, meanwhile: Callable[[], None] = _nothing) -> dict[str, Any]:
     """Run fp16 GEMMs until the temperature settles or `max_s` passes; what it did, for the record.
     `meanwhile` runs once on the host after the first GEMMs are enqueued (CUPTI's seconds-long first
-    start, with kernel time): its time counts towards `max_s` instead of delaying the first kernel
-    (H100: the first CUPTI-timed GEMM of `train` took 0.28 s, 5.96 s before;
-    tests/benchmarks/results/teardown-crash-h100.log's run)."""
+    start, with kernel time): its time counts towards `max_s` instead of delaying the first kernel."""
     a = torch.randn(WARM_GEMM, WARM_GEMM, device=device, dtype=torch.float16)
     b = torch.randn(WARM_GEMM, WARM_GEMM, device=device, dtype=torch.float16)
     out = torch.empty_like(a)

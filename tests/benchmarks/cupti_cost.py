@@ -41,7 +41,8 @@ def child(client: str) -> dict[str, Any]:
     import torch
 
     from deepbench.kernels.timing import cupti
-    from deepbench.kernels.timing.cuda import capture, enqueue_marked, us_per_call
+    from deepbench.kernels.timing.events import enqueue_marked, us_per_call
+    from deepbench.kernels.timing.graph import capture
 
     dev = torch.device("cuda")
     a = torch.randn(512, 512, device=dev, dtype=torch.float16)

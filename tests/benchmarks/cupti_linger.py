@@ -26,6 +26,8 @@ from deepbench.kernels.precision import Precision
 from deepbench.kernels.results import Settings
 from deepbench.kernels.timing import cupti
 from deepbench.kernels.timing import cuda as cuda_timer
+from deepbench.kernels.timing.eager import METHOD_EAGER
+from deepbench.kernels.timing.graph import capture
 from deepbench.runner.run import MODES
 
 KERNELS = ("rnn/train/023", "rnn/train/019", "rnn/train/012", "rnn/train/001", "rnn/train/015", "rnn/train/033")
@@ -41,7 +43,7 @@ def backward_medians(backend: TorchBackend, parts: dict[str, TimedPart]) -> dict
     for kid, part in parts.items():
         for way, capturable in WAYS.items():
             m, notes = cuda_timer.measure(part.run, rule, backend.settings, capturable, backend.device, backend.clocks)
-            assert m.method != cuda_timer.METHOD_EAGER or not capturable, notes.get("eager_reason")
+            assert m.method != METHOD_EAGER or not capturable, notes.get("eager_reason")
             out[kid, way] = m.stats.median
     return out
 
@@ -50,7 +52,7 @@ def attach_cupti() -> None:
     """One recording of replays of a 3 us GEMM, as KernelTimes records them."""
     a = torch.randn(512, 512, device="cuda", dtype=torch.float16)
     b = torch.randn(512, 16, device="cuda", dtype=torch.float16)
-    graph = cuda_timer.capture(lambda: torch.mm(a, b), GRAPH_CALLS)
+    graph = capture(lambda: torch.mm(a, b), GRAPH_CALLS)
     with cupti.recording() as prof:
         for _ in range(10):
             graph.replay()

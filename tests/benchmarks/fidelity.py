@@ -10,7 +10,7 @@ its working temperature, it runs:
             `deepbench-run --no-kernel-time` does); with --verify-timing's profiled samples right after each
             measurement: CUPTI's time per call, from a call's first kernel start to its last
             kernel end, for samples taken exactly as the timed ones in the same GPU state
-            (kernels/timing/cuda.py verify, cupti.call_us). Skip the profiler with --no-profiler.
+            (kernels/timing/profiler_check.py verify, cupti.call_us). Skip the profiler with --no-profiler.
   native    a C++ loop over cublasGemmEx with DeepBench's (transa, transb, m, n, k), each kernel
             for as long as pass 1 measured it (gemm_loop.cu, built here with nvcc), two ways: a host
             loop of launches (DeepBench's way; launch-bound, so an upper bound for tiny kernels) and
@@ -67,6 +67,7 @@ from deepbench.kernels.results import Settings
 from deepbench.kernels.suites import select
 from deepbench.kernels.timing import cuda as cuda_timer
 from deepbench.kernels.timing import cupti
+from deepbench.kernels.timing.cupti_kernel import METHOD_KERNELS
 from deepbench.kernels.timing.warmup import warm_up
 from deepbench.runner.run import MODES
 
@@ -203,7 +204,7 @@ def gemm_rows(items: list[tuple], first: dict, second: dict | None, native: dict
 
 def timer_name(method: str) -> str:
     """The harness's timer in a word: `cupti` (kernel spans) or `events` (graph replays timed by events)."""
-    return "cupti" if method == cuda_timer.METHOD_KERNELS else "events"
+    return "cupti" if method == METHOD_KERNELS else "events"
 
 
 def conv_rows_of(results: dict) -> list[dict[str, Any]]:

@@ -1,6 +1,6 @@
 """Where the harness's graph time and the kernels' own durations part: the gap between kernels.
 
-Captures N calls of one small DeepBench GEMM in a CUDA graph (as kernels/timing/cuda.py does),
+Captures N calls of one small DeepBench GEMM in a CUDA graph (as kernels/timing/graph.py does),
 records one replay with the CUDA profiler, and prints per call: the event-timed replay time, the
 kernels' summed durations, and the mean idle gap between one kernel's end and the next one's
 start inside the graph. The gap is the device's dependent-launch latency, which a back-to-back
@@ -19,8 +19,8 @@ from deepbench.kernels.backends.pytorch import TorchBackend
 from deepbench.kernels.catalog import by_id
 from deepbench.kernels.precision import Precision
 from deepbench.kernels.results import Settings
-from deepbench.kernels.timing import cuda as cuda_timer
 from deepbench.kernels.timing import cupti
+from deepbench.kernels.timing.graph import capture
 
 CALLS = 200
 KERNELS = (("gemm/train/000", "fp16"), ("gemm/train/000", "fp32"), ("gemm/train/003", "bf16"))
@@ -31,7 +31,7 @@ def main() -> None:
     for kid, prec in KERNELS:
         part = backend.prepare(by_id()[kid], Precision(prec)).parts[0]
         part.run()
-        graph = cuda_timer.capture(part.run, CALLS)
+        graph = capture(part.run, CALLS)
         graph.replay()
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         times = []

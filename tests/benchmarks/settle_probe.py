@@ -13,7 +13,7 @@ for a few seconds, twice per kernel, after two different histories:
 
 and writes every sample (seconds since the series began, us per call, MHz) to --out.
 tests/benchmarks/settle_rules.py replays these series through candidate rules offline.
-It also checks the profiler cross-check (kernels/timing/cuda.py: verify) on each kernel.
+It also checks the profiler cross-check (kernels/timing/profiler_check.py: verify) on each kernel.
 
     python tests/benchmarks/settle_probe.py --out settle.json [--series-s 2.5]
 """
@@ -32,7 +32,9 @@ from deepbench.kernels.backends.pytorch import TorchBackend
 from deepbench.kernels.precision import Precision
 from deepbench.kernels.results import Settings
 from deepbench.kernels.suites import select
-from deepbench.kernels.timing import cuda as cuda_timer
+from deepbench.kernels.timing.clocks import ClockReader
+from deepbench.kernels.timing.profiler_check import verify
+from deepbench.kernels.timing.strategy import graph_sampler
 
 PROBES = (  # (precision, m, n, k, a_t, b_t)
     ("bf16", 7680, 24000, 2560, False, False),
@@ -57,10 +59,10 @@ LAST_S = 0.5  # the steady end of a series: its median, and as long a profiled w
 class Probe:
     """The harness's graph sampler for one part, reading the SM clock while each replay runs."""
 
-    def __init__(self, run, clocks: cuda_timer.ClockReader) -> None:
+    def __init__(self, run, clocks: ClockReader) -> None:
         self.mhz: float | None = None
         self.clocks = clocks
-        self.sampler = cuda_timer.graph_sampler(run, SAMPLE_S, self.during)
+        self.sampler = graph_sampler(run, SAMPLE_S, self.during)
 
     def during(self) -> None:
         self.mhz = self.clocks.sm_mhz()
@@ -109,7 +111,7 @@ def main() -> None:
             first = [r for r in rows if r[0] < 0.05]
             last = [r for r in rows if r[0] >= args.series_s - LAST_S]
             med_last = statistics.median(r[1] for r in last)
-            prof = cuda_timer.verify(probe.sampler, med_last, LAST_S)
+            prof = verify(probe.sampler, med_last, LAST_S)
             entry["series"][context + "-profiler"] = {k: prof[k] for k in ("kernel_us", "span_us", "period_us",
                                                                              "kernels_per_call", "kernel_names")}
             print(f"{spec[0]:9} {kernel.id:15} {context:11} {statistics.median(r[1] for r in first):10.2f} "

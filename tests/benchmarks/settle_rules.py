@@ -3,7 +3,7 @@ series recorded by settle_probe.py (no GPU needed).
 
 Each recorded series is one kernel's samples (us per call, in time order) for a few seconds,
 taken once after 0.5 s of a large GEMM and once after 0.5 s idle. A rule here is the harness's
-own stopping loop (kernels/timing/cuda.py run_samples with StopRule at the default mode's 1%
+own stopping loop (kernels/timing/clocked.py run_samples with StopRule at the default mode's 1%
 target and 1 s cap) with a minimum measuring time, applied after ignoring the first `settle`
 seconds, or from the clock's first move (kernels/timing/settling.py, what the harness does). Per rule
 it prints how far the figures from the two histories are apart, kernel by kernel, and how long
@@ -20,7 +20,8 @@ import statistics
 import sys
 from pathlib import Path
 
-from deepbench.kernels.timing.cuda import Sampler, run_samples
+from deepbench.kernels.timing.clocked import run_samples
+from deepbench.kernels.timing.sampler import Sampler
 from deepbench.kernels.timing.settling import ClockReading
 from deepbench.kernels.timing.stopping import StopRule
 from deepbench.runner.run import MODES
@@ -36,7 +37,7 @@ TARGET, MIN_SAMPLES, MAX_SAMPLES, TIME_CAP_S = (MODES["default"][k] for k in (
 def figure(series: list[list[float]], settle_s: float, min_time_s: float, follow_clock: bool = False,
            limited_min_time_s: float = 0.0) -> tuple[float, float]:
     """(median of the samples the harness's stopping loop kept, seconds from the series' start
-    when it stopped), replaying the series through kernels/timing/cuda.py run_samples after
+    when it stopped), replaying the series through kernels/timing/clocked.py run_samples after
     ignoring the first `settle_s` seconds. With `follow_clock` the loop sees the recorded clocks
     and leaves out what precedes the clock's first move (settling.py); the probe recorded no
     NVML reasons, so a clock below the series' highest is taken as the power limiter's (the

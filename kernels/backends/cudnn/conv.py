@@ -15,7 +15,7 @@ import torch
 from ...catalog import ConvKernel
 from ...precision import Precision
 from ...results import Check
-from ...timing.cuda import quick_us
+from ...timing.graph_events import quick_us
 from ..base import Prepared, TimedPart, Unsupported
 from ..pytorch.conv import ConvSampler, padded_conv, transform_aware
 from . import graphs

@@ -28,7 +28,8 @@ from ... import costs, faults
 from ...catalog import AllReduceKernel, Kernel, catalog
 from ...precision import Precision
 from ...results import Check, Measurement, PartResult, Settings
-from ...timing.stopping import StopRule
+from ...timing.sampling import Step, sample_until
+from ...timing.stopping import REPEAT_COUNT, CallBudget, Progress, Stop, StopRule
 from ..base import Backend, Prepared, TimedPart, Unsupported
 
 METHOD = "collective-host-clock"
@@ -270,25 +271,11 @@ class AllReduceRunner:
         last rank is). Total timed calls stay within DeepBench's repeat count for the size."""
         start = time.perf_counter()
         calls, warmup, last = self._calibrate(fn, max_calls)
-        per_rank: list[list[float]] = [[] for _ in range(self.comm.size)]
-        samples: list[float] = []
-        timed = 0
-        reason = None
-        while reason is None:
-            if last is not None:  # calibration's last loop had the final call count: it is a sample
-                mine, last = last / calls * US_PER_S, None
-                warmup -= calls
-            else:
-                mine = self._timed(fn, calls) / calls * US_PER_S
-            timed += calls
-            gathered = self.comm.allgather([mine, time.perf_counter() - start])
-            for r, (t, _) in enumerate(gathered):
-                per_rank[r].append(t)
-            samples.append(max(t for t, _ in gathered))
-            reason = rule.decide(samples, gathered[0][1])  # rank 0's clock: every rank decides alike
-            if reason is None and timed + calls > max_calls:
-                reason = "repeat-count"
-        means = [statistics.fmean(ts) for ts in per_rank]
+        source = _RankSamples(self, fn, calls, last, start)
+        budget = (Stop(REPEAT_COUNT, CallBudget(max_calls, calls)),)
+        reason = sample_until(source, rule.criteria, budget)
+        samples = source.samples
+        means = [statistics.fmean(ts) for ts in source.per_rank]
         median = statistics.median(samples)
         algbw = info["bytes"] / (median / US_PER_S) / 1e9  # nccl-tests: S / t
         info.update({
@@ -297,13 +284,14 @@ class AllReduceRunner:
             "time_max_over_ranks_us": max(means),
             "algbw_gbps": algbw,
             "busbw_gbps": algbw * costs.bus_bandwidth_factor(self.comm.size),
-            "timed_calls": timed,
+            "timed_calls": len(samples) * calls,
             "repeat_cap": max_calls,
         })
-        return Measurement.of(samples, method=METHOD, calls_per_sample=calls, warmup_calls=warmup,
+        # The calibration's last loop had the final call count: it is the first sample, not warm-up.
+        return Measurement.of(samples, method=METHOD, calls_per_sample=calls, warmup_calls=warmup - calls,
                               stop_reason=reason, target_rel_precision=rule.target_rel_precision)
 
-    def _calibrate(self, fn: Callable[[], None], max_calls: int) -> tuple[int, int, float | None]:
+    def _calibrate(self, fn: Callable[[], None], max_calls: int) -> tuple[int, int, float]:
         """Calls per sample so that the slowest rank's sample lasts `min_sample_s`; the same
         number on every rank, since all decide from the gathered times. Returns (calls, calls
         made, this rank's seconds for the last loop, which had `calls` calls: the first sample)."""
@@ -316,6 +304,35 @@ class AllReduceRunner:
             if elapsed >= self.settings.min_sample_s or calls >= limit:
                 return calls, made, mine
             calls = min(limit, max(2 * calls, int(calls * self.settings.min_sample_s / max(elapsed, 1e-9)) + 1))
+
+
+class _RankSamples:
+    """The collective's side of the shared sampling loop: every rank times `calls` calls, all
+    exchange their times, and the sample is the slowest rank's. The criteria judge rank 0's
+    clock, so every rank stops alike."""
+
+    def __init__(self, runner: AllReduceRunner, fn: Callable[[], None], calls: int, first_s: float,
+                 start: float) -> None:
+        self.runner, self.fn, self.calls, self.start = runner, fn, calls, start
+        self.first_s: float | None = first_s  # the calibration's last loop: this rank's first sample
+        self.per_rank: list[list[float]] = [[] for _ in range(runner.comm.size)]
+        self.samples: list[float] = []
+
+    def take(self) -> Step:
+        if self.first_s is not None:
+            seconds, self.first_s = self.first_s, None
+        else:
+            seconds = self.runner._timed(self.fn, self.calls)
+        mine = seconds / self.calls * US_PER_S
+        gathered = self.runner.comm.allgather([mine, time.perf_counter() - self.start])
+        for r, (t, _) in enumerate(gathered):
+            self.per_rank[r].append(t)
+        self.samples.append(max(t for t, _ in gathered))
+        progress = Progress(self.samples, gathered[0][1])  # rank 0's clock: every rank decides alike
+        return Step(progress, progress)
+
+    def pause(self) -> None:
+        """Ranks start each sample together at the next sample's barrier."""
 
 
 class CollectiveBackend(Backend):

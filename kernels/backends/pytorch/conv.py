@@ -92,7 +92,7 @@ def transform_aware(part: TimedPart, precision: Precision) -> Callable[[], Check
         result = plain()
         if result.passed or result.error is None:
             return result
-        from ...timing.cuda import profiler_kernel_us
+        from ...timing.profiler_check import profiler_kernel_us
 
         names = profiler_kernel_us(part.run, calls=1)["kernel_names"]
         part.info["kernels"] = names

@@ -1,0 +1,97 @@
+"""The GPU's SM clock, slowdown reasons, temperature and maximum clocks, read through NVML
+(nvidia-ml-py, optional: without it a measurement has no clock figures).
+
+The measurement reads the clock during every sample, after the host has enqueued it and before
+it waits for it, so the reading is taken while the GPU runs the sample (a reading after the wait
+would see an idle GPU's clock recovering). A reading is a point, not an average over the sample;
+settling.py decides what the readings mean."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from .settling import ClockReading
+
+# NVML's clock event reason bits that slow the SM clock (idle and application-clock settings left out)
+SLOWDOWN_REASONS = {"sw_power_cap": 0x4, "hw_slowdown": 0x8, "sync_boost": 0x10, "sw_thermal": 0x20,
+                    "hw_thermal": 0x40, "hw_power_brake": 0x80}
+
+
+class ClockReader:
+    """SM clock and throttle reasons through NVML (nvidia-ml-py), if it is installed."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.handle: Any = None
+        self.nvml: Any = None
+        self.max_seen = 0.0
+        try:
+            import pynvml  # optional: nvidia-ml-py
+
+            pynvml.nvmlInit()
+            props = torch.cuda.get_device_properties(device)
+            uuid = getattr(props, "uuid", None)
+            handle = None
+            if uuid is not None:
+                try:
+                    handle = pynvml.nvmlDeviceGetHandleByUUID(f"GPU-{uuid}")
+                except pynvml.NVMLError:
+                    handle = None
+            self.handle = handle or pynvml.nvmlDeviceGetHandleByIndex(device.index or 0)
+            self.nvml = pynvml
+        except Exception:  # noqa: BLE001 - clocks are optional; no NVML means no clock figures
+            self.handle = None
+
+    @property
+    def available(self) -> bool:
+        return self.handle is not None
+
+    def sm_mhz(self) -> float | None:
+        if not self.available:
+            return None
+        try:
+            mhz = float(self.nvml.nvmlDeviceGetClockInfo(self.handle, self.nvml.NVML_CLOCK_SM))
+        except Exception:  # noqa: BLE001
+            return None
+        self.max_seen = max(self.max_seen, mhz)
+        return mhz
+
+    def throttle_reasons(self) -> list[str] | None:
+        """Names of active thermal/power slowdown reasons (idle and app-clock settings excluded);
+        None where NVML cannot say."""
+        if not self.available:
+            return None
+        n = self.nvml
+        try:
+            fn = (getattr(n, "nvmlDeviceGetCurrentClocksEventReasons", None)
+                  or n.nvmlDeviceGetCurrentClocksThrottleReasons)
+            mask = int(fn(self.handle))
+        except Exception:  # noqa: BLE001
+            return None
+        return [name for name, bit in SLOWDOWN_REASONS.items() if mask & bit]
+
+    def reading(self) -> ClockReading:
+        """The SM clock and the slowdown reasons now (taken while a sample runs)."""
+        reasons = self.throttle_reasons()
+        return ClockReading(self.sm_mhz(), None if reasons is None else tuple(reasons))
+
+    def temperature_c(self) -> float | None:
+        if not self.available:
+            return None
+        try:
+            return float(self.nvml.nvmlDeviceGetTemperature(self.handle, self.nvml.NVML_TEMPERATURE_GPU))
+        except Exception:  # noqa: BLE001
+            return None
+
+    def max_clocks(self) -> dict[str, float]:
+        if not self.available:
+            return {}
+        n = self.nvml
+        out = {}
+        for key, clock in (("sm_max_mhz", n.NVML_CLOCK_SM), ("mem_max_mhz", n.NVML_CLOCK_MEM)):
+            try:
+                out[key] = float(n.nvmlDeviceGetMaxClockInfo(self.handle, clock))
+            except Exception:  # noqa: BLE001
+                pass
+        return out

@@ -1,0 +1,97 @@
+"""CUDA graphs for the hot measurements: capture `calls` unrolled calls, and calibrate the count
+so one replay lasts a whole sample.
+
+An eager Python loop launches a call far more slowly than a short kernel runs, and an event pair
+around one launch costs more than a short kernel: a graph of unrolled calls, replayed between two
+events, launches them back to back from the device (nvbench's hot measurement). Both
+graph_events and cupti_kernel time replays of the graph made here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from .events import MS_TO_US, calls_for, event_pair, hold_stream, time_eager
+
+MAX_CALLS_PER_GRAPH = 2000   # bounds capture time and graph memory for tiny kernels
+RECAPTURE_FACTOR = 1.5       # re-capture once when the graph's own figure asks for this many times the calls
+ESTIMATE_CALLS = 3           # eager calls that give the first estimate of a call's time
+
+
+def capture(fn: Callable[[], object], calls: int) -> torch.cuda.CUDAGraph:
+    """A graph of `calls` unrolled calls, captured on a side stream (a graph cannot be captured on
+    the legacy default stream). One eager call on that same stream first lets libraries create
+    their per-stream handles and workspaces, and lets a call prepare what must live on the stream
+    it runs on (the cuDNN RNN backward's forward: autograd runs a backward op on its forward's
+    stream, so a forward made on another stream would put the backward outside the capture)."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        fn()
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.graph(graph, stream=side):
+            for _ in range(calls):
+                fn()
+    except Exception:
+        _end_rng_capture()
+        raise
+    torch.cuda.synchronize()
+    return graph
+
+
+def _end_rng_capture() -> None:
+    """Leave torch's CUDA RNG as a finished capture leaves it. A capture marks the default
+    generator as capturing and only a capture that ends well unmarks it: after a failed one
+    (cudaStreamEndCapture refusing an invalidated capture) every later random draw on the GPU
+    failed with "Offset increment outside graph capture encountered unexpectedly", the next
+    kernels' inputs included. A capture that succeeds ends the state."""
+    torch.cuda.synchronize()
+    scratch = torch.zeros(1, device="cuda")
+    with torch.cuda.graph(torch.cuda.CUDAGraph()):
+        scratch.add_(1.0)
+    torch.cuda.synchronize()
+
+
+@dataclass
+class CalibratedGraph:
+    """A captured graph whose replay lasts at least a sample, its calls, one replay's time per
+    call (us, events) and the calls made so far (warm-up)."""
+
+    graph: torch.cuda.CUDAGraph
+    calls: int
+    per_call_us: float
+    warmup_calls: int
+
+
+def calibrated_graph(fn: Callable[[], object], min_sample_s: float) -> CalibratedGraph:
+    """Calibrate from eager event timing, capture, and re-capture once if a replay is short (the
+    eager estimate was launch-bound: the graph runs faster)."""
+    estimate = time_eager(fn, ESTIMATE_CALLS)
+    calls = calls_for(estimate, min_sample_s, MAX_CALLS_PER_GRAPH)
+    graph = capture(fn, calls)
+    start, end = event_pair()
+
+    def replay_us(g: torch.cuda.CUDAGraph, n: int) -> float:
+        hold_stream()
+        start.record()
+        g.replay()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) * MS_TO_US / n
+
+    per_call = replay_us(graph, calls)
+    warmup = 4 + 2 * calls
+    better = calls_for(per_call, min_sample_s, MAX_CALLS_PER_GRAPH)
+    if better > calls * RECAPTURE_FACTOR:
+        del graph
+        calls = better
+        graph = capture(fn, calls)
+        per_call = replay_us(graph, calls)
+        warmup += 2 * calls
+    warmup += calls
+    return CalibratedGraph(graph, calls, per_call, warmup)

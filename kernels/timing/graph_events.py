@@ -1,0 +1,85 @@
+"""Hot measurement by events (METHOD_GRAPH): replays of a calibrated CUDA graph, each between two
+events, back to back.
+
+Samples follow each other on the GPU without a gap, as in a native loop or a training step: with
+a gap per sample (the host waiting, reading the clock, deciding whether to stop) the idle time
+lowers the average power, the power limiter grants a higher clock, and heavy kernels read faster
+than a native loop runs them. Also `quick_us`, the short figure that compares candidate
+implementations (cuDNN engines) the way the measurement takes its samples."""
+
+from __future__ import annotations
+
+import statistics
+from collections import deque
+from typing import Any, Callable
+
+import torch
+
+from .events import MS_TO_US, EventPair, calls_for, event_pair, hold_stream, time_eager
+from .graph import MAX_CALLS_PER_GRAPH, CalibratedGraph, capture
+from .sampler import Sampler, no_probe
+
+METHOD_GRAPH = "cuda-graph-events"
+# Candidates (cuDNN engines) are first compared by QUICK_SAMPLES replays of QUICK_SAMPLE_S each,
+# after one untimed; the close ones are timed again with more (backends/engine_choice.py).
+QUICK_SAMPLE_S = 0.001
+QUICK_SAMPLES = 1
+QUICK_ESTIMATE_CALLS = 2  # eager calls that size quick_us's graph
+
+
+class BackToBack:
+    """Samples of one graph's replays, each between two events, with the next sample always
+    enqueued before the host waits on the current one, so the GPU never idles between samples.
+    Only the first sample waits behind the spin kernel (events.hold_stream); the others wait
+    behind the previous sample."""
+
+    def __init__(self, replay: Callable[[], None], calls: int, during: Callable[[], None] = no_probe) -> None:
+        self.replay, self.calls, self.during = replay, calls, during
+        self.in_flight: deque[EventPair] = deque()
+
+    def _enqueue(self) -> None:
+        start, end = event_pair()
+        start.record()
+        self.replay()
+        end.record()
+        self.in_flight.append((start, end))
+
+    def take(self) -> float:
+        """Microseconds per call of the oldest sample in flight (one more is enqueued first)."""
+        if not self.in_flight:
+            hold_stream()
+            self._enqueue()
+        self._enqueue()
+        self.during()
+        start, end = self.in_flight.popleft()
+        end.synchronize()
+        return start.elapsed_time(end) * MS_TO_US / self.calls
+
+
+def graph_events_sampler(calibrated: CalibratedGraph, during: Callable[[], None] = no_probe,
+                         notes: dict[str, Any] | None = None) -> Sampler:
+    """Back-to-back replays of the calibrated graph, timed by events."""
+    graph, calls = calibrated.graph, calibrated.calls
+    samples = BackToBack(graph.replay, calls, during)
+    return Sampler(METHOD_GRAPH, calls, samples.take, calibrated.warmup_calls, notes if notes is not None else {},
+                   replay=graph.replay, replay_calls=calls)
+
+
+def quick_us(fn: Callable[[], object], min_sample_s: float = QUICK_SAMPLE_S, samples: int = QUICK_SAMPLES) -> float:
+    """A short figure for choosing among candidate implementations (cuDNN engines), taken the
+    way the measurement takes its samples: a CUDA graph of calls lasting `min_sample_s`, replayed
+    back to back and timed by events; the median of `samples` replays after one untimed. Where
+    the call cannot be captured, eager calls between events instead."""
+    estimate = time_eager(fn, QUICK_ESTIMATE_CALLS)
+    calls = calls_for(estimate, min_sample_s, MAX_CALLS_PER_GRAPH)
+    try:
+        graph = capture(fn, calls)
+    except Exception:  # noqa: BLE001 - not capturable: time eagerly, as the measurement would
+        torch.cuda.synchronize()
+        return statistics.median(time_eager(fn, calls) for _ in range(samples))
+    back_to_back = BackToBack(graph.replay, calls)
+    back_to_back.take()
+    figure = statistics.median(back_to_back.take() for _ in range(samples))
+    torch.cuda.synchronize()
+    del graph
+    return figure
