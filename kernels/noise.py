@@ -41,7 +41,7 @@ OTHERS_CORES_WARN = 0.25
 GPU_BUSY_PCT = 10.0  # a GPU this busy before the run starts is running someone else's work
 MIB = 2**20
 # NVML clock event reason bits that hold the clock down for reasons other than the power limiter's
-# normal regulation (the bits kernels/timing/cuda.py reads during samples; idle and application
+# normal regulation (the bits kernels/timing/clocks.py reads during samples; idle and application
 # clock settings are not slowdowns, the power cap is the limiter's normal swing).
 DOUBTFUL_REASONS = {"hw_slowdown": 0x8, "sw_thermal": 0x20, "hw_thermal": 0x40, "hw_power_brake": 0x80}
 POWER_CAP_BIT = 0x4

@@ -252,7 +252,7 @@ class Settings(Frozen):
     cold: bool = Field(False, description="flush caches before every call (GPU)")
     verify_timing: bool = Field(False, description="cross-check timings with the profiler (GPU)")
     kernel_time: bool = Field(True, description="GPU: time calls under 20 us by their kernels' own durations (CUPTI) "
-                              "instead of graph replays timed by events (kernels/timing/cuda.py KernelTimes)")
+                              "instead of graph replays timed by events (kernels/timing/cupti_kernel.py KernelTimes)")
     ranks: int = Field(1, ge=1, description="processes of a collective (all-reduce), started by torchrun or mpirun")
     pad: Literal["deepbench", "none", "both"] = Field(
         "deepbench", description="deepbench: pad as DeepBench did (kernels/padding.py); none: the raw shape; "

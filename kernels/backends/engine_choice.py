@@ -10,7 +10,7 @@ convolutions (times halving or doubling between the machines). Here the candidat
 plans cuDNN's heuristics offer (modes A, then FALLBACK), and:
 
 1. each candidate is timed briefly by the harness's own GPU timer (a CUDA graph of calls timed
-   by events: `timing.cuda.quick_us`), and the contenders (within REFINE_WINDOW of the fastest)
+   by events: `timing.graph_events.quick_us`), and the contenders (within REFINE_WINDOW of the fastest)
    are timed again, longer, so that the noise of one short figure cannot decide between them;
 2. candidates are checked in order of speed until one passes its correctness check: an engine
    whose output fails is never chosen, and the result lists it with its error (cuDNN offered

@@ -24,7 +24,7 @@ from .. import engine_choice as engines
 if TYPE_CHECKING:
     from . import CudnnBackend
 
-REFINE_SAMPLES = 4  # a contender's second timing: 4 samples of timing.cuda.QUICK_SAMPLE_S
+REFINE_SAMPLES = 4  # a contender's second timing: 4 samples of timing.graph_events.QUICK_SAMPLE_S
 INPUT_ROLES = {"fwd": ("x", "w"), "bwd_data": ("dy", "w"), "bwd_filter": ("x", "dy")}
 OUTPUT_ROLE = {"fwd": "y", "bwd_data": "dx", "bwd_filter": "dw"}
 

@@ -58,7 +58,7 @@ def prepare(ctx: TorchContext, kernel: RnnKernel, precision: Precision) -> Prepa
         stream its forward op ran on (the weights' gradient sink, too: on the stream of the first
         forward that needed it while any graph holds it), and a CUDA graph captures only its own
         stream: the forward is made again (untimed), with no other graph alive, when a call
-        outside a capture runs on another stream than the kept one's (timing/cuda.py capture makes
+        outside a capture runs on another stream than the kept one's (timing/graph.py capture makes
         one such call on the capture stream first)."""
         stream = torch.cuda.current_stream().cuda_stream
         if forward.get("stream") != stream and not torch.cuda.is_current_stream_capturing():
