@@ -6,4 +6,4 @@ Everything here except `harness` and `backends` imports without PyTorch, so the 
 
 __version__ = "0.1.0"
 
-from . import catalog  # noqa: E402,F401  first: kernels/layers.py and catalog.py import each other
+from . import catalog  # noqa: F401  first: kernels/layers.py and catalog.py import each other

@@ -186,7 +186,7 @@ class ElementwiseKernel(Kernel):
     b_elements: int = Field(gt=0)
 
     @model_validator(mode="after")
-    def _broadcasts(self) -> "ElementwiseKernel":
+    def _broadcasts(self) -> ElementwiseKernel:
         for name, n in (("a_elements", self.a_elements), ("b_elements", self.b_elements)):
             if self.elements % n:
                 raise ValueError(f"{name}={n} does not divide elements={self.elements} (no broadcast)")

@@ -60,7 +60,7 @@ class ModelKernel(Kernel):
         return float(self.parameters * INPUT_BYTES[precision])
 
 
-def whole_model_kernel(ds: "OperatorDataset") -> ModelKernel | None:
+def whole_model_kernel(ds: OperatorDataset) -> ModelKernel | None:
     """The whole-model kernel for a dataset whose model is registered (it has a builder); None
     for a dataset file of a model this tool cannot build."""
     from .models import MODELS

@@ -23,9 +23,10 @@ stays empty. Nothing here imports PyTorch; the NVML module is passed in so that 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 

@@ -17,9 +17,10 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
-from typing import Any, Iterable, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 
@@ -67,7 +68,7 @@ class TimeStats(Frozen):
         return (self.p75 - self.p25) / self.median if self.median > 0 else math.inf
 
     @classmethod
-    def of(cls, samples: Iterable[float]) -> "TimeStats":
+    def of(cls, samples: Iterable[float]) -> TimeStats:
         xs = sorted(samples)
         if not xs:
             raise ValueError("no samples")
@@ -76,7 +77,7 @@ class TimeStats(Frozen):
                    p25=q[0], p75=q[2], n=len(xs))
 
     @classmethod
-    def total(cls, parts: Iterable["TimeStats"]) -> "TimeStats":
+    def total(cls, parts: Iterable[TimeStats]) -> TimeStats:
         """The kernel's total over its directions: each statistic summed (medians of the
         parts, not the median of a sum: the directions are measured separately)."""
         ps = list(parts)
@@ -84,7 +85,7 @@ class TimeStats(Frozen):
                    mean=sum(p.mean for p in ps), p25=sum(p.p25 for p in ps), p75=sum(p.p75 for p in ps),
                    n=min(p.n for p in ps))
 
-    def close_to(self, other: "TimeStats") -> bool:
+    def close_to(self, other: TimeStats) -> bool:
         return self.n == other.n and all(
             math.isclose(getattr(self, f), getattr(other, f), rel_tol=STATS_RTOL, abs_tol=1e-12)
             for f in ("median", "min", "max", "mean", "p25", "p75"))
@@ -108,13 +109,13 @@ class Measurement(Frozen):
     clocks_mhz: tuple[float, ...] = Field((), description="SM clock read beside the samples, where readable")
 
     @model_validator(mode="after")
-    def _stats_match_samples(self) -> "Measurement":
+    def _stats_match_samples(self) -> Measurement:
         if not self.stats.close_to(TimeStats.of(self.samples_us)):
             raise ValueError("stats do not match samples_us")
         return self
 
     @classmethod
-    def of(cls, samples_us: Iterable[float], **kw: Any) -> "Measurement":
+    def of(cls, samples_us: Iterable[float], **kw: Any) -> Measurement:
         xs = tuple(float(x) for x in samples_us)
         return cls(samples_us=xs, stats=TimeStats.of(xs), **kw)
 
@@ -173,7 +174,7 @@ class ResultFields(Frozen):
     ended_at: datetime
 
     @model_validator(mode="after")
-    def _consistent(self) -> "ResultFields":
+    def _consistent(self) -> ResultFields:
         if self.status is Status.OK:
             if not self.parts or self.time_us is None or self.check is None:
                 raise ValueError("an ok result needs parts, time_us and check")

@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 import operator
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from importlib import resources
-from typing import Callable, Sequence
 
 from .catalog import KERNEL_CLASSES, Kernel, by_id, catalog
 

@@ -20,9 +20,10 @@ import os
 import platform
 import shutil
 import subprocess
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -286,7 +287,7 @@ def _nvidia_smi() -> list[Accelerator]:
     text = _run(["nvidia-smi", f"--query-gpu={','.join(NVIDIA_SMI_FIELDS)}", "--format=csv,noheader,nounits"])
     out = []
     for line in text.strip().splitlines():
-        f = dict(zip(NVIDIA_SMI_FIELDS, (x.strip() for x in line.split(","))))
+        f = dict(zip(NVIDIA_SMI_FIELDS, (x.strip() for x in line.split(",")), strict=False))
         out.append(Accelerator(
             vendor="nvidia", index=int(f["index"]), name=f["name"],
             memory_gib=_num(f.get("memory.total"), 2**20 / GIB), driver=f.get("driver_version", ""),

@@ -213,7 +213,7 @@ def compare(sources: list[Source], threshold: float = DEFAULT_THRESHOLD, by: str
             same = [c for c in cands if c.precision == e.precision]
             others.append((same or cands or [None])[0])
         ratios = tuple(ratio_of(e, o, base.kind, src.kind, threshold, rng) if o is not None else None
-                       for o, src in zip(others, sources[1:]))
+                       for o, src in zip(others, sources[1:], strict=False))
         cmp.rows.append(Row(e, tuple(others), ratios))
     for i, idx in enumerate(indexes):
         cmp.only_base.append([r.base for r in cmp.rows if r.others[i] is None and r.base is not None])

@@ -14,9 +14,9 @@ from rich.markup import escape as rich_escape
 
 from ..kernels.catalog import KERNEL_CLASSES
 from .compare import Comparison, Ratio, phrase, versus
-from .sources import Source
 from .display import check_columns, make_console, print_tables
 from .html import Section, page, table_html, table_section, warnings_html
+from .sources import Source
 from .tables import OP_TITLES, SET_SHORT, Table, _param, fmt_us
 from .textformats import csv_text, markdown, markdown_table
 
@@ -66,7 +66,7 @@ def compare_tables(cmp: Comparison) -> list[Table]:
                 row.append(str(e.extra.get("ranks", "")))
             b = r.base
             row += [b.precision if b else ""] + ([_prec_words(b)] if words else []) + [_time(b)]
-            for other, ratio in zip(r.others, r.ratios):
+            for other, ratio in zip(r.others, r.ratios, strict=False):
                 ratio_txt, interval, verdict = _fmt_ratio(ratio)
                 note = ratio.note if ratio else ("missing" if other is None else
                                                  f"{other.status}: {other.reason}" if not other.ok else

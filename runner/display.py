@@ -100,7 +100,7 @@ class RunProgress:
                             TimeElapsedColumn(), console=console, transient=True)
         self.task = self.bar.add_task("starting", total=total, completed=done)
 
-    def __enter__(self) -> "RunProgress":
+    def __enter__(self) -> RunProgress:
         self.bar.__enter__()
         return self
 

@@ -17,14 +17,14 @@ packages. uv is used because it resolves for another interpreter and platform th
 from __future__ import annotations
 
 import hashlib
+import platform as host_machine
 import re
 import shutil
 import subprocess
-import platform as host_machine
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from packaging.markers import default_environment
 from packaging.requirements import InvalidRequirement, Requirement

@@ -111,9 +111,9 @@ class ModelComparison:
 
     def as_dict(self) -> dict:
         d = asdict(self)
-        for pd, pc in zip(d["precisions"], self.precisions):
+        for pd, pc in zip(d["precisions"], self.precisions, strict=False):
             pd["time_a_us"], pd["time_b_us"], pd["speedup"] = pc.time_a_us, pc.time_b_us, pc.speedup
-            for td, tc in zip(pd["types"], pc.types):
+            for td, tc in zip(pd["types"], pc.types, strict=False):
                 td["speedup"] = tc.speedup
                 td["vs_flops_ratio"] = tc.speedup / pc.flops_ratio if tc.speedup and pc.flops_ratio else None
                 td["vs_bandwidth_ratio"] = tc.speedup / pc.bandwidth_ratio if tc.speedup and pc.bandwidth_ratio else None

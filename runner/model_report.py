@@ -106,7 +106,7 @@ class ModelReport:
 
     def as_dict(self) -> dict:
         d = asdict(self)
-        for t, share in zip(d["types"], self.types):
+        for t, share in zip(d["types"], self.types, strict=False):
             t["tflops"], t["gbps"] = share.tflops, share.gbps
             t["pct_peak_flops"], t["pct_peak_bandwidth"] = share.pct_peak_flops, share.pct_peak_bandwidth
             t["bound"], t["pct_of_roof"] = share.bound, share.pct_of_roof

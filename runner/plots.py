@@ -15,12 +15,13 @@ like what it is; a chart of hundreds of kernels shows the TOP_N that take the lo
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
 from .roofline import bandwidth, compute_peak, intensity, roof
-from .sanity import Context, flags as sanity_flags
+from .sanity import Context
+from .sanity import flags as sanity_flags
 from .sources import Entry, precision_order
 
 WIDTH = 660
@@ -76,7 +77,7 @@ def roofline(op: str, entries: list[Entry], ctx: Context, div_id: str) -> str | 
                     "symbol": ["x" if f else "circle" for f in flagged]},
             text=[hover(e) for e in es],
             customdata=[[e.median_us, "" if r is None else f"{r.pct_of_peak:.0f}% of the {r.bound} roof"]
-                        for e, r in zip(es, pcts)],
+                        for e, r in zip(es, pcts, strict=False)],
             hovertemplate="%{text}<br>%{y:.3g} TFLOP/s, %{customdata[0]:,.1f} us<br>%{customdata[1]}<extra></extra>"))
         peak = compute_peak(ctx.ceilings, prec)
         if peak:

@@ -16,6 +16,7 @@ recorded as `failed`. Either way the next start skips what is done."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
@@ -181,10 +182,8 @@ class RankedHarness(LocalHarness):
         tree = descendants(self.proc.pid)
         for sig in (signal.SIGTERM, signal.SIGKILL):
             for pid in [self.proc.pid, *tree]:
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, sig)
-                except ProcessLookupError:
-                    pass
             if sig == signal.SIGTERM:
                 deadline = time.monotonic() + KILL_GRACE_S
                 while time.monotonic() < deadline and any(_alive(p) for p in [self.proc.pid, *tree]):

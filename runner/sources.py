@@ -247,7 +247,7 @@ def load_source(spec: str, prefer_set: str | None = None) -> Source:
     if spec.startswith("ref:"):
         return reference_source(find_reference(spec[4:], prefer_set))
     path = Path(spec)
-    if path.exists() or "/" in spec and not spec.split("/")[0] in ("train", "server", "device"):
+    if path.exists() or ("/" in spec and spec.split("/")[0] not in ("train", "server", "device")):
         return load_run(path)
     try:
         return reference_source(find_reference(spec, prefer_set))

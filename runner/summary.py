@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from ..kernels.catalog import KERNEL_CLASSES
 from .roofline import roof
-from .sanity import Context, flags as sanity_flags, one_rank
+from .sanity import Context, one_rank
+from .sanity import flags as sanity_flags
 from .sources import Entry, precision_order
 from .tables import Table, fmt_sig
 

@@ -4,15 +4,19 @@ Pure data (headers and rows of strings) so the terminal display, markdown and CS
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 
 from ..kernels.catalog import KERNEL_CLASSES, OPS
 from ..kernels.layers import LAYER_OPS, LAYER_TITLES
 from ..kernels.model_kernel import MODEL_OP, MODEL_TITLE
 from ..kernels.results import KernelResult, Status
-from .collective_table import DROP_ORDER as ALL_REDUCE_DROP, HEADERS as ALL_REDUCE_HEADERS, all_reduce_rows
-from .sanity import Context, flags as sanity_flags, one_rank
+from .collective_table import DROP_ORDER as ALL_REDUCE_DROP
+from .collective_table import HEADERS as ALL_REDUCE_HEADERS
+from .collective_table import all_reduce_rows
+from .sanity import Context, one_rank
+from .sanity import flags as sanity_flags
 
 if TYPE_CHECKING:
     from .sources import Entry
@@ -77,7 +81,7 @@ def _status(r: KernelResult) -> str:
 FLAG_MARK = {"unconverged": "~", "noisy": "±", "throttled": "!"}
 
 
-def notes(entry: "Entry", ctx: Context) -> str:
+def notes(entry: Entry, ctx: Context) -> str:
     """The sanity flags' reasons (runner/sanity.py), for the notes column."""
     return "; ".join(f.reason for f in sanity_flags(entry, ctx))
 
@@ -89,9 +93,9 @@ def op_table(op: str, results: Iterable[KernelResult], ctx: Context | None = Non
     ctx = ctx or Context({})
     results = [r for r in results if r.op == op]
     if op == "all_reduce":  # DeepBench's size, ranks, time; nccl-tests' bandwidths
-        return Table(op, OP_TITLES[op], list(ALL_REDUCE_HEADERS) + ["notes"],
-                     [row + [notes(entry_of_result(r), ctx)]
-                      for r, row in zip(results, all_reduce_rows(results, SET_SHORT, _status, fmt_us, fmt_num))],
+        return Table(op, OP_TITLES[op], [*ALL_REDUCE_HEADERS, "notes"],
+                     [[*row, notes(entry_of_result(r), ctx)]
+                      for r, row in zip(results, all_reduce_rows(results, SET_SHORT, _status, fmt_us, fmt_num), strict=False)],
                      ALL_REDUCE_DROP)
     fields = list(KERNEL_CLASSES[op].FIELDS)
     directions = [d for d in KERNEL_CLASSES[op].DIRECTIONS if len(KERNEL_CLASSES[op].DIRECTIONS) > 1]
@@ -133,21 +137,21 @@ def fmt_sig(value: float | None) -> str:
     return "" if value is None else f"{value:.3g}" if abs(value) < 100 else f"{value:,.0f}"
 
 
-def _rate(e: "Entry") -> str:
+def _rate(e: Entry) -> str:
     """DeepBench's throughput column: GB/s for all-reduce (none on one rank), TFLOPS for the rest."""
     if e.kernel.op == "all_reduce":
         return "" if one_rank(e) else fmt_sig(e.gbps)
     return fmt_sig(e.tflops)
 
 
-def status_text(e: "Entry") -> str:
+def status_text(e: Entry) -> str:
     """ok with its marks (~ unconverged, ± noisy, ! throttled), or the status and its reason."""
     if not e.ok:
         return f"{e.status}: {e.reason}"
     return e.status + "".join(f" {FLAG_MARK[f]}" for f in e.flags if f in FLAG_MARK)
 
 
-def report_table(op: str, entries: Iterable["Entry"], ctx: Context) -> Table:
+def report_table(op: str, entries: Iterable[Entry], ctx: Context) -> Table:
     """One operation's report table: DeepBench's columns (application, parameters, precision,
     time, throughput) then per-direction medians, noise, roofline bound and % of the measured
     peak, status, check, and the notes of the sanity flags (runner/sanity.py)."""
@@ -178,5 +182,5 @@ def report_table(op: str, entries: Iterable["Entry"], ctx: Context) -> Table:
     return Table(op, OP_TITLES.get(op, op), headers, rows, droppable)
 
 
-def report_tables(entries: list["Entry"], ctx: Context) -> list[Table]:
+def report_tables(entries: list[Entry], ctx: Context) -> list[Table]:
     return [t for t in (report_table(op, entries, ctx) for op in KERNEL_CLASSES) if t.rows]

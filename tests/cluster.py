@@ -20,6 +20,7 @@ hosts' namespaces and deletes the namespaces; `leftovers()` says what would rema
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -295,10 +296,8 @@ def netns_list() -> list[str]:
 def _namespace_inodes(names: list[str]) -> set[int]:
     out = set()
     for name in names:
-        try:
+        with contextlib.suppress(OSError):
             out.add(os.stat(f"/run/netns/{name}").st_ino)
-        except OSError:
-            pass
     return out
 
 
@@ -317,10 +316,8 @@ def _pids_in(inodes: set[int]) -> list[int]:
 def _end_processes(inodes: set[int], ours: list[subprocess.Popen] = ()) -> None:
     for sig, grace in ((signal.SIGTERM, STOP_GRACE_S), (signal.SIGKILL, STOP_GRACE_S)):
         for pid in _pids_in(inodes):
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
         deadline = time.monotonic() + grace
         while _pids_in(inodes) and time.monotonic() < deadline:
             for proc in ours:  # collect the daemons this process started, so none stays a zombie
@@ -425,7 +422,7 @@ def main(argv: list[str]) -> int:
         return 0
     state = json.loads((root / STATE_FILE).read_text()) if (root / STATE_FILE).exists() else {"size": 2, "nodes": []}
     cluster = Cluster(root, state["size"])
-    for n, saved in zip(cluster.nodes, state["nodes"]):
+    for n, saved in zip(cluster.nodes, state["nodes"], strict=False):
         n.holder = saved["holder"]
     cluster.stop()
     left = cluster.leftovers()

@@ -153,7 +153,7 @@ def test_server_suite_runs_deepbenchs_precisions_per_operation() -> None:
     recorded = default_precisions(kernels, nvidia)
     assert recorded["inference_server/rnn"] == ("fp32", "fp16")
     # a plan's recorded defaults win over the platform's (a checker re-deriving an older plan)
-    old = {key: ("fp16", "int8") for key in recorded}
+    old = dict.fromkeys(recorded, ("fp16", "int8"))
     assert {(i.kernel.op, i.precision) for i in plan_items(kernels, None, nvidia, old)} == {
         (op, p) for op in ("gemm", "conv", "rnn", "sparse_gemm") for p in ("fp16", "int8")}
 

@@ -17,8 +17,17 @@ from types import SimpleNamespace
 import numpy as np
 
 from deepbench.kernels.catalog import by_id
-from deepbench.kernels.noise import (CpuState, GpuProcess, GpuState, NoiseRecord, Snapshot, busy_seconds, cpu_state,
-                                     gpu_states, judge)
+from deepbench.kernels.noise import (
+    CpuState,
+    GpuProcess,
+    GpuState,
+    NoiseRecord,
+    Snapshot,
+    busy_seconds,
+    cpu_state,
+    gpu_states,
+    judge,
+)
 from deepbench.kernels.results import RUN_FILE, RunRecord
 
 from .conftest import run_cli

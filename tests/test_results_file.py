@@ -15,7 +15,6 @@ from deepbench.kernels.results import ResultsFileError, read_results
 from deepbench.kernels.results_file import REJECTED_FILE, append_result, scan, set_aside, write_atomic
 
 
-
 def result(reason: str = "not on this machine"):
     """A small valid record (an unsupported kernel)."""
     from deepbench.kernels.catalog import by_id

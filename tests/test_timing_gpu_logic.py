@@ -6,8 +6,7 @@ from __future__ import annotations
 import itertools
 
 from deepbench.kernels.timing import cuda as cuda_timer
-from deepbench.kernels.timing import cupti
-from deepbench.kernels.timing import settling, warmup
+from deepbench.kernels.timing import cupti, settling, warmup
 from deepbench.kernels.timing.settling import ClockReading, SettleWatch, throttled
 from deepbench.kernels.timing.stopping import CONVERGED, TIME_CAP, StopRule
 

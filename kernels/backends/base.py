@@ -10,8 +10,9 @@ timed call, so every backend is measured and checked the same way.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from ..catalog import Kernel
 from ..layers import ElementwiseKernel
@@ -61,7 +62,7 @@ class Prepared:
     padding: dict[str, int] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
     # Extra figures derived after timing (e.g. sparse GEMM's dense time), filled by the backend.
-    after: Callable[["Backend", StopRule], dict[str, Any]] | None = None
+    after: Callable[[Backend, StopRule], dict[str, Any]] | None = None
 
 
 class Backend(ABC):

@@ -8,7 +8,8 @@ the measured time."""
 from __future__ import annotations
 
 import ctypes
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 

@@ -10,7 +10,7 @@ form: math.erf per element)."""
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

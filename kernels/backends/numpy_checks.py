@@ -9,7 +9,7 @@ output points recomputed from the definition. Integer results must match exactly
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -82,7 +82,7 @@ def check_batched_matmul(out: np.ndarray, x: np.ndarray, y: np.ndarray, precisio
 
 def conv_points(rng: np.random.Generator, *sizes: int) -> list[tuple[int, ...]]:
     cols = [rng.integers(0, s, size=CONV_CHECK_POINTS).tolist() for s in sizes]
-    return list(zip(*cols))
+    return list(zip(*cols, strict=False))
 
 
 def conv_reference_at(x_padded: np.ndarray, w: np.ndarray, n: int, k: int, oh: int, ow: int,

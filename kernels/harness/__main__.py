@@ -16,6 +16,7 @@ could not be written, 75 another harness is writing to the folder.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -34,8 +35,8 @@ from ..results_file import WriteFailed, scan
 from ..system import collect_system
 from .execute import run_item
 from .exits import EXIT_BACKEND_UNAVAILABLE, EXIT_INTERRUPTED, EXIT_LOCKED, EXIT_WRITE_FAILED
-from .faults import maybe_fail_backend, maybe_inject
 from .facts import host_facts
+from .faults import maybe_fail_backend, maybe_inject
 from .lifeline import stop_with_parent
 from .ranks import RANK_LOG, RANKS_DIR, launch_rank, rank_dir_name, record_failure
 from .record import build_record, write_facts, write_record
@@ -183,10 +184,8 @@ def _run(plan: Plan, run_dir: Path, rank_dir: Path | None) -> int:
         facts["device"]["after_error"] = str(exc)
     record = build_record(plan, outdir, state, started, facts)
     write_record(outdir, record)
-    try:
+    with contextlib.suppress(HostGone):
         emit("end", state=record.state)
-    except HostGone:
-        pass
     if lock is not None:
         lock.release()
     return EXIT_INTERRUPTED if state == "interrupted" else 0

@@ -39,7 +39,7 @@ def requested(kind: str, item_id: str, rank: int | None = None) -> bool:
     return spec_kind == kind and item_id.startswith(target) and _this_rank_is_targeted(rank)
 
 
-def maybe_fail_backend(outdir: "Path", rank: int) -> None:
+def maybe_fail_backend(outdir: Path, rank: int) -> None:
     """Raise as a backend that cannot load would ("unavailable:" and "unavailable-once:")."""
     from pathlib import Path
 

@@ -83,5 +83,5 @@ class OperatorDataset(BaseModel):
         path.write_text(self.model_dump_json(indent=1) + "\n")
 
     @classmethod
-    def load(cls, path: Path) -> "OperatorDataset":
+    def load(cls, path: Path) -> OperatorDataset:
         return cls.model_validate_json(path.read_text())

@@ -17,14 +17,15 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from ..costs import FLOAT32_BYTES, FLOPS_PER_MAC, GATES
 from . import IMAGE_SIZE, MODELS, ModelInfo
 from .dataset import Operator, OperatorDataset
-from ..costs import FLOAT32_BYTES, FLOPS_PER_MAC, GATES
 
 TYPE_OF: dict[str, str] = {
     **dict.fromkeys(("linear", "mm", "addmm", "bmm", "baddbmm", "matmul"), "gemm"),

@@ -11,14 +11,22 @@ dataset file; a registered model name is extracted on the spot (which needs torc
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
-import math
-
 from ..catalog import ConvKernel, GemmKernel, Kernel, RnnKernel
-from ..layers import (ActivationKernel, AttentionKernel, BatchedGemmKernel, BatchNormKernel, ElementwiseKernel,
-                      EmbeddingKernel, NormKernel, PoolingKernel, SoftmaxKernel)
+from ..layers import (
+    ActivationKernel,
+    AttentionKernel,
+    BatchedGemmKernel,
+    BatchNormKernel,
+    ElementwiseKernel,
+    EmbeddingKernel,
+    NormKernel,
+    PoolingKernel,
+    SoftmaxKernel,
+)
 from .dataset import Operator, OperatorDataset
 
 MODEL_SET = "model"

@@ -50,8 +50,9 @@ import math
 import statistics
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -387,7 +388,7 @@ class KernelTimes:
     def _add(self, groups: list[list[cupti.DeviceEvent]], timed: list[float]) -> None:
         self.events_us += timed
         if len(groups) == len(timed):
-            for group, t in zip(groups, timed):
+            for group, t in zip(groups, timed, strict=False):
                 self.pending.extend(cupti.chunk_times_us(group, self.calls, self.chunk) if group else [t])
         else:  # a record that cannot be split by replay: the events' figures stand in for the batch
             self.notes["samples_timed_by_events"] = self.notes.get("samples_timed_by_events", 0) + len(timed)
@@ -547,7 +548,7 @@ def select_unthrottled(samples: list[float], clocks: list[float | None], low: li
     n_low = sum(low)
     if n_low == 0 or len(samples) - n_low < min_keep:
         return samples, [c for c in clocks if c is not None], 0, n_low
-    kept = [(s, c) for s, c, lo in zip(samples, clocks, low) if not lo]
+    kept = [(s, c) for s, c, lo in zip(samples, clocks, low, strict=False) if not lo]
     return [s for s, _ in kept], [c for _, c in kept if c is not None], n_low, 0
 
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 NOTCH_FACTOR = 1.57  # 95% CI of the median from the IQR (McGill et al. 1978)
 

@@ -12,7 +12,8 @@ GEMM runs until the temperature has risen less than WARM_RISE_C over the last WA
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 

@@ -24,8 +24,8 @@ from ..compare import DEFAULT_THRESHOLD, compare
 from ..compare_render import FORMATS, render
 from ..display import add_columns_argument
 from ..errors import UserError
-from ..sources import load_source
 from ..outpaths import writable_file
+from ..sources import load_source
 
 NAME = "compare"
 HELP = "compare runs and references kernel by kernel, with noise"

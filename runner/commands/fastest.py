@@ -17,10 +17,10 @@ from ..display import add_columns_argument, check_columns, make_console, print_t
 from ..errors import UserError
 from ..fastest import fastest_tables, wins
 from ..html import Section, page, table_html, table_section, warnings_html
+from ..outpaths import writable_file
 from ..sources import Source, load_source
 from ..tables import Table
 from ..textformats import csv_text, markdown
-from ..outpaths import writable_file
 
 NAME = "fastest"
 HELP = "the fastest run or reference per kernel"
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
             for s in sources:
                 for w in s.warnings:
                     console.print(f"[yellow]warning: {s.label} was measured on a loaded machine: {w}[/]")
-            print_tables(console, tables + [summary], args.columns)
+            print_tables(console, [*tables, summary], args.columns)
         finally:
             if f:
                 f.close()
@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     elif args.format == "html":
         text = html_page(tables, summary, sources)
     else:
-        text = markdown(tables + [summary]) + "\n"
+        text = markdown([*tables, summary]) + "\n"
     if args.out is None:
         print(text, end="")
         return 0

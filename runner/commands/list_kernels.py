@@ -8,9 +8,9 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..display import make_console
 from rich.table import Table
 
+from ..display import make_console
 from ..selection import add_selection_arguments, selected_kernels
 
 NAME = "list"

@@ -92,7 +92,7 @@ def main() -> int:
         loc = statistics.median(times["local"][kid])
         con = statistics.median(times["container"][kid])
         # Pairs from the same round (run back to back) cancel drifts slower than a round.
-        paired = [c / l for c, l in zip(times["container"][kid], times["local"][kid])]
+        paired = [c / l for c, l in zip(times["container"][kid], times["local"][kid], strict=False)]
         ratios.append(statistics.median(paired))
         print(f"{kid:44} {loc:12.1f} {con:13.1f} {ratios[-1]:7.3f}")
     med = statistics.median(ratios)

@@ -80,7 +80,7 @@ class Handle(StreamHandle):
         self.cublas.set_workspace(self.handle, self.workspace.data_ptr(), WORKSPACE_BYTES)
 
 
-def prepare(backend: "CublasBackend", kernel: GemmKernel, precision: Precision) -> Prepared:
+def prepare(backend: CublasBackend, kernel: GemmKernel, precision: Precision) -> Prepared:
     ctx = backend.ctx
     if precision is Precision.FP8:
         prepared = prepare_fp8(ctx, kernel)

@@ -52,7 +52,7 @@ PRECISION_DIRECTIONS = {Precision.INT8: ("fwd",)}
 
 def strides(dims: tuple[int, int, int, int], channels_last: bool) -> list[int]:
     """Element strides of an (N, C, H, W) tensor in NCHW or NHWC memory."""
-    n, c, h, w = dims
+    _n, c, h, w = dims
     return [h * w * c, 1, w * c, c] if channels_last else [c * h * w, h * w, w, 1]
 
 
