@@ -205,7 +205,8 @@ class ElementwiseKernel(Kernel):
         cols = min(self.a_elements, self.b_elements)
         if max(self.a_elements, self.b_elements) != self.elements:
             raise ValueError(f"operands of {self.a_elements} and {self.b_elements} elements broadcast to "
-                             f"{self.elements} in a pattern no backend lays out (one operand must be the output's size)")
+                             f"{self.elements} in a pattern no backend lays out "
+                             "(one operand must be the output's size)")
         rows = self.elements // cols
         a, b = ((rows, cols) if n == self.elements else (cols,) for n in (self.a_elements, self.b_elements))
         return (rows, cols), a, b

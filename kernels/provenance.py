@@ -140,8 +140,9 @@ def source_state(path: Path) -> SourceState:
     environment that happens to sit inside some other repository must not report that one."""
 
     def git(*args: str) -> str:
+        # rstrip("\n") only: porcelain lines start with a space
         return subprocess.run(["git", "-C", str(path), *args], capture_output=True, text=True,
-                              timeout=GIT_TIMEOUT_S, check=True).stdout.rstrip("\n")  # porcelain lines start with a space
+                              timeout=GIT_TIMEOUT_S, check=True).stdout.rstrip("\n")
 
     try:
         top = Path(git("rev-parse", "--show-toplevel"))

@@ -214,8 +214,9 @@ def drop_derived(data: Any) -> Any:
         kernel = data.get("kernel")
         derived = {k: data.pop(k) for k in DERIVED_KEYS if k in data}
         if isinstance(kernel, dict):
+            not_params = ("op", "set", "index", "application", "count")
             expected = {"op": kernel.get("op"), "set": kernel.get("set"),
-                        "params": {k: v for k, v in kernel.items() if k not in ("op", "set", "index", "application", "count")}}
+                        "params": {k: v for k, v in kernel.items() if k not in not_params}}
             for key, value in derived.items():
                 if value != expected[key]:
                     raise ValueError(f"{key} does not match the kernel")
@@ -235,7 +236,8 @@ class Settings(Frozen):
     """How kernels are measured: user tunables, recorded in every plan and run."""
 
     mode: Literal["fast", "default", "rigorous"] = "default"
-    target_rel_precision: float = Field(0.01, gt=0, description="stop when the median's 95% CI half-width is below this")
+    target_rel_precision: float = Field(0.01, gt=0,
+                                        description="stop when the median's 95% CI half-width is below this")
     min_samples: int = Field(5, ge=1)
     max_samples: int = Field(1000, ge=1)
     time_cap_s: float = Field(1.0, gt=0, description="per direction, after calibration")
@@ -331,7 +333,8 @@ class RunRecord(Frozen):
     device: dict[str, Any] = Field(default_factory=dict)
     host: dict[str, Any] = Field(default_factory=dict)
     software: dict[str, str] = Field(default_factory=dict)
-    ceilings: dict[str, float] = Field(default_factory=dict, description="measured peaks: tflops_<precision>, gbps_copy")
+    ceilings: dict[str, float] = Field(default_factory=dict,
+                                       description="measured peaks: tflops_<precision>, gbps_copy")
     provenance: Provenance = Field(default_factory=Provenance)
     system: SystemDescription | None = Field(None, description="where the kernels ran (collected by the harness)")
     host_system: SystemDescription | None = Field(None, description="the host that launched them (the runner)")

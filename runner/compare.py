@@ -89,7 +89,8 @@ class Comparison:
         out = []
         for i, other in enumerate(self.others):
             for op in (*KERNEL_CLASSES, "all"):
-                rs = [r.ratios[i] for r in self.rows if r.ratios[i] is not None and (op == "all" or r.any.kernel.op == op)]
+                rs = [r.ratios[i] for r in self.rows
+                      if r.ratios[i] is not None and (op == "all" or r.any.kernel.op == op)]
                 if not rs:
                     continue
                 counts = {v: sum(1 for r in rs if r.verdict == v) for v in VERDICTS}

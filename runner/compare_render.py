@@ -128,7 +128,8 @@ def only_tables(cmp: Comparison) -> list[Table]:
 
 
 def _kind(source: Source) -> str:
-    """'run', 'reference', or 'run, emulated': an emulated run's times are the emulator's (qemu-user), not the chip's."""
+    """'run', 'reference', or 'run, emulated': an emulated run's times are the emulator's (qemu-user),
+    not the chip's."""
     return source.kind + (", emulated" if source.specs.get("device.emulated") == "True" else "")
 
 
@@ -203,7 +204,8 @@ def render(cmp: Comparison, fmt: str, out: Path | None, max_only: int | None = N
             print_tables(console, [summary], columns)
             for t in only:
                 shown = t if max_only is None or len(t.rows) <= max_only else Table(
-                    t.op, t.title + f", first {max_only} shown (all with --format md/csv)", t.headers, t.rows[:max_only])
+                    t.op, t.title + f", first {max_only} shown (all with --format md/csv)", t.headers,
+                    t.rows[:max_only])
                 if t.rows and not t.op.endswith("_ref"):  # a reference's other kernels: the count is enough here
                     print_tables(console, [shown], columns)
                 else:

@@ -78,7 +78,8 @@ def read_lock(path: Path) -> list[Pin]:
         try:
             req = Requirement(spec)
         except InvalidRequirement:
-            raise UserError(f"{path}: '{spec}' is not a requirement; regenerate it with deepbench images lock") from None
+            raise UserError(f"{path}: '{spec}' is not a requirement; "
+                            "regenerate it with deepbench images lock") from None
         pinned = [s.version for s in req.specifier if s.operator == "=="]
         hashes = frozenset(HASH.findall(line))
         if len(pinned) != 1 or not hashes:

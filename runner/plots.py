@@ -42,7 +42,8 @@ def div(fig: go.Figure, div_id: str) -> str:
     fig.update_layout(template=TEMPLATE, margin={"l": 60, "r": 20, "t": 50, "b": 50}, hovermode="closest",
                       font={"size": 11}, legend={"font": {"size": 10}})
     return fig.to_html(full_html=False, include_plotlyjs=False, div_id=div_id, config=CONFIG,
-                       default_width=f"{fig.layout.width or WIDTH}px", default_height=f"{fig.layout.height or HEIGHT}px")
+                       default_width=f"{fig.layout.width or WIDTH}px",
+                       default_height=f"{fig.layout.height or HEIGHT}px")
 
 
 def short_label(e: Entry) -> str:

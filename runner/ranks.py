@@ -118,9 +118,10 @@ def container_entrypoint(backend: str, ranks: int, python: str = IMAGE_PYTHON) -
              # CAP_SYS_PTRACE; the container has no capabilities, so use shared memory instead.
              "MPIR_CVAR_CH4_CMA_ENABLE": "0"}
     return [python, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={ranks}", "--max-restarts=0",
-            "--local-addr=127.0.0.1", "-m", HARNESS_MODULE], {"DEEPBENCH_LAUNCHER": f"torchrun --nproc-per-node={ranks} (in the container)",
-                                    # no network but the loopback: the ranks' sockets must use it
-                                    "GLOO_SOCKET_IFNAME": "lo", "NCCL_SOCKET_IFNAME": "lo"}
+            "--local-addr=127.0.0.1", "-m", HARNESS_MODULE], {
+                "DEEPBENCH_LAUNCHER": f"torchrun --nproc-per-node={ranks} (in the container)",
+                # no network but the loopback: the ranks' sockets must use it
+                "GLOO_SOCKET_IFNAME": "lo", "NCCL_SOCKET_IFNAME": "lo"}
 
 
 def with_ranks(options: dict, plan) -> dict:  # docker create options (runner/container.py), Plan

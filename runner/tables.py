@@ -95,7 +95,8 @@ def op_table(op: str, results: Iterable[KernelResult], ctx: Context | None = Non
     if op == "all_reduce":  # DeepBench's size, ranks, time; nccl-tests' bandwidths
         return Table(op, OP_TITLES[op], [*ALL_REDUCE_HEADERS, "notes"],
                      [[*row, notes(entry_of_result(r), ctx)]
-                      for r, row in zip(results, all_reduce_rows(results, SET_SHORT, _status, fmt_us, fmt_num), strict=False)],
+                      for r, row in zip(results, all_reduce_rows(results, SET_SHORT, _status, fmt_us, fmt_num),
+                                        strict=False)],
                      ALL_REDUCE_DROP)
     fields = list(KERNEL_CLASSES[op].FIELDS)
     directions = [d for d in KERNEL_CLASSES[op].DIRECTIONS if len(KERNEL_CLASSES[op].DIRECTIONS) > 1]
@@ -176,7 +177,8 @@ def report_table(op: str, entries: Iterable[Entry], ctx: Context) -> Table:
                        notes(e, ctx)])
     headers = (["set", "application"] + list(cls.FIELDS) + ["prec"] + [f"{d} (us)" for d in directions]
                + (["ranks", "out-of-place (us)", "bus GB/s"] if collective else [])
-               + ["time (us)", "GB/s" if collective else "TFLOPS", "IQR", "bound", "% peak", "status", "check", "notes"])
+               + ["time (us)", "GB/s" if collective else "TFLOPS", "IQR", "bound", "% peak", "status", "check",
+                  "notes"])
     droppable = ("check", "set", "application", "bound", "IQR", "out-of-place (us)",
                  *(f"{d} (us)" for d in reversed(directions)), "% peak")
     return Table(op, OP_TITLES.get(op, op), headers, rows, droppable)

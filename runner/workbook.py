@@ -58,10 +58,11 @@ def _write_precision_sheet(ws, source: Source, precision: str) -> None:
         directions = list(cls.DIRECTIONS) if len(cls.DIRECTIONS) > 1 else []
         rate = "Gigabytes/sec" if op == "all_reduce" else "TERAFLOPS"
         ws.append([])
-        headers = ([OP_TITLES.get(op, op), "Application"] + [FIELD_HEADERS.get(op, {}).get(f, f) for f in cls.FIELDS] + [None]
+        headers = ([OP_TITLES.get(op, op), "Application"]
+                   + [FIELD_HEADERS.get(op, {}).get(f, f) for f in cls.FIELDS] + [None]
                    + [_direction_header(op, d) for d in directions]
-                   + ["Total Time (msec)" if directions else "Time (msec)", rate, "IQR (%)", "Bound", "% of peak", "Status", "Check",
-                      "Notes"])
+                   + ["Total Time (msec)" if directions else "Time (msec)", rate, "IQR (%)", "Bound", "% of peak",
+                      "Status", "Check", "Notes"])
         ws.append(headers)
         for cell in ws[ws.max_row]:
             cell.font = BOLD

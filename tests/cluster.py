@@ -110,7 +110,7 @@ class Cluster:
 
     # ----- running things on a host ----------------------------------------------------------
     def popen(self, node: Node, argv: list[str], log: Path | None = None, **kw) -> subprocess.Popen:
-        out = open(log, "ab") if log else subprocess.DEVNULL
+        out = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115 - the daemon's log, open while it runs
         kw.setdefault("env", self.env())
         proc = subprocess.Popen([*node.enter(kw.pop("cwd", None)), *argv], stdout=out,
                                 stderr=subprocess.STDOUT if log else out, stdin=subprocess.DEVNULL, **kw)
@@ -146,7 +146,7 @@ class Cluster:
         sh("ip", "netns", "add", self.switch)
         sh("ip", "-n", self.switch, "link", "add", "br0", "type", "bridge")
         sh("ip", "-n", self.switch, "link", "set", "br0", "up")
-        for i, n in enumerate(self.nodes, 1):
+        for n in self.nodes:
             sh("ip", "netns", "add", n.netns)
             sh("ip", "link", "add", "eth0", "netns", n.netns, "type", "veth", "peer", "name", self.port(n),
                "netns", self.switch)
@@ -179,8 +179,8 @@ class Cluster:
                                       start_new_session=True)
             n.holder = holder.pid
             self.daemons.append(holder)
-            _wait(lambda: _cmdline(holder.pid).startswith("sleep"), f"the namespaces of {n.name}",
-                  lambda: holder.stderr.read().decode() if holder.poll() is not None and holder.stderr else "")
+            _wait(lambda: _cmdline(holder.pid).startswith("sleep"), f"the namespaces of {n.name}",  # noqa: B023 - called at once
+                  lambda: holder.stderr.read().decode() if holder.poll() is not None and holder.stderr else "")  # noqa: B023
 
     def _munge(self) -> None:
         key = self.root / "etc" / "munge.key"
@@ -194,8 +194,8 @@ class Cluster:
                        log=d / "munged.out", start_new_session=True)
         socket = self.root / "munge" / "munge.socket.2"
         for n in self.nodes:
-            _wait(lambda: self.run(n, ["sh", "-c", f"munge -n -S {socket} | unmunge -S {socket}"]).returncode == 0,
-                  f"munged on {n.name}", lambda: (self.root / "nodes" / n.name / "munged.out").read_text())
+            _wait(lambda: self.run(n, ["sh", "-c", f"munge -n -S {socket} | unmunge -S {socket}"]).returncode == 0,  # noqa: B023
+                  f"munged on {n.name}", lambda: (self.root / "nodes" / n.name / "munged.out").read_text())  # noqa: B023
 
     def _slurm(self) -> None:
         cpus = os.cpu_count() or 1
@@ -238,8 +238,9 @@ class Cluster:
                        start_new_session=True)
         for n in self.nodes:
             other = self.nodes[-1] if n is self.login else self.login
-            _wait(lambda: self.run(other, ["ssh", n.name, "hostname"]).stdout.strip() == n.name,
-                  f"ssh from {other.name} to {n.name}", lambda: self.run(other, ["ssh", n.name, "hostname"]).stderr)
+            _wait(lambda: self.run(other, ["ssh", n.name, "hostname"]).stdout.strip() == n.name,  # noqa: B023
+                  f"ssh from {other.name} to {n.name}",
+                  lambda: self.run(other, ["ssh", n.name, "hostname"]).stderr)  # noqa: B023 - _wait calls both at once
 
     def _save(self) -> None:
         state = {"nodes": [n.__dict__ for n in self.nodes], "size": self.size}

@@ -39,7 +39,8 @@ def result(kernel: Kernel, precision: str, times: Callable[[str], Iterable[float
     info = PRECISIONS[Precision(precision)]
     if kernel.op == "all_reduce":
         return KernelResult(id=f"{kernel.id}/{precision}", kernel=kernel, precision=info, backend="synthetic",
-                            status=Status.UNSUPPORTED, reason="synthetic run: no all-reduce", started_at=T0, ended_at=T0)
+                            status=Status.UNSUPPORTED, reason="synthetic run: no all-reduce",
+                            started_at=T0, ended_at=T0)
     parts = []
     for d in kernel.DIRECTIONS:
         m = Measurement.of(list(times(d)), method="synthetic", calls_per_sample=1, warmup_calls=0,

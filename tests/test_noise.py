@@ -89,7 +89,8 @@ class FakeNvml:
     NVML_TEMPERATURE_GPU = 0
 
     def __init__(self, own_pid: int) -> None:
-        self.procs = {0: [SimpleNamespace(pid=own_pid, usedGpuMemory=2 << 30), SimpleNamespace(pid=4242, usedGpuMemory=None)],
+        self.procs = {0: [SimpleNamespace(pid=own_pid, usedGpuMemory=2 << 30),
+                          SimpleNamespace(pid=4242, usedGpuMemory=None)],
                       1: []}
 
     def nvmlDeviceGetCount(self) -> int:

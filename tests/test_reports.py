@@ -36,7 +36,7 @@ def _committed() -> list[str]:
     # a run folder has run.json (per-rank records of a multi-process run live under its ranks/)
     runs = sorted(str(p.parent) for p in PUBLISHED.rglob("run.json") if p.parent.parent.name != "ranks") \
         if PUBLISHED.exists() else []
-    return runs + ["train/V100"]  # a shipped reference: committed results in a workbook's layout
+    return [*runs, "train/V100"]  # a shipped reference: committed results in a workbook's layout
 
 
 def _check_format(src_label_count: int, fmt: str, path: Path, stdout: str) -> None:

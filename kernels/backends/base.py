@@ -110,5 +110,5 @@ class Backend(ABC):
         `precisions`: the run's, where the backend measures only those (CPU GEMMs)."""
         return {}
 
-    def release(self) -> None:
+    def release(self) -> None:  # noqa: B027 - a hook with nothing to do by default, not abstract
         """Free what the last kernel held before the next is prepared."""

@@ -103,7 +103,8 @@ def check_conv_nchw(y: np.ndarray, x: np.ndarray, w: np.ndarray, pad_h: int, pad
     xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad_h, pad_h), (pad_w, pad_w)))
     got, ref = [], []
     for n, k, oh, ow in conv_points(rng, *y.shape):
-        ref.append(conv_reference_at(xp, w, n, k, oh, ow, stride_h, stride_w) + (float(bias[k]) if bias is not None else 0.0))
+        shift = float(bias[k]) if bias is not None else 0.0
+        ref.append(conv_reference_at(xp, w, n, k, oh, ow, stride_h, stride_w) + shift)
         got.append(float(y[n, k, oh, ow]))
     return compare_points(np.array(got), np.array(ref), precision)
 

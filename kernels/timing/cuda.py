@@ -157,7 +157,8 @@ class ClockReader:
             return None
         n = self.nvml
         try:
-            fn = getattr(n, "nvmlDeviceGetCurrentClocksEventReasons", None) or n.nvmlDeviceGetCurrentClocksThrottleReasons
+            fn = (getattr(n, "nvmlDeviceGetCurrentClocksEventReasons", None)
+                  or n.nvmlDeviceGetCurrentClocksThrottleReasons)
             mask = int(fn(self.handle))
         except Exception:  # noqa: BLE001
             return None

@@ -117,7 +117,8 @@ def make_bundle(run_dir: Path, out: Path, vendor: VendorFields, force: bool = Fa
     digest = record.provenance.image_digest
     index = layout.SubmissionIndex(
         created_at=utcnow(), tool_version=__version__, run_id=plan.run_id, suite=plan.suite, platform=plan.platform,
-        backend=plan.backend, local=local, image_digest=digest, image=source, reproduce=reproduce_command(plan, local, digest),
+        backend=plan.backend, local=local, image_digest=digest, image=source,
+        reproduce=reproduce_command(plan, local, digest),
         verify=f"deepbench verify BUNDLE{' --local' if local else ''}", files=dict(layout.LAYOUT))
 
     _write_json(out / layout.SYSTEM, system.model_dump(mode="json"))
@@ -154,9 +155,11 @@ def readme(plan: Plan, record: RunRecord, system: SystemDescription, index: layo
     if index.image and index.image.registry:
         image += f"; in the registry as {index.image.registry}"
     vendor = system.vendor
+    by = (f"Submitted by {vendor.submitter}. " if vendor.submitter else "") + \
+        (f"System: {vendor.system_name}. " if vendor.system_name else "")
     return f"""# DeepBench submission {plan.run_id}
 
-{('Submitted by ' + vendor.submitter + '. ') if vendor.submitter else ''}{('System: ' + vendor.system_name + '. ') if vendor.system_name else ''}
+{by}
 {vendor.notes}
 
 | | |

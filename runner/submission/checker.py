@@ -324,7 +324,8 @@ def _check_run(b: Bundle, report: Report) -> None:
             report.add(layout.RUN, f"planned={run.planned} but plan.json holds {len(plan.items)} kernels")
         for attr in ("run_id", "suite", "platform", "backend"):
             if getattr(run, attr) != getattr(plan, attr):
-                report.add(layout.RUN, f"{attr} {getattr(run, attr)!r} differs from plan.json's {getattr(plan, attr)!r}")
+                report.add(layout.RUN,
+                           f"{attr} {getattr(run, attr)!r} differs from plan.json's {getattr(plan, attr)!r}")
     if run.plan_sha256 is not None and (report.root / layout.PLAN).is_file() \
             and sha256_file(report.root / layout.PLAN) != run.plan_sha256:
         report.add(layout.PLAN, "is not the plan the run started with (its SHA-256 differs from run.json's "

@@ -76,7 +76,8 @@ def main() -> None:
     for kid in KERNELS:
         for way in WAYS:
             key = (kid, way)
-            print(f"{kid:16} {way:6} {first[key]:9.1f} {second[key] / first[key]:8.3f} {third[key] / second[key]:16.3f}")
+            print(f"{kid:16} {way:6} {first[key]:9.1f} {second[key] / first[key]:8.3f} "
+                  f"{third[key] / second[key]:16.3f}")
     for way in WAYS:
         keys = [(k, way) for k in KERNELS]
         print(f"geomean {way}: 2nd/1st {statistics.geometric_mean([second[k] / first[k] for k in keys]):.3f}, "

@@ -28,8 +28,8 @@ GEMM and reduction), and the native graph loop over the profiler (`ng/prof`): ba
 pay the GPU's gap between two dependent kernels (0.1-0.3 us, H100), which a kernel's duration
 leaves out: several percent of a 3-5 us GEMM for a C++ loop as for an event timer (H100, the
 training GEMMs under 10 us: native-graph/profiler median 1.034, 43 of 163 above 1.05), which is
-why the harness times such calls by CUPTI. Under the profiler some large GEMMs run up to 20% slower than without it (H100), so
-harness/profiler below 1 there is the profiler's doing: the native loop agrees.
+why the harness times such calls by CUPTI. Under the profiler some large GEMMs run up to 20% slower than
+without it (H100), so harness/profiler below 1 there is the profiler's doing: the native loop agrees.
 
 A precision takes 5-7 minutes on an H100 either way (all four do not fit the lent GPU's 10 minutes
 a call), so the benchmark runs in parts and sums them up afterwards:
@@ -294,7 +294,8 @@ def main() -> int:
     ap.add_argument("--precisions", default=",".join(GEMM_PRECISIONS))
     ap.add_argument("--no-conv", action="store_true", help="leave out the convolution sample")
     ap.add_argument("--no-gemm", action="store_true", help="the convolution sample only")
-    ap.add_argument("--no-profiler", action="store_true", help="leave out the profiler's samples after each GEMM's measurement")
+    ap.add_argument("--no-profiler", action="store_true",
+                    help="leave out the profiler's samples after each GEMM's measurement")
     ap.add_argument("--no-repeat", action="store_true", help="with --no-profiler: leave out pass 2 (repeatability)")
     ap.add_argument("--no-kernel-time", action="store_true",
                     help="time short calls by events too, as deepbench-run --no-kernel-time does")
@@ -312,7 +313,8 @@ def main() -> int:
     settings = Settings(device="cuda", kernel_time=not args.no_kernel_time, **MODES["default"])
     profiling = settings.model_copy(update={"verify_timing": True})
     backend = TorchBackend(settings)
-    facts = {"device": backend.device_facts(), "software": backend.library_versions(), "settings": settings.model_dump()}
+    facts = {"device": backend.device_facts(), "software": backend.library_versions(),
+             "settings": settings.model_dump()}
     print(f"# device {facts['device']['name']}  {json.dumps(facts['software'])}", flush=True)
 
     gemms = [] if args.no_gemm else select("train", ops=["gemm"], limit=args.limit)

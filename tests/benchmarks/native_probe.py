@@ -82,7 +82,8 @@ def knob_round_trip() -> None:
         g.create_execution_plans([cudnn.heur_mode.A])
         g.build_plan_at_index(0)
         engine_id, knobs = g.get_engine_and_knobs_at_index(0)
-        print("engine", engine_id, "knobs", {str(k): (v, type(k).__name__, getattr(k, "value", None)) for k, v in knobs.items()},
+        print("engine", engine_id,
+              "knobs", {str(k): (v, type(k).__name__, getattr(k, "value", None)) for k, v in knobs.items()},
               "name", g.get_plan_name_at_index(0))
         g2, _ = graphs.build(cudnn, handle, kernel, Precision.FP16, "fwd")
         typed = knobs if attempt == "original" else {getattr(cudnn.knob_type, k.name): v for k, v in knobs.items()}

@@ -185,9 +185,9 @@ def convert_sheet(sheet: str, rows: list[list], set_name: str, cat: Catalog,
                 skipped.append(f"{sheet} row {i}: {kernel.id} has no time")
                 continue
             reason = "; ".join(f"{d}: {v}" for d, v in notes.items())
-            entries.append(ReferenceEntry(kernel_id=kernel.id, precision=precisions.get(op, "fp32"), precision_text=text,
-                                          status="unsupported", reason=f"published as {reason}", extra=extra,
-                                          sheet=sheet, row=i))
+            entries.append(ReferenceEntry(kernel_id=kernel.id, precision=precisions.get(op, "fp32"),
+                                          precision_text=text, status="unsupported", reason=f"published as {reason}",
+                                          extra=extra, sheet=sheet, row=i))
             continue
         entries.append(ReferenceEntry(
             kernel_id=kernel.id, precision=precisions[op], precision_text=text, times_ms=timed,

@@ -112,7 +112,8 @@ def prepare(backend: CublasBackend, kernel: GemmKernel, precision: Precision) ->
         run()  # cuBLAS refuses some int8 problems outright (lda, ldb not multiples of 4): unsupported, not failed
     except backend.lib.cuBLASError as exc:
         if "NOT_SUPPORTED" in str(exc):
-            raise Unsupported(f"cublasGemmEx refuses this {precision.value} problem (lda={lda}, ldb={ldb}): {exc}") from None
+            raise Unsupported(f"cublasGemmEx refuses this {precision.value} problem "
+                              f"(lda={lda}, ldb={ldb}): {exc}") from None
         raise
     part = TimedPart(
         direction="fwd", run=run, check=lambda: check_matmul(c, x, y, precision, ctx.generator),
@@ -121,7 +122,8 @@ def prepare(backend: CublasBackend, kernel: GemmKernel, precision: Precision) ->
               "blas_call": {"transa": "T" if kernel.a_t else "N", "transb": "T" if kernel.b_t else "N",
                             "m": m, "n": n, "k": k, "lda": lda, "ldb": ldb, "ldc": ldc},
               "types": "A/B {}, C {}, CUBLAS_{}".format(*CALLS[precision]),
-              "math_mode": "CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION", "algo": "CUBLAS_GEMM_DEFAULT (cuBLAS's heuristic; the call does not report its kernel)",
+              "math_mode": "CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION",
+              "algo": "CUBLAS_GEMM_DEFAULT (cuBLAS's heuristic; the call does not report its kernel)",
               "alpha": 1, "beta": 0},
         output=c,
     )

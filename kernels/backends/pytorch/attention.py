@@ -86,17 +86,18 @@ def time_named_backends(backend: Any, rule: StopRule, call: Callable[[], torch.T
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     entries: dict[str, dict] = {}
+    out: dict[str, torch.Tensor] = {}  # the last output; emptied for each backend, so none sees another's
+
+    def run() -> None:
+        out["y"] = call()
+
     for name, member in SDPA_BACKENDS.items():
         key = f"fwd_{name}"
         chosen = getattr(SDPBackend, member, None)
         if chosen is None:
             entries[key] = {"status": "unsupported", "reason": f"torch {torch.__version__} has no SDPBackend.{member}"}
             continue
-        out: dict[str, torch.Tensor] = {}
-
-        def run() -> None:
-            out["y"] = call()
-
+        out.clear()
         with sdpa_kernel(chosen):
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")

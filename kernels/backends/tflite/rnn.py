@@ -80,8 +80,8 @@ def prepare(ctx: TfliteContext, kernel: RnnKernel, precision: Precision) -> Prep
         operator = "UNIDIRECTIONAL_SEQUENCE_RNN"
         out = state + 1
     else:
-        tensors += [TensorSpec("h", (batch, hid), f32, variable=True), TensorSpec("c", (batch, hid), f32, variable=True),
-                    TensorSpec("y", (steps, batch, hid), f32)]
+        tensors += [TensorSpec("h", (batch, hid), f32, variable=True),
+                    TensorSpec("c", (batch, hid), f32, variable=True), TensorSpec("y", (steps, batch, hid), f32)]
         inputs = [NO_TENSOR] * LSTM_INPUTS
         inputs[0] = 0
         inputs[1:5], inputs[5:9], inputs[12:16] = w_idx, r_idx, b_idx
