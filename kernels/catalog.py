@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from functools import cache
 from importlib import resources
-from typing import Annotated, ClassVar, Literal, Union
+from typing import TYPE_CHECKING, Annotated, ClassVar, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -181,10 +181,13 @@ class AllReduceKernel(Kernel):
 from .layers import LAYER_KERNELS  # noqa: E402
 from .model_kernel import ModelKernel  # noqa: E402 - the whole-model run (kernels/model_kernel.py)
 
-AnyKernel = Annotated[
-    Union[(GemmKernel, ConvKernel, RnnKernel, SparseGemmKernel, AllReduceKernel, *LAYER_KERNELS, ModelKernel)],
-    Field(discriminator="op"),
-]
+if TYPE_CHECKING:  # the union is built from LAYER_KERNELS at run time; to a type checker, any kernel is a Kernel
+    AnyKernel = Kernel
+else:
+    AnyKernel = Annotated[
+        Union[(GemmKernel, ConvKernel, RnnKernel, SparseGemmKernel, AllReduceKernel, *LAYER_KERNELS, ModelKernel)],
+        Field(discriminator="op"),
+    ]
 KERNEL_ADAPTER: TypeAdapter = TypeAdapter(AnyKernel)
 KERNEL_CLASSES: dict[str, type[Kernel]] = {
     "gemm": GemmKernel, "conv": ConvKernel, "rnn": RnnKernel, "sparse_gemm": SparseGemmKernel,
@@ -194,7 +197,7 @@ KERNEL_CLASSES: dict[str, type[Kernel]] = {
 
 
 def _data(name: str) -> dict:
-    return json.loads(resources.files(__package__).joinpath("data", name).read_text())
+    return json.loads((resources.files(__package__) / "data" / name).read_text())
 
 
 @cache

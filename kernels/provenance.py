@@ -20,11 +20,11 @@ import subprocess
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-PROVENANCE_SCHEMA = "deepbench.provenance/1"
+PROVENANCE_SCHEMA: Final = "deepbench.provenance/1"
 GIT_TIMEOUT_S = 10.0
 MAX_CHANGED_PATHS = 50  # a modified tree lists at most this many paths (the count is kept)
 HASHED_SUFFIXES = (".py", ".json", ".md", ".txt", ".toml")  # package data included, bytecode not

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 
@@ -27,9 +27,9 @@ from .precision import PrecisionInfo
 from .provenance import Provenance
 from .system import SystemDescription
 
-RESULT_SCHEMA = "deepbench.result/1"
-RUN_SCHEMA = "deepbench.run/1"
-PLAN_SCHEMA = "deepbench.plan/1"
+RESULT_SCHEMA: Final = "deepbench.result/1"
+RUN_SCHEMA: Final = "deepbench.run/1"
+PLAN_SCHEMA: Final = "deepbench.plan/1"
 # Relative slack when re-deriving statistics from samples (JSON round-trips floats exactly,
 # so this only absorbs summation order).
 STATS_RTOL = 1e-9

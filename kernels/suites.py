@@ -45,7 +45,7 @@ def suite_kernels(suite: str, batch: int | None = None, seq: int | None = None) 
     if suite not in SUITES:
         raise SelectionError(f"unknown suite '{suite}' (choose from: {', '.join(SUITES)}, model:NAME)")
     if suite == "smoke":
-        data = json.loads(resources.files(__package__).joinpath("data", "smoke.json").read_text())
+        data = json.loads((resources.files(__package__) / "data" / "smoke.json").read_text())
         return [by_id()[i] for i in data["kernels"]]
     if suite == LAYERS_SET:
         return list(layer_suite())
@@ -56,7 +56,7 @@ def suite_kernels(suite: str, batch: int | None = None, seq: int | None = None) 
 def layer_suite() -> tuple[Kernel, ...]:
     """AI Matrix's layer-based benchmark as kernels, per operation in the data file's order (the
     index is the position in that operation's list, so ids stay put while the file does)."""
-    data = json.loads(resources.files(__package__).joinpath("data", "ai_matrix.json").read_text())
+    data = json.loads((resources.files(__package__) / "data" / "ai_matrix.json").read_text())
     out: list[Kernel] = []
     for op, entries in data["kernels"].items():
         cls = KERNEL_CLASSES[op]

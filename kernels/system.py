@@ -23,11 +23,11 @@ import subprocess
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SYSTEM_SCHEMA = "deepbench.system/1"
+SYSTEM_SCHEMA: Final = "deepbench.system/1"
 PROBE_TIMEOUT_S = 15.0  # an accelerator tool that hangs (a wedged driver) must not hang the harness
 GIB = 2**30
 # PCI vendor ids of the accelerators we name when no vendor tool is present (sysfs fallback).

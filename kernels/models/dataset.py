@@ -15,11 +15,11 @@ FLOPs and their fewest bytes instead, so FLOP totals compare with published MAC 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-DATASET_SCHEMA = "deepbench.operators/1"
+DATASET_SCHEMA: Final = "deepbench.operators/1"
 
 # Operator types, in report order. `elementwise`: binary add and mul (residual adds, RoPE's
 # products, SwiGLU's gate); `other` keeps the rest of element-wise, reductions and data movement

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict
 from rich.console import Console
@@ -54,7 +54,7 @@ from .image import obtain
 from .layout import SubmissionIndex
 from .show import print_report
 
-VERIFY_SCHEMA = "deepbench.verify/1"
+VERIFY_SCHEMA: Final = "deepbench.verify/1"
 DEFAULT_FLOOR = 0.10
 DEFAULT_NOISE_FACTOR = 3.0
 DEFAULT_CAP = 1.0
