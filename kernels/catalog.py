@@ -184,10 +184,9 @@ from .model_kernel import ModelKernel  # noqa: E402 - the whole-model run (kerne
 if TYPE_CHECKING:  # the union is built from LAYER_KERNELS at run time; to a type checker, any kernel is a Kernel
     AnyKernel = Kernel
 else:
-    AnyKernel = Annotated[
-        Union[(GemmKernel, ConvKernel, RnnKernel, SparseGemmKernel, AllReduceKernel, *LAYER_KERNELS, ModelKernel)],
-        Field(discriminator="op"),
-    ]
+    _KERNEL_TYPES = (GemmKernel, ConvKernel, RnnKernel, SparseGemmKernel, AllReduceKernel, *LAYER_KERNELS, ModelKernel)
+    # Union[tuple] is the union of the tuple's types; ruff's UP007 fix would drop the Union, not spell it X | Y.
+    AnyKernel = Annotated[Union[_KERNEL_TYPES], Field(discriminator="op")]  # noqa: UP007
 KERNEL_ADAPTER: TypeAdapter = TypeAdapter(AnyKernel)
 KERNEL_CLASSES: dict[str, type[Kernel]] = {
     "gemm": GemmKernel, "conv": ConvKernel, "rnn": RnnKernel, "sparse_gemm": SparseGemmKernel,

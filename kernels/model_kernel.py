@@ -12,7 +12,7 @@ runtime fuses, which is what is being measured).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Final, Literal
 
 from pydantic import Field
 
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 MODEL_OP = "model"
 MODEL_TITLE = "Whole model (inference forward pass)"
-MODEL_SET = "model"
+MODEL_SET: Final = "model"
 
 # Relative Frobenius-norm error of a whole model's output against a float64 forward of the same
 # weights and input, per precision. Looser than one operator's TOLERANCE (kernels/precision.py):

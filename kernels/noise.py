@@ -193,7 +193,7 @@ def gpu_states(nv: Any) -> tuple[GpuState, ...]:
 
 def _nvml_gpus() -> tuple[GpuState, ...]:
     try:
-        import pynvml  # type: ignore[import-not-found]  # optional: nvidia-ml-py
+        import pynvml  # optional: nvidia-ml-py
 
         pynvml.nvmlInit()
     except Exception:  # noqa: BLE001 - no NVML, no NVIDIA driver: no GPU state

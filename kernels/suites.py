@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from importlib import resources
+from typing import Any, Final
 
 from .catalog import KERNEL_CLASSES, Kernel, by_id, catalog
 
@@ -26,7 +27,7 @@ SUITES: dict[str, str | None] = {
     "smoke": None,
     "layers": None,  # AI Matrix's layer lists (data/ai_matrix.json), set "layers"
 }
-LAYERS_SET = "layers"
+LAYERS_SET: Final = "layers"
 
 
 class SelectionError(ValueError):
@@ -99,7 +100,7 @@ def parse_ops(text: str | None) -> list[str] | None:
     return ops
 
 
-_COMPARATORS: dict[str, Callable[[object, object], bool]] = {
+_COMPARATORS: dict[str, Callable[[Any, Any], bool]] = {
     "<=": operator.le, ">=": operator.ge, "!=": operator.ne, "=": operator.eq, "<": operator.lt, ">": operator.gt,
 }
 _WHERE = re.compile(r"^\s*([a-z_]+)\s*(<=|>=|!=|=|<|>)\s*(\S+)\s*$")

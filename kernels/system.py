@@ -226,7 +226,7 @@ def _run(cmd: list[str]) -> str:
 # ----- NVIDIA: NVML through pynvml (nvidia-ml-py), else nvidia-smi ----------------------------------
 def _nvidia(notes: list[str]) -> list[Accelerator]:
     try:
-        import pynvml  # type: ignore[import-not-found]
+        import pynvml
     except ImportError:
         pynvml = None
     if pynvml is not None:
@@ -313,7 +313,7 @@ def _num(text: Any, scale: float = 1.0) -> float | None:
 # ----- AMD: amdsmi, else rocm-smi ---------------------------------------------------------------
 def _amd(notes: list[str]) -> list[Accelerator]:
     try:
-        import amdsmi  # type: ignore[import-not-found]
+        import amdsmi
     except ImportError:
         amdsmi = None
     if amdsmi is not None:

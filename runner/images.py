@@ -111,7 +111,7 @@ def build(client: docker.DockerClient, platform: Platform, tag: str, base_image:
         labels[LABEL_BASE_ID] = present.id
     buildargs = {"BASE_IMAGE": base, "VERSION": __version__, "REVISION": _revision()}
     with tempfile.TemporaryFile() as context:
-        build_context(platform, wheels, context)  # type: ignore[arg-type]
+        build_context(platform, wheels, context)
         log(f"building {tag} for {platform.name} ({platform.platform_arch}) on {base}"
             + (f", offline from {len(wheels)} locked wheels" if wheelhouse else ", online"))
         image_id = ""

@@ -80,9 +80,10 @@ def check_batched_matmul(out: np.ndarray, x: np.ndarray, y: np.ndarray, precisio
     """out[i] should equal x[i] @ y[i] (check_batch_ends)."""
     return check_batch_ends(lambda i: check_matmul(out[i], x[i], y[i], precision, rng), len(out))
 
-def conv_points(rng: np.random.Generator, *sizes: int) -> list[tuple[int, ...]]:
-    cols = [rng.integers(0, s, size=CONV_CHECK_POINTS).tolist() for s in sizes]
-    return list(zip(*cols, strict=False))
+def conv_points(rng: np.random.Generator, n: int, k: int, oh: int, ow: int) -> list[tuple[int, int, int, int]]:
+    """CONV_CHECK_POINTS random output positions (n, k, oh, ow) of an (N, K, OH, OW) output."""
+    cols = [rng.integers(0, s, size=CONV_CHECK_POINTS).tolist() for s in (n, k, oh, ow)]
+    return list(zip(*cols, strict=True))
 
 
 def conv_reference_at(x_padded: np.ndarray, w: np.ndarray, n: int, k: int, oh: int, ow: int,

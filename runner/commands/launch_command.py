@@ -165,7 +165,7 @@ class Layout:
 
 def _same_file(path: str, name: str) -> bool:
     found = shutil.which(name)
-    return bool(found) and os.path.realpath(found) == os.path.realpath(path)
+    return found is not None and os.path.realpath(found) == os.path.realpath(path)
 
 
 def _docker(platform: Platform, image: str, out: str, env: list[str]) -> str:

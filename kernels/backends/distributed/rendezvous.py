@@ -73,7 +73,7 @@ class RankPlace:
 # ----- the interface that reaches the master ---------------------------------------------------------
 def resolve(host: str, port: int) -> str:
     """The address a TCP connection to host:port would use first."""
-    return socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][4][0]
+    return str(socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][4][0])
 
 
 def source_address(address: str, port: int = 9) -> str:
