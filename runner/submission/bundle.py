@@ -126,8 +126,8 @@ def make_bundle(run_dir: Path, out: Path, vendor: VendorFields, force: bool = Fa
         _write_json(out / layout.HOST_SYSTEM, record.host_system.model_dump(mode="json"))
     for src, dst in ((PLAN_FILE, layout.PLAN), (RUN_FILE, layout.RUN), (RESULTS_FILE, layout.RESULTS)):
         shutil.copyfile(run_dir / src, out / dst)
-    log = run_dir / LOG_FILE
-    (out / layout.HARNESS_LOG).write_bytes(log.read_bytes() if log.is_file() else b"")
+    harness_log = run_dir / LOG_FILE
+    (out / layout.HARNESS_LOG).write_bytes(harness_log.read_bytes() if harness_log.is_file() else b"")
     (out / layout.README).write_text(readme(plan, record, system, index))
     _write_json(out / layout.INDEX, index.model_dump(mode="json"))
     write_manifest(out)

@@ -40,6 +40,7 @@ from pydantic import BaseModel, ValidationError
 
 from ...kernels import __version__
 from ...kernels.backends import result_backends
+from ...kernels.catalog import RnnKernel
 from ...kernels.harness.execute import NOISY_REL_IQR
 from ...kernels.model_kernel import MODEL_TOLERANCE
 from ...kernels.precision import PRECISIONS, TRANSFORM_TOLERANCE, Precision, recurrence_tolerance, tolerance
@@ -410,8 +411,8 @@ def _check_scope(b: Bundle, report: Report) -> None:
     if prov is not None:
         if prov.suite_sha256 != items_sha256(plan.items):
             report.add(layout.PLAN, "its kernels differ from those the run recorded (provenance.suite_sha256)")
-        frozen = frozen_suite_sha256(plan.suite, plan.selection)
-        if frozen is not None and prov.frozen_suite_sha256 != frozen:
+        frozen_sha = frozen_suite_sha256(plan.suite, plan.selection)
+        if frozen_sha is not None and prov.frozen_suite_sha256 != frozen_sha:
             report.add(layout.RUN, f"suite {plan.suite} was defined differently when this was run "
                                    f"(deepbench {prov.tool_version}) than in this checker's "
                                    f"(frozen_suite_sha256 differs): completeness cannot be judged")
@@ -429,15 +430,15 @@ def _check_results(b: Bundle, report: Report) -> None:
     planned = {i.id: i for i in plan.items} if plan else {}
     if plan is not None:
         for item_id, item in planned.items():
-            r = by_result.get(item_id)
-            if r is None:
+            got = by_result.get(item_id)
+            if got is None:
                 if b.results_valid:  # else the invalid lines are reported already
                     report.add(item_id, "has no result in results.jsonl (a kernel of the declared scope is missing)")
                 continue
-            if r.kernel != item.kernel or r.precision != _precision_info(item.precision):
+            if got.kernel != item.kernel or got.precision != _precision_info(item.precision):
                 report.add(item_id, "its kernel or precision differs from the plan's")
-            if r.backend not in result_backends(plan.backend):
-                report.add(item_id, f"was run by backend {r.backend!r}, the plan says {plan.backend!r}")
+            if got.backend not in result_backends(plan.backend):
+                report.add(item_id, f"was run by backend {got.backend!r}, the plan says {plan.backend!r}")
         for r in b.results:
             if r.id not in planned:
                 report.add(r.id, "is a result for a kernel the plan does not hold")
@@ -485,7 +486,7 @@ def tolerance_bound(r: KernelResult, direction: str) -> float:
     or for convolutions the Winograd/FFT one, for the rest; the whole-model one for models."""
     p = r.precision.name
     k = r.kernel
-    if r.op == "rnn":
+    if isinstance(k, RnnKernel):  # r.op == "rnn"
         return recurrence_tolerance(p, k.hidden, k.batch, k.timesteps, direction)
     bound = tolerance(p, reduction=getattr(k, "k", 1) if isinstance(getattr(k, "k", None), int) else 1)
     if r.op == "conv":

@@ -108,6 +108,7 @@ def _direction(backend: CudnnBackend, kk: ConvKernel, precision: Precision, dire
         chosen, record = candidates[0], {**candidates[0].record(), "chosen_by": f"pinned (--cudnn-engine {pin})"}
     else:
         warm_info: dict[str, Any] = {}
+        assert backend.cuda is not None, "a cuDNN backend has its CUDA device once its binding loaded"
         backend.cuda.warm(warm_info)  # candidates are timed on a GPU at its working temperature, as measurements are
         chosen, record = _choose(candidates, lambda: plan(compiled=True), runner, check_engine, direction, precision,
                                  kk)
