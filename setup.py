@@ -20,4 +20,5 @@ def deepbench_packages() -> list[str]:
     return sorted(f"{NAMESPACE}.{name}" for name in found)
 
 
-setup(packages=deepbench_packages())
+if __name__ == "__main__":  # as setuptools runs it; tests import the list without building
+    setup(packages=deepbench_packages())
