@@ -96,7 +96,7 @@ def lock_sha256(platform: Platform) -> str:
 
 def target(platform: Platform) -> tuple[str, str]:
     """(CPython version, uv's platform) the platform's lock is resolved for, from its uv.toml."""
-    import tomllib  # Python 3.11 on: here only, so the package still imports on 3.10
+    import tomllib  # type: ignore[import-not-found,unused-ignore]  # 3.11 on: here only, so 3.10 imports the package
 
     path = vendor_dir(platform) / UV_CONFIG
     try:
@@ -111,7 +111,8 @@ def stale(platform: Platform, lock: Path | None = None) -> list[str]:
     lock is current), and any host-only library it holds."""
     pins = {p.name: p for p in read_lock(lock or lock_path(platform))}
     python, _ = target(platform)
-    env = {**default_environment(), "python_version": python, "python_full_version": f"{python}.0"}
+    env = {key: str(value) for key, value in default_environment().items()}  # all strings already
+    env.update(python_version=python, python_full_version=f"{python}.0")
     problems = []
     for line in _logical_lines((vendor_dir(platform) / INPUT_FILE).read_text()):
         req = Requirement(line)

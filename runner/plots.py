@@ -15,7 +15,7 @@ like what it is; a chart of hundreds of kernels shows the TOP_N that take the lo
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import plotly.graph_objects as go
 
@@ -150,7 +150,8 @@ def speedups(title: str, labels: Sequence[str], base_us: Sequence[float], ratios
     return div(fig, div_id)
 
 
-def grouped_bars(title: str, groups: Sequence[str], series: dict[str, Sequence[float]], axis: str, div_id: str) -> str:
+def grouped_bars(title: str, groups: Sequence[str], series: Mapping[str, Sequence[float]], axis: str,
+                 div_id: str) -> str:
     """Counts side by side per group (e.g. kernels each source ran fastest, per operation)."""
     fig = go.Figure([go.Bar(x=list(groups), y=list(values), name=name) for name, values in series.items()])
     fig.update_yaxes(title=axis, rangemode="tozero")

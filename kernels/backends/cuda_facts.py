@@ -181,5 +181,5 @@ def roofline(flops: float, min_bytes: float, median_us: float, precision: Precis
         bounds["memory"] = min_bytes / (bw * 1e9) * 1e6
     if not bounds or median_us <= 0:
         return {}
-    kind = max(bounds, key=bounds.get)
+    kind = max(bounds, key=bounds.__getitem__)
     return {"bound": kind, "bound_us": bounds[kind], "pct_of_peak": 100.0 * bounds[kind] / median_us}
