@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from ..kernels.catalog import AllReduceKernel
 from ..kernels.results import KernelResult, Status
 
 HEADERS = ["set", "floats", "ranks", "library",
@@ -44,6 +45,7 @@ def all_reduce_rows(results: Iterable[KernelResult], set_short: dict[str, str], 
         library = r.info.get("library")
         library = library.get("collective_library", r.backend) if isinstance(library, dict) else (library or r.backend)
         ranks = r.info.get("ranks", "")
+        assert isinstance(r.kernel, AllReduceKernel), "the collective table lists all-reduce results"
         rows.append([set_short.get(r.set, r.set), str(r.kernel.floats), str(ranks), str(library),
                      *_figures(in_place, fmt_us, fmt_num, ranks), *_figures(out, fmt_us, fmt_num, ranks), status(r)])
     return rows

@@ -156,7 +156,7 @@ def _html(cmp: Comparison, tables: list[Table], summary: Table, only: list[Table
     for t in tables:
         charts = []
         for i, other in enumerate(cmp.others):
-            rs = [(r, r.ratios[i]) for r in cmp.rows if r.any.kernel.op == t.op and r.ratios[i] is not None]
+            rs = [(r, ratio) for r in cmp.rows if r.any.kernel.op == t.op and (ratio := r.ratios[i]) is not None]
             chart = speedups(f"{t.op}: {versus(other, cmp.base)}<br>per kernel; above 1: {other.label} is faster",
                              [f"{r.any.kernel.label()} {r.any.precision}" for r, _ in rs], [x.base_us for _, x in rs],
                              [x.ratio for _, x in rs], [x.verdict for _, x in rs], [phrase(x) for _, x in rs],

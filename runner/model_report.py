@@ -20,8 +20,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from ..kernels.results import PLAN_FILE, RUN_FILE, KernelResult, PartResult, Plan, RunRecord, Status
 from .errors import UserError
@@ -72,7 +73,7 @@ class TypeShare:
     @property
     def bound(self) -> str | None:
         """The roofline limit under which most of the type's measured time falls."""
-        return max(self.bound_time_us, key=self.bound_time_us.get) if self.bound_time_us else None
+        return max(self.bound_time_us, key=self.bound_time_us.__getitem__) if self.bound_time_us else None
 
     @property
     def pct_of_roof(self) -> float | None:
@@ -141,7 +142,7 @@ def part_roof(part: PartResult, precision: str, ceilings: dict[str, float]) -> t
         times[MEMORY] = part.min_bytes / (bw * GBPS) / US
     if not times:
         return None
-    kind = max(times, key=times.get)
+    kind = max(times, key=times.__getitem__)
     return kind, times[kind]
 
 
@@ -245,7 +246,7 @@ class ModelRun:
         return name
 
 
-def _record(path: Path, model: type, what: str):
+def _record(path: Path, model: type[BaseModel], what: str) -> Any:
     if not path.exists():
         return None
     try:

@@ -101,8 +101,8 @@ def write_workbook(source: Source, path: Path) -> None:
     specs.append(["Source", source.label])
     for k, v in source.specs.items():
         specs.append([k, v])
-    for k, v in source.ceilings.items():
-        specs.append([f"measured ceiling {k}", v])
+    for name, value in source.ceilings.items():
+        specs.append([f"measured ceiling {name}", value])
     for row in specs.iter_rows():
         row[0].font = BOLD
     _fit_columns(specs)
