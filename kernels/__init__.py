@@ -6,4 +6,4 @@ Everything here except `harness` and `backends` imports without PyTorch, so the 
 
 __version__ = "0.1.0"
 
-from . import catalog  # noqa: E402,F401
+from . import catalog  # noqa: F401

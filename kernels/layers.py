@@ -195,7 +195,7 @@ class ElementwiseKernel(Kernel):
     b_elements: int = Field(gt=0)
 
     @model_validator(mode="after")
-    def _broadcasts(self) -> "ElementwiseKernel":
+    def _broadcasts(self) -> ElementwiseKernel:
         for name, n in (("a_elements", self.a_elements), ("b_elements", self.b_elements)):
             if self.elements % n:
                 raise ValueError(f"{name}={n} does not divide elements={self.elements} (no broadcast)")
@@ -214,7 +214,8 @@ class ElementwiseKernel(Kernel):
         cols = min(self.a_elements, self.b_elements)
         if max(self.a_elements, self.b_elements) != self.elements:
             raise ValueError(f"operands of {self.a_elements} and {self.b_elements} elements broadcast to "
-                             f"{self.elements} in a pattern no backend lays out (one operand must be the output's size)")
+                             f"{self.elements} in a pattern no backend lays out "
+                             "(one operand must be the output's size)")
         rows = self.elements // cols
         a, b = ((rows, cols) if n == self.elements else (cols,) for n in (self.a_elements, self.b_elements))
         return (rows, cols), a, b

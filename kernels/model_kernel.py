@@ -12,7 +12,7 @@ runtime fuses, which is what is being measured).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Final, Literal
 
 from pydantic import Field
 
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 MODEL_OP = "model"
 MODEL_TITLE = "Whole model (inference forward pass)"
-MODEL_SET = "model"
+MODEL_SET: Final = "model"
 
 # Relative Frobenius-norm error of a whole model's output against a float64 forward of the same
 # weights and input, per precision. Looser than one operator's TOLERANCE (kernels/precision.py):
@@ -64,7 +64,7 @@ class ModelKernel(Kernel):
         return float(self.parameters * INPUT_BYTES[precision])
 
 
-def whole_model_kernel(ds: "OperatorDataset") -> ModelKernel | None:
+def whole_model_kernel(ds: OperatorDataset) -> ModelKernel | None:
     """The whole-model kernel for a dataset whose model is registered (it has a builder); None
     for a dataset file of a model this tool cannot build."""
     from .models import MODELS

@@ -23,9 +23,10 @@ stays empty. Nothing here imports PyTorch; the NVML module is passed in so that 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -166,8 +167,8 @@ def gpu_states(nv: Any) -> tuple[GpuState, ...]:
         except Exception:  # noqa: BLE001 - a query this GPU or driver lacks stays empty
             return None
 
-    out = []
-    for i in range(nv.nvmlDeviceGetCount()):
+    def state(i: int) -> GpuState:
+        """One GPU's state (a function of its own, so the queries' closures hold this GPU's handle)."""
         h = nv.nvmlDeviceGetHandleByIndex(i)
         procs = get(lambda: nv.nvmlDeviceGetComputeRunningProcesses(h)) or []
         reasons_fn = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
@@ -175,7 +176,7 @@ def gpu_states(nv: Any) -> tuple[GpuState, ...]:
         mask = get(lambda: int(reasons_fn(h))) if reasons_fn else None
         util = get(lambda: nv.nvmlDeviceGetUtilizationRates(h))
         persistence = get(lambda: nv.nvmlDeviceGetPersistenceMode(h))
-        out.append(GpuState(
+        return GpuState(
             index=i,
             processes=tuple(GpuProcess(pid=int(p.pid), used_mib=None if getattr(p, "usedGpuMemory", None) is None
                                        else round(p.usedGpuMemory / MIB, 1)) for p in procs),
@@ -185,13 +186,14 @@ def gpu_states(nv: Any) -> tuple[GpuState, ...]:
             utilization_pct=None if util is None else float(util.gpu),
             temperature_c=get(lambda: float(nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU))),
             slowdown=() if mask is None else tuple(n for n, bit in DOUBTFUL_REASONS.items() if mask & bit),
-            power_capped=None if mask is None else bool(mask & POWER_CAP_BIT)))
-    return tuple(out)
+            power_capped=None if mask is None else bool(mask & POWER_CAP_BIT))
+
+    return tuple(state(i) for i in range(nv.nvmlDeviceGetCount()))
 
 
 def _nvml_gpus() -> tuple[GpuState, ...]:
     try:
-        import pynvml  # type: ignore[import-not-found]  # optional: nvidia-ml-py
+        import pynvml  # optional: nvidia-ml-py
 
         pynvml.nvmlInit()
     except Exception:  # noqa: BLE001 - no NVML, no NVIDIA driver: no GPU state

@@ -14,9 +14,10 @@ timed beside it and is not part of the sum).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Mapping
+from typing import Any
 
 
 class Rate(str, Enum):

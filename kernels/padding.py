@@ -69,7 +69,7 @@ def gemm_shape(m: int, n: int, k: int, a_t: bool, b_t: bool, precision: Precisio
     multiple = TENSOR_CORE_MULTIPLE.get(precision)
     if multiple is None:
         return sizes
-    return _padded(sizes, {name: multiple for name in GEMM_PADDED_DIMS[(a_t, b_t)]})
+    return _padded(sizes, dict.fromkeys(GEMM_PADDED_DIMS[a_t, b_t], multiple))
 
 
 def conv_shape(n: int, c: int, h: int, w: int, k: int, precision: Precision) -> dict[str, int]:
@@ -77,7 +77,7 @@ def conv_shape(n: int, c: int, h: int, w: int, k: int, precision: Precision) -> 
     and strides are never changed)."""
     sizes = {"n": n, "c": c, "h": h, "w": w, "k": k}
     if precision is Precision.INT8:
-        spatial = _padded(sizes, {d: CONV_INT8_SPATIAL_MULTIPLE for d in ("c", "h", "w")})
+        spatial = _padded(sizes, dict.fromkeys(("c", "h", "w"), CONV_INT8_SPATIAL_MULTIPLE))
         return _padded(spatial, {"c": CONV_INT8_CHANNEL_MULTIPLE, "k": CONV_INT8_CHANNEL_MULTIPLE})
     multiple = TENSOR_CORE_MULTIPLE.get(precision)
     if multiple is None:

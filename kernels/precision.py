@@ -81,7 +81,7 @@ ACCUMULATE_ROUNDOFF = 2.0**-24
 TOLERANCE_MARGIN = 4.0
 
 
-def tolerance(precision: "Precision", reduction: int = 1, steps: int = 0) -> float:
+def tolerance(precision: Precision, reduction: int = 1, steps: int = 0) -> float:
     """The error a correct computation stays within: MARGIN x the expected relative error, never
     below the precision's floor (TOLERANCE), exact (0) for integers.
 
@@ -98,7 +98,7 @@ def tolerance(precision: "Precision", reduction: int = 1, steps: int = 0) -> flo
     return max(floor, TOLERANCE_MARGIN * expected)
 
 
-def recurrence_tolerance(precision: "Precision", hidden: int, batch: int, timesteps: int, direction: str) -> float:
+def recurrence_tolerance(precision: Precision, hidden: int, batch: int, timesteps: int, direction: str) -> float:
     """An RNN check's tolerance. Forward, each state is one step's GEMM (a reduction over the hidden
     size) rounded once, and earlier states' rounding decays through the gates. Backward, the
     recurrent weight gradient sums one outer product per time step (a reduction over batch x

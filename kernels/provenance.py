@@ -19,10 +19,11 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 

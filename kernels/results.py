@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
-from typing import Any, Iterable, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 from pydantic.fields import FieldInfo
@@ -27,9 +28,9 @@ from .precision import Precision, PrecisionInfo
 from .provenance import Provenance
 from .system import SystemDescription
 
-RESULT_SCHEMA = "deepbench.result/1"
-RUN_SCHEMA = "deepbench.run/1"
-PLAN_SCHEMA = "deepbench.plan/1"
+RESULT_SCHEMA: Final = "deepbench.result/1"
+RUN_SCHEMA: Final = "deepbench.run/1"
+PLAN_SCHEMA: Final = "deepbench.plan/1"
 # Relative slack when re-deriving statistics from samples (JSON round-trips floats exactly,
 # so this only absorbs summation order).
 STATS_RTOL = 1e-9
@@ -68,7 +69,7 @@ class TimeStats(Frozen):
         return (self.p75 - self.p25) / self.median if self.median > 0 else math.inf
 
     @classmethod
-    def of(cls, samples: Iterable[float]) -> "TimeStats":
+    def of(cls, samples: Iterable[float]) -> TimeStats:
         xs = sorted(samples)
         if not xs:
             raise ValueError("no samples")
@@ -77,7 +78,7 @@ class TimeStats(Frozen):
                    p25=q[0], p75=q[2], n=len(xs))
 
     @classmethod
-    def total(cls, parts: Iterable["TimeStats"]) -> "TimeStats":
+    def total(cls, parts: Iterable[TimeStats]) -> TimeStats:
         """The kernel's total over its directions: each statistic summed (medians of the
         parts, not the median of a sum: the directions are measured separately)."""
         ps = list(parts)
@@ -85,7 +86,7 @@ class TimeStats(Frozen):
                    mean=sum(p.mean for p in ps), p25=sum(p.p25 for p in ps), p75=sum(p.p75 for p in ps),
                    n=min(p.n for p in ps))
 
-    def close_to(self, other: "TimeStats") -> bool:
+    def close_to(self, other: TimeStats) -> bool:
         return self.n == other.n and all(
             math.isclose(getattr(self, f), getattr(other, f), rel_tol=STATS_RTOL, abs_tol=1e-12)
             for f in ("median", "min", "max", "mean", "p25", "p75"))
@@ -109,13 +110,13 @@ class Measurement(Frozen):
     clocks_mhz: tuple[float, ...] = Field((), description="SM clock read beside the samples, where readable")
 
     @model_validator(mode="after")
-    def _stats_match_samples(self) -> "Measurement":
+    def _stats_match_samples(self) -> Measurement:
         if not self.stats.close_to(TimeStats.of(self.samples_us)):
             raise ValueError("stats do not match samples_us")
         return self
 
     @classmethod
-    def of(cls, samples_us: Iterable[float], **kw: Any) -> "Measurement":
+    def of(cls, samples_us: Iterable[float], **kw: Any) -> Measurement:
         xs = tuple(float(x) for x in samples_us)
         return cls(samples_us=xs, stats=TimeStats.of(xs), **kw)
 
@@ -174,7 +175,7 @@ class ResultFields(Frozen):
     ended_at: datetime
 
     @model_validator(mode="after")
-    def _consistent(self) -> "ResultFields":
+    def _consistent(self) -> ResultFields:
         if self.status is Status.OK:
             if not self.parts or self.time_us is None or self.check is None:
                 raise ValueError("an ok result needs parts, time_us and check")
@@ -214,8 +215,9 @@ def drop_derived(data: Any) -> Any:
         kernel = data.get("kernel")
         derived = {k: data.pop(k) for k in DERIVED_KEYS if k in data}
         if isinstance(kernel, dict):
+            not_params = ("op", "set", "index", "application", "count")
             expected = {"op": kernel.get("op"), "set": kernel.get("set"),
-                        "params": {k: v for k, v in kernel.items() if k not in ("op", "set", "index", "application", "count")}}
+                        "params": {k: v for k, v in kernel.items() if k not in not_params}}
             for key, value in derived.items():
                 if value != expected[key]:
                     raise ValueError(f"{key} does not match the kernel")
@@ -235,7 +237,8 @@ class Settings(Frozen):
     """How kernels are measured: user tunables, recorded in every plan and run."""
 
     mode: Literal["fast", "default", "rigorous"] = "default"
-    target_rel_precision: float = Field(0.01, gt=0, description="stop when the median's 95% CI half-width is below this")
+    target_rel_precision: float = Field(0.01, gt=0,
+                                        description="stop when the median's 95% CI half-width is below this")
     min_samples: int = Field(5, ge=1)
     max_samples: int = Field(1000, ge=1)
     time_cap_s: float = Field(1.0, gt=0, description="per direction, after calibration")
@@ -331,7 +334,8 @@ class RunRecord(Frozen):
     device: dict[str, Any] = Field(default_factory=dict)
     host: dict[str, Any] = Field(default_factory=dict)
     software: dict[str, str] = Field(default_factory=dict)
-    ceilings: dict[str, float] = Field(default_factory=dict, description="measured peaks: tflops_<precision>, gbps_copy")
+    ceilings: dict[str, float] = Field(default_factory=dict,
+                                       description="measured peaks: tflops_<precision>, gbps_copy")
     provenance: Provenance = Field(default_factory=Provenance)
     system: SystemDescription | None = Field(None, description="where the kernels ran (collected by the harness)")
     host_system: SystemDescription | None = Field(None, description="the host that launched them (the runner)")

@@ -19,12 +19,14 @@ error; the pieces are os.write, os.fsync and os.ftruncate, and their order is th
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .results import KernelResult
@@ -84,10 +86,8 @@ def write_atomic(path: Path, text: str | bytes) -> None:
             os.close(fd)
         os.replace(tmp, path)
     except BaseException as exc:
-        try:
+        with contextlib.suppress(OSError):
             tmp.unlink()
-        except OSError:
-            pass
         if isinstance(exc, OSError):
             raise WriteFailed(path, exc, len(data)) from exc
         raise
@@ -122,7 +122,7 @@ def append_line(path: Path, line: bytes) -> None:
         os.close(fd)
 
 
-def append_result(path: Path, result: "KernelResult") -> None:
+def append_result(path: Path, result: KernelResult) -> None:
     """Append one record and force it to disk: an interruption never loses a finished kernel,
     and a failed write leaves no partial line."""
     append_line(path, (result.model_dump_json() + "\n").encode())
@@ -180,13 +180,13 @@ class Rejected:
 class Scan:
     """Every line of a results file, sorted."""
 
-    records: list[tuple[int, "KernelResult", bytes]] = field(default_factory=list)  # line, record, its bytes
+    records: list[tuple[int, KernelResult, bytes]] = field(default_factory=list)  # line, record, its bytes
     damaged: list[Rejected] = field(default_factory=list)
     fragment: Rejected | None = None
     salvaged: list[int] = field(default_factory=list)  # lines whose record was found behind a fragment
 
     @property
-    def results(self) -> list["KernelResult"]:
+    def results(self) -> list[KernelResult]:
         return [r for _, r, _ in self.records]
 
     @property

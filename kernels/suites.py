@@ -12,10 +12,11 @@ from __future__ import annotations
 import json
 import operator
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from importlib import resources
-from typing import Callable, Sequence
+from typing import Any, Final
 
 from .catalog import KERNEL_CLASSES, Kernel, by_id, catalog
 
@@ -26,7 +27,7 @@ SUITES: dict[str, str | None] = {
     "smoke": None,
     "layers": None,  # AI Matrix's layer lists (data/ai_matrix.json), set "layers"
 }
-LAYERS_SET = "layers"
+LAYERS_SET: Final = "layers"
 
 
 class SelectionError(ValueError):
@@ -45,7 +46,7 @@ def suite_kernels(suite: str, batch: int | None = None, seq: int | None = None) 
     if suite not in SUITES:
         raise SelectionError(f"unknown suite '{suite}' (choose from: {', '.join(SUITES)}, model:NAME)")
     if suite == "smoke":
-        data = json.loads(resources.files(__package__).joinpath("data", "smoke.json").read_text())
+        data = json.loads((resources.files(__package__) / "data" / "smoke.json").read_text())
         return [by_id()[i] for i in data["kernels"]]
     if suite == LAYERS_SET:
         return list(layer_suite())
@@ -56,7 +57,7 @@ def suite_kernels(suite: str, batch: int | None = None, seq: int | None = None) 
 def layer_suite() -> tuple[Kernel, ...]:
     """AI Matrix's layer-based benchmark as kernels, per operation in the data file's order (the
     index is the position in that operation's list, so ids stay put while the file does)."""
-    data = json.loads(resources.files(__package__).joinpath("data", "ai_matrix.json").read_text())
+    data = json.loads((resources.files(__package__) / "data" / "ai_matrix.json").read_text())
     out: list[Kernel] = []
     for op, entries in data["kernels"].items():
         cls = KERNEL_CLASSES[op]
@@ -99,7 +100,7 @@ def parse_ops(text: str | None) -> list[str] | None:
     return ops
 
 
-_COMPARATORS: dict[str, Callable[[object, object], bool]] = {
+_COMPARATORS: dict[str, Callable[[Any, Any], bool]] = {
     "<=": operator.le, ">=": operator.ge, "!=": operator.ne, "=": operator.eq, "<": operator.lt, ">": operator.gt,
 }
 _WHERE = re.compile(r"^\s*([a-z_]+)\s*(<=|>=|!=|=|<|>)\s*(\S+)\s*$")

@@ -20,13 +20,14 @@ import os
 import platform
 import shutil
 import subprocess
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SYSTEM_SCHEMA = "deepbench.system/1"
+SYSTEM_SCHEMA: Final = "deepbench.system/1"
 PROBE_TIMEOUT_S = 15.0  # an accelerator tool that hangs (a wedged driver) must not hang the harness
 GIB = 2**30
 # PCI vendor ids of the accelerators we name when no vendor tool is present (sysfs fallback).
@@ -225,7 +226,7 @@ def _run(cmd: list[str]) -> str:
 # ----- NVIDIA: NVML through pynvml (nvidia-ml-py), else nvidia-smi ----------------------------------
 def _nvidia(notes: list[str]) -> list[Accelerator]:
     try:
-        import pynvml  # type: ignore[import-not-found]
+        import pynvml
     except ImportError:
         pynvml = None
     if pynvml is not None:
@@ -248,9 +249,9 @@ def _text(value: Any) -> str:
 
 
 def _nvml(nv: Any) -> list[Accelerator]:
-    def get(fn: Callable[[], Any]) -> Any:
+    def get(fn: Callable[..., Any], *args: Any) -> Any:
         try:
-            return fn()
+            return fn(*args)
         except Exception:  # noqa: BLE001 - a query this GPU or driver does not support stays empty
             return None
 
@@ -259,17 +260,18 @@ def _nvml(nv: Any) -> list[Accelerator]:
     out = []
     for i in range(nv.nvmlDeviceGetCount()):
         h = nv.nvmlDeviceGetHandleByIndex(i)
-        mem = get(lambda: nv.nvmlDeviceGetMemoryInfo(h))
+        mem = get(nv.nvmlDeviceGetMemoryInfo, h)
         clocks = {name: float(v) for name, v in (
-            ("max_sm", get(lambda: nv.nvmlDeviceGetMaxClockInfo(h, nv.NVML_CLOCK_SM))),
-            ("max_memory", get(lambda: nv.nvmlDeviceGetMaxClockInfo(h, nv.NVML_CLOCK_MEM))),
-            ("sm", get(lambda: nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM))),
-            ("memory", get(lambda: nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_MEM)))) if v}
-        firmware = {"vbios": _text(v) for v in [get(lambda: nv.nvmlDeviceGetVbiosVersion(h))] if v}
+            ("max_sm", get(nv.nvmlDeviceGetMaxClockInfo, h, nv.NVML_CLOCK_SM)),
+            ("max_memory", get(nv.nvmlDeviceGetMaxClockInfo, h, nv.NVML_CLOCK_MEM)),
+            ("sm", get(nv.nvmlDeviceGetClockInfo, h, nv.NVML_CLOCK_SM)),
+            ("memory", get(nv.nvmlDeviceGetClockInfo, h, nv.NVML_CLOCK_MEM))) if v}
+        vbios = get(nv.nvmlDeviceGetVbiosVersion, h)
+        firmware = {"vbios": _text(vbios)} if vbios else {}
         if cuda:
             firmware["cuda_driver_api"] = f"{cuda // 1000}.{cuda % 1000 // 10}"
-        power = get(lambda: nv.nvmlDeviceGetEnforcedPowerLimit(h))
-        pci = get(lambda: nv.nvmlDeviceGetPciInfo(h))
+        power = get(nv.nvmlDeviceGetEnforcedPowerLimit, h)
+        pci = get(nv.nvmlDeviceGetPciInfo, h)
         out.append(Accelerator(
             vendor="nvidia", index=i, name=_text(nv.nvmlDeviceGetName(h)),
             memory_gib=round(mem.total / GIB, 2) if mem else None, driver=driver, firmware=firmware,
@@ -286,7 +288,7 @@ def _nvidia_smi() -> list[Accelerator]:
     text = _run(["nvidia-smi", f"--query-gpu={','.join(NVIDIA_SMI_FIELDS)}", "--format=csv,noheader,nounits"])
     out = []
     for line in text.strip().splitlines():
-        f = dict(zip(NVIDIA_SMI_FIELDS, (x.strip() for x in line.split(","))))
+        f = dict(zip(NVIDIA_SMI_FIELDS, (x.strip() for x in line.split(",")), strict=False))
         out.append(Accelerator(
             vendor="nvidia", index=int(f["index"]), name=f["name"],
             memory_gib=_num(f.get("memory.total"), 2**20 / GIB), driver=f.get("driver_version", ""),
@@ -311,7 +313,7 @@ def _num(text: Any, scale: float = 1.0) -> float | None:
 # ----- AMD: amdsmi, else rocm-smi ---------------------------------------------------------------
 def _amd(notes: list[str]) -> list[Accelerator]:
     try:
-        import amdsmi  # type: ignore[import-not-found]
+        import amdsmi
     except ImportError:
         amdsmi = None
     if amdsmi is not None:
@@ -328,19 +330,19 @@ def _amd(notes: list[str]) -> list[Accelerator]:
 
 
 def _amdsmi(a: Any) -> list[Accelerator]:
-    def get(fn: Callable[[], Any]) -> Any:
+    def get(fn: Callable[..., Any], *args: Any) -> Any:
         try:
-            return fn()
+            return fn(*args)
         except Exception:  # noqa: BLE001 - a query this GPU or library version lacks stays empty
             return None
 
     out = []
     for i, h in enumerate(a.amdsmi_get_processor_handles()):
-        asic = get(lambda: a.amdsmi_get_gpu_asic_info(h)) or {}
-        vram = get(lambda: a.amdsmi_get_gpu_vram_info(h)) or {}
-        driver = get(lambda: a.amdsmi_get_gpu_driver_info(h)) or {}
-        vbios = get(lambda: a.amdsmi_get_gpu_vbios_info(h)) or {}
-        bdf = get(lambda: a.amdsmi_get_gpu_device_bdf(h)) or ""
+        asic = get(a.amdsmi_get_gpu_asic_info, h) or {}
+        vram = get(a.amdsmi_get_gpu_vram_info, h) or {}
+        driver = get(a.amdsmi_get_gpu_driver_info, h) or {}
+        vbios = get(a.amdsmi_get_gpu_vbios_info, h) or {}
+        bdf = get(a.amdsmi_get_gpu_device_bdf, h) or ""
         size_mb = vram.get("vram_size") or vram.get("vram_size_mb")
         out.append(Accelerator(
             vendor="amd", index=i, name=str(asic.get("market_name") or asic.get("asic_name") or "AMD GPU"),

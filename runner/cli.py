@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Callable, NoReturn, Sequence
+from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 from rich.console import Console
 from rich.markup import escape
@@ -80,7 +81,9 @@ def run_main(argv: Sequence[str] | None = None) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from .commands import COMMANDS  # here, not at the top: deepbench-run starts without them (its device check is timed)
+    from .commands import (
+        COMMANDS,  # here, not at the top: deepbench-run starts without them (its device check is timed)
+    )
 
     parser = Parser(prog="deepbench", description="DeepBench's kernels on each vendor's libraries: everything "
                     "besides running (that is deepbench-run).")

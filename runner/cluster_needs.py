@@ -141,7 +141,7 @@ def srun_mpi() -> tuple[str, Need]:
     if not shutil.which("srun"):
         return SRUN_MPI[0], Need("unchecked", "srun is not here: the MPI backend under srun needs Slurm's PMIx "
                                               "plugin working on the cluster, else PMI-2 (--mpi=pmi2)")
-    failures = []
+    failures: list[str] = []
     for name in SRUN_MPI:
         done = _run(["srun", f"--mpi={name}", "--test-only", "--nodes=1", "--ntasks=1", "--ntasks-per-node=1", "true"])
         if done is not None and done.returncode == 0:

@@ -8,7 +8,8 @@ rank no bandwidth (nothing crosses a link)."""
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from ..kernels.catalog import traits_of
 from ..kernels.results import KernelResult, Status
@@ -29,8 +30,8 @@ def _figures(info: dict[str, Any] | None, fmt_us, fmt_num, ranks: Any) -> list[s
         return ["", "", "", ""]
     times = [fmt_us(info.get("time_mean_over_ranks_us")), fmt_us(info.get("time_max_over_ranks_us"))]
     if ranks == 1:
-        return times + ["", ""]
-    return times + [fmt_num(info.get("algbw_gbps")), fmt_num(info.get("busbw_gbps"))]
+        return [*times, "", ""]
+    return [*times, fmt_num(info.get("algbw_gbps")), fmt_num(info.get("busbw_gbps"))]
 
 
 def all_reduce_rows(results: Iterable[KernelResult], set_short: dict[str, str], status, fmt_us, fmt_num

@@ -89,7 +89,8 @@ class Comparison:
         out = []
         for i, other in enumerate(self.others):
             for op in (*KERNEL_CLASSES, "all"):
-                rs = [r.ratios[i] for r in self.rows if r.ratios[i] is not None and (op == "all" or r.any.kernel.op == op)]
+                rs = [ratio for r in self.rows
+                      if (ratio := r.ratios[i]) is not None and (op == "all" or r.any.kernel.op == op)]
                 if not rs:
                     continue
                 counts = {v: sum(1 for r in rs if r.verdict == v) for v in VERDICTS}
@@ -211,9 +212,9 @@ def compare(sources: list[Source], threshold: float = DEFAULT_THRESHOLD, by: str
         for idx in indexes:
             cands = idx.get(key, [])
             same = [c for c in cands if c.precision == e.precision]
-            others.append((same or cands or [None])[0])
+            others.append(next(iter(same or cands), None))
         ratios = tuple(ratio_of(e, o, base.kind, src.kind, threshold, rng) if o is not None else None
-                       for o, src in zip(others, sources[1:]))
+                       for o, src in zip(others, sources[1:], strict=False))
         cmp.rows.append(Row(e, tuple(others), ratios))
     for i, idx in enumerate(indexes):
         cmp.only_base.append([r.base for r in cmp.rows if r.others[i] is None and r.base is not None])

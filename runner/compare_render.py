@@ -12,13 +12,12 @@ from pathlib import Path
 
 from rich.markup import escape as rich_escape
 
-from ..kernels.catalog import KERNEL_CLASSES
-from ..kernels.catalog import traits_of
-from .compare import Comparison, Ratio, phrase, versus
-from .sources import Source
+from ..kernels.catalog import KERNEL_CLASSES, traits_of
 from . import render_formats
+from .compare import Comparison, Ratio, phrase, versus
 from .display import check_columns, make_console, print_tables
 from .html import Section, page, table_html, table_section, warnings_html
+from .sources import Source
 from .tables import SET_SHORT, Table, _param, fmt_us
 from .textformats import csv_text, markdown, markdown_table
 
@@ -68,7 +67,7 @@ def compare_tables(cmp: Comparison) -> list[Table]:
                 row.append(str(e.extra.get("ranks", "")))
             b = r.base
             row += [b.precision if b else ""] + ([_prec_words(b)] if words else []) + [_time(b)]
-            for other, ratio in zip(r.others, r.ratios):
+            for other, ratio in zip(r.others, r.ratios, strict=False):
                 ratio_txt, interval, verdict = _fmt_ratio(ratio)
                 note = ratio.note if ratio else ("missing" if other is None else
                                                  f"{other.status}: {other.reason}" if not other.ok else

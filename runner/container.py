@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from . import images
 from .devices import check_host
@@ -169,14 +170,14 @@ def run_options(platform: Platform, image_id: str, plan_path: Path, outdir: Path
 class ContainerHarness:
     """One container running the harness over the plan; restarted by the supervisor after a crash."""
 
-    def __init__(self, client: "docker.DockerClient", options: dict[str, Any], outdir: Path) -> None:
+    def __init__(self, client: docker.DockerClient, options: dict[str, Any], outdir: Path) -> None:
         from docker.errors import APIError
 
         self.log_path = outdir / LOG_FILE
         self._tail = ""
         self._code: int | None = None
         try:
-            self.container: "Container" = client.containers.create(**options)
+            self.container: Container = client.containers.create(**options)
         except APIError as exc:
             raise _start_failure(exc) from None
         try:
@@ -262,7 +263,7 @@ def _start_failure(exc: Exception) -> UserError:
 class ContainerStarter:
     """Starts a harness container per call (the supervisor's Starter), and says what image ran."""
 
-    client: "docker.DockerClient"
+    client: docker.DockerClient
     options: dict[str, Any]
     outdir: Path
     provenance: dict[str, Any] = field(default_factory=dict)

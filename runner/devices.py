@@ -18,8 +18,8 @@ import os
 import platform as host
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from .docker_client import LOCAL_HINT
 from .emulation import is_emulated

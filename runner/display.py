@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from types import TracebackType
 from typing import IO, Any
 
 from rich import box
@@ -100,12 +101,13 @@ class RunProgress:
                             TimeElapsedColumn(), console=console, transient=True)
         self.task = self.bar.add_task("starting", total=total, completed=done)
 
-    def __enter__(self) -> "RunProgress":
+    def __enter__(self) -> RunProgress:
         self.bar.__enter__()
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.bar.__exit__(*exc)
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.bar.__exit__(exc_type, exc, tb)
 
     def started(self, event: dict) -> None:
         self.bar.update(self.task, description=str(event.get("id", "")))

@@ -63,7 +63,7 @@ def explain(exc: BaseException) -> UserError:
                      f"{LOCAL_HINT}")
 
 
-def connect() -> "docker.DockerClient":
+def connect() -> docker.DockerClient:
     """A client that has answered a ping, or a UserError that says why not."""
     import docker
     from docker.errors import DockerException

@@ -4,8 +4,7 @@
 
 from __future__ import annotations
 
-from ..kernels.catalog import KERNEL_CLASSES
-from ..kernels.catalog import traits_of
+from ..kernels.catalog import KERNEL_CLASSES, traits_of
 from ..kernels.op_traits import Rate
 from .compare import match_mode, speed
 from .sources import Entry, Source

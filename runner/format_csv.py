@@ -5,8 +5,7 @@ write (report_render.py, compare_render.py, commands/fastest.py)."""
 
 from __future__ import annotations
 
-from . import compare_render
-from . import report_render
+from . import compare_render, report_render
 from .commands import fastest
 from .render_formats import COMPARE, FASTEST, REPORT, ReportFormat, register_format
 

@@ -115,7 +115,8 @@ def _header(h: str) -> str:
 
 def table_html(headers: list[str], rows: list[list[str]], table_id: str) -> str:
     head = "".join(f"<th{_cell_class(h, '')}>{_header(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td{_cell_class(h, str(c))}>{escape(str(c))}</td>" for h, c in zip(headers, row))
+    body = "".join("<tr>" + "".join(f"<td{_cell_class(h, str(c))}>{escape(str(c))}</td>"
+                                    for h, c in zip(headers, row, strict=False))
                    + "</tr>" for row in rows)
     filter_box = ""
     if len(rows) >= FILTER_MIN_ROWS:

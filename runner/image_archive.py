@@ -19,9 +19,10 @@ import hashlib
 import json
 import os
 import tarfile
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING
 
 from .errors import UserError
 from .images import find
@@ -53,14 +54,14 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _get(client: "docker.DockerClient", ref: str) -> "Image":
+def _get(client: docker.DockerClient, ref: str) -> Image:
     image = find(client, ref)
     if image is None:
         raise UserError(f"no image {ref} here (see: deepbench images list, docker images)")
     return image
 
 
-def export(client: "docker.DockerClient", ref: str, out: Path, log: Log = print) -> Archive:
+def export(client: docker.DockerClient, ref: str, out: Path, log: Log = print) -> Archive:
     """Write image `ref` to `out` (gzip-compressed when it ends in .gz) and out.sha256 beside it."""
     image = _get(client, ref)
     named: bool | str = ref if ref in image.tags else bool(image.tags)
@@ -94,8 +95,8 @@ def archive_image_id(path: Path) -> str:
     return "sha256:" + configs.pop()
 
 
-def load(client: "docker.DockerClient", path: Path, expect_id: str, expect_sha256: str | None = None,
-         log: Log = print) -> "Image":
+def load(client: docker.DockerClient, path: Path, expect_id: str, expect_sha256: str | None = None,
+         log: Log = print) -> Image:
     """Load the archive at `path` if it holds image `expect_id` (and has the recorded SHA-256)."""
     if expect_sha256 is not None:
         found = sha256_of(path)
@@ -123,7 +124,7 @@ def _stream_errors(lines: Iterable[dict]) -> tuple[str, str]:
     return error, digest
 
 
-def push(client: "docker.DockerClient", ref: str, to: str, log: Log = print) -> str:
+def push(client: docker.DockerClient, ref: str, to: str, log: Log = print) -> str:
     """Push image `ref` as `to` (REGISTRY/REPO[:TAG]); returns REGISTRY/REPO@sha256:<digest>."""
     from docker.errors import APIError
     from docker.utils import parse_repository_tag
@@ -143,7 +144,7 @@ def push(client: "docker.DockerClient", ref: str, to: str, log: Log = print) -> 
     return f"{repo}@{digest}"
 
 
-def pull_by_digest(client: "docker.DockerClient", ref: str, expect_id: str, log: Log = print) -> "Image":
+def pull_by_digest(client: docker.DockerClient, ref: str, expect_id: str, log: Log = print) -> Image:
     """Pull REPO@sha256:... and check it is image `expect_id`."""
     from docker.errors import APIError, ImageNotFound
 

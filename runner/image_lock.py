@@ -17,14 +17,14 @@ packages. uv is used because it resolves for another interpreter and platform th
 from __future__ import annotations
 
 import hashlib
+import platform as host_machine
 import re
 import shutil
 import subprocess
-import platform as host_machine
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from packaging.markers import default_environment
 from packaging.requirements import InvalidRequirement, Requirement
@@ -78,7 +78,8 @@ def read_lock(path: Path) -> list[Pin]:
         try:
             req = Requirement(spec)
         except InvalidRequirement:
-            raise UserError(f"{path}: '{spec}' is not a requirement; regenerate it with deepbench images lock") from None
+            raise UserError(f"{path}: '{spec}' is not a requirement; "
+                            "regenerate it with deepbench images lock") from None
         pinned = [s.version for s in req.specifier if s.operator == "=="]
         hashes = frozenset(HASH.findall(line))
         if len(pinned) != 1 or not hashes:
@@ -95,7 +96,7 @@ def lock_sha256(platform: Platform) -> str:
 
 def target(platform: Platform) -> tuple[str, str]:
     """(CPython version, uv's platform) the platform's lock is resolved for, from its uv.toml."""
-    import tomllib  # Python 3.11 on: here only, so the package still imports on 3.10
+    import tomllib  # type: ignore[import-not-found,unused-ignore]  # 3.11 on: here only, so 3.10 imports the package
 
     path = vendor_dir(platform) / UV_CONFIG
     try:
@@ -110,7 +111,8 @@ def stale(platform: Platform, lock: Path | None = None) -> list[str]:
     lock is current), and any host-only library it holds."""
     pins = {p.name: p for p in read_lock(lock or lock_path(platform))}
     python, _ = target(platform)
-    env = {**default_environment(), "python_version": python, "python_full_version": f"{python}.0"}
+    env = {key: str(value) for key, value in default_environment().items()}  # all strings already
+    env.update(python_version=python, python_full_version=f"{python}.0")
     problems = []
     for line in _logical_lines((vendor_dir(platform) / INPUT_FILE).read_text()):
         req = Requirement(line)

@@ -3,7 +3,7 @@ and check that an image is one this host can run.
 
 A build context is assembled here rather than sent from the repository root, and holds only
 what the image is made of: the vendor's Dockerfile and requirements.lock, install-harness.sh,
-the package's source (src/: pyproject, README, kernels/, runner/ without its published results)
+the package's source (src/: pyproject, setup.py, README, kernels/, runner/ without its published results)
 and the wheelhouse files the lock names (wheelhouse/, empty when building online). Every
 Dockerfile has a build stage, where wheels, source and pip stay, and a final stage holding the
 base, a non-root user and the installed environment, copied as two layers (dependencies, then
@@ -15,8 +15,9 @@ from __future__ import annotations
 import io
 import tarfile
 import tempfile
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from ..kernels import __version__
 from ..kernels.provenance import harness_sha256, source_state
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from docker.models.images import Image
 
 # What of the repository the image installs from (the package's source, nothing else).
-SOURCE_ITEMS = ("pyproject.toml", "README.md", "runner", "kernels")
+SOURCE_ITEMS = ("pyproject.toml", "setup.py", "README.md", "runner", "kernels")
 SKIP_SOURCE = ("runner/published",)  # our published runs: data for the host's reports, not the harness
 SKIP_PARTS = {"__pycache__", ".pytest_cache"}
 VENDOR_ITEMS = ("Dockerfile", image_lock.LOCK_FILE)
@@ -90,8 +91,8 @@ def _revision() -> str:
     return (state.commit or "unknown") + ("+modified" if state.state == "modified" else "")
 
 
-def build(client: "docker.DockerClient", platform: Platform, tag: str, base_image: str | None = None,
-          wheelhouse: Path | None = None, log: Log = print, no_cache: bool = False) -> "Image":
+def build(client: docker.DockerClient, platform: Platform, tag: str, base_image: str | None = None,
+          wheelhouse: Path | None = None, log: Log = print, no_cache: bool = False) -> Image:
     """Build the platform's image under `tag` from its lock, streaming the builder's output to `log`."""
     from docker.errors import APIError, BuildError
 
@@ -110,7 +111,7 @@ def build(client: "docker.DockerClient", platform: Platform, tag: str, base_imag
         labels[LABEL_BASE_ID] = present.id
     buildargs = {"BASE_IMAGE": base, "VERSION": __version__, "REVISION": _revision()}
     with tempfile.TemporaryFile() as context:
-        build_context(platform, wheels, context)  # type: ignore[arg-type]
+        build_context(platform, wheels, context)
         log(f"building {tag} for {platform.name} ({platform.platform_arch}) on {base}"
             + (f", offline from {len(wheels)} locked wheels" if wheelhouse else ", online"))
         image_id = ""
@@ -135,7 +136,7 @@ def build(client: "docker.DockerClient", platform: Platform, tag: str, base_imag
     return client.images.get(image_id)
 
 
-def _record_base_digest(client: "docker.DockerClient", platform: Platform, ref: str, log: Log) -> None:
+def _record_base_digest(client: docker.DockerClient, platform: Platform, ref: str, log: Log) -> None:
     """A base named by tag that came from a registry: keep the digest it had (base.lock), so the
     next build starts from the same base even after the tag moved. A local base has none."""
     from docker.utils import parse_repository_tag
@@ -149,7 +150,7 @@ def _record_base_digest(client: "docker.DockerClient", platform: Platform, ref: 
             f"(commit the file beside the lock)")
 
 
-def pin_base(client: "docker.DockerClient", platform: Platform, log: Log = print) -> None:
+def pin_base(client: docker.DockerClient, platform: Platform, log: Log = print) -> None:
     """Ask the base's registry which digest the Dockerfile's base tag names now (nothing is pulled),
     and record it in base.lock; where the registry cannot be reached, the tag stays as it is."""
     from docker.errors import APIError
@@ -176,7 +177,7 @@ def _build_failure(platform: Platform, tag: str, base: str, error: str) -> UserE
                      f"--base-image, or run without a container: --local")
 
 
-def pull(client: "docker.DockerClient", ref: str, platform: Platform) -> "Image":
+def pull(client: docker.DockerClient, ref: str, platform: Platform) -> Image:
     from docker.errors import APIError, ImageNotFound
     from docker.utils import parse_repository_tag
 
@@ -189,7 +190,7 @@ def pull(client: "docker.DockerClient", ref: str, platform: Platform) -> "Image"
                         + NO_REGISTRY_HINT.format(p=platform.name)) from None
 
 
-def find(client: "docker.DockerClient", ref: str) -> "Image | None":
+def find(client: docker.DockerClient, ref: str) -> Image | None:
     from docker.errors import ImageNotFound
 
     try:
@@ -198,9 +199,9 @@ def find(client: "docker.DockerClient", ref: str) -> "Image | None":
         return None
 
 
-def ensure(client: "docker.DockerClient", platform: Platform, ref: str, *, want_pull: bool = False,
+def ensure(client: docker.DockerClient, platform: Platform, ref: str, *, want_pull: bool = False,
            want_build: bool = False, base_image: str | None = None, wheelhouse: Path | None = None,
-           log: Log = print) -> "Image":
+           log: Log = print) -> Image:
     """The image to run: built (--build) or pulled (--pull) when asked, else the one present;
     a missing image is built when it is the platform's own tag, pulled when the user named it."""
     if want_build:
@@ -218,7 +219,7 @@ def ensure(client: "docker.DockerClient", platform: Platform, ref: str, *, want_
     return pull(client, ref, platform)
 
 
-def provenance(image: "Image", ref: str) -> dict[str, Any]:
+def provenance(image: Image, ref: str) -> dict[str, Any]:
     """What identifies the image that ran: its content digest, not only the tag it was called by.
     `digest` is the registry's manifest digest when the image came from one, else the image id
     (the SHA-256 of its configuration, which names its content as surely)."""
@@ -238,12 +239,12 @@ def provenance(image: "Image", ref: str) -> dict[str, Any]:
     }
 
 
-def local_images(client: "docker.DockerClient") -> Iterable["Image"]:
+def local_images(client: docker.DockerClient) -> Iterable[Image]:
     """Every image built by `deepbench images build` (they carry the platform label)."""
     return client.images.list(filters={"label": LABEL_PLATFORM})
 
 
-def check_image(image: "Image", ref: str, platform: Platform, *, own: bool, force: bool = False,
+def check_image(image: Image, ref: str, platform: Platform, *, own: bool, force: bool = False,
                 log: Log = print) -> None:
     """An image this host may run the plan in: a deepbench image (its labels), for this platform,
     from this deepbench version. --force-image runs any image anyway. The harness source itself

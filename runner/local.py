@@ -6,8 +6,8 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from ..kernels.harness.lifeline import PARENT_ENV
 

@@ -111,12 +111,13 @@ class ModelComparison:
 
     def as_dict(self) -> dict:
         d = asdict(self)
-        for pd, pc in zip(d["precisions"], self.precisions):
+        for pd, pc in zip(d["precisions"], self.precisions, strict=False):
             pd["time_a_us"], pd["time_b_us"], pd["speedup"] = pc.time_a_us, pc.time_b_us, pc.speedup
-            for td, tc in zip(pd["types"], pc.types):
+            for td, tc in zip(pd["types"], pc.types, strict=False):
                 td["speedup"] = tc.speedup
                 td["vs_flops_ratio"] = tc.speedup / pc.flops_ratio if tc.speedup and pc.flops_ratio else None
-                td["vs_bandwidth_ratio"] = tc.speedup / pc.bandwidth_ratio if tc.speedup and pc.bandwidth_ratio else None
+                td["vs_bandwidth_ratio"] = (tc.speedup / pc.bandwidth_ratio
+                                            if tc.speedup and pc.bandwidth_ratio else None)
         return d
 
 
@@ -128,7 +129,8 @@ def _unmatched(r: KernelResult, other: dict, side: str) -> str:
 
 
 def _ratio_note(ceilings_a: dict[str, float], ceilings_b: dict[str, float], precision: str) -> str:
-    notes = [f"{side}: {note}" for side, c in (("A", ceilings_a), ("B", ceilings_b)) if (note := peaks_note(c, precision))]
+    notes = [f"{side}: {note}" for side, c in (("A", ceilings_a), ("B", ceilings_b))
+             if (note := peaks_note(c, precision))]
     return "; ".join(notes)
 
 
@@ -178,9 +180,11 @@ def compare_runs(a: ModelRun, b: ModelRun, precision: str | None = None, directi
     """Two runs of one model suite on two devices; runs of different models or batches are a UserError."""
     for run, side in ((a, "A"), (b, "B")):
         if not run.models:
-            raise UserError(f"run {side} {run.path} holds no model-suite results (run deepbench-run --suite model:NAME)")
+            raise UserError(f"run {side} {run.path} holds no model-suite results "
+                            "(run deepbench-run --suite model:NAME)")
         if len(run.models) > 1:
-            raise UserError(f"run {side} {run.path} holds several models ({', '.join(run.models)}): compare one model's runs")
+            raise UserError(f"run {side} {run.path} holds several models ({', '.join(run.models)}): "
+                            "compare one model's runs")
     if a.models != b.models:
         raise UserError(f"the runs are of different models: A {_describe(a)}, B {_describe(b)}")
     for what, va, vb in (("batches", a.batch, b.batch), ("sequence lengths", a.seq, b.seq)):
@@ -191,7 +195,8 @@ def compare_runs(a: ModelRun, b: ModelRun, precision: str | None = None, directi
     prec_a, prec_b = ({precision_name(r) for r in run.results if not is_whole_model(r)} for run in (a, b))
     precisions = prec_a & prec_b
     if precision is not None and precision not in precisions:
-        raise UserError(f"precision {precision} is not in both runs (both have: {', '.join(sorted(precisions)) or 'none'})")
+        raise UserError(f"precision {precision} is not in both runs "
+                        f"(both have: {', '.join(sorted(precisions)) or 'none'})")
     if not precisions:
         raise UserError(f"the runs share no precision: A {_describe(a)}, B {_describe(b)}")
     per_precision = [pc for pc in compare_results(a.results, b.results, a.ceilings, b.ceilings, precision, directions,

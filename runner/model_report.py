@@ -20,11 +20,12 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from ..kernels.model_kernel import MODEL_SET
 from ..kernels.catalog import traits_of
+from ..kernels.model_kernel import MODEL_SET
 from ..kernels.results import PLAN_FILE, RUN_FILE, KernelResult, PartResult, Plan, RunRecord, Status
 from .errors import UserError
 from .roofline import GBPS, TFLOPS, US, bandwidth, compute_peak, no_roof_reason
@@ -78,7 +79,7 @@ class TypeShare:
     @property
     def bound(self) -> str | None:
         """The roofline limit under which most of the type's measured time falls."""
-        return max(self.bound_time_us, key=self.bound_time_us.get) if self.bound_time_us else None
+        return max(self.bound_time_us, key=self.bound_time_us.__getitem__) if self.bound_time_us else None
 
     @property
     def pct_of_roof(self) -> float | None:
@@ -112,7 +113,7 @@ class ModelReport:
 
     def as_dict(self) -> dict:
         d = asdict(self)
-        for t, share in zip(d["types"], self.types):
+        for t, share in zip(d["types"], self.types, strict=False):
             t["tflops"], t["gbps"] = share.tflops, share.gbps
             t["pct_peak_flops"], t["pct_peak_bandwidth"] = share.pct_peak_flops, share.pct_peak_bandwidth
             t["bound"], t["pct_of_roof"] = share.bound, share.pct_of_roof
@@ -147,7 +148,7 @@ def part_roof(part: PartResult, precision: str, ceilings: dict[str, float]) -> t
         times[MEMORY] = part.min_bytes / (bw * GBPS) / US
     if not times:
         return None
-    kind = max(times, key=times.get)
+    kind = max(times, key=times.__getitem__)
     return kind, times[kind]
 
 
@@ -251,7 +252,7 @@ class ModelRun:
         return name
 
 
-def _record(path: Path, model: type, what: str):
+def _record(path: Path, model: type[BaseModel], what: str) -> Any:
     if not path.exists():
         return None
     try:

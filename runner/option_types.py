@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
-from typing import Callable
+from collections.abc import Callable
 
 
 def usable_cpus() -> int:

@@ -6,7 +6,7 @@ module to do so."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..kernels.catalog import Kernel, traits_of
 from ..kernels.precision import Precision

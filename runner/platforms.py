@@ -45,11 +45,13 @@ class Platform:
         return chosen
 
 
-CPU_DEFAULTS = {ALL_SETS: ("fp32",)}
+# Per suite set (or ALL_SETS): the precisions, or per operation the precisions.
+Defaults = dict[str, tuple[str, ...] | dict[str, tuple[str, ...]]]
+CPU_DEFAULTS: Defaults = {ALL_SETS: ("fp32",)}
 # ARM boards run DeepBench's device set in fp32 and int8 (int8 inputs, int32 accumulate), as DeepBench did there.
-ARM_DEFAULTS = {ALL_SETS: ("fp32",), "inference_device": ("fp32", "int8")}
+ARM_DEFAULTS: Defaults = {ALL_SETS: ("fp32",), "inference_device": ("fp32", "int8")}
 # DeepBench's server tables: GEMM and convolution in int8, RNN and sparse GEMM in fp32; each beside fp16.
-GPU_DEFAULTS: dict[str, tuple[str, ...] | dict[str, tuple[str, ...]]] = {
+GPU_DEFAULTS: Defaults = {
     ALL_SETS: ("fp32", "fp16"), "train": ("fp32", "fp16"),
     "inference_server": {"gemm": ("int8", "fp16"), "conv": ("int8", "fp16"), "rnn": ("fp32", "fp16"),
                          "sparse_gemm": ("fp32", "fp16"), ALL_SETS: ("fp16", "int8")},

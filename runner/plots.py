@@ -15,12 +15,13 @@ like what it is; a chart of hundreds of kernels shows the TOP_N that take the lo
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Mapping, Sequence
 
 import plotly.graph_objects as go
 
 from .roofline import bandwidth, compute_peak, intensity, roof
-from .sanity import Context, flags as sanity_flags
+from .sanity import Context
+from .sanity import flags as sanity_flags
 from .sources import Entry, precision_order
 
 WIDTH = 660
@@ -41,7 +42,8 @@ def div(fig: go.Figure, div_id: str) -> str:
     fig.update_layout(template=TEMPLATE, margin={"l": 60, "r": 20, "t": 50, "b": 50}, hovermode="closest",
                       font={"size": 11}, legend={"font": {"size": 10}})
     return fig.to_html(full_html=False, include_plotlyjs=False, div_id=div_id, config=CONFIG,
-                       default_width=f"{fig.layout.width or WIDTH}px", default_height=f"{fig.layout.height or HEIGHT}px")
+                       default_width=f"{fig.layout.width or WIDTH}px",
+                       default_height=f"{fig.layout.height or HEIGHT}px")
 
 
 def short_label(e: Entry) -> str:
@@ -76,7 +78,7 @@ def roofline(op: str, entries: list[Entry], ctx: Context, div_id: str) -> str | 
                     "symbol": ["x" if f else "circle" for f in flagged]},
             text=[hover(e) for e in es],
             customdata=[[e.median_us, "" if r is None else f"{r.pct_of_peak:.0f}% of the {r.bound} roof"]
-                        for e, r in zip(es, pcts)],
+                        for e, r in zip(es, pcts, strict=False)],
             hovertemplate="%{text}<br>%{y:.3g} TFLOP/s, %{customdata[0]:,.1f} us<br>%{customdata[1]}<extra></extra>"))
         peak = compute_peak(ctx.ceilings, prec)
         if peak:
@@ -148,7 +150,8 @@ def speedups(title: str, labels: Sequence[str], base_us: Sequence[float], ratios
     return div(fig, div_id)
 
 
-def grouped_bars(title: str, groups: Sequence[str], series: dict[str, Sequence[float]], axis: str, div_id: str) -> str:
+def grouped_bars(title: str, groups: Sequence[str], series: Mapping[str, Sequence[float]], axis: str,
+                 div_id: str) -> str:
     """Counts side by side per group (e.g. kernels each source ran fastest, per operation)."""
     fig = go.Figure([go.Bar(x=list(groups), y=list(values), name=name) for name, values in series.items()])
     fig.update_yaxes(title=axis, rangemode="tozero")

@@ -20,7 +20,7 @@ RUNNER_DIR = Path(__file__).resolve().parent
 
 def command_line() -> str:
     """The command as the user typed it (program name without its path)."""
-    return shlex.join([os.path.basename(sys.argv[0])] + sys.argv[1:])
+    return shlex.join([os.path.basename(sys.argv[0]), *sys.argv[1:]])
 
 
 def host_provenance(local: bool, command: str | None = None) -> dict[str, Any]:

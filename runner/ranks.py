@@ -16,6 +16,7 @@ recorded as `failed`. Either way the next start skips what is done."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
@@ -26,8 +27,8 @@ import sys
 import time
 from pathlib import Path
 
-from ..kernels.harness.record import read_facts
 from ..kernels.catalog import operations, traits_of
+from ..kernels.harness.record import read_facts
 from .errors import UserError
 from .local import HARNESS_MODULE, LOG_FILE, LocalHarness
 
@@ -118,9 +119,10 @@ def container_entrypoint(backend: str, ranks: int, python: str = IMAGE_PYTHON) -
              # CAP_SYS_PTRACE; the container has no capabilities, so use shared memory instead.
              "MPIR_CVAR_CH4_CMA_ENABLE": "0"}
     return [python, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={ranks}", "--max-restarts=0",
-            "--local-addr=127.0.0.1", "-m", HARNESS_MODULE], {"DEEPBENCH_LAUNCHER": f"torchrun --nproc-per-node={ranks} (in the container)",
-                                    # no network but the loopback: the ranks' sockets must use it
-                                    "GLOO_SOCKET_IFNAME": "lo", "NCCL_SOCKET_IFNAME": "lo"}
+            "--local-addr=127.0.0.1", "-m", HARNESS_MODULE], {
+                "DEEPBENCH_LAUNCHER": f"torchrun --nproc-per-node={ranks} (in the container)",
+                # no network but the loopback: the ranks' sockets must use it
+                "GLOO_SOCKET_IFNAME": "lo", "NCCL_SOCKET_IFNAME": "lo"}
 
 
 def with_ranks(options: dict, plan) -> dict:  # docker create options (runner/container.py), Plan
@@ -182,10 +184,8 @@ class RankedHarness(LocalHarness):
         tree = descendants(self.proc.pid)
         for sig in (signal.SIGTERM, signal.SIGKILL):
             for pid in [self.proc.pid, *tree]:
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, sig)
-                except ProcessLookupError:
-                    pass
             if sig == signal.SIGTERM:
                 deadline = time.monotonic() + KILL_GRACE_S
                 while time.monotonic() < deadline and any(_alive(p) for p in [self.proc.pid, *tree]):

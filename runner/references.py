@@ -12,14 +12,14 @@ from __future__ import annotations
 import json
 from functools import cache
 from importlib import resources
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..kernels.catalog import Kernel, by_id
 from .errors import UserError
 
-REFERENCE_SCHEMA = "deepbench.reference/1"
+REFERENCE_SCHEMA: Final = "deepbench.reference/1"
 DATA_DIR = ("data", "references")
 # What the set folders of DeepBench's results are called in reference names.
 SET_PREFIX = {"train": "train", "inference_server": "server", "inference_device": "device"}
@@ -64,7 +64,9 @@ class Reference(Frozen):
 
 
 def _files() -> list[Any]:
-    folder = resources.files(__package__).joinpath(*DATA_DIR)
+    folder = resources.files(__package__)
+    for part in DATA_DIR:  # one name a step: joinpath takes several only from Python 3.11
+        folder = folder / part
     return sorted((f for f in folder.iterdir() if f.name.endswith(".json")), key=lambda f: f.name)
 
 

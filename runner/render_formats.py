@@ -10,10 +10,11 @@ only when their format is asked for).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import import_module
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 REPORT, COMPARE, FASTEST = "report", "compare", "fastest"
 DOCUMENTS = (REPORT, COMPARE, FASTEST)

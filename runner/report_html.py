@@ -14,7 +14,8 @@ from .html import Section, page, table_html, table_section, warnings_html
 from .plots import roofline, time_bars
 from .report_render import LEGEND, headline, suite_of, tables_of
 from .roofline import no_roof_reason
-from .sanity import context_of, flags as sanity_flags
+from .sanity import context_of
+from .sanity import flags as sanity_flags
 from .sources import Source
 from .summary import groups, roof_table, summary_line, summary_table
 from .tables import without_empty_columns

@@ -55,7 +55,7 @@ def roof(entry: Entry, ceilings: dict[str, float]) -> Roof | None:
         times["memory"] = entry.min_bytes / (bw * GBPS) / US
     if not times:
         return None
-    kind = max(times, key=times.get)
+    kind = max(times, key=times.__getitem__)
     return Roof(kind, times[kind], 100.0 * times[kind] / entry.median_us)
 
 

@@ -31,17 +31,17 @@ from ..kernels.results import MAX_SEED, PLAN_FILE, RESULTS_FILE, Plan, RunRecord
 from ..kernels.results_file import WriteFailed, write_atomic
 from ..kernels.suites import SelectionError
 from . import run_folder
-from .display import RunProgress, make_console, print_noise, print_tables
-from .errors import UserError
 from .container import DEFAULT_PIDS_LIMIT, MEMORY_SHARE, container_starter, parse_env
 from .devices import check_host
+from .display import RunProgress, make_console, print_noise, print_tables
+from .errors import UserError
 from .local import LocalHarness
 from .option_types import integer, real, usable_cpus
 from .outpaths import writable_folder
-from .ranks import RankedHarness, add_rank_arguments, launched_argv, needs_engine, plan_backend, with_ranks
 from .planning import default_precisions, plan_items
-from .provenance import with_host_facts
 from .platforms import PLATFORMS, Platform, get_platform
+from .provenance import with_host_facts
+from .ranks import RankedHarness, add_rank_arguments, launched_argv, needs_engine, plan_backend, with_ranks
 from .run_folder import RunFolder
 from .sanity import context_of
 from .selection import KernelSelection, add_selection_arguments
@@ -303,7 +303,7 @@ def plan_for(args: argparse.Namespace, platform: Platform) -> tuple[Plan, Path]:
     plan = Plan(run_id=run_id, suite=args.suite, platform=platform.name,
                 backend=plan_backend(args, platform, list(kernels)), settings=settings_from(args, platform),
                 items=tuple(plan_items(kernels, chosen.precisions, platform)),
-                command=shlex.join([os.path.basename(sys.argv[0])] + sys.argv[1:]), selection=selection,
+                command=shlex.join([os.path.basename(sys.argv[0]), *sys.argv[1:]]), selection=selection,
                 frozen_suite_sha256=chosen.frozen_suite_sha256)
     return plan, outdir
 

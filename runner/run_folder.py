@@ -31,8 +31,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..kernels.harness.protocol import ExitCode
 from ..kernels.folder_lock import HARNESS_LOCK, RUN_LOCK, FolderLock, Locked, describe, probe
+from ..kernels.harness.protocol import ExitCode
 from ..kernels.harness.record import build_record, read_record, write_record
 from ..kernels.precision import parse_precisions
 from ..kernels.provenance import items_sha256

@@ -50,7 +50,7 @@ class Context:
     cache_name: str = "cache"
 
 
-def context_of(source: "Source") -> Context:
+def context_of(source: Source) -> Context:
     """The source's ceilings and its device's last-level cache (GPU L2, CPU LLC), where recorded."""
     for key, name in (("device.l2_bytes", "L2"), ("device.llc_bytes", "last-level cache")):
         try:
@@ -62,11 +62,11 @@ def context_of(source: "Source") -> Context:
     return Context(source.ceilings)
 
 
-def one_rank(entry: "Entry") -> bool:
+def one_rank(entry: Entry) -> bool:
     return traits_of(entry.kernel.op).collective and entry.extra.get("ranks") == 1
 
 
-def flags(entry: "Entry", ctx: Context) -> tuple[Flag, ...]:
+def flags(entry: Entry, ctx: Context) -> tuple[Flag, ...]:
     from .roofline import bandwidth, roof
 
     out: list[Flag] = []
@@ -89,7 +89,7 @@ def flags(entry: "Entry", ctx: Context) -> tuple[Flag, ...]:
     return tuple(out)
 
 
-def _above_peak_reason(entry: "Entry", bound: str, ctx: Context) -> str:
+def _above_peak_reason(entry: Entry, bound: str, ctx: Context) -> str:
     if bound == "memory":
         if ctx.cache_bytes and entry.min_bytes <= ctx.cache_bytes:
             return (f"above the measured bandwidth: its data fit the {ctx.cache_bytes / MB:,.0f} MB {ctx.cache_name} "

@@ -15,9 +15,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..kernels.catalog import Kernel
+from ..kernels.catalog import Kernel, traits_of
 from ..kernels.noise import NoiseRecord
-from ..kernels.catalog import traits_of
 from ..kernels.precision import Precision
 from ..kernels.results import RESULTS_FILE, RUN_FILE, KernelResult, RunRecord, Settings, Status, read_results
 from .errors import UserError
@@ -249,7 +248,7 @@ def load_source(spec: str, prefer_set: str | None = None) -> Source:
     if spec.startswith("ref:"):
         return reference_source(find_reference(spec[4:], prefer_set))
     path = Path(spec)
-    if path.exists() or "/" in spec and not spec.split("/")[0] in ("train", "server", "device"):
+    if path.exists() or ("/" in spec and spec.split("/")[0] not in ("train", "server", "device")):
         return load_run(path)
     try:
         return reference_source(find_reference(spec, prefer_set))

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from ..kernels.catalog import operations, traits_of
 from ..kernels.op_traits import Rate
 from .roofline import roof
-from .sanity import Context, flags as sanity_flags, one_rank
+from .sanity import Context, one_rank
+from .sanity import flags as sanity_flags
 from .sources import Entry, precision_order
 from .tables import Table, fmt_sig
 

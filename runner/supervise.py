@@ -15,15 +15,16 @@ from __future__ import annotations
 import queue
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Protocol
+from typing import Protocol
 
 from ..kernels.harness.protocol import Event, ExitCode, parse_event
 from ..kernels.harness.ranks import rank_failures
+from ..kernels.precision import PRECISIONS
 from ..kernels.results import RESULTS_FILE, KernelResult, Plan, PlanItem, Status, append_result, utcnow
 from ..kernels.results_file import scan
-from ..kernels.precision import PRECISIONS
 from .run_folder import write_failure
 
 GRACE_S = 30.0
@@ -59,7 +60,7 @@ class Progress(Protocol):
     def note(self, text: str) -> None: ...
 
 
-def _reader(proc: HarnessProcess, q: "queue.Queue[str | None]") -> None:
+def _reader(proc: HarnessProcess, q: queue.Queue[str | None]) -> None:
     try:
         for line in proc.lines():
             q.put(line)
@@ -83,7 +84,7 @@ def supervise(plan: Plan, outdir: Path, start: Starter, progress: Progress) -> O
             return Outcome("complete")
         started = time.time()
         proc = start()
-        q: "queue.Queue[str | None]" = queue.Queue()
+        q: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=_reader, args=(proc, q), daemon=True).start()
         current: str | None = None
         deadline: float | None = None
@@ -166,7 +167,7 @@ def _write_failure(error: dict, outdir: Path) -> str:
     return str(write_failure(outdir, error.get("message") or "a result could not be written"))
 
 
-def _rank_reason(ranks: list[dict], error: dict, proc: "HarnessProcess", code: int) -> str:
+def _rank_reason(ranks: list[dict], error: dict, proc: HarnessProcess, code: int) -> str:
     """Why the harness (or its ranks) stopped before a kernel: the first rank that recorded a
     failure, with its log, and rank 0's own message; else the end of the harness's stderr."""
     said = [_first_rank(ranks)] if ranks else []

@@ -95,7 +95,7 @@ def fit(t: Table, width: int, wanted: set[str] | None = None) -> Layout:
         for widths, wraps in ((natural, {}), (capped, wrapped)):
             shown = list(base)
             gone: list[str] = []
-            for h in [None] + drop_order:
+            for h in [None, *drop_order]:
                 if h is not None:
                     i = t.headers.index(h)
                     if i not in shown:

@@ -4,15 +4,18 @@ Pure data (headers and rows of strings) so the terminal display, markdown and CS
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 
-from ..kernels.catalog import KERNEL_CLASSES
-from ..kernels.catalog import operations, traits_of
+from ..kernels.catalog import KERNEL_CLASSES, operations, traits_of
 from ..kernels.op_traits import InfoColumn, Rate
 from ..kernels.results import KernelResult, Status
-from .collective_table import DROP_ORDER as ALL_REDUCE_DROP, HEADERS as ALL_REDUCE_HEADERS, all_reduce_rows
-from .sanity import Context, flags as sanity_flags, one_rank
+from .collective_table import DROP_ORDER as ALL_REDUCE_DROP
+from .collective_table import HEADERS as ALL_REDUCE_HEADERS
+from .collective_table import all_reduce_rows
+from .sanity import Context, one_rank
+from .sanity import flags as sanity_flags
 
 if TYPE_CHECKING:
     from .sources import Entry
@@ -79,7 +82,7 @@ def _status(r: KernelResult) -> str:
 FLAG_MARK = {"unconverged": "~", "noisy": "±", "throttled": "!"}
 
 
-def notes(entry: "Entry", ctx: Context) -> str:
+def notes(entry: Entry, ctx: Context) -> str:
     """The sanity flags' reasons (runner/sanity.py), for the notes column."""
     return "; ".join(f.reason for f in sanity_flags(entry, ctx))
 
@@ -92,9 +95,9 @@ def op_table(op: str, results: Iterable[KernelResult], ctx: Context | None = Non
     results = [r for r in results if r.op == op]
     traits = traits_of(op)
     if traits.collective:  # DeepBench's size, ranks, time; nccl-tests' bandwidths
-        return Table(op, traits.title, list(ALL_REDUCE_HEADERS) + ["notes"],
-                     [row + [notes(entry_of_result(r), ctx)]
-                      for r, row in zip(results, all_reduce_rows(results, SET_SHORT, _status, fmt_us, fmt_num))],
+        return Table(op, traits.title, [*list(ALL_REDUCE_HEADERS), "notes"],
+                     [[*row, notes(entry_of_result(r), ctx)]
+                      for r, row in zip(results, all_reduce_rows(results, SET_SHORT, _status, fmt_us, fmt_num), strict=False)],
                      ALL_REDUCE_DROP)
     cls = KERNEL_CLASSES[op]
     fields = list(cls.FIELDS)
@@ -140,7 +143,7 @@ def fmt_sig(value: float | None) -> str:
     return "" if value is None else f"{value:.3g}" if abs(value) < 100 else f"{value:,.0f}"
 
 
-def _rate(e: "Entry") -> str:
+def _rate(e: Entry) -> str:
     """DeepBench's throughput column, in what the operation is rated in: GB/s for a collective
     (none on one rank), TFLOPS for the rest."""
     if traits_of(e.kernel.op).rated_in is Rate.GBPS:
@@ -148,14 +151,14 @@ def _rate(e: "Entry") -> str:
     return fmt_sig(e.tflops)
 
 
-def status_text(e: "Entry") -> str:
+def status_text(e: Entry) -> str:
     """ok with its marks (~ unconverged, ± noisy, ! throttled), or the status and its reason."""
     if not e.ok:
         return f"{e.status}: {e.reason}"
     return e.status + "".join(f" {FLAG_MARK[f]}" for f in e.flags if f in FLAG_MARK)
 
 
-def report_table(op: str, entries: Iterable["Entry"], ctx: Context) -> Table:
+def report_table(op: str, entries: Iterable[Entry], ctx: Context) -> Table:
     """One operation's report table: DeepBench's columns (application, parameters, precision,
     time, throughput) then per-direction medians, noise, roofline bound and % of the measured
     peak, status, check, and the notes of the sanity flags (runner/sanity.py)."""
@@ -187,5 +190,5 @@ def report_table(op: str, entries: Iterable["Entry"], ctx: Context) -> Table:
     return Table(op, traits.title, headers, rows, droppable)
 
 
-def report_tables(entries: list["Entry"], ctx: Context) -> list[Table]:
+def report_tables(entries: list[Entry], ctx: Context) -> list[Table]:
     return [t for t in (report_table(op, entries, ctx) for op in KERNEL_CLASSES) if t.rows]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
-from typing import Iterable
+from collections.abc import Iterable
 
 from .tables import Table
 
@@ -38,6 +38,6 @@ def csv_text(tables: list[Table], lead: tuple[str, ...] = ("operation",)) -> str
     w.writerow(list(lead) + columns)
     for t in tables:
         for row in t.rows:
-            cells = dict(zip(t.headers, row))
+            cells = dict(zip(t.headers, row, strict=False))
             w.writerow([t.op] + [cells.get(c, "") for c in columns])
     return out.getvalue()

@@ -10,8 +10,7 @@ from openpyxl import Workbook
 from openpyxl.styles import Font
 from openpyxl.utils import get_column_letter
 
-from ..kernels.catalog import KERNEL_CLASSES
-from ..kernels.catalog import traits_of
+from ..kernels.catalog import KERNEL_CLASSES, traits_of
 from ..kernels.op_traits import OpTraits, Rate
 from .roofline import no_roof_reason, roof
 from .sanity import context_of, one_rank

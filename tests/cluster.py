@@ -20,6 +20,7 @@ hosts' namespaces and deletes the namespaces; `leftovers()` says what would rema
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -109,7 +110,7 @@ class Cluster:
 
     # ----- running things on a host ----------------------------------------------------------
     def popen(self, node: Node, argv: list[str], log: Path | None = None, **kw) -> subprocess.Popen:
-        out = open(log, "ab") if log else subprocess.DEVNULL
+        out = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115 - the daemon's log, open while it runs
         kw.setdefault("env", self.env())
         proc = subprocess.Popen([*node.enter(kw.pop("cwd", None)), *argv], stdout=out,
                                 stderr=subprocess.STDOUT if log else out, stdin=subprocess.DEVNULL, **kw)
@@ -145,7 +146,7 @@ class Cluster:
         sh("ip", "netns", "add", self.switch)
         sh("ip", "-n", self.switch, "link", "add", "br0", "type", "bridge")
         sh("ip", "-n", self.switch, "link", "set", "br0", "up")
-        for i, n in enumerate(self.nodes, 1):
+        for n in self.nodes:
             sh("ip", "netns", "add", n.netns)
             sh("ip", "link", "add", "eth0", "netns", n.netns, "type", "veth", "peer", "name", self.port(n),
                "netns", self.switch)
@@ -178,8 +179,8 @@ class Cluster:
                                       start_new_session=True)
             n.holder = holder.pid
             self.daemons.append(holder)
-            _wait(lambda: _cmdline(holder.pid).startswith("sleep"), f"the namespaces of {n.name}",
-                  lambda: holder.stderr.read().decode() if holder.poll() is not None and holder.stderr else "")
+            _wait(lambda: _cmdline(holder.pid).startswith("sleep"), f"the namespaces of {n.name}",  # noqa: B023 - called at once
+                  lambda: holder.stderr.read().decode() if holder.poll() is not None and holder.stderr else "")  # noqa: B023
 
     def _munge(self) -> None:
         key = self.root / "etc" / "munge.key"
@@ -193,8 +194,8 @@ class Cluster:
                        log=d / "munged.out", start_new_session=True)
         socket = self.root / "munge" / "munge.socket.2"
         for n in self.nodes:
-            _wait(lambda: self.run(n, ["sh", "-c", f"munge -n -S {socket} | unmunge -S {socket}"]).returncode == 0,
-                  f"munged on {n.name}", lambda: (self.root / "nodes" / n.name / "munged.out").read_text())
+            _wait(lambda: self.run(n, ["sh", "-c", f"munge -n -S {socket} | unmunge -S {socket}"]).returncode == 0,  # noqa: B023
+                  f"munged on {n.name}", lambda: (self.root / "nodes" / n.name / "munged.out").read_text())  # noqa: B023
 
     def _slurm(self) -> None:
         cpus = os.cpu_count() or 1
@@ -237,8 +238,9 @@ class Cluster:
                        start_new_session=True)
         for n in self.nodes:
             other = self.nodes[-1] if n is self.login else self.login
-            _wait(lambda: self.run(other, ["ssh", n.name, "hostname"]).stdout.strip() == n.name,
-                  f"ssh from {other.name} to {n.name}", lambda: self.run(other, ["ssh", n.name, "hostname"]).stderr)
+            _wait(lambda: self.run(other, ["ssh", n.name, "hostname"]).stdout.strip() == n.name,  # noqa: B023
+                  f"ssh from {other.name} to {n.name}",
+                  lambda: self.run(other, ["ssh", n.name, "hostname"]).stderr)  # noqa: B023 - _wait calls both at once
 
     def _save(self) -> None:
         state = {"nodes": [n.__dict__ for n in self.nodes], "size": self.size}
@@ -295,10 +297,8 @@ def netns_list() -> list[str]:
 def _namespace_inodes(names: list[str]) -> set[int]:
     out = set()
     for name in names:
-        try:
+        with contextlib.suppress(OSError):
             out.add(os.stat(f"/run/netns/{name}").st_ino)
-        except OSError:
-            pass
     return out
 
 
@@ -317,10 +317,8 @@ def _pids_in(inodes: set[int]) -> list[int]:
 def _end_processes(inodes: set[int], ours: list[subprocess.Popen] = ()) -> None:
     for sig, grace in ((signal.SIGTERM, STOP_GRACE_S), (signal.SIGKILL, STOP_GRACE_S)):
         for pid in _pids_in(inodes):
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
         deadline = time.monotonic() + grace
         while _pids_in(inodes) and time.monotonic() < deadline:
             for proc in ours:  # collect the daemons this process started, so none stays a zombie
@@ -425,7 +423,7 @@ def main(argv: list[str]) -> int:
         return 0
     state = json.loads((root / STATE_FILE).read_text()) if (root / STATE_FILE).exists() else {"size": 2, "nodes": []}
     cluster = Cluster(root, state["size"])
-    for n, saved in zip(cluster.nodes, state["nodes"]):
+    for n, saved in zip(cluster.nodes, state["nodes"], strict=False):
         n.holder = saved["holder"]
     cluster.stop()
     left = cluster.leftovers()

@@ -4,16 +4,26 @@ answer is known in advance. Test data only: the check says it is synthetic."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Iterable
 
 import numpy as np
 
 from deepbench.kernels.catalog import Kernel
 from deepbench.kernels.precision import PRECISIONS, Precision
-from deepbench.kernels.results import (RESULTS_FILE, RUN_FILE, Check, KernelResult, Measurement, PartResult, RunRecord,
-                                       Settings, Status, TimeStats)
+from deepbench.kernels.results import (
+    RESULTS_FILE,
+    RUN_FILE,
+    Check,
+    KernelResult,
+    Measurement,
+    PartResult,
+    RunRecord,
+    Settings,
+    Status,
+    TimeStats,
+)
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 SYNTHETIC_CHECK = Check(passed=True, method="synthetic-test-data", error=0.0, tolerance=0.0)
@@ -29,7 +39,8 @@ def result(kernel: Kernel, precision: str, times: Callable[[str], Iterable[float
     info = PRECISIONS[Precision(precision)]
     if kernel.op == "all_reduce":
         return KernelResult(id=f"{kernel.id}/{precision}", kernel=kernel, precision=info, backend="synthetic",
-                            status=Status.UNSUPPORTED, reason="synthetic run: no all-reduce", started_at=T0, ended_at=T0)
+                            status=Status.UNSUPPORTED, reason="synthetic run: no all-reduce",
+                            started_at=T0, ended_at=T0)
     parts = []
     for d in kernel.DIRECTIONS:
         m = Measurement.of(list(times(d)), method="synthetic", calls_per_sample=1, warmup_calls=0,

@@ -108,7 +108,7 @@ def test_emulated_arm_container_gets_an_arm_cpuinfo(tmp_path) -> None:
     mounted = {v["bind"]: k for k, v in opts["volumes"].items()}
     if is_emulated(arm):  # this x86 host
         assert platform.machine() == "x86_64"
-        text = open(mounted["/proc/cpuinfo"]).read()
+        text = Path(mounted["/proc/cpuinfo"]).read_text()
         assert board.cpuinfo_family(text) == "arm" and CPUINFO_ENV in opts["environment"]
     else:  # a real ARM board: nothing substituted
         assert "/proc/cpuinfo" not in mounted

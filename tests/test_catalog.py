@@ -85,7 +85,8 @@ def test_selection_filters_and_limits() -> None:
     assert all(k.m == 1760 for k in select("train", ["gemm"], parse_where(["m=1760"])))
     assert len(select("train", ["gemm"], parse_where(["m=1760"]))) == 11
     assert [k.op for k in select("train", limit=1)] == ["gemm", "conv", "rnn", "all_reduce"]
-    assert all(k.cell == "lstm" and k.hidden <= 512 for k in select("train", None, parse_where(["cell=lstm,hidden<=512"])))
+    lstms = select("train", None, parse_where(["cell=lstm,hidden<=512"]))
+    assert all(k.cell == "lstm" and k.hidden <= 512 for k in lstms)
     with pytest.raises(SelectionError, match="choose from"):
         parse_where(["q=1"])
     with pytest.raises(SelectionError, match="malformed"):

@@ -137,7 +137,8 @@ def test_image_holds_the_harness_without_the_host_libraries(client, intel_image,
     assert out == "[]"
     wheels = {w.name.split("-")[0].lower() for w in intel_wheelhouse.glob("*.whl")}
     assert {"torch", "mpi4py", "pydantic", "numpy"} <= wheels and not wheels & image_lock.HOST_ONLY
-    listing = client.containers.run(intel_image, entrypoint=["sh", "-c", "ls /tmp /opt; ls /opt/deepbench/lib/*/site-packages"],
+    listing = client.containers.run(intel_image,
+                                    entrypoint=["sh", "-c", "ls /tmp /opt; ls /opt/deepbench/lib/*/site-packages"],
                                     network_mode="none", remove=True).decode().split()
     assert "wheelhouse" not in listing and "deepbench-src" not in listing and "setuptools" not in listing
     assert {"deepbench", "deepbench-harness"} <= set(listing)
@@ -492,7 +493,8 @@ def test_container_run_submits_checks_and_verifies_from_the_archive_alone(client
     assert f"--platform intel --image {image_id}" in index["reproduce"]
     assert index["image"] == {"id": image_id, "registry": None, "archive": {
         "name": archive.name, "sha256": image_archive.sha256_of(archive), "bytes": archive.stat().st_size}}
-    assert (tmp_path / "intel-image.tar.sha256").read_text() == f"{index['image']['archive']['sha256']}  {archive.name}\n"
+    sums = f"{index['image']['archive']['sha256']}  {archive.name}\n"
+    assert (tmp_path / "intel-image.tar.sha256").read_text() == sums
     other = image_archive.export(client, tiny_image, tmp_path / "other.tar", log=lambda line: None)
     client.images.remove(image_id, force=True)  # docker rmi: only the archive has it now
     try:

@@ -142,7 +142,7 @@ def _toy_run(out: Path, elements: tuple[int, ...]) -> Path:
 
 
 def test_a_toy_operation_runs_reports_in_every_format_and_compares(toy: Path, capsys) -> None:
-    import toyplugin.backend  # noqa: F401 - registers the backend
+    import toyplugin.backend
     import toyplugin.kernel  # noqa: F401 - registers the operation
 
     from deepbench.kernels.results import Status, read_results

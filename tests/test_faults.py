@@ -249,7 +249,7 @@ def test_full_disk_stops_with_what_it_needs_and_resumes(small_disk: Path, tmp_pa
     os.kill(harness, signal.SIGSTOP)  # hold the harness while the disk fills
     filler = fill(small_disk)
     os.kill(harness, signal.SIGCONT)
-    stdout, stderr = proc.communicate(timeout=WAIT_S)
+    _stdout, stderr = proc.communicate(timeout=WAIT_S)
     line = one_line_error((proc.returncode, stderr), 74, "no space left", "are free", "--resume")
     assert "results.jsonl" not in line or "left need about" in line, line
     raw = (out / "results.jsonl").read_bytes()
@@ -265,7 +265,7 @@ def test_full_disk_stops_with_what_it_needs_and_resumes(small_disk: Path, tmp_pa
 def test_resume_refuses_duplicates(run_copy: Path) -> None:
     path = run_copy / "results.jsonl"
     lines = path.read_bytes().splitlines(keepends=True)
-    path.write_bytes(b"".join(lines + [lines[0]]))
+    path.write_bytes(b"".join([*lines, lines[0]]))
     one_line_error(run_cli("deepbench-run", "--resume", str(run_copy)), 2, "holds 2 results for",
                    f"lines 1, {len(lines) + 1}", "two runs wrote")
 

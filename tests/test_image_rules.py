@@ -16,7 +16,7 @@ from packaging.utils import canonicalize_name
 from deepbench.kernels import __version__
 from deepbench.kernels.provenance import harness_sha256
 from deepbench.runner import image_lock, images
-from deepbench.runner.container import (DEFAULT_PIDS_LIMIT, FALLBACK_USER, container_user, run_options)
+from deepbench.runner.container import DEFAULT_PIDS_LIMIT, FALLBACK_USER, container_user, run_options
 from deepbench.runner.errors import UserError
 from deepbench.runner.platforms import PLATFORMS, get_platform
 

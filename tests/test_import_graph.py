@@ -12,9 +12,9 @@ libraries are missing here are checked too).
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 

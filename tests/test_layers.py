@@ -8,8 +8,14 @@ import torch
 from deepbench.kernels.backends.pytorch import TorchBackend, pointwise
 from deepbench.kernels.catalog import KERNEL_ADAPTER
 from deepbench.kernels.harness.execute import run_item
-from deepbench.kernels.layers import (LAYER_OPS, ActivationKernel, AttentionKernel, EmbeddingKernel, NormKernel,
-                                      PoolingKernel)
+from deepbench.kernels.layers import (
+    LAYER_OPS,
+    ActivationKernel,
+    AttentionKernel,
+    EmbeddingKernel,
+    NormKernel,
+    PoolingKernel,
+)
 from deepbench.kernels.models.extract import extract
 from deepbench.kernels.models.suite import dataset_kernels
 from deepbench.kernels.results import PlanItem, Settings, Status

@@ -20,8 +20,8 @@ from deepbench.kernels.precision import PRECISIONS, Precision
 from deepbench.kernels.results import KernelResult, PlanItem, Settings, Status, read_results
 from deepbench.kernels.suites import parse_where, select
 from deepbench.runner.model_level import model_levels
-from deepbench.runner.platforms import get_platform
 from deepbench.runner.planning import plan_items
+from deepbench.runner.platforms import get_platform
 
 from .conftest import REPO, requires_gpu, run_cli
 from .reports_synthetic import T0, result
@@ -154,7 +154,7 @@ def test_model_level_is_the_arithmetic_of_its_results() -> None:
     unsupported = KernelResult(id="model/model/000/fp16", kernel=toy, precision=PRECISIONS[Precision.FP16],
                                backend="synthetic", status=Status.UNSUPPORTED, reason="no fp16 here", started_at=T0,
                                ended_at=T0)
-    levels = {lv.precision: lv for lv in model_levels(results + [unsupported])}
+    levels = {lv.precision: lv for lv in model_levels([*results, unsupported])}
     fp32, fp16 = levels["fp32"], levels["fp16"]
     assert fp32.operator_sum_us == pytest.approx(2 * 100.0 + 150.0) and fp32.whole_us == pytest.approx(200.0)
     assert fp32.ratio == pytest.approx(350.0 / 200.0) and fp32.throughput_per_s == pytest.approx(8 / 200e-6)

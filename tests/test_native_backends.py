@@ -35,7 +35,8 @@ def test_the_fastest_correct_engine_is_chosen_and_wrong_ones_are_listed() -> Non
     es = _engines(4)
     times = {0: 50.0, 1: 20.0, 2: 30.0, 3: 40.0}
     wrong = {1}  # the fastest computes a wrong result
-    choice = choose(es, lambda e: times[e.index], lambda e: _check(e.index not in wrong, 0.5 if e.index in wrong else 0))
+    choice = choose(es, lambda e: times[e.index],
+                    lambda e: _check(e.index not in wrong, 0.5 if e.index in wrong else 0))
     assert choice.chosen.index == 2
     rows = {r["engine"]: r for r in choice.table}
     assert rows[es[1].spec]["status"] == "rejected" and "check failed" in rows[es[1].spec]["reason"]
@@ -48,7 +49,7 @@ def test_within_the_margin_cudnns_own_ranking_decides() -> None:
     so noise between machines cannot flip the choice."""
     es = _engines(3)
     for times in ({0: 10.2, 1: 10.0, 2: 30.0}, {0: 10.0, 1: 10.2, 2: 30.0}):
-        assert choose(es, lambda e: times[e.index], lambda e: _check(True)).chosen.index == 0
+        assert choose(es, lambda e: times[e.index], lambda e: _check(True)).chosen.index == 0  # noqa: B023 - called at once
     # outside the margin the faster one wins
     far = {0: 10.0 * (1 + 2 * engine_choice.MARGIN), 1: 10.0, 2: 30.0}
     assert choose(es, lambda e: far[e.index], lambda e: _check(True)).chosen.index == 1
@@ -130,7 +131,8 @@ def test_without_the_bindings_pytorch_runs_and_says_why(monkeypatch: pytest.Monk
 
 @pytest.mark.skipif(HAS_NVMATH, reason="nvmath-python is installed here: the backend would need a GPU instead")
 @pytest.mark.parametrize("backend,op", [("cublas", "gemm"), ("cudnn", "conv"), ("cusparse", "sparse_gemm")])
-def test_a_forced_native_backend_without_its_package_says_what_to_install(tmp_path: Path, backend: str, op: str) -> None:
+def test_a_forced_native_backend_without_its_package_says_what_to_install(tmp_path: Path, backend: str,
+                                                                           op: str) -> None:
     suite = "inference-server" if op == "sparse_gemm" else "smoke"
     out = tmp_path / "run"
     proc = run_cli("deepbench-run", "--local", "--backend", backend, "--suite", suite, "--ops", op, "--limit", "1",
@@ -142,8 +144,8 @@ def test_a_forced_native_backend_without_its_package_says_what_to_install(tmp_pa
 
 
 def test_server_suite_runs_deepbenchs_precisions_per_operation() -> None:
-    from deepbench.runner.platforms import get_platform
     from deepbench.runner.planning import default_precisions, plan_items
+    from deepbench.runner.platforms import get_platform
 
     nvidia = get_platform("nvidia")
     kernels = [select("inference-server", [op])[0] for op in ("gemm", "conv", "rnn", "sparse_gemm")]
@@ -153,7 +155,7 @@ def test_server_suite_runs_deepbenchs_precisions_per_operation() -> None:
     recorded = default_precisions(kernels, nvidia)
     assert recorded["inference_server/rnn"] == ("fp32", "fp16")
     # a plan's recorded defaults win over the platform's (a checker re-deriving an older plan)
-    old = {key: ("fp16", "int8") for key in recorded}
+    old = dict.fromkeys(recorded, ("fp16", "int8"))
     assert {(i.kernel.op, i.precision) for i in plan_items(kernels, None, nvidia, old)} == {
         (op, p) for op in ("gemm", "conv", "rnn", "sparse_gemm") for p in ("fp16", "int8")}
 
@@ -175,7 +177,8 @@ def test_pad_both_reports_the_alignment_penalty(tmp_path: Path) -> None:
     record = json.loads((out / "results.jsonl").read_text().splitlines()[0])
     assert record["padding"]  # 35 is off the multiple of 8
     unpadded = record["info"]["unpadded"]
-    assert math.isclose(record["info"]["alignment_penalty"], unpadded["time_us"]["median"] / record["time_us"]["median"])
+    assert math.isclose(record["info"]["alignment_penalty"],
+                        unpadded["time_us"]["median"] / record["time_us"]["median"])
     assert "raw/padded" in proc.stdout
 
 

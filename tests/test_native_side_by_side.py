@@ -140,7 +140,7 @@ def test_knob_names_stay_names_without_cudnn_in_a_dry_run():
     assert sbs.loop_engine("34 2=1,5=0") == "34:2=1,5=0" and sbs.loop_engine("7 -") == "7"
 
 
-def conv_problem() -> "sbs.Problem":
+def conv_problem() -> sbs.Problem:
     """conv/train/017 in fp16, its forward direction (the only one with a cuDNN record)."""
     r = result(by_id()["conv/train/017"], "fp16", lambda d: [1.0])
     infos = {"fwd": cudnn_info(34, {"TILE_SIZE": 1}, [("7", "rejected"), ("34:TILE_SIZE=1", "chosen"),

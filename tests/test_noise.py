@@ -17,8 +17,17 @@ from types import SimpleNamespace
 import numpy as np
 
 from deepbench.kernels.catalog import by_id
-from deepbench.kernels.noise import (CpuState, GpuProcess, GpuState, NoiseRecord, Snapshot, busy_seconds, cpu_state,
-                                     gpu_states, judge)
+from deepbench.kernels.noise import (
+    CpuState,
+    GpuProcess,
+    GpuState,
+    NoiseRecord,
+    Snapshot,
+    busy_seconds,
+    cpu_state,
+    gpu_states,
+    judge,
+)
 from deepbench.kernels.results import RUN_FILE, RunRecord
 
 from .conftest import run_cli
@@ -80,7 +89,8 @@ class FakeNvml:
     NVML_TEMPERATURE_GPU = 0
 
     def __init__(self, own_pid: int) -> None:
-        self.procs = {0: [SimpleNamespace(pid=own_pid, usedGpuMemory=2 << 30), SimpleNamespace(pid=4242, usedGpuMemory=None)],
+        self.procs = {0: [SimpleNamespace(pid=own_pid, usedGpuMemory=2 << 30),
+                          SimpleNamespace(pid=4242, usedGpuMemory=None)],
                       1: []}
 
     def nvmlDeviceGetCount(self) -> int:

@@ -158,8 +158,8 @@ def test_model_suite_layers_run_locally(tmp_path: Path) -> None:
     """`deepbench-run --backend onnxruntime --suite model:resnet50` runs the layer kernels there."""
     out = tmp_path / "ort-model"
     proc = run_cli("deepbench-run", "--local", "--suite", "model:resnet50", "--batch", "1", "--backend", "onnxruntime",
-                   "--ops", "pooling,batch_norm,activation,elementwise", "--fast", "--time-cap", "0.05", "--threads", "1",
-                   "--out", str(out))
+                   "--ops", "pooling,batch_norm,activation,elementwise", "--fast", "--time-cap", "0.05",
+                   "--threads", "1", "--out", str(out))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
     results = read_results(out / "results.jsonl")
     assert {r.op for r in results} == {"pooling", "batch_norm", "activation", "elementwise"}

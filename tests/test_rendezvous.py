@@ -97,7 +97,7 @@ def test_needs_said_without_a_cluster(tmp_path: Path, monkeypatch: pytest.Monkey
     assert cluster_needs.filesystem_type(Path("/proc/self")) == "proc"
     need = cluster_needs.shared_folder(tmp_path, 2)
     assert need.status == "unchecked" and "every node must see it" in need.text
-    plugin, need = cluster_needs.srun_mpi()
+    _plugin, need = cluster_needs.srun_mpi()
     assert need.status == "unchecked" and "srun is not here" in need.text
     assert cluster_needs.hostfile_need(str(tmp_path / "hosts"), 2).status == "missing"
     (tmp_path / "hosts").write_text("# nodes\nn1:2\nn2:2\nn3:2\n")

@@ -36,7 +36,7 @@ def _committed() -> list[str]:
     # a run folder has run.json (per-rank records of a multi-process run live under its ranks/)
     runs = sorted(str(p.parent) for p in PUBLISHED.rglob("run.json") if p.parent.parent.name != "ranks") \
         if PUBLISHED.exists() else []
-    return runs + ["train/V100"]  # a shipped reference: committed results in a workbook's layout
+    return [*runs, "train/V100"]  # a shipped reference: committed results in a workbook's layout
 
 
 def _check_format(src_label_count: int, fmt: str, path: Path, stdout: str) -> None:
@@ -241,7 +241,7 @@ def test_fastest_per_kernel_across_runs_and_a_reference(tmp_path: Path) -> None:
     b = write_run(tmp_path / "fast", [result(k, "fp32", noisy(k, 1.0, 0.01, 5, rng)) for k in ks], run_id="fast")
     p = run_cli("deepbench", "fastest", str(a), str(b), "--reference", "V100", "--format", "csv")
     assert p.returncode == 0, p.stderr
-    rows = [r for r in csv.DictReader(io.StringIO(p.stdout))]
+    rows = list(csv.DictReader(io.StringIO(p.stdout)))
     fastest = {r["m"] + "x" + r["n"]: r["fastest"] for r in rows if r["prec"] == "fp32"}
     v100 = {e.kernel.label(): e.total_ms * 1e3 for e in find_reference("V100").entries if e.precision == "fp32"}
     for k in ks:

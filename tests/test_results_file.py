@@ -15,7 +15,6 @@ from deepbench.kernels.results import ResultsFileError, read_results
 from deepbench.kernels.results_file import REJECTED_FILE, append_result, scan, set_aside, write_atomic
 
 
-
 def result(reason: str = "not on this machine"):
     """A small valid record (an unsupported kernel)."""
     from deepbench.kernels.catalog import by_id
@@ -24,7 +23,8 @@ def result(reason: str = "not on this machine"):
 
     now = utcnow()
     return KernelResult(id="gemm/train/020/fp32", kernel=by_id()["gemm/train/020"],
-                        precision=PRECISIONS[Precision.FP32], backend="torch", status=Status.UNSUPPORTED, reason=reason, started_at=now, ended_at=now)
+                        precision=PRECISIONS[Precision.FP32], backend="torch", status=Status.UNSUPPORTED,
+                        reason=reason, started_at=now, ended_at=now)
 
 
 def record_bytes() -> bytes:

@@ -4,7 +4,8 @@ CPU timer, the GPU timer's clocked samples and the collective's rank-synchronise
 from __future__ import annotations
 
 import itertools
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -15,8 +16,18 @@ from deepbench.kernels.timing.clocked import run_samples
 from deepbench.kernels.timing.sampler import Sampler
 from deepbench.kernels.timing.sampling import Step, sample_until
 from deepbench.kernels.timing.settling import ClockReading
-from deepbench.kernels.timing.stopping import (CONVERGED, MAX_SAMPLES, REPEAT_COUNT, TIME_CAP, MinSamples, MinTime,
-                                               NoiseBelow, Progress, Stop, StopRule)
+from deepbench.kernels.timing.stopping import (
+    CONVERGED,
+    MAX_SAMPLES,
+    REPEAT_COUNT,
+    TIME_CAP,
+    MinSamples,
+    MinTime,
+    NoiseBelow,
+    Progress,
+    Stop,
+    StopRule,
+)
 
 
 class FakeSource:

@@ -66,7 +66,7 @@ def test_the_suite_is_built_once_for_its_kernels_and_its_hash(monkeypatch: pytes
 def test_a_suite_that_cannot_be_built_says_so_when_its_kernels_are_asked_for() -> None:
     chosen = KernelSelection(suite="no-such-suite")
     with pytest.raises(SelectionError, match="unknown suite"):
-        chosen.kernels
+        _ = chosen.kernels
 
 
 def test_the_record_keeps_the_platforms_defaults_only_where_no_precision_was_asked() -> None:

@@ -8,9 +8,21 @@ import itertools
 import math
 import random
 
-from deepbench.kernels.timing.stopping import (CONVERGED, MAX_SAMPLES, REPEAT_COUNT, TIME_CAP, CallBudget, MinSamples,
-                                               MinTime, NoiseBelow, Progress, Stop, StopRule, first_reason,
-                                               relative_precision)
+from deepbench.kernels.timing.stopping import (
+    CONVERGED,
+    MAX_SAMPLES,
+    REPEAT_COUNT,
+    TIME_CAP,
+    CallBudget,
+    MinSamples,
+    MinTime,
+    NoiseBelow,
+    Progress,
+    Stop,
+    StopRule,
+    first_reason,
+    relative_precision,
+)
 
 
 def reference_decide(rule: StopRule, samples: list[float], elapsed_s: float, limited: bool) -> str | None:

@@ -196,7 +196,8 @@ def test_edited_system_description(copy: Path) -> None:
     (copy / "system.json").write_text(json.dumps(system))
     assert_fails(copy, "system.json: its SHA-256 differs from the manifest")
     write_manifest(copy)  # a careful forger re-hashes: the run record still disagrees
-    assert_fails(copy, "system.json: its measured description differs from the one the harness recorded in run.json (cpu)")
+    assert_fails(copy,
+                 "system.json: its measured description differs from the one the harness recorded in run.json (cpu)")
 
 
 def test_vendor_fields_may_be_edited(copy: Path) -> None:
@@ -254,7 +255,8 @@ def test_malformed_json_and_wrong_types(copy: Path) -> None:
         f.write("[1, 2, NaN]\n")
         f.write("[" * 100_000 + "\n")
     write_manifest(copy)
-    assert_fails(copy, "run.json: is not valid JSON", "system.json: does not match its schema: measured.cpu.logical_cpus",
+    assert_fails(copy, "run.json: is not valid JSON",
+                 "system.json: does not match its schema: measured.cpu.logical_cpus",
                  "plan.json: schema_version 'deepbench.plan/99' is not one this checker reads",
                  "non-standard JSON constant NaN", "nested too deeply")
 

@@ -75,11 +75,11 @@ def read_back(text: str) -> tuple[list[dict[str, str]], list[str], dict[int, str
         for line in body:
             cells = _cells(line)
             if rows and not cells[0]:
-                for h, c in zip(headers_1, cells):
+                for h, c in zip(headers_1, cells, strict=False):
                     if c:
                         rows[-1][h] = f"{rows[-1][h]} {c}".strip()
             else:
-                rows.append(dict(zip(headers_1, cells)))
+                rows.append(dict(zip(headers_1, cells, strict=False)))
     notes: dict[int, str] = {}
     current = None
     left_out: list[str] = []
@@ -115,7 +115,7 @@ def check_table(t: Table, width: int) -> list[dict[str, str]]:
     visible = [t.headers[i] for i in layout.columns]
     assert not set(t.headers) - set(visible) - set(left_out) - {h for i, h in enumerate(t.headers)
                                                                 if not any(r[i] for r in t.rows)}, text
-    for got, want, ref in zip(rows, t.rows, shown.rows):
+    for got, want, ref in zip(rows, t.rows, shown.rows, strict=False):
         for h in visible:
             i = t.headers.index(h)
             if ref[i] != want[i]:  # a reference to footnotes: "failed [1]", "[1][2]"
@@ -138,7 +138,7 @@ def compare_with_records(rows: list[dict[str, str]], t: Table, results_by_label:
                 and all((("T" if v else "N") if isinstance(v, bool) else str(v)) == params[f]
                         for f, v in r.kernel.params().items() if f in params)]
         assert hits, row
-        if "time (us)" in row and row["time (us)"]:
+        if row.get("time (us)"):
             assert any(fmt_us(r.time_us.median) == row["time (us)"] for r in hits if r.time_us), row
 
 
@@ -207,7 +207,7 @@ def test_fit_drops_then_compacts_then_folds() -> None:
     layout = fit(wide, 40)
     assert layout.bands > 1
     rows, _, _ = read_back(draw(wide, 40))
-    assert rows == [dict(zip(wide.headers, wide.rows[0]))]
+    assert rows == [dict(zip(wide.headers, wide.rows[0], strict=False))]
 
 
 def test_long_reasons_become_footnotes() -> None:

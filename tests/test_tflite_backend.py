@@ -21,7 +21,6 @@ from deepbench.kernels.results import RunRecord, Settings, Status, read_results
 
 from .conftest import run_cli
 
-
 SMALL = ["gemm/inference_device/003", "gemm/inference_device/007", "conv/inference_device/012",
          "conv/inference_device/003", "rnn/inference_device/001", "rnn/inference_device/002"]
 

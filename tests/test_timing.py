@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 
-
 from deepbench.kernels.timing import cpu
 from deepbench.kernels.timing.stopping import CONVERGED, MAX_SAMPLES, TIME_CAP, StopRule, relative_precision
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import itertools
 
-from deepbench.kernels.timing import clocked, cupti, eager, events, profiler_check
+from deepbench.kernels.timing import clocked, cupti, eager, events, profiler_check, settling, warmup
 from deepbench.kernels.timing.cupti_kernel import KernelTimes
 from deepbench.kernels.timing.sampler import Sampler
-from deepbench.kernels.timing import settling, warmup
 from deepbench.kernels.timing.settling import ClockReading, SettleWatch, throttled
 from deepbench.kernels.timing.stopping import CONVERGED, TIME_CAP, StopRule
 

@@ -10,8 +10,14 @@ from types import SimpleNamespace
 import pytest
 
 from deepbench.kernels.results import Status, TimeStats
-from deepbench.runner.submission.verify import (DEFAULT_MAX_NOISE, REMEASURE_FACTOR, ToleranceRule, compare, judge,
-                                                 longer)
+from deepbench.runner.submission.verify import (
+    DEFAULT_MAX_NOISE,
+    REMEASURE_FACTOR,
+    ToleranceRule,
+    compare,
+    judge,
+    longer,
+)
 
 from .conftest import run_cli
 

@@ -10,8 +10,9 @@ timed call, so every backend is measured and checked the same way.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Iterable
+from typing import Any, ClassVar
 
 from ..catalog import Kernel
 from ..layers import ElementwiseKernel
@@ -64,7 +65,7 @@ class Prepared:
     padding: dict[str, int] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
     # Extra figures derived after timing (e.g. sparse GEMM's dense time), filled by the backend.
-    after: Callable[["Backend", StopRule], dict[str, Any]] | None = None
+    after: Callable[[Backend, StopRule], dict[str, Any]] | None = None
 
     def in_precision(self, precision: Precision) -> Prepared:
         """These parts, each marked with the precision the kernel was prepared in."""
@@ -127,10 +128,10 @@ class Backend(ABC):
         `precisions`: the run's, where the backend measures only those (CPU GEMMs)."""
         return {}
 
-    def release(self) -> None:
+    def release(self) -> None:  # noqa: B027 - an optional hook: doing nothing is the default
         """Free what the last kernel held before the next is prepared."""
 
-    def item_barrier(self) -> None:
+    def item_barrier(self) -> None:  # noqa: B027 - an optional hook: one process has no one to wait for
         """Wait until every rank is about to start the next kernel (a no-op with one process): the
         harness calls it after it told the host which kernel starts, so that whatever befalls one
         rank from then on is that kernel's."""

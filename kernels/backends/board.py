@@ -200,7 +200,7 @@ def memory_gib(root: Path = ROOT) -> float | None:
 
 
 def is_raspberry_pi(board: str | None) -> bool:
-    return bool(board) and board.startswith(RASPBERRY_PI)
+    return board is not None and board.startswith(RASPBERRY_PI)
 
 
 # ----- a run's facts --------------------------------------------------------------------------

@@ -8,7 +8,8 @@ the measured time."""
 from __future__ import annotations
 
 import ctypes
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -148,18 +149,24 @@ def measure_ceilings(device: torch.device, settings: Settings, clocks: ClockRead
             continue
         finally:
             torch.cuda.empty_cache()
-    # Two copies: cudaMemcpyAsync (what Tensor.copy_ issues) and an element-wise kernel on the
-    # SMs, which reaches more of HBM's bandwidth on some parts; the roofline uses the faster.
+    out.update(_copy_gbps(device, hot, clocks))
+    out["gbps_copy"] = max(out["gbps_memcpy"], out["gbps_elementwise"])
+    torch.cuda.empty_cache()
+    set_mode(Precision.FP32)
+    return out
+
+
+def _copy_gbps(device: torch.device, hot: Settings, clocks: cuda_timer.ClockReader) -> dict[str, float]:
+    """Two copies: cudaMemcpyAsync (what Tensor.copy_ issues) and an element-wise kernel on the
+    SMs, which reaches more of HBM's bandwidth on some parts; the roofline uses the faster. The
+    buffers live only in here, so the caller's empty_cache() frees them."""
     src = torch.empty(COPY_BYTES // 4, dtype=torch.float32, device=device).normal_()
     dst = torch.empty_like(src)
+    out: dict[str, float] = {}
     for key, fn in (("gbps_memcpy", lambda: dst.copy_(src)), ("gbps_elementwise", lambda: torch.neg(src, out=dst))):
         fn()
         m, _ = cuda_timer.measure(fn, CEILING_RULE, hot, True, device, clocks)
         out[key] = 2 * COPY_BYTES / (m.stats.median * 1e-6) / 1e9
-    out["gbps_copy"] = max(out["gbps_memcpy"], out["gbps_elementwise"])
-    del src, dst
-    torch.cuda.empty_cache()
-    set_mode(Precision.FP32)
     return out
 
 
@@ -175,5 +182,5 @@ def roofline(flops: float, min_bytes: float, median_us: float, precision: Precis
         bounds["memory"] = min_bytes / (bw * 1e9) * 1e6
     if not bounds or median_us <= 0:
         return {}
-    kind = max(bounds, key=bounds.get)
+    kind = max(bounds, key=bounds.__getitem__)
     return {"bound": kind, "bound_us": bounds[kind], "pct_of_peak": 100.0 * bounds[kind] / median_us}

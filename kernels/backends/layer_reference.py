@@ -10,7 +10,7 @@ form: math.erf per element)."""
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -87,7 +87,7 @@ _erf = np.frompyfunc(math.erf, 1, 1)
 
 ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "relu": lambda x: np.where(x > 0, x, 0.0),
-    "gelu": lambda x: 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)).astype(np.float64)),
+    "gelu": lambda x: 0.5 * x * (1.0 + np.asarray(_erf(x / math.sqrt(2.0)), dtype=np.float64)),
     "gelu_tanh": lambda x: 0.5 * x * (1.0 + 2.0 * _sigmoid(2.0 * math.sqrt(2.0 / math.pi)
                                                            * (x + GELU_TANH_COEFF * x ** 3)) - 1.0),
     "silu": lambda x: x * _sigmoid(x),

@@ -11,9 +11,10 @@ says why instead of failing."""
 from __future__ import annotations
 
 from abc import abstractmethod
+from collections.abc import Callable, Iterable
 from importlib import import_module
 from types import ModuleType
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from ..catalog import Kernel
 from ..padding import PadMode

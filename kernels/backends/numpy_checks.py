@@ -9,7 +9,7 @@ output points recomputed from the definition. Integer results must match exactly
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -80,9 +80,10 @@ def check_batched_matmul(out: np.ndarray, x: np.ndarray, y: np.ndarray, precisio
     """out[i] should equal x[i] @ y[i] (check_batch_ends)."""
     return check_batch_ends(lambda i: check_matmul(out[i], x[i], y[i], precision, rng), len(out))
 
-def conv_points(rng: np.random.Generator, *sizes: int) -> list[tuple[int, ...]]:
-    cols = [rng.integers(0, s, size=CONV_CHECK_POINTS).tolist() for s in sizes]
-    return list(zip(*cols))
+def conv_points(rng: np.random.Generator, n: int, k: int, oh: int, ow: int) -> list[tuple[int, int, int, int]]:
+    """CONV_CHECK_POINTS random output positions (n, k, oh, ow) of an (N, K, OH, OW) output."""
+    cols = [rng.integers(0, s, size=CONV_CHECK_POINTS).tolist() for s in (n, k, oh, ow)]
+    return list(zip(*cols, strict=True))
 
 
 def conv_reference_at(x_padded: np.ndarray, w: np.ndarray, n: int, k: int, oh: int, ow: int,
@@ -103,7 +104,8 @@ def check_conv_nchw(y: np.ndarray, x: np.ndarray, w: np.ndarray, pad_h: int, pad
     xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad_h, pad_h), (pad_w, pad_w)))
     got, ref = [], []
     for n, k, oh, ow in conv_points(rng, *y.shape):
-        ref.append(conv_reference_at(xp, w, n, k, oh, ow, stride_h, stride_w) + (float(bias[k]) if bias is not None else 0.0))
+        shift = float(bias[k]) if bias is not None else 0.0
+        ref.append(conv_reference_at(xp, w, n, k, oh, ow, stride_h, stride_w) + shift)
         got.append(float(y[n, k, oh, ow]))
     return compare_points(np.array(got), np.array(ref), precision)
 

@@ -11,7 +11,8 @@ forces one library for every kernel instead (e.g. `--backend torch` as a cross-c
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from ..catalog import Kernel
 from ..precision import Precision

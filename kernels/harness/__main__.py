@@ -16,6 +16,7 @@ this machine, 74 a result could not be written, 75 another harness is writing to
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import sys
@@ -184,10 +185,8 @@ def _run(plan: Plan, run_dir: Path, rank_dir: Path | None) -> int:
         facts["device"]["after_error"] = str(exc)
     record = build_record(plan, outdir, state, started, facts)
     write_record(outdir, record)
-    try:
+    with contextlib.suppress(HostGone):
         emit(Event.END, state=record.state)
-    except HostGone:
-        pass
     if lock is not None:
         lock.release()
     return ExitCode.INTERRUPTED if state == "interrupted" else ExitCode.OK

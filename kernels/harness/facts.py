@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import socket
@@ -18,10 +19,8 @@ def host_facts() -> dict[str, Any]:
         "logical_cpus": os.cpu_count(),
         "in_container": os.path.exists("/.dockerenv") or os.environ.get("DEEPBENCH_IN_CONTAINER") == "1",
     }
-    try:
+    with contextlib.suppress(AttributeError):
         facts["usable_cpus"] = len(os.sched_getaffinity(0))
-    except AttributeError:
-        pass
     try:
         with open("/proc/meminfo") as f:
             for line in f:

@@ -15,9 +15,10 @@ The whole-model runs are the exception: a model suite ends with the model itself
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import import_module
-from typing import Callable, Literal
+from typing import Literal
 
 IMAGE_SIZE = 224  # ImageNet's evaluation crop, which the published FLOP counts use
 

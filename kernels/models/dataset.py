@@ -15,11 +15,11 @@ FLOPs and their fewest bytes instead, so FLOP totals compare with published MAC 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-DATASET_SCHEMA = "deepbench.operators/1"
+DATASET_SCHEMA: Final = "deepbench.operators/1"
 
 # Operator types, in report order. `elementwise`: binary add and mul (residual adds, RoPE's
 # products, SwiGLU's gate); `other` keeps the rest of element-wise, reductions and data movement
@@ -83,5 +83,5 @@ class OperatorDataset(BaseModel):
         path.write_text(self.model_dump_json(indent=1) + "\n")
 
     @classmethod
-    def load(cls, path: Path) -> "OperatorDataset":
+    def load(cls, path: Path) -> OperatorDataset:
         return cls.model_validate_json(path.read_text())

@@ -17,16 +17,17 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from . import IMAGE_SIZE, MODELS, ModelInfo
-from .dataset import Operator, OperatorDataset
 from ..costs import FLOAT32_BYTES, FLOPS_PER_MAC, GATES
+from . import IMAGE_SIZE, MODELS, ModelInfo
+from .dataset import Operator, OperatorDataset, OpType
 
-TYPE_OF: dict[str, str] = {
+TYPE_OF: dict[str, OpType] = {
     **dict.fromkeys(("linear", "mm", "addmm", "bmm", "baddbmm", "matmul"), "gemm"),
     **dict.fromkeys(("conv1d", "conv2d", "conv3d", "convolution", "_convolution"), "conv"),
     **dict.fromkeys(("scaled_dot_product_attention", "_scaled_dot_product_flash_attention",
@@ -62,7 +63,7 @@ class Capture(TorchDispatchMode):
         super().__init__()
         self.calls: list[tuple[Any, dict[str, Any], Any]] = []
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
         self.calls.append((func, _bind(func, args, kwargs or {}), out))
         return out
@@ -234,6 +235,7 @@ def capture(model: torch.nn.Module, example: torch.Tensor) -> list[Operator]:
 def example_input(info: ModelInfo, batch: int, seq: int | None) -> torch.Tensor:
     if info.input == "image":
         return torch.empty(batch, 3, IMAGE_SIZE, IMAGE_SIZE, device="meta")
+    assert seq is not None, "extract() resolves the sequence length of token and hidden-state inputs"
     if info.input == "tokens":
         return torch.zeros(batch, seq, dtype=torch.long, device="meta")
     from .language import LlamaConfig

@@ -11,18 +11,47 @@ dataset file; a registered model name is extracted on the spot (which needs torc
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
-
-import math
+from typing import Final, Literal, TypedDict
 
 from ..catalog import ConvKernel, GemmKernel, Kernel, RnnKernel
-from ..layers import (ActivationKernel, AttentionKernel, BatchedGemmKernel, BatchNormKernel, ElementwiseKernel,
-                      EmbeddingKernel, NormKernel, PoolingKernel, SoftmaxKernel)
+from ..layers import (
+    ActivationKernel,
+    AttentionKernel,
+    BatchedGemmKernel,
+    BatchNormKernel,
+    ElementwiseKernel,
+    EmbeddingKernel,
+    NormKernel,
+    PoolingKernel,
+    SoftmaxKernel,
+)
 from .dataset import Operator, OperatorDataset
+from .params import (
+    AttentionParams,
+    ConvParams,
+    EmbeddingParams,
+    FunctionParams,
+    GemmParams,
+    NormParams,
+    PoolingParams,
+    RnnParams,
+    SoftmaxParams,
+    params_as,
+)
 
-MODEL_SET = "model"
+MODEL_SET: Final = "model"
 SUITE_PREFIX = "model:"
+
+
+class _Common(TypedDict):
+    """The fields every kernel of a model's suite shares (index and count are set once all are known)."""
+
+    set: Literal["model"]
+    index: int
+    application: str
 
 
 @dataclass(frozen=True)
@@ -33,33 +62,38 @@ class Unmapped:
 
 def kernel_for(op: Operator, model: str) -> Kernel | str:
     """The kernel that runs `op` (index and count filled in later), or why there is none."""
-    p = op.params
-    common = dict(set=MODEL_SET, index=0, application=model)
+    common = _Common(set=MODEL_SET, index=0, application=model)
     if op.type == "gemm":
-        if p["batch"] != 1:
-            return BatchedGemmKernel(batch=p["batch"], m=p["m"], n=p["n"], k=p["k"], a_t=p["a_t"], b_t=p["b_t"],
+        g = params_as(op.params, GemmParams)
+        if g["batch"] != 1:
+            return BatchedGemmKernel(batch=g["batch"], m=g["m"], n=g["n"], k=g["k"], a_t=g["a_t"], b_t=g["b_t"],
                                      **common)
-        return GemmKernel(m=p["m"], n=p["n"], k=p["k"], a_t=p["a_t"], b_t=p["b_t"], **common)
+        return GemmKernel(m=g["m"], n=g["n"], k=g["k"], a_t=g["a_t"], b_t=g["b_t"], **common)
     if op.type == "conv":
-        if p["groups"] != 1 or p["dilation_h"] != 1 or p["dilation_w"] != 1:
+        c = params_as(op.params, ConvParams)
+        if c["groups"] != 1 or c["dilation_h"] != 1 or c["dilation_w"] != 1:
             return "grouped or dilated convolution has no kernel type yet"
-        return ConvKernel(w=p["w"], h=p["h"], c=p["c"], n=p["n"], k=p["k"], s=p["s"], r=p["r"], pad_w=p["pad_w"],
-                          pad_h=p["pad_h"], stride_w=p["stride_w"], stride_h=p["stride_h"], **common)
+        return ConvKernel(w=c["w"], h=c["h"], c=c["c"], n=c["n"], k=c["k"], s=c["s"], r=c["r"], pad_w=c["pad_w"],
+                          pad_h=c["pad_h"], stride_w=c["stride_w"], stride_h=c["stride_h"], **common)
     if op.type == "rnn":
-        if p["bidirectional"] or p["input_size"] != p["hidden"] or p["activation"] == "tanh":
+        r = params_as(op.params, RnnParams)
+        if r["bidirectional"] or r["input_size"] != r["hidden"] or r["activation"] == "tanh":
             return "RnnKernel covers unidirectional layers with input size = hidden (ReLU for vanilla)"
-        return RnnKernel(hidden=p["hidden"], batch=p["batch"], timesteps=p["timesteps"], cell=p["cell"], **common)
+        return RnnKernel(hidden=r["hidden"], batch=r["batch"], timesteps=r["timesteps"], cell=r["cell"], **common)
     return _layer_kernel(op, common)
 
 
-ACTIVATION_KERNELS = {("relu", None): "relu", ("gelu", "none"): "gelu", ("gelu", "tanh"): "gelu_tanh",
-                      ("silu", None): "silu", ("tanh", None): "tanh", ("sigmoid", None): "sigmoid"}
+ActivationFunction = Literal["relu", "gelu", "gelu_tanh", "silu", "tanh", "sigmoid"]
+# (aten function, GELU's approximation) -> ActivationKernel's function
+ACTIVATION_KERNELS: dict[tuple[str, str | None], ActivationFunction] = {
+    ("relu", None): "relu", ("gelu", "none"): "gelu", ("gelu", "tanh"): "gelu_tanh",
+    ("silu", None): "silu", ("tanh", None): "tanh", ("sigmoid", None): "sigmoid"}
 
 
-def _layer_kernel(op: Operator, common: dict) -> Kernel | str:
+def _layer_kernel(op: Operator, common: _Common) -> Kernel | str:
     """The layer benchmarks (kernels/layers.py) for pooling, norms, softmax, activations,
     embedding and attention; the reason where a variant is not covered."""
-    p, x = op.params, op.inputs[0] if op.inputs else ()
+    x = op.inputs[0] if op.inputs else ()
     if op.type == "pooling":
         return _pooling(op, common)
     if op.type == "batch_norm":
@@ -67,42 +101,50 @@ def _layer_kernel(op: Operator, common: dict) -> Kernel | str:
             return "BatchNormKernel covers 2-D (NCHW) batch normalization"
         return BatchNormKernel(n=x[0], c=x[1], h=x[2], w=x[3], **common)
     if op.type in ("layer_norm", "rms_norm"):
-        cols = math.prod(p["normalized"])
+        cols = math.prod(params_as(op.params, NormParams)["normalized"])
         return NormKernel(kind="layer" if op.type == "layer_norm" else "rms", rows=math.prod(x) // cols, cols=cols,
                           **common)
     if op.type == "softmax":
-        if p["dim"] not in (-1, len(x) - 1):
+        if params_as(op.params, SoftmaxParams)["dim"] not in (-1, len(x) - 1):
             return "SoftmaxKernel covers softmax over the last dimension"
         return SoftmaxKernel(rows=math.prod(x[:-1]), cols=x[-1], **common)
     if op.type == "activation":
-        function = ACTIVATION_KERNELS.get((p["function"], p.get("approximate")))
+        a = params_as(op.params, FunctionParams)
+        function = ACTIVATION_KERNELS.get((a["function"], a.get("approximate")))
         if function is None:
-            return f"no activation kernel for {p['function']} yet"
+            return f"no activation kernel for {a['function']} yet"
         return ActivationKernel(function=function, elements=math.prod(x), **common)
     if op.type == "embedding":
-        return EmbeddingKernel(vocab=p["vocab"], dim=p["dim"], lookups=p["lookups"], **common)
+        e = params_as(op.params, EmbeddingParams)
+        return EmbeddingKernel(vocab=e["vocab"], dim=e["dim"], lookups=e["lookups"], **common)
     if op.type == "attention":
-        if p["mask"]:
+        t = params_as(op.params, AttentionParams)
+        if t["mask"]:
             return "AttentionKernel covers causal or unmasked attention, not an explicit mask"
-        return AttentionKernel(batch=p["batch"], heads=p["heads"], kv_heads=p["kv_heads"], seq_q=p["seq_q"],
-                               seq_kv=p["seq_kv"], head_dim=p["head_dim"], causal=p["causal"], **common)
+        return AttentionKernel(batch=t["batch"], heads=t["heads"], kv_heads=t["kv_heads"], seq_q=t["seq_q"],
+                               seq_kv=t["seq_kv"], head_dim=t["head_dim"], causal=t["causal"], **common)
     if op.type == "elementwise":
         return _elementwise(op, common)
     return "element-wise operators other than binary add and mul, and data movement, have no kernel type yet"
 
 
-def _elementwise(op: Operator, common: dict) -> Kernel | str:
+# aten function -> ElementwiseKernel's function (binary add and mul only)
+ELEMENTWISE_KERNELS: dict[str, Literal["add", "mul"]] = {"add": "add", "mul": "mul"}
+
+
+def _elementwise(op: Operator, common: _Common) -> Kernel | str:
     """Binary add/mul; a Python number as the second operand counts as one element (a scalar)."""
     elements = math.prod(op.output)
     sizes = [math.prod(shape) for shape in op.inputs[:2]] + [1]
-    if len(op.inputs) > 2 or any(elements % n for n in sizes[:2]) or op.params.get("function") not in ("add", "mul"):
+    function = ELEMENTWISE_KERNELS.get(params_as(op.params, FunctionParams).get("function", ""))
+    if len(op.inputs) > 2 or any(elements % n for n in sizes[:2]) or function is None:
         return "ElementwiseKernel covers binary add and mul whose operands broadcast to the output"
-    return ElementwiseKernel(function=op.params["function"], elements=elements, a_elements=sizes[0],
+    return ElementwiseKernel(function=function, elements=elements, a_elements=sizes[0],
                              b_elements=sizes[1], **common)
 
 
-def _pooling(op: Operator, common: dict) -> Kernel | str:
-    p, (n, c, h, w) = op.params, op.inputs[0]
+def _pooling(op: Operator, common: _Common) -> Kernel | str:
+    p, (n, c, h, w) = params_as(op.params, PoolingParams), op.inputs[0]
     name = op.aten.split(".")[1]
     if "adaptive" in name:
         if tuple(p["output_size"]) != (1, 1) or "max" in name:
@@ -112,7 +154,7 @@ def _pooling(op: Operator, common: dict) -> Kernel | str:
     window = _pair(p["kernel_size"])
     stride = _pair(p.get("stride") or p["kernel_size"])  # an empty stride means the window's
     pad = _pair(p.get("padding", 0))
-    mode = "max" if "max" in name else "avg"
+    mode: Literal["max", "avg"] = "max" if "max" in name else "avg"
     if p.get("ceil_mode"):
         return "pooling with ceil_mode has no kernel yet"
     if mode == "avg" and any(pad) and not p.get("count_include_pad", True):
@@ -121,16 +163,16 @@ def _pooling(op: Operator, common: dict) -> Kernel | str:
                          stride_h=stride[0], stride_w=stride[1], **common)
 
 
-def _pair(value: object) -> tuple[int, int]:
+def _pair(value: int | tuple[int, ...]) -> tuple[int, int]:
     if isinstance(value, int):
         return value, value
-    v = tuple(int(x) for x in value)  # type: ignore[union-attr]
+    v = tuple(int(x) for x in value)
     return (v[0], v[0]) if len(v) == 1 else (v[0], v[1])
 
 
 def _calls(op: Operator) -> int:
     """Kernel calls per forward pass: a stacked recurrent layer runs its RnnKernel once per layer."""
-    return op.count * (int(op.params["layers"]) if op.type == "rnn" else 1)
+    return op.count * (params_as(op.params, RnnParams)["layers"] if op.type == "rnn" else 1)
 
 
 def dataset_kernels(ds: OperatorDataset) -> tuple[list[Kernel], list[Unmapped]]:

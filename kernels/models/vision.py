@@ -43,7 +43,7 @@ class Bottleneck(nn.Module):
 def resnet50() -> nn.Module:
     layers: list[nn.Module] = [*_conv_bn(3, 64, 7, 2), nn.ReLU(inplace=True), nn.MaxPool2d(3, 2, 1)]
     c_in = 64
-    for stage, (blocks, width) in enumerate(zip(RESNET50_BLOCKS, RESNET_WIDTHS)):
+    for stage, (blocks, width) in enumerate(zip(RESNET50_BLOCKS, RESNET_WIDTHS, strict=False)):
         for b in range(blocks):
             stride = 2 if b == 0 and stage > 0 else 1
             layers.append(Bottleneck(c_in, width, stride))

@@ -13,8 +13,8 @@ throttled)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from .sampler import Sampler
 from .sampling import Step, sample_until
@@ -31,7 +31,7 @@ def select_unthrottled(samples: list[float], clocks: list[float | None], low: li
     n_low = sum(low)
     if n_low == 0 or len(samples) - n_low < min_keep:
         return samples, [c for c in clocks if c is not None], 0, n_low
-    kept = [(s, c) for s, c, lo in zip(samples, clocks, low) if not lo]
+    kept = [(s, c) for s, c, lo in zip(samples, clocks, low, strict=False) if not lo]
     return [s for s, _ in kept], [c for _, c in kept if c is not None], n_low, 0
 
 

@@ -5,7 +5,7 @@ figures suit large kernels."""
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 

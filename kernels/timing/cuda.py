@@ -5,7 +5,8 @@ dropped where enough remain, and the notes record what the clocks, the strategy 
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 

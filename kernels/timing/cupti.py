@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import statistics
 import warnings
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 
@@ -139,7 +140,7 @@ def sample_figures(groups: list[list[DeviceEvent]], calls: int, timed: list[floa
     return {"kernel_us": statistics.median(busy), "span_us": statistics.median(spans) if spans else None,
             "period_us": statistics.median(period), "kernels_per_call": kernels / (calls * len(groups)),
             "kernel_names": [n[:120] for n, _ in top], "events_us": statistics.median(timed),
-            "timer_ratio": statistics.median(t / b for t, b in zip(timed, busy))}
+            "timer_ratio": statistics.median(t / b for t, b in zip(timed, busy, strict=False))}
 
 
 def call_us(prof: dict[str, Any]) -> float:

@@ -18,7 +18,8 @@ import math
 import statistics
 import time
 from collections import deque
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from . import cupti
 from .events import calls_for, enqueue_marked, event_pair, replays_covering, us_per_call
@@ -93,7 +94,7 @@ class KernelTimes:
     def _add(self, groups: list[list[cupti.DeviceEvent]], timed: list[float]) -> None:
         self.events_us += timed
         if len(groups) == len(timed):
-            for group, t in zip(groups, timed):
+            for group, t in zip(groups, timed, strict=False):
                 self.pending.extend(cupti.chunk_times_us(group, self.calls, self.chunk) if group else [t])
         else:  # a record that cannot be split by replay: the events' figures stand in for the batch
             self.notes["samples_timed_by_events"] = self.notes.get("samples_timed_by_events", 0) + len(timed)

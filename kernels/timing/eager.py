@@ -4,7 +4,8 @@ work, so a short call reads its launch cost; the notes say why the graph was not
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from . import cupti
 from .events import calls_for, time_eager

@@ -5,7 +5,7 @@ cover a given time."""
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 

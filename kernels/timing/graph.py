@@ -8,8 +8,8 @@ graph_events and cupti_kernel time replays of the graph made here."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 

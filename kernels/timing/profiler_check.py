@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 

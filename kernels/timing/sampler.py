@@ -4,8 +4,9 @@ Free of torch, so the loop's decisions are tested without a GPU."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 
 def no_probe() -> None:

@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Protocol, Sequence
+from typing import Protocol
 
 NOTCH_FACTOR = 1.57  # 95% CI of the median from the IQR (McGill et al. 1978)
 

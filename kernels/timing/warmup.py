@@ -11,7 +11,8 @@ temperature), at most `max_s` seconds.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 

@@ -2,8 +2,6 @@
 
 To add a command, write its module and list it here."""
 
-from . import check, images, list_kernels, submit, verify, models
-from . import compare, fastest, references, report
-from . import launch_command
+from . import check, compare, fastest, images, launch_command, list_kernels, models, references, report, submit, verify
 
 COMMANDS = [list_kernels, images, submit, check, verify, report, compare, fastest, references, models, launch_command]

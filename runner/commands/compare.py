@@ -20,13 +20,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..compare import DEFAULT_THRESHOLD, compare
 from .. import render_formats
+from ..compare import DEFAULT_THRESHOLD, compare
 from ..compare_render import render
 from ..display import add_columns_argument
 from ..errors import UserError
-from ..sources import load_source
 from ..outpaths import writable_file
+from ..sources import load_source
 
 NAME = "compare"
 HELP = "compare runs and references kernel by kernel, with noise"

@@ -18,10 +18,10 @@ from ..display import add_columns_argument, check_columns, make_console, print_t
 from ..errors import UserError
 from ..fastest import fastest_tables, wins
 from ..html import Section, page, table_html, table_section, warnings_html
+from ..outpaths import writable_file
 from ..sources import Source, load_source
 from ..tables import Table
 from ..textformats import csv_text, markdown
-from ..outpaths import writable_file
 
 NAME = "fastest"
 HELP = "the fastest run or reference per kernel"
@@ -72,7 +72,7 @@ def terminal_fastest(tables: list[Table], summary: Table, sources: list[Source],
         for s in sources:
             for w in s.warnings:
                 console.print(f"[yellow]warning: {s.label} was measured on a loaded machine: {w}[/]")
-        print_tables(console, tables + [summary], columns)
+        print_tables(console, [*tables, summary], columns)
     finally:
         if f:
             f.close()
@@ -86,7 +86,7 @@ def csv_fastest(tables: list[Table], summary: Table, sources: list[Source], out:
 
 def markdown_fastest(tables: list[Table], summary: Table, sources: list[Source], out: Path | None,
                      columns: list[str] | None = None) -> str | None:
-    return render_formats.emit(markdown(tables + [summary]) + "\n", out)
+    return render_formats.emit(markdown([*tables, summary]) + "\n", out)
 
 
 def html_fastest(tables: list[Table], summary: Table, sources: list[Source], out: Path | None,

@@ -16,6 +16,7 @@ the image's CPython and architecture; anything after `--` goes to pip download a
 from __future__ import annotations
 
 import argparse
+import contextlib
 from datetime import datetime
 from pathlib import Path
 
@@ -171,10 +172,8 @@ def _list() -> int:
 def _row(platform: str, tag: str, image) -> tuple[str, ...]:
     attrs = image.attrs
     created = attrs.get("Created", "")[:19].replace("T", " ")
-    try:
+    with contextlib.suppress(ValueError):
         created = datetime.fromisoformat(created).strftime("%Y-%m-%d %H:%M")
-    except ValueError:
-        pass
     size = f"{attrs.get('Size', 0) / 1e9:.2f} GB"
     base = (image.labels or {}).get(images.LABEL_BASE, "")
     return platform, tag, image.id.removeprefix("sha256:")[:12], attrs.get("Architecture", ""), created, size, base

@@ -24,8 +24,7 @@ import shutil
 import sys
 
 from ...kernels.catalog import operations, traits_of
-from ..cluster_needs import (Need, allocation_nodes, first_node, hostfile_need, rendezvous_port, shared_folder,
-                             srun_mpi)
+from ..cluster_needs import Need, allocation_nodes, first_node, hostfile_need, rendezvous_port, shared_folder, srun_mpi
 from ..errors import UserError
 from ..platforms import Platform, get_platform
 from ..ranks import IMAGE_PYTHON, find_mpiexec, mpi_flavour
@@ -129,7 +128,7 @@ class Layout:
         main, other, other_name = (openmpi, hydra, "MPICH (Hydra)") if flavour == "openmpi" else \
             (hydra, openmpi, "Open MPI")
         lines = ["# --- mpirun over ssh, with a host file (one line per node; MPICH: 'node:G', Open MPI: "
-                 f"'node slots=G') ---", *(n.line() for n in needs),
+                 "'node slots=G') ---", *(n.line() for n in needs),
                  self.exports(first), self.supervised(main),
                  f"# with {other_name} instead: {self.supervised(other)}"]
         if self.mpi:

@@ -8,11 +8,11 @@ from __future__ import annotations
 import argparse
 import json
 
+from rich.table import Table
+
 from ...kernels.catalog import traits_of
 from ...kernels.op_traits import Rate
 from ..display import make_console
-from rich.table import Table
-
 from ..selection import add_selection_arguments, selected_kernels
 
 NAME = "list"

@@ -9,6 +9,7 @@ A name is set/processor (train/V100, server/T4) or the processor alone where it 
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from rich.table import Table
 
@@ -27,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     refs = references()
-    rows = []
+    rows: list[dict[str, Any]] = []  # JSON lines, or a table's rows
     for name, ref in refs.items():
         counts: dict[str, int] = {}
         for e in ref.entries:

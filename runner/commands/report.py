@@ -17,11 +17,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..display import add_columns_argument
 from .. import render_formats
+from ..display import add_columns_argument
+from ..outpaths import writable_file
 from ..report_render import write_report
 from ..sources import load_source
-from ..outpaths import writable_file
 
 NAME = "report"
 HELP = "tables, workbook or HTML report of a run or reference"

@@ -18,10 +18,10 @@ from pydantic import ValidationError
 from ...kernels.system import VendorFields
 from ..display import make_console
 from ..errors import UserError
+from ..outpaths import writable_folder
 from ..submission.bundle import make_bundle
 from ..submission.checker import check_bundle, describe
 from ..submission.show import print_report
-from ..outpaths import writable_folder
 
 NAME = "submit"
 HELP = "bundle a run as a submission (with a SHA-256 manifest)"

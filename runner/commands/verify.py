@@ -26,8 +26,15 @@ from ..display import make_console
 from ..errors import UserError
 from ..option_types import real
 from ..signals import stop_on_signals
-from ..submission.verify import (DEFAULT_CAP, DEFAULT_FLOOR, DEFAULT_MAX_NOISE, DEFAULT_NOISE_FACTOR, ToleranceRule,
-                                 print_verify, verify_bundle)
+from ..submission.verify import (
+    DEFAULT_CAP,
+    DEFAULT_FLOOR,
+    DEFAULT_MAX_NOISE,
+    DEFAULT_NOISE_FACTOR,
+    ToleranceRule,
+    print_verify,
+    verify_bundle,
+)
 
 NAME = "verify"
 HELP = "re-run a submission and compare with its numbers"

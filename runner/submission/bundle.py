@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import shlex
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -116,7 +117,8 @@ def make_bundle(run_dir: Path, out: Path, vendor: VendorFields, force: bool = Fa
     digest = record.provenance.image_digest
     index = layout.SubmissionIndex(
         created_at=utcnow(), tool_version=__version__, run_id=plan.run_id, suite=plan.suite, platform=plan.platform,
-        backend=plan.backend, local=local, image_digest=digest, image=source, reproduce=reproduce_command(plan, local, digest),
+        backend=plan.backend, local=local, image_digest=digest, image=source,
+        reproduce=reproduce_command(plan, local, digest),
         verify=f"deepbench verify BUNDLE{' --local' if local else ''}", files=dict(layout.LAYOUT))
 
     _write_json(out / layout.SYSTEM, system.model_dump(mode="json"))
@@ -124,8 +126,8 @@ def make_bundle(run_dir: Path, out: Path, vendor: VendorFields, force: bool = Fa
         _write_json(out / layout.HOST_SYSTEM, record.host_system.model_dump(mode="json"))
     for src, dst in ((PLAN_FILE, layout.PLAN), (RUN_FILE, layout.RUN), (RESULTS_FILE, layout.RESULTS)):
         shutil.copyfile(run_dir / src, out / dst)
-    log = run_dir / LOG_FILE
-    (out / layout.HARNESS_LOG).write_bytes(log.read_bytes() if log.is_file() else b"")
+    harness_log = run_dir / LOG_FILE
+    (out / layout.HARNESS_LOG).write_bytes(harness_log.read_bytes() if harness_log.is_file() else b"")
     (out / layout.README).write_text(readme(plan, record, system, index))
     _write_json(out / layout.INDEX, index.model_dump(mode="json"))
     write_manifest(out)
@@ -153,9 +155,11 @@ def readme(plan: Plan, record: RunRecord, system: SystemDescription, index: layo
     if index.image and index.image.registry:
         image += f"; in the registry as {index.image.registry}"
     vendor = system.vendor
+    by = (f"Submitted by {vendor.submitter}. " if vendor.submitter else "") + \
+        (f"System: {vendor.system_name}. " if vendor.system_name else "")
     return f"""# DeepBench submission {plan.run_id}
 
-{('Submitted by ' + vendor.submitter + '. ') if vendor.submitter else ''}{('System: ' + vendor.system_name + '. ') if vendor.system_name else ''}
+{by}
 {vendor.notes}
 
 | | |

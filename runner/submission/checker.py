@@ -29,25 +29,41 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from ...kernels import __version__
 from ...kernels.backends import result_backends
+from ...kernels.catalog import traits_of
 from ...kernels.harness.execute import NOISY_REL_IQR
 from ...kernels.model_kernel import MODEL_TOLERANCE
-from ...kernels.catalog import traits_of
 from ...kernels.op_traits import Tolerance
 from ...kernels.precision import PRECISIONS, TRANSFORM_TOLERANCE, Precision, recurrence_tolerance, tolerance
-from ...kernels.provenance import (frozen_suite_sha256, harness_sha256, items_sha256, kernel_identity,
-                                   package_sha256, sha256_file)
-from ...kernels.results import (PLAN_SCHEMA, RESULT_SCHEMA, RUN_SCHEMA, KernelResult, Plan, ResultFields,
-                                RunRecord, Status, drop_derived)
+from ...kernels.provenance import (
+    frozen_suite_sha256,
+    harness_sha256,
+    items_sha256,
+    kernel_identity,
+    package_sha256,
+    sha256_file,
+)
+from ...kernels.results import (
+    PLAN_SCHEMA,
+    RESULT_SCHEMA,
+    RUN_SCHEMA,
+    KernelResult,
+    Plan,
+    ResultFields,
+    RunRecord,
+    Status,
+    drop_derived,
+)
 from ...kernels.suites import SelectionError
 from ...kernels.system import SYSTEM_SCHEMA, SystemDescription
 from ..errors import UserError
@@ -571,8 +587,8 @@ def _check_source_hashes(run: RunRecord, report: Report) -> None:
         report.warn(layout.RUN, f"provenance hashes are not verifiable: the run was made by deepbench "
                                 f"{run.tool_version}, this is {__version__} (check it with that version)")
         return
-    modified = prov.source is not None and prov.source.state == "modified" or \
-        prov.harness_source is not None and prov.harness_source.state == "modified"
+    modified = (prov.source is not None and prov.source.state == "modified") or \
+        (prov.harness_source is not None and prov.harness_source.state == "modified")
     for key, ours in own_hashes().items():
         theirs = getattr(prov, key)
         if theirs == ours:

@@ -5,8 +5,9 @@ pull by digest from the registry recorded. Whatever comes back must have the rec
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import UserError
 from .layout import ImageArchive, ImageSource

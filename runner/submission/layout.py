@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SUBMISSION_SCHEMA = "deepbench.submission/1"
+SUBMISSION_SCHEMA: Final = "deepbench.submission/1"
 MANIFEST = "MANIFEST.sha256"
 INDEX = "submission.json"
 README = "README.md"

@@ -25,10 +25,11 @@ from __future__ import annotations
 import math
 import signal
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Final, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict
 from rich.console import Console
@@ -53,7 +54,7 @@ from .image import obtain
 from .layout import SubmissionIndex
 from .show import print_report
 
-VERIFY_SCHEMA = "deepbench.verify/1"
+VERIFY_SCHEMA: Final = "deepbench.verify/1"
 DEFAULT_FLOOR = 0.10
 DEFAULT_NOISE_FACTOR = 3.0
 DEFAULT_CAP = 1.0
@@ -112,6 +113,16 @@ class VerifyReport(BaseModel):
     comparisons: list[Comparison]
 
 
+class _Figures(TypedDict):
+    """What every comparison of two timed results reports, whatever its verdict."""
+
+    submitted_us: float
+    rerun_us: float
+    ratio: float
+    noise: float | None
+    remeasured: bool
+
+
 def compare(submitted: list[KernelResult], rerun: list[KernelResult], rule: ToleranceRule,
             remeasured: set[str] = frozenset()) -> list[Comparison]:  # type: ignore[assignment]
     again = {r.id: r for r in rerun}
@@ -125,8 +136,8 @@ def compare(submitted: list[KernelResult], rerun: list[KernelResult], rule: Tole
             noise = math.hypot(s.time_us.rel_iqr, r.time_us.rel_iqr)
             tol = rule.tolerance(s.time_us, r.time_us)
             off = max(ratio, 1 / ratio) - 1 if ratio > 0 else math.inf
-            figures = dict(submitted_us=s.time_us.median, rerun_us=r.time_us.median, ratio=ratio,
-                           noise=noise if math.isfinite(noise) else None, remeasured=s.id in remeasured)
+            figures = _Figures(submitted_us=s.time_us.median, rerun_us=r.time_us.median, ratio=ratio,
+                               noise=noise if math.isfinite(noise) else None, remeasured=s.id in remeasured)
             if not noise <= rule.max_noise:
                 out.append(Comparison(id=s.id, verdict="unverifiable", **figures, reason=(
                     f"too noisy to verify: combined relative IQR {noise:.0%} is over the limit of "
@@ -164,7 +175,9 @@ def quieter(first: list[KernelResult], second: list[KernelResult]) -> list[Kerne
     out = []
     for r in first:
         b = better.get(r.id)
-        out.append(b if b is not None and (r.time_us is None or b.time_us.rel_iqr < r.time_us.rel_iqr) else r)
+        # b.time_us is set (`better` holds only those); said again for the type checker
+        out.append(b if b is not None and b.time_us is not None
+                   and (r.time_us is None or b.time_us.rel_iqr < r.time_us.rel_iqr) else r)
     return out
 
 
@@ -224,6 +237,7 @@ def verify_bundle(root: Path, *, local: bool, out: Path | None, rule: ToleranceR
         raise UserError("verify needs a bundle that passes deepbench check (see the problems above)", exit_code=1)
     bundle = report.bundle
     assert bundle.plan is not None and bundle.run is not None and bundle.index is not None
+    index, run_record = bundle.index, bundle.run  # as narrowed here, for the closure below
     if not local and bundle.index.local:
         raise UserError("this submission was run with --local (no container image): verify it with --local")
     stamp = f"{datetime.now(timezone.utc):%Y%m%d-%H%M%S}"
@@ -236,7 +250,7 @@ def verify_bundle(root: Path, *, local: bool, out: Path | None, rule: ToleranceR
     folder = run_folder.create(outdir, plan, local, role="deepbench verify", resume_hint=False)
 
     def container_for(plan: Plan, plan_path: Path, outdir: Path) -> Callable[[], Any]:
-        return _container_starter(root, bundle.index, bundle.run, plan, plan_path, outdir, console, image_archive)
+        return _container_starter(root, index, run_record, plan, plan_path, outdir, console, image_archive)
     console.print(f"[bold]deepbench verify[/] re-running {len(plan.items)} kernels of {escape(bundle.plan.run_id)} "
                   f"({'local' if local else 'container'}) -> {escape(str(outdir))}", highlight=False)
     record, rerun = _rerun(folder, container_for, console, quiet)
@@ -280,8 +294,9 @@ def _rerun(folder: RunFolder, container_for: Callable[[Plan, Path, Path], Callab
             progress.finished = lambda event: progress.bar.advance(progress.task)  # type: ignore[method-assign]
         outcome = supervise(plan, outdir, start, progress)
     facts = with_host_facts(read_facts(outdir), plan, folder.local)
-    if not folder.local and getattr(start, "provenance", None):
-        facts["provenance"]["image"] = start.provenance
+    provenance = getattr(start, "provenance", None)  # a container starter's image, where there is one
+    if not folder.local and provenance:
+        facts["provenance"]["image"] = provenance
     record = build_record(plan, outdir, outcome.state, folder.started_at, facts)
     record = run_folder.finish(folder, record, record.state)
     write_record(outdir, record)

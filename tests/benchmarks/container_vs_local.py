@@ -92,13 +92,14 @@ def main() -> int:
         loc = statistics.median(times["local"][kid])
         con = statistics.median(times["container"][kid])
         # Pairs from the same round (run back to back) cancel drifts slower than a round.
-        paired = [c / l for c, l in zip(times["container"][kid], times["local"][kid])]
+        paired = [c / lo for c, lo in zip(times["container"][kid], times["local"][kid], strict=False)]
         ratios.append(statistics.median(paired))
         print(f"{kid:44} {loc:12.1f} {con:13.1f} {ratios[-1]:7.3f}")
     med = statistics.median(ratios)
     geo = statistics.geometric_mean(ratios)
     print(f"\n{len(ratios)} kernels, {args.rounds} rounds, --threads {args.threads}: median ratio container/local "
-          f"{med:.3f} (goal {GOAL_RATIO[0]}-{GOAL_RATIO[1]}: {'met' if GOAL_RATIO[0] <= med <= GOAL_RATIO[1] else 'NOT met'}), "
+          f"{med:.3f} (goal {GOAL_RATIO[0]}-{GOAL_RATIO[1]}: "
+          f"{'met' if GOAL_RATIO[0] <= med <= GOAL_RATIO[1] else 'NOT met'}), "
           f"geometric mean {geo:.3f}, range {min(ratios):.3f}-{max(ratios):.3f}")
     with tempfile.TemporaryDirectory() as tmp:
         con_s, loc_s = start_overhead(args.image, args.starts, Path(tmp))

@@ -67,7 +67,7 @@ def main() -> int:
     print(f"cuBLAS log: {len(text.splitlines())} lines, {len(calls)} GEMM calls; cuBLASLt log: "
           f"{len(lt_text.splitlines())} lines")
     ok = True
-    for (kid, prec), call in zip(kernels, calls):
+    for (kid, prec), call in zip(kernels, calls, strict=False):
         k = by_id()[kid]
         want = {"transa": "T" if k.a_t else "N", "transb": "T" if k.b_t else "N", "m": str(k.m), "n": str(k.n),
                 "k": str(k.k)}

@@ -22,8 +22,9 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any
 
 CLIENTS = {"torch-profiler": {}, "torch-profiler+TEARDOWN_CUPTI=1": {"TEARDOWN_CUPTI": "1"},
            "cupti-python": {}}

@@ -24,8 +24,8 @@ from deepbench.kernels.catalog import by_id
 from deepbench.kernels.harness.execute import stop_rule
 from deepbench.kernels.precision import Precision
 from deepbench.kernels.results import Settings
-from deepbench.kernels.timing import cupti
 from deepbench.kernels.timing import cuda as cuda_timer
+from deepbench.kernels.timing import cupti
 from deepbench.kernels.timing.eager import METHOD_EAGER
 from deepbench.kernels.timing.graph import capture
 from deepbench.runner.run import MODES

@@ -28,8 +28,8 @@ GEMM and reduction), and the native graph loop over the profiler (`ng/prof`): ba
 pay the GPU's gap between two dependent kernels (0.1-0.3 us, H100), which a kernel's duration
 leaves out: several percent of a 3-5 us GEMM for a C++ loop as for an event timer (H100, the
 training GEMMs under 10 us: native-graph/profiler median 1.034, 43 of 163 above 1.05), which is
-why the harness times such calls by CUPTI. Under the profiler some large GEMMs run up to 20% slower than without it (H100), so
-harness/profiler below 1 there is the profiler's doing: the native loop agrees.
+why the harness times such calls by CUPTI. Under the profiler some large GEMMs run up to 20% slower than
+without it (H100), so harness/profiler below 1 there is the profiler's doing: the native loop agrees.
 
 A precision takes 5-7 minutes on an H100 either way (all four do not fit the lent GPU's 10 minutes
 a call), so the benchmark runs in parts and sums them up afterwards:
@@ -97,7 +97,7 @@ def native_times(binary: Path, problems: list[tuple], seconds: list[float]) -> d
     """The native loop's us per call (host loop, CUDA graph), each problem measured both ways for as
     long as the harness measured it."""
     text = "".join(f"{p} {'T' if at else 'N'} {'T' if bt else 'N'} {m} {n} {k} {s:.3f}\n"
-                   for (p, m, n, k, at, bt), s in zip(problems, seconds))
+                   for (p, m, n, k, at, bt), s in zip(problems, seconds, strict=False))
     out = subprocess.run([str(binary)], input=text, capture_output=True, text=True, check=True).stdout
     times = {}
     for line in out.splitlines():
@@ -129,7 +129,7 @@ def harness_pass(backend: TorchBackend, items: list[tuple], settings: Settings) 
                            events_us=prof["events_us"], profiled_samples=prof["samples"],
                            kernels_per_call=prof["kernels_per_call"], kernels=prof["kernel_names"],
                            ratio_timer=prof["timer_ratio"])
-            out[key + (part.direction,)] = row
+            out[(*key, part.direction)] = row
         del prepared
         backend.release()
     torch.cuda.empty_cache()
@@ -178,13 +178,13 @@ def gemm_rows(items: list[tuple], first: dict, second: dict | None, native: dict
           f"{'profiler_us':>11} {'k/call':>6} {'h/prof':>7} {'h/busy':>7} {'timer':>6} {'ng/prof':>7} {'h/native':>8} "
           f"{'h/ngraph':>8} {'repeat':>7} {'MHz':>9} {'C':>5}")
     for key, _, _ in items:
-        a = first[key + ("fwd",)]
+        a = first[(*key, "fwd")]
         p, m, n, k, at, bt = key
         native_us, native_graph_us = native[key]
         row = {"precision": p, "m": m, "n": n, "k": k, "a_t": at, "b_t": bt, **a, "native_us": native_us,
                "native_graph_us": native_graph_us, "ratio_native": a["harness_us"] / native_us,
                "ratio_native_graph": a["harness_us"] / native_graph_us, "named": (m, n, k, at, bt) in NAMED}
-        b = second[key + ("fwd",)] if second else {"harness_us": None, "sm_mhz": None, "settle_s": None, "temp_c": None}
+        b = second[(*key, "fwd")] if second else {"harness_us": None, "sm_mhz": None, "settle_s": None, "temp_c": None}
         row.update(harness_us_second=b["harness_us"], sm_mhz_second=b["sm_mhz"], settle_s_second=b["settle_s"],
                    temp_c_second=b["temp_c"], repeat=b["harness_us"] / a["harness_us"] if second else None)
         prof = "-"
@@ -295,7 +295,8 @@ def main() -> int:
     ap.add_argument("--precisions", default=",".join(GEMM_PRECISIONS))
     ap.add_argument("--no-conv", action="store_true", help="leave out the convolution sample")
     ap.add_argument("--no-gemm", action="store_true", help="the convolution sample only")
-    ap.add_argument("--no-profiler", action="store_true", help="leave out the profiler's samples after each GEMM's measurement")
+    ap.add_argument("--no-profiler", action="store_true",
+                    help="leave out the profiler's samples after each GEMM's measurement")
     ap.add_argument("--no-repeat", action="store_true", help="with --no-profiler: leave out pass 2 (repeatability)")
     ap.add_argument("--no-kernel-time", action="store_true",
                     help="time short calls by events too, as deepbench-run --no-kernel-time does")
@@ -313,7 +314,8 @@ def main() -> int:
     settings = Settings(device="cuda", kernel_time=not args.no_kernel_time, **MODES["default"])
     profiling = settings.model_copy(update={"verify_timing": True})
     backend = TorchBackend(settings)
-    facts = {"device": backend.device_facts(), "software": backend.library_versions(), "settings": settings.model_dump()}
+    facts = {"device": backend.device_facts(), "software": backend.library_versions(),
+             "settings": settings.model_dump()}
     print(f"# device {facts['device']['name']}  {json.dumps(facts['software'])}", flush=True)
 
     gemms = [] if args.no_gemm else select("train", ops=["gemm"], limit=args.limit)
@@ -328,7 +330,7 @@ def main() -> int:
             first = harness_pass(backend, items, settings if args.no_profiler else profiling)
             progress("pass 1", started)
             keys = [key for key, _, _ in items]
-            native = native_times(binary, keys, [first[key + ("fwd",)]["measured_s"] for key in keys])
+            native = native_times(binary, keys, [first[(*key, "fwd")]["measured_s"] for key in keys])
             progress("native loop", started)
         second = harness_pass(backend, items, settings) if args.no_profiler and not args.no_repeat else None
         progress("passes", started)

@@ -4,25 +4,25 @@ cublasGemmEx compares with torch.mm on an unaligned k. Prints; changes nothing."
 
 from __future__ import annotations
 
-import torch
-
 import cudnn
+import torch
 from nvmath.bindings import cublas
 
 from deepbench.kernels.backends.cudnn import graphs
 from deepbench.kernels.backends.pytorch.checks import relative_error
-from deepbench.kernels.backends.pytorch.conv import ConvSampler, padded_conv
 from deepbench.kernels.backends.pytorch.context import TorchContext
+from deepbench.kernels.backends.pytorch.conv import ConvSampler, padded_conv
 from deepbench.kernels.catalog import by_id
 from deepbench.kernels.padding import PadMode
 from deepbench.kernels.precision import Precision
 
 
 def gemm_nt_unaligned_k() -> None:
-    from deepbench.kernels.backends.cublas import gemm as g
-    from deepbench.kernels.backends.pytorch.gemm import operands
     import numpy as np
     import nvmath
+
+    from deepbench.kernels.backends.cublas import gemm as g
+    from deepbench.kernels.backends.pytorch.gemm import operands
 
     ctx = TorchContext(torch.device("cuda"), 0, PadMode.NONE)
     h = g.Handle(cublas)
@@ -78,11 +78,12 @@ def knob_round_trip() -> None:
     ctx = TorchContext(torch.device("cuda"), 0)
     handle = cudnn.create_handle()
     for attempt in ("original", "by name"):
-        g, roles = graphs.build(cudnn, handle, kernel, Precision.FP16, "fwd")
+        g, _roles = graphs.build(cudnn, handle, kernel, Precision.FP16, "fwd")
         g.create_execution_plans([cudnn.heur_mode.A])
         g.build_plan_at_index(0)
         engine_id, knobs = g.get_engine_and_knobs_at_index(0)
-        print("engine", engine_id, "knobs", {str(k): (v, type(k).__name__, getattr(k, "value", None)) for k, v in knobs.items()},
+        print("engine", engine_id,
+              "knobs", {str(k): (v, type(k).__name__, getattr(k, "value", None)) for k, v in knobs.items()},
               "name", g.get_plan_name_at_index(0))
         g2, _ = graphs.build(cudnn, handle, kernel, Precision.FP16, "fwd")
         typed = knobs if attempt == "original" else {getattr(cudnn.knob_type, k.name): v for k, v in knobs.items()}
@@ -99,6 +100,6 @@ if __name__ == "__main__":
     for step in (gemm_nt_unaligned_k, knob_round_trip, int8_conv_engines):
         try:
             step()
-        except Exception as exc:  # noqa: BLE001
+        except Exception:  # noqa: BLE001
             import traceback
             traceback.print_exc()

@@ -48,9 +48,10 @@ import sys
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from deepbench.kernels.results import RESULTS_FILE, KernelResult, Status, read_results
 
@@ -306,7 +307,7 @@ def loop_version(stderr: str, library: str) -> str | None:
 def parse_gemm_output(lines: list[str], inputs: list[str]) -> dict[str, dict[str, Any]]:
     """gemm_loop prints one line per input line, in order: input line -> figures or error."""
     out = {}
-    for line_in, line_out in zip(inputs, lines):
+    for line_in, line_out in zip(inputs, lines, strict=False):
         f = line_out.split()
         if len(f) >= 7 and f[6] == "error":
             out[line_in] = {"error": " ".join(f[7:])}

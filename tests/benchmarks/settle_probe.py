@@ -92,7 +92,8 @@ def main() -> None:
     _, heavy_part = part_of(HEAVY)
     heavy = Probe(heavy_part.run, backend.clocks)
     out = {"device": torch.cuda.get_device_name(), "series_s": args.series_s, "context_s": CONTEXT_S, "kernels": []}
-    print(f"# {out['device']}: per kernel {args.series_s}s of samples after 0.5 s of a large GEMM, then after 0.5 s idle")
+    print(f"# {out['device']}: per kernel {args.series_s}s of samples after 0.5 s of a large GEMM, "
+          "then after 0.5 s idle")
     print(f"{'precision':9} {'kernel':15} {'context':11} {'first50ms':>10} {'last0.5s':>10} {'MHz first/last':>15} "
           f"{'prof.busy':>10} {'ratio':>6}")
     for spec in PROBES:

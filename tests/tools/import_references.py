@@ -59,9 +59,9 @@ HEADERS = {
 # since a product of two fp16 numbers is exact in fp32).
 ALL = ("gemm", "sparse_gemm", "conv", "rnn", "all_reduce")
 PRECISION_TEXTS = {
-    "float": {op: "fp32" for op in ALL},
-    "16 bit inputs, 16 bit multiplication, 32 bit addition": {op: "fp16" for op in ALL},
-    "16 bit inputs, 32 bit multiplication, 32 bit addition": {op: "fp16" for op in ALL},
+    "float": dict.fromkeys(ALL, "fp32"),
+    "16 bit inputs, 16 bit multiplication, 32 bit addition": dict.fromkeys(ALL, "fp16"),
+    "16 bit inputs, 32 bit multiplication, 32 bit addition": dict.fromkeys(ALL, "fp16"),
     "gemm, conv: int8 multiplication, 32 bit accumulation | sparse ops, rnn: single precision":
         {"gemm": "int8", "conv": "int8", "sparse_gemm": "fp32", "rnn": "fp32"},
     "int8 inputs 32 bit math": {"gemm": "int8", "sparse_gemm": "int8", "conv": "int8", "rnn": "int8"},
@@ -185,9 +185,9 @@ def convert_sheet(sheet: str, rows: list[list], set_name: str, cat: Catalog,
                 skipped.append(f"{sheet} row {i}: {kernel.id} has no time")
                 continue
             reason = "; ".join(f"{d}: {v}" for d, v in notes.items())
-            entries.append(ReferenceEntry(kernel_id=kernel.id, precision=precisions.get(op, "fp32"), precision_text=text,
-                                          status="unsupported", reason=f"published as {reason}", extra=extra,
-                                          sheet=sheet, row=i))
+            entries.append(ReferenceEntry(kernel_id=kernel.id, precision=precisions.get(op, "fp32"),
+                                          precision_text=text, status="unsupported", reason=f"published as {reason}",
+                                          extra=extra, sheet=sheet, row=i))
             continue
         entries.append(ReferenceEntry(
             kernel_id=kernel.id, precision=precisions[op], precision_text=text, times_ms=timed,

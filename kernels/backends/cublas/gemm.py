@@ -80,7 +80,7 @@ class Handle(StreamHandle):
         self.cublas.set_workspace(self.handle, self.workspace.data_ptr(), WORKSPACE_BYTES)
 
 
-def prepare(backend: "CublasBackend", kernel: GemmKernel, precision: Precision) -> Prepared:
+def prepare(backend: CublasBackend, kernel: GemmKernel, precision: Precision) -> Prepared:
     ctx = backend.ctx
     if precision is Precision.FP8:
         prepared = prepare_fp8(ctx, kernel)
@@ -92,17 +92,20 @@ def prepare(backend: "CublasBackend", kernel: GemmKernel, precision: Precision) 
     shape = padding.resolve(ctx.pad, listed, padding.gemm_shape(kernel.m, kernel.n, kernel.k, kernel.a_t,
                                                                  kernel.b_t, precision))
     m, n, k = shape["m"], shape["n"], shape["k"]
-    ab_type, c_type, compute, scalar = call_types(backend.lib, precision)
+    lib = backend.lib
+    assert lib is not None, "prepare runs only where the binding loaded (covers() is False without it)"
+    ab_type, c_type, compute, scalar = call_types(lib, precision)
     x, y = operands(ctx, m, n, k, kernel.a_t, kernel.b_t, ctx.dtype(precision))
     c = torch.empty((n, m), dtype=OUTPUT_DTYPE[precision], device=ctx.device)  # column-major m x n, ldc = m
-    alpha, beta = np.ones(1, dtype=scalar), np.zeros(1, dtype=scalar)
-    op = backend.lib.Operation
+    alpha: np.ndarray = np.ones(1, dtype=scalar)
+    beta: np.ndarray = np.zeros(1, dtype=scalar)
+    op = lib.Operation
     transa, transb = int(op.T if kernel.a_t else op.N), int(op.T if kernel.b_t else op.N)
-    algo = int(backend.lib.GemmAlgo.DEFAULT)
+    algo = int(lib.GemmAlgo.DEFAULT)
     lda, ldb, ldc = (k if kernel.a_t else m), (n if kernel.b_t else k), m
     # y is A's memory (op(A) transposed, row-major), x is B's (see pytorch/gemm.py operands).
     a_ptr, b_ptr, c_ptr = y.data_ptr(), x.data_ptr(), c.data_ptr()
-    cublas, handle = backend.lib, backend.handle
+    cublas, handle = lib, backend.handle
 
     def run() -> None:
         cublas.gemm_ex(handle.bind(), transa, transb, m, n, k, alpha.ctypes.data, a_ptr, ab_type, lda, b_ptr, ab_type,
@@ -110,9 +113,10 @@ def prepare(backend: "CublasBackend", kernel: GemmKernel, precision: Precision) 
 
     try:
         run()  # cuBLAS refuses some int8 problems outright (lda, ldb not multiples of 4): unsupported, not failed
-    except backend.lib.cuBLASError as exc:
+    except lib.cuBLASError as exc:
         if "NOT_SUPPORTED" in str(exc):
-            raise Unsupported(f"cublasGemmEx refuses this {precision.value} problem (lda={lda}, ldb={ldb}): {exc}") from None
+            raise Unsupported(f"cublasGemmEx refuses this {precision.value} problem "
+                              f"(lda={lda}, ldb={ldb}): {exc}") from None
         raise
     part = TimedPart(
         direction="fwd", run=run, check=lambda: check_matmul(c, x, y, precision, ctx.generator),
@@ -121,7 +125,8 @@ def prepare(backend: "CublasBackend", kernel: GemmKernel, precision: Precision) 
               "blas_call": {"transa": "T" if kernel.a_t else "N", "transb": "T" if kernel.b_t else "N",
                             "m": m, "n": n, "k": k, "lda": lda, "ldb": ldb, "ldc": ldc},
               "types": "A/B {}, C {}, CUBLAS_{}".format(*CALLS[precision]),
-              "math_mode": "CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION", "algo": "CUBLAS_GEMM_DEFAULT (cuBLAS's heuristic; the call does not report its kernel)",
+              "math_mode": "CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION",
+              "algo": "CUBLAS_GEMM_DEFAULT (cuBLAS's heuristic; the call does not report its kernel)",
               "alpha": 1, "beta": 0},
         output=c,
     )

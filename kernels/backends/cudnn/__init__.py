@@ -51,10 +51,11 @@ class CudnnBackend(NativeCudaBackend):
     def workspace_for(self, nbytes: int) -> torch.Tensor:
         """A workspace of at least `nbytes`, kept and grown as plans need (never shrunk within a
         kernel: its parts' calls hold the buffer they were given)."""
-        current = getattr(self, "_workspace", None)
+        current: torch.Tensor | None = getattr(self, "_workspace", None)
         if current is None or current.numel() < nbytes:
-            self._workspace = torch.empty(max(nbytes, 1), dtype=torch.uint8, device=self.ctx.device)
-        return self._workspace
+            current = torch.empty(max(nbytes, 1), dtype=torch.uint8, device=self.ctx.device)
+            self._workspace: torch.Tensor | None = current
+        return current
 
     def library_versions(self) -> dict[str, str]:
         versions = super().library_versions()

@@ -8,7 +8,8 @@ definition (the PyTorch backend's sampler, pytorch/conv.py), exact for int8."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -16,10 +17,10 @@ from ...catalog import ConvKernel
 from ...precision import Precision
 from ...results import Check
 from ...timing.graph_events import quick_us
+from .. import engine_choice as engines
 from ..base import Prepared, TimedPart, Unsupported
 from ..pytorch.conv import ConvSampler, padded_conv, transform_aware
 from . import graphs
-from .. import engine_choice as engines
 
 if TYPE_CHECKING:
     from . import CudnnBackend
@@ -29,7 +30,7 @@ INPUT_ROLES = {"fwd": ("x", "w"), "bwd_data": ("dy", "w"), "bwd_filter": ("x", "
 OUTPUT_ROLE = {"fwd": "y", "bwd_data": "dx", "bwd_filter": "dw"}
 
 
-def prepare(backend: "CudnnBackend", kernel: ConvKernel, precision: Precision) -> Prepared:
+def prepare(backend: CudnnBackend, kernel: ConvKernel, precision: Precision) -> Prepared:
     if precision not in graphs.TYPES:
         raise Unsupported(f"cuDNN's convolution has no {precision.value} path here (fp32, tf32, fp16, bf16, int8)")
     ctx = backend.ctx
@@ -66,7 +67,7 @@ def prepare(backend: "CudnnBackend", kernel: ConvKernel, precision: Precision) -
     return Prepared(parts=parts, padding=padded, info=info)
 
 
-def _direction(backend: "CudnnBackend", kk: ConvKernel, precision: Precision, direction: str,
+def _direction(backend: CudnnBackend, kk: ConvKernel, precision: Precision, direction: str,
                data: dict[str, torch.Tensor], out: torch.Tensor, check_out: Callable[[torch.Tensor], Check],
                pin: str | None) -> TimedPart:
     cudnn, handle = backend.lib, backend.handle

@@ -52,7 +52,7 @@ PRECISION_DIRECTIONS = {Precision.INT8: ("fwd",)}
 
 def strides(dims: tuple[int, int, int, int], channels_last: bool) -> list[int]:
     """Element strides of an (N, C, H, W) tensor in NCHW or NHWC memory."""
-    n, c, h, w = dims
+    _n, c, h, w = dims
     return [h * w * c, 1, w * c, c] if channels_last else [c * h * w, h * w, w, 1]
 
 
@@ -79,20 +79,24 @@ def build(cudnn: Any, handle: Any, kk: ConvKernel, precision: Precision, directi
     def tensor(name: str, dims: tuple[int, int, int, int]) -> Any:
         return g.tensor(name=name, dim=list(dims), stride=strides(dims, cl), data_type=getattr(dt, types.io))
 
+    def output(t: Any, dims: tuple[int, int, int, int]) -> None:
+        """Mark the direction's result an output, in the output type and the graph's layout."""
+        t.set_output(True).set_data_type(getattr(dt, types.output)).set_dim(list(dims)).set_stride(strides(dims, cl))
+
     if direction == "fwd":
         x, w = tensor("X", x_dims), tensor("W", w_dims)
         y = g.conv_fprop(image=x, weight=w, **geometry)
-        y.set_output(True).set_data_type(getattr(dt, types.output)).set_dim(list(y_dims)).set_stride(strides(y_dims, cl))
+        output(y, y_dims)
         roles = {"x": x, "w": w, "y": y}
     elif direction == "bwd_data":
         dy, w = tensor("DY", y_dims), tensor("W", w_dims)
         dx = g.conv_dgrad(loss=dy, filter=w, **geometry)
-        dx.set_output(True).set_data_type(getattr(dt, types.output)).set_dim(list(x_dims)).set_stride(strides(x_dims, cl))
+        output(dx, x_dims)
         roles = {"dy": dy, "w": w, "dx": dx}
     else:
         x, dy = tensor("X", x_dims), tensor("DY", y_dims)
         dw = g.conv_wgrad(image=x, loss=dy, **geometry)
-        dw.set_output(True).set_data_type(getattr(dt, types.output)).set_dim(list(w_dims)).set_stride(strides(w_dims, cl))
+        output(dw, w_dims)
         roles = {"x": x, "dy": dy, "dw": dw}
     g.validate()
     g.build_operation_graph()

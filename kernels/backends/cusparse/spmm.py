@@ -100,7 +100,7 @@ class SparseProduct:
             pass
 
 
-def prepare(backend: "CusparseBackend", kernel: SparseGemmKernel, precision: Precision) -> Prepared:
+def prepare(backend: CusparseBackend, kernel: SparseGemmKernel, precision: Precision) -> Prepared:
     ctx = backend.ctx
     dtype = ctx.dtype(precision)
     m, n, k = kernel.m, kernel.n, kernel.k

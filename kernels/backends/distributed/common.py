@@ -20,7 +20,8 @@ from __future__ import annotations
 import statistics
 import time
 from abc import ABC, abstractmethod
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

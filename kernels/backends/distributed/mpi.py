@@ -66,7 +66,7 @@ class MpiCommunicator(Communicator):
         self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
         check_world(self.size, settings, "the MPI")
         # where each rank runs, for the record and for naming a rank its launcher reports by pid
-        self.hosts, self.pids = zip(*self.comm.allgather((MPI.Get_processor_name(), os.getpid())))
+        self.hosts, self.pids = zip(*self.comm.allgather((MPI.Get_processor_name(), os.getpid())), strict=False)
         self.libpath = loaded_library("libmpi") or loaded_library("libmsmpi")
         self.cuda_aware = cuda_aware(self.libpath)
         self.on_device = settings.device.startswith("cuda")

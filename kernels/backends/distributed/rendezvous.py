@@ -34,9 +34,10 @@ import socket
 import struct
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Callable
+from typing import Any
 
 import torch.distributed as dist
 
@@ -72,7 +73,7 @@ class RankPlace:
 # ----- the interface that reaches the master ---------------------------------------------------------
 def resolve(host: str, port: int) -> str:
     """The address a TCP connection to host:port would use first."""
-    return socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][4][0]
+    return str(socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][4][0])
 
 
 def source_address(address: str, port: int = 9) -> str:
@@ -138,7 +139,7 @@ class Rendezvous:
             # rank 0 hosts the store (torchrun's agent does under torchrun) and waits there for the
             # others; a busy port or an unreachable master ends here, with torch's reason
             self.store = next(dist.rendezvous("env://", rank=rank, world_size=size, timeout=self.join_timeout))[0]
-        except Exception as exc:  # noqa: BLE001 - say who could not join and why, then stop
+        except Exception as exc:
             raise self.failed(f"could not reach the rendezvous at {self.master_addr}:{self.master_port} "
                               f"(MASTER_ADDR, MASTER_PORT): {exc}") from exc
 

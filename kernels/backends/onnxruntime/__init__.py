@@ -8,7 +8,8 @@ runtimes (torch vs onnxruntime vs TFLite) on one machine."""
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import onnxruntime as ort
 

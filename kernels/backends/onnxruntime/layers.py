@@ -15,7 +15,8 @@ Every output is checked against the float64 references in ../layer_reference.py.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import onnx
@@ -24,8 +25,16 @@ from onnx import helper
 from onnxruntime.capi import onnxruntime_pybind11_state as ort_state
 
 from ...catalog import Kernel
-from ...layers import (ActivationKernel, BatchedGemmKernel, BatchNormKernel, ElementwiseKernel, EmbeddingKernel, NormKernel,
-                       PoolingKernel, SoftmaxKernel)
+from ...layers import (
+    ActivationKernel,
+    BatchedGemmKernel,
+    BatchNormKernel,
+    ElementwiseKernel,
+    EmbeddingKernel,
+    NormKernel,
+    PoolingKernel,
+    SoftmaxKernel,
+)
 from ...precision import Precision
 from ...results import Check
 from .. import layer_reference as ref

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import io
 import warnings
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -28,6 +29,9 @@ from ...results import Check
 from ..base import Prepared, TimedPart, Unsupported
 from .context import OrtContext
 from .session import BoundCall
+
+if TYPE_CHECKING:
+    import torch
 
 EXPORT_OPSET = 17  # the TorchScript exporter's well-trodden opset (ONNX 1.12)
 EXPORTER = f"torch.onnx.export (TorchScript-based, dynamo=False), opset {EXPORT_OPSET}"
@@ -72,7 +76,7 @@ def prepare(ctx: OrtContext, kernel: ModelKernel, precision: Precision) -> Prepa
     return Prepared(parts=[part], info={"items_per_call": kernel.batch})
 
 
-def export(model: object, x: object, name: str) -> bytes:
+def export(model: torch.nn.Module, x: torch.Tensor, name: str) -> bytes:
     """The model as ONNX bytes; an operator the exporter cannot express is `unsupported`. The
     exporter's chatter is kept off the harness's stdout, which carries its JSON events: Python's
     warnings are silenced, and the C++ log (which prints the whole graph at an error, and which
@@ -87,8 +91,9 @@ def export(model: object, x: object, name: str) -> bytes:
     try:
         with warnings.catch_warnings(), contextlib.redirect_stdout(chatter), torch.no_grad():
             warnings.simplefilter("ignore")
-            torch.onnx.export(model, (x,), buf, dynamo=False, opset_version=EXPORT_OPSET, input_names=["x"],
-                              output_names=["y"])
+            # a file object is accepted as well as a path; torch's annotation names paths only
+            torch.onnx.export(model, (x,), buf, dynamo=False,  # type: ignore[arg-type]
+                              opset_version=EXPORT_OPSET, input_names=["x"], output_names=["y"])
     except torch.onnx.errors.OnnxExporterError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise Unsupported(f"{EXPORTER} cannot export {name}: {first}"[:REASON_CHARS]) from None

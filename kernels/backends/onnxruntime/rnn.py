@@ -10,6 +10,8 @@ in R. There is no backward: onnxruntime is an inference runtime, and it has no i
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from onnx import helper
 
@@ -68,7 +70,7 @@ def prepare(ctx: OrtContext, kernel: RnnKernel, precision: Precision) -> Prepare
     h0 = ctx.random((1, batch, hid), precision)
     c0 = ctx.random((1, batch, hid), precision)
     y = np.empty((steps, 1, batch, hid), dtype=np.float32)
-    attrs = {"hidden_size": hid}
+    attrs: dict[str, Any] = {"hidden_size": hid}
     if kernel.cell == "vanilla":
         attrs["activations"] = ["Relu"]
     if kernel.cell == "gru":

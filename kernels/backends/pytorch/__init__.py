@@ -8,21 +8,35 @@ from __future__ import annotations
 import os
 import platform
 import re
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import torch
 
 from ...catalog import Kernel
 from ...padding import PadMode
 from ...precision import Precision
-from ...system import cpu_model, last_level_cache_bytes
 from ...results import Measurement, Settings
+from ...system import cpu_model, last_level_cache_bytes
 from ...timing import cpu as cpu_timer
 from ...timing.stopping import StopRule
 from ..base import Backend, Prepared, TimedPart, Unsupported
 from ..cuda_device import CudaDevice
-from . import (attention, batched_gemm, conv, cpu_ceilings, elementwise, embedding, gemm, model, norms, pointwise,
-               pooling, rnn, sparse_gemm)
+from . import (
+    attention,
+    batched_gemm,
+    conv,
+    cpu_ceilings,
+    elementwise,
+    embedding,
+    gemm,
+    model,
+    norms,
+    pointwise,
+    pooling,
+    rnn,
+    sparse_gemm,
+)
 from .arm_cpu import ArmCpu, is_arm_cpu
 from .context import TorchContext
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -86,17 +87,18 @@ def time_named_backends(backend: Any, rule: StopRule, call: Callable[[], torch.T
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     entries: dict[str, dict] = {}
+    out: dict[str, torch.Tensor] = {}  # the last output; emptied for each backend, so none sees another's
+
+    def run() -> None:
+        out["y"] = call()
+
     for name, member in SDPA_BACKENDS.items():
         key = f"fwd_{name}"
         chosen = getattr(SDPBackend, member, None)
         if chosen is None:
             entries[key] = {"status": "unsupported", "reason": f"torch {torch.__version__} has no SDPBackend.{member}"}
             continue
-        out: dict[str, torch.Tensor] = {}
-
-        def run() -> None:
-            out["y"] = call()
-
+        out.clear()
         with sdpa_kernel(chosen):
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")

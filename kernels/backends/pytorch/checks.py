@@ -31,8 +31,8 @@ def verdict(error: float, precision: Precision, method: str, detail: str = "", t
     """Pass when finite and within `tol` (default: the precision's floor, precision.tolerance())."""
     tol = tolerance(precision) if tol is None else tol
     passed = math.isfinite(error) and error <= tol
-    return Check(passed=passed, method=method, error=error if math.isfinite(error) else None,
-                 tolerance=tol, detail=detail if passed or math.isfinite(error) else (detail + " non-finite output").strip())
+    return Check(passed=passed, method=method, error=error if math.isfinite(error) else None, tolerance=tol,
+                 detail=detail if passed or math.isfinite(error) else (detail + " non-finite output").strip())
 
 
 def check_matmul(out: torch.Tensor, x: torch.Tensor, y: torch.Tensor, precision: Precision,

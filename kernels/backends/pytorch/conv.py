@@ -7,7 +7,7 @@ definition (a dot product over the receptive field), independent of the library 
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -122,7 +122,7 @@ class ConvSampler:
     def _points(self, *sizes: int) -> list[tuple[int, ...]]:
         cols = [torch.randint(0, s, (CHECK_POINTS,), generator=self.ctx.generator, device=self.ctx.device).tolist()
                 for s in sizes]
-        return list(zip(*cols))
+        return list(zip(*cols, strict=False))
 
     @staticmethod
     def _at(out: torch.Tensor, points: list[tuple[int, ...]]) -> torch.Tensor:
@@ -159,7 +159,7 @@ class ConvSampler:
             if not taps:
                 ref.append(torch.zeros((), dtype=torch.float64, device=self.dy.device))
                 continue
-            rs, ss, ohs, ows = (list(col) for col in zip(*taps))
+            rs, ss, ohs, ows = (list(col) for col in zip(*taps, strict=False))
             ref.append((self.dy[n][:, ohs, ows] * self.w[:, c][:, rs, ss]).sum())
         return _compare(self._at(dx, points), ref, precision, "sampled-fp64")
 

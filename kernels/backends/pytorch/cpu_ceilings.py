@@ -12,7 +12,7 @@ slows a sample down (a loaded 2-core machine read medians 2-5x below its fastest
 from __future__ import annotations
 
 import time
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 import torch
 

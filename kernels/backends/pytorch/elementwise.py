@@ -7,7 +7,7 @@ allocator's; the check recomputes it in float64."""
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 

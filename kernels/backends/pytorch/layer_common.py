@@ -4,7 +4,7 @@ computed from the layer's definition, not by the library call under test."""
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 

@@ -15,7 +15,8 @@ import ctypes
 import os
 import sys
 import tempfile
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 

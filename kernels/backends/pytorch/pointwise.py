@@ -4,7 +4,7 @@ formulas in float64 (written out here, not the library's functions)."""
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F

@@ -12,8 +12,10 @@ on the same Pis (aarch64, CPython 3.11/3.12)."""
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
+import ai_edge_litert
 import numpy as np
 
 from ...catalog import Kernel
@@ -23,9 +25,6 @@ from ...timing import cpu as cpu_timer
 from ...timing.stopping import StopRule
 from ..base import Backend, Prepared, TimedPart, Unsupported
 from ..board import BoardMonitor
-
-import ai_edge_litert
-
 from . import conv, gemm, layers, model, rnn, sparse_gemm
 from .context import TfliteContext
 

@@ -44,7 +44,7 @@ class TfliteContext:
             return int8_operands.weights(self.rng, shape)
         return self.random(shape, precision, scale)
 
-    def interpreter(self, spec: ModelSpec, xnnpack: bool | None = None) -> "LoadedModel":
+    def interpreter(self, spec: ModelSpec, xnnpack: bool | None = None) -> LoadedModel:
         """`xnnpack=False` forces the builtin kernels for this model whatever the backend's setting."""
         return LoadedModel(build(spec), self.threads, self.use_xnnpack if xnnpack is None else xnnpack)
 
@@ -64,7 +64,7 @@ class LoadedModel:
         self.invoke = self.interp.invoke
 
     def set_inputs(self, *arrays: np.ndarray) -> None:
-        for detail, arr in zip(self.interp.get_input_details(), arrays):
+        for detail, arr in zip(self.interp.get_input_details(), arrays, strict=False):
             self.interp.set_tensor(detail["index"], arr)
 
     def output(self) -> np.ndarray:

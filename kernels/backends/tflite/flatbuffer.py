@@ -15,8 +15,9 @@ loads. `tests/test_tflite_backend.py` checks the generator against the runtime."
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 from ai_edge_litert import schema_py_generated as schema

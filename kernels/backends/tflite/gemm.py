@@ -24,14 +24,14 @@ from ...results import Check
 from ..base import Prepared, TimedPart, Unsupported
 from ..numpy_checks import check_matmul, check_requantized
 from .context import INT8_MAX, INT8_MIN, TfliteContext, output_scale
-from .flatbuffer import NO_TENSOR, ModelSpec, OpSpec, Quant, TensorSpec, schema
+from .flatbuffer import NO_TENSOR, CsrSparsity, ModelSpec, OpSpec, Quant, TensorSpec, schema
 
 CHECK_ROWS = 256  # int8: rows of the output checked in full, chosen at random (all when fewer)
 INT8_FC_VERSION = 4
 
 
 def fc_model(x_shape: tuple[int, int], w: np.ndarray, precision: Precision, out_scale: float = 1.0,
-             sparsity: object = None, w_data: np.ndarray | None = None) -> ModelSpec:
+             sparsity: CsrSparsity | None = None, w_data: np.ndarray | None = None) -> ModelSpec:
     n, m = x_shape[0], w.shape[0]
     if precision is Precision.INT8:
         unit = Quant([1.0], [0])

@@ -13,13 +13,20 @@ Checked against the float64 references in ../layer_reference.py."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from ...catalog import Kernel
-from ...layers import (ActivationKernel, BatchedGemmKernel, ElementwiseKernel, EmbeddingKernel, PoolingKernel,
-                       SoftmaxKernel)
+from ...layers import (
+    ActivationKernel,
+    BatchedGemmKernel,
+    ElementwiseKernel,
+    EmbeddingKernel,
+    PoolingKernel,
+    SoftmaxKernel,
+)
 from ...precision import Precision
 from ...results import Check
 from .. import layer_reference as ref

@@ -37,12 +37,12 @@ def reference(cell: str, x: np.ndarray, w: list[np.ndarray], r: list[np.ndarray]
               ) -> np.ndarray:
     """Hidden states (T, N, H) in float64 from zero initial state; per-gate W, R, b lists."""
     w64, r64, b64 = ([a.astype(np.float64) for a in group] for group in (w, r, b))
-    steps, batch = x.shape[:2]
+    _steps, batch = x.shape[:2]
     hid = r64[0].shape[0]
     h, c = np.zeros((batch, hid)), np.zeros((batch, hid))
     outs = []
     for xt in x.astype(np.float64):
-        pre = [xt @ wg.T + h @ rg.T + bg for wg, rg, bg in zip(w64, r64, b64)]
+        pre = [xt @ wg.T + h @ rg.T + bg for wg, rg, bg in zip(w64, r64, b64, strict=False)]
         if cell == "vanilla":
             h = np.maximum(pre[0], 0.0)
         else:
@@ -80,8 +80,8 @@ def prepare(ctx: TfliteContext, kernel: RnnKernel, precision: Precision) -> Prep
         operator = "UNIDIRECTIONAL_SEQUENCE_RNN"
         out = state + 1
     else:
-        tensors += [TensorSpec("h", (batch, hid), f32, variable=True), TensorSpec("c", (batch, hid), f32, variable=True),
-                    TensorSpec("y", (steps, batch, hid), f32)]
+        tensors += [TensorSpec("h", (batch, hid), f32, variable=True),
+                    TensorSpec("c", (batch, hid), f32, variable=True), TensorSpec("y", (steps, batch, hid), f32)]
         inputs = [NO_TENSOR] * LSTM_INPUTS
         inputs[0] = 0
         inputs[1:5], inputs[5:9], inputs[12:16] = w_idx, r_idx, b_idx

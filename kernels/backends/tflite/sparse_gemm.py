@@ -58,7 +58,8 @@ def prepare(ctx: TfliteContext, kernel: SparseGemmKernel, precision: Precision) 
         dense.invoke()
         check = check_matmul(dense.output(), x, a.T, precision, ctx.rng)
         timed = backend.measure(dense.invoke, rule, part)
-        return {"dense_time_us": timed.stats.model_dump(), "dense_tflops": kernel.dense_flops() / timed.stats.median / 1e6,
+        return {"dense_time_us": timed.stats.model_dump(),
+                "dense_tflops": kernel.dense_flops() / timed.stats.median / 1e6,
                 "dense_check": check.model_dump(), "dense_executed_by": dense.info("FULLY_CONNECTED")["executed_by"]}
 
     return Prepared(parts=[part], after=dense_beside)
