@@ -17,7 +17,7 @@ from ..kernels import __version__
 from ..kernels.harness.protocol import ExitCode
 from ..kernels.results_file import WriteFailed
 from .errors import UserError
-from .signals import exit_status
+from .launch.signals import exit_status
 
 
 class Parser(argparse.ArgumentParser):
@@ -36,7 +36,7 @@ def _guard(fn: Callable[[argparse.Namespace], int], args: argparse.Namespace, pr
         return exc.exit_code
     except BrokenPipeError:
         return 0
-    except KeyboardInterrupt as exc:  # Ctrl-C (or SIGTERM/SIGHUP, runner/signals.py) outside a run
+    except KeyboardInterrupt as exc:  # Ctrl-C (or SIGTERM/SIGHUP, runner/launch/signals.py) outside a run
         return exit_status(exc)
     except WriteFailed as exc:  # a document that could not be written whole (a full disk ...): it was not
         _error(prog, f"{exc}; the file was left as it was")
@@ -69,7 +69,7 @@ def explicit_options(parser: argparse.ArgumentParser, argv: Sequence[str] | None
 
 
 def run_main(argv: Sequence[str] | None = None) -> int:
-    from . import run
+    from .launch import run
 
     parser = Parser(prog="deepbench-run", description=run.DESCRIPTION,
                     formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -39,7 +39,7 @@ def add_selection_arguments(parser: argparse.ArgumentParser, default_suite: str 
 class KernelSelection:
     """A suite and the choice made within it. `where` keeps the filters as written (the plan
     records them so); `conditions` is what they parse to. `precisions` None: the platform's
-    defaults for each operation (runner/planning.py). Raises SelectionError when a filter does
+    defaults for each operation (runner/launch/planning.py). Raises SelectionError when a filter does
     not parse; the suite itself is built, and checked, when the kernels are first asked for."""
 
     suite: str

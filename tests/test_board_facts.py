@@ -83,8 +83,8 @@ def test_facts_after_carries_the_warnings() -> None:
 
 
 def test_report_headline_says_emulated() -> None:
-    from deepbench.runner.report_render import headline
-    from deepbench.runner.sources import Source
+    from deepbench.runner.analysis.sources import Source
+    from deepbench.runner.render.report_render import headline
 
     specs = {"device.name": "Intel(R) Xeon(R) Processor", "device.emulated": "True", "device.machine": "aarch64"}
     line = headline(Source(label="r", kind="run", entries=(), specs=specs, ceilings={}, set=None, path=""))
@@ -96,9 +96,9 @@ def test_report_headline_says_emulated() -> None:
 
 def test_emulated_arm_container_gets_an_arm_cpuinfo(tmp_path) -> None:
     """onnxruntime's ARM build cannot start on the host's x86 /proc/cpuinfo under qemu-user: the
-    runner mounts an ARMv8 one for emulated runs only (runner/emulation.py)."""
-    from deepbench.runner.container import run_options
-    from deepbench.runner.emulation import CPUINFO_ENV, is_emulated
+    runner mounts an ARMv8 one for emulated runs only (runner/launch/emulation.py)."""
+    from deepbench.runner.launch.container import run_options
+    from deepbench.runner.launch.emulation import CPUINFO_ENV, is_emulated
     from deepbench.runner.platforms import get_platform
 
     arm, cpu = get_platform("arm"), get_platform("cpu")

@@ -25,9 +25,9 @@ import pytest
 
 from deepbench.kernels.results import RunRecord, Status, read_results
 from deepbench.kernels.suites import suite_kernels
-from deepbench.runner import image_archive, image_lock, images
-from deepbench.runner.container import container_user, give_results_folder, run_options
 from deepbench.runner.errors import UserError
+from deepbench.runner.launch import image_archive, image_lock, images
+from deepbench.runner.launch.container import container_user, give_results_folder, run_options
 from deepbench.runner.platforms import get_platform
 
 from .conftest import REPO, run_cli, start_interruptible
@@ -129,7 +129,7 @@ FREEZE = ["python3", "-m", "pip", "--python", "/opt/deepbench/bin/python", "--di
 
 def test_image_holds_the_harness_without_the_host_libraries(client, intel_image, intel_wheelhouse) -> None:
     """The image installs its lock (the harness's packages and its extras'), not the runner's
-    terminal, Docker, workbook and chart libraries (runner/image_lock.py HOST_ONLY), nor the
+    terminal, Docker, workbook and chart libraries (runner/launch/image_lock.py HOST_ONLY), nor the
     wheels, the source or setuptools, which stay in the build stage."""
     out = client.containers.run(intel_image, entrypoint=["/opt/deepbench/bin/python", "-c", HOST_ONLY_PROBE,
                                                          *sorted(image_lock.HOST_ONLY)],
@@ -578,7 +578,7 @@ def test_image_pushed_to_a_registry_comes_back_by_digest(client, registry, tiny_
 def test_base_tags_are_pinned_by_digest(client, registry, tiny_image, tmp_path: Path, monkeypatch) -> None:
     """A base named by tag: `deepbench images lock` asks its registry for the digest (pin_base), and
     a build records the digest a pulled base had (after its first pull); builds then use tag@digest."""
-    from deepbench.runner import image_sources
+    from deepbench.runner.launch import image_sources
 
     tag = f"{registry}/deepbench-test/base:1"
     pushed = image_archive.push(client, tiny_image, tag, log=lambda line: None).split("@")[1]

@@ -1,4 +1,4 @@
-"""The device check that comes before any build or pull (runner/devices.py): on this host (no
+"""The device check that comes before any build or pull (runner/launch/devices.py): on this host (no
 NVIDIA or AMD GPU) `deepbench-run --platform nvidia|amd` must exit 2 with one line within 2 s,
 without a byte to the Docker daemon (a listening socket stands in for it and must see no
 connection) and without writing a results folder. The NVIDIA toolkit and binfmt branches are
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from deepbench.runner import devices
 from deepbench.runner.errors import UserError
+from deepbench.runner.launch import devices
 from deepbench.runner.platforms import get_platform
 
 from .conftest import run_cli
@@ -120,9 +120,9 @@ def test_arm_binfmt_registered_by_the_runner_as_root(tmp_path: Path, monkeypatch
 
 def test_compare_says_which_side_ran_emulated() -> None:
     """An arm64 run under qemu-user against DeepBench's Raspberry Pi 3 figures: the heading says so."""
-    from deepbench.runner.compare import Comparison
-    from deepbench.runner.compare_render import heading
-    from deepbench.runner.sources import Source
+    from deepbench.runner.analysis.compare import Comparison
+    from deepbench.runner.analysis.sources import Source
+    from deepbench.runner.render.compare_render import heading
 
     run = Source(label="pi-on-x86", kind="run", entries=(), specs={"device.emulated": "True"}, ceilings={})
     ref = Source(label="DeepBench Raspberry Pi 3", kind="reference", entries=(), specs={}, ceilings={})

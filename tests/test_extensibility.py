@@ -90,8 +90,8 @@ TOY_PACKAGE = {
         register_backend("toy", f"{__name__}:ToyBackend")
         ''',
     "format_shout.py": '''
-        from deepbench.runner.render_formats import REPORT, ReportFormat, emit, register_format
-        from deepbench.runner.report_render import tables_of
+        from deepbench.runner.render.render_formats import REPORT, ReportFormat, emit, register_format
+        from deepbench.runner.render.report_render import tables_of
 
 
         def shout(source, out, columns=None):
@@ -109,7 +109,7 @@ def toy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """The toy package on sys.path; its operation, backend and format unregistered afterwards."""
     from deepbench.kernels import backends
     from deepbench.kernels.catalog import unregister_kernel
-    from deepbench.runner import render_formats
+    from deepbench.runner.render import render_formats
 
     pkg = tmp_path / "toyplugin"
     pkg.mkdir()
@@ -146,9 +146,9 @@ def test_a_toy_operation_runs_reports_in_every_format_and_compares(toy: Path, ca
     import toyplugin.kernel  # noqa: F401 - registers the operation
 
     from deepbench.kernels.results import Status, read_results
-    from deepbench.runner import render_formats
     from deepbench.runner.cli import main
-    from deepbench.runner.tables import tables
+    from deepbench.runner.render import render_formats
+    from deepbench.runner.render.tables import tables
 
     assert TOY_OP in operations()
     a = _toy_run(toy / "a", (1024, 4096))

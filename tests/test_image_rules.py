@@ -15,9 +15,9 @@ from packaging.utils import canonicalize_name
 
 from deepbench.kernels import __version__
 from deepbench.kernels.provenance import harness_sha256
-from deepbench.runner import image_lock, images
-from deepbench.runner.container import DEFAULT_PIDS_LIMIT, FALLBACK_USER, container_user, run_options
 from deepbench.runner.errors import UserError
+from deepbench.runner.launch import image_lock, images
+from deepbench.runner.launch.container import DEFAULT_PIDS_LIMIT, FALLBACK_USER, container_user, run_options
 from deepbench.runner.platforms import PLATFORMS, get_platform
 
 from .conftest import REPO
@@ -69,7 +69,7 @@ def test_lock_meets_deepbench_declared_requirements(image_dir: str) -> None:
 def test_a_lock_whose_input_moved_is_stale(tmp_path: Path, monkeypatch) -> None:
     import shutil
 
-    from deepbench.runner import image_sources
+    from deepbench.runner.launch import image_sources
 
     shutil.copytree(REPO / "images" / "nvidia", tmp_path / "nvidia")
     monkeypatch.setattr(image_sources, "IMAGES_DIR", tmp_path)

@@ -30,8 +30,6 @@ HARNESS = f"{PACKAGE}.kernels.harness"
 KNOWN_CIRCLES: dict[frozenset[str], str] = {
     frozenset({f"{PACKAGE}.kernels.results", f"{PACKAGE}.kernels.results_file"}):
         "results.read_results/append_result call results_file, which parses lines into results.KernelResult",
-    frozenset({f"{PACKAGE}.runner.report_html", f"{PACKAGE}.runner.report_render"}):
-        "report_render loads report_html (plotly) lazily for --format html; report_html takes its tables",
 }
 
 

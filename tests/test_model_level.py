@@ -1,6 +1,6 @@
 """Whole-model runs (op "model", kernels/model_kernel.py): model suites end with the whole model;
 the torch and onnxruntime backends run it on the CPU with its check passed and write the
-throughput; backends that cannot run it say why; and runner/model_level.py's whole model against
+throughput; backends that cannot run it say why; and runner/analysis/model_level.py's whole model against
 operator sum is the arithmetic of the results it is given."""
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from deepbench.kernels.models.extract import extract
 from deepbench.kernels.precision import PRECISIONS, Precision
 from deepbench.kernels.results import KernelResult, PlanItem, Settings, Status, read_results
 from deepbench.kernels.suites import parse_where, select
-from deepbench.runner.model_level import model_levels
-from deepbench.runner.planning import plan_items
+from deepbench.runner.analysis.model_level import model_levels
+from deepbench.runner.launch.planning import plan_items
 from deepbench.runner.platforms import get_platform
 
 from .conftest import REPO, requires_gpu, run_cli

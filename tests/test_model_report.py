@@ -17,9 +17,16 @@ from deepbench.kernels.layers import ActivationKernel
 from deepbench.kernels.model_kernel import MODEL_OP as WHOLE_MODEL_OP
 from deepbench.kernels.model_kernel import ModelKernel
 from deepbench.kernels.results import KernelResult, Status, read_results
+from deepbench.runner.analysis.model_compare import (
+    DEPARTS,
+    REVERSED,
+    compare_results,
+    compare_runs,
+    departures,
+    kernel_key,
+)
+from deepbench.runner.analysis.model_report import load_model_run, model_reports
 from deepbench.runner.cli import main
-from deepbench.runner.model_compare import DEPARTS, REVERSED, compare_results, compare_runs, departures, kernel_key
-from deepbench.runner.model_report import load_model_run, model_reports
 
 from .conftest import REPO, run_cli
 from .reports_synthetic import result, write_run

@@ -29,8 +29,8 @@ from deepbench.kernels.models.extract import example_input, extract
 from deepbench.kernels.models.language import Llama
 from deepbench.kernels.models.suite import dataset_kernels, load_dataset
 from deepbench.kernels.results import Status, read_results
+from deepbench.runner.analysis.model_report import model_reports
 from deepbench.runner.cli import main, run_main
-from deepbench.runner.model_report import model_reports
 
 from .conftest import run_cli
 

@@ -144,7 +144,7 @@ def test_a_forced_native_backend_without_its_package_says_what_to_install(tmp_pa
 
 
 def test_server_suite_runs_deepbenchs_precisions_per_operation() -> None:
-    from deepbench.runner.planning import default_precisions, plan_items
+    from deepbench.runner.launch.planning import default_precisions, plan_items
     from deepbench.runner.platforms import get_platform
 
     nvidia = get_platform("nvidia")

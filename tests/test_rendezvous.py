@@ -16,9 +16,9 @@ from deepbench.kernels.backends.distributed import rendezvous
 from deepbench.kernels.backends.distributed.common import check_world
 from deepbench.kernels.backends.distributed.rendezvous import RankPlace, choose_interface, interface_of
 from deepbench.kernels.results import Settings
-from deepbench.runner import cluster_needs
 from deepbench.runner.errors import UserError
-from deepbench.runner.ranks import engine_casualty, launched_argv
+from deepbench.runner.launch import cluster_needs
+from deepbench.runner.launch.ranks import engine_casualty, launched_argv
 
 from .conftest import run_cli
 

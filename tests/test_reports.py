@@ -19,11 +19,11 @@ import pytest
 from plotly.offline import get_plotlyjs
 
 from deepbench.kernels.catalog import by_id, catalog
-from deepbench.runner.compare import compare
-from deepbench.runner.references import find_reference, references
-from deepbench.runner.report_render import write_report
-from deepbench.runner.sources import load_run, load_source
-from deepbench.runner.tables import fmt_us
+from deepbench.runner.analysis.compare import compare
+from deepbench.runner.analysis.references import find_reference, references
+from deepbench.runner.analysis.sources import load_run, load_source
+from deepbench.runner.render.report_render import write_report
+from deepbench.runner.render.tables import fmt_us
 
 from .conftest import REPO, run_cli
 from .reports_synthetic import noisy, result, write_run

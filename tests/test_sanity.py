@@ -12,10 +12,10 @@ import pytest
 
 from deepbench.kernels.catalog import by_id
 from deepbench.kernels.results import KernelResult, read_results
-from deepbench.runner.report_render import render_text, tables_of
-from deepbench.runner.sanity import ABOVE_PEAK, ONE_RANK, SLOW_TWIN, Context, flags
-from deepbench.runner.sources import entry_of_result, load_run
-from deepbench.runner.tables import tables
+from deepbench.runner.analysis.sanity import ABOVE_PEAK, ONE_RANK, SLOW_TWIN, Context, flags
+from deepbench.runner.analysis.sources import entry_of_result, load_run
+from deepbench.runner.render.report_render import render_text, tables_of
+from deepbench.runner.render.tables import tables
 
 from .conftest import REPO
 from .reports_synthetic import result

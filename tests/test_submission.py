@@ -388,8 +388,8 @@ def test_reproduce_command_keeps_the_gpu_timing_flags(kernel_time: bool) -> None
     import shlex
 
     from deepbench.kernels.results import Settings
+    from deepbench.runner.launch.run import add_arguments, settings_from
     from deepbench.runner.platforms import get_platform
-    from deepbench.runner.run import add_arguments, settings_from
     from deepbench.runner.submission.bundle import reproduce_command
 
     settings = Settings(device="cuda", cold=True, verify_timing=True, kernel_time=kernel_time, warm_up_s=30.0)

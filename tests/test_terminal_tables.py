@@ -16,13 +16,13 @@ from rich.cells import cell_len
 from rich.console import Console
 
 from deepbench.kernels.results import read_results
-from deepbench.runner.display import print_tables
-from deepbench.runner.report_render import tables_of
-from deepbench.runner.sanity import context_of
-from deepbench.runner.sources import load_run
-from deepbench.runner.summary import groups, summary_table
-from deepbench.runner.table_fit import fit, footnoted
-from deepbench.runner.tables import Table, fmt_us, tables
+from deepbench.runner.analysis.sanity import context_of
+from deepbench.runner.analysis.sources import load_run
+from deepbench.runner.analysis.summary import groups, summary_table
+from deepbench.runner.render.display import print_tables
+from deepbench.runner.render.report_render import tables_of
+from deepbench.runner.render.table_fit import fit, footnoted
+from deepbench.runner.render.tables import Table, fmt_us, tables
 
 from .conftest import REPO, run_cli
 

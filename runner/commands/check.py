@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..display import make_console
+from ..render.display import make_console
 from ..submission.checker import check_bundle
 from ..submission.show import print_report
 

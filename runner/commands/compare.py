@@ -20,13 +20,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .. import render_formats
-from ..compare import DEFAULT_THRESHOLD, compare
-from ..compare_render import render
-from ..display import add_columns_argument
+from ..analysis.compare import DEFAULT_THRESHOLD, compare
+from ..analysis.sources import load_source
 from ..errors import UserError
 from ..outpaths import writable_file
-from ..sources import load_source
+from ..render import render_formats
+from ..render.compare_render import render
+from ..render.display import add_columns_argument
 
 NAME = "compare"
 HELP = "compare runs and references kernel by kernel, with noise"

@@ -13,15 +13,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .. import render_formats
-from ..display import add_columns_argument, check_columns, make_console, print_tables
+from ..analysis.fastest import fastest_tables, wins
+from ..analysis.sources import Source, load_source
 from ..errors import UserError
-from ..fastest import fastest_tables, wins
-from ..html import Section, page, table_html, table_section, warnings_html
 from ..outpaths import writable_file
-from ..sources import Source, load_source
-from ..tables import Table
-from ..textformats import csv_text, markdown
+from ..render import render_formats
+from ..render.display import add_columns_argument, check_columns, make_console, print_tables
+from ..render.html import Section, page, table_html, table_section, warnings_html
+from ..render.tables import Table
+from ..render.textformats import csv_text, markdown
 
 NAME = "fastest"
 HELP = "the fastest run or reference per kernel"
@@ -96,7 +96,7 @@ def html_fastest(tables: list[Table], summary: Table, sources: list[Source], out
 
 def html_page(tables: list[Table], summary: Table, sources: list[Source]) -> str:
     """Wins per operation first (a grouped bar chart and its table), then each operation's table."""
-    from ..plots import grouped_bars  # plotly: loaded only for HTML
+    from ..render.plots import grouped_bars  # plotly: loaded only for HTML
 
     ops = [t.op for t in tables]
     series = {s.label: [float(r[2]) for op in ops for r in summary.rows if r[0] == op and r[1] == s.label]

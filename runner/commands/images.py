@@ -22,11 +22,11 @@ from pathlib import Path
 
 from rich.table import Table
 
-from .. import image_archive, image_lock, images
-from ..display import make_console
-from ..docker_client import connect
 from ..errors import UserError
+from ..launch import image_archive, image_lock, images
+from ..launch.docker_client import connect
 from ..platforms import PLATFORMS, get_platform
+from ..render.display import make_console
 
 NAME = "images"
 HELP = "build, lock, list, export and push the platforms' container images"

@@ -24,10 +24,18 @@ import shutil
 import sys
 
 from ...kernels.catalog import operations, traits_of
-from ..cluster_needs import Need, allocation_nodes, first_node, hostfile_need, rendezvous_port, shared_folder, srun_mpi
 from ..errors import UserError
+from ..launch.cluster_needs import (
+    Need,
+    allocation_nodes,
+    first_node,
+    hostfile_need,
+    rendezvous_port,
+    shared_folder,
+    srun_mpi,
+)
+from ..launch.ranks import IMAGE_PYTHON, find_mpiexec, mpi_flavour
 from ..platforms import Platform, get_platform
-from ..ranks import IMAGE_PYTHON, find_mpiexec, mpi_flavour
 
 NAME = "launch-command"
 HELP = "print the mpirun / srun commands for all-reduce across nodes"
@@ -42,7 +50,7 @@ THREADS = "OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from .. import run
+    from ..launch import run
 
     run.add_arguments(parser)
     g = parser.add_argument_group("cluster")
@@ -57,7 +65,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import run as run_module
+    from ..launch import run as run_module
 
     if args.nodes < 1 or args.gpus_per_node < 1:
         raise UserError("--nodes and --gpus-per-node must be at least 1")

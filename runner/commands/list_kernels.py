@@ -12,7 +12,7 @@ from rich.table import Table
 
 from ...kernels.catalog import traits_of
 from ...kernels.op_traits import Rate
-from ..display import make_console
+from ..render.display import make_console
 from ..selection import add_selection_arguments, selected_kernels
 
 NAME = "list"

@@ -22,12 +22,12 @@ from rich.table import Table
 
 from ...kernels.models import MODELS
 from ...kernels.precision import Precision
-from ..display import make_console
+from ..analysis.model_compare import DEPARTURE_FACTOR, ModelComparison, compare_runs
+from ..analysis.model_level import ModelLevel, model_levels
+from ..analysis.model_report import FORWARD, ModelReport, load_model_run, model_reports
 from ..errors import UserError
-from ..model_compare import DEPARTURE_FACTOR, ModelComparison, compare_runs
-from ..model_level import ModelLevel, model_levels
-from ..model_report import FORWARD, ModelReport, load_model_run, model_reports
 from ..outpaths import writable_file
+from ..render.display import make_console
 
 NAME = "models"
 HELP = "operator datasets of real models (ResNet-50, BERT, GPT-2, Llama ...) and their reports"

@@ -13,8 +13,8 @@ from typing import Any
 
 from rich.table import Table
 
-from ..display import make_console
-from ..references import references
+from ..analysis.references import references
+from ..render.display import make_console
 
 NAME = "references"
 HELP = "list DeepBench's published results usable as references"

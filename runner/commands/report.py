@@ -10,18 +10,18 @@
 Per operation: DeepBench's columns (application, parameters, precision, time, TFLOPS or GB/s),
 the time of each direction, the noise (IQR over the median), the roofline bound and % of the
 measured peak (blank where the run measured no ceilings), status, check and the notes of figures
-that cannot be true as they stand (runner/sanity.py); then a summary per operation and precision."""
+that cannot be true as they stand (runner/analysis/sanity.py); then a summary per operation and precision."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from .. import render_formats
-from ..display import add_columns_argument
+from ..analysis.sources import load_source
 from ..outpaths import writable_file
-from ..report_render import write_report
-from ..sources import load_source
+from ..render import render_formats
+from ..render.display import add_columns_argument
+from ..render.report_render import write_report
 
 NAME = "report"
 HELP = "tables, workbook or HTML report of a run or reference"

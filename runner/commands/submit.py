@@ -16,9 +16,9 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from ...kernels.system import VendorFields
-from ..display import make_console
 from ..errors import UserError
 from ..outpaths import writable_folder
+from ..render.display import make_console
 from ..submission.bundle import make_bundle
 from ..submission.checker import check_bundle, describe
 from ..submission.show import print_report

@@ -22,10 +22,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..display import make_console
 from ..errors import UserError
+from ..launch.signals import stop_on_signals
 from ..option_types import real
-from ..signals import stop_on_signals
+from ..render.display import make_console
 from ..submission.verify import (
     DEFAULT_CAP,
     DEFAULT_FLOOR,

@@ -15,9 +15,9 @@ from ...kernels import __version__
 from ...kernels.results import PLAN_FILE, RESULTS_FILE, RUN_FILE, Plan, RunRecord, read_results, utcnow
 from ...kernels.system import SystemDescription, VendorFields
 from ..errors import UserError
-from ..local import LOG_FILE
+from ..launch.local import LOG_FILE
+from ..launch.run import MODES
 from ..platforms import get_platform
-from ..run import MODES
 from . import layout
 from .image import image_source
 from .manifest import write_manifest

@@ -32,8 +32,8 @@ def image_source(run_image: Any, archive: Path | None = None, push_to: str | Non
     # An image that came from a registry can be pulled from there again by the digest it has.
     registry = next((r for r in run_image.get("repo_digests") or [] if "@sha256:" in r), None)
     if archive or push_to:
-        from .. import image_archive
-        from ..docker_client import connect
+        from ..launch import image_archive
+        from ..launch.docker_client import connect
 
         client = connect()
         if archive is not None:
@@ -67,9 +67,9 @@ def _archive_path(bundle: Path, source: ImageSource | None, given: Path | None) 
 def obtain(bundle: Path, source: ImageSource | None, run_image: Any, given_archive: Path | None,
            log: Log = print) -> str:
     """Make the submission's image present here; returns its id. Refuses any other image."""
-    from .. import image_archive
-    from ..docker_client import connect
-    from ..images import find
+    from ..launch import image_archive
+    from ..launch.docker_client import connect
+    from ..launch.images import find
 
     image_id = run_image_id(run_image)
     if image_id is None:

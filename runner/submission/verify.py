@@ -40,15 +40,15 @@ from ...kernels.harness.record import build_record, read_facts, write_record
 from ...kernels.results import RESULTS_FILE, KernelResult, Plan, RunRecord, Settings, Status, TimeStats, read_results
 from ...kernels.results_file import write_atomic
 from ...kernels.system import SystemDescription
-from .. import run_folder
-from ..display import RunProgress
 from ..errors import UserError
-from ..local import LocalHarness
+from ..launch import run_folder
+from ..launch.local import LocalHarness
+from ..launch.provenance import command_line, with_host_facts
+from ..launch.run_folder import RunFolder
+from ..launch.signals import Stopped
+from ..launch.supervise import supervise
 from ..platforms import get_platform
-from ..provenance import command_line, with_host_facts
-from ..run_folder import RunFolder
-from ..signals import Stopped
-from ..supervise import supervise
+from ..render.display import RunProgress
 from .checker import check_bundle
 from .image import obtain
 from .layout import SubmissionIndex
@@ -211,8 +211,8 @@ def _container_starter(bundle: Path, index: SubmissionIndex, bundle_run: RunReco
     """A container on the submission's very image: present, loaded from its archive or pulled by
     digest (image.py), after the host's devices are checked; any other image is refused."""
     try:
-        from .. import container
-        from ..devices import check_host
+        from ..launch import container
+        from ..launch.devices import check_host
     except ImportError as exc:
         raise UserError(f"this installation cannot run containers ({exc}): verify with --local") from None
 

@@ -24,8 +24,8 @@ from collections import defaultdict
 from pathlib import Path
 
 from deepbench.kernels.results import Status, read_results
-from deepbench.runner.container import run_options
-from deepbench.runner.docker_client import connect
+from deepbench.runner.launch.container import run_options
+from deepbench.runner.launch.docker_client import connect
 from deepbench.runner.platforms import get_platform
 
 GOAL_RATIO = (0.97, 1.03)

@@ -28,7 +28,7 @@ from deepbench.kernels.timing import cuda as cuda_timer
 from deepbench.kernels.timing import cupti
 from deepbench.kernels.timing.eager import METHOD_EAGER
 from deepbench.kernels.timing.graph import capture
-from deepbench.runner.run import MODES
+from deepbench.runner.launch.run import MODES
 
 KERNELS = ("rnn/train/023", "rnn/train/019", "rnn/train/012", "rnn/train/001", "rnn/train/015", "rnn/train/033")
 PRECISION = "fp16"

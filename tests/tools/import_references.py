@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from deepbench.kernels.catalog import KERNEL_CLASSES, catalog
-from deepbench.runner.references import SET_PREFIX, Reference, ReferenceEntry
+from deepbench.runner.analysis.references import SET_PREFIX, Reference, ReferenceEntry
 
 OUT = Path(__file__).resolve().parents[2] / "runner" / "data" / "references"
 

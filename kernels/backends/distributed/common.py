@@ -57,7 +57,7 @@ class Communicator(ABC):
     library: str = ""
     out_of_place_note: str = ""
     # Set when a collective raised (a rank died or timed out): the group cannot be used again, and
-    # the harness restarts every rank (harness __main__, runner/supervise.py).
+    # the harness restarts every rank (harness __main__, runner/launch/supervise.py).
     broken: str = ""
 
     def guarded(self, fn: Callable[..., Any], *args: Any) -> Any:

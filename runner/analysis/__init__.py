@@ -1,0 +1,1 @@
+"""What the results mean: sources (runs and references), comparisons, fastest, sanity flags, summaries, models."""

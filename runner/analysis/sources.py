@@ -1,0 +1,258 @@
+"""What reports and comparisons read: a measured run or a published reference, as one shape.
+
+A `Source` is a list of `Entry` (one kernel in one precision) plus the specs and measured
+ceilings it came with. Runs keep their raw samples (comparisons use them for their noise);
+references keep one published figure per direction and no samples. Everything downstream
+(tables, workbooks, HTML, compare, fastest) takes Sources, so a reference is usable wherever a
+run is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from deepbench.kernels.catalog import Kernel, traits_of
+from deepbench.kernels.noise import NoiseRecord
+from deepbench.kernels.precision import Precision
+from deepbench.kernels.results import RESULTS_FILE, RUN_FILE, KernelResult, RunRecord, Settings, Status, read_results
+
+from ..errors import UserError
+from .references import Reference, find_reference
+
+MS = 1e3  # microseconds per millisecond
+# Published times are rounded to 1 us (DeepBench truncated to whole microseconds, the workbooks
+# show 0.001 ms): the only spread a reference figure is known to have.
+PUBLISHED_RESOLUTION_US = 1.0
+SUITE_SET = {"train": "train", "inference-server": "inference_server", "inference-device": "inference_device"}
+
+
+def precision_order(name: str) -> int:
+    """Report order of precisions: the enum's (fp32 first), unknown names last."""
+    names = [p.value for p in Precision]
+    return names.index(name) if name in names else len(names)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One kernel in one precision from one source."""
+
+    kernel: Kernel
+    precision: str
+    precision_text: str
+    status: str
+    reason: str = ""
+    median_us: float | None = None
+    p25_us: float | None = None
+    p75_us: float | None = None
+    n: int = 0
+    parts_us: dict[str, float] = field(default_factory=dict)
+    part_samples: dict[str, tuple[float, ...]] = field(default_factory=dict)
+    flops: float = 0.0
+    min_bytes: float = 0.0
+    tflops: float | None = None
+    gbps: float | None = None
+    check: str = ""
+    flags: tuple[str, ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == Status.OK.value and self.median_us is not None
+
+    @property
+    def rel_iqr(self) -> float | None:
+        if self.p25_us is None or self.p75_us is None or not self.median_us:
+            return None
+        return (self.p75_us - self.p25_us) / self.median_us
+
+    def key(self, by: str) -> tuple:
+        """Identity across sources: the kernel id (same catalog) or DeepBench's parameters (any
+        set), with the precision; all-reduce also by rank count where a source knows it."""
+        ident: tuple = (self.kernel.id,) if by == "id" else (self.kernel.op, *self.kernel.params().items())
+        if traits_of(self.kernel.op).collective:
+            ident = (*ident, self.extra.get("ranks"))
+        return (*ident, self.precision)
+
+
+@dataclass(frozen=True)
+class Source:
+    label: str
+    kind: str  # "run" or "reference"
+    entries: tuple[Entry, ...]
+    specs: dict[str, str]
+    ceilings: dict[str, float]
+    set: str | None = None  # DeepBench's set when the source is one (train, inference_server ...)
+    path: str = ""
+    noise: NoiseRecord | None = None  # how quiet the machine was (runs that recorded it)
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What makes the source's figures doubtful (a loaded machine ...), for every report."""
+        return self.noise.warnings if self.noise else ()
+
+
+def _check_text(r: KernelResult) -> str:
+    c = r.check
+    if c is None:
+        return ""
+    if c.tolerance == 0 and c.passed:
+        return "pass exact"
+    err = "" if c.error is None else f" {c.error:.0e}<{c.tolerance:.0e}" if c.passed else f" {c.error:.0e}"
+    return f"{'pass' if c.passed else 'FAIL'}{err}"
+
+
+def entry_of_result(r: KernelResult) -> Entry:
+    ranks = r.info.get("ranks")
+    extra = {"padding": r.padding} if r.padding else {}
+    if ranks is not None:
+        extra["ranks"] = ranks
+    busbw = [p.info["busbw_gbps"] for p in r.parts if "busbw_gbps" in p.info]
+    if busbw:
+        extra["busbw_gbps"] = busbw[0]  # the first (in-place) part, the one the time is of
+    twin = r.info.get("out_of_place", {}).get("measurement", {}).get("stats", {}).get("median")
+    if twin is not None:  # an all-reduce's out-of-place time, beside the kernel's in-place time
+        extra["out_of_place_us"] = twin
+    for key, info_key in traits_of(r.op).entry_extras:  # the operation's own figures (sparse GEMM's speed-up)
+        if r.info.get(info_key) is not None:
+            extra[key] = r.info[info_key]
+    t = r.time_us
+    return Entry(
+        kernel=r.kernel, precision=r.precision.name.value, precision_text=r.precision.description,
+        status=r.status.value, reason=r.reason,
+        median_us=t.median if t else None, p25_us=t.p25 if t else None, p75_us=t.p75 if t else None,
+        n=t.n if t else 0,
+        parts_us={p.direction: p.measurement.stats.median for p in r.parts},
+        part_samples={p.direction: p.measurement.samples_us for p in r.parts},
+        flops=sum(p.flops for p in r.parts), min_bytes=sum(p.min_bytes for p in r.parts),
+        tflops=r.tflops, gbps=r.gbps, check=_check_text(r), flags=r.flags, extra=extra)
+
+
+def _flatten(prefix: str, value: Any, out: dict[str, str]) -> None:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _flatten(f"{prefix}.{k}" if prefix else str(k), v, out)
+    elif value not in (None, "", [], {}):
+        out[prefix] = ", ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+
+
+# Settings that mean something only on a GPU: a CPU run's specs leave them out.
+GPU_ONLY_SETTINGS = frozenset(name for name, f in Settings.model_fields.items()
+                              if "GPU" in (f.description or "") and name != "device")
+
+
+def settings_shown(settings: Settings) -> dict[str, Any]:
+    values = settings.model_dump()
+    if settings.device == "cpu":
+        values = {k: v for k, v in values.items() if k not in GPU_ONLY_SETTINGS}
+    return values
+
+
+def noise_specs(noise: NoiseRecord | None) -> dict[str, Any]:
+    """The noise record's figures a reader wants beside the specs (the snapshots stay in run.json)."""
+    if noise is None:
+        return {}
+    after = noise.after.cpu if noise.after else None
+    return {"others_cpu_cores": None if noise.others_cpu_cores is None else round(noise.others_cpu_cores, 2),
+            "load_avg_before": noise.before.cpu.load_avg, "load_avg_after": after.load_avg if after else None,
+            "governors": ", ".join(f"{g} ({n} CPUs)" for g, n in noise.before.cpu.governors.items()),
+            "turbo": noise.before.cpu.turbo, "warnings": list(noise.warnings), "notes": list(noise.notes)}
+
+
+def read_run_folder(path: Path) -> tuple[list[KernelResult], RunRecord | None]:
+    """The results and run record (None if absent) of a deepbench-run folder; mistakes (no folder,
+    no results, malformed files) are one-line UserErrors."""
+    if not path.is_dir():
+        raise UserError(f"no results folder at {path} (give the folder deepbench-run wrote, with {RESULTS_FILE})")
+    results_file = path / RESULTS_FILE
+    if not results_file.exists():
+        raise UserError(f"{path} has no {RESULTS_FILE}: not a deepbench-run results folder")
+    try:
+        results = read_results(results_file)
+    except ValueError as exc:
+        first = str(exc).strip().splitlines()
+        raise UserError(f"{results_file} is malformed: {first[0] if first else exc}") from None
+    run = None
+    if (path / RUN_FILE).exists():
+        try:
+            run = RunRecord.model_validate_json((path / RUN_FILE).read_text())
+        except (ValidationError, ValueError) as exc:
+            raise UserError(f"{path / RUN_FILE} is malformed: {str(exc).splitlines()[0]}") from None
+    if not results:
+        raise UserError(f"{results_file} holds no results")
+    return results, run
+
+
+def load_run(path: Path) -> Source:
+    """A results folder written by deepbench-run; mistakes are one-line UserErrors."""
+    results, run = read_run_folder(path)
+    specs: dict[str, str] = {}
+    if run:
+        _flatten("", {"run": {"id": run.run_id, "suite": run.suite, "platform": run.platform, "backend": run.backend,
+                              "state": run.state, "started": run.started_at.isoformat(), "command": run.command,
+                              "tool": run.tool_version},
+                      "device": run.device, "host": run.host, "software": run.software,
+                      "settings": settings_shown(run.settings), "ceilings": run.ceilings,
+                      "noise": noise_specs(run.noise)}, specs)
+    libraries: dict[str, str] = {}
+    for r in results:
+        libraries.update(r.library)
+    _flatten("library", libraries, specs)
+    label = run.run_id if run else path.name
+    return Source(label=label, kind="run", entries=tuple(entry_of_result(r) for r in results), specs=specs,
+                  ceilings=dict(run.ceilings) if run else {}, set=SUITE_SET.get(run.suite) if run else None,
+                  path=str(path), noise=run.noise if run else None)
+
+
+def _min_bytes(kernel: Kernel, directions: dict, precision: str) -> float:
+    try:
+        p = Precision(precision)
+    except ValueError:
+        return 0.0
+    return sum(kernel.min_bytes(d, p) for d in directions if d in kernel.DIRECTIONS)
+
+
+def entries_of_reference(ref: Reference) -> tuple[Entry, ...]:
+    out = []
+    for e in ref.entries:
+        k = e.kernel
+        parts = {d: t * MS for d, t in e.times_ms.items()}
+        total = e.total_ms * MS if e.total_ms is not None else None
+        half = PUBLISHED_RESOLUTION_US / 2
+        out.append(Entry(
+            kernel=k, precision=e.precision, precision_text=e.precision_text, status=e.status, reason=e.reason,
+            median_us=total, p25_us=None if total is None else total - half,
+            p75_us=None if total is None else total + half, n=1 if total else 0, parts_us=parts,
+            flops=sum(k.flops(d) for d in parts if d in k.DIRECTIONS),  # 0 for what is rated in bytes
+            min_bytes=_min_bytes(k, parts, e.precision), tflops=e.throughput.get("tflops"), gbps=e.throughput.get("gbps"),
+            check="published", extra={**e.extra, "sheet": e.sheet, "row": e.row}))
+    return tuple(out)
+
+
+def reference_source(ref: Reference) -> Source:
+    specs = {f"published.{k}": v for k, v in ref.specs.items()}
+    specs.update({"reference.name": ref.name, "reference.source": ref.source,
+                  **{f"sheet.{s}": t for s, t in ref.sheets.items()}})
+    return Source(label=f"DeepBench {ref.processor}", kind="reference", entries=entries_of_reference(ref),
+                  specs=specs, ceilings={}, set=ref.set, path=ref.name)
+
+
+def load_source(spec: str, prefer_set: str | None = None) -> Source:
+    """A results folder, or a reference as `ref:NAME` (or a bare NAME when no such folder exists);
+    `LABEL=SPEC` names it in tables (H200=deepbench-results/RUN_ID) instead of its run id."""
+    label, sep, rest = spec.partition("=")
+    if sep and label and rest and "/" not in label and not Path(spec).exists():
+        return replace(load_source(rest, prefer_set), label=label)
+    if spec.startswith("ref:"):
+        return reference_source(find_reference(spec[4:], prefer_set))
+    path = Path(spec)
+    if path.exists() or ("/" in spec and spec.split("/")[0] not in ("train", "server", "device")):
+        return load_run(path)
+    try:
+        return reference_source(find_reference(spec, prefer_set))
+    except UserError:
+        raise UserError(f"no results folder at {spec}, and no reference of that name "
+                        f"(see deepbench references)") from None

@@ -1,0 +1,331 @@
+"""`deepbench-run`: benchmark a suite on a platform and collect validated results.
+
+  deepbench-run --local --suite smoke                 # this machine's CPU, no container
+  deepbench-run --platform nvidia --suite train       # in the NVIDIA image (built if missing)
+  deepbench-run --resume deepbench-results/RUN_ID     # continue an interrupted run
+
+Every kernel is warmed up, timed until its median is known to --target precision (or a time
+cap), and its outputs are checked against a float64 reference; a kernel that fails its check
+reports the failure, not a time. Results: OUT/results.jsonl (one record per kernel, written as
+soon as it is measured), OUT/run.json (the run record), OUT/plan.json (what was asked).
+
+Exit status: 0 all kernels ok or unsupported; 1 some failed or timed out; 2 usage error (also:
+another run is writing the folder, or --resume cannot trust it); 74 a result or the run record
+could not be written (disk full: the message says how much is needed); 128 + the signal when
+stopped by Ctrl-C (130), SIGTERM (143) or SIGHUP (129): resume with --resume OUT."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+from deepbench.kernels.backends.engine_choice import PIN_ALL, EngineError, parse_spec
+from deepbench.kernels.harness.protocol import ExitCode
+from deepbench.kernels.harness.record import build_record, read_facts, write_record
+from deepbench.kernels.padding import PadMode
+from deepbench.kernels.results import MAX_SEED, PLAN_FILE, RESULTS_FILE, Plan, RunRecord, Settings, read_results
+from deepbench.kernels.results_file import WriteFailed, write_atomic
+from deepbench.kernels.suites import SelectionError
+
+from ..analysis.sanity import context_of
+from ..analysis.sources import load_run
+from ..analysis.summary import groups, summary_line
+from ..errors import UserError
+from ..option_types import integer, real, usable_cpus
+from ..outpaths import writable_folder
+from ..platforms import PLATFORMS, Platform, get_platform
+from ..render.display import RunProgress, make_console, print_noise, print_tables
+from ..render.tables import tables
+from ..selection import KernelSelection, add_selection_arguments
+from . import run_folder
+from .container import DEFAULT_PIDS_LIMIT, MEMORY_SHARE, container_starter, parse_env
+from .devices import check_host
+from .local import LocalHarness
+from .planning import default_precisions, plan_items
+from .provenance import with_host_facts
+from .ranks import RankedHarness, add_rank_arguments, launched_argv, needs_engine, plan_backend, with_ranks
+from .run_folder import RunFolder
+from .signals import exit_status, stop_on_signals
+from .supervise import Outcome, supervise
+
+DESCRIPTION = __doc__
+DEFAULT_RESULTS = Path("deepbench-results")
+# Ranges of the measurement options (checked when the command line is read).
+MAX_KERNEL_TIMEOUT_S = 7 * 24 * 3600.0  # a week: anything longer is a typo, and overflows some timers
+MAX_TIME_CAP_S = 24 * 3600.0
+MAX_WARM_UP_S = 3600.0
+
+# Measurement presets: (target relative precision of the median, min samples, max samples,
+# time cap per direction in s, min seconds per sample, min seconds of samples before stopping on
+# noise, the same while the GPU's power limiter holds the clock, GPU warm-up in s at most).
+# Default: 0.2 s from the clock's first move, 1 s under the power limiter, 30 s warm-up; replayed on
+# H100 series after a large GEMM and after idle, the 12 worst kernels' figures agreed within 2.1%
+# (tests/benchmarks/settle_rules.py), and two passes over the 640 training GEMMs within 3% for 97.5%
+# (tests/benchmarks/fidelity.py). Rigorous takes 1 s, twice nvbench's default 0.5 s.
+MODES = {
+    "fast": dict(target_rel_precision=0.05, min_samples=3, max_samples=200, time_cap_s=0.2, min_sample_s=0.0005,
+                 min_time_s=0.0),
+    "default": dict(target_rel_precision=0.01, min_samples=5, max_samples=1000, time_cap_s=1.0, min_sample_s=0.001,
+                    min_time_s=0.2, limited_min_time_s=1.0, warm_up_s=30.0),
+    "rigorous": dict(target_rel_precision=0.005, min_samples=20, max_samples=10000, time_cap_s=10.0,
+                     min_sample_s=0.005, min_time_s=1.0, limited_min_time_s=2.0, warm_up_s=120.0),
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    where = parser.add_argument_group("where to run")
+    where.add_argument("--platform", metavar="P",
+                       help=f"{', '.join(PLATFORMS)} (default: cpu with --local, else required)")
+    where.add_argument("--local", action="store_true",
+                       help="run the harness in a subprocess on this machine, with no container")
+    where.add_argument("--backend", help="harness backend (default: the platform's; on nvidia each operation on its "
+                       "own library: cublas, cudnn, cusparse, else torch; name one to force it for every kernel)")
+    image = parser.add_argument_group("container (without --local)")
+    image.add_argument("--image", metavar="REF", help="image to run in (default: deepbench/<platform>:<version>, "
+                       "built from images/<vendor>/ when missing)")
+    fetch = image.add_mutually_exclusive_group()
+    fetch.add_argument("--pull", action="store_true", help="pull the image before running")
+    fetch.add_argument("--build", action="store_true", help="(re)build the image before running")
+    image.add_argument("--base-image", metavar="IMAGE", help="when building: the base (default: the vendor's)")
+    image.add_argument("--wheelhouse", type=Path, metavar="DIR", help="when building: install from DIR, offline")
+    image.add_argument("--memory", metavar="SIZE", help="memory limit of the container, e.g. 8g, or none "
+                       f"(default: {MEMORY_SHARE * 100:.0f}%% of this host's memory)")
+    image.add_argument("--pids-limit", type=int, metavar="N", help="processes and threads the container may hold "
+                       f"(default {DEFAULT_PIDS_LIMIT}; 0: no limit)")
+    image.add_argument("--force-image", action="store_true", help="run --image even when it is not a deepbench "
+                       "image of this platform and version (its labels)")
+    image.add_argument("--env", action="append", metavar="NAME=VALUE",
+                       help="environment variable for the harness (repeatable)")
+    add_selection_arguments(parser)
+    add_rank_arguments(parser)
+    parser.add_argument("--precision", metavar="P",
+                        help="comma-separated: fp32, tf32, fp16, bf16, int8, fp8 (default: the platform's "
+                             "DeepBench precisions for the suite)")
+    m = parser.add_argument_group("measurement")
+    mode = m.add_mutually_exclusive_group()
+    mode.add_argument("--fast", dest="mode", action="store_const", const="fast",
+                      help="5%% precision, 0.2 s cap per direction, no minimum time (default: 1%% precision, "
+                           "at least 0.2 s of samples, 1 s under the GPU's power limiter, 1 s cap)")
+    mode.add_argument("--rigorous", dest="mode", action="store_const", const="rigorous",
+                      help="0.5%% precision, 20+ samples, at least 1 s of samples, 10 s cap per direction")
+    m.add_argument("--time-cap", type=real(0, MAX_TIME_CAP_S, low_open=True), metavar="S",
+                   help="seconds per direction before giving up on precision")
+    m.add_argument("--warm-up", type=real(0, MAX_WARM_UP_S), metavar="S",
+                   help="GPU: at most this long, a large GEMM before the first kernel until the temperature settles "
+                        "(default 30, --rigorous 120, --fast 0; 0 skips it)")
+    m.add_argument("--target", type=real(0, 1, low_open=True), metavar="REL",
+                   help="relative precision of the median to reach (0.01 = 1%%)")
+    m.add_argument("--kernel-timeout", type=real(0, MAX_KERNEL_TIMEOUT_S, low_open=True), default=600.0, metavar="S",
+                   help="kill and record as timeout a kernel running longer than this (default 600)")
+    m.add_argument("--threads", type=integer(1, usable_cpus, " (the CPUs this process may use)"), metavar="N",
+                   help="CPU threads (default: all)")
+    m.add_argument("--seed", type=integer(0, MAX_SEED), default=0,
+                   help=f"seed of the random inputs, 0 to {MAX_SEED} (default 0)")
+    m.add_argument("--cold", action="store_true", help="GPU: flush the L2 cache before every call")
+    m.add_argument("--verify-timing", action="store_true",
+                   help="GPU: cross-check each time with the profiler's kernel durations")
+    m.add_argument("--pad", choices=[p.value for p in PadMode], default=PadMode.DEEPBENCH.value,
+                   help="the problem handed to the library: deepbench (default) pads as DeepBench did (tensor-core "
+                        "GEMMs to multiples of 8 by layout, int8 GEMM m to 4, half convolution channels to 8, int8 "
+                        "ones to 4 then 32); none runs the listed shape; both measures the padded shape and the raw "
+                        "one beside it (the alignment penalty, raw over padded)")
+    m.add_argument("--cudnn-engine", action="append", metavar="[ID/DIR=]ENGINE",
+                   help="GPU: run this cuDNN engine instead of choosing one, as results record it in "
+                        "info.cudnn.engine (e.g. 34:TILE_SIZE=3); for one direction of one kernel with "
+                        "'conv/train/052/fp32/bwd_filter=34' (repeatable), else for every convolution")
+    m.add_argument("--kernel-time", action=argparse.BooleanOptionalAction, default=True,
+                   help="GPU: time calls under 20 us by their kernels' own durations (CUPTI), without the GPU's "
+                        "0.1-0.3 us between two dependent kernels that back-to-back calls pay (default); "
+                        "--no-kernel-time times them by events of back-to-back graph replays, as a native loop "
+                        "would, and starts no CUPTI (unless --verify-timing)")
+    out = parser.add_argument_group("results")
+    out.add_argument("--out", type=Path, metavar="DIR", help="results folder (default: ./deepbench-results/RUN_ID)")
+    out.add_argument("--resume", type=Path, metavar="DIR", help="continue the run in DIR where it stopped")
+    out.add_argument("--quiet", action="store_true", help="no per-kernel lines, only the tables")
+    parser.set_defaults(mode="default")
+
+
+def run(args: argparse.Namespace) -> int:
+    console = make_console()
+    with stop_on_signals():
+        try:
+            folder = _open_folder(args)
+        except KeyboardInterrupt as exc:
+            console.print("[yellow]interrupted before the run started: nothing was measured[/]")
+            return exit_status(exc)
+        return _run(folder, args, console)
+
+
+def _open_folder(args: argparse.Namespace) -> RunFolder:
+    if args.launch and not args.resume:
+        raise UserError("--launch starts the plan that deepbench launch-command wrote: name its folder with --resume")
+    if args.resume:
+        return run_folder.reopen(args.resume, args, getattr(args, "explicit", set()))
+    platform = get_platform(args.platform or ("cpu" if args.local else _no_platform()))
+    if not args.local:
+        check_host(platform, log=make_console().print)  # its devices, before a plan, a build or a pull
+    plan, outdir = plan_for(args, platform)
+    return run_folder.create(outdir, plan, bool(args.local))
+
+
+def _run(folder: RunFolder, args: argparse.Namespace, console) -> int:
+    plan, outdir, local = folder.plan, folder.path, folder.local
+    platform = get_platform(plan.platform)
+    for note in folder.notes:
+        console.print(f"[yellow]repaired: {note}[/]", highlight=False)
+    start = None
+    try:
+        start = _starter(folder, platform, args)
+        console.print(f"[bold]deepbench-run[/] {plan.suite} on {platform.name} "
+                      f"({_where(args, local)}, backend {plan.backend}): "
+                      f"{len(plan.items)} kernels, {folder.done} already done -> {outdir}")
+        with RunProgress(console, total=len(plan.items), done=folder.done) as progress:
+            if args.quiet:
+                progress.finished = lambda event: progress.bar.advance(progress.task)  # type: ignore[method-assign]
+            outcome = supervise(plan, outdir, start, progress)
+    except KeyboardInterrupt as exc:  # stopped while the image was prepared, or between two harness starts
+        outcome = Outcome("interrupted", signum=getattr(exc, "signum", None))
+    except WriteFailed as exc:  # the host's own record of a failed kernel
+        outcome = Outcome("failed", str(run_folder.write_failure(outdir, exc)), exit_code=ExitCode.WRITE_FAILED)
+    except UserError as exc:  # Docker, the image ... (the run record says the run failed, then the message)
+        outcome = Outcome("failed", str(exc), exit_code=exc.exit_code)
+    record = _final_record(folder, outcome, start)
+    if outcome.state == "failed":
+        raise UserError(outcome.message or "the harness could not start", exit_code=outcome.exit_code)
+    results = read_results(outdir / RESULTS_FILE)
+    source = load_run(outdir)
+    ctx = context_of(source)
+    print_tables(console, tables(results, ctx), how_to_see=f"deepbench report {shlex.quote(str(outdir))} --columns all")
+    console.print(f"{summary_line(groups(list(source.entries), ctx), plan.suite)}; results in {outdir}")
+    for warning in record.device.get("warnings", []):  # e.g. emulation, a throttled board
+        console.print(f"[yellow]warning: {warning}[/]")
+    print_noise(console, record.noise)
+    if record.state == "interrupted":
+        console.print(f"[yellow]interrupted: {sum(record.counts.values())} of {record.planned} kernels done; "
+                      f"continue with: deepbench-run --resume {shlex.quote(str(outdir))}"
+                      + (f" --launch {shlex.quote(args.launch)}" if args.launch else "") + "[/]")
+        return exit_status(signum=outcome.signum)
+    return ExitCode.KERNEL_FAILURES if record.counts.get("failed") or record.counts.get("timeout") else ExitCode.OK
+
+
+def _final_record(folder: RunFolder, outcome: Outcome, start) -> RunRecord:
+    """run.json at the end of this segment; a run record that cannot be written (a full disk) is
+    said in one line, and the run keeps its earlier record (a resume closes the segment)."""
+    facts = with_host_facts(read_facts(folder.path), folder.plan, folder.local)
+    if getattr(start, "provenance", None):  # a container run: the image that ran, by digest
+        facts.setdefault("provenance", {})["image"] = start.provenance
+    record = build_record(folder.plan, folder.path, outcome.state, folder.started_at, facts)
+    record = run_folder.finish(folder, record, record.state)
+    try:
+        write_record(folder.path, record)
+    except WriteFailed as exc:
+        if outcome.state == "failed":  # the harness's own message says more (what the rest needs)
+            raise UserError(outcome.message, exit_code=outcome.exit_code) from None
+        raise run_folder.write_failure(folder.path, exc) from None
+    return record
+
+
+def _where(args: argparse.Namespace, local: bool) -> str:
+    if args.launch:
+        return f"ranks started by {shlex.split(args.launch)[0]}"
+    return "local" if local else "container"
+
+
+def _no_platform() -> str:
+    raise UserError(f"say where to run: --local (this machine, no container) or --platform P "
+                    f"(one of: {', '.join(PLATFORMS)})")
+
+
+def settings_from(args: argparse.Namespace, platform: Platform) -> Settings:
+    preset = dict(MODES[args.mode])
+    if args.time_cap is not None:
+        preset["time_cap_s"] = args.time_cap
+    if args.target is not None:
+        preset["target_rel_precision"] = args.target
+    if args.warm_up is not None:
+        preset["warm_up_s"] = args.warm_up
+    if preset["time_cap_s"] >= args.kernel_timeout:
+        raise UserError(f"--time-cap ({preset['time_cap_s']:g} s per direction) must be shorter than --kernel-timeout "
+                        f"({args.kernel_timeout:g} s), or every kernel would be killed as a timeout")
+    return Settings(mode=args.mode, threads=args.threads, seed=args.seed, device=platform.device, cold=args.cold,
+                    verify_timing=args.verify_timing, kernel_time=args.kernel_time,
+                    kernel_timeout_s=args.kernel_timeout, pad=args.pad, cudnn_engines=engine_pins(args.cudnn_engine),
+                    ranks=getattr(args, "ranks", 1), **preset)
+
+
+def engine_pins(values: list[str] | None) -> dict[str, str]:
+    """--cudnn-engine values -> Settings.cudnn_engines ('<item id>/<direction>' or '*' -> engine)."""
+    pins: dict[str, str] = {}
+    for value in values or ():
+        head, eq, rest = value.partition("=")
+        key, spec = (head, rest) if eq and "/" in head else ("", value)  # a kernel's id has slashes, a knob none
+        try:
+            parse_spec(spec)
+        except EngineError as exc:
+            raise UserError(str(exc)) from None
+        pins[key.strip() or PIN_ALL] = spec.strip()
+    return pins
+
+
+def _new_plan(args: argparse.Namespace, platform: Platform) -> tuple[Plan, Path]:
+    """The plan, written into its folder for harnesses that an engine starts without deepbench-run
+    (deepbench launch-command); deepbench-run writes it under the folder's lock (run_folder.create)."""
+    plan, outdir = plan_for(args, platform)
+    writable_folder(outdir)
+    for name in (RESULTS_FILE, PLAN_FILE):
+        if (outdir / name).exists():
+            raise UserError(f"{outdir} already holds a run ({name}): choose another --out")
+    write_atomic(outdir / PLAN_FILE, plan.model_dump_json(indent=1) + "\n")
+    return plan, outdir
+
+
+def plan_for(args: argparse.Namespace, platform: Platform) -> tuple[Plan, Path]:
+    """The plan the command line asks for, and the folder it goes to (nothing is written)."""
+    for flag, value in (("--ops", args.ops), ("--precision", args.precision), ("--suite", args.suite),
+                        *(("--where", w) for w in args.where or ())):
+        if value is not None and not value.strip(" ,"):
+            raise UserError(f"{flag} is empty: name at least one, or leave the option out for its default "
+                            f"(see deepbench-run --help)")
+    chosen = KernelSelection.from_args(args)
+    try:
+        kernels = chosen.kernels
+    except SelectionError as exc:
+        raise UserError(str(exc)) from None
+    if not kernels:
+        raise UserError("the selection matches no kernel (see: deepbench list --suite ... --where ...)")
+    suite_name = args.suite.replace(":", "-").replace("/", "_")  # model:FILE must not make a path or a volume spec
+    run_id = f"{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{platform.name}-{suite_name}"
+    outdir = args.out or DEFAULT_RESULTS / run_id
+    selection = chosen.record(default_precisions(kernels, platform))
+    plan = Plan(run_id=run_id, suite=args.suite, platform=platform.name,
+                backend=plan_backend(args, platform, list(kernels)), settings=settings_from(args, platform),
+                items=tuple(plan_items(kernels, chosen.precisions, platform)),
+                command=shlex.join([os.path.basename(sys.argv[0]), *sys.argv[1:]]), selection=selection,
+                frozen_suite_sha256=chosen.frozen_suite_sha256)
+    return plan, outdir
+
+
+def _starter(folder: RunFolder, platform: Platform, args: argparse.Namespace):
+    plan, outdir, plan_path = folder.plan, folder.path, folder.plan_path
+    env = parse_env(args.env)
+    if args.launch:  # ranks across nodes, started by the cluster's engine
+        launched_argv(args.launch, plan_path, outdir)  # a wrong command is said now, not at the first start
+        return lambda: RankedHarness(plan.backend, plan.settings.ranks, plan_path, outdir, plan.settings.threads, env,
+                                     launch=args.launch)
+    if folder.local and needs_engine(plan):  # all-reduce over several ranks: torchrun or mpirun starts them
+        return lambda: RankedHarness(plan.backend, plan.settings.ranks, plan_path, outdir, plan.settings.threads, env)
+    if folder.local:
+        return lambda: LocalHarness(plan_path, outdir, env)
+    starter = container_starter(plan_path, outdir, platform, image=args.image, want_pull=args.pull,
+                                want_build=args.build, env=env, memory=args.memory, pids_limit=args.pids_limit,
+                                base_image=args.base_image, wheelhouse=args.wheelhouse, force_image=args.force_image,
+                                recorded=folder.image,
+                                log=lambda line: make_console().print(line, highlight=False, markup=False))
+    run_folder.record_image(folder, starter.provenance)
+    if needs_engine(plan):  # all ranks of this node in the one container, under torchrun or mpiexec
+        with_ranks(starter.options, plan)
+    return starter

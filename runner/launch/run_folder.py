@@ -1,0 +1,331 @@
+"""A run's folder, made for a new run or reopened by --resume, with one writer at a time.
+
+A new run takes the folder's lock, writes plan.json and a first run.json (state `running`, how
+the run is launched: local or container, the plan's SHA-256, its first segment), all atomically.
+--resume takes the lock, then trusts nothing it has not checked:
+
+- plan.json must be the plan the run started with (its SHA-256 against run.json's);
+- options given with --resume must not contradict the run (another suite, --fast, --local on a
+  container run ...): the plan and how it runs are fixed when it starts;
+- results.jsonl must hold one result per kernel, all of the plan: duplicates (two writers) or
+  results of kernels the plan lacks stop the resume with exit 2 and what to do;
+- a partial last line (a kill or a full disk mid-write) and damaged lines elsewhere are set aside
+  in results.rejected.jsonl, with their line numbers, and their kernels measured again.
+
+Each start and resume is a segment of the run (start, end, how it ended) in run.json; a segment
+left open by a killed runner is closed at its last result when the run resumes, so every result
+lies inside a segment (what `deepbench check` requires). Older folders, which said how they were
+launched in a hidden `.local` file, are still read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import re
+import shlex
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from deepbench.kernels.folder_lock import HARNESS_LOCK, RUN_LOCK, FolderLock, Locked, describe, probe
+from deepbench.kernels.harness.protocol import ExitCode
+from deepbench.kernels.harness.record import build_record, read_record, write_record
+from deepbench.kernels.precision import parse_precisions
+from deepbench.kernels.provenance import items_sha256
+from deepbench.kernels.results import PLAN_FILE, RESULTS_FILE, Plan, RunRecord, Segment, utcnow
+from deepbench.kernels.results_file import REJECTED_FILE, WriteFailed, rewrite, scan, write_atomic
+from deepbench.kernels.suites import parse_ops
+
+from ..errors import UserError
+from ..outpaths import writable_folder
+from .provenance import command_line, host_provenance
+
+LEGACY_LOCAL_MARKER = ".local"  # how folders made before run.json recorded it said --local
+HARNESS_WAIT_S = 20.0  # a harness left by a killed runner finishes its record within this
+
+
+@dataclass
+class RunFolder:
+    path: Path
+    plan: Plan
+    local: bool
+    lock: FolderLock
+    image: dict | None = None  # the container image the run started in (a resumed container run)
+    notes: list[str] = field(default_factory=list)  # what a resume repaired, to tell the user
+    done: int = 0  # results already in the folder
+    started_at: datetime = field(default_factory=utcnow)  # this segment's start
+
+    @property
+    def plan_path(self) -> Path:
+        return self.path / PLAN_FILE
+
+
+def sha256_of(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _lock(outdir: Path, role: str) -> FolderLock:
+    try:
+        return FolderLock(outdir, RUN_LOCK, role).acquire()
+    except Locked as exc:
+        raise UserError(f"{outdir} is in use by {describe(exc.holder)}: one run writes a results folder at a "
+                        f"time; wait for it to end (or stop it: kill {exc.holder.get('pid', 'PID')}), or "
+                        "choose another --out") from None
+    except OSError as exc:
+        raise UserError(f"{outdir}: cannot lock the folder ({exc.strerror})") from None
+
+
+def write_failure(outdir: Path, what: Any) -> UserError:
+    """A write that failed in the results folder, as one line: what (a full disk: the space needed),
+    that nothing is lost, and how to go on; exit status 74."""
+    return UserError(f"results folder {outdir}: {what}; nothing measured is lost: make room, then continue with "
+                     f"deepbench-run --resume {shlex.quote(str(outdir))}", exit_code=ExitCode.WRITE_FAILED)
+
+
+def _writing(fn: Any, path: Path, *args: Any) -> Any:
+    """Write one of the run's own files; a write error is one line (write_failure)."""
+    try:
+        return fn(path, *args)
+    except WriteFailed as exc:
+        raise write_failure(path if path.is_dir() else path.parent, exc) from None
+
+
+# ----- a new run ------------------------------------------------------------------------------
+def create(outdir: Path, plan: Plan, local: bool, role: str = "deepbench-run", resume_hint: bool = True
+           ) -> RunFolder:
+    writable_folder(outdir)
+    lock = _lock(outdir, role)
+    for name in (RESULTS_FILE, PLAN_FILE):
+        if (outdir / name).exists():
+            hint = f"continue it with --resume {shlex.quote(str(outdir))}, or " if resume_hint else ""
+            raise UserError(f"{outdir} already holds a run ({name}): {hint}choose another --out")
+    folder = RunFolder(outdir, plan, local, lock)
+    _writing(write_atomic, folder.plan_path, plan.model_dump_json(indent=1) + "\n")
+    record = build_record(plan, outdir, "running", folder.started_at, {"provenance": host_provenance(local)})
+    record = record.model_copy(update={"plan_sha256": sha256_of(folder.plan_path),
+                                       "segments": (Segment(started_at=folder.started_at, command=command_line()),)})
+    _writing(write_record, outdir, record)
+    return folder
+
+
+def record_image(folder: RunFolder, image: dict) -> None:
+    """A container run's image, in run.json as soon as it is known (a resume continues in it)."""
+    record = read_record(folder.path)
+    if record is None:
+        return
+    prov = record.provenance.model_copy(update={"image": image})
+    _writing(write_record, folder.path, record.model_copy(update={"provenance": prov}))
+
+
+def finish(folder: RunFolder, record: RunRecord, state: str) -> RunRecord:
+    """The final record of this segment: the segment closed with how it ended."""
+    segments = list(record.segments) or [Segment(started_at=folder.started_at)]
+    segments[-1] = segments[-1].model_copy(update={"ended_at": record.ended_at, "state": state})
+    return record.model_copy(update={"segments": tuple(segments), "started_at": segments[0].started_at})
+
+
+# ----- --resume -------------------------------------------------------------------------------
+def reopen(outdir: Path, args: argparse.Namespace, explicit: set[str]) -> RunFolder:
+    if not (outdir / PLAN_FILE).exists():
+        raise UserError(f"nothing to resume in {outdir}: it has no {PLAN_FILE} (was it made by deepbench-run?)")
+    writable_folder(outdir, "--resume")
+    lock = _lock(outdir, "deepbench-run --resume")
+    _wait_for_harness(outdir)  # nothing is read, let alone repaired, while a harness may still write
+    try:
+        plan = Plan.model_validate_json((outdir / PLAN_FILE).read_bytes())
+    except ValueError as exc:
+        raise UserError(f"{outdir / PLAN_FILE} is not a valid plan: {str(exc).splitlines()[0]}") from None
+    prior = read_record(outdir)
+    _check_plan(outdir, plan, prior)
+    local = _launch_mode(outdir, prior, args, explicit)
+    problems = conflicts(args, explicit, plan, local, outdir)
+    if problems:
+        raise UserError(f"--resume continues the run as it was planned and launched, but {'; '.join(problems)}: "
+                        "resume without them, or start a new run (another --out) to change them")
+    folder = RunFolder(outdir, plan, local, lock)
+    image = prior.provenance.image if prior is not None else None
+    folder.image = image if isinstance(image, dict) and {"id", "tag"} <= set(image) else None
+    folder.notes, folder.done = _verify_and_repair(outdir, plan)
+    _writing(write_record, outdir, _new_segment(plan, outdir, prior, local, folder.started_at))
+    return folder
+
+
+def _check_plan(outdir: Path, plan: Plan, prior: RunRecord | None) -> None:
+    if prior is None:
+        return
+    fix = ("restore the plan the run started with, or start a new run (another --out) for this plan")
+    if prior.plan_sha256 and prior.plan_sha256 != sha256_of(outdir / PLAN_FILE):
+        raise UserError(f"{outdir / PLAN_FILE} has changed since the run started (its SHA-256 differs from the one "
+                        f"in run.json): {fix}")
+    recorded = prior.provenance.suite_sha256
+    if recorded and recorded != items_sha256(plan.items):
+        raise UserError(f"{outdir / PLAN_FILE} lists other kernels than the run recorded (provenance.suite_sha256): "
+                        f"{fix}")
+    for attr in ("run_id", "suite", "platform", "backend"):
+        if getattr(prior, attr) != getattr(plan, attr):
+            raise UserError(f"{outdir / PLAN_FILE} says {attr} {getattr(plan, attr)!r} but the run recorded "
+                            f"{getattr(prior, attr)!r}: {fix}")
+
+
+def _launch_mode(outdir: Path, prior: RunRecord | None, args: argparse.Namespace, explicit: set[str]) -> bool:
+    """Local or container, as the run recorded it (or an older folder's marker)."""
+    if prior is not None and prior.provenance.local is not None:
+        return prior.provenance.local
+    marker = outdir / LEGACY_LOCAL_MARKER
+    if marker.is_file():
+        return marker.read_text().strip() == "1"
+    if "local" in explicit:
+        return bool(args.local)
+    if getattr(args, "launch", None):  # a cluster's engine starts the ranks on its nodes (launch-command's plan)
+        return True
+    if "platform" in explicit:
+        return False
+    raise UserError(f"{outdir} does not say whether it ran locally or in a container (no run.json): resume with "
+                    "--local, or with --platform P for a container")
+
+
+# Options that define the plan: dest -> how the plan holds it.
+def _plan_values(plan: Plan) -> dict[str, Any]:
+    s, sel = plan.settings, plan.selection
+    return {
+        "suite": plan.suite, "platform": plan.platform, "backend": plan.backend,
+        "ops": sel.ops if sel else None, "where": sel.where if sel else (), "limit": sel.limit if sel else None,
+        "precision": sel.precisions if sel else None, "batch": sel.batch if sel else None,
+        "seq": sel.seq if sel else None, "mode": s.mode, "time_cap": s.time_cap_s,
+        "target": s.target_rel_precision, "warm_up": s.warm_up_s, "kernel_timeout": s.kernel_timeout_s,
+        "threads": s.threads, "seed": s.seed, "cold": s.cold, "verify_timing": s.verify_timing,
+        "kernel_time": s.kernel_time, "ranks": s.ranks,
+    }
+
+
+def _given(dest: str, args: argparse.Namespace) -> Any:
+    value = getattr(args, dest)
+    if dest == "ops":
+        ops = parse_ops(value)
+        return tuple(ops) if ops else None
+    if dest == "where":
+        return tuple(value or ())
+    if dest == "precision":
+        return tuple(p.value for p in parse_precisions(value)) if value else None
+    return value
+
+
+CONTAINER_ONLY = ("image", "pull", "build", "base_image", "wheelhouse", "memory")
+OPTION_NAMES = {"mode": "--fast/--rigorous", "kernel_time": "--kernel-time/--no-kernel-time"}
+
+
+def _flag(dest: str) -> str:
+    return OPTION_NAMES.get(dest, "--" + dest.replace("_", "-"))
+
+
+def conflicts(args: argparse.Namespace, explicit: set[str], plan: Plan, local: bool, outdir: Path) -> list[str]:
+    """What the options given with --resume would change about the run (nothing may change)."""
+    out = []
+    planned = _plan_values(plan)
+    for dest in sorted(explicit & set(planned)):
+        try:
+            given = _given(dest, args)
+        except ValueError as exc:
+            out.append(f"{_flag(dest)}: {exc}")
+            continue
+        if given != planned[dest]:
+            shown = repr(planned[dest]) if planned[dest] not in (None, ()) else "default"
+            out.append(f"{_flag(dest)} {given!r} differs from the run's {shown}")
+    if "local" in explicit and args.local and not local:
+        out.append("--local was given, but the run ran in a container")
+    if local:
+        out += [f"{_flag(d)} applies to container runs, and this run ran locally" for d in CONTAINER_ONLY
+                if d in explicit]
+    if "out" in explicit and args.out is not None and args.out.resolve() != outdir.resolve():
+        out.append(f"--out {args.out} is not the resumed folder")
+    return out
+
+
+def _verify_and_repair(outdir: Path, plan: Plan) -> tuple[list[str], int]:
+    path = outdir / RESULTS_FILE
+    found = scan(path)
+    planned = {item.id for item in plan.items}
+    lines: dict[str, list[int]] = defaultdict(list)
+    for n, r, _ in found.records:
+        lines[r.id].append(n)
+    twice = {i: ns for i, ns in lines.items() if len(ns) > 1}
+    if twice:
+        i, ns = next(iter(twice.items()))
+        more = f" (and {len(twice) - 1} more kernels)" if len(twice) > 1 else ""
+        raise UserError(f"{path} holds {len(ns)} results for {i} (lines {', '.join(map(str, ns))}){more}: two runs "
+                        "wrote to this folder; keep the line you trust, delete the others, and resume again")
+    stray = {i: ns for i, ns in lines.items() if i not in planned}
+    if stray:
+        i, ns = next(iter(stray.items()))
+        more = f" (and {len(stray) - 1} more)" if len(stray) > 1 else ""
+        raise UserError(f"{path} line {ns[0]} holds a result for {i}, which plan.json does not list{more}: the plan "
+                        "was changed or the results come from another run; restore the plan, or start a new run "
+                        "(another --out)")
+    notes = []
+    if found.fragment is not None:
+        kid = _kernel_id(found.fragment.raw)
+        notes.append(f"{RESULTS_FILE} ended in a partial record ({len(found.fragment.raw):,} bytes"
+                     f"{', of ' + kid if kid else ''}, from a write cut short): set aside in {REJECTED_FILE}; "
+                     "its kernel is measured again")
+    for bad in found.damaged:
+        if bad.line in found.salvaged:
+            notes.append(f"{RESULTS_FILE} line {bad.line} began with a partial record before a complete one: "
+                         f"the partial one set aside in {REJECTED_FILE}, the complete one kept")
+        else:
+            notes.append(f"{RESULTS_FILE} line {bad.line} is damaged ({bad.reason[:160]}): set aside in "
+                         f"{REJECTED_FILE}; its kernel is measured again")
+    if not found.clean:
+        _writing(rewrite, path, found)
+    return notes, len(found.records)
+
+
+def _kernel_id(raw: bytes) -> str:
+    m = re.search(rb'"id":\s*"([^"]{1,200})"', raw)
+    return m.group(1).decode("utf-8", "replace") if m else ""
+
+
+def _wait_for_harness(outdir: Path) -> None:
+    """A harness left behind by a killed deepbench-run finishes its record and stops (it is told
+    when its runner dies); one still writing after a while is named, never raced."""
+    deadline = time.monotonic() + HARNESS_WAIT_S
+    while True:
+        holder = probe(outdir, HARNESS_LOCK)
+        if holder is None:
+            return
+        if time.monotonic() > deadline:
+            raise UserError(f"{outdir} is still being written by {describe(holder)}, left running by an earlier "
+                            f"deepbench-run: wait for it to end or stop it (kill {holder.get('pid', 'PID')}; in a "
+                            "container: docker ps --filter label=org.deepbench.role=harness), then resume")
+        time.sleep(0.5)
+
+
+def _new_segment(plan: Plan, outdir: Path, prior: RunRecord | None, local: bool, now: datetime) -> RunRecord:
+    """run.json for the resumed run: earlier segments closed (one a killed runner left open ends at
+    its last result), a new one open, state `running`."""
+    results = scan(outdir / RESULTS_FILE).results
+    segments = list(prior.segments) if prior else []
+    if prior is not None and not segments:  # made before segments were recorded
+        segments = [Segment(started_at=prior.started_at, ended_at=prior.ended_at,
+                            state="killed" if prior.state == "running" else prior.state)]
+    elif prior is None and results:  # killed before it wrote any record
+        segments = [Segment(started_at=min(r.started_at for r in results), state="running")]
+    if segments and segments[-1].ended_at is None:
+        last = segments[-1]
+        ends = [r.ended_at for r in results if r.ended_at >= last.started_at]
+        if prior is not None and prior.ended_at >= last.started_at and prior.state != "running":
+            ends.append(prior.ended_at)
+        segments[-1] = last.model_copy(update={"ended_at": max(ends, default=last.started_at),
+                                               "state": prior.state if prior and prior.state != "running"
+                                               else "killed"})
+    segments.append(Segment(started_at=now, command=command_line()))
+    facts: dict[str, Any] = {"provenance": host_provenance(local)}
+    if prior is None:
+        facts["provenance"]["local"] = local
+    record = build_record(plan, outdir, "running", segments[0].started_at, facts)
+    return record.model_copy(update={"segments": tuple(segments), "started_at": segments[0].started_at,
+                                     "plan_sha256": (prior.plan_sha256 if prior and prior.plan_sha256
+                                                     else sha256_of(outdir / PLAN_FILE))})

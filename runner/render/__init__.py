@@ -1,0 +1,1 @@
+"""Showing results: tables that fit a terminal, Markdown, CSV, HTML with charts, workbooks."""

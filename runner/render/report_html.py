@@ -1,0 +1,58 @@
+"""`deepbench report --format html`: a page that starts with the answer.
+
+First the summary (per operation and precision: kernels, geometric-mean throughput, % of the
+measured peak, flags; the kernels closest to and furthest from the roof; what each sanity flag
+means), then a table of contents, then per operation an interactive roofline and the longest
+kernels' times (runner/render/plots.py) above a table that sorts and filters, then the specs."""
+
+from __future__ import annotations
+
+from collections import Counter
+from html import escape
+
+from ..analysis.roofline import no_roof_reason
+from ..analysis.sanity import context_of
+from ..analysis.sanity import flags as sanity_flags
+from ..analysis.sources import Source
+from ..analysis.summary import groups, roof_table, summary_line, summary_table
+from .html import Section, page, table_html, table_section, warnings_html
+from .plots import roofline, time_bars
+from .report_render import LEGEND, headline, suite_of, tables_of
+from .tables import without_empty_columns
+
+
+def flag_reasons(source: Source) -> list[list[str]]:
+    """Each distinct sanity flag reason with how many kernels it concerns."""
+    ctx = context_of(source)
+    counts = Counter((f.name, f.reason) for e in source.entries for f in sanity_flags(e, ctx))
+    return [[name, str(n), reason] for (name, reason), n in counts.most_common()]
+
+
+def render_html(source: Source) -> str:
+    ctx = context_of(source)
+    gs = groups(list(source.entries), ctx)
+    summary, roof = without_empty_columns(summary_table(gs)), roof_table(gs)
+    parts = [table_html(summary.headers, summary.rows, "table-summary")]
+    if roof.rows:
+        parts += [f"<h3>{escape(roof.title)}</h3>", table_html(roof.headers, roof.rows, "table-roof")]
+    reasons = flag_reasons(source)
+    if reasons:
+        parts += ["<h3>Figures that cannot be true as they stand (flagged in the notes column)</h3>",
+                  table_html(["flag", "kernels", "answer"], reasons, "table-flags")]
+    note = no_roof_reason(source.ceilings, source.kind)
+    if note:
+        parts.append(f'<p class="note">Roofline columns are blank: {escape(note)}.</p>')
+    sections = [Section("summary", "Summary", "\n".join(parts))]
+    for t in tables_of(source):
+        entries = [e for e in source.entries if e.kernel.op == t.op]
+        charts = [c for c in (roofline(t.op, entries, ctx, f"roof-{t.op}"), time_bars(t.op, entries, f"time-{t.op}"))
+                  if c]
+        section = table_section(t, f"table-{t.op}", charts, anchor=f"op-{t.op}")
+        sections.append(Section(section.anchor, f"{t.title} ({len(t.rows)})", section.html))
+    specs = [[k, v] for k, v in source.specs.items()] + [[f"measured ceiling {k}", f"{v:,.4g}"]
+                                                         for k, v in source.ceilings.items()]
+    sections.append(Section("specs", "Specs", table_html(["fact", "value"], specs, "table-specs")))
+    lead = (f'<p class="answer">{escape(summary_line(gs, suite_of(source)))}</p>'
+            + warnings_html(list(source.warnings)))
+    return page(f"DeepBench report: {source.label}", sections, subtitle=f"{headline(source)}. {LEGEND}.",
+                lead=lead, charts=True)
