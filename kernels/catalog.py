@@ -159,10 +159,9 @@ class AllReduceKernel(Kernel):
 
 # Layer benchmarks (kernels/layers.py) and the whole-model run (kernels/model_kernel.py) subclass Kernel too.
 
-KERNEL_CLASSES: dict[str, type[Kernel]] = {
-    cls.model_fields["op"].default: cls
-    for cls in (GemmKernel, ConvKernel, RnnKernel, SparseGemmKernel, AllReduceKernel, *LAYER_KERNELS, ModelKernel)
-}
+_CLASSES: tuple[type[Kernel], ...] = (GemmKernel, ConvKernel, RnnKernel, SparseGemmKernel, AllReduceKernel,
+                                      *LAYER_KERNELS, ModelKernel)
+KERNEL_CLASSES: dict[str, type[Kernel]] = {cls.model_fields["op"].default: cls for cls in _CLASSES}
 
 
 KERNEL_DISCRIMINATOR = "op"
@@ -232,7 +231,7 @@ def operations() -> tuple[str, ...]:
 
 
 def _data(name: str) -> dict:
-    return json.loads(resources.files(__package__).joinpath("data", name).read_text())
+    return json.loads(resources.files(__package__).joinpath("data").joinpath(name).read_text())
 
 
 @cache

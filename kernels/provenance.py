@@ -23,13 +23,13 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from .suites import SelectionError, suite_kernels
 
-PROVENANCE_SCHEMA = "deepbench.provenance/1"
+PROVENANCE_SCHEMA: Final = "deepbench.provenance/1"
 GIT_TIMEOUT_S = 10.0
 MAX_CHANGED_PATHS = 50  # a modified tree lists at most this many paths (the count is kept)
 HASHED_SUFFIXES = (".py", ".json", ".md", ".txt", ".toml")  # package data included, bytecode not
@@ -146,8 +146,9 @@ def source_state(path: Path) -> SourceState:
     environment that happens to sit inside some other repository must not report that one."""
 
     def git(*args: str) -> str:
+        # rstrip only the newline: porcelain lines start with a space
         return subprocess.run(["git", "-C", str(path), *args], capture_output=True, text=True,
-                              timeout=GIT_TIMEOUT_S, check=True).stdout.rstrip("\n")  # porcelain lines start with a space
+                              timeout=GIT_TIMEOUT_S, check=True).stdout.rstrip("\n")
 
     try:
         top = Path(git("rev-parse", "--show-toplevel"))

@@ -35,6 +35,8 @@ PLAN_SCHEMA: Final = "deepbench.plan/1"
 # so this only absorbs summation order).
 STATS_RTOL = 1e-9
 MAX_SEED = 2**63 - 1  # the generators take 64-bit seeds; a non-negative signed one fits all of them
+# How a run stands (RunRecord.state): `running` until it stops, then how it stopped.
+RunState = Literal["running", "complete", "interrupted", "failed"]
 
 
 class Frozen(BaseModel):
@@ -328,7 +330,7 @@ class RunRecord(Frozen):
     backend: str
     settings: Settings
     command: str = ""
-    state: Literal["running", "complete", "interrupted", "failed"]
+    state: RunState
     planned: int
     counts: dict[str, int] = Field(default_factory=dict, description="results per status")
     device: dict[str, Any] = Field(default_factory=dict)

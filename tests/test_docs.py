@@ -61,7 +61,8 @@ def test_site_builds_strict(tmp_path: Path) -> None:
         # Python-Markdown needs a blank line before a list that follows a paragraph or a code block;
         # without it the items come out as one paragraph of "- " lines.
         stray = re.search(r"(?:<p>|\n)- (?:<strong>|<code>|[A-Za-z])", article)
-        assert stray is None, f"{page.relative_to(site)}: a list was not rendered as a list: {article[stray.start():][:120]!r}"
+        assert stray is None, (f"{page.relative_to(site)}: a list was not rendered as a list: "
+                               f"{article[stray.start():][:120]!r}")
 
 
 def test_cli_reference_covers_every_command_and_option() -> None:

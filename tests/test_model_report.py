@@ -45,7 +45,8 @@ def gemm(index: int, m: int, count: int) -> GemmKernel:
 
 
 def relu(index: int, elements: int, count: int) -> ActivationKernel:
-    return ActivationKernel(set="model", index=index, application="toy", count=count, function="relu", elements=elements)
+    return ActivationKernel(set="model", index=index, application="toy", count=count, function="relu",
+                            elements=elements)
 
 
 def fixed(us: float):
@@ -65,7 +66,8 @@ def test_departures_flag_reversed_ranking_and_far_ratios() -> None:
     (far,) = departures(5.0, 2.0)
     assert far.startswith(DEPARTS) and "2.5x above" in far
     reversed_, below = departures(0.5, 2.0)  # B has 2x the FLOPS yet is 2x slower: 4x below
-    assert reversed_.startswith(REVERSED) and "A is faster" in reversed_ and below.startswith(DEPARTS) and "4x below" in below
+    assert reversed_.startswith(REVERSED) and "A is faster" in reversed_
+    assert below.startswith(DEPARTS) and "4x below" in below
     (rev,) = departures(1.2, 0.8)  # B is faster with fewer FLOPS, but within the factor
     assert rev.startswith(REVERSED) and "B is faster" in rev
     strict = departures(1.2, 0.8, factor=1.4)  # 1.5x off the ratio: beyond a factor of 1.4
@@ -196,7 +198,8 @@ def test_cpu_report_against_its_measured_peaks(cpu_runs: dict[str, Path]) -> Non
     (rep,) = json.loads(run_cli("deepbench", "models", "report", str(cpu_runs["a"]), "--format", "json").stdout)
     assert not rep["peaks_note"] and all(t["pct_peak_flops"] and t["bound"] for t in rep["types"])
     assert {t["op"] for t in rep["types"]} == {"conv", "gemm"}  # the whole-model row is no operator type
-    assert any(r.kernel.op == WHOLE_MODEL_OP and r.status is Status.OK for r in read_results(cpu_runs["a"] / "results.jsonl"))
+    assert any(r.kernel.op == WHOLE_MODEL_OP and r.status is Status.OK
+               for r in read_results(cpu_runs["a"] / "results.jsonl"))
 
 
 @pytest.mark.slow
@@ -213,7 +216,8 @@ def test_compare_two_thread_counts_on_cpu(cpu_runs: dict[str, Path], capsys: pyt
         assert t.speedup == pytest.approx(expect_a[t.op] / expect_b[t.op])
     # both measured their ceilings with their own threads: the peak ratio is B's GEMM over A's
     ceilings = [json.loads((cpu_runs[k] / "run.json").read_text())["ceilings"] for k in ("a", "b")]
-    assert pc.flops_ratio == pytest.approx(ceilings[1]["tflops_fp32"] / ceilings[0]["tflops_fp32"]) and not pc.ratio_note
+    assert pc.flops_ratio == pytest.approx(ceilings[1]["tflops_fp32"] / ceilings[0]["tflops_fp32"])
+    assert not pc.ratio_note
     assert main(["models", "compare", str(cpu_runs["a"]), str(cpu_runs["b"]), "--precision", "fp32"]) == 0
     shown = capsys.readouterr().out
     assert "speed-up" in shown and "only in A (1)" in shown
@@ -238,10 +242,12 @@ def test_h200_report_against_its_measured_peaks() -> None:
         for t in rep.types:
             if t.flops:
                 assert t.pct_peak_flops == pytest.approx(100 * t.flops / t.time_us / 1e6 / rep.peak_tflops)
-            assert t.pct_peak_bandwidth == pytest.approx(100 * t.min_bytes / t.time_us / 1e3 / run.ceilings["gbps_copy"])
+            assert t.pct_peak_bandwidth == pytest.approx(
+                100 * t.min_bytes / t.time_us / 1e3 / run.ceilings["gbps_copy"])
             # the roof is the one the GPU backend wrote into each part
             carried = sum(p.info["roofline"]["bound_us"] * r.kernel.count for r in run.results
-                          if r.kernel.op == t.op and r.precision.name.value == prec for p in r.parts if p.direction == "fwd")
+                          if r.kernel.op == t.op and r.precision.name.value == prec
+                          for p in r.parts if p.direction == "fwd")
             assert t.roof_us == pytest.approx(carried)
             assert 0 < t.pct_of_roof < 150  # on or under the roof, bar a part the backend measured a little over it
         types = {t.op: t for t in rep.types}

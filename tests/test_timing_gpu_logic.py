@@ -228,7 +228,8 @@ def test_fp32_direct_conv_keeps_the_fp32_tolerance(monkeypatch) -> None:
     from deepbench.kernels.backends.pytorch import conv
     from deepbench.kernels.precision import Precision
 
-    monkeypatch.setattr(profiler_check, "profiler_kernel_us", lambda fn, calls: {"kernel_names": ["implicit_convolve_sgemm"]})
+    monkeypatch.setattr(profiler_check, "profiler_kernel_us",
+                        lambda fn, calls: {"kernel_names": ["implicit_convolve_sgemm"]})
     result = conv.transform_aware(_failing_part(7.2e-4), Precision.FP32)()
     assert not result.passed and result.tolerance == 1e-4
 

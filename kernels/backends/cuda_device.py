@@ -3,9 +3,9 @@
 Every backend times its calls the same way: it hands `measure` a call that runs on PyTorch's
 current stream, and the GPU timer (kernels/timing/cuda.py, with the strategy kernels/timing/
 strategy.py picks: CUDA-graph replays timed by events, CUPTI kernel time for short calls, cold,
-the eager fallback; and the profiler cross-check) measures it. A backend only says how to run, check and cost its call. One `CudaDevice` per run,
-so the warm-up, the clock reader and the measured ceilings are done once, whichever library runs
-the first kernel."""
+the eager fallback; and the profiler cross-check) measures it. A backend only says how to run,
+check and cost its call. One `CudaDevice` per run, so the warm-up, the clock reader and the
+measured ceilings are done once, whichever library runs the first kernel."""
 
 from __future__ import annotations
 

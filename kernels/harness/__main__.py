@@ -31,7 +31,7 @@ from ..launch_rank import launch_rank
 from ..noise import judge, snapshot, usable_cpus
 from ..precision import Precision
 from ..provenance import harness_provenance
-from ..results import RESULTS_FILE, Plan, append_result, utcnow
+from ..results import RESULTS_FILE, Plan, RunState, append_result, utcnow
 from ..results_file import WriteFailed, scan
 from ..system import collect_system
 from .execute import run_item
@@ -152,7 +152,7 @@ def _run(plan: Plan, run_dir: Path, rank_dir: Path | None) -> int:
     results_path = outdir / RESULTS_FILE
     done = {r.id for r in scan(run_dir / RESULTS_FILE).results}  # damaged lines: measured again
     todo = [item for item in plan.items if item.id not in done]
-    state = "complete"
+    state: RunState = "complete"
     try:
         for i, item in enumerate(todo):
             emit(Event.START, id=item.id, index=len(done) + i, total=len(plan.items))
@@ -202,7 +202,7 @@ def _space_for_the_rest(path: Path, left: int, needed: int) -> str:
     return f"the {left} kernel(s) left need about {per * left:,} bytes"
 
 
-def _write_record_if_possible(plan: Plan, outdir: Path, state: str, started: Any, facts: dict) -> None:
+def _write_record_if_possible(plan: Plan, outdir: Path, state: RunState, started: Any, facts: dict) -> None:
     try:
         write_record(outdir, build_record(plan, outdir, state, started, facts))
     except WriteFailed:

@@ -15,7 +15,7 @@ from typing import Any
 
 from .. import __version__
 from ..provenance import merge_provenance
-from ..results import RESULTS_FILE, RUN_FILE, Plan, RunRecord, utcnow
+from ..results import RESULTS_FILE, RUN_FILE, Plan, RunRecord, RunState, utcnow
 from ..results_file import scan, write_atomic
 
 
@@ -27,7 +27,8 @@ def read_record(outdir: Path) -> RunRecord | None:
         return None
 
 
-def build_record(plan: Plan, outdir: Path, state: str, started_at: datetime, facts: dict[str, Any]) -> RunRecord:
+def build_record(plan: Plan, outdir: Path, state: RunState, started_at: datetime,
+                 facts: dict[str, Any]) -> RunRecord:
     """The run record now. Results count once per planned kernel (a duplicate line never counts
     twice); the run started when its first segment did."""
     by_id = {r.id: r for r in scan(outdir / RESULTS_FILE).results}

@@ -30,7 +30,8 @@ def event_pair() -> EventPair:
     return torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
 
 
-def enqueue_marked(pairs: list[EventPair], replay: Callable[[], None], before: Callable[[], None] = no_probe) -> None:
+def enqueue_marked(pairs: list[EventPair], replay: Callable[[], object],
+                   before: Callable[[], object] = no_probe) -> None:
     """Samples for a CUPTI recording, one per event pair: the marker kernel that opens a sample in
     the record, `before` (untimed, e.g. the cold measurement's flush), then the replay between the
     pair's events."""

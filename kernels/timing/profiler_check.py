@@ -29,8 +29,8 @@ US_PER_S = 1e6
 MIN_SAMPLE_S = 1e-9  # a sample's time is never taken as zero
 
 
-def profile_samples(replay: Callable[[], None], calls: int, samples: int = 1, warm_replays: int = 1,
-                    before: Callable[[], None] = no_probe) -> dict[str, Any]:
+def profile_samples(replay: Callable[[], object], calls: int, samples: int = 1, warm_replays: int = 1,
+                    before: Callable[[], object] = no_probe) -> dict[str, Any]:
     """CUPTI's record of `samples` samples taken back to back as the harness takes them: the marker
     kernel, then `before` (the cold measurement's flush: exactly one kernel, not counted), and the
     replay of `calls` calls between two events. Returns cupti.sample_figures: the kernels' figures

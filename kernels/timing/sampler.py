@@ -25,6 +25,6 @@ class Sampler:
     take: Callable[[], float]
     warmup_calls: int = 0
     notes: dict[str, Any] = field(default_factory=dict)
-    replay: Callable[[], None] | None = None
+    replay: Callable[[], object] | None = None
     replay_calls: int = 0
-    before_replay: Callable[[], None] = no_probe  # e.g. the cold measurement's L2 flush, not profiled
+    before_replay: Callable[[], object] = no_probe  # e.g. the cold measurement's L2 flush, not profiled

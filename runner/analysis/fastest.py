@@ -38,8 +38,8 @@ def fastest_tables(sources: list[Source], by: str | None = None, any_precision: 
             first = next(e for e in entries if e is not None)
             if first.kernel.op != op or (runs and not all_kernels and all(entries[i] is None for i in runs)):
                 continue
-            timed = sorted(((e.median_us, i) for i, e in enumerate(entries) if e is not None and e.ok),
-                           key=lambda t: t[0])
+            timed = sorted(((e.median_us, i) for i, e in enumerate(entries)
+                            if e is not None and e.ok and e.median_us is not None), key=lambda t: t[0])
             row = [SET_SHORT.get(first.kernel.set, first.kernel.set),
                    first.kernel.application or first.extra.get("application", "")]
             row += [_param(v) for v in first.kernel.params().values()]
@@ -49,6 +49,7 @@ def fastest_tables(sources: list[Source], by: str | None = None, any_precision: 
             row += [("" if e is None else fmt_us(e.median_us) if e.ok else e.status) for e in entries]
             if timed:
                 best = entries[timed[0][1]]
+                assert best is not None  # timed holds entries that are there
                 rate = best.gbps if traits.rated_in is Rate.GBPS else best.tflops
                 second = f"{sources[timed[1][1]].label}: {speed(timed[1][0] / timed[0][0])}" if len(timed) > 1 else ""
                 row += [sources[timed[0][1]].label, fmt_us(best.median_us), fmt_sig(rate), second]

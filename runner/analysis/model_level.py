@@ -75,7 +75,7 @@ def model_levels(results: list[KernelResult], directions: str = FORWARD) -> list
         if not is_whole_model(r):
             continue
         k = r.kernel
-        lv.batch, lv.seq, lv.model_flops = k.batch, k.seq, k.flops()  # type: ignore[attr-defined]
+        lv.batch, lv.seq, lv.model_flops = k.batch, k.seq, k.flops()
         lv.whole_status, lv.whole_reason = r.status.value, r.reason
         lv.whole_us = (sum(p.measurement.stats.median for p in timed_parts(r, directions))
                        if r.status is Status.OK else None)

@@ -227,7 +227,8 @@ def entries_of_reference(ref: Reference) -> tuple[Entry, ...]:
             median_us=total, p25_us=None if total is None else total - half,
             p75_us=None if total is None else total + half, n=1 if total else 0, parts_us=parts,
             flops=sum(k.flops(d) for d in parts if d in k.DIRECTIONS),  # 0 for what is rated in bytes
-            min_bytes=_min_bytes(k, parts, e.precision), tflops=e.throughput.get("tflops"), gbps=e.throughput.get("gbps"),
+            min_bytes=_min_bytes(k, parts, e.precision), tflops=e.throughput.get("tflops"),
+            gbps=e.throughput.get("gbps"),
             check="published", extra={**e.extra, "sheet": e.sheet, "row": e.row}))
     return tuple(out)
 

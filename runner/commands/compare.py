@@ -35,7 +35,8 @@ TERMINAL_ONLY_ROWS = 40
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("runs", nargs="+", metavar="RUN",
-                        help="results folders (or reference names), LABEL=FOLDER to name one; the first is the baseline")
+                        help="results folders (or reference names), LABEL=FOLDER to name one; "
+                             "the first is the baseline")
     parser.add_argument("--reference", action="append", default=[], metavar="NAME",
                         help="compare against a DeepBench reference (e.g. V100, train/T4; see deepbench references): "
                              "the first one is the baseline; repeatable")
@@ -47,8 +48,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--any-precision", action="store_true",
                         help="pair a kernel across precisions (the other's row in the baseline's precision "
                              "where it has one)")
-    parser.add_argument("--format", choices=render_formats.choices(render_formats.COMPARE), default=render_formats.DEFAULT_FORMAT)
-    parser.add_argument("--out", type=Path, metavar="FILE", help="write here (default: standard output; html: comparison.html)")
+    parser.add_argument("--format", choices=render_formats.choices(render_formats.COMPARE),
+                        default=render_formats.DEFAULT_FORMAT)
+    parser.add_argument("--out", type=Path, metavar="FILE",
+                        help="write here (default: standard output; html: comparison.html)")
     add_columns_argument(parser)
 
 

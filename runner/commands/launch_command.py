@@ -175,7 +175,9 @@ class Layout:
 
 def _same_file(path: str, name: str) -> bool:
     found = shutil.which(name)
-    return bool(found) and os.path.realpath(found) == os.path.realpath(path)
+    if not found:
+        return False
+    return os.path.realpath(found) == os.path.realpath(path)
 
 
 def _docker(platform: Platform, image: str, out: str, env: list[str]) -> str:

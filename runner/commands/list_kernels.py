@@ -36,6 +36,7 @@ def run(args: argparse.Namespace) -> int:
     for col in ("id", "application", "parameters", "GFLOP"):
         table.add_column(col, justify="right" if col == "GFLOP" else "left")
     for k in kernels:
-        table.add_row(k.id, k.application or "", k.label(), f"{k.flops() / 1e9:.3f}" if traits_of(k.op).rated_in is Rate.TFLOPS else "")
+        table.add_row(k.id, k.application or "", k.label(),
+                      f"{k.flops() / 1e9:.3f}" if traits_of(k.op).rated_in is Rate.TFLOPS else "")
     console.print(table)
     return 0

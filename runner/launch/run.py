@@ -45,6 +45,7 @@ from . import run_folder
 from .container import DEFAULT_PIDS_LIMIT, MEMORY_SHARE, container_starter, parse_env
 from .devices import check_host
 from .local import LocalHarness
+from .modes import MODES
 from .planning import default_precisions, plan_items
 from .provenance import with_host_facts
 from .ranks import RankedHarness, add_rank_arguments, launched_argv, needs_engine, plan_backend, with_ranks
@@ -58,22 +59,6 @@ DEFAULT_RESULTS = Path("deepbench-results")
 MAX_KERNEL_TIMEOUT_S = 7 * 24 * 3600.0  # a week: anything longer is a typo, and overflows some timers
 MAX_TIME_CAP_S = 24 * 3600.0
 MAX_WARM_UP_S = 3600.0
-
-# Measurement presets: (target relative precision of the median, min samples, max samples,
-# time cap per direction in s, min seconds per sample, min seconds of samples before stopping on
-# noise, the same while the GPU's power limiter holds the clock, GPU warm-up in s at most).
-# Default: 0.2 s from the clock's first move, 1 s under the power limiter, 30 s warm-up; replayed on
-# H100 series after a large GEMM and after idle, the 12 worst kernels' figures agreed within 2.1%
-# (tests/benchmarks/settle_rules.py), and two passes over the 640 training GEMMs within 3% for 97.5%
-# (tests/benchmarks/fidelity.py). Rigorous takes 1 s, twice nvbench's default 0.5 s.
-MODES = {
-    "fast": dict(target_rel_precision=0.05, min_samples=3, max_samples=200, time_cap_s=0.2, min_sample_s=0.0005,
-                 min_time_s=0.0),
-    "default": dict(target_rel_precision=0.01, min_samples=5, max_samples=1000, time_cap_s=1.0, min_sample_s=0.001,
-                    min_time_s=0.2, limited_min_time_s=1.0, warm_up_s=30.0),
-    "rigorous": dict(target_rel_precision=0.005, min_samples=20, max_samples=10000, time_cap_s=10.0,
-                     min_sample_s=0.005, min_time_s=1.0, limited_min_time_s=2.0, warm_up_s=120.0),
-}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -241,7 +226,7 @@ def _no_platform() -> str:
 
 
 def settings_from(args: argparse.Namespace, platform: Platform) -> Settings:
-    preset = dict(MODES[args.mode])
+    preset = MODES[args.mode].copy()
     if args.time_cap is not None:
         preset["time_cap_s"] = args.time_cap
     if args.target is not None:

@@ -23,7 +23,16 @@ from typing import Protocol
 from deepbench.kernels.harness.protocol import Event, ExitCode, parse_event
 from deepbench.kernels.harness.ranks import rank_failures
 from deepbench.kernels.precision import PRECISIONS
-from deepbench.kernels.results import RESULTS_FILE, KernelResult, Plan, PlanItem, Status, append_result, utcnow
+from deepbench.kernels.results import (
+    RESULTS_FILE,
+    KernelResult,
+    Plan,
+    PlanItem,
+    RunState,
+    Status,
+    append_result,
+    utcnow,
+)
 from deepbench.kernels.results_file import scan
 
 from .run_folder import write_failure
@@ -48,7 +57,7 @@ Starter = Callable[[], HarnessProcess]
 
 @dataclass
 class Outcome:
-    state: str  # complete, interrupted, failed
+    state: RunState  # complete, interrupted, failed
     message: str = ""
     signum: int | None = None  # the signal that interrupted the run
     exit_code: int = ExitCode.KERNEL_FAILURES  # for `failed`: WRITE_FAILED, USAGE (another harness holds

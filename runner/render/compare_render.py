@@ -130,7 +130,8 @@ def only_tables(cmp: Comparison) -> list[Table]:
 
 
 def _kind(source: Source) -> str:
-    """'run', 'reference', or 'run, emulated': an emulated run's times are the emulator's (qemu-user), not the chip's."""
+    """'run', 'reference', or 'run, emulated': an emulated run's times are the emulator's (qemu-user),
+    not the chip's."""
     return source.kind + (", emulated" if source.specs.get("device.emulated") == "True" else "")
 
 
@@ -157,7 +158,7 @@ def _html(cmp: Comparison, tables: list[Table], summary: Table, only: list[Table
     for t in tables:
         charts = []
         for i, other in enumerate(cmp.others):
-            rs = [(r, r.ratios[i]) for r in cmp.rows if r.any.kernel.op == t.op and r.ratios[i] is not None]
+            rs = [(r, x) for r in cmp.rows if r.any.kernel.op == t.op and (x := r.ratios[i]) is not None]
             chart = speedups(f"{t.op}: {versus(other, cmp.base)}<br>per kernel; above 1: {other.label} is faster",
                              [f"{r.any.kernel.label()} {r.any.precision}" for r, _ in rs], [x.base_us for _, x in rs],
                              [x.ratio for _, x in rs], [x.verdict for _, x in rs], [phrase(x) for _, x in rs],
@@ -193,7 +194,8 @@ def html_comparison(cmp: Comparison, out: Path | None, max_only: int | None = No
 
 def markdown_comparison(cmp: Comparison, out: Path | None, max_only: int | None = None,
                         columns: list[str] | None = None) -> str | None:
-    tables, summary, only, rule = compare_tables(cmp), summary_table(cmp), only_tables(cmp), RULE.format(t=cmp.threshold)
+    tables, summary, only = compare_tables(cmp), summary_table(cmp), only_tables(cmp)
+    rule = RULE.format(t=cmp.threshold)
     parts = ["# Comparison", heading(cmp)] + [f"**{a}**" for a in answers(cmp)]
     parts += [f"**warning**: {w}" for w in loaded(cmp)]
     parts += [f"_{rule}_", f"## {summary.title}", markdown_table(summary.headers, summary.rows), markdown(tables)]
@@ -203,7 +205,8 @@ def markdown_comparison(cmp: Comparison, out: Path | None, max_only: int | None 
 
 def terminal_comparison(cmp: Comparison, out: Path | None, max_only: int | None = None,
                         columns: list[str] | None = None) -> str | None:
-    tables, summary, only, rule = compare_tables(cmp), summary_table(cmp), only_tables(cmp), RULE.format(t=cmp.threshold)
+    tables, summary, only = compare_tables(cmp), summary_table(cmp), only_tables(cmp)
+    rule = RULE.format(t=cmp.threshold)
     check_columns(tables, columns)
     f = out.open("w") if out is not None else None
     try:

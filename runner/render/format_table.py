@@ -9,6 +9,7 @@ from ..commands import fastest
 from . import compare_render, report_render
 from .render_formats import COMPARE, FASTEST, REPORT, ReportFormat, register_format
 
-register_format(ReportFormat("table", {REPORT: report_render.terminal_report, COMPARE: compare_render.terminal_comparison,
+register_format(ReportFormat("table", {REPORT: report_render.terminal_report,
+                                      COMPARE: compare_render.terminal_comparison,
                                       FASTEST: fastest.terminal_fastest},
                              help="terminal tables, fitted to the terminal's width"))

@@ -98,7 +98,8 @@ def op_table(op: str, results: Iterable[KernelResult], ctx: Context | None = Non
     if traits.collective:  # DeepBench's size, ranks, time; nccl-tests' bandwidths
         return Table(op, traits.title, [*list(ALL_REDUCE_HEADERS), "notes"],
                      [[*row, notes(entry_of_result(r), ctx)]
-                      for r, row in zip(results, all_reduce_rows(results, SET_SHORT, _status, fmt_us, fmt_num), strict=False)],
+                      for r, row in zip(results, all_reduce_rows(results, SET_SHORT, _status, fmt_us, fmt_num),
+                                        strict=False)],
                      ALL_REDUCE_DROP)
     cls = KERNEL_CLASSES[op]
     fields = list(cls.FIELDS)

@@ -54,8 +54,8 @@ def _write_precision_sheet(ws, source: Source, precision: str) -> None:
         ws.append([])
         headers = ([traits.title, "Application"] + [traits.field_header(f) for f in cls.FIELDS] + [None]
                    + [_direction_header(traits, d) for d in directions]
-                   + ["Total Time (msec)" if directions else "Time (msec)", traits.rated_in.workbook_column, "IQR (%)", "Bound", "% of peak", "Status", "Check",
-                      "Notes"])
+                   + ["Total Time (msec)" if directions else "Time (msec)", traits.rated_in.workbook_column,
+                      "IQR (%)", "Bound", "% of peak", "Status", "Check", "Notes"])
         ws.append(headers)
         for cell in ws[ws.max_row]:
             cell.font = BOLD
@@ -94,8 +94,8 @@ def write_workbook(source: Source, path: Path) -> None:
     specs.append(["Source", source.label])
     for k, v in source.specs.items():
         specs.append([k, v])
-    for k, v in source.ceilings.items():
-        specs.append([f"measured ceiling {k}", v])
+    for name, ceiling in source.ceilings.items():
+        specs.append([f"measured ceiling {name}", ceiling])
     for row in specs.iter_rows():
         row[0].font = BOLD
     _fit_columns(specs)

@@ -16,7 +16,7 @@ from ...kernels.results import PLAN_FILE, RESULTS_FILE, RUN_FILE, Plan, RunRecor
 from ...kernels.system import SystemDescription, VendorFields
 from ..errors import UserError
 from ..launch.local import LOG_FILE
-from ..launch.run import MODES
+from ..launch.modes import MODES
 from ..platforms import get_platform
 from . import layout
 from .image import image_source
@@ -174,7 +174,7 @@ def readme(plan: Plan, record: RunRecord, system: SystemDescription, index: layo
 | libraries | {libs} |
 | image | {image} |
 | tool | deepbench {record.tool_version}, harness sha256 {record.provenance.harness_sha256 or '?'} |
-| source tree | {source.state + (' at ' + source.commit if source and source.commit else '') if source else 'unknown'} |
+| source tree | {source.state if source else 'unknown'}{' at ' + source.commit if source and source.commit else ''} |
 | measured | {record.started_at:%Y-%m-%d %H:%M:%S} to {record.ended_at:%Y-%m-%d %H:%M:%S} UTC |
 
 ## Reproduce

@@ -326,7 +326,8 @@ def _check_run(b: Bundle, report: Report) -> None:
             report.add(layout.RUN, f"planned={run.planned} but plan.json holds {len(plan.items)} kernels")
         for attr in ("run_id", "suite", "platform", "backend"):
             if getattr(run, attr) != getattr(plan, attr):
-                report.add(layout.RUN, f"{attr} {getattr(run, attr)!r} differs from plan.json's {getattr(plan, attr)!r}")
+                report.add(layout.RUN,
+                           f"{attr} {getattr(run, attr)!r} differs from plan.json's {getattr(plan, attr)!r}")
     if run.plan_sha256 is not None and (report.root / layout.PLAN).is_file() \
             and sha256_file(report.root / layout.PLAN) != run.plan_sha256:
         report.add(layout.PLAN, "is not the plan the run started with (its SHA-256 differs from run.json's "
@@ -398,8 +399,8 @@ def _check_scope(b: Bundle, report: Report) -> None:
     if prov is not None:
         if prov.suite_sha256 != items_sha256(plan.items):
             report.add(layout.PLAN, "its kernels differ from those the run recorded (provenance.suite_sha256)")
-        frozen = frozen_suite_sha256(plan.suite, plan.selection)
-        if frozen is not None and prov.frozen_suite_sha256 != frozen:
+        frozen_sha = frozen_suite_sha256(plan.suite, plan.selection)
+        if frozen_sha is not None and prov.frozen_suite_sha256 != frozen_sha:
             report.add(layout.RUN, f"suite {plan.suite} was defined differently when this was run "
                                    f"(deepbench {prov.tool_version}) than in this checker's "
                                    f"(frozen_suite_sha256 differs): completeness cannot be judged")
@@ -417,15 +418,15 @@ def _check_results(b: Bundle, report: Report) -> None:
     planned = {i.id: i for i in plan.items} if plan else {}
     if plan is not None:
         for item_id, item in planned.items():
-            r = by_result.get(item_id)
-            if r is None:
+            found = by_result.get(item_id)
+            if found is None:
                 if b.results_valid:  # else the invalid lines are reported already
                     report.add(item_id, "has no result in results.jsonl (a kernel of the declared scope is missing)")
                 continue
-            if r.kernel != item.kernel or r.precision != _precision_info(item.precision):
+            if found.kernel != item.kernel or found.precision != _precision_info(item.precision):
                 report.add(item_id, "its kernel or precision differs from the plan's")
-            if r.backend not in result_backends(plan.backend):
-                report.add(item_id, f"was run by backend {r.backend!r}, the plan says {plan.backend!r}")
+            if found.backend not in result_backends(plan.backend):
+                report.add(item_id, f"was run by backend {found.backend!r}, the plan says {plan.backend!r}")
         for r in b.results:
             if r.id not in planned:
                 report.add(r.id, "is a result for a kernel the plan does not hold")
@@ -475,7 +476,7 @@ def tolerance_bound(r: KernelResult, direction: str) -> float:
     k = r.kernel
     rule = traits_of(r.op).tolerance
     if rule is Tolerance.RECURRENCE:
-        return recurrence_tolerance(p, k.hidden, k.batch, k.timesteps, direction)  # type: ignore[attr-defined]
+        return recurrence_tolerance(p, k.hidden, k.batch, k.timesteps, direction)
     bound = tolerance(p, reduction=getattr(k, "k", 1) if isinstance(getattr(k, "k", None), int) else 1)
     floor = {Tolerance.TRANSFORM: TRANSFORM_TOLERANCE, Tolerance.WHOLE_MODEL: MODEL_TOLERANCE}.get(rule, {})
     return max(bound, floor.get(p, 0.0))

@@ -28,7 +28,7 @@ from deepbench.kernels.timing import cuda as cuda_timer
 from deepbench.kernels.timing import cupti
 from deepbench.kernels.timing.eager import METHOD_EAGER
 from deepbench.kernels.timing.graph import capture
-from deepbench.runner.launch.run import MODES
+from deepbench.runner.launch.modes import MODES
 
 KERNELS = ("rnn/train/023", "rnn/train/019", "rnn/train/012", "rnn/train/001", "rnn/train/015", "rnn/train/033")
 PRECISION = "fp16"
@@ -78,7 +78,8 @@ def main() -> None:
     for kid in KERNELS:
         for way in WAYS:
             key = (kid, way)
-            print(f"{kid:16} {way:6} {first[key]:9.1f} {second[key] / first[key]:8.3f} {third[key] / second[key]:16.3f}")
+            print(f"{kid:16} {way:6} {first[key]:9.1f} {second[key] / first[key]:8.3f} "
+                  f"{third[key] / second[key]:16.3f}")
     for way in WAYS:
         keys = [(k, way) for k in KERNELS]
         print(f"geomean {way}: 2nd/1st {statistics.geometric_mean([second[k] / first[k] for k in keys]):.3f}, "

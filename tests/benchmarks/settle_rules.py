@@ -24,7 +24,7 @@ from deepbench.kernels.timing.clocked import run_samples
 from deepbench.kernels.timing.sampler import Sampler
 from deepbench.kernels.timing.settling import ClockReading
 from deepbench.kernels.timing.stopping import StopRule
-from deepbench.runner.launch.run import MODES
+from deepbench.runner.launch.modes import MODES
 
 DEFAULT = Path(__file__).resolve().parent / "results" / "settle-h100.json"
 SETTLE_S = (0.0, 0.1, 0.2, 0.3)

@@ -63,7 +63,8 @@ def prepare(backend: CudnnBackend, kernel: ConvKernel, precision: Precision) -> 
         parts.append(part)
     info: dict[str, Any] = {}
     if precision is Precision.INT8:
-        info["directions"] = "forward only: cuDNN has no int8 backward convolution (DeepBench timed int8 inference forward)"
+        info["directions"] = ("forward only: cuDNN has no int8 backward convolution "
+                              "(DeepBench timed int8 inference forward)")
     return Prepared(parts=parts, padding=padded, info=info)
 
 
@@ -107,13 +108,14 @@ def _direction(backend: CudnnBackend, kk: ConvKernel, precision: Precision, dire
         chosen, record = candidates[0], {**candidates[0].record(), "chosen_by": f"pinned (--cudnn-engine {pin})"}
     else:
         warm_info: dict[str, Any] = {}
+        assert backend.cuda is not None  # set with the binding, which prepare() checked
         backend.cuda.warm(warm_info)  # candidates are timed on a GPU at its working temperature, as measurements are
         chosen, record = _choose(candidates, lambda: plan(compiled=True), runner, check_engine, direction, precision,
                                  kk)
         record.update(warm_info)
     run = runner(chosen)
-    info = {"library": "cuDNN", "api": "graph (cudnn-frontend)", "layout": "NHWC" if graphs.TYPES[precision].channels_last
-            else "NCHW", "cudnn": record}
+    info = {"library": "cuDNN", "api": "graph (cudnn-frontend)",
+            "layout": "NHWC" if graphs.TYPES[precision].channels_last else "NCHW", "cudnn": record}
     return TimedPart(direction, run, check_of(run), 0.0, 0.0, info=info, output=out)
 
 

@@ -107,6 +107,11 @@ class Communicator(ABC):
     def allgather(self, values: list[float]) -> list[list[float]]:
         """Every rank's `values`, in rank order, on every rank (host-side control traffic)."""
 
+    def versions(self) -> dict[str, str]:
+        """The library's versions and how the ranks were started, for the results (each library's
+        communicator says; a test's fake one, which records no results, need not)."""
+        raise NotImplementedError
+
     def equal(self, buf: Any, expected: np.ndarray) -> tuple[int, int]:
         """(number of wrong elements, first wrong index or -1)."""
         got = self.to_host(buf)
@@ -256,7 +261,7 @@ class AllReduceRunner:
                      detail=detail or f"all {self.comm.size} ranks hold the exact sum")
 
     # ----- timing -----------------------------------------------------------------------
-    def _timed(self, fn: Callable[[], None], calls: int) -> float:
+    def _timed(self, fn: Callable[[], object], calls: int) -> float:
         """Seconds for `calls` back-to-back calls on this rank, started together with the others."""
         self.comm.synchronize()
         self.comm.barrier()
@@ -266,7 +271,7 @@ class AllReduceRunner:
         self.comm.synchronize()
         return time.perf_counter() - t0
 
-    def measure(self, fn: Callable[[], None], rule: StopRule, max_calls: int, info: dict[str, Any]) -> Measurement:
+    def measure(self, fn: Callable[[], object], rule: StopRule, max_calls: int, info: dict[str, Any]) -> Measurement:
         """Rank-synchronised samples: each sample is `calls` back-to-back calls on every rank;
         the sample's time is the slowest rank's time per call (a collective is done when its
         last rank is). Total timed calls stay within DeepBench's repeat count for the size."""
@@ -292,7 +297,7 @@ class AllReduceRunner:
         return Measurement.of(samples, method=METHOD, calls_per_sample=calls, warmup_calls=warmup - calls,
                               stop_reason=reason, target_rel_precision=rule.target_rel_precision)
 
-    def _calibrate(self, fn: Callable[[], None], max_calls: int) -> tuple[int, int, float]:
+    def _calibrate(self, fn: Callable[[], object], max_calls: int) -> tuple[int, int, float]:
         """Calls per sample so that the slowest rank's sample lasts `min_sample_s`; the same
         number on every rank, since all decide from the gathered times. Returns (calls, calls
         made, this rank's seconds for the last loop, which had `calls` calls: the first sample)."""
@@ -312,7 +317,7 @@ class _RankSamples:
     exchange their times, and the sample is the slowest rank's. The criteria judge rank 0's
     clock, so every rank stops alike."""
 
-    def __init__(self, runner: AllReduceRunner, fn: Callable[[], None], calls: int, first_s: float,
+    def __init__(self, runner: AllReduceRunner, fn: Callable[[], object], calls: int, first_s: float,
                  start: float) -> None:
         self.runner, self.fn, self.calls, self.start = runner, fn, calls, start
         self.first_s: float | None = first_s  # the calibration's last loop: this rank's first sample

@@ -138,6 +138,7 @@ class MpiBackend(CollectiveBackend):
     """MPI_Allreduce through mpi4py: all-reduce only."""
 
     name = "mpi"
+    comm: MpiCommunicator  # its own facts (device_error, on_device, hosts, pids) are MPI's
 
     def __init__(self, settings: Settings) -> None:
         super().__init__(settings)

@@ -157,6 +157,7 @@ class TorchDistributedBackend(CollectiveBackend):
     """torch.distributed as a backend of its own (`--backend gloo|nccl|rccl`): all-reduce only."""
 
     pg_backend = "gloo"
+    comm: TorchCommunicator  # device_facts is the process group's
 
     def __init__(self, settings: Settings) -> None:
         super().__init__(settings)

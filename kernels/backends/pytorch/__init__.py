@@ -119,7 +119,7 @@ class TorchBackend(Backend):
     def library_versions(self) -> dict[str, str]:
         if self.cuda:
             return self.cuda.versions()
-        versions = {"torch": torch.__version__}
+        versions: dict[str, str] = {"torch": torch.__version__}
         config = torch.__config__.show()
         mkl = re.search(r"Math Kernel Library Version ([\d.]+)", config)
         if mkl:

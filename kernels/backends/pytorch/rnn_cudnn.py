@@ -15,7 +15,7 @@ Checks: the float64 recurrence of rnn_reference.py with the layer's own weights
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -64,7 +64,8 @@ def prepare(ctx: TorchContext, kernel: RnnKernel, precision: Precision) -> Prepa
         if forward.get("stream") != stream and not torch.cuda.is_current_stream_capturing():
             forward.clear()
             forward.update(y=layer(x, hx)[0], stream=stream)
-        (state["dw_hh"],) = torch.autograd.grad(forward["y"], layer.weight_hh_l0, d_y, retain_graph=True)
+        weight_hh = cast(torch.Tensor, layer.weight_hh_l0)  # a module's attributes are typed Tensor | Module
+        (state["dw_hh"],) = torch.autograd.grad(forward["y"], weight_hh, d_y, retain_graph=True)
 
     reference: dict[str, torch.Tensor] = {}
 
@@ -75,8 +76,8 @@ def prepare(ctx: TorchContext, kernel: RnnKernel, precision: Precision) -> Prepa
 
     def ref() -> tuple[torch.Tensor, torch.Tensor]:
         if not reference:
-            w_ih, w_hh = layer.weight_ih_l0.detach().double(), layer.weight_hh_l0.detach().double()
-            b_ih, b_hh = layer.bias_ih_l0.detach().double(), layer.bias_hh_l0.detach().double()
+            w_ih, w_hh, b_ih, b_hh = (cast(torch.Tensor, p).detach().double() for p in (
+                layer.weight_ih_l0, layer.weight_hh_l0, layer.bias_ih_l0, layer.bias_hh_l0))
             proj = x.double() @ w_ih.t() + b_ih
             if kernel.cell == "gru":  # cuDNN/PyTorch GRU: b_hn sits inside the reset gate
                 proj = proj + torch.cat([b_hh[:2 * hid], torch.zeros_like(b_hh[2 * hid:])])
