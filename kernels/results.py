@@ -16,7 +16,6 @@ import statistics
 from collections.abc import Iterable
 from datetime import datetime, timezone
 from enum import Enum
-from pathlib import Path
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
@@ -358,27 +357,6 @@ PLAN_FILE = "plan.json"
 
 class ResultsFileError(ValueError):
     """A results file with a damaged line in the middle: named by its line number."""
-
-
-def read_results(path: Path) -> list[KernelResult]:
-    """Validate every line of a results.jsonl. A partial last line (a write cut short) is left
-    out; a damaged line elsewhere is an error naming it (`deepbench-run --resume` repairs it)."""
-    from .results_file import scan
-
-    found = scan(path)
-    if found.damaged:
-        bad = found.damaged[0]
-        more = f" (and {len(found.damaged) - 1} more)" if len(found.damaged) > 1 else ""
-        raise ResultsFileError(f"{path.name} line {bad.line} is damaged: {bad.reason}{more}; "
-                               f"deepbench-run --resume {path.parent} sets it aside and measures its kernel again")
-    return found.results
-
-
-def append_result(path: Path, result: KernelResult) -> None:
-    """Append one record whole and force it to disk (results_file.append_result)."""
-    from .results_file import append_result as append
-
-    append(path, result)
 
 
 def _take_new_union(union: Any) -> None:

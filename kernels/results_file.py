@@ -26,10 +26,8 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from .results import KernelResult
+from .results import KernelResult, ResultsFileError, utcnow
 
 REJECTED_FILE = "results.rejected.jsonl"
 TAIL_CHUNK = 1 << 16  # bytes read at a time when looking back for the last complete line
@@ -159,7 +157,6 @@ def _last_line_start(fd: int, end: int) -> int:
 
 
 def _parses(raw: bytes) -> bool:
-    from .results import KernelResult
 
     try:
         KernelResult.model_validate_json(raw)
@@ -197,7 +194,6 @@ class Scan:
 def scan(path: Path) -> Scan:
     """Sort a results file's lines. A line that fails to parse but ends with a whole record
     (what an older tool left: a fragment with the next record appended to it) keeps that record."""
-    from .results import KernelResult
 
     out = Scan()
     data = path.read_bytes() if path.exists() else b""
@@ -237,7 +233,6 @@ def _first_line(exc: Exception) -> str:
 
 def set_aside(path: Path, pieces: Iterable[Rejected]) -> Path:
     """Append rejected pieces to the side file beside `path` (never lost: the bytes are kept)."""
-    from .results import utcnow
 
     side = path.with_name(REJECTED_FILE)
     at = utcnow().isoformat()
@@ -254,3 +249,15 @@ def rewrite(path: Path, found: Scan) -> None:
     pieces = list(found.damaged) + ([found.fragment] if found.fragment else [])
     set_aside(path, pieces)
     write_atomic(path, b"".join(raw.strip() + b"\n" for _, _, raw in found.records))
+
+
+def read_results(path: Path) -> list[KernelResult]:
+    """Validate every line of a results.jsonl. A partial last line (a write cut short) is left
+    out; a damaged line elsewhere is an error naming it (`deepbench-run --resume` repairs it)."""
+    found = scan(path)
+    if found.damaged:
+        bad = found.damaged[0]
+        more = f" (and {len(found.damaged) - 1} more)" if len(found.damaged) > 1 else ""
+        raise ResultsFileError(f"{path.name} line {bad.line} is damaged: {bad.reason}{more}; "
+                               f"deepbench-run --resume {path.parent} sets it aside and measures its kernel again")
+    return found.results

@@ -12,7 +12,8 @@ import pytest
 from deepbench.kernels import costs
 from deepbench.kernels.catalog import by_id
 from deepbench.kernels.launch_rank import launch_rank
-from deepbench.kernels.results import KernelResult, Status, read_results
+from deepbench.kernels.results import KernelResult, Status
+from deepbench.kernels.results_file import read_results
 
 from .conftest import requires_gpu, run_cli
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from deepbench.kernels.results import RunRecord, Status, read_results
+from deepbench.kernels.results import RunRecord, Status
+from deepbench.kernels.results_file import read_results
 
 from .conftest import REPO, run_cli
 from .test_containers import BUILD_TIMEOUT_S, _build, _wheelhouse

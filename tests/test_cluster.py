@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from deepbench.kernels.results import Status, read_results
+from deepbench.kernels.results import Status
+from deepbench.kernels.results_file import read_results
 
 from . import cluster as cluster_module
 from .cluster import Cluster

@@ -23,7 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from deepbench.kernels.results import RunRecord, Status, read_results
+from deepbench.kernels.results import RunRecord, Status
+from deepbench.kernels.results_file import read_results
 from deepbench.kernels.suites import suite_kernels
 from deepbench.runner.errors import UserError
 from deepbench.runner.launch import image_archive, image_lock, images

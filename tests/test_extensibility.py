@@ -130,7 +130,8 @@ def _toy_run(out: Path, elements: tuple[int, ...]) -> Path:
 
     from deepbench.kernels.backends import load_backend
     from deepbench.kernels.harness.execute import run_item
-    from deepbench.kernels.results import PlanItem, Settings, append_result
+    from deepbench.kernels.results import PlanItem, Settings
+    from deepbench.kernels.results_file import append_result
 
     settings = Settings(mode="fast", time_cap_s=0.05, min_samples=2)
     backend = load_backend("toy", settings)
@@ -145,7 +146,8 @@ def test_a_toy_operation_runs_reports_in_every_format_and_compares(toy: Path, ca
     import toyplugin.backend
     import toyplugin.kernel  # noqa: F401 - registers the operation
 
-    from deepbench.kernels.results import Status, read_results
+    from deepbench.kernels.results import Status
+    from deepbench.kernels.results_file import read_results
     from deepbench.runner.cli import main
     from deepbench.runner.render import render_formats
     from deepbench.runner.render.tables import tables

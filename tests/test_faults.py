@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from deepbench.kernels.results import KernelResult, RunRecord, Status, read_results
-from deepbench.kernels.results_file import REJECTED_FILE, scan
+from deepbench.kernels.results import KernelResult, RunRecord, Status
+from deepbench.kernels.results_file import REJECTED_FILE, read_results, scan
 
 from .conftest import PYTHON, run_cli
 

@@ -24,15 +24,6 @@ PACKAGE = "deepbench"
 TOP_LEVEL = {"kernels": f"{PACKAGE}.kernels", "runner": f"{PACKAGE}.runner"}
 BACKENDS = f"{PACKAGE}.kernels.backends"
 HARNESS = f"{PACKAGE}.kernels.harness"
-# Circles still to break, each in modules that another part of issue 26 reworks (the result
-# file's layers; the report renderers going behind a writer registry). Each must still be a
-# circle (the test below fails once it is gone), so this list only shrinks; nothing is added.
-KNOWN_CIRCLES: dict[frozenset[str], str] = {
-    frozenset({f"{PACKAGE}.kernels.results", f"{PACKAGE}.kernels.results_file"}):
-        "results.read_results/append_result call results_file, which parses lines into results.KernelResult",
-}
-
-
 def module_files() -> dict[str, Path]:
     """Every deepbench module by its dotted name (a package by its __init__.py)."""
     found: dict[str, Path] = {}
@@ -168,15 +159,8 @@ def test_relative_imports_resolve() -> None:
 
 
 def test_no_import_circles() -> None:
-    found = [c for c in cycles(import_graph()) if frozenset(c) not in KNOWN_CIRCLES]
+    found = cycles(import_graph())
     assert not found, "import circles among deepbench modules:\n" + "\n".join(" <-> ".join(c) for c in found)
-
-
-def test_known_circles_are_still_circles() -> None:
-    """A circle that was broken leaves KNOWN_CIRCLES, so it cannot come back unseen."""
-    found = {frozenset(c) for c in cycles(import_graph())}
-    gone = [" <-> ".join(sorted(c)) for c in KNOWN_CIRCLES if c not in found]
-    assert not gone, f"no longer circles, remove them from KNOWN_CIRCLES: {gone}"
 
 
 @pytest.mark.parametrize("module", sorted(m for m in module_files() if m.startswith(BACKENDS)))
@@ -194,3 +178,16 @@ def test_an_import_inside_a_function_counts_and_a_type_only_one_does_not(tmp_pat
                       "def f():\n    from . import b\n")
     names = {"pkg.a", "pkg.b", "pkg.c"}
     assert imports_of("pkg.a", module, names) == {"pkg.b"}
+
+
+# The runner's rooms (docs/architecture.md): what the results mean and how they are shown
+# never depend on how a run is launched or on the command line, so reports work wherever results are copied.
+LOWER_ROOMS = (f"{PACKAGE}.runner.analysis", f"{PACKAGE}.runner.render")
+UPPER_ROOMS = (f"{PACKAGE}.runner.launch", f"{PACKAGE}.runner.commands", f"{PACKAGE}.runner.cli")
+
+
+def test_analysis_and_render_never_import_launch_or_commands() -> None:
+    graph = import_graph()
+    wrong = {m: sorted(i for i in imports if i.startswith(UPPER_ROOMS))
+             for m, imports in graph.items() if m.startswith(LOWER_ROOMS)}
+    assert not {m: i for m, i in wrong.items() if i}

@@ -28,7 +28,8 @@ from deepbench.kernels.models.extract import capture, extract
 from deepbench.kernels.models.suite import dataset_kernels
 from deepbench.kernels.precision import Precision
 from deepbench.kernels.provenance import kernels_sha256
-from deepbench.kernels.results import PlanItem, Settings, Status, read_results
+from deepbench.kernels.results import PlanItem, Settings, Status
+from deepbench.kernels.results_file import read_results
 from deepbench.kernels.suites import suite_kernels
 
 from .conftest import run_cli

@@ -17,7 +17,8 @@ from deepbench.kernels.harness.execute import run_item
 from deepbench.kernels.model_kernel import MODEL_TOLERANCE, ModelKernel
 from deepbench.kernels.models.extract import extract
 from deepbench.kernels.precision import PRECISIONS, Precision
-from deepbench.kernels.results import KernelResult, PlanItem, Settings, Status, read_results
+from deepbench.kernels.results import KernelResult, PlanItem, Settings, Status
+from deepbench.kernels.results_file import read_results
 from deepbench.kernels.suites import parse_where, select
 from deepbench.runner.analysis.model_level import model_levels
 from deepbench.runner.launch.planning import plan_items

@@ -16,7 +16,8 @@ from deepbench.kernels.catalog import GemmKernel
 from deepbench.kernels.layers import ActivationKernel
 from deepbench.kernels.model_kernel import MODEL_OP as WHOLE_MODEL_OP
 from deepbench.kernels.model_kernel import ModelKernel
-from deepbench.kernels.results import KernelResult, Status, read_results
+from deepbench.kernels.results import KernelResult, Status
+from deepbench.kernels.results_file import read_results
 from deepbench.runner.analysis.model_compare import (
     DEPARTS,
     REVERSED,

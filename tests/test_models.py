@@ -28,7 +28,8 @@ from deepbench.kernels.models.dataset import DATASET_SCHEMA, OperatorDataset
 from deepbench.kernels.models.extract import example_input, extract
 from deepbench.kernels.models.language import Llama
 from deepbench.kernels.models.suite import dataset_kernels, load_dataset
-from deepbench.kernels.results import Status, read_results
+from deepbench.kernels.results import Status
+from deepbench.kernels.results_file import read_results
 from deepbench.runner.analysis.model_report import model_reports
 from deepbench.runner.cli import main, run_main
 

@@ -13,7 +13,8 @@ from deepbench.kernels.backends import load_backend
 from deepbench.kernels.backends.base import Unsupported
 from deepbench.kernels.catalog import by_id
 from deepbench.kernels.precision import Precision
-from deepbench.kernels.results import RunRecord, Settings, Status, read_results
+from deepbench.kernels.results import RunRecord, Settings, Status
+from deepbench.kernels.results_file import read_results
 
 from .conftest import run_cli
 

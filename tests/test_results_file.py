@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from deepbench.kernels.results import ResultsFileError, read_results
-from deepbench.kernels.results_file import REJECTED_FILE, append_result, scan, set_aside, write_atomic
+from deepbench.kernels.results import ResultsFileError
+from deepbench.kernels.results_file import REJECTED_FILE, append_result, read_results, scan, set_aside, write_atomic
 
 
 def result(reason: str = "not on this machine"):

@@ -9,16 +9,8 @@ from pydantic import ValidationError
 
 from deepbench.kernels.catalog import by_id
 from deepbench.kernels.precision import PRECISIONS, Precision
-from deepbench.kernels.results import (
-    Check,
-    KernelResult,
-    Measurement,
-    PartResult,
-    Status,
-    TimeStats,
-    read_results,
-    utcnow,
-)
+from deepbench.kernels.results import Check, KernelResult, Measurement, PartResult, Status, TimeStats, utcnow
+from deepbench.kernels.results_file import read_results
 
 
 def make_result(samples=(10.0, 11.0, 12.0, 10.5)) -> KernelResult:

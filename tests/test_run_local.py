@@ -13,7 +13,8 @@ from deepbench.kernels.backends import pytorch as torch_backend
 from deepbench.kernels.backends.pytorch import TorchBackend
 from deepbench.kernels.catalog import by_id
 from deepbench.kernels.harness.execute import run_item
-from deepbench.kernels.results import PlanItem, RunRecord, Settings, Status, read_results
+from deepbench.kernels.results import PlanItem, RunRecord, Settings, Status
+from deepbench.kernels.results_file import read_results
 
 from .conftest import run_cli, start_interruptible
 

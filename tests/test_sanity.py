@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from deepbench.kernels.catalog import by_id
-from deepbench.kernels.results import KernelResult, read_results
+from deepbench.kernels.results import KernelResult
+from deepbench.kernels.results_file import read_results
 from deepbench.runner.analysis.sanity import ABOVE_PEAK, ONE_RANK, SLOW_TWIN, Context, flags
 from deepbench.runner.analysis.sources import entry_of_result, load_run
 from deepbench.runner.render.report_render import render_text, tables_of

@@ -15,7 +15,7 @@ import pytest
 from rich.cells import cell_len
 from rich.console import Console
 
-from deepbench.kernels.results import read_results
+from deepbench.kernels.results_file import read_results
 from deepbench.runner.analysis.sanity import context_of
 from deepbench.runner.analysis.sources import load_run
 from deepbench.runner.analysis.summary import groups, summary_table

@@ -17,7 +17,8 @@ from deepbench.kernels.backends.tflite.context import LoadedModel
 from deepbench.kernels.backends.tflite.flatbuffer import schema as S
 from deepbench.kernels.catalog import by_id
 from deepbench.kernels.precision import Precision
-from deepbench.kernels.results import RunRecord, Settings, Status, read_results
+from deepbench.kernels.results import RunRecord, Settings, Status
+from deepbench.kernels.results_file import read_results
 
 from .conftest import run_cli
 

@@ -31,8 +31,8 @@ from ..launch_rank import launch_rank
 from ..noise import judge, snapshot, usable_cpus
 from ..precision import Precision
 from ..provenance import harness_provenance
-from ..results import RESULTS_FILE, Plan, RunState, append_result, utcnow
-from ..results_file import WriteFailed, scan
+from ..results import RESULTS_FILE, Plan, RunState, utcnow
+from ..results_file import WriteFailed, append_result, scan
 from ..system import collect_system
 from .execute import run_item
 from .facts import host_facts

@@ -18,7 +18,8 @@ from pydantic import ValidationError
 from deepbench.kernels.catalog import Kernel, traits_of
 from deepbench.kernels.noise import NoiseRecord
 from deepbench.kernels.precision import Precision
-from deepbench.kernels.results import RESULTS_FILE, RUN_FILE, KernelResult, RunRecord, Settings, Status, read_results
+from deepbench.kernels.results import RESULTS_FILE, RUN_FILE, KernelResult, RunRecord, Settings, Status
+from deepbench.kernels.results_file import read_results
 
 from ..errors import UserError
 from .references import Reference, find_reference

@@ -27,8 +27,8 @@ from deepbench.kernels.backends.engine_choice import PIN_ALL, EngineError, parse
 from deepbench.kernels.harness.protocol import ExitCode
 from deepbench.kernels.harness.record import build_record, read_facts, write_record
 from deepbench.kernels.padding import PadMode
-from deepbench.kernels.results import MAX_SEED, PLAN_FILE, RESULTS_FILE, Plan, RunRecord, Settings, read_results
-from deepbench.kernels.results_file import WriteFailed, write_atomic
+from deepbench.kernels.results import MAX_SEED, PLAN_FILE, RESULTS_FILE, Plan, RunRecord, Settings
+from deepbench.kernels.results_file import WriteFailed, read_results, write_atomic
 from deepbench.kernels.suites import SelectionError
 
 from ..analysis.sanity import context_of

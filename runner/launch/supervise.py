@@ -23,17 +23,8 @@ from typing import Protocol
 from deepbench.kernels.harness.protocol import Event, ExitCode, parse_event
 from deepbench.kernels.harness.ranks import rank_failures
 from deepbench.kernels.precision import PRECISIONS
-from deepbench.kernels.results import (
-    RESULTS_FILE,
-    KernelResult,
-    Plan,
-    PlanItem,
-    RunState,
-    Status,
-    append_result,
-    utcnow,
-)
-from deepbench.kernels.results_file import scan
+from deepbench.kernels.results import RESULTS_FILE, KernelResult, Plan, PlanItem, RunState, Status, utcnow
+from deepbench.kernels.results_file import append_result, scan
 
 from .run_folder import write_failure
 

@@ -1,15 +1,14 @@
 """The `html` output format: one offline HTML page: sortable tables, charts.
 
 One module per format (runner/render/render_formats.py); the comparison's and fastest's writers live beside
-the documents they write (compare_render.py, commands/fastest.py)."""
+the documents they write (compare_render.py, fastest_render.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from ..analysis.sources import Source
-from ..commands import fastest
-from . import compare_render, render_formats
+from . import compare_render, fastest_render, render_formats
 from .render_formats import COMPARE, FASTEST, REPORT, ReportFormat, register_format
 from .report_render import default_path
 
@@ -21,5 +20,5 @@ def html_report(source: Source, out: Path | None, columns: list[str] | None = No
 
 
 register_format(ReportFormat("html", {REPORT: html_report, COMPARE: compare_render.html_comparison,
-                                      FASTEST: fastest.html_fastest},
+                                      FASTEST: fastest_render.html_fastest},
                              help="one offline HTML page: sortable tables, charts"))

@@ -12,7 +12,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from ...kernels import __version__
-from ...kernels.results import PLAN_FILE, RESULTS_FILE, RUN_FILE, Plan, RunRecord, read_results, utcnow
+from ...kernels.results import PLAN_FILE, RESULTS_FILE, RUN_FILE, Plan, RunRecord, utcnow
+from ...kernels.results_file import read_results
 from ...kernels.system import SystemDescription, VendorFields
 from ..errors import UserError
 from ..launch.local import LOG_FILE

@@ -37,8 +37,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from ...kernels.harness.record import build_record, read_facts, write_record
-from ...kernels.results import RESULTS_FILE, KernelResult, Plan, RunRecord, Settings, Status, TimeStats, read_results
-from ...kernels.results_file import write_atomic
+from ...kernels.results import RESULTS_FILE, KernelResult, Plan, RunRecord, Settings, Status, TimeStats
+from ...kernels.results_file import read_results, write_atomic
 from ...kernels.system import SystemDescription
 from ..errors import UserError
 from ..launch import run_folder

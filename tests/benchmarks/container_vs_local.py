@@ -23,7 +23,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from deepbench.kernels.results import Status, read_results
+from deepbench.kernels.results import Status
+from deepbench.kernels.results_file import read_results
 from deepbench.runner.launch.container import run_options
 from deepbench.runner.launch.docker_client import connect
 from deepbench.runner.platforms import get_platform

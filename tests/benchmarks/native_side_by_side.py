@@ -53,7 +53,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from deepbench.kernels.results import RESULTS_FILE, KernelResult, Status, read_results
+from deepbench.kernels.results import RESULTS_FILE, KernelResult, Status
+from deepbench.kernels.results_file import read_results
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_BIN = HERE.parent.parent / "build" / "native"
