@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import socket
 import stat
+import time
 from pathlib import Path
 
 import pytest
@@ -124,3 +125,54 @@ def test_rank_the_engine_reports_first() -> None:
     assert named == "mpiexec reports rank 3 on dbn2 first: exit code 9"
     assert engine_casualty(hydra, {}) == "mpiexec reports the process 8434 on dbn2 first: exit code 9"
     assert engine_casualty("Traceback ...", {}) == ""
+
+
+class _Store:
+    """A rendezvous store as a rank's client sees it: working, or gone with the process that held it."""
+
+    def __init__(self, gone: bool) -> None:
+        self.gone, self.keys = gone, {}
+
+    def clone(self) -> _Store:
+        return self
+
+    def set_timeout(self, timeout: object) -> None:
+        pass
+
+    def check(self, keys: list[str]) -> bool:
+        if self.gone:
+            raise RuntimeError("Connection reset by peer")
+        return all(k in self.keys for k in keys)
+
+    def set(self, key: str, value: str) -> None:
+        if self.gone:
+            raise RuntimeError("Connection reset by peer")
+        self.keys[key] = value
+
+
+def _rank(rank: int, store: _Store) -> rendezvous.Rendezvous:
+    """A rank past torch's rendezvous (Rendezvous.__init__ would open a real store)."""
+    r = rendezvous.Rendezvous.__new__(rendezvous.Rendezvous)
+    r.rank, r.size, r.host, r.store = rank, 4, "dbn2", store
+    r.master_addr, r.master_port = "10.0.0.1", 29500
+    r.deadline, r.places, r.ifname = time.monotonic() + 60, [], ""
+    return r
+
+
+def test_a_rank_whose_store_is_gone_says_why_it_stops(capsys: pytest.CaptureFixture[str]) -> None:
+    """Rank 0 held the store and exited: a rank still waiting says so on its terminal (no traceback)."""
+    with pytest.raises(rendezvous.JoinFailed, match="stopped answering"):
+        _rank(3, _Store(gone=True))._wait(["never"], "every rank to post its address")
+    assert "deepbench: rank 3 on dbn2 could not join: the rendezvous at 10.0.0.1:29500 stopped answering" \
+        in capsys.readouterr().err
+
+
+def test_rank_0_keeps_the_store_up_for_the_others_to_read_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    slept: list[float] = []
+    monkeypatch.setattr(rendezvous.time, "sleep", slept.append)
+    store = _Store(gone=False)
+    _rank(0, store).failed("gloo could not connect")
+    assert store.keys[f"{rendezvous.KEY}/join-failed"].startswith("rank 0 on dbn2 could not join")
+    assert slept == [rendezvous.STORE_LINGER_S] and rendezvous.STORE_LINGER_S >= 3 * rendezvous.POLL_S
+    _rank(2, _Store(gone=False)).failed("gloo could not connect")  # only the rank that holds the store waits
+    assert slept == [rendezvous.STORE_LINGER_S]

@@ -50,6 +50,9 @@ POLL_S = 0.1
 JOIN_TIMEOUT_S = 120.0
 # After a collective broke, how long rank 0 waits for the other ranks to say they are still there.
 CENSUS_S = 5.0
+# Rank 0 holds the store (except under torchrun, whose agent does): after posting why it cannot join, it keeps
+# the store up this long, so that every rank polling it (every POLL_S) reads the reason before the store goes.
+STORE_LINGER_S = 10 * POLL_S
 IFNAME_VARS = ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")
 SIOCGIFADDR = 0x8915
 IFREQ_ADDR = slice(20, 24)  # struct ifreq: 16 bytes of name, then a sockaddr_in (family, port, address)
@@ -155,6 +158,9 @@ class Rendezvous:
                 self._client().set(f"{KEY}/join-failed", message)
             except Exception:  # noqa: BLE001 - the store is gone too: the terminal still hears of it
                 pass
+            else:
+                if self.rank == 0:
+                    time.sleep(STORE_LINGER_S)
         say_on_terminal(f"deepbench: {message}")
         return JoinFailed(message)
 
@@ -169,14 +175,21 @@ class Rendezvous:
         """Until every key is in the store, another rank posts its failure, `busy` turns False
         or the join deadline passes."""
         watcher = self._client(max(CENSUS_S, self.deadline - time.monotonic()))
-        while busy() and not (keys and watcher.check(keys)):
-            if watcher.check([f"{KEY}/join-failed"]):
-                other = watcher.get(f"{KEY}/join-failed").decode()
-                say_on_terminal(f"deepbench: {self.label()} stops: {other}")
-                raise JoinFailed(other)
-            if time.monotonic() > self.deadline:
-                raise self.failed(f"waited {self.join_timeout.total_seconds():g} s for {what}")
-            time.sleep(POLL_S)
+        try:
+            while busy() and not (keys and watcher.check(keys)):
+                if watcher.check([f"{KEY}/join-failed"]):
+                    other = watcher.get(f"{KEY}/join-failed").decode()
+                    say_on_terminal(f"deepbench: {self.label()} stops: {other}")
+                    raise JoinFailed(other)
+                if time.monotonic() > self.deadline:
+                    raise self.failed(f"waited {self.join_timeout.total_seconds():g} s for {what}")
+                time.sleep(POLL_S)
+        except JoinFailed:
+            raise
+        except Exception as exc:  # the store's process (rank 0) is gone: say so, not a traceback
+            raise self.failed(f"the rendezvous at {self.master_addr}:{self.master_port} stopped answering "
+                              f"while waiting for {what} (rank 0, which holds it, has stopped): "
+                              f"{type(exc).__name__}: {exc}") from exc
 
     def meet(self) -> None:
         """Every rank posts where it is; then this rank picks its interface."""
