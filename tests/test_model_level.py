@@ -123,6 +123,7 @@ def test_onnxruntime_runs_the_exported_whole_model(tmp_path: Path) -> None:
 def test_backends_without_whole_models_say_why() -> None:
     """TFLite cannot convert a model here, and onnxruntime without PyTorch cannot export one: run in
     a process where PyTorch cannot be imported, as in an image without it."""
+    pytest.importorskip("ai_edge_litert", reason="needs LiteRT (pip install ai-edge-litert; CI installs it)")
     kernel = select("model:resnet50", ["model"], batch=1)[0]
     script = (
         "import json, sys\n"

@@ -1,4 +1,5 @@
-"""Show, with cuBLAS's own API log, that the library receives DeepBench's (transa, transb, m, n, k).
+"""Show, with cuBLAS's own API log, that the library receives DeepBench's (transa, transb, m, n, k),
+with m, n and k as DeepBench's gemm_bench padded them for tensor cores (kernels/padding.py).
 
 PyTorch is row-major; kernels/backends/pytorch/gemm.py lays operands out so that the cuBLAS call
 is DeepBench's column-major problem. This script runs a few DeepBench GEMMs (every layout) in a
@@ -52,6 +53,8 @@ def pick_kernels() -> list[tuple[str, str]]:
 
 def main() -> int:
     from deepbench.kernels.catalog import by_id
+    from deepbench.kernels.padding import gemm_shape
+    from deepbench.kernels.precision import Precision
 
     kernels = pick_kernels()
     with tempfile.TemporaryDirectory() as tmp:
@@ -69,8 +72,9 @@ def main() -> int:
     ok = True
     for (kid, prec), call in zip(kernels, calls, strict=False):
         k = by_id()[kid]
-        want = {"transa": "T" if k.a_t else "N", "transb": "T" if k.b_t else "N", "m": str(k.m), "n": str(k.n),
-                "k": str(k.k)}
+        padded = gemm_shape(k.m, k.n, k.k, k.a_t, k.b_t, Precision(prec))  # the default --pad deepbench
+        want = {"transa": "T" if k.a_t else "N", "transb": "T" if k.b_t else "N",
+                **{dim: str(padded[dim]) for dim in ("m", "n", "k")}}
         got = {}
         for name, val in ARG.findall(call):
             got.setdefault(name.lower(), val[0] if name.lower().startswith("trans") else val)

@@ -5,6 +5,8 @@
 #   bash tests/benchmarks/native_dev.sh server       # inference-server with the new defaults -> runner/published,
 #                                                    # then the native side-by-side of its GEMMs (and convs, time allowing)
 #   bash tests/benchmarks/native_dev.sh train-gemm   # train's GEMMs and their native side-by-side, one sitting
+#   bash tests/benchmarks/native_dev.sh verify       # every GPU test; train's fp16 GEMMs beside native loops
+#   bash tests/benchmarks/native_dev.sh train        # the train suite -> runner/published/nvidia-h100/train
 # Source it (`. native_dev.sh probe`) to keep its environment for more commands.
 set -uo pipefail
 PHASE=${1:-tests}
@@ -61,5 +63,18 @@ final)  # finish inference-server; train's fp16 GEMMs beside native loops timed 
   timeout 150 deepbench-run --local --platform nvidia --suite train --ops gemm --precision fp16 --quiet --out $dir \
     >"$OUT/run.log" 2>&1; echo "train fp16 gemm: $((SECONDS - t0)) s"; tail -1 "$OUT/run.log"; tar -czf "$OUT/fp16.tgz" $dir
   timeout 200 python3 tests/benchmarks/native_side_by_side.py --min-us 20 $dir --warm-up 0 --json "$OUT/sbs.json" \
+    >"$OUT/sbs.log" 2>&1; grep SUMMARY "$OUT/sbs.log" ;;
+train)  # the train suite with the defaults -> runner/published/nvidia-h100/train, and its wall time
+  suite train 570 ;;
+verify)  # the GPU tests of every GPU path (timing strategies, native backends, models, NCCL), then train's
+         # fp16 GEMMs beside native loops timed as long as the harness timed them
+  timeout 230 python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py tests/test_gpu_native.py \
+    tests/test_timing_gpu_logic.py tests/test_model_level.py tests/test_all_reduce.py::test_single_gpu_nccl \
+    --tb=short -rfE 2>&1 | tee "$OUT/gpu_tests.log" | tail -15
+  build
+  dir=runs/train-gemm-fp16; t0=$SECONDS
+  timeout 150 deepbench-run --local --platform nvidia --suite train --ops gemm --precision fp16 --quiet --out $dir \
+    >"$OUT/run.log" 2>&1; echo "train fp16 gemm: $((SECONDS - t0)) s"; tail -1 "$OUT/run.log"; tar -czf "$OUT/fp16.tgz" $dir
+  timeout 170 python3 tests/benchmarks/native_side_by_side.py --min-us 20 $dir --warm-up 0 --json "$OUT/sbs.json" \
     >"$OUT/sbs.log" 2>&1; grep SUMMARY "$OUT/sbs.log" ;;
 esac
