@@ -189,8 +189,7 @@ def test_cusparselt_2of4_beside_the_dense_gemm(cuda, precision: str, shape) -> N
     info = r.parts[0].info
     assert info["call"] == "cusparseLtMatmul" and isinstance(info["algorithm"]["config_id"], int), info
     assert r.info["dense_check"]["passed"] and r.info["speedup_vs_dense"] > 0
-    m, n, k = shape
-    assert info["layout"]["n"] % (8 if precision == "fp16" else 16) == 0 and info["layout"]["m"] >= m
+    assert info["layout"]["n"] % (8 if precision == "fp16" else 16) == 0 and info["layout"]["m"] >= shape[0]
     if precision == "int8":
         assert r.check.method in ("exact-int", "freivalds-exact") and r.check.error == 0.0
     assert r.tflops == pytest.approx(r.parts[0].flops / r.time_us.median / 1e6)

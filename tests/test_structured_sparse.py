@@ -24,9 +24,9 @@ def test_one_kernel_per_distinct_sparse_shape_in_first_occurrence_order() -> Non
     kernels = suite_kernels(SUITE)
     shapes: list[tuple[int, int, int]] = []
     for k in catalog():
-        if k.op == "sparse_gemm" and k.set in ("inference_server", "inference_device"):
-            if (k.m, k.n, k.k) not in shapes:
-                shapes.append((k.m, k.n, k.k))
+        if k.op == "sparse_gemm" and k.set in ("inference_server", "inference_device") \
+                and (k.m, k.n, k.k) not in shapes:
+            shapes.append((k.m, k.n, k.k))
     assert len(kernels) == 12 == len(shapes)
     assert [(k.m, k.n, k.k) for k in kernels] == shapes
     assert [k.id for k in kernels] == [f"sparse24_gemm/sparse_2of4/{i:03d}" for i in range(12)]
