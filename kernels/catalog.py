@@ -111,15 +111,19 @@ class RnnKernel(Kernel):
         return costs.rnn_bytes(direction, self.cell, self.hidden, self.batch, self.timesteps, INPUT_BYTES[precision])
 
 
+# The sparse products' extra columns: the dense GEMM of the same shape, timed beside them.
+DENSE_BESIDE_COLUMNS = (InfoColumn("dense (us)", ("dense_time_us", "median"), "us", droppable=True),
+                        InfoColumn("speedup", ("speedup_vs_dense",)))
+DENSE_BESIDE_EXTRAS = (("speedup", "speedup_vs_dense"),)
+
+
 class SparseGemmKernel(Kernel):
     """Sparse A (m x k, `sparsity` of its entries zero) times dense B (k x n)."""
 
     FIELDS: ClassVar[tuple[str, ...]] = ("m", "n", "k", "a_t", "b_t", "sparsity")
     TRAITS: ClassVar[OpTraits | None] = OpTraits(
         "Sparse matrix multiplication", field_headers={**GEMM_HEADERS, "sparsity": "Sparsity"},
-        run_columns=(InfoColumn("dense (us)", ("dense_time_us", "median"), "us", droppable=True),
-                     InfoColumn("speedup", ("speedup_vs_dense",))),
-        entry_extras=(("speedup", "speedup_vs_dense"),))
+        run_columns=DENSE_BESIDE_COLUMNS, entry_extras=DENSE_BESIDE_EXTRAS)
     op: Literal["sparse_gemm"] = "sparse_gemm"
     m: int = Field(gt=0)
     n: int = Field(gt=0)
@@ -136,6 +140,42 @@ class SparseGemmKernel(Kernel):
 
     def min_bytes(self, direction: str, precision: Precision) -> float:
         return costs.sparse_gemm_bytes(self.m, self.n, self.k, self.sparsity, INPUT_BYTES[precision])
+
+
+class Sparse24GemmKernel(Kernel):
+    """2:4 structured sparse A (m x k: two of every four consecutive entries along k are zero, 50%)
+    times dense B (k x n); not one of DeepBench's operations (suite `sparse-2of4`).
+
+    This is the sparsity today's sparse tensor cores accelerate (cuSPARSELt). FLOPs are the
+    products actually made, by DeepBench's sparse rule (`costs.sparse_gemm_flops` at sparsity
+    0.5): half the dense GEMM's, so its TFLOP/s compare with the unstructured sparse GEMM's; the
+    dense GEMM of the same shape is timed beside it (`dense_time_us`, `speedup_vs_dense`)."""
+
+    FIELDS: ClassVar[tuple[str, ...]] = ("m", "n", "k", "a_t", "b_t")
+    TRAITS: ClassVar[OpTraits | None] = OpTraits(
+        "2:4 structured sparse matrix multiplication", field_headers=GEMM_HEADERS,
+        run_columns=DENSE_BESIDE_COLUMNS, entry_extras=DENSE_BESIDE_EXTRAS)
+    op: Literal["sparse24_gemm"] = "sparse24_gemm"
+    m: int = Field(gt=0)
+    n: int = Field(gt=0)
+    k: int = Field(gt=0)
+    a_t: bool
+    b_t: bool
+
+    @property
+    def sparsity(self) -> float:
+        """The fraction of A that is zero (fixed: two of every four)."""
+        return costs.STRUCTURED_SPARSITY
+
+    def flops(self, direction: str = "fwd") -> float:
+        return costs.sparse_gemm_flops(self.m, self.n, self.k, self.sparsity)
+
+    def dense_flops(self) -> float:
+        return costs.gemm_flops(self.m, self.n, self.k)
+
+    def min_bytes(self, direction: str, precision: Precision) -> float:
+        return costs.structured_sparse_gemm_bytes(self.m, self.n, self.k, INPUT_BYTES[precision],
+                                                  OUTPUT_BYTES[precision])
 
 
 class AllReduceKernel(Kernel):
@@ -159,8 +199,8 @@ class AllReduceKernel(Kernel):
 
 # Layer benchmarks (kernels/layers.py) and the whole-model run (kernels/model_kernel.py) subclass Kernel too.
 
-_CLASSES: tuple[type[Kernel], ...] = (GemmKernel, ConvKernel, RnnKernel, SparseGemmKernel, AllReduceKernel,
-                                      *LAYER_KERNELS, ModelKernel)
+_CLASSES: tuple[type[Kernel], ...] = (GemmKernel, ConvKernel, RnnKernel, SparseGemmKernel, Sparse24GemmKernel,
+                                      AllReduceKernel, *LAYER_KERNELS, ModelKernel)
 KERNEL_CLASSES: dict[str, type[Kernel]] = {cls.model_fields["op"].default: cls for cls in _CLASSES}
 
 

@@ -15,6 +15,9 @@ Conventions (used by every backend and report, so that throughput figures are co
     (dh_{t-1} = dgates R) and the weight gradient (dR += dgates^T h_{t-1}): twice the forward.
 - Sparse GEMM counts the useful work of the sparse product, 2*nnz(A)*N, and the dense
   equivalent 2*M*N*K is reported beside it.
+- 2:4 structured sparse GEMM counts the products actually made, as the sparse rule does: half of
+  A's entries are zero, so 2*(M*K/2)*N; its fewest bytes are the compressed A (the kept half
+  and 2 bits of position metadata per kept value), B and C.
 - All-reduce moves S = floats*4 bytes; algorithm and bus bandwidth follow nccl-tests.
 """
 
@@ -79,6 +82,19 @@ def sparse_gemm_flops(m: int, n: int, k: int, sparsity: float) -> float:
 def sparse_gemm_bytes(m: int, n: int, k: int, sparsity: float, elem: float, index_bytes: int = 4) -> float:
     nnz = round(m * k * (1.0 - sparsity))
     return nnz * (elem + index_bytes) + (m + 1) * index_bytes + k * n * elem + m * n * elem
+
+
+# 2:4 sparsity keeps two values of every four along k; each kept value's position in its group
+# of four takes 2 bits of metadata.
+STRUCTURED_SPARSITY = 0.5
+STRUCTURED_METADATA_BITS = 2
+BITS_PER_BYTE = 8
+
+
+def structured_sparse_gemm_bytes(m: int, n: int, k: int, in_bytes: float, out_bytes: float) -> float:
+    """Compressed A (kept values and their metadata), dense B (k x n) and C (m x n)."""
+    kept = m * k * (1.0 - STRUCTURED_SPARSITY)
+    return kept * (in_bytes + STRUCTURED_METADATA_BITS / BITS_PER_BYTE) + k * n * in_bytes + m * n * out_bytes
 
 
 def all_reduce_bytes(floats: int) -> float:

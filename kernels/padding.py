@@ -18,6 +18,12 @@ cuDNN ask of tensor-core operands; fp32 is never padded. The FLOP count of a res
 listed kernel's (DeepBench divided its listed FLOPs by the padded problem's time), and the padded
 dimensions are recorded in the result's `padding`.
 
+2:4 structured sparse GEMM (cuSPARSELt, not DeepBench's): the structured operand's dimensions
+(m and k) to 32 bytes of its type and the dense operands' (n) to 16 bytes, the multiples
+`cusparseLtStructuredDescriptorInit` and `cusparseLtDenseDescriptorInit` require (fp16/bf16:
+16 and 8 elements; int8/fp8: 32 and 16). cuSPARSELt refuses other shapes, so `--pad none`
+leaves such a kernel unsupported with the library's status.
+
 `PadMode`: `deepbench` (the default) pads as above, `none` hands the library the raw shape, and
 `both` measures the padded problem and the raw one beside it, so the report can show the
 alignment penalty (raw time over padded time).
@@ -42,6 +48,10 @@ INT8_GEMM_M_MULTIPLE = 4
 CONV_HALF_CHANNEL_MULTIPLE = 8
 CONV_INT8_SPATIAL_MULTIPLE = 4
 CONV_INT8_CHANNEL_MULTIPLE = 32
+# cuSPARSELt's descriptor constraints, in bytes: a structured matrix's rows, columns and leading
+# dimension to 32 bytes, a dense matrix's to 16 bytes.
+STRUCTURED_OPERAND_BYTES = 32
+DENSE_OPERAND_BYTES = 16
 # gemm_bench.cu's layout rule: which of (m, n, k) it padded, by (a_t, b_t).
 GEMM_PADDED_DIMS = {(False, False): ("m", "k"), (True, False): ("m", "k"), (False, True): ("m", "n"),
                     (True, True): ("m", "n", "k")}
@@ -70,6 +80,15 @@ def gemm_shape(m: int, n: int, k: int, a_t: bool, b_t: bool, precision: Precisio
     if multiple is None:
         return sizes
     return _padded(sizes, dict.fromkeys(GEMM_PADDED_DIMS[a_t, b_t], multiple))
+
+
+def structured_sparse_shape(m: int, n: int, k: int, element_bytes: int) -> dict[str, int]:
+    """(m, n, k) as cuSPARSELt takes a 2:4 sparse A (m x k) times a dense B (k x n): m and k to the
+    structured operand's multiple, n to the dense operands' (module docstring); the same in every
+    layout, since each dimension belongs to a structured or a dense matrix whatever its order."""
+    structured = STRUCTURED_OPERAND_BYTES // element_bytes
+    dense = DENSE_OPERAND_BYTES // element_bytes
+    return _padded({"m": m, "n": n, "k": k}, {"m": structured, "n": dense, "k": structured})
 
 
 def conv_shape(n: int, c: int, h: int, w: int, k: int, precision: Precision) -> dict[str, int]:

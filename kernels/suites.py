@@ -4,7 +4,9 @@
 handful of real DeepBench kernels small enough for a CPU in seconds (data/smoke.json); `layers`
 is Alibaba AI Matrix's layer-based benchmark (conv, fully connected, pooling, batch norm,
 activations, softmax, LSTM/GRU shapes from AlexNet, GoogLeNet, VGG-16, ResNet, DenseNet-121;
-data/ai_matrix.json, imported by tests/tools/import_ai_matrix.py).
+data/ai_matrix.json, imported by tests/tools/import_ai_matrix.py); `sparse-2of4` is not DeepBench's:
+DeepBench's sparse GEMM shapes with 2:4 structured sparsity, the sparsity today's sparse tensor
+cores accelerate (cuSPARSELt), each beside the dense GEMM of its shape.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from functools import cache, lru_cache
 from importlib import resources
 from typing import Any, Final
 
-from .catalog import KERNEL_CLASSES, Kernel, by_id, catalog
+from .catalog import KERNEL_CLASSES, Kernel, Sparse24GemmKernel, SparseGemmKernel, by_id, catalog
 
 SUITES: dict[str, str | None] = {
     "train": "train",
@@ -26,8 +28,13 @@ SUITES: dict[str, str | None] = {
     "inference-device": "inference_device",
     "smoke": None,
     "layers": None,  # AI Matrix's layer lists (data/ai_matrix.json), set "layers"
+    "sparse-2of4": None,  # DeepBench's sparse GEMM shapes, 2:4 structured (not DeepBench's), set "sparse_2of4"
 }
 LAYERS_SET: Final = "layers"
+STRUCTURED_SPARSE_SUITE: Final = "sparse-2of4"
+STRUCTURED_SPARSE_SET: Final = "sparse_2of4"
+# The DeepBench sets whose sparse GEMM shapes the 2:4 suite takes (training has no sparse GEMM).
+STRUCTURED_SPARSE_SOURCES: Final = ("inference_server", "inference_device")
 
 
 class SelectionError(ValueError):
@@ -50,6 +57,8 @@ def suite_kernels(suite: str, batch: int | None = None, seq: int | None = None) 
         return [by_id()[i] for i in data["kernels"]]
     if suite == LAYERS_SET:
         return list(layer_suite())
+    if suite == STRUCTURED_SPARSE_SUITE:
+        return list(structured_sparse_suite())
     return [k for k in catalog() if k.set == SUITES[suite]]
 
 
@@ -64,6 +73,20 @@ def layer_suite() -> tuple[Kernel, ...]:
         out += [cls(set=LAYERS_SET, index=i, application=e["application"], **e["params"])
                 for i, e in enumerate(entries)]
     return tuple(out)
+
+
+@cache
+def structured_sparse_suite() -> tuple[Kernel, ...]:
+    """One 2:4 kernel per distinct (m, n, k) of DeepBench's sparse GEMMs (server, then device),
+    in order of first occurrence, with the application of that occurrence. DeepBench's layout
+    (no transposes) is kept; its unstructured sparsity (90-95%) becomes 2:4's fixed 50%."""
+    shapes: dict[tuple[int, int, int], str | None] = {}
+    for k in catalog():
+        if isinstance(k, SparseGemmKernel) and k.set in STRUCTURED_SPARSE_SOURCES:
+            shapes.setdefault((k.m, k.n, k.k), k.application)
+    return tuple(Sparse24GemmKernel(set=STRUCTURED_SPARSE_SET, index=i, application=app, m=m, n=n, k=kk,
+                                    a_t=False, b_t=False)
+                 for i, ((m, n, kk), app) in enumerate(shapes.items()))
 
 
 def model_kernels(spec: str, batch: int | None, seq: int | None) -> list[Kernel]:

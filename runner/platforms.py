@@ -55,7 +55,8 @@ GPU_DEFAULTS: Defaults = {
     ALL_SETS: ("fp32", "fp16"), "train": ("fp32", "fp16"),
     "inference_server": {"gemm": ("int8", "fp16"), "conv": ("int8", "fp16"), "rnn": ("fp32", "fp16"),
                          "sparse_gemm": ("fp32", "fp16"), ALL_SETS: ("fp16", "int8")},
-    "inference_device": ("fp16", "int8")}
+    "inference_device": ("fp16", "int8"),
+    "sparse_2of4": ("fp16", "int8")}  # 2:4 structured sparsity (suite sparse-2of4): cuSPARSELt's 16- and 8-bit types
 
 PLATFORMS: dict[str, Platform] = {p.name: p for p in (
     Platform("cpu", ("local", "x86", "x86_64"), "any x86-64 CPU through PyTorch (MKL, oneDNN)", "intel",

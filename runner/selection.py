@@ -25,7 +25,9 @@ def add_selection_arguments(parser: argparse.ArgumentParser, default_suite: str 
     g = parser.add_argument_group("kernel selection")
     g.add_argument("--suite", default=default_suite, metavar="SUITE",
                    help=f"{', '.join(SUITES)}, model:NAME (default: {default_suite}); the first three are DeepBench's "
-                        "sets; model:NAME runs a real model's operators (deepbench models list)")
+                        "sets; sparse-2of4 is DeepBench's sparse GEMM shapes with 2:4 structured sparsity "
+                        "(cuSPARSELt; not part of DeepBench's 629); model:NAME runs a real model's operators "
+                        "(deepbench models list)")
     g.add_argument("--ops", metavar="OPS", help=f"comma-separated operations: {', '.join(OPS)} (default: all)")
     g.add_argument("--where", action="append", metavar="COND",
                    help="keep kernels whose parameters match, e.g. m=1760, cell=lstm, n<=64 (repeatable; "

@@ -172,3 +172,34 @@ def test_nvidia_backend_names_the_library_of_each_kernel(tmp_path) -> None:
     assert backends[("gemm", "int8")] == "cublas" and backends[("conv", "int8")] == "cudnn"
     assert backends[("sparse_gemm", "fp32")] == "cusparse" and backends[("rnn", "fp32")] == "torch"
     assert all(r["status"] == "ok" for r in records), [(r["id"], r["reason"]) for r in records if r["status"] != "ok"]
+
+
+def _sparse24(m: int, n: int, k: int):
+    from deepbench.kernels.catalog import Sparse24GemmKernel
+
+    return Sparse24GemmKernel(set="sparse_2of4", index=0, m=m, n=n, k=k, a_t=False, b_t=False)
+
+
+@pytest.mark.parametrize("precision", ["fp16", "int8"])
+@pytest.mark.parametrize("shape", [(7680, 1, 2560), (7860, 4, 2560), (1024, 256, 512)],
+                         ids=["n1", "m7860", "square"])
+def test_cusparselt_2of4_beside_the_dense_gemm(cuda, precision: str, shape) -> None:
+    r = _run(_backend("cusparselt", cuda), _sparse24(*shape), precision)
+    assert r.status.value == "ok", r.reason
+    info = r.parts[0].info
+    assert info["call"] == "cusparseLtMatmul" and isinstance(info["algorithm"]["config_id"], int), info
+    assert r.info["dense_check"]["passed"] and r.info["speedup_vs_dense"] > 0
+    assert info["layout"]["n"] % (8 if precision == "fp16" else 16) == 0 and info["layout"]["m"] >= shape[0]
+    if precision == "int8":
+        assert r.check.method in ("exact-int", "freivalds-exact") and r.check.error == 0.0
+    assert r.tflops == pytest.approx(r.parts[0].flops / r.time_us.median / 1e6)
+
+
+def test_cusparselt_fp8_runs_or_says_why(cuda) -> None:
+    r = _run(_backend("cusparselt", cuda), _sparse24(256, 64, 512), "fp8")
+    assert r.status.value in ("ok", "unsupported"), r.reason
+
+
+@pytest.mark.parametrize("precision", ["fp16", "int8"])
+def test_cusparselt_wrong_result_fails(cuda, precision: str) -> None:
+    _wrong_result_fails(_backend("cusparselt", cuda), _sparse24(256, 32, 512), precision)

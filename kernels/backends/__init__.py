@@ -16,6 +16,7 @@ BACKENDS: dict[str, str] = {
     "cublas": "deepbench.kernels.backends.cublas:CublasBackend",
     "cudnn": "deepbench.kernels.backends.cudnn:CudnnBackend",
     "cusparse": "deepbench.kernels.backends.cusparse:CusparseBackend",
+    "cusparselt": "deepbench.kernels.backends.cusparselt:CusparseLtBackend",
     # Collectives (all-reduce), one rank per process, started by torchrun / mpirun / srun.
     "gloo": "deepbench.kernels.backends.distributed.torch_dist:GlooBackend",
     "nccl": "deepbench.kernels.backends.distributed.torch_dist:NcclBackend",
@@ -27,7 +28,7 @@ BACKENDS: dict[str, str] = {
 
 
 # A backend that picks a library per kernel (nvidia.py), and the backends its results may name.
-DELEGATES: dict[str, tuple[str, ...]] = {"nvidia": ("cublas", "cudnn", "cusparse", "torch")}
+DELEGATES: dict[str, tuple[str, ...]] = {"nvidia": ("cublas", "cudnn", "cusparse", "cusparselt", "torch")}
 
 
 def result_backends(plan_backend: str) -> tuple[str, ...]:

@@ -2,12 +2,13 @@
 covers the operation and precision, PyTorch otherwise.
 
 GEMM goes to cuBLAS (cublas/), convolution to cuDNN's graph API (cudnn/), sparse GEMM to
-cuSPARSE (cusparse/); recurrent layers, layers, whole models and all-reduce stay on PyTorch
-(which calls cuDNN's RNN, cuBLAS and NCCL itself). Every result names the backend that made it
-(`backend`) and the exact call (`blas_call`, the cuDNN engine). Where a native binding is not
-installed the kernel runs on PyTorch and its result says why (`native_unavailable`), so a
-machine without nvmath-python still measures, and says it measured another way. `--backend`
-forces one library for every kernel instead (e.g. `--backend torch` as a cross-check)."""
+cuSPARSE (cusparse/), 2:4 structured sparse GEMM to cuSPARSELt (cusparselt/); recurrent layers,
+layers, whole models and all-reduce stay on PyTorch (which calls cuDNN's RNN, cuBLAS and NCCL
+itself). Every result names the backend that made it (`backend`) and the exact call
+(`blas_call`, the cuDNN engine). Where a native binding is not installed the kernel runs on
+PyTorch and its result says why (`native_unavailable`), so a machine without nvmath-python still
+measures, and says it measured another way. `--backend` forces one library for every kernel
+instead (e.g. `--backend torch` as a cross-check)"""
 
 from __future__ import annotations
 
@@ -18,14 +19,14 @@ from ..catalog import Kernel
 from ..precision import Precision
 from ..results import Measurement, Settings
 from ..timing.stopping import StopRule
-from .base import Backend, Prepared, TimedPart
+from .base import Backend, Prepared, TimedPart, Unsupported
 from .cuda_device import CudaDevice
 from .native import NativeCudaBackend
 from .pytorch import TorchBackend
 
 # operation -> the backend (kernels/backends/__init__.py BACKENDS) that calls its native library;
 # __init__.py DELEGATES names them for the checker (which must not import this module's torch).
-NATIVE_FOR_OPERATION = {"gemm": "cublas", "conv": "cudnn", "sparse_gemm": "cusparse"}
+NATIVE_FOR_OPERATION = {"gemm": "cublas", "conv": "cudnn", "sparse_gemm": "cusparse", "sparse24_gemm": "cusparselt"}
 
 
 class NvidiaBackend(Backend):
@@ -63,7 +64,10 @@ class NvidiaBackend(Backend):
 
     def prepare(self, kernel: Kernel, precision: Precision) -> Prepared:
         self._current, why = self._choose(kernel, precision)
-        prepared = self._current.prepare(kernel, precision)
+        try:
+            prepared = self._current.prepare(kernel, precision)
+        except Unsupported as exc:  # PyTorch cannot either: say why the native library did not run it
+            raise Unsupported(f"{exc}; not on {NATIVE_FOR_OPERATION[kernel.op]}: {why}" if why else str(exc)) from None
         if why:
             prepared.info["native_unavailable"] = why
         return prepared

@@ -35,6 +35,7 @@ from . import (
     pointwise,
     pooling,
     rnn,
+    sparse24_gemm,
     sparse_gemm,
 )
 from .arm_cpu import ArmCpu, is_arm_cpu
@@ -45,6 +46,7 @@ OPERATIONS: dict[str, Callable[[TorchContext, Any, Precision], Prepared]] = {
     "conv": conv.prepare,
     "rnn": rnn.prepare,
     "sparse_gemm": sparse_gemm.prepare,
+    "sparse24_gemm": sparse24_gemm.prepare,  # declines: cuSPARSELt's (kernels/backends/cusparselt/)
     # layer benchmarks (kernels/layers.py)
     "pooling": pooling.prepare, "batch_norm": norms.prepare_batch_norm, "norm": norms.prepare_norm,
     "softmax": pointwise.prepare_softmax, "activation": pointwise.prepare_activation,

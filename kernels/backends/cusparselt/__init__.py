@@ -1,0 +1,61 @@
+"""cuSPARSELt called directly, through nvmath-python's bindings: 2:4 structured sparsity.
+
+Not one of DeepBench's benchmarks: DeepBench's sparse GEMMs were unstructured (90-95% zeros,
+cuSPARSE), a sparsity no tensor core accelerates. Today's sparse tensor cores take 2:4 sparsity
+(two zeros in every four consecutive values along k) through cuSPARSELt; this backend times
+`cusparseLtMatmul` on DeepBench's sparse GEMM shapes (suite `sparse-2of4`, structured.py) and the
+dense `cublasGemmEx` of the same shape beside it (dense_beside.py), so each result carries the
+speedup that the structured sparsity buys."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...catalog import Kernel, Sparse24GemmKernel
+from ...precision import Precision
+from ..base import Prepared
+from ..cublas.gemm import binding_versions
+from ..dense_beside import DenseBeside
+from ..native import NativeCudaBackend
+from . import structured
+
+
+class CusparseLtBackend(NativeCudaBackend):
+    name = "cusparselt"
+    binding = ("nvmath.bindings.cusparseLt", "nvmath-python")
+    operations = ("sparse24_gemm",)
+
+    def covers(self, kernel: Kernel, precision: Precision) -> bool:
+        return super().covers(kernel, precision) and precision in structured.TYPES
+
+    def prepare_op(self, kernel: Kernel, precision: Precision) -> Prepared:
+        assert isinstance(kernel, Sparse24GemmKernel)
+        prepared = structured.prepare(self, kernel, precision)
+        prepared.after = lambda backend, rule: self.dense_beside.measure(kernel, precision, rule)
+        return prepared
+
+    @property
+    def dense_beside(self) -> DenseBeside:
+        if getattr(self, "_dense_beside", None) is None:
+            self._dense_beside = DenseBeside(self.settings, self.cuda)
+        return self._dense_beside
+
+    def default_precisions(self, kernel: Kernel) -> list[Precision]:
+        return [Precision.FP16, Precision.INT8]
+
+    def library_versions(self) -> dict[str, str]:
+        versions = super().library_versions()
+        if self.lib is not None:
+            versions.update(binding_versions())
+            try:
+                versions["cuSPARSELt"] = self.handle.version()
+            except Exception as exc:  # noqa: BLE001 - no GPU or no library: the versions say why
+                versions["cuSPARSELt"] = f"unknown ({type(exc).__name__}: {exc})"
+        return versions
+
+    @property
+    def handle(self) -> Any:
+        """One cuSPARSELt handle for the backend's life, made on first use."""
+        if getattr(self, "_handle", None) is None:
+            self._handle = structured.Handle(self.lib)
+        return self._handle
