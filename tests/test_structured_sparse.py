@@ -118,11 +118,46 @@ def test_cpu_run_ends_cleanly_with_every_kernel_unsupported(cpu_run: Path) -> No
     assert all("cuSPARSELt" in r["reason"] and "no CPU library" in r["reason"] for r in records)
 
 
-@pytest.mark.parametrize("fmt", ["md", "csv", "json", "html", "xlsx", "txt"])
+# Each format and the library it needs (installed by CI; elsewhere the test skips without it).
+FORMAT_NEEDS = {"table": None, "md": None, "csv": None, "html": "plotly", "xlsx": "openpyxl"}
+
+
+def test_every_registered_format_is_tried() -> None:
+    from deepbench.runner.render.render_formats import formats
+
+    assert set(formats()) == set(FORMAT_NEEDS)
+
+
+@pytest.mark.parametrize("fmt", sorted(FORMAT_NEEDS))
 def test_cpu_run_reports_in_every_format(cpu_run: Path, tmp_path: Path, fmt: str) -> None:
+    if FORMAT_NEEDS[fmt]:
+        pytest.importorskip(FORMAT_NEEDS[fmt], reason=f"the {fmt} format needs {FORMAT_NEEDS[fmt]}")
     out = tmp_path / f"report.{fmt}"
     proc = run_cli("deepbench", "report", str(cpu_run), "--format", fmt, "--out", str(out))
-    if proc.returncode == 2 and "invalid choice" in proc.stderr:
-        pytest.skip(f"no {fmt} format")
     assert proc.returncode == 0, proc.stderr
     assert out.exists() or proc.stdout
+
+
+def test_the_dense_twin_runs_the_layout_of_the_2of4_product(monkeypatch: pytest.MonkeyPatch) -> None:
+    """cuBLAS's int8 tensor-core GEMM takes TN alone: the dense side of a 2:4 product runs the
+    product's layout (A k-contiguous), not the kernel's NN, which would time another GEMM."""
+    from deepbench.kernels.backends.base import Unsupported
+    from deepbench.kernels.backends.cusparselt.structured import DENSE_LAYOUT
+    from deepbench.kernels.backends.dense_beside import DenseBeside
+    from deepbench.kernels.catalog import GemmKernel
+    from deepbench.kernels.results import Settings
+
+    seen: list[GemmKernel] = []
+
+    class Recorder:
+        def prepare(self, kernel: GemmKernel, precision: Precision) -> None:
+            seen.append(kernel)
+            raise Unsupported("recorded")
+
+    beside = DenseBeside(Settings(), None)
+    monkeypatch.setattr(beside, "_dense", Recorder())
+    kernel = suite_kernels(SUITE)[3]
+    out = beside.measure(kernel, Precision.INT8, rule=None, layout=DENSE_LAYOUT)  # type: ignore[arg-type]
+    assert out == {"dense_unsupported": "recorded"}
+    assert (seen[0].a_t, seen[0].b_t) == DENSE_LAYOUT == (True, False)
+    assert (seen[0].m, seen[0].n, seen[0].k) == (kernel.m, kernel.n, kernel.k)

@@ -7,6 +7,10 @@
 #   bash tests/benchmarks/native_dev.sh train-gemm   # train's GEMMs and their native side-by-side, one sitting
 #   bash tests/benchmarks/native_dev.sh verify       # every GPU test; train's fp16 GEMMs beside native loops
 #   bash tests/benchmarks/native_dev.sh train        # the train suite -> runner/published/nvidia-h100/train
+#   bash tests/benchmarks/native_dev.sh finish-train # its --resume, new GPU tests, sparse-2of4, more side-by-sides
+#   bash tests/benchmarks/native_dev.sh finish-server # the same again, with the server's fp16 convolutions
+#   bash tests/benchmarks/native_dev.sh last         # cuSPARSELt probe; train convolutions again; engine choice
+#   bash tests/benchmarks/native_dev.sh diagnose     # the server fp16 bwd_filter outliers; engine choice, continued
 # Source it (`. native_dev.sh probe`) to keep its environment for more commands.
 set -uo pipefail
 PHASE=${1:-tests}
@@ -66,6 +70,79 @@ final)  # finish inference-server; train's fp16 GEMMs beside native loops timed 
     >"$OUT/sbs.log" 2>&1; grep SUMMARY "$OUT/sbs.log" ;;
 train)  # the train suite with the defaults -> runner/published/nvidia-h100/train, and its wall time
   suite train 570 ;;
+finish-train)  # finish the published train run (--resume); the new GPU tests; the 2:4 suite; train's last fp16
+               # GEMMs (runs/train-gemm-fp16, resumed) and the server's fp16 convolutions beside native loops
+  t0=$SECONDS; timeout 120 deepbench-run --resume runner/published/nvidia-h100/train --quiet \
+    >>"$OUT/suite-train.log" 2>&1; echo "train resume: $((SECONDS - t0)) s wall" | tee -a "$OUT/suite-train.log"
+  tail -2 "$OUT/suite-train.log"; tar -czf "$OUT/suite-train.tgz" runner/published/nvidia-h100/train
+  timeout 150 python3 -m pytest -q -p no:cacheprovider tests/test_gpu_native.py tests/test_structured_sparse.py \
+    tests/test_gpu.py::test_cublas_receives_deepbench_problem \
+    tests/test_model_level.py::test_backends_without_whole_models_say_why --tb=short -rfEs 2>&1 \
+    | tee "$OUT/gpu_tests.log" | tail -12
+  suite sparse-2of4 90
+  build
+  dir=runs/train-gemm-fp16; t0=$SECONDS; timeout 90 deepbench-run --resume $dir --quiet >"$OUT/run.log" 2>&1
+  echo "train fp16 gemm resume: $((SECONDS - t0)) s"; tail -1 "$OUT/run.log"; tar -czf "$OUT/fp16.tgz" $dir
+  timeout 60 python3 tests/benchmarks/native_side_by_side.py --min-us 20 $dir --only 'gemm/train/15[6-9]/fp16' --warm-up 0 --json "$OUT/sbs-fp16-rest.json" \
+    >"$OUT/sbs-fp16-rest.log" 2>&1; grep SUMMARY "$OUT/sbs-fp16-rest.log"
+  dir=runs/server-conv16; t0=$SECONDS
+  timeout 120 deepbench-run --local --platform nvidia --suite inference-server --ops conv --precision fp16 --quiet \
+    --out $dir >"$OUT/server-conv16.log" 2>&1; echo "server conv fp16: $((SECONDS - t0)) s"; tail -1 "$OUT/server-conv16.log"
+  tar -czf "$OUT/server-conv16.tgz" $dir
+  timeout 120 $SBS $dir --warm-up 0 --json "$OUT/sbs-server-conv16.json" >"$OUT/sbs-server-conv16.log" 2>&1
+  grep SUMMARY "$OUT/sbs-server-conv16.log" ;;
+finish-server)  # finish train (--resume); cuSPARSELt's tests and the 2:4 suite; the server's fp16 convolutions
+                # beside native loops (engines and candidates). Run with OUT outside $OUT and tar it: at most
+                # 8 files come back from a lent machine.
+  t0=$SECONDS; timeout 110 deepbench-run --resume runner/published/nvidia-h100/train --quiet \
+    >>"$OUT/suite-train.log" 2>&1; echo "train resume: $((SECONDS - t0)) s wall" | tee -a "$OUT/suite-train.log"
+  tail -2 "$OUT/suite-train.log"
+  timeout 90 python3 -m pytest -q -p no:cacheprovider tests/test_gpu_native.py -k "cusparse" \
+    tests/test_structured_sparse.py --tb=short -rfEs 2>&1 | tee "$OUT/gpu_tests.log" | tail -8
+  suite sparse-2of4 60
+  build
+  dir=runs/server-conv16; t0=$SECONDS
+  timeout 170 deepbench-run --local --platform nvidia --suite inference-server --ops conv --precision fp16 --quiet \
+    --out $dir >"$OUT/server-conv16.log" 2>&1; echo "server conv fp16: $((SECONDS - t0)) s"; tail -1 "$OUT/server-conv16.log"
+  timeout 110 $SBS $dir --warm-up 0 --json "$OUT/sbs-server-conv16.json" >"$OUT/sbs-server-conv16.log" 2>&1
+  grep SUMMARY "$OUT/sbs-server-conv16.log" ;;
+last)  # cuSPARSELt's probe, tests and suite; train's convolutions on another machine than the published run's
+       # (repeatability); the server's fp16 convolutions measured on the last machine, beside their pinned engines
+       # here (a diagnosis across machines, not a side-by-side); train's convolutions beside native loops and
+       # every candidate engine, in shards until the time runs out
+  timeout 40 python3 tests/benchmarks/cusparselt_probe.py 2>&1 | tee "$OUT/cusparselt_probe.log" | tail -8
+  timeout 60 python3 -m pytest -q -p no:cacheprovider tests/test_gpu_native.py -k "cusparse" \
+    tests/test_structured_sparse.py --tb=short -rfEs 2>&1 | tee "$OUT/gpu_tests.log" | tail -8
+  suite sparse-2of4 60
+  dir=runs/train-conv; t0=$SECONDS
+  timeout 270 deepbench-run --local --platform nvidia --suite train --ops conv --quiet --out $dir \
+    >"$OUT/train-conv.log" 2>&1; echo "train conv: $((SECONDS - t0)) s"; tail -1 "$OUT/train-conv.log"
+  build
+  timeout 60 $SBS runs/server-conv16 --candidate-seconds 0 --warm-up 0 --json "$OUT/sbs-server-conv16-pinned.json" \
+    >"$OUT/sbs-server-conv16-pinned.log" 2>&1; grep SUMMARY "$OUT/sbs-server-conv16-pinned.log"
+  for i in 0 1 2 3 4 5 6 7; do
+    timeout 45 $SBS $dir --shard $i/8 --warm-up 0 --json "$OUT/sbs-train-conv-$i.json" >"$OUT/sbs-train-conv-$i.log" 2>&1
+    grep SUMMARY "$OUT/sbs-train-conv-$i.log"
+  done ;;
+diagnose)  # the server's fp16 bwd_filter outliers (harness 12x faster than the native loop on engines 49 and 33):
+           # the harness with the profiler's cross-check, and the native loop's time for every candidate; then
+           # the 2:4 suite finished and train's convolutions (runs/train-conv, measured on the last machine)
+           # beside every candidate engine, in shards until the time runs out (the engine choice only: the
+           # harness's times come from another machine)
+  timeout 30 python3 tests/benchmarks/native_side_by_side.py --help >/dev/null
+  dir=runs/server-diag; t0=$SECONDS
+  timeout 70 deepbench-run --local --platform nvidia --suite inference-server --ops conv --precision fp16 \
+    --where c=3,k=64 --verify-timing --warm-up 5 --quiet --out $dir >"$OUT/server-diag.log" 2>&1
+  echo "server diag: $((SECONDS - t0)) s"; tail -1 "$OUT/server-diag.log"
+  t0=$SECONDS; timeout 50 deepbench-run --resume runner/published/nvidia-h100/sparse-2of4 --quiet \
+    >"$OUT/suite-sparse-2of4.log" 2>&1; echo "sparse-2of4 resume: $((SECONDS - t0)) s"; tail -1 "$OUT/suite-sparse-2of4.log"
+  build
+  timeout 40 $SBS $dir runs/server-conv16 --only 'conv/inference_server/015/fp16*' --candidate-seconds 0.05 \
+    --warm-up 0 --json "$OUT/sbs-diag.json" >"$OUT/sbs-diag.log" 2>&1; grep SUMMARY "$OUT/sbs-diag.log"
+  for i in 0 1 2 3 4 5 6 7; do
+    timeout 55 $SBS runs/train-conv --shard $i/8 --warm-up 0 --json "$OUT/sbs-train-conv-$i.json" \
+      >"$OUT/sbs-train-conv-$i.log" 2>&1; grep SUMMARY "$OUT/sbs-train-conv-$i.log"
+  done ;;
 verify)  # the GPU tests of every GPU path (timing strategies, native backends, models, NCCL), then train's
          # fp16 GEMMs beside native loops timed as long as the harness timed them
   timeout 230 python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py tests/test_gpu_native.py \

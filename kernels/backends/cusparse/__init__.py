@@ -9,6 +9,7 @@ same operands (spmm.py). The dense time comes from the cuBLAS backend's DeepBenc
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any
 
 from ...catalog import Kernel, SparseGemmKernel
@@ -33,11 +34,9 @@ class CusparseBackend(NativeCudaBackend):
         prepared.after = lambda backend, rule: self.dense_beside.measure(kernel, precision, rule)
         return prepared
 
-    @property
+    @cached_property
     def dense_beside(self) -> DenseBeside:
-        if getattr(self, "_dense_beside", None) is None:
-            self._dense_beside = DenseBeside(self.settings, self.cuda)
-        return self._dense_beside
+        return DenseBeside(self.settings, self.cuda)
 
     def default_precisions(self, kernel: Kernel) -> list[Precision]:
         return [Precision.FP32]

@@ -9,6 +9,7 @@ speedup that the structured sparsity buys."""
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any
 
 from ...catalog import Kernel, Sparse24GemmKernel
@@ -31,14 +32,13 @@ class CusparseLtBackend(NativeCudaBackend):
     def prepare_op(self, kernel: Kernel, precision: Precision) -> Prepared:
         assert isinstance(kernel, Sparse24GemmKernel)
         prepared = structured.prepare(self, kernel, precision)
-        prepared.after = lambda backend, rule: self.dense_beside.measure(kernel, precision, rule)
+        prepared.after = lambda backend, rule: self.dense_beside.measure(
+            kernel, precision, rule, structured.DENSE_LAYOUT)
         return prepared
 
-    @property
+    @cached_property
     def dense_beside(self) -> DenseBeside:
-        if getattr(self, "_dense_beside", None) is None:
-            self._dense_beside = DenseBeside(self.settings, self.cuda)
-        return self._dense_beside
+        return DenseBeside(self.settings, self.cuda)
 
     def default_precisions(self, kernel: Kernel) -> list[Precision]:
         return [Precision.FP16, Precision.INT8]

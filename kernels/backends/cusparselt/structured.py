@@ -8,9 +8,11 @@ to cuSPARSELt's descriptor multiples (kernels/padding.py `structured_sparse_shap
 
 Steps, each named in the error that a failing one raises: the descriptors (structured A with
 CUSPARSELT_SPARSITY_50_PERCENT, dense B, C = D), the matmul descriptor, the default algorithm
-selection and the plan; A pruned on the device (CUSPARSELT_PRUNE_SPMMA_STRIP: the two largest
-magnitudes of every four along k are kept) into a tensor of its own, which the check multiplies;
-cusparseLtSpMMAPruneCheck must find it 2:4; A compressed; the workspace allocated once;
+selection and the plan; A pruned on the device (CUSPARSELT_PRUNE_SPMMA_TILE: in every 4 x 4 tile two
+values of each row and of each column are kept, so A is 2:4 along k and along m; the 1 x 4 strip
+rule prunes along k alone and passes too: tests/benchmarks/cusparselt_probe.py) into a tensor of its
+own, which the check multiplies; cusparseLtSpMMAPruneCheck must find it 2:4, and so must a count of
+the nonzeros of every four along k; A compressed; the workspace allocated once;
 cusparseLtMatmulSearch once, whose chosen configuration is recorded. The timed call is
 `cusparseLtMatmul` alone, on torch's current stream, alpha = 1 and beta = 0 (host float32 scalars:
 cuSPARSELt scales in float32 for every compute type, CUSPARSE_COMPUTE_32I included)."""
@@ -53,8 +55,13 @@ NOT_2OF4 = {
     Precision.TF32: "cuSPARSELt has no 2:4 tf32 product (its 32-bit sparsity is 1:2)",
 }
 ALIGNMENT_BYTES = 16  # of every operand's memory (torch allocates at 256 bytes)
-PRUNE_ALGORITHM = "SPMMA_STRIP"
+PRUNE_ALGORITHM = "SPMMA_TILE"
+GROUP, KEPT = 4, 2  # 2:4: at most two nonzeros in every four consecutive values along k
 CALL = "cusparseLtMatmul"
+# The layout the 2:4 product runs, as a GEMM's (a_t, b_t): A k-contiguous (TN). The dense GEMM beside it
+# runs the same: cuBLAS's int8 tensor-core GEMM takes TN alone, and DeepBench's NN ran the server's int8
+# GEMMs 10-12x slower on an H100 (runner/published/nvidia-h100/sparse-2of4, measured before this layout).
+DENSE_LAYOUT = (True, False)
 
 
 class CusparseLtCallError(RuntimeError):
@@ -164,12 +171,19 @@ class StructuredProduct:
     def _check_and_compress(self, a_pruned: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         lt, h = self.lt, self.handle.handle
         stream = torch.cuda.current_stream().cuda_stream
-        invalid = torch.ones(1, dtype=torch.int32, device=a_pruned.device)
+        # Zeroed first: the check writes the flag only where it finds a group that breaks 2:4 (on an H100
+        # with cuSPARSELt 0.8 a flag that started at 1 stayed 1 for a well pruned A: cusparselt_probe.py).
+        invalid = torch.zeros(1, dtype=torch.int32, device=a_pruned.device)
         call(lt, "cusparseLtSpMMAPruneCheck", lt.sp_mma_prune_check, h, self.matmul_descr, a_pruned.data_ptr(),
              invalid.data_ptr(), stream)
         if int(invalid.item()) != 0:  # 0: every group of four along k holds at most two nonzeros
             raise CusparseLtCallError(f"cusparseLtSpMMAPruneCheck: A is not 2:4 sparse after pruning "
                                       f"(valid flag {int(invalid.item())})")
+        groups = (a_pruned.view(torch.uint8) if a_pruned.element_size() == 1 else a_pruned).reshape(
+            a_pruned.shape[0], -1, GROUP)  # row-major m x k: the groups of four along k
+        most = int((groups != 0).sum(dim=-1).max())
+        if most > KEPT:
+            raise CusparseLtCallError(f"cusparseLtSpMMAPrune left {most} nonzeros in a group of four along k")
         size, buffer_size = call(lt, "cusparseLtSpMMACompressedSize", lt.sp_mma_compressed_size, h, self.plan)
         compressed = torch.empty(max(int(size), 1), dtype=torch.uint8, device=a_pruned.device)
         buffer = torch.empty(max(int(buffer_size), 1), dtype=torch.uint8, device=a_pruned.device)
