@@ -67,6 +67,71 @@ def test_engines_that_cannot_run_or_all_fail_are_reported() -> None:
         choose(es, lambda e: 1.0, lambda e: _check(False, 1.0))
 
 
+def test_plan_names_are_exact_pins() -> None:
+    """cuDNN's plan names pin every knob (the frontend's knob list can leave some out)."""
+    for name in ("eng49_k0=43_k2=5_k5=4_k14=4", "eng0", "eng7_k3=-1"):
+        assert engine_choice.is_plan_name(name)
+        engine_choice.check_pin(name)
+    for bad in ("eng", "engine49", "eng49_k0", "eng49_k0=x", "49_k0=1"):
+        assert not engine_choice.is_plan_name(bad)
+        with pytest.raises(engine_choice.EngineError, match="plan_name"):
+            engine_choice.check_pin(bad)
+    engine_choice.check_pin("49:TILE_SIZE=5")
+
+
+class _Knob:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+class _Plans:
+    """cudnn-frontend's graph, as far as a plan search sees it: named plans, one that cannot build."""
+
+    def __init__(self, names: list[str | None]) -> None:
+        self.names = names
+
+    def create_execution_plans(self, modes: list[str]) -> None:
+        assert modes == ["A", "FALLBACK"]
+
+    def get_execution_plan_count(self) -> int:
+        return len(self.names)
+
+    def build_plan_at_index(self, i: int) -> None:
+        if self.names[i] is None:
+            raise RuntimeError("CUDNN_STATUS_NOT_SUPPORTED")
+
+    def get_plan_name_at_index(self, i: int) -> str | None:
+        return self.names[i]
+
+    def get_engine_and_knobs_at_index(self, i: int) -> tuple[int, dict[_Knob, int]]:
+        return 49, {_Knob("TILE_SIZE"): 5, _Knob("NOT_SET"): 4}
+
+    def get_workspace_size_plan_at_index(self, i: int) -> int:
+        return 8 * i
+
+
+def test_a_pinned_plan_name_is_found_among_the_heuristics_plans() -> None:
+    pytest.importorskip("torch")
+    from deepbench.kernels.backends.base import Unsupported
+    from deepbench.kernels.backends.cudnn import conv
+
+    cudnn = types.SimpleNamespace(heur_mode=types.SimpleNamespace(A="A", FALLBACK="FALLBACK"))
+    plans = _Plans([None, "eng49_k2=5_k14=4", "eng49_k0=43_k2=5_k5=4_k14=4"])
+    e = conv._pinned(cudnn, plans, "eng49_k0=43_k2=5_k5=4_k14=4")
+    assert (e.index, e.engine_id, e.knobs, e.name, e.workspace) == (2, 49, {"TILE_SIZE": 5},
+                                                                     "eng49_k0=43_k2=5_k5=4_k14=4", 16)
+    with pytest.raises(Unsupported, match="no plan named 'eng49_k0=1'"):
+        conv._pinned(cudnn, plans, "eng49_k0=1")
+
+
+def test_verify_pins_the_recorded_plan_name_where_there_is_one() -> None:
+    from deepbench.runner.submission.verify import _exact_pin
+
+    assert _exact_pin({"engine": "49:TILE_SIZE=5", "plan_name": "eng49_k0=43_k2=5"}) == "eng49_k0=43_k2=5"
+    assert _exact_pin({"engine": "49:TILE_SIZE=5", "plan_name": "p"}) == "49:TILE_SIZE=5"
+    assert _exact_pin({"engine": "49:TILE_SIZE=5"}) == "49:TILE_SIZE=5"
+
+
 def test_engine_specs_round_trip_and_pins_resolve() -> None:
     e = Engine(index=3, engine_id=34, knobs={"TILE_SIZE": 3, "SPLIT_K_BUF": 0})
     assert e.spec == "34:SPLIT_K_BUF=0,TILE_SIZE=3"
@@ -161,7 +226,7 @@ def test_server_suite_runs_deepbenchs_precisions_per_operation() -> None:
 
 
 def test_bad_engine_pins_and_pad_modes_are_usage_errors(tmp_path: Path) -> None:
-    for args in (["--cudnn-engine", "eng34"], ["--pad", "sometimes"]):
+    for args in (["--cudnn-engine", "engine34"], ["--pad", "sometimes"]):
         proc = run_cli("deepbench-run", "--local", "--suite", "smoke", "--out", str(tmp_path / "x"), *args, timeout=120)
         assert proc.returncode == 2, proc.stderr
         assert "Traceback" not in proc.stderr

@@ -116,6 +116,20 @@ def test_conv_lines_apply_padding_and_number_the_knobs():
     assert all(p.candidates_line == "" for p in sbs.build_problems([r], KNOBS, 0.0)[0])
 
 
+def test_conv_line_pins_the_recorded_plan_by_its_name():
+    """The engine id and the frontend's knob list can miss a knob (engine 49's split-K): the loop is
+    given the plan's name, which it finds among cuDNN's plans; a record without one falls back."""
+    r = result(by_id()["conv/inference_server/015"], "fp16", lambda d: [1.0])
+    named = cudnn_info(49, {"TILE_SIZE": 5}, [("49:TILE_SIZE=5", "chosen")])
+    named["cudnn"]["plan_name"] = "eng49_k0=43_k2=5_k5=4_k14=4"
+    r = with_parts(r, {"fwd": named, "bwd_filter": cudnn_info(12, {"KERNEL_CFG": 7}, [("12:KERNEL_CFG=7", "chosen")])},
+                   padding={"c": 8})
+    problems, notes = sbs.build_problems([r], KNOBS, 0.0)
+    assert notes == []
+    assert [p.line.split()[13] for p in problems] == ["eng49_k0=43_k2=5_k5=4_k14=4", "12:12=7"]
+    assert problems[0].native_engine == "49 2=5"  # how the loop prints the plan it found, as before
+
+
 def test_int8_conv_pads_channels_and_height():
     # conv/inference_server/000: c = 1, h = 161, w = 700 -> int8: c 32, h 164 (w already a multiple of 4).
     r = result(by_id()["conv/inference_server/000"], "int8", lambda d: [1.0])

@@ -21,7 +21,10 @@ plans cuDNN's heuristics offer (modes A, then FALLBACK), and:
    choice is never more than MARGIN slower than the fastest correct candidate.
 
 The engine chosen (its id, knobs and cuDNN's name for the plan) is recorded with every
-direction, and `--cudnn-engine` (and `deepbench verify`) re-runs exactly that engine.
+direction, and `--cudnn-engine` (and `deepbench verify`) re-runs exactly that engine. The plan's
+name (`eng49_k0=43_k2=5_k5=4_k14=4`: every knob cuDNN set, by the backend's knob numbers) is the
+exact pin: cudnn-frontend's knob list leaves some knobs out (engine 49's split-K of 43 on an H100),
+and a plan re-created from the listed knobs alone ran 12x slower than the one measured.
 Engines that need runtime compilation (NVRTC: seconds per plan) and engines needing more than
 WORKSPACE_LIMIT of workspace are not candidates; fp32 excludes engines that down-convert to TF32.
 """
@@ -42,6 +45,7 @@ MAX_CANDIDATES = 12       # plans tried per direction, in cuDNN's heuristic orde
 WORKSPACE_LIMIT = 1 << 30  # DeepBench's int8 convolutions ran with a 1 GiB workspace
 PIN_ALL = "*"
 SPEC = re.compile(r"^\s*(\d+)\s*(?::\s*(.*))?$")
+PLAN_NAME = re.compile(r"^eng\d+(?:_k\d+=-?\d+)*$")  # cuDNN's name for a plan: engine id, then knob=value by number
 
 
 class EngineError(ValueError):
@@ -75,7 +79,8 @@ def parse_spec(spec: str) -> tuple[int, dict[str, int]]:
     m = SPEC.match(spec)
     if not m:
         raise EngineError(f"malformed cuDNN engine '{spec}' (expected ENGINE_ID or ENGINE_ID:KNOB=VALUE,..., as "
-                          "results record it in info.cudnn.engine)")
+                          "results record it in info.cudnn.engine, or a plan's name such as eng49_k0=43_k2=5, as "
+                          "info.cudnn.plan_name records it)")
     knobs: dict[str, int] = {}
     for item in filter(None, (p.strip() for p in (m.group(2) or "").split(","))):
         name, eq, value = item.partition("=")
@@ -83,6 +88,17 @@ def parse_spec(spec: str) -> tuple[int, dict[str, int]]:
             raise EngineError(f"malformed knob '{item}' in cuDNN engine '{spec}' (expected KNOB=INTEGER)")
         knobs[name.strip().upper()] = int(value)
     return int(m.group(1)), knobs
+
+
+def is_plan_name(spec: str) -> bool:
+    """Whether a pin is cuDNN's name for a plan (as results record it in info.cudnn.plan_name)."""
+    return bool(PLAN_NAME.match(spec.strip()))
+
+
+def check_pin(spec: str) -> None:
+    """EngineError unless the pin is a plan name or ENGINE_ID[:KNOB=VALUE,...]."""
+    if not is_plan_name(spec):
+        parse_spec(spec)
 
 
 def pin_for(pins: dict[str, str], item_id: str, direction: str) -> str | None:

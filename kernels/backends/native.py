@@ -25,7 +25,9 @@ from .base import Backend, Prepared, TimedPart, Unsupported
 from .cuda_device import CudaDevice
 from .pytorch.context import TorchContext
 
-INSTALL_HINT = "pip install 'deepbench[nvidia]' (nvmath-python, nvidia-cudnn-frontend, nvidia-cusparselt-cu13)"
+# cuSPARSELt's library itself comes with PyTorch's CUDA 13 wheels (nvidia-cusparselt-cu13), and in NVIDIA's images.
+INSTALL_HINT = ("pip install 'deepbench[nvidia]' (nvmath-python, nvidia-cudnn-frontend; cuSPARSELt: "
+                "nvidia-cusparselt-cu13, which PyTorch's CUDA wheels install)")
 
 
 def load_binding(module: str, package: str) -> tuple[ModuleType | None, str]:

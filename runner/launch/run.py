@@ -23,7 +23,7 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-from deepbench.kernels.backends.engine_choice import PIN_ALL, EngineError, parse_spec
+from deepbench.kernels.backends.engine_choice import PIN_ALL, EngineError, check_pin
 from deepbench.kernels.harness.protocol import ExitCode
 from deepbench.kernels.harness.record import build_record, read_facts, write_record
 from deepbench.kernels.padding import PadMode
@@ -119,9 +119,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "ones to 4 then 32); none runs the listed shape; both measures the padded shape and the raw "
                         "one beside it (the alignment penalty, raw over padded)")
     m.add_argument("--cudnn-engine", action="append", metavar="[ID/DIR=]ENGINE",
-                   help="GPU: run this cuDNN engine instead of choosing one, as results record it in "
-                        "info.cudnn.engine (e.g. 34:TILE_SIZE=3); for one direction of one kernel with "
-                        "'conv/train/052/fp32/bwd_filter=34' (repeatable), else for every convolution")
+                   help="GPU: run this cuDNN plan instead of choosing one: its name as results record it in "
+                        "info.cudnn.plan_name (e.g. eng34_k2=3, every knob: the exact plan), or an engine and "
+                        "knobs as in info.cudnn.engine (e.g. 34:TILE_SIZE=3, re-created from those knobs); for one "
+                        "direction of one kernel with 'conv/train/052/fp32/bwd_filter=eng34_k2=3' (repeatable), "
+                        "else for every convolution")
     m.add_argument("--kernel-time", action=argparse.BooleanOptionalAction, default=True,
                    help="GPU: time calls under 20 us by their kernels' own durations (CUPTI), without the GPU's "
                         "0.1-0.3 us between two dependent kernels that back-to-back calls pay (default); "
@@ -249,7 +251,7 @@ def engine_pins(values: list[str] | None) -> dict[str, str]:
         head, eq, rest = value.partition("=")
         key, spec = (head, rest) if eq and "/" in head else ("", value)  # a kernel's id has slashes, a knob none
         try:
-            parse_spec(spec)
+            check_pin(spec)
         except EngineError as exc:
             raise UserError(str(exc)) from None
         pins[key.strip() or PIN_ALL] = spec.strip()

@@ -36,6 +36,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ...kernels.backends.engine_choice import is_plan_name
 from ...kernels.harness.record import build_record, read_facts, write_record
 from ...kernels.results import RESULTS_FILE, KernelResult, Plan, RunRecord, Settings, Status, TimeStats
 from ...kernels.results_file import read_results, write_atomic
@@ -69,9 +70,15 @@ NOISY_RERUN = 0.10  # a re-run noisier than this (relative IQR) is measured agai
 
 
 def recorded_engines(results: list[KernelResult]) -> dict[str, str]:
-    """'<item id>/<direction>' -> the cuDNN engine each ok direction ran (info.cudnn.engine)."""
-    return {f"{r.id}/{p.direction}": p.info["cudnn"]["engine"] for r in results if r.status is Status.OK
+    """'<item id>/<direction>' -> the cuDNN plan each ok direction ran: its name (info.cudnn.plan_name,
+    every knob included), else its engine and listed knobs (info.cudnn.engine)."""
+    return {f"{r.id}/{p.direction}": _exact_pin(p.info["cudnn"]) for r in results if r.status is Status.OK
             for p in r.parts if isinstance(p.info.get("cudnn"), dict) and "engine" in p.info["cudnn"]}
+
+
+def _exact_pin(record: dict[str, Any]) -> str:
+    name = str(record.get("plan_name", ""))
+    return name if is_plan_name(name) else str(record["engine"])
 
 
 @dataclass(frozen=True)

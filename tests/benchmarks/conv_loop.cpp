@@ -10,7 +10,10 @@
 //          whose numerical notes say TENSOR_CORE or DOWN_CONVERT_INPUTS (TF32), at most
 //          MAX_CANDIDATES plans that build, duplicates (same engine and knobs) dropped;
 //   ENGINE `ID` or `ID:KNOB=V,KNOB=V`: exactly that engine (create_execution_plan), knobs by the
-//          numeric value of cudnn_frontend::KnobType_t (the caller converts cudnn.knob_type names).
+//          numeric value of cudnn_frontend::KnobType_t (the caller converts cudnn.knob_type names);
+//   ENGINE `engNN_kA=V_kB=V`: the plan cuDNN names so (a result's info.cudnn.plan_name), found among
+//          the heuristics' plans (modes A and FALLBACK, nothing deselected): every knob cuDNN set,
+//          some of which the frontend's knob list leaves out (engine 49's split-K).
 // Output, one line per timed engine (input fields first, in the order read):
 //   ... ENGINE_ID KNOBS PLAN_NAME US_PER_CALL US_PER_CALL_GRAPH      (KNOBS `-` or `k=v,...` numeric)
 //   ... ENGINE_ID KNOBS PLAN_NAME error REASON                      (a candidate that did not run)
@@ -199,6 +202,17 @@ static std::string describe(fe::graph::Graph& g, int64_t index, Candidate& c) {
 
 // The plans to time, in cuDNN's order; "" or why there are none.
 static std::string candidates_of(fe::graph::Graph& g, const Problem& p, const Types& t, std::vector<Candidate>& out) {
+  if (p.engine.rfind("eng", 0) == 0) {  // a plan's name (every knob cuDNN set): find it among the heuristics' plans
+    TRY_FE("create_execution_plans", g.create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK}));
+    for (int64_t i = 0; i < g.get_execution_plan_count(); ++i) {
+      Candidate c;
+      if (describe(g, i, c).empty() && c.name == p.engine) {
+        out.push_back(c);
+        return "";
+      }
+    }
+    return "cuDNN's heuristics offer no plan named " + p.engine + " for this convolution here";
+  }
   if (p.engine != "-") {
     int64_t id;
     std::unordered_map<fe::KnobType_t, int64_t> knobs;

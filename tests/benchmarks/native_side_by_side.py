@@ -8,7 +8,8 @@ long as the harness measured it (samples x median x calls per sample, at least M
   GEMM  gemm_loop: cublasGemmEx with the result's `blas_call` (transa, transb, m, n, k as padded;
         lda/ldb/ldc as recorded, which the loop derives the same way), the precision's types;
   conv  conv_loop: the direction's cuDNN graph (the harness's layouts and types, the padded sizes)
-        on exactly the engine and knobs the result names (info.cudnn), and, for the choice, every
+        on exactly the plan the result names (info.cudnn.plan_name, found among cuDNN's heuristic
+        plans: the engine id and listed knobs alone can re-create another plan), and, for the choice, every
         candidate cuDNN's heuristics offer under the harness's candidate policy, each timed for
         --candidate-seconds.
 Both loops time two ways: a host loop of calls (DeepBench's way; launch-bound for calls under ~5-8 us)
@@ -53,6 +54,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from deepbench.kernels.backends.engine_choice import is_plan_name
 from deepbench.kernels.results import RESULTS_FILE, KernelResult, Status
 from deepbench.kernels.results_file import read_results
 
@@ -137,6 +139,13 @@ def native_engine(engine_id: int, knobs: dict[str, int], knob_types: dict[str, i
     return f"{engine_id} {','.join(f'{k}={v}' for k, v in items) or '-'}"
 
 
+def pinned_plan(record: dict[str, Any], chosen: str) -> str:
+    """conv_loop's ENGINE field for the harness's plan: its name where the record has one (every knob
+    cuDNN set; conv_loop finds the plan of that name among its heuristics' plans), else ID:KNOBS."""
+    name = str(record.get("plan_name", ""))
+    return name if is_plan_name(name) else loop_engine(chosen)
+
+
 def loop_engine(native: str) -> str:
     """conv_loop's ENGINE field for an engine 'ID KNOBS': 'ID' or 'ID:k=v,...'."""
     engine_id, knobs = native.split(" ")
@@ -211,7 +220,7 @@ def conv_problems(r: KernelResult, knob_types: dict[str, int] | None, candidate_
         head = f"{r.precision.name.value} {part.direction} {shape}"
         problems.append(Problem(
             "conv", r.id, r.precision.name.value, part.direction, part.measurement.stats.median,
-            line=f"{head} {loop_engine(chosen)} {measured_seconds(part):.3f}",
+            line=f"{head} {pinned_plan(rec, chosen)} {measured_seconds(part):.3f}",
             candidates_line=f"{head} - {candidate_seconds:.3f}" if candidate_seconds > 0 else "",
             engine=str(rec.get("engine", "")), native_engine=chosen, candidates=specs))
     return problems, notes

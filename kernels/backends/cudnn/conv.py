@@ -178,6 +178,8 @@ def _candidates(cudnn: Any, g: Any, precision: Precision, compiled: bool) -> lis
 
 
 def _pinned(cudnn: Any, g: Any, spec: str) -> engines.Engine:
+    if engines.is_plan_name(spec):
+        return _named_plan(cudnn, g, spec.strip())
     engine_id, knobs = engines.parse_spec(spec)
     try:
         typed = {getattr(cudnn.knob_type, name): value for name, value in knobs.items()}
@@ -191,6 +193,25 @@ def _pinned(cudnn: Any, g: Any, spec: str) -> engines.Engine:
         raise Unsupported(f"the pinned cuDNN engine '{spec}' cannot run this convolution here: {exc}"[:500]) from None
     return engines.Engine(index=index, engine_id=engine_id, knobs=knobs, name=str(g.get_plan_name_at_index(index)),
                           workspace=int(g.get_workspace_size_plan_at_index(index)))
+
+
+def _named_plan(cudnn: Any, g: Any, name: str) -> engines.Engine:
+    """The plan cuDNN names `name`, found among the plans its heuristics offer for this graph (all of
+    them: a recorded plan may need runtime compilation or a large workspace): the exact plan, every
+    knob included, which re-creating it from cudnn-frontend's knob list cannot promise."""
+    g.create_execution_plans([getattr(cudnn.heur_mode, m) for m in graphs.HEURISTICS])
+    for i in range(g.get_execution_plan_count()):
+        try:
+            g.build_plan_at_index(i)
+            if str(g.get_plan_name_at_index(i)) != name:
+                continue
+            engine_id, knobs = g.get_engine_and_knobs_at_index(i)
+        except Exception:  # noqa: BLE001 - a plan this GPU cannot build is not the one asked for
+            continue
+        return engines.Engine(index=i, engine_id=int(engine_id), knobs=_knob_names(knobs), name=name,
+                              workspace=int(g.get_workspace_size_plan_at_index(i)))
+    raise Unsupported(f"cuDNN's heuristics offer no plan named '{name}' for this convolution here (another cuDNN "
+                      "or GPU than the one that recorded it?); pin ENGINE_ID:KNOBS to re-create it from its knobs")
 
 
 def _knob_names(knobs: dict[Any, int]) -> dict[str, int]:
