@@ -122,11 +122,12 @@ def test_conv_line_pins_the_recorded_plan_by_its_name():
     r = result(by_id()["conv/inference_server/015"], "fp16", lambda d: [1.0])
     named = cudnn_info(49, {"TILE_SIZE": 5}, [("49:TILE_SIZE=5", "chosen")])
     named["cudnn"]["plan_name"] = "eng49_k0=43_k2=5_k5=4_k14=4"
-    r = with_parts(r, {"fwd": named, "bwd_filter": cudnn_info(12, {"KERNEL_CFG": 7}, [("12:KERNEL_CFG=7", "chosen")])},
+    r = with_parts(r, {"fwd": named, "bwd_data": cudnn_info(1, {}, [("1", "chosen")]),
+                       "bwd_filter": cudnn_info(12, {"KERNEL_CFG": 7}, [("12:KERNEL_CFG=7", "chosen")])},
                    padding={"c": 8})
     problems, notes = sbs.build_problems([r], KNOBS, 0.0)
     assert notes == []
-    assert [p.line.split()[13] for p in problems] == ["eng49_k0=43_k2=5_k5=4_k14=4", "12:12=7"]
+    assert [p.line.split()[13] for p in problems] == ["eng49_k0=43_k2=5_k5=4_k14=4", "1", "12:12=7"]
     assert problems[0].native_engine == "49 2=5"  # how the loop prints the plan it found, as before
 
 
