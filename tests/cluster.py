@@ -31,6 +31,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from deepbench.runner.launch.ranks import process_alive
+
 PREFIX = "deepbench-cl"  # namespace names: PREFIX-switch, PREFIX-dbn1, ...
 SUBNET = "10.77.0"
 PREFIX_LEN = 24
@@ -273,7 +275,7 @@ class Cluster:
         left = [f"network namespace {ns}" for ns in netns_list() if ns.startswith(PREFIX)]
         left += [f"process {pid} ({_cmdline(pid)[:80]})" for pid in _pids_in(_namespace_inodes(
             [self.switch, *(n.netns for n in self.nodes)]))]
-        left += [f"process {n.holder} (holder of {n.name})" for n in self.nodes if n.holder and _alive(n.holder)]
+        left += [f"process {n.holder} (holder of {n.name})" for n in self.nodes if n.holder and process_alive(n.holder)]
         with open("/proc/self/mountinfo") as f:
             left += [f"mount {line.split()[4]}" for line in f if str(self.root) in line.split()[4]
                      or f"/run/netns/{PREFIX}" in line.split()[4]]
@@ -307,7 +309,7 @@ def _pids_in(inodes: set[int]) -> list[int]:
     for entry in os.listdir("/proc"):
         if entry.isdigit() and int(entry) != os.getpid():
             try:
-                if os.stat(f"/proc/{entry}/ns/net").st_ino in inodes and _alive(int(entry)):
+                if os.stat(f"/proc/{entry}/ns/net").st_ino in inodes and process_alive(int(entry)):
                     pids.append(int(entry))
             except OSError:
                 continue
@@ -326,14 +328,6 @@ def _end_processes(inodes: set[int], ours: list[subprocess.Popen] = ()) -> None:
             time.sleep(POLL_S)
     for proc in ours:
         proc.poll()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
 
 
 def _cmdline(pid: int) -> str:

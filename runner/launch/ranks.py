@@ -189,7 +189,7 @@ class RankedHarness(LocalHarness):
                     os.kill(pid, sig)
             if sig == signal.SIGTERM:
                 deadline = time.monotonic() + KILL_GRACE_S
-                while time.monotonic() < deadline and any(_alive(p) for p in [self.proc.pid, *tree]):
+                while time.monotonic() < deadline and any(process_alive(p) for p in [self.proc.pid, *tree]):
                     time.sleep(0.1)
 
 
@@ -215,7 +215,8 @@ def engine_casualty(log: str, device: dict) -> str:
     return ""
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether the process runs (a zombie, exited but not reaped, does not)."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from deepbench.kernels.backends.cusparselt.structured import Handle, StructuredProduct
+from deepbench.kernels.backends.cusparselt.structured import Handle, StructuredProduct, library_version
 from deepbench.kernels.precision import Precision
 
 M, N, K = 256, 64, 512
@@ -27,7 +27,7 @@ def main() -> None:
     from nvmath.bindings import cusparseLt as lt
 
     handle = Handle(lt)
-    print("cuSPARSELt", handle.version())
+    print("cuSPARSELt", library_version(lt))
     for precision, dtype in ((Precision.FP16, torch.float16), (Precision.INT8, torch.int8)):
         a = (torch.randn(M, K, device="cuda") * 20).to(dtype)
         b = (torch.randn(N, K, device="cuda") * 20).to(dtype)

@@ -48,7 +48,7 @@ class CusparseLtBackend(NativeCudaBackend):
         if self.lib is not None:
             versions.update(binding_versions())
             try:
-                versions["cuSPARSELt"] = self.handle.version()
+                versions["cuSPARSELt"] = structured.library_version(self.lib)
             except Exception as exc:  # noqa: BLE001 - no GPU or no library: the versions say why
                 versions["cuSPARSELt"] = f"unknown ({type(exc).__name__}: {exc})"
         return versions

@@ -80,20 +80,21 @@ class Handle(StreamHandle):
     def on_stream(self, stream: int) -> None:
         self.streams[0] = stream
 
-    def version(self) -> str:
-        """cuSPARSELt's version, major.minor.patch (cusparseLtGetProperty)."""
-        import nvmath
-
-        kinds = nvmath.LibraryPropertyType
-        parts = (self.lt.get_property(int(kind)) for kind in (kinds.MAJOR_VERSION, kinds.MINOR_VERSION,
-                                                                 kinds.PATCH_LEVEL))
-        return ".".join(str(p) for p in parts)
-
     def __del__(self) -> None:
         try:
             self.lt.destroy(self.handle)
         except Exception:  # noqa: BLE001 - at interpreter exit the library may be gone first
             pass
+
+
+def library_version(lt: Any) -> str:
+    """cuSPARSELt's version, major.minor.patch (cusparseLtGetProperty, which needs no handle: a run
+    that times no 2:4 kernel makes none)."""
+    import nvmath
+
+    kinds = nvmath.LibraryPropertyType
+    parts = (lt.get_property(int(kind)) for kind in (kinds.MAJOR_VERSION, kinds.MINOR_VERSION, kinds.PATCH_LEVEL))
+    return ".".join(str(p) for p in parts)
 
 
 def call(lt: Any, name: str, fn: Callable[..., Any], *args: Any) -> Any:
@@ -176,9 +177,10 @@ class StructuredProduct:
         invalid = torch.zeros(1, dtype=torch.int32, device=a_pruned.device)
         call(lt, "cusparseLtSpMMAPruneCheck", lt.sp_mma_prune_check, h, self.matmul_descr, a_pruned.data_ptr(),
              invalid.data_ptr(), stream)
-        if int(invalid.item()) != 0:  # 0: every group of four along k holds at most two nonzeros
+        flag = int(invalid.item())
+        if flag != 0:  # 0: every group of four along k holds at most two nonzeros
             raise CusparseLtCallError(f"cusparseLtSpMMAPruneCheck: A is not 2:4 sparse after pruning "
-                                      f"(valid flag {int(invalid.item())})")
+                                      f"(valid flag {flag})")
         groups = (a_pruned.view(torch.uint8) if a_pruned.element_size() == 1 else a_pruned).reshape(
             a_pruned.shape[0], -1, GROUP)  # row-major m x k: the groups of four along k
         most = int((groups != 0).sum(dim=-1).max())
