@@ -132,6 +132,30 @@ def test_cudnn_pinned_engine_reruns_that_engine(cuda) -> None:
     assert pinned.parts[0].info["cudnn"]["chosen_by"].startswith("pinned")
 
 
+# Two short measurements of one plan agree far closer than this; the plan re-created from the frontend's
+# knob list (engine 49 without its split-K) ran 4-12x slower than the one measured.
+SAME_PLAN_RATIO = 1.5
+
+
+def test_cudnn_plan_name_pin_reruns_that_very_plan(cuda) -> None:
+    """conv/inference_server/015 in fp16 (3 channels padded to 8): its bwd_filter plans carry knobs
+    cudnn-frontend's knob list leaves out. Pinned by their names, every direction re-runs the chosen
+    plan, as fast as when it was chosen."""
+    from deepbench.kernels.catalog import by_id
+
+    kernel = by_id()["conv/inference_server/015"]
+    first = _run(_backend("cudnn", cuda), kernel, "fp16")
+    assert first.status.value == "ok", first.reason
+    pins = {f"{first.id}/{p.direction}": p.info["cudnn"]["plan_name"] for p in first.parts}
+    again = _run(_backend("cudnn", cuda, cudnn_engines=pins), kernel, "fp16")
+    assert again.status.value == "ok", again.reason
+    for chosen, pinned in zip(first.parts, again.parts, strict=True):
+        assert pinned.info["cudnn"]["plan_name"] == chosen.info["cudnn"]["plan_name"]
+        assert pinned.info["cudnn"]["chosen_by"].startswith("pinned")
+        ratio = pinned.measurement.stats.median / chosen.measurement.stats.median
+        assert 1 / SAME_PLAN_RATIO < ratio < SAME_PLAN_RATIO, (chosen.direction, pinned.info["cudnn"]["plan_name"])
+
+
 @pytest.mark.parametrize("precision", ["fp32", "fp16", "int8"])
 def test_cudnn_wrong_result_fails(cuda, precision: str) -> None:
     from deepbench.kernels.catalog import by_id

@@ -25,11 +25,6 @@ sbs = importlib.util.module_from_spec(spec)
 sys.modules["native_side_by_side"] = sbs  # dataclasses look their module up while the script loads
 spec.loader.exec_module(sbs)
 
-# A stand-in for cudnn.knob_type (cudnn_frontend::KnobType_t): numbers unlike the names' order,
-# so a test sees that knobs are sorted by number, not by name.
-KNOBS = {"TILE_SIZE": 2, "SPLIT_K_BUF": 5, "EDGE": 3, "KERNEL_CFG": 12}
-
-
 def with_parts(r, infos: dict[str, dict], samples_us: float = 100.0, n: int = 10, calls: int = 50, **update):
     """The synthetic result with each direction's info replaced and its samples set to n x samples_us
     (validated again, as a results.jsonl reader would)."""
@@ -49,18 +44,17 @@ def gemm_result(kid: str, precision: str, call: dict, backend: str = "cublas", *
     return with_parts(r, {"fwd": {"blas_call": call}}, backend=backend, **kw)
 
 
-def cudnn_info(engine_id: int, knobs: dict[str, int], candidates: list[tuple[str, str]]) -> dict:
-    spec = f"{engine_id}:" + ",".join(f"{k}={v}" for k, v in sorted(knobs.items())) if knobs else str(engine_id)
-    return {"cudnn": {"engine": spec, "engine_id": engine_id, "knobs": knobs, "plan_name": "p",
-                      "candidates": [{"engine": e, "plan_name": "p", "rank": i, "status": s}
-                                     for i, (e, s) in enumerate(candidates)]}}
+def cudnn_info(plan: str, candidates: list[tuple[str, str]]) -> dict:
+    """A cuDNN record choosing `plan` among (plan name, status) candidates."""
+    return {"cudnn": {"engine": plan.removeprefix("eng").split("_")[0], "plan_name": plan,
+                      "candidates": [{"plan_name": e, "rank": i, "status": s} for i, (e, s) in enumerate(candidates)]}}
 
 
 def test_gemm_line_is_the_padded_blas_call_with_the_harness_seconds():
     # DeepBench's fp16 4096x7133x4096 NT, n padded to 7136 (NT pads m and n): lda = m, ldb = n, ldc = m.
     call = {"transa": "N", "transb": "T", "m": 4096, "n": 7136, "k": 4096, "lda": 4096, "ldb": 7136, "ldc": 4096}
     r = gemm_result("gemm/train/043", "fp16", call, padding={"n": 7136})
-    problems, notes = sbs.build_problems([r], KNOBS, 0.1)
+    problems, notes = sbs.build_problems([r], 0.1)
     assert notes == []
     (p,) = problems
     # 10 samples x 100 us x 50 calls = 0.05 s measured: the native loop runs at least MIN_SECONDS.
@@ -84,84 +78,65 @@ def test_gemm_int8_at_n1_and_math_mode_by_backend():
     ({"transa": "T", "transb": "N", "m": 64, "n": 1, "k": 1216, "lda": 64, "ldb": 1216, "ldc": 64}, "differ"),
 ])
 def test_gemm_records_the_loop_cannot_reproduce_are_skipped_with_a_note(call, why):
-    problems, notes = sbs.build_problems([gemm_result("gemm/inference_device/003", "fp32", call)], KNOBS, 0.1)
+    problems, notes = sbs.build_problems([gemm_result("gemm/inference_device/003", "fp32", call)], 0.1)
     assert problems == [] and len(notes) == 1 and why in notes[0]
 
 
-def test_conv_lines_apply_padding_and_number_the_knobs():
+def test_conv_lines_apply_padding_and_pin_the_plan_by_its_name():
+    """The loop is given the plan's name (every knob cuDNN set), never the engine id and the
+    frontend's knob list, which can miss a knob (engine 49's split-K) and re-create another plan;
+    candidates are known by their names too (two can share an engine id and listed knobs)."""
     # conv/train/017 (c = 3) in fp16: DeepBench padded c to 8; k = 64 already a multiple.
     r = result(by_id()["conv/train/017"], "fp16", lambda d: [1.0])
     infos = {
-        "fwd": cudnn_info(34, {"TILE_SIZE": 1, "SPLIT_K_BUF": 0, "EDGE": 1},
-                          [("7", "passed"), ("34:EDGE=1,SPLIT_K_BUF=0,TILE_SIZE=1", "chosen"), ("61", "rejected")]),
-        "bwd_data": cudnn_info(1, {}, [("1", "chosen")]),
-        "bwd_filter": cudnn_info(12, {"KERNEL_CFG": 7}, [("12:KERNEL_CFG=7", "chosen")]),
+        "fwd": cudnn_info("eng49_k0=43_k2=5_k5=4_k14=4", [("eng7", "passed"), ("eng49_k2=5_k5=4", "unchecked"),
+                                                         ("eng49_k0=43_k2=5_k5=4_k14=4", "chosen"),
+                                                         ("eng61", "rejected")]),
+        "bwd_data": cudnn_info("eng1", [("eng1", "chosen")]),
+        "bwd_filter": cudnn_info("eng12_k12=7", [("eng12_k12=7", "chosen")]),
     }
     r = with_parts(r, infos, padding={"c": 8})
-    problems, notes = sbs.build_problems([r], KNOBS, 0.25)
+    problems, notes = sbs.build_problems([r], 0.25)
     assert notes == []
     fwd, bwd_data, bwd_filter = problems
     shape = "8 8 224 224 64 3 3 1 1 1 1"  # n c h w k r s pad_h pad_w stride_h stride_w, c padded
-    assert fwd.line == f"fp16 fwd {shape} 34:2=1,3=1,5=0 {sbs.MIN_SECONDS:.3f}"
+    assert fwd.line == f"fp16 fwd {shape} eng49_k0=43_k2=5_k5=4_k14=4 {sbs.MIN_SECONDS:.3f}"
     assert fwd.candidates_line == f"fp16 fwd {shape} - 0.250"
-    assert fwd.native_engine == "34 2=1,3=1,5=0"
     statuses = {e: fwd.status(e) for e in fwd.candidates}
-    assert statuses == {"7 -": "passed", "34 2=1,3=1,5=0": "chosen", "61 -": "rejected"}
-    assert fwd.harness_name("34 2=1,3=1,5=0") == "34:EDGE=1,SPLIT_K_BUF=0,TILE_SIZE=1"
-    assert fwd.harness_name("99 2=4") == "99:2=4" and fwd.status("99 2=4") == sbs.NOT_LISTED
-    assert bwd_data.line.split()[13] == "1" and bwd_filter.line.split()[13] == "12:12=7"
+    assert statuses == {"eng7": "passed", "eng49_k2=5_k5=4": "unchecked", "eng49_k0=43_k2=5_k5=4_k14=4": "chosen",
+                        "eng61": "rejected"}
+    assert fwd.status("eng99") == sbs.NOT_LISTED
+    assert bwd_data.line.split()[13] == "eng1" and bwd_filter.line.split()[13] == "eng12_k12=7"
     for p in problems:
         assert len(p.line.split()) == len(p.candidates_line.split()) == sbs.CONV_FIELDS
     # --candidate-seconds 0 leaves the candidate pass out
-    assert all(p.candidates_line == "" for p in sbs.build_problems([r], KNOBS, 0.0)[0])
-
-
-def test_conv_line_pins_the_recorded_plan_by_its_name():
-    """The engine id and the frontend's knob list can miss a knob (engine 49's split-K): the loop is
-    given the plan's name, which it finds among cuDNN's plans; a record without one falls back."""
-    r = result(by_id()["conv/inference_server/015"], "fp16", lambda d: [1.0])
-    named = cudnn_info(49, {"TILE_SIZE": 5}, [("49:TILE_SIZE=5", "chosen")])
-    named["cudnn"]["plan_name"] = "eng49_k0=43_k2=5_k5=4_k14=4"
-    r = with_parts(r, {"fwd": named, "bwd_data": cudnn_info(1, {}, [("1", "chosen")]),
-                       "bwd_filter": cudnn_info(12, {"KERNEL_CFG": 7}, [("12:KERNEL_CFG=7", "chosen")])},
-                   padding={"c": 8})
-    problems, notes = sbs.build_problems([r], KNOBS, 0.0)
-    assert notes == []
-    assert [p.line.split()[13] for p in problems] == ["eng49_k0=43_k2=5_k5=4_k14=4", "1", "12:12=7"]
-    assert problems[0].native_engine == "49 2=5"  # how the loop prints the plan it found, as before
+    assert all(p.candidates_line == "" for p in sbs.build_problems([r], 0.0)[0])
 
 
 def test_int8_conv_pads_channels_and_height():
     # conv/inference_server/000: c = 1, h = 161, w = 700 -> int8: c 32, h 164 (w already a multiple of 4).
     r = result(by_id()["conv/inference_server/000"], "int8", lambda d: [1.0])
-    r = with_parts(r, {d: cudnn_info(71, {}, [("71", "chosen")]) for d in ("fwd", "bwd_data", "bwd_filter")},
-                   padding={"c": 32, "h": 164})
-    line = sbs.build_problems([r], KNOBS, 0.1)[0][0].line
-    assert line.startswith("int8 fwd 1 32 164 700 32 5 20 0 0 2 2 71 ")
+    r = with_parts(r, {"fwd": cudnn_info("eng71", [("eng71", "chosen")])}, padding={"c": 32, "h": 164})
+    line = sbs.build_problems([r], 0.1)[0][0].line
+    assert line.startswith("int8 fwd 1 32 164 700 32 5 20 0 0 2 2 eng71 ")
 
 
-def test_conv_without_an_engine_or_with_an_unknown_knob_is_skipped_with_a_note():
+def test_conv_without_a_plan_name_is_skipped_with_a_note():
     kernel = by_id()["conv/train/017"]
     plain = result(kernel, "fp32", lambda d: [1.0])  # a PyTorch-backend record: no info.cudnn
-    odd = with_parts(plain, {d: cudnn_info(9, {"NO_SUCH_KNOB": 1}, []) for d in kernel.DIRECTIONS})
-    problems, notes = sbs.build_problems([plain, odd], KNOBS, 0.1)
+    odd = with_parts(plain, {d: cudnn_info("9:TILE_SIZE=1", []) for d in kernel.DIRECTIONS})
+    problems, notes = sbs.build_problems([plain, odd], 0.1)
     assert problems == []
-    assert sum("no info.cudnn" in n for n in notes) == 3 and sum("NO_SUCH_KNOB" in n for n in notes) == 3
-
-
-def test_knob_names_stay_names_without_cudnn_in_a_dry_run():
-    assert sbs.native_engine(34, {"TILE_SIZE": 1, "EDGE": 0}, None) == "34 EDGE=0,TILE_SIZE=1"
-    assert sbs.native_engine(34, {}, KNOBS) == "34 -"
-    assert sbs.loop_engine("34 2=1,5=0") == "34:2=1,5=0" and sbs.loop_engine("7 -") == "7"
+    assert sum("no cuDNN plan name" in n for n in notes) == 6
 
 
 def conv_problem() -> sbs.Problem:
     """conv/train/017 in fp16, its forward direction (the only one with a cuDNN record)."""
     r = result(by_id()["conv/train/017"], "fp16", lambda d: [1.0])
-    infos = {"fwd": cudnn_info(34, {"TILE_SIZE": 1}, [("7", "rejected"), ("34:TILE_SIZE=1", "chosen"),
-                                                       ("12", "unchecked"), ("40", "passed")])}
+    infos = {"fwd": cudnn_info("eng34_k2=1", [("eng7", "rejected"), ("eng34_k2=1", "chosen"),
+                                              ("eng12", "unchecked"), ("eng40", "passed")])}
     r = with_parts(r, infos, samples_us=50.0, padding={"c": 8})
-    return sbs.build_problems([r], KNOBS, 0.1)[0][0]
+    return sbs.build_problems([r], 0.1)[0][0]
 
 
 def test_conv_rows_compare_with_the_better_native_figure_and_the_fastest_unrejected_candidate():
@@ -177,10 +152,11 @@ def test_conv_rows_compare_with_the_better_native_figure_and_the_fastest_unrejec
     row = sbs.make_row(p, {}, sbs.parse_conv_output(out))
     assert row["native_us"] == 48.0 and row["native_graph_us"] == 47.5 and row["native_best_us"] == 47.5
     assert row["ratio"] == pytest.approx(50.0 / 47.5)
-    assert row["fastest_engine"] == "40" and row["fastest_status"] == "passed"
+    assert row["fastest_engine"] == "eng40" and row["fastest_status"] == "passed"
     assert row["chosen_over_fastest"] == pytest.approx(48.0 / 46.0)
     assert row["candidates_native"] == 4 and row["candidates_common"] == 4
     assert [c["engine"] for c in row["candidates"]] == ["7 -", "34 2=1", "12 -", "40 -"]
+    assert [c["plan"] for c in row["candidates"]] == ["eng7", "eng34_k2=1", "eng12", "eng40"]
 
 
 def test_conv_problem_errors_are_rows_without_a_ratio():
@@ -217,7 +193,7 @@ def test_summary_counts_against_issue_20s_bounds(capsys):
 def test_dry_run_prints_the_loops_input_without_a_gpu(tmp_path, capsys):
     call = {"transa": "N", "transb": "T", "m": 4096, "n": 7136, "k": 4096, "lda": 4096, "ldb": 7136, "ldc": 4096}
     conv = with_parts(result(by_id()["conv/train/017"], "fp16", lambda d: [1.0]),
-                      {d: cudnn_info(34, {"TILE_SIZE": 1}, [("34:TILE_SIZE=1", "chosen")]) for d in
+                      {d: cudnn_info("eng34_k2=1", [("eng34_k2=1", "chosen")]) for d in
                        ("fwd", "bwd_data", "bwd_filter")}, padding={"c": 8})
     folder = write_run(tmp_path / "run", [gemm_result("gemm/train/043", "fp16", call, padding={"n": 7136}), conv])
     assert sbs.main([str(folder), "--dry-run", "--bin", str(tmp_path / "none")]) == 0
@@ -266,10 +242,9 @@ def fake_loops(folder: Path) -> Path:
 
 
 def test_a_run_reads_the_loops_and_writes_rows_that_merge(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(sbs, "knob_table", lambda: KNOBS)
     call = {"transa": "N", "transb": "T", "m": 4096, "n": 7136, "k": 4096, "lda": 4096, "ldb": 7136, "ldc": 4096}
     conv = with_parts(result(by_id()["conv/train/017"], "fp16", lambda d: [1.0]),
-                      {"fwd": cudnn_info(34, {"TILE_SIZE": 1}, [("7", "unchecked"), ("34:TILE_SIZE=1", "chosen")])},
+                      {"fwd": cudnn_info("eng34_k2=1", [("eng7", "unchecked"), ("eng34_k2=1", "chosen")])},
                       samples_us=40.0, padding={"c": 8})
     gemm = gemm_result("gemm/train/043", "fp16", call, padding={"n": 7136})
     folder = write_run(tmp_path / "run", [gemm, conv])
@@ -281,7 +256,7 @@ def test_a_run_reads_the_loops_and_writes_rows_that_merge(tmp_path, capsys, monk
     gemm_row, conv_row = data["rows"]
     assert gemm_row["ratio"] == pytest.approx(100.0 / 24.0)  # harness 100 us, native graph 24 us
     assert conv_row["ratio"] == pytest.approx(40.0 / 20.0) and conv_row["plan_name"] == "eng34_k2=1"
-    assert conv_row["fastest_engine"] == "7" and conv_row["chosen_over_fastest"] == pytest.approx(19.0 / 17.0)
+    assert conv_row["fastest_engine"] == "eng7" and conv_row["chosen_over_fastest"] == pytest.approx(19.0 / 17.0)
     assert len(data["skipped"]) == 2  # bwd_data and bwd_filter have no cuDNN record
     assert code == 1  # 4x and 2x the native time: the targets fail, as they must
     assert "SUMMARY gemm fp16: 1 parts" in capsys.readouterr().out

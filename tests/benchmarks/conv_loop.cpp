@@ -8,7 +8,7 @@
 //          (kernels/backends/cudnn/conv.py _candidates): modes A then FALLBACK, without plans that
 //          need runtime compilation or more than 1 GiB of workspace, for fp32 without plans
 //          whose numerical notes say TENSOR_CORE or DOWN_CONVERT_INPUTS (TF32), at most
-//          MAX_CANDIDATES plans that build, duplicates (same engine and knobs) dropped;
+//          MAX_CANDIDATES plans that build, duplicates (the same plan name) dropped;
 //   ENGINE `ID` or `ID:KNOB=V,KNOB=V`: exactly that engine (create_execution_plan), knobs by the
 //          numeric value of cudnn_frontend::KnobType_t (the caller converts cudnn.knob_type names);
 //   ENGINE `engNN_kA=V_kB=V`: the plan cuDNN names so (a result's info.cudnn.plan_name), found among
@@ -232,7 +232,7 @@ static std::string candidates_of(fe::graph::Graph& g, const Problem& p, const Ty
   for (int64_t i = 0; i < g.get_execution_plan_count() && int(out.size()) < MAX_CANDIDATES; ++i) {
     Candidate c;
     if (!describe(g, i, c).empty()) continue;  // deselected, or a plan this GPU cannot build: not a candidate
-    if (seen.insert(std::to_string(c.engine_id) + ":" + knob_text(c.knobs)).second) out.push_back(c);
+    if (seen.insert(c.name).second) out.push_back(c);
   }
   return out.empty() ? "cuDNN offers no engine for this convolution" : "";
 }

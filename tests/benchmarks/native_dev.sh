@@ -11,6 +11,9 @@
 #   bash tests/benchmarks/native_dev.sh finish-server # the same again, with the server's fp16 convolutions
 #   bash tests/benchmarks/native_dev.sh last         # cuSPARSELt probe; train convolutions again; engine choice
 #   bash tests/benchmarks/native_dev.sh diagnose     # the server fp16 bwd_filter outliers; engine choice, continued
+#   bash tests/benchmarks/native_dev.sh pin          # plan-name pins: cuDNN tests, server fp16 convs beside native
+#                                                    # loops; a profile of the harness on a slice of train
+# Phases that write many files take OUT outside the call's $OUT and tar it: at most 8 files come back.
 # Source it (`. native_dev.sh probe`) to keep its environment for more commands.
 set -uo pipefail
 PHASE=${1:-tests}
@@ -143,6 +146,28 @@ diagnose)  # the server's fp16 bwd_filter outliers (harness 12x faster than the 
     timeout 55 $SBS runs/train-conv --shard $i/8 --warm-up 0 --json "$OUT/sbs-train-conv-$i.json" \
       >"$OUT/sbs-train-conv-$i.log" 2>&1; grep SUMMARY "$OUT/sbs-train-conv-$i.log"
   done ;;
+pin)  # conv_loop with plan-name pins and candidates told apart by name (compiled here first); cuDNN's GPU
+      # tests with the plan-name pin; the server's fp16 convolutions measured and run beside native loops
+      # (pinned plans and every candidate); a cProfile of the harness (sitecustomize hook) on a slice of train
+  build
+  timeout 150 python3 -m pytest -q -p no:cacheprovider tests/test_gpu_native.py -k cudnn --tb=short -rfE 2>&1 \
+    | tee "$OUT/gpu_tests.log" | tail -6
+  dir=runs/server-conv16; t0=$SECONDS
+  timeout 170 deepbench-run --local --platform nvidia --suite inference-server --ops conv --precision fp16 --quiet \
+    --out $dir >"$OUT/server-conv16.log" 2>&1; echo "server conv fp16: $((SECONDS - t0)) s"; tail -1 "$OUT/server-conv16.log"
+  timeout 130 $SBS $dir --warm-up 0 --json "$OUT/sbs-server-conv16.json" >"$OUT/sbs-server-conv16.log" 2>&1
+  grep SUMMARY "$OUT/sbs-server-conv16.log"
+  mkdir -p /tmp/hook; cat >/tmp/hook/sitecustomize.py <<'PY'
+import os, sys
+if os.environ.get("DEEPBENCH_PROFILE") and "deepbench.kernels.harness" in sys.orig_argv:
+    import atexit, cProfile
+    _profile = cProfile.Profile()
+    _profile.enable()
+    atexit.register(lambda: (_profile.disable(), _profile.dump_stats(os.environ["DEEPBENCH_PROFILE"])))
+PY
+  t0=$SECONDS; DEEPBENCH_PROFILE=$OUT/slice.prof PYTHONPATH=/tmp/hook:$PYTHONPATH timeout 90 deepbench-run --local \
+    --platform nvidia --suite train --ops gemm,conv,rnn --limit 8 --warm-up 5 --quiet --out runs/slice \
+    >"$OUT/slice.log" 2>&1; echo "slice: $((SECONDS - t0)) s"; tail -1 "$OUT/slice.log" ;;
 verify)  # the GPU tests of every GPU path (timing strategies, native backends, models, NCCL), then train's
          # fp16 GEMMs beside native loops timed as long as the harness timed them
   timeout 230 python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py tests/test_gpu_native.py \

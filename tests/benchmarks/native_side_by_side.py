@@ -95,71 +95,17 @@ class Problem:
     harness_us: float
     line: str               # the pinned problem (gemm_loop or conv_loop input)
     candidates_line: str = ""  # conv: the same problem with ENGINE `-`
-    engine: str = ""        # conv: the harness's engine as recorded (knob names)
-    native_engine: str = ""  # conv: "ENGINE_ID KNOBS" as conv_loop prints it (numeric knobs)
-    # conv: native engine -> the harness's record of that candidate (its engine spec, status ...)
+    engine: str = ""        # conv: the harness's engine as recorded (ENGINE_ID:KNOBS, knobs by name)
+    plan: str = ""          # conv: the chosen plan's name, which conv_loop is pinned to and prints
+    # conv: plan name -> the harness's record of that candidate (its engine spec, status ...)
     candidates: dict[str, dict[str, Any]] = field(default_factory=dict)
 
-    def status(self, engine: str) -> str:
+    def status(self, plan: str) -> str:
         """The harness's verdict on a candidate: chosen, passed, rejected, unchecked (or not listed)."""
-        return str(self.candidates.get(engine, {}).get("status", NOT_LISTED))
-
-    def harness_name(self, engine: str) -> str:
-        """A native engine as the harness names it (knobs by name), where the harness listed it."""
-        return str(self.candidates.get(engine, {}).get("engine") or loop_engine(engine))
+        return str(self.candidates.get(plan, {}).get("status", NOT_LISTED))
 
 
 # ----- from results to the loops' input -----------------------------------------------------
-
-def parse_engine(spec: str) -> tuple[int, dict[str, int]]:
-    """'34' or '34:TILE_SIZE=3,SPLIT_K_BUF=0' (as results record engines) -> (34, {name: value}).
-    The harness's own parser (kernels/backends/engine_choice.py) does the same with its error
-    messages; this one raises ValueError, which the caller turns into a skip note."""
-    head, _, tail = spec.strip().partition(":")
-    knobs = {}
-    for item in filter(None, (p.strip() for p in tail.split(","))):
-        name, eq, value = item.partition("=")
-        if not eq:
-            raise ValueError(f"malformed knob '{item}' in engine '{spec}'")
-        knobs[name.strip().upper()] = int(value)
-    return int(head), knobs
-
-
-def native_engine(engine_id: int, knobs: dict[str, int], knob_types: dict[str, int] | None) -> str:
-    """The engine as conv_loop reads and prints it: 'ID KNOBS' with KNOBS '-' or 'k=v,...' by
-    ascending numeric knob type (cudnn_frontend::KnobType_t, the values of cudnn.knob_type).
-    knob_types None (a dry run without cudnn): the knobs by name, which conv_loop would refuse."""
-    if knob_types is None:
-        items: list[tuple[Any, int]] = sorted(knobs.items())
-    else:
-        try:
-            items = sorted((knob_types[name], value) for name, value in knobs.items())
-        except KeyError as exc:
-            raise ValueError(f"knob {exc} is not a cudnn.knob_type member") from None
-    return f"{engine_id} {','.join(f'{k}={v}' for k, v in items) or '-'}"
-
-
-def pinned_plan(record: dict[str, Any], chosen: str) -> str:
-    """conv_loop's ENGINE field for the harness's plan: its name where the record has one (every knob
-    cuDNN set; conv_loop finds the plan of that name among its heuristics' plans), else ID:KNOBS."""
-    name = str(record.get("plan_name", ""))
-    return name if is_plan_name(name) else loop_engine(chosen)
-
-
-def loop_engine(native: str) -> str:
-    """conv_loop's ENGINE field for an engine 'ID KNOBS': 'ID' or 'ID:k=v,...'."""
-    engine_id, knobs = native.split(" ")
-    return engine_id if knobs == "-" else f"{engine_id}:{knobs}"
-
-
-def knob_table() -> dict[str, int] | None:
-    """cudnn.knob_type's names -> numeric values, from the installed cudnn-frontend (None if absent)."""
-    try:
-        import cudnn
-    except Exception:  # noqa: BLE001 - absent, or its library will not load here
-        return None
-    return {name: int(getattr(member, "value", member)) for name, member in cudnn.knob_type.__members__.items()}
-
 
 # --max-seconds: at most this long per native timing (None: as long as the harness measured), so a
 # side-by-side of hundreds of parts fits a lent GPU's 10 minutes a command; the figure is then a
@@ -195,10 +141,11 @@ def gemm_problem(r: KernelResult) -> Problem:
     return Problem("gemm", r.id, r.precision.name.value, part.direction, part.measurement.stats.median, line)
 
 
-def conv_problems(r: KernelResult, knob_types: dict[str, int] | None, candidate_seconds: float
-                  ) -> tuple[list[Problem], list[str]]:
+def conv_problems(r: KernelResult, candidate_seconds: float) -> tuple[list[Problem], list[str]]:
     """conv_loop's lines for each direction of a convolution result, and notes on the directions
-    skipped. knob_types None: names are left unconverted (a dry run without cudnn installed)."""
+    skipped. Plans are named as cuDNN names them (info.cudnn.plan_name, every knob included): the
+    engine id and cudnn-frontend's knob list can miss a knob (engine 49's split-K), so they could
+    re-create another plan, and two candidates can share them."""
     kk = r.kernel
     sizes = {d: r.padding.get(d, getattr(kk, d)) for d in ("n", "c", "h", "w", "k")}
     shape = (f"{sizes['n']} {sizes['c']} {sizes['h']} {sizes['w']} {sizes['k']} {kk.r} {kk.s} "
@@ -208,21 +155,17 @@ def conv_problems(r: KernelResult, knob_types: dict[str, int] | None, candidate_
         if part.measurement.stats.median < MIN_US_KEPT:
             continue
         rec = part.info.get("cudnn")
-        if not rec or "engine_id" not in rec:
-            notes.append(f"{r.id} {part.direction}: no info.cudnn engine in its record (not the cuDNN backend)")
-            continue
-        try:
-            chosen = native_engine(int(rec["engine_id"]), dict(rec.get("knobs", {})), knob_types)
-            specs = {native_engine(*parse_engine(c["engine"]), knob_types): c for c in rec.get("candidates", [])}
-        except ValueError as exc:
-            notes.append(f"{r.id} {part.direction}: {exc}")
+        plan = str((rec or {}).get("plan_name", ""))
+        if not is_plan_name(plan):
+            notes.append(f"{r.id} {part.direction}: no cuDNN plan name in its record (not the cuDNN backend)")
             continue
         head = f"{r.precision.name.value} {part.direction} {shape}"
         problems.append(Problem(
             "conv", r.id, r.precision.name.value, part.direction, part.measurement.stats.median,
-            line=f"{head} {pinned_plan(rec, chosen)} {measured_seconds(part):.3f}",
+            line=f"{head} {plan} {measured_seconds(part):.3f}",
             candidates_line=f"{head} - {candidate_seconds:.3f}" if candidate_seconds > 0 else "",
-            engine=str(rec.get("engine", "")), native_engine=chosen, candidates=specs))
+            engine=str(rec.get("engine", "")), plan=plan,
+            candidates={str(c.get("plan_name")): c for c in rec.get("candidates", [])}))
     return problems, notes
 
 
@@ -242,8 +185,7 @@ def select_results(folders: list[Path], only: str | None, shard: tuple[int, int]
     return [r for i, r in enumerate(out) if i % count == index]
 
 
-def build_problems(results: Iterable[KernelResult], knob_types: dict[str, int] | None,
-                   candidate_seconds: float) -> tuple[list[Problem], list[str]]:
+def build_problems(results: Iterable[KernelResult], candidate_seconds: float) -> tuple[list[Problem], list[str]]:
     problems: list[Problem] = []
     notes: list[str] = []
     for r in results:
@@ -258,7 +200,7 @@ def build_problems(results: Iterable[KernelResult], knob_types: dict[str, int] |
             except ValueError as exc:
                 notes.append(f"{r.id}: {exc}")
         else:
-            ps, ns = conv_problems(r, knob_types, candidate_seconds)
+            ps, ns = conv_problems(r, candidate_seconds)
             problems += ps
             notes += ns
     return problems, notes
@@ -329,8 +271,9 @@ def parse_gemm_output(lines: list[str], inputs: list[str]) -> dict[str, dict[str
 
 
 def parse_conv_output(lines: list[str]) -> dict[str, dict[str, Any]]:
-    """conv_loop's lines by their echoed input: {'engines': {'ID KNOBS': figures}, 'order': [...],
-    'error': problem error}. An engine's figures: us, graph_us (NaN if not capturable) or error."""
+    """conv_loop's lines by their echoed input: {'engines': {plan name: figures}, 'order': [...],
+    'error': problem error}. A plan's figures: its engine ('ID KNOBS', numeric knobs), us, graph_us
+    (NaN if not capturable) or error."""
     out: dict[str, dict[str, Any]] = defaultdict(lambda: {"engines": {}, "order": []})
     for line in lines:
         f = line.split()
@@ -339,12 +282,12 @@ def parse_conv_output(lines: list[str]) -> dict[str, dict[str, Any]]:
         if rest and rest[0] == "error":
             entry["error"] = " ".join(rest[1:])
         elif len(rest) >= 4:
-            engine = f"{rest[0]} {rest[1]}"
-            entry["order"].append(engine)
+            plan, engine = rest[2], f"{rest[0]} {rest[1]}"
+            entry["order"].append(plan)
             if rest[3] == "error":
-                entry["engines"][engine] = {"name": rest[2], "error": " ".join(rest[4:])}
+                entry["engines"][plan] = {"engine": engine, "error": " ".join(rest[4:])}
             else:
-                entry["engines"][engine] = {"name": rest[2], "us": float(rest[3]), "graph_us": float(rest[4])}
+                entry["engines"][plan] = {"engine": engine, "us": float(rest[3]), "graph_us": float(rest[4])}
     return dict(out)
 
 
@@ -363,13 +306,8 @@ def make_row(p: Problem, gemm: dict[str, dict], conv: dict[str, dict]) -> dict[s
         row.update(figures)
     else:
         entry = conv.get(p.line, {"error": "no output from conv_loop", "engines": {}})
-        engines = entry["engines"]
-        # The pinned line times one engine; cuDNN may report its knobs otherwise than the record did.
-        reported = p.native_engine if p.native_engine in engines else next(iter(engines), None)
-        pinned = engines.get(reported, {}) if len(engines) <= 1 or reported == p.native_engine else {}
-        row.update(engine=p.engine, native_engine=p.native_engine, plan_name=pinned.get("name"))
-        if reported and reported != p.native_engine:
-            row["native_engine_reported"] = reported
+        pinned = entry["engines"].get(p.plan, {})  # the pinned line times that one plan
+        row.update(engine=p.engine, plan_name=p.plan)
         if "us" in pinned:
             row.update(native_us=pinned["us"], native_graph_us=pinned["graph_us"])
         else:
@@ -395,17 +333,17 @@ def choice(p: Problem, entry: dict[str, Any] | None) -> dict[str, Any]:
     out: dict[str, Any] = {
         "candidates_native": len(entry["order"]), "candidates_harness": len(p.candidates),
         "candidates_common": len(set(entry["order"]) & set(p.candidates)),
-        "candidates": [{"engine": e, "status": p.status(e), **entry["engines"][e]} for e in entry["order"]]}
+        "candidates": [{"plan": e, "status": p.status(e), **entry["engines"][e]} for e in entry["order"]]}
     if not eligible:
         out["choice_error"] = "no candidate the harness did not reject ran here"
         return out
     fastest = min(eligible, key=eligible.__getitem__)
-    out.update(fastest_engine=p.harness_name(fastest), fastest_us=eligible[fastest], fastest_status=p.status(fastest))
-    if p.native_engine in times:
-        out["chosen_candidate_us"] = times[p.native_engine]
-        out["chosen_over_fastest"] = times[p.native_engine] / eligible[fastest]
+    out.update(fastest_engine=fastest, fastest_us=eligible[fastest], fastest_status=p.status(fastest))
+    if p.plan in times:
+        out["chosen_candidate_us"] = times[p.plan]
+        out["chosen_over_fastest"] = times[p.plan] / eligible[fastest]
     else:
-        out["choice_error"] = f"the chosen engine {p.native_engine} was not among the candidates here"
+        out["choice_error"] = f"the chosen plan {p.plan} was not among the candidates here"
     return out
 
 
@@ -415,11 +353,11 @@ def fmt(x: Any, spec: str = "9.2f") -> str:
 
 def print_rows(rows: list[dict[str, Any]]) -> None:
     print(f"{'id':44} {'prec':5} {'dir':10} {'harness_us':>10} {'native_us':>10} {'graph_us':>10} {'h/native':>8}  "
-          f"conv: chosen engine, its candidate us / fastest's (engine, harness status)")
+          f"conv: chosen plan, its candidate us / fastest's (plan, harness status)")
     for r in rows:
         tail = r.get("error", "")
         if r["op"] == "conv" and not tail:
-            tail = r["engine"]
+            tail = r["plan_name"]
             if "chosen_over_fastest" in r:
                 tail += (f"  {r['chosen_candidate_us']:.2f} / {r['fastest_us']:.2f} = {r['chosen_over_fastest']:.3f} "
                          f"({r['fastest_engine']}, {r['fastest_status']})")
@@ -501,18 +439,11 @@ def run(args: argparse.Namespace) -> int:
     global MIN_US_KEPT, MAX_SECONDS
     MIN_US_KEPT, MAX_SECONDS = args.min_us, args.max_seconds
     results = select_results(args.folders, args.only, args.shard)
-    knob_types = knob_table()
-    needs_knobs = any(r.op == "conv" for r in results)
-    if knob_types is None and needs_knobs and not args.dry_run:
-        raise UsageError("cudnn (nvidia-cudnn-frontend) is not importable here: it names the knob types conv_loop "
-                         "needs as numbers")
-    problems, notes = build_problems(results, knob_types, args.candidate_seconds)
+    problems, notes = build_problems(results, args.candidate_seconds)
     for note in notes:
         print(f"# skipped: {note}")
     gemm_in, conv_in = loop_inputs(problems)
     if args.dry_run:
-        if knob_types is None and needs_knobs:
-            print("# cudnn is not importable here: conv knobs are shown by name (conv_loop needs them as numbers)")
         seconds = (args.warm_up + sum(2 * float(line.split()[6]) for line in gemm_in)
                    + sum(2 * float(line.split()[-1]) for line in conv_in))
         print(f"# {len(problems)} parts; at least {seconds:.0f} s of native timing (candidates: per engine)")

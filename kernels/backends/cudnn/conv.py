@@ -150,7 +150,9 @@ def _choose(candidates: list[engines.Engine], with_compiled: Callable[[], list[e
 def _candidates(cudnn: Any, g: Any, precision: Precision, compiled: bool) -> list[engines.Engine]:
     """The plans cuDNN's heuristics offer that build, in its order, at most MAX_CANDIDATES,
     without duplicates (modes A and FALLBACK overlap); engines compiled at run time only when
-    `compiled`."""
+    `compiled`. A duplicate is the same plan name: two plans of one engine and the same listed
+    knobs can differ in a knob the frontend's list leaves out (engine 49's split-K), and are two
+    candidates."""
     g.create_execution_plans([getattr(cudnn.heur_mode, m) for m in graphs.HEURISTICS])
     if not compiled:
         g.deselect_behavior_notes([cudnn.behavior_note.RUNTIME_COMPILATION])
@@ -171,8 +173,8 @@ def _candidates(cudnn: Any, g: Any, precision: Precision, compiled: bool) -> lis
         e = engines.Engine(index=i, engine_id=int(engine_id), knobs=_knob_names(knobs),
                            name=str(g.get_plan_name_at_index(i)), workspace=int(g.get_workspace_size_plan_at_index(i)),
                            rank=len(out))
-        if e.spec not in seen:
-            seen.add(e.spec)
+        if (e.name or e.spec) not in seen:
+            seen.add(e.name or e.spec)
             out.append(e)
     return out
 
