@@ -13,6 +13,8 @@
 #   bash tests/benchmarks/native_dev.sh diagnose     # the server fp16 bwd_filter outliers; engine choice, continued
 #   bash tests/benchmarks/native_dev.sh pin          # plan-name pins: cuDNN tests, server fp16 convs beside native
 #                                                    # loops; a profile of the harness on a slice of train
+#   bash tests/benchmarks/native_dev.sh gaps         # server fp16 convs (k=128) with --verify-timing beside their
+#                                                    # pinned native loops (nsys where present); the 2:4 suite
 # Phases that write many files take OUT outside the call's $OUT and tar it: at most 8 files come back.
 # Source it (`. native_dev.sh probe`) to keep its environment for more commands.
 set -uo pipefail
@@ -168,6 +170,24 @@ PY
   t0=$SECONDS; DEEPBENCH_PROFILE=$OUT/slice.prof PYTHONPATH=/tmp/hook:$PYTHONPATH timeout 90 deepbench-run --local \
     --platform nvidia --suite train --ops gemm,conv,rnn --limit 8 --warm-up 5 --quiet --out runs/slice \
     >"$OUT/slice.log" 2>&1; echo "slice: $((SECONDS - t0)) s"; tail -1 "$OUT/slice.log" ;;
+gaps)  # why the harness timed some short fp16 convolutions 1-2 us a call slower than conv_loop on the same plan:
+       # the profiler's kernels, span and period per call (--verify-timing) beside the pinned native loop
+       # (and nsys's kernel list for it, where nsys is installed); then the 2:4 suite (dense side in TN)
+  build
+  dir=runs/diag128; t0=$SECONDS
+  timeout 120 deepbench-run --local --platform nvidia --suite inference-server --ops conv --precision fp16 \
+    --where k=128 --verify-timing --warm-up 5 --quiet --out $dir >"$OUT/diag128.log" 2>&1
+  echo "diag128: $((SECONDS - t0)) s"; tail -1 "$OUT/diag128.log"
+  timeout 60 $SBS $dir --candidate-seconds 0 --warm-up 0 --json "$OUT/sbs-diag128.json" >"$OUT/sbs-diag128.log" 2>&1
+  grep SUMMARY "$OUT/sbs-diag128.log"
+  if command -v nsys >/dev/null; then
+    line=$(python3 tests/benchmarks/native_side_by_side.py $dir --only '*/022/*' --candidate-seconds 0 --dry-run \
+           | grep '^fp16 fwd' | head -1)
+    echo "$line" | timeout 60 nsys profile -o "$OUT/conv022" --force-overwrite true build/native/conv_loop \
+      >"$OUT/nsys.log" 2>&1; timeout 60 nsys stats -r cuda_gpu_trace "$OUT/conv022.nsys-rep" 2>/dev/null | head -80 \
+      >"$OUT/nsys-trace.txt"
+  else echo "no nsys here"; fi
+  suite sparse-2of4 120 ;;
 verify)  # the GPU tests of every GPU path (timing strategies, native backends, models, NCCL), then train's
          # fp16 GEMMs beside native loops timed as long as the harness timed them
   timeout 230 python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py tests/test_gpu_native.py \
