@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
+
 from deepbench.kernels.timing import clocked, cupti, eager, events, profiler_check, settling, warmup
 from deepbench.kernels.timing.cupti_kernel import KernelTimes
 from deepbench.kernels.timing.sampler import Sampler
@@ -278,3 +280,46 @@ def test_warm_up_settles_when_the_temperature_stops_rising() -> None:
     flat = [(float(t), 60.0 + (0.5 if t > 5 else 0.0)) for t in range(12)]
     assert not warmup.settled(rising) and warmup.settled(flat)
     assert not warmup.settled(flat[:5])   # not yet a whole window of readings
+
+
+class _Captured(BaseException):
+    """Raised by a stand-in for graph.capture: the timer got as far as capturing."""
+
+
+def _no_capture(fn, calls):
+    raise _Captured(calls)
+
+
+def test_a_call_that_fills_a_sample_is_estimated_once(monkeypatch) -> None:
+    from deepbench.kernels.timing import graph
+
+    asked: list[int] = []
+
+    def eager(us: float):
+        def time_eager(fn, calls):
+            asked.append(calls)
+            return us
+        return time_eager
+
+    monkeypatch.setattr(graph, "capture", _no_capture)
+    for us, estimates, calls in ((5000.0, [1], 1), (5.0, [1, graph.ESTIMATE_CALLS], 200)):
+        asked.clear()
+        monkeypatch.setattr(graph, "time_eager", eager(us))
+        with pytest.raises(_Captured) as captured:
+            graph.calibrated_graph(lambda: None, 0.001)
+        assert captured.value.args == (calls,) and asked == estimates
+
+
+def test_quick_us_keeps_the_eager_figure_of_a_candidate_out_of_contest(monkeypatch) -> None:
+    from deepbench.kernels.timing import graph_events
+
+    monkeypatch.setattr(graph_events, "capture", _no_capture)
+    monkeypatch.setattr(graph_events, "time_eager", lambda fn, calls: 500.0)
+    assert graph_events.quick_us(lambda: None, out_of_contest_us=300.0) == 500.0
+    for contest in (600.0, float("inf")):  # within reach of the fastest: timed as the measurement times
+        with pytest.raises(_Captured):
+            graph_events.quick_us(lambda: None, out_of_contest_us=contest)
+    # Under EAGER_EXACT_US an eager figure is launch-bound, not the call's: always captured.
+    monkeypatch.setattr(graph_events, "time_eager", lambda fn, calls: 60.0)
+    with pytest.raises(_Captured):
+        graph_events.quick_us(lambda: None, out_of_contest_us=10.0)

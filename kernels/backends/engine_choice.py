@@ -10,8 +10,10 @@ convolutions (times halving or doubling between the machines). Here the candidat
 plans cuDNN's heuristics offer (modes A, then FALLBACK), and:
 
 1. each candidate is timed briefly by the harness's own GPU timer (a CUDA graph of calls timed
-   by events: `timing.graph_events.quick_us`), and the contenders (within REFINE_WINDOW of the fastest)
-   are timed again, longer, so that the noise of one short figure cannot decide between them;
+   by events: `timing.graph_events.quick_us`; a call of 100 us or more whose eager figure is
+   already OUT_OF_CONTEST times the fastest so far keeps that figure), and the contenders (within
+   REFINE_WINDOW of the fastest) are timed again, longer, so that the noise of one short figure
+   cannot decide between them;
 2. candidates are checked in order of speed until one passes its correctness check: an engine
    whose output fails is never chosen, and the result lists it with its error (cuDNN offered
    int8 engines that computed wrong results on an H100, its default first one included);
@@ -42,6 +44,9 @@ from ..results import Check
 MARGIN = 0.03             # an engine this much slower than the fastest correct one still counts as as fast
 REFINE_WINDOW = 2 * MARGIN  # candidates this close to the fastest are timed again, longer
 MAX_CANDIDATES = 12       # plans tried per direction, in cuDNN's heuristic order
+# A candidate whose first eager figure is this many times the fastest figure so far keeps that
+# figure (timing.graph_events.quick_us): far outside REFINE_WINDOW, it cannot be chosen.
+OUT_OF_CONTEST = 1.5
 WORKSPACE_LIMIT = 1 << 30  # DeepBench's int8 convolutions ran with a 1 GiB workspace
 PIN_ALL = "*"
 SPEC = re.compile(r"^\s*(\d+)\s*(?::\s*(.*))?$")

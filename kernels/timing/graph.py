@@ -17,7 +17,8 @@ from .events import MS_TO_US, calls_for, event_pair, hold_stream, time_eager
 
 MAX_CALLS_PER_GRAPH = 2000   # bounds capture time and graph memory for tiny kernels
 RECAPTURE_FACTOR = 1.5       # re-capture once when the graph's own figure asks for this many times the calls
-ESTIMATE_CALLS = 3           # eager calls that give the first estimate of a call's time
+ESTIMATE_CALLS = 3           # eager calls that give the first estimate of a call shorter than a sample
+US_PER_S = 1e6
 
 
 def capture(fn: Callable[[], object], calls: int) -> torch.cuda.CUDAGraph:
@@ -70,8 +71,12 @@ class CalibratedGraph:
 
 def calibrated_graph(fn: Callable[[], object], min_sample_s: float) -> CalibratedGraph:
     """Calibrate from eager event timing, capture, and re-capture once if a replay is short (the
-    eager estimate was launch-bound: the graph runs faster)."""
-    estimate = time_eager(fn, ESTIMATE_CALLS)
+    eager estimate was launch-bound: the graph runs faster). A call that fills a sample by itself
+    is timed eagerly once, not ESTIMATE_CALLS times: the graph holds one call either way, and a
+    GRU of 1,500 steps spent seconds of a training run on estimates."""
+    estimate = time_eager(fn, 1)
+    if estimate < min_sample_s * US_PER_S:  # one call fills no sample: a better estimate sizes the graph
+        estimate = time_eager(fn, ESTIMATE_CALLS)
     calls = calls_for(estimate, min_sample_s, MAX_CALLS_PER_GRAPH)
     graph = capture(fn, calls)
     start, end = event_pair()

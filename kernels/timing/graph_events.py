@@ -9,6 +9,7 @@ implementations (cuDNN engines) the way the measurement takes its samples."""
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import deque
 from collections.abc import Callable
@@ -26,6 +27,9 @@ METHOD_GRAPH = "cuda-graph-events"
 QUICK_SAMPLE_S = 0.001
 QUICK_SAMPLES = 1
 QUICK_ESTIMATE_CALLS = 2  # eager calls that size quick_us's graph
+# From this long a call on, the host enqueues the next eager call while the GPU runs the current
+# one, so eager calls time as a graph's do (launch gaps are hidden): quick_us may stop at them.
+EAGER_EXACT_US = 100.0
 
 
 class BackToBack:
@@ -66,12 +70,20 @@ def graph_events_sampler(calibrated: CalibratedGraph, during: Callable[[], None]
                    replay=graph.replay, replay_calls=calls)
 
 
-def quick_us(fn: Callable[[], object], min_sample_s: float = QUICK_SAMPLE_S, samples: int = QUICK_SAMPLES) -> float:
+def quick_us(fn: Callable[[], object], min_sample_s: float = QUICK_SAMPLE_S, samples: int = QUICK_SAMPLES,
+             out_of_contest_us: float = math.inf) -> float:
     """A short figure for choosing among candidate implementations (cuDNN engines), taken the
     way the measurement takes its samples: a CUDA graph of calls lasting `min_sample_s`, replayed
     back to back and timed by events; the median of `samples` replays after one untimed. Where
-    the call cannot be captured, eager calls between events instead."""
+    the call cannot be captured, eager calls between events instead.
+
+    A call whose eager estimate is already above `out_of_contest_us` (and at least EAGER_EXACT_US,
+    where eager calls run back to back on the GPU as a graph's do) keeps that estimate as its
+    figure: a candidate that much slower than the fastest cannot win, and capturing and replaying
+    the slow engines of a training run's convolutions cost seconds."""
     estimate = time_eager(fn, QUICK_ESTIMATE_CALLS)
+    if estimate >= max(out_of_contest_us, EAGER_EXACT_US):
+        return estimate
     calls = calls_for(estimate, min_sample_s, MAX_CALLS_PER_GRAPH)
     try:
         graph = capture(fn, calls)

@@ -15,6 +15,9 @@
 #                                                    # loops; a profile of the harness on a slice of train
 #   bash tests/benchmarks/native_dev.sh gaps         # server fp16 convs (k=128) with --verify-timing beside their
 #                                                    # pinned native loops (nsys where present); the 2:4 suite
+#   bash tests/benchmarks/native_dev.sh probe        # conv_gap_probe.py: the same plan timed four ways
+#   bash tests/benchmarks/native_dev.sh cupti        # the same convs with CUPTI never attached (--no-kernel-time)
+#                                                    # and attached (the default), each beside the native loop
 # Phases that write many files take OUT outside the call's $OUT and tar it: at most 8 files come back.
 # Source it (`. native_dev.sh probe`) to keep its environment for more commands.
 set -uo pipefail
@@ -73,8 +76,10 @@ final)  # finish inference-server; train's fp16 GEMMs beside native loops timed 
     >"$OUT/run.log" 2>&1; echo "train fp16 gemm: $((SECONDS - t0)) s"; tail -1 "$OUT/run.log"; tar -czf "$OUT/fp16.tgz" $dir
   timeout 200 python3 tests/benchmarks/native_side_by_side.py --min-us 20 $dir --warm-up 0 --json "$OUT/sbs.json" \
     >"$OUT/sbs.log" 2>&1; grep SUMMARY "$OUT/sbs.log" ;;
-train)  # the train suite with the defaults -> runner/published/nvidia-h100/train, and its wall time
-  suite train 570 ;;
+train)  # the train suite with the defaults -> runner/published/nvidia-h100/train, and its wall time in one
+        # piece (OUT may be the call's own: four files; the modules are compiled inside the timed run, as a
+        # lent machine has no .pyc where an image has them)
+  suite train "${TRAIN_LIMIT_S:-575}" ;;
 finish-train)  # finish the published train run (--resume); the new GPU tests; the 2:4 suite; train's last fp16
                # GEMMs (runs/train-gemm-fp16, resumed) and the server's fp16 convolutions beside native loops
   t0=$SECONDS; timeout 120 deepbench-run --resume runner/published/nvidia-h100/train --quiet \
@@ -188,6 +193,28 @@ gaps)  # why the harness timed some short fp16 convolutions 1-2 us a call slower
       >"$OUT/nsys-trace.txt"
   else echo "no nsys here"; fi
   suite sparse-2of4 120 ;;
+cupti)  # does CUPTI, attached to the harness's process for kernel-time parts (and left attached), slow the
+        # multi-kernel calls that events time? server fp16 convs (k=128) with --no-kernel-time, then with the
+        # default, each beside its pinned native loop
+  build
+  for mode in no-kernel-time kernel-time; do
+    dir=runs/k128-$mode; t0=$SECONDS
+    timeout 100 deepbench-run --local --platform nvidia --suite inference-server --ops conv --precision fp16 \
+      --where k=128 --$mode --warm-up 5 --quiet --out $dir >"$OUT/$mode.log" 2>&1
+    echo "$mode: $((SECONDS - t0)) s"; tail -1 "$OUT/$mode.log"
+    timeout 60 $SBS $dir --candidate-seconds 0 --warm-up 0 --json "$OUT/sbs-$mode.json" >"$OUT/sbs-$mode.log" 2>&1
+    grep SUMMARY "$OUT/sbs-$mode.log"
+  done ;;
+probe)  # the harness's short fp16 convolutions a few percent slower than conv_loop on the same plan: the plan
+        # timed by the harness's timer with its own tensors, with 2 MiB-aligned ones, with gaps between
+        # samples, and by conv_loop (tests/benchmarks/conv_gap_probe.py), on the server run's records
+  build
+  src=tests/benchmarks/results/server-conv-fp16-plan-names-h100; mkdir -p runs/probe
+  cp $src/run.json $src/plan.json runs/probe/; gunzip -c $src/results.jsonl.gz >runs/probe/results.jsonl
+  for only in 'conv/inference_server/02[0-3]/fp16' 'conv/inference_server/06[6-8]/fp16' \
+              'conv/inference_server/0[34][0-9]/fp16'; do
+    timeout 100 python3 tests/benchmarks/conv_gap_probe.py runs/probe --only "$only" 2>&1 | tee -a "$OUT/probe.log"
+  done ;;
 verify)  # the GPU tests of every GPU path (timing strategies, native backends, models, NCCL), then train's
          # fp16 GEMMs beside native loops timed as long as the harness timed them
   timeout 230 python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py tests/test_gpu_native.py \
