@@ -16,6 +16,9 @@
 #   bash tests/benchmarks/native_dev.sh gaps         # server fp16 convs (k=128) with --verify-timing beside their
 #                                                    # pinned native loops (nsys where present); the 2:4 suite
 #   bash tests/benchmarks/native_dev.sh probe        # conv_gap_probe.py: the same plan timed four ways
+#   bash tests/benchmarks/native_dev.sh repeat       # train's convolutions again (repeatability); the published
+#                                                    # ones beside every candidate engine, shards FIRST..15
+#   bash tests/benchmarks/native_dev.sh choice       # more of those shards (FIRST=K)
 #   bash tests/benchmarks/native_dev.sh cupti        # the same convs with CUPTI never attached (--no-kernel-time)
 #                                                    # and attached (the default), each beside the native loop
 # Phases that write many files take OUT outside the call's $OUT and tar it: at most 8 files come back.
@@ -214,6 +217,21 @@ probe)  # the harness's short fp16 convolutions a few percent slower than conv_l
   for only in 'conv/inference_server/02[0-3]/fp16' 'conv/inference_server/06[6-8]/fp16' \
               'conv/inference_server/0[34][0-9]/fp16'; do
     timeout 100 python3 tests/benchmarks/conv_gap_probe.py runs/probe --only "$only" 2>&1 | tee -a "$OUT/probe.log"
+  done ;;
+repeat|choice)  # repeat: train's convolutions on another machine than the published run's (the same harness:
+                # repeatability), then, for both phases, the published run's convolutions of 20 us or more
+                # beside every candidate cuDNN offers (the engine choice), in 16 shards from $FIRST while time is left
+  if [ "$PHASE" = repeat ]; then
+    dir=runs/train-conv; t0=$SECONDS
+    timeout 260 deepbench-run --local --platform nvidia --suite train --ops conv --quiet --out $dir \
+      >"$OUT/train-conv.log" 2>&1; echo "train conv: $((SECONDS - t0)) s"; tail -1 "$OUT/train-conv.log"
+    tar -czf "$OUT/train-conv.tgz" $dir
+  fi
+  build
+  for i in $(seq "${FIRST:-0}" 15); do
+    [ $((SECONDS + 50)) -lt "${DEADLINE_S:-560}" ] || { echo "shards from $i left for later"; break; }
+    timeout 50 $SBS runner/published/nvidia-h100/train --only 'conv/*' --shard $i/16 --max-seconds 0.05 --warm-up 0 \
+      --json "$OUT/sbs-train-conv-$i.json" >"$OUT/sbs-train-conv-$i.log" 2>&1; echo "shard $i: $(grep 'choice:' "$OUT/sbs-train-conv-$i.log" | tr '\n' ' ')"
   done ;;
 verify)  # the GPU tests of every GPU path (timing strategies, native backends, models, NCCL), then train's
          # fp16 GEMMs beside native loops timed as long as the harness timed them
