@@ -223,7 +223,7 @@ repeat|choice)  # repeat: train's convolutions on another machine than the publi
                 # beside every candidate cuDNN offers (the engine choice), in 16 shards from $FIRST while time is left
   if [ "$PHASE" = repeat ]; then
     dir=runs/train-conv; t0=$SECONDS
-    timeout 260 deepbench-run --local --platform nvidia --suite train --ops conv --quiet --out $dir \
+    timeout 285 deepbench-run --local --platform nvidia --suite train --ops conv --quiet --out $dir \
       >"$OUT/train-conv.log" 2>&1; echo "train conv: $((SECONDS - t0)) s"; tail -1 "$OUT/train-conv.log"
     tar -czf "$OUT/train-conv.tgz" $dir
   fi
