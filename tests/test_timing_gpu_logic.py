@@ -314,8 +314,14 @@ def test_quick_us_keeps_the_eager_figure_of_a_candidate_out_of_contest(monkeypat
     from deepbench.kernels.timing import graph_events
 
     monkeypatch.setattr(graph_events, "capture", _no_capture)
-    monkeypatch.setattr(graph_events, "time_eager", lambda fn, calls: 500.0)
-    assert graph_events.quick_us(lambda: None, out_of_contest_us=300.0) == 500.0
+    events_seen: list[str] = []
+
+    def time_eager(fn, calls):
+        events_seen.append("timed")
+        return 500.0
+    monkeypatch.setattr(graph_events, "time_eager", time_eager)
+    assert graph_events.quick_us(lambda: events_seen.append("call"), out_of_contest_us=300.0) == 500.0
+    assert events_seen == ["call", "timed"]  # a first call, untimed, loads the candidate's kernels
     for contest in (600.0, float("inf")):  # within reach of the fastest: timed as the measurement times
         with pytest.raises(_Captured):
             graph_events.quick_us(lambda: None, out_of_contest_us=contest)
