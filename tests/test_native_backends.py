@@ -35,7 +35,7 @@ def test_the_fastest_correct_engine_is_chosen_and_wrong_ones_are_listed() -> Non
     es = _engines(4)
     times = {0: 50.0, 1: 20.0, 2: 30.0, 3: 40.0}
     wrong = {1}  # the fastest computes a wrong result
-    choice = choose(es, lambda e: times[e.index],
+    choice = choose(es, lambda e, _: times[e.index],
                     lambda e: _check(e.index not in wrong, 0.5 if e.index in wrong else 0))
     assert choice.chosen.index == 2
     rows = {r["engine"]: r for r in choice.table}
@@ -49,22 +49,40 @@ def test_within_the_margin_cudnns_own_ranking_decides() -> None:
     so noise between machines cannot flip the choice."""
     es = _engines(3)
     for times in ({0: 10.2, 1: 10.0, 2: 30.0}, {0: 10.0, 1: 10.2, 2: 30.0}):
-        assert choose(es, lambda e: times[e.index], lambda e: _check(True)).chosen.index == 0  # noqa: B023 - called at once
+        assert choose(es, lambda e, _: times[e.index], lambda e: _check(True)).chosen.index == 0  # noqa: B023 - called at once
     # outside the margin the faster one wins
     far = {0: 10.0 * (1 + 2 * engine_choice.MARGIN), 1: 10.0, 2: 30.0}
-    assert choose(es, lambda e: far[e.index], lambda e: _check(True)).chosen.index == 1
+    assert choose(es, lambda e, _: far[e.index], lambda e: _check(True)).chosen.index == 1
+
+
+def test_each_candidate_is_told_how_slow_is_out_of_contest() -> None:
+    """The first has nothing to beat; each later one is out of contest above OUT_OF_CONTEST times
+    the fastest figure so far (one that could not run sets no figure)."""
+    es = _engines(4)
+    times = {0: 40.0, 2: 10.0, 3: 30.0}
+    limits: list[float] = []
+
+    def quick(e: Engine, out_of_contest_us: float) -> float:
+        limits.append(out_of_contest_us)
+        if e.index not in times:
+            raise RuntimeError("CUDNN_STATUS_NOT_SUPPORTED")
+        return times[e.index]
+
+    assert choose(es, quick, lambda e: _check(True)).chosen.index == 2
+    k = engine_choice.OUT_OF_CONTEST
+    assert limits == [math.inf, 40.0 * k, 40.0 * k, 10.0 * k]
 
 
 def test_engines_that_cannot_run_or_all_fail_are_reported() -> None:
     es = _engines(2)
 
-    def boom(e: Engine) -> float:
+    def boom(e: Engine, out_of_contest_us: float) -> float:
         raise RuntimeError("CUDNN_STATUS_NOT_SUPPORTED")
 
     with pytest.raises(NoCorrectEngine, match="did not run"):
         choose(es, boom, lambda e: _check(True))
     with pytest.raises(NoCorrectEngine, match="check failed"):
-        choose(es, lambda e: 1.0, lambda e: _check(False, 1.0))
+        choose(es, lambda e, _: 1.0, lambda e: _check(False, 1.0))
 
 
 def test_plan_names_are_exact_pins() -> None:
@@ -280,7 +298,7 @@ def test_contenders_are_timed_again_before_the_margin_decides() -> None:
         refined.append(e.index)
         return again[e.index]
 
-    choice = choose(es, lambda e: first[e.index], lambda e: _check(True), refine=refine)
+    choice = choose(es, lambda e, _: first[e.index], lambda e: _check(True), refine=refine)
     assert choice.chosen.index == 0 and sorted(refined) == [0, 1]
     row = next(r for r in choice.table if r["engine"] == es[0].spec)
     assert row["first_us"] == 10.5 and row["quick_us"] == 10.0

@@ -129,21 +129,25 @@ class NoCorrectEngine(RuntimeError):
     """Every candidate failed to run or failed its check: the direction fails with this list."""
 
 
-def choose(engines: list[Engine], quick_us: Callable[[Engine], float], check: Callable[[Engine], Check],
+def choose(engines: list[Engine], quick_us: Callable[[Engine, float], float], check: Callable[[Engine], Check],
            margin: float = MARGIN, refine: Callable[[Engine], float] | None = None) -> Choice:
-    """The rule above. `quick_us` times a candidate (raising if it cannot run), `refine` times a
-    contender again for longer, `check` runs a candidate and checks its output."""
+    """The rule above. `quick_us(e, out_of_contest_us)` times a candidate (raising if it cannot
+    run; it may stop at a first figure above `out_of_contest_us`, OUT_OF_CONTEST times the fastest
+    so far), `refine` times a contender again for longer, `check` runs a candidate and checks its
+    output."""
     rows: dict[int, dict[str, Any]] = {}
     timed: list[tuple[float, Engine]] = []
+    fastest_us = math.inf  # the fastest first figure so far
     for e in engines:
         row = {"engine": e.spec, "plan_name": e.name, "rank": e.rank, "status": "unchecked"}
         rows[e.index] = row
         try:
-            t = quick_us(e)
+            t = quick_us(e, fastest_us * OUT_OF_CONTEST)
         except Exception as exc:  # noqa: BLE001 - a plan that builds but cannot run is not a candidate
             row.update(status="rejected", reason=f"did not run: {type(exc).__name__}: {exc}"[:300])
             continue
         row["quick_us"] = t
+        fastest_us = min(fastest_us, t)
         timed.append((t, e))
     timed.sort(key=lambda te: te[0])
     contenders = [(t, e) for t, e in timed if t <= timed[0][0] * (1 + REFINE_WINDOW)] if timed else []

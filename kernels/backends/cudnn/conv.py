@@ -8,7 +8,6 @@ definition (the PyTorch backend's sampler, pytorch/conv.py), exact for int8."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -126,12 +125,8 @@ def _choose(candidates: list[engines.Engine], with_compiled: Callable[[], list[e
     """engine_choice's rule over the precompiled engines; where none of them computes the direction
     correctly (or there is none), over the engines cuDNN compiles at run time as well (seconds
     each: the int8 convolutions on an H100, where the precompiled int8 engines wrote wrong outputs)."""
-    fastest = [math.inf]
-
-    def timed(e: engines.Engine) -> float:
-        t = quick_us(runner(e), out_of_contest_us=fastest[0] * engines.OUT_OF_CONTEST)
-        fastest[0] = min(fastest[0], t)
-        return t
+    def timed(e: engines.Engine, out_of_contest_us: float) -> float:
+        return quick_us(runner(e), out_of_contest_us=out_of_contest_us)
 
     def refined(e: engines.Engine) -> float:
         return quick_us(runner(e), samples=REFINE_SAMPLES)
@@ -158,7 +153,7 @@ def _candidates(cudnn: Any, g: Any, precision: Precision, compiled: bool) -> lis
     `compiled`. A duplicate is the same plan name: two plans of one engine and the same listed
     knobs can differ in a knob the frontend's list leaves out (engine 49's split-K), and are two
     candidates."""
-    g.create_execution_plans([getattr(cudnn.heur_mode, m) for m in graphs.HEURISTICS])
+    _offer_plans(cudnn, g)
     if not compiled:
         g.deselect_behavior_notes([cudnn.behavior_note.RUNTIME_COMPILATION])
     notes = graphs.TYPES[precision].excluded_notes
@@ -170,15 +165,8 @@ def _candidates(cudnn: Any, g: Any, precision: Precision, compiled: bool) -> lis
     for i in range(g.get_execution_plan_count()):
         if len(out) >= engines.MAX_CANDIDATES:
             break
-        try:
-            g.build_plan_at_index(i)
-            engine_id, knobs = g.get_engine_and_knobs_at_index(i)
-        except Exception:  # noqa: BLE001 - deselected, or a plan this GPU cannot build: not a candidate
-            continue
-        e = engines.Engine(index=i, engine_id=int(engine_id), knobs=_knob_names(knobs),
-                           name=str(g.get_plan_name_at_index(i)), workspace=int(g.get_workspace_size_plan_at_index(i)),
-                           rank=len(out))
-        if (e.name or e.spec) not in seen:
+        e = _built(g, i, rank=len(out))
+        if e is not None and (e.name or e.spec) not in seen:
             seen.add(e.name or e.spec)
             out.append(e)
     return out
@@ -206,19 +194,31 @@ def _named_plan(cudnn: Any, g: Any, name: str) -> engines.Engine:
     """The plan cuDNN names `name`, found among the plans its heuristics offer for this graph (all of
     them: a recorded plan may need runtime compilation or a large workspace): the exact plan, every
     knob included, which re-creating it from cudnn-frontend's knob list cannot promise."""
-    g.create_execution_plans([getattr(cudnn.heur_mode, m) for m in graphs.HEURISTICS])
+    _offer_plans(cudnn, g)
     for i in range(g.get_execution_plan_count()):
-        try:
-            g.build_plan_at_index(i)
-            if str(g.get_plan_name_at_index(i)) != name:
-                continue
-            engine_id, knobs = g.get_engine_and_knobs_at_index(i)
-        except Exception:  # noqa: BLE001 - a plan this GPU cannot build is not the one asked for
-            continue
-        return engines.Engine(index=i, engine_id=int(engine_id), knobs=_knob_names(knobs), name=name,
-                              workspace=int(g.get_workspace_size_plan_at_index(i)))
+        e = _built(g, i)
+        if e is not None and e.name == name:
+            return e
     raise Unsupported(f"cuDNN's heuristics offer no plan named '{name}' for this convolution here (another cuDNN "
                       "or GPU than the one that recorded it?); pin ENGINE_ID:KNOBS to re-create it from its knobs")
+
+
+def _offer_plans(cudnn: Any, g: Any) -> None:
+    """The plans cuDNN's heuristics offer for the graph (modes A, then FALLBACK), not yet built."""
+    g.create_execution_plans([getattr(cudnn.heur_mode, m) for m in graphs.HEURISTICS])
+
+
+def _built(g: Any, index: int, rank: int = 0) -> engines.Engine | None:
+    """The plan at `index`, built: its engine id, listed knobs, cuDNN's name and workspace; None
+    where it was deselected or this GPU cannot build it (not a candidate, not the plan asked for)."""
+    try:
+        g.build_plan_at_index(index)
+        engine_id, knobs = g.get_engine_and_knobs_at_index(index)
+        name = str(g.get_plan_name_at_index(index))
+    except Exception:  # noqa: BLE001 - deselected, or a plan this GPU cannot build
+        return None
+    return engines.Engine(index=index, engine_id=int(engine_id), knobs=_knob_names(knobs), name=name,
+                          workspace=int(g.get_workspace_size_plan_at_index(index)), rank=rank)
 
 
 def _knob_names(knobs: dict[Any, int]) -> dict[str, int]:
