@@ -320,7 +320,10 @@ static std::string run_problem(cudnnHandle_t handle, loop_timing::Timer& timer, 
   return "";
 }
 
-int main() {
+// Every problem on stdin, timed; the process's exit status.
+static int run_stdin() {
+  std::cin.clear();  // a library call after an earlier one: stdin may be a new file (its EOF is not ours)
+  std::clearerr(stdin);
   cudnnHandle_t handle;
   cudnnStatus_t status = cudnnCreate(&handle);
   if (status != CUDNN_STATUS_SUCCESS) {
@@ -351,3 +354,11 @@ int main() {
   cudnnDestroy(handle);
   return 0;
 }
+
+#ifdef CONV_LOOP_LIBRARY
+// Built as a library (build_native.sh: libconv_loop.so), the same loop runs inside another process
+// (tests/benchmarks/conv_process_probe.py), reading that process's stdin and writing its stdout.
+extern "C" int conv_loop_run_stdin() { return run_stdin(); }
+#else
+int main() { return run_stdin(); }
+#endif

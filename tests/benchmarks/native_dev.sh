@@ -19,6 +19,8 @@
 #   bash tests/benchmarks/native_dev.sh repeat       # train's convolutions again (repeatability); the published
 #                                                    # ones beside every candidate engine, shards FIRST..15
 #   bash tests/benchmarks/native_dev.sh choice       # more of those shards (FIRST=K)
+#   bash tests/benchmarks/native_dev.sh process      # conv_process_probe.py: conv_loop's code inside Python processes
+#                                                    # and beside the harness's call; ncu's kernels of both
 #   bash tests/benchmarks/native_dev.sh cupti        # the same convs with CUPTI never attached (--no-kernel-time)
 #                                                    # and attached (the default), each beside the native loop
 # Phases that write many files take OUT outside the call's $OUT and tar it: at most 8 files come back.
@@ -233,6 +235,22 @@ repeat|choice)  # repeat: train's convolutions on another machine than the publi
     timeout 50 $SBS runner/published/nvidia-h100/train --only 'conv/*' --shard $i/16 --max-seconds 0.05 --warm-up 0 \
       --json "$OUT/sbs-train-conv-$i.json" >"$OUT/sbs-train-conv-$i.log" 2>&1; echo "shard $i: $(grep 'choice:' "$OUT/sbs-train-conv-$i.log" | tr '\n' ' ')"
   done ;;
+process)  # is it the process or the call? conv_loop's own code timed in Python processes holding more and more of
+          # what the harness's holds, then beside the harness's call, with each call's kernels
+          # (tests/benchmarks/conv_process_probe.py); ncu's launch figures of both calls' kernels
+  build
+  lines=tests/benchmarks/results/conv-process-probe-h100/lines.txt
+  timeout 240 python3 tests/benchmarks/conv_process_probe.py $lines ${PROBE_ARGS:---kernels} 2>&1 | tee "$OUT/process.log"
+  [ -n "${PROBE_ARGS:-}" ] && exit 0  # another question of the same probe (--captures): nothing else
+  M=gpu__time_duration.sum,launch__grid_size,launch__block_size,launch__registers_per_thread
+  M=$M,launch__shared_mem_per_block_dynamic,launch__shared_mem_per_block_static
+  head -1 $lines | sed 's/ [0-9.]*$/ 0.001/' >/tmp/one.txt
+  timeout 100 ncu --clock-control none --cache-control none --metrics $M --launch-count 12 --csv \
+    build/native/conv_loop </tmp/one.txt >"$OUT/ncu-exe.csv" 2>&1
+  timeout 150 ncu --clock-control none --cache-control none --metrics $M --nvtx --nvtx-include "call/" \
+    --launch-count 12 --csv python3 tests/benchmarks/conv_process_probe.py $lines --nvtx-calls 3 \
+    >"$OUT/ncu-python.csv" 2>&1
+  tail -n 3 "$OUT/ncu-exe.csv" "$OUT/ncu-python.csv" ;;
 verify)  # the GPU tests of every GPU path (timing strategies, native backends, models, NCCL), then train's
          # fp16 GEMMs beside native loops timed as long as the harness timed them
   timeout 230 python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py tests/test_gpu_native.py \

@@ -1,0 +1,423 @@
+"""Is it the process or the call? (A diagnosis script for issue 20: needs an NVIDIA GPU, the cuDNN
+backend's bindings and build_native.sh's build/native/conv_loop and libconv_loop.so.)
+
+The harness times some short fp16 convolutions 3-8% slower than conv_loop on the very same cuDNN
+plan, and conv_gap_probe.py ruled out the timer, the allocator and idle gaps. This script bisects:
+conv_loop's own code (the library build) is timed inside Python processes that hold more and more
+of what the harness's process holds, and, in the last one, beside the harness's own call (the
+Python frontend's execute_plan_at_index, timed by the harness's quick timer):
+
+  exe      conv_loop, the plain C++ process
+  bare     libconv_loop.so in a Python process that imported nothing else
+  torch    ... after `import torch`
+  cuda     ... after PyTorch made its CUDA context and allocated memory
+  backend  ... after the harness loaded its cuDNN backend (cudnn-frontend's Python module, a handle)
+  python   the harness's call in that same process: the plan found by name, graph replays of it
+           back to back (quick_us) and, like conv_loop's graph figure, one replay per sample (gapped)
+
+Every figure is conv_loop's graph figure (or the harness's) in us per call. With --kernels the last
+process also lists the CUDA kernels each of the two calls launches (torch.profiler), by name and
+average duration, for the first problem: a different kernel or a slower one shows there.
+
+With --captures the last process times the harness's call, a graph of as many calls as conv_loop
+puts in one (a sample of about 2 ms), replayed back to back, three ways: captured by PyTorch and
+replayed on the legacy default stream (the harness's quick timer), the same replayed on a stream
+of its own, and captured and launched by the CUDA runtime itself on a non-blocking stream, as
+conv_loop does; and the kernels' gaps (start of one minus the end of the one before) in each.
+
+With --buffers (one process, no ladder) it times, per problem, the harness's call on torch's
+random values, on conv_loop's own values and on cudaMalloc'd buffers holding them, then conv_loop's
+code right after, each with the mean SM clock NVML read while it ran.
+
+    python tests/benchmarks/conv_process_probe.py LINES [--kernels | --captures | --buffers]
+
+LINES holds conv_loop input lines with plan names (native_side_by_side.py --dry-run prints them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import itertools
+import math
+import os
+import statistics
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+NATIVE = Path(__file__).resolve().parents[2] / "build" / "native"
+LEVELS = ("bare", "torch", "cuda", "backend")
+SAMPLE_S = 0.002          # conv_loop's MIN_TRIAL_MS, the length of one sample
+SAMPLES = 30
+PROFILED_CALLS = 50
+
+
+def run_library(lines: Path) -> None:
+    """conv_loop's loop over `lines`, in this process: stdin is the file, stdout stays ours."""
+    sys.stdout.flush()
+    fd = os.open(lines, os.O_RDONLY)
+    os.dup2(fd, 0)
+    os.close(fd)
+    ctypes.CDLL(str(NATIVE / "libconv_loop.so")).conv_loop_run_stdin()
+
+
+def prepare(level: str) -> None:
+    """Make this process hold what `level` names, in the order the harness's process gets it."""
+    if level == "bare":
+        return
+    import torch
+    if level == "torch":
+        return
+    torch.zeros(1 << 20, device="cuda").sum().item()
+    if level == "cuda":
+        return
+    from deepbench.kernels.backends import load_backend
+    from deepbench.kernels.results import Settings
+    globals()["BACKEND"] = load_backend("cudnn", Settings(device="cuda", warm_up_s=0.0))
+
+
+MEMORY = ("torch", "loop-data", "cudamalloc")
+MASK32 = 0xFFFFFFFF
+
+
+def loop_normal(n: int, seed: int):
+    """conv_loop's inputs (loop_timing.h normal_at: Box-Muller on two hashed uniforms), on the GPU."""
+    import torch
+
+    def uniform(seed: int):
+        h = (torch.arange(n, dtype=torch.int64, device="cuda") * 2654435761) & MASK32
+        h = h ^ ((seed * 0x9E3779B9) & MASK32)
+        h ^= h >> 16
+        h = (h * 0x85EBCA6B) & MASK32  # int64 products wrap; their low 32 bits are the unsigned ones
+        h ^= h >> 13
+        h = (h * 0xC2B2AE35) & MASK32
+        h ^= h >> 16
+        return (h & 0xFFFFFF).float() / float(0x800000) - 1.0
+    u1 = (uniform(seed) + 1.0) * 0.5 + 0.5 / float(0x1000000)
+    u2 = (uniform(seed ^ 0x5BD1E995) + 1.0) * 0.5
+    return torch.sqrt(-2.0 * torch.log(u1)) * torch.cos(6.2831853 * u2)
+
+
+def cudamalloc_like(t):
+    """A tensor over memory of its own from cudaMalloc (as conv_loop gets its buffers), holding `t`."""
+    import torch
+    from cuda.bindings import runtime as rt
+    err, ptr = rt.cudaMalloc(max(t.numel() * t.element_size(), 1))
+    assert err == rt.cudaError_t.cudaSuccess, err
+    typestr = {torch.float16: "<f2", torch.bfloat16: "<f2", torch.float32: "<f4", torch.int8: "|i1",
+               torch.uint8: "|u1"}[t.dtype]
+
+    # The CUDA array interface: torch wraps the memory without copying (never freed: a probe).
+    raw = types.SimpleNamespace(__cuda_array_interface__={
+        "shape": tuple(t.shape), "typestr": typestr, "data": (int(ptr), False), "version": 3, "strides": None})
+    out = torch.as_tensor(raw, device="cuda").view(t.dtype)
+    out.copy_(t)
+    return out
+
+
+def python_call(line: str, memory: str = "torch"):
+    """The harness's call for one conv_loop line: the graph, the plan found by its name, tensors
+    (memory: torch's random values from its caching allocator, as the harness has them; conv_loop's
+    values there; conv_loop's values in cudaMalloc'd buffers, workspace included)."""
+    import torch
+
+    from deepbench.kernels.backends.cudnn import conv, graphs
+    from deepbench.kernels.catalog import ConvKernel
+    from deepbench.kernels.precision import Precision
+
+    f = line.split()
+    precision, direction = Precision(f[0]), f[1]
+    n, c, h, w, k, r, s, pad_h, pad_w, stride_h, stride_w = map(int, f[2:13])
+    kk = ConvKernel(set="inference_server", index=0, n=n, c=c, h=h, w=w, k=k, r=r, s=s, pad_h=pad_h, pad_w=pad_w,
+                    stride_h=stride_h, stride_w=stride_w)
+    backend = globals()["BACKEND"]
+    g, roles = graphs.build(backend.lib, backend.handle.handle, kk, precision, direction)
+    plan = conv._named_plan(backend.lib, g, f[13])
+    dtype = graphs.TORCH_DTYPES[precision]
+    shapes = {"x": (n, c, h, w), "w": (k, c, r, s), "y": (n, k, kk.out_h, kk.out_w)}
+    shapes.update(dy=shapes["y"], dx=shapes["x"], dw=shapes["w"])
+    scale = {"w": (c * r * s) ** -0.5}
+    pack = {}
+    for seed, (role, t) in enumerate(roles.items(), start=1):  # inputs first, in conv_loop's order
+        numel = math.prod(shapes[role])
+        values = (loop_normal(numel, seed).view(shapes[role]) if memory != "torch" and seed < 3
+                  else torch.randn(shapes[role], device="cuda"))
+        pack[t] = (values * scale.get(role, 1.0)).to(dtype)
+    ws = torch.empty(max(plan.workspace, 1), dtype=torch.uint8, device="cuda")
+    if memory == "cudamalloc":
+        pack = {t: cudamalloc_like(v) for t, v in pack.items()}
+        ws = cudamalloc_like(ws)
+    handle = backend.handle
+
+    def call() -> None:
+        g.execute_plan_at_index(pack, ws, plan.index, handle=handle.bind())
+    return call
+
+
+def gapped_us(call, samples: int) -> float:
+    """conv_loop's graph timing: one replay of a sample's calls between two events, waited for."""
+    import torch
+
+    from deepbench.kernels.timing.events import calls_for, time_eager
+    from deepbench.kernels.timing.graph import capture
+    calls = calls_for(time_eager(call, 2), SAMPLE_S, 4000)
+    graph = capture(call, calls)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    out = []
+    for _ in range(samples + 1):
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        out.append(start.elapsed_time(end) * 1e3 / calls)
+    return statistics.median(out[1:])
+
+
+def graph_ways(call, calls: int) -> dict:
+    """The call's graph of `calls` calls, as launchers: (launch, the stream it launches on) by way. The
+    graphs live as long as the closures that launch them (torch's is bound to its replay)."""
+    import torch
+    from cuda.bindings import runtime as rt
+
+    from deepbench.kernels.timing.graph import capture
+    ok = rt.cudaError_t.cudaSuccess
+    torch_graph = capture(call, calls)
+    side = torch.cuda.Stream()
+    err, raw = rt.cudaStreamCreateWithFlags(rt.cudaStreamNonBlocking)
+    assert err == ok, err
+    ext = torch.cuda.ExternalStream(int(raw))
+    with torch.cuda.stream(ext):
+        call()
+        torch.cuda.synchronize()
+        (err,) = rt.cudaStreamBeginCapture(raw, rt.cudaStreamCaptureMode.cudaStreamCaptureModeThreadLocal)
+        assert err == ok, err
+        for _ in range(calls):
+            call()
+        err, graph = rt.cudaStreamEndCapture(raw)
+        assert err == ok, err
+    err, exe = rt.cudaGraphInstantiate(graph, 0)
+    assert err == ok, err
+    return {"torch-default": (torch_graph.replay, torch.cuda.default_stream()),
+            "torch-side": (torch_graph.replay, side),
+            "runtime": (lambda: rt.cudaGraphLaunch(exe, raw), ext)}
+
+
+def back_to_back_us(launch, calls: int, stream) -> float:
+    """The median us per call of back-to-back launches (the harness's BackToBack sampler)."""
+    import torch
+
+    from deepbench.kernels.timing.graph_events import BackToBack
+    with torch.cuda.stream(stream):
+        samples = BackToBack(launch, calls)
+        samples.take()
+        figure = statistics.median(samples.take() for _ in range(SAMPLES))
+        torch.cuda.synchronize()
+    return figure
+
+
+def kernel_gaps(run) -> str:
+    """Median and share of negative gaps between consecutive kernels of `run` (torch.profiler)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        run()
+        torch.cuda.synchronize()
+    spans = sorted((e.time_range.start, e.time_range.end) for e in prof.events()
+                   if e.device_type.name == "CUDA" and not e.name.startswith(("Memcpy", "Memset")))
+    gaps = [b[0] - a[1] for a, b in itertools.pairwise(spans)]
+    if not gaps:
+        return "no kernels"
+    return (f"{len(spans)} kernels, gap median {statistics.median(gaps):.2f} us, "
+            f"{sum(g < 0 for g in gaps) / len(gaps):.0%} overlapping")
+
+
+def kernel_table(title: str, run) -> None:
+    """The CUDA kernels `run` launches, by name: count and average duration (torch.profiler)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        run()
+        torch.cuda.synchronize()
+    rows = [e for e in prof.key_averages() if e.device_type.name == "CUDA" and e.count]
+    print(f"# kernels: {title}")
+    for e in sorted(rows, key=lambda e: -e.device_time_total):
+        print(f"#   {e.count:6d} x {e.device_time_total / e.count:9.2f} us  {e.key[:150]}")
+
+
+class ClockTrace:
+    """The SM clock (NVML), read about every millisecond by a thread: the mean over a window."""
+
+    def __init__(self) -> None:
+        import threading
+
+        import pynvml
+        pynvml.nvmlInit()
+        self.nvml, self.handle = pynvml, pynvml.nvmlDeviceGetHandleByIndex(0)
+        self.readings: list[tuple[float, int]] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        import time
+        while True:
+            mhz = self.nvml.nvmlDeviceGetClockInfo(self.handle, self.nvml.NVML_CLOCK_SM)
+            self.readings.append((time.perf_counter(), mhz))
+            time.sleep(0.001)
+
+    def mean_mhz(self, run) -> tuple[object, float]:
+        """`run`'s result and the mean SM clock while it ran."""
+        import time
+        t0 = time.perf_counter()
+        out = run()
+        window = [mhz for t, mhz in self.readings[-20000:] if t >= t0]
+        return out, (sum(window) / len(window) if window else float("nan"))
+
+
+def child_buffers(lines: Path) -> None:
+    """Per problem, interleaved: the harness's call on three kinds of memory (MEMORY), each a graph
+    of the same calls replayed back to back, then conv_loop's code on it in this process; for
+    the first problem, the kernels' durations of each (torch.profiler)."""
+    import torch
+
+    from deepbench.kernels.timing.graph import capture
+    from deepbench.kernels.timing.graph_events import quick_us
+    prepare("backend")
+    clock = ClockTrace()
+    one = Path(f"/tmp/conv_process_probe.{os.getpid()}")
+    for i, line in enumerate(ln for ln in lines.read_text().splitlines() if ln.strip()):
+        one.write_text(line + "\n")
+        calls = 0
+        figures = {}
+        for memory in MEMORY:
+            call = python_call(line, memory)
+            calls = calls or max(1, round(SAMPLE_S * 1e6 / quick_us(call, min_sample_s=SAMPLE_S, samples=SAMPLES)))
+            graph = capture(call, calls)
+            figures[memory] = clock.mean_mhz(
+                lambda g=graph, n=calls: back_to_back_us(g.replay, n, torch.cuda.current_stream()))
+            if i == 0:
+                kernel_table(f"the harness's call on {memory} memory, 3 graph replays",
+                             lambda r=graph.replay: [r() for _ in range(3)])
+        print(f"buffers {i} {calls} " + " ".join(f"{m}={us:.4f}@{mhz:.0f}MHz" for m, (us, mhz) in figures.items()),
+              flush=True)
+        _, mhz = clock.mean_mhz(lambda: run_library(one))
+        print(f"# conv_loop's code above ran at {mhz:.0f} MHz on average", flush=True)
+        if i == 0:
+            short = one.with_suffix(".short")
+            short.write_text(" ".join(line.split()[:-1]) + " 0.002\n")
+            kernel_table("conv_loop's code in this process (warm-up, calibration, loop, graph)",
+                         lambda f=short: run_library(f))
+
+
+def child(level: str, lines: Path, kernels: bool, captures: bool) -> None:
+    prepare(level)
+    run_library(lines)
+    if level != "backend":
+        return
+    from deepbench.kernels.timing.graph_events import quick_us
+    problems = [ln for ln in lines.read_text().splitlines() if ln.strip()]
+    for i, line in enumerate(problems):
+        call = python_call(line)
+        if captures:
+            quick = quick_us(call, min_sample_s=SAMPLE_S, samples=SAMPLES)
+            calls = max(1, round(SAMPLE_S * 1e6 / quick))
+            ways = graph_ways(call, calls)
+            figures = {w: back_to_back_us(launch, calls, where) for w, (launch, where) in ways.items()}
+            print(f"captures {i} {calls} " + " ".join(f"{w}={us:.4f}" for w, us in figures.items()), flush=True)
+            if i == 0:
+                for w, (launch, where) in ways.items():
+                    print(f"# gaps {w}: {kernel_gaps(lambda ln=launch, wh=where: _in(wh, ln, 3))}", flush=True)
+                one = Path(f"/tmp/conv_process_probe.{os.getpid()}")
+                one.write_text(" ".join(line.split()[:-1]) + " 0.002\n")
+                print(f"# gaps conv_loop in this process: {kernel_gaps(lambda f=one: run_library(f))}", flush=True)
+            continue
+        print(f"python {i} {quick_us(call, min_sample_s=SAMPLE_S, samples=SAMPLES):.4f} {gapped_us(call, SAMPLES):.4f}",
+              flush=True)
+        if kernels and i == 0:
+            kernel_table("the harness's call", lambda c=call: [c() for _ in range(PROFILED_CALLS)])
+            one = Path(f"/tmp/conv_process_probe.{os.getpid()}")
+            one.write_text(" ".join(line.split()[:-1]) + " 0.002\n")
+            kernel_table("conv_loop's code in this process (warm-up, calibration, loop, graph)",
+                         lambda f=one: run_library(f))
+
+
+def _in(stream, launch, times: int) -> None:
+    """`times` launches with `stream` current."""
+    import torch
+    with torch.cuda.stream(stream):
+        for _ in range(times):
+            launch()
+
+
+def graph_figures(out: str) -> list[float]:
+    """conv_loop's graph figure (us per call) per input line, from its output lines."""
+    return [float(ln.split()[-1]) if "error" not in ln else float("nan")
+            for ln in out.splitlines() if ln and not ln.startswith(("#", "python", "captures"))]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("lines", type=Path)
+    ap.add_argument("--kernels", action="store_true", help="list each call's kernels (the first problem)")
+    ap.add_argument("--captures", action="store_true",
+                    help="time the harness's call in graphs captured and launched three ways (see above)")
+    ap.add_argument("--buffers", action="store_true",
+                    help="only the harness's call on torch's memory and values, on conv_loop's values, and on "
+                         "cudaMalloc'd buffers with them, each beside conv_loop's code, in one process")
+    ap.add_argument("--child", choices=LEVELS, help=argparse.SUPPRESS)
+    ap.add_argument("--nvtx-calls", type=int, default=0, metavar="N",
+                    help="only run the harness's call for the first problem N times in an NVTX range 'call' "
+                         "(for a profiler: ncu --nvtx --nvtx-include call/)")
+    args = ap.parse_args()
+    if args.nvtx_calls:
+        import torch
+        prepare("backend")
+        call = python_call(next(ln for ln in args.lines.read_text().splitlines() if ln.strip()))
+        call()
+        torch.cuda.synchronize()
+        torch.cuda.nvtx.range_push("call")
+        for _ in range(args.nvtx_calls):
+            call()
+        torch.cuda.synchronize()
+        torch.cuda.nvtx.range_pop()
+        return 0
+    if args.buffers:
+        child_buffers(args.lines)
+        return 0
+    if args.child:
+        child(args.child, args.lines, args.kernels, args.captures)
+        return 0
+    problems = [ln for ln in args.lines.read_text().splitlines() if ln.strip()]
+    with args.lines.open() as stdin:
+        exe = subprocess.run([str(NATIVE / "conv_loop")], stdin=stdin, capture_output=True, text=True, timeout=600)
+    columns = {"exe": graph_figures(exe.stdout)}
+    python: dict[int, tuple[float, float]] = {}
+    for level in LEVELS:
+        cmd = [sys.executable, __file__, str(args.lines), "--child", level] + (["--kernels"] * args.kernels) \
+            + (["--captures"] * args.captures)
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        if out.returncode:
+            print(f"# {level}: exit {out.returncode}\n{out.stderr[-2000:]}")
+        columns[level] = graph_figures(out.stdout)
+        for ln in out.stdout.splitlines():
+            if ln.startswith("captures"):
+                print(f"{problems[int(ln.split()[1])][:60]:60} {ln}")
+            elif ln.startswith("python"):
+                _, i, quick, gapped = ln.split()
+                python[int(i)] = (float(quick), float(gapped))
+            elif ln.startswith("#"):
+                print(ln)
+    print(f"{'problem':70} " + " ".join(f"{c:>8}" for c in columns) + f" {'py-quick':>8} {'py-gapped':>9}"
+          "  backend/exe py-gapped/backend")
+    for i, line in enumerate(problems):
+        figs = [col[i] if i < len(col) else float("nan") for col in columns.values()]
+        quick, gapped = python.get(i, (float("nan"), float("nan")))
+        print(f"{line[:70]:70} " + " ".join(f"{x:8.2f}" for x in figs) + f" {quick:8.2f} {gapped:9.2f}"
+              f"  {figs[-1] / figs[0]:11.3f} {gapped / figs[-1]:15.3f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
