@@ -156,23 +156,11 @@ def python_call(line: str, memory: str = "torch"):
     return call
 
 
-def gapped_us(call, samples: int) -> float:
-    """conv_loop's graph timing: one replay of a sample's calls between two events, waited for."""
-    import torch
-
-    from deepbench.kernels.timing.events import calls_for, time_eager
-    from deepbench.kernels.timing.graph import capture
-    calls = calls_for(time_eager(call, 2), SAMPLE_S, 4000)
-    graph = capture(call, calls)
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    out = []
-    for _ in range(samples + 1):
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        out.append(start.elapsed_time(end) * 1e3 / calls)
-    return statistics.median(out[1:])
+def short_run_file(line: str) -> Path:
+    """A file holding `line` with its seconds cut to one sample's: conv_loop's code run under a profiler."""
+    short = Path(f"/tmp/conv_process_probe.{os.getpid()}.short")
+    short.write_text(" ".join(line.split()[:-1]) + f" {SAMPLE_S}\n")
+    return short
 
 
 def graph_ways(call, calls: int) -> dict:
@@ -305,8 +293,7 @@ def child_buffers(lines: Path) -> None:
         _, mhz = clock.mean_mhz(lambda: run_library(one))
         print(f"# conv_loop's code above ran at {mhz:.0f} MHz on average", flush=True)
         if i == 0:
-            short = one.with_suffix(".short")
-            short.write_text(" ".join(line.split()[:-1]) + " 0.002\n")
+            short = short_run_file(line)
             kernel_table("conv_loop's code in this process (warm-up, calibration, loop, graph)",
                          lambda f=short: run_library(f))
 
@@ -316,6 +303,8 @@ def child(level: str, lines: Path, kernels: bool, captures: bool) -> None:
     run_library(lines)
     if level != "backend":
         return
+    from conv_gap_probe import gapped_us  # conv_loop's graph timing, as conv_gap_probe.py takes it (beside this file)
+
     from deepbench.kernels.timing.graph_events import quick_us
     problems = [ln for ln in lines.read_text().splitlines() if ln.strip()]
     for i, line in enumerate(problems):
@@ -329,18 +318,17 @@ def child(level: str, lines: Path, kernels: bool, captures: bool) -> None:
             if i == 0:
                 for w, (launch, where) in ways.items():
                     print(f"# gaps {w}: {kernel_gaps(lambda ln=launch, wh=where: _in(wh, ln, 3))}", flush=True)
-                one = Path(f"/tmp/conv_process_probe.{os.getpid()}")
-                one.write_text(" ".join(line.split()[:-1]) + " 0.002\n")
-                print(f"# gaps conv_loop in this process: {kernel_gaps(lambda f=one: run_library(f))}", flush=True)
+                short = short_run_file(line)
+                gaps = kernel_gaps(lambda f=short: run_library(f))
+                print(f"# gaps conv_loop in this process: {gaps}", flush=True)
             continue
         print(f"python {i} {quick_us(call, min_sample_s=SAMPLE_S, samples=SAMPLES):.4f} {gapped_us(call, SAMPLES):.4f}",
               flush=True)
         if kernels and i == 0:
             kernel_table("the harness's call", lambda c=call: [c() for _ in range(PROFILED_CALLS)])
-            one = Path(f"/tmp/conv_process_probe.{os.getpid()}")
-            one.write_text(" ".join(line.split()[:-1]) + " 0.002\n")
+            short = short_run_file(line)
             kernel_table("conv_loop's code in this process (warm-up, calibration, loop, graph)",
-                         lambda f=one: run_library(f))
+                         lambda f=short: run_library(f))
 
 
 def _in(stream, launch, times: int) -> None:

@@ -241,7 +241,7 @@ process)  # is it the process or the call? conv_loop's own code timed in Python 
   build
   lines=tests/benchmarks/results/conv-process-probe-h100/lines.txt
   timeout 240 python3 tests/benchmarks/conv_process_probe.py $lines ${PROBE_ARGS:---kernels} 2>&1 | tee "$OUT/process.log"
-  [ -n "${PROBE_ARGS:-}" ] && exit 0  # another question of the same probe (--captures): nothing else
+  [ -n "${PROBE_ARGS:-}" ] && exit 0  # another question of the same probe (--captures, --buffers): nothing else
   M=gpu__time_duration.sum,launch__grid_size,launch__block_size,launch__registers_per_thread
   M=$M,launch__shared_mem_per_block_dynamic,launch__shared_mem_per_block_static
   head -1 $lines | sed 's/ [0-9.]*$/ 0.001/' >/tmp/one.txt
