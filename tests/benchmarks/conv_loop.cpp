@@ -39,6 +39,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -320,18 +321,36 @@ static std::string run_problem(cudnnHandle_t handle, loop_timing::Timer& timer, 
   return "";
 }
 
+// Where the library is called more than once in a process, LOOP_KEEP names what the first call makes and
+// later calls reuse instead of making their own: "handle" (the cuDNN handle), "stream" (the timer's
+// stream; its events are new), "timer" (the stream and the events) or "all" (the handle and the timer):
+// conv_process_probe.py --passes, which of them a later call's figures follow.
+static bool kept(const char* what) {
+  const char* keep = std::getenv("LOOP_KEEP");
+  return keep && (std::strcmp(keep, what) == 0 || (std::strcmp(keep, "all") == 0 && std::strcmp(what, "stream")));
+}
+
 // Every problem on stdin, timed; the process's exit status.
 static int run_stdin() {
   std::cin.clear();  // a library call after an earlier one: stdin may be a new file (its EOF is not ours)
   std::clearerr(stdin);
-  cudnnHandle_t handle;
-  cudnnStatus_t status = cudnnCreate(&handle);
+  static cudnnHandle_t kept_handle = nullptr;
+  static cudaStream_t kept_stream = nullptr;
+  static loop_timing::Timer* kept_timer = nullptr;
+  const bool keep_handle = kept("handle"), keep_timer = kept("timer");
+  cudnnHandle_t handle = keep_handle ? kept_handle : nullptr;
+  cudnnStatus_t status = handle ? CUDNN_STATUS_SUCCESS : cudnnCreate(&handle);
   if (status != CUDNN_STATUS_SUCCESS) {
     std::fprintf(stderr, "cudnnCreate: %s\n", cudnnGetErrorString(status));
     return 1;
   }
+  if (keep_handle) kept_handle = handle;
   std::fprintf(stderr, "# cudnn %zu\n", cudnnGetVersion());
-  loop_timing::Timer timer;
+  std::unique_ptr<loop_timing::Timer> own_timer;
+  if (kept("stream") && !kept_stream) CHECK_CUDA(cudaStreamCreateWithFlags(&kept_stream, cudaStreamNonBlocking));
+  if (keep_timer && !kept_timer) kept_timer = new loop_timing::Timer();  // kept for the process's life
+  if (!keep_timer) own_timer = std::make_unique<loop_timing::Timer>(kept_stream);
+  loop_timing::Timer& timer = keep_timer ? *kept_timer : *own_timer;
   status = cudnnSetStream(handle, timer.stream);
   if (status != CUDNN_STATUS_SUCCESS) {
     std::fprintf(stderr, "cudnnSetStream: %s\n", cudnnGetErrorString(status));
@@ -351,7 +370,7 @@ static int run_stdin() {
     if (!error.empty()) std::printf("%s error %s\n", p.fields.c_str(), error.c_str());
     std::fflush(stdout);
   }
-  cudnnDestroy(handle);
+  if (!keep_handle) cudnnDestroy(handle);
   return 0;
 }
 

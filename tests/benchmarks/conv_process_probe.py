@@ -25,11 +25,37 @@ replayed on the legacy default stream (the harness's quick timer), the same repl
 of its own, and captured and launched by the CUDA runtime itself on a non-blocking stream, as
 conv_loop does; and the kernels' gaps (start of one minus the end of the one before) in each.
 
+With --graphs DIR (one process, no ladder, no profiler) it writes the first problem's graphs as DOT files
+(cudaGraphDebugDotPrint, verbose: every node's parameters and launch attributes) to DIR: the harness's call,
+two calls captured by the CUDA runtime (harness.dot), and conv_loop's graph (conv_loop.dot, loop_timing.h's
+LOOP_GRAPH_DOT); then, per problem, ROUNDS rounds of conv_loop's code and the harness's call (quick and
+gapped) one after the other, so that a figure that moves with what ran before shows as a drift between
+rounds and a difference of the call as a steady ratio.
+
+With --state (no profiler, CUPTI never started) it asks when a process's figures move: conv_loop in a
+process of its own, then its code in one Python process after each step of what the harness's process
+goes through (STATE_STEPS: nothing, torch and a CUDA context, the cuDNN backend, the harness's calls
+captured and replayed, those graphs freed, STATE_IDLE_S idle), then conv_loop in a process of its own
+again: a table of conv_loop's graph figure per problem and step.
+
+With --passes it asks whether it is PyTorch at all, and what of a pass the next one inherits: conv_loop's
+code run PASSES times in a row in Python processes that import nothing else, one process per setting of
+PASS_ENVS: none (each pass makes and destroys a cuDNN handle and a timer with its stream and events of its
+own), conv_loop.cpp's LOOP_KEEP (later passes reuse the first pass's handle, stream, timer, or all), and
+CUDA_DEVICE_MAX_CONNECTIONS (how many hardware queues the process's streams share; the driver's default 8).
+
+With --streams it asks what the harness would read on such a first stream: the harness's quick timer on
+each problem in a process of its own per way of STREAM_WAYS, its replays on PyTorch's default (legacy)
+stream as in the harness, on a non-blocking stream made before anything else in the process, or on one
+made after the cuDNN backend was loaded, or (first-capture) the call captured by the CUDA runtime on that
+first stream and launched there, as conv_loop does; beside conv_loop in a process of its own.
+
 With --buffers (one process, no ladder) it times, per problem, the harness's call on torch's
 random values, on conv_loop's own values and on cudaMalloc'd buffers holding them, then conv_loop's
 code right after, each with the mean SM clock NVML read while it ran.
 
-    python tests/benchmarks/conv_process_probe.py LINES [--kernels | --captures | --buffers]
+    python tests/benchmarks/conv_process_probe.py LINES [--kernels | --captures | --buffers | --graphs DIR]
+    python tests/benchmarks/conv_process_probe.py LINES [--state | --passes | --streams]
 
 LINES holds conv_loop input lines with plan names (native_side_by_side.py --dry-run prints them).
 """
@@ -52,6 +78,15 @@ LEVELS = ("bare", "torch", "cuda", "backend")
 SAMPLE_S = 0.002          # conv_loop's MIN_TRIAL_MS, the length of one sample
 SAMPLES = 30
 PROFILED_CALLS = 50
+ROUNDS = 3                # --graphs: rounds of conv_loop's code and the harness's call per problem
+DOT_CALLS = 2             # --graphs: calls in the harness's graph written as DOT
+DOT_VERBOSE = 1           # cudaGraphDebugDotFlagsVerbose
+STATE_STEPS = ("bare", "cuda", "backend", "harness-calls", "graphs-freed", "idle")
+STATE_IDLE_S = 20.0
+PASSES = 3
+STREAM_WAYS = ("default", "first", "late", "first-capture")
+PASS_ENVS = ("", "LOOP_KEEP=handle", "LOOP_KEEP=stream", "LOOP_KEEP=timer", "LOOP_KEEP=all",
+             "CUDA_DEVICE_MAX_CONNECTIONS=1")
 
 
 def run_library(lines: Path) -> None:
@@ -172,24 +207,12 @@ def graph_ways(call, calls: int) -> dict:
     from deepbench.kernels.timing.graph import capture
     ok = rt.cudaError_t.cudaSuccess
     torch_graph = capture(call, calls)
-    side = torch.cuda.Stream()
-    err, raw = rt.cudaStreamCreateWithFlags(rt.cudaStreamNonBlocking)
-    assert err == ok, err
-    ext = torch.cuda.ExternalStream(int(raw))
-    with torch.cuda.stream(ext):
-        call()
-        torch.cuda.synchronize()
-        (err,) = rt.cudaStreamBeginCapture(raw, rt.cudaStreamCaptureMode.cudaStreamCaptureModeThreadLocal)
-        assert err == ok, err
-        for _ in range(calls):
-            call()
-        err, graph = rt.cudaStreamEndCapture(raw)
-        assert err == ok, err
+    graph, raw = runtime_graph(call, calls)
     err, exe = rt.cudaGraphInstantiate(graph, 0)
     assert err == ok, err
     return {"torch-default": (torch_graph.replay, torch.cuda.default_stream()),
-            "torch-side": (torch_graph.replay, side),
-            "runtime": (lambda: rt.cudaGraphLaunch(exe, raw), ext)}
+            "torch-side": (torch_graph.replay, torch.cuda.Stream()),
+            "runtime": (lambda: rt.cudaGraphLaunch(exe, raw), torch.cuda.ExternalStream(int(raw)))}
 
 
 def back_to_back_us(launch, calls: int, stream) -> float:
@@ -298,6 +321,179 @@ def child_buffers(lines: Path) -> None:
                          lambda f=short: run_library(f))
 
 
+def runtime_graph(call, calls: int, raw=None):
+    """`calls` calls captured by the CUDA runtime on a non-blocking stream (`raw`, else a new one), as
+    conv_loop captures them: (graph, the stream)."""
+    import torch
+    from cuda.bindings import runtime as rt
+    ok = rt.cudaError_t.cudaSuccess
+    if raw is None:
+        err, raw = rt.cudaStreamCreateWithFlags(rt.cudaStreamNonBlocking)
+        assert err == ok, err
+    with torch.cuda.stream(torch.cuda.ExternalStream(int(raw))):
+        call()
+        torch.cuda.synchronize()
+        (err,) = rt.cudaStreamBeginCapture(raw, rt.cudaStreamCaptureMode.cudaStreamCaptureModeThreadLocal)
+        assert err == ok, err
+        for _ in range(calls):
+            call()
+        err, graph = rt.cudaStreamEndCapture(raw)
+        assert err == ok, err
+    return graph, raw
+
+
+def child_graphs(lines: Path, dot_dir: Path) -> None:
+    """The first problem's graphs as DOT files, then ROUNDS rounds per problem of conv_loop's code
+    (its own output line) and the harness's call ("rounds PROBLEM ROUND QUICK GAPPED"); no profiler."""
+    from conv_gap_probe import gapped_us
+    from cuda.bindings import runtime as rt
+
+    from deepbench.kernels.timing.graph_events import quick_us
+    prepare("backend")
+    dot_dir.mkdir(parents=True, exist_ok=True)
+    one = Path(f"/tmp/conv_process_probe.{os.getpid()}")
+    for i, line in enumerate(ln for ln in lines.read_text().splitlines() if ln.strip()):
+        one.write_text(line + "\n")
+        call = python_call(line)
+        if i == 0:
+            graph, _ = runtime_graph(call, DOT_CALLS)
+            (err,) = rt.cudaGraphDebugDotPrint(graph, str(dot_dir / "harness.dot").encode(), DOT_VERBOSE)
+            print(f"# harness.dot: {err}", flush=True)
+            os.environ["LOOP_GRAPH_DOT"] = str(dot_dir / "conv_loop.dot")
+            run_library(short_run_file(line))
+            del os.environ["LOOP_GRAPH_DOT"]
+        for r in range(ROUNDS):
+            run_library(one)
+            print(f"rounds {i} {r} {quick_us(call, min_sample_s=SAMPLE_S, samples=SAMPLES):.4f} "
+                  f"{gapped_us(call, SAMPLES):.4f}", flush=True)
+
+
+def child_state(lines: Path) -> None:
+    """conv_loop's code after each of STATE_STEPS, each pass after a '# step NAME' line."""
+    import gc
+    import time
+    held: list = []
+    for step in STATE_STEPS:
+        if step == "cuda":
+            prepare("cuda")
+        elif step == "backend":
+            prepare("backend")
+        elif step == "harness-calls":
+            from deepbench.kernels.timing.graph_events import quick_us
+            for line in (ln for ln in lines.read_text().splitlines() if ln.strip()):
+                call = python_call(line)
+                quick_us(call, min_sample_s=SAMPLE_S, samples=SAMPLES)
+                held.append(call)
+        elif step == "graphs-freed":
+            import torch
+            held.clear()
+            gc.collect()
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
+        elif step == "idle":
+            time.sleep(STATE_IDLE_S)
+        print(f"# step {step}", flush=True)
+        run_library(lines)
+
+
+def exe_figures(lines: Path) -> list[float]:
+    """conv_loop's graph figure per line of `lines`, in a process of its own."""
+    with lines.open() as stdin:
+        out = subprocess.run([str(NATIVE / "conv_loop")], stdin=stdin, capture_output=True, text=True, timeout=600)
+    return graph_figures(out.stdout)
+
+
+def print_table(lines: Path, columns: dict[str, list[float]], width: int, tail=None, tail_header: str = "") -> None:
+    """One row per problem of `lines`: its figure in each column (NaN where a column is short), and
+    `tail(figures)` after them where given."""
+    print(f"{'problem':60} " + " ".join(f"{c:>{width}}" for c in columns) + tail_header)
+    for i, line in enumerate(ln for ln in lines.read_text().splitlines() if ln.strip()):
+        figs = [col[i] if i < len(col) else float("nan") for col in columns.values()]
+        print(f"{line[:60]:60} " + " ".join(f"{x:{width}.2f}" for x in figs) + (tail(figs) if tail else ""),
+              flush=True)
+
+
+def state_table(lines: Path) -> None:
+    """conv_loop's graph figure per problem: its own process, after each step in one process, its own again."""
+    columns = {"exe-before": exe_figures(lines)}
+    out = subprocess.run([sys.executable, __file__, str(lines), "--child-state"], capture_output=True, text=True,
+                         timeout=600)
+    if out.returncode:
+        print(f"# state child: exit {out.returncode}\n{out.stderr[-2000:]}")
+    for chunk in out.stdout.split("# step ")[1:]:
+        name, _, rest = chunk.partition("\n")
+        columns[name.strip()] = graph_figures(rest)
+    columns["exe-after"] = exe_figures(lines)
+    print_table(lines, columns, 13)
+
+
+def child_passes(lines: Path) -> None:
+    """conv_loop's code PASSES times in this process, each pass after a '# pass K' line."""
+    for n in range(PASSES):
+        print(f"# pass {n + 1}", flush=True)
+        run_library(lines)
+
+
+def passes_table(lines: Path) -> None:
+    """conv_loop's graph figure per problem and pass, PASSES passes in one bare process, per setting."""
+    columns: dict[str, list[float]] = {}
+    for n, setting in enumerate(PASS_ENVS):
+        name, _, value = setting.partition("=")
+        env = dict(os.environ, **({name: value} if setting else {}))
+        out = subprocess.run([sys.executable, __file__, str(lines), "--child-passes"], capture_output=True, text=True,
+                             timeout=600, env=env)
+        if out.returncode:
+            print(f"# passes child: exit {out.returncode}\n{out.stderr[-2000:]}")
+        print(f"# s{n}: {setting or 'nothing set'}")
+        for chunk in out.stdout.split("# pass ")[1:]:
+            number, _, rest = chunk.partition("\n")
+            columns[f"s{n}p{number.strip()}"] = graph_figures(rest)
+    print("# columns: sN = the setting above, pK = the K-th pass in that process")
+    print_table(lines, columns, 8)
+
+
+def child_streams(way: str, lines: Path) -> None:
+    """The harness's quick timer per problem ('stream US' lines), its replays on the stream `way` names."""
+    from cuda.bindings import runtime as rt
+
+    def new_stream() -> int:
+        err, raw = rt.cudaStreamCreateWithFlags(rt.cudaStreamNonBlocking)  # the first CUDA call makes the context
+        assert err == rt.cudaError_t.cudaSuccess, err
+        return int(raw)
+    raw = new_stream() if way.startswith("first") else None
+    prepare("backend")
+    raw = new_stream() if way == "late" else raw
+    import torch
+
+    from deepbench.kernels.timing.graph_events import quick_us
+    stream = torch.cuda.ExternalStream(raw) if raw is not None else torch.cuda.default_stream()
+    for line in (ln for ln in lines.read_text().splitlines() if ln.strip()):
+        call = python_call(line)
+        with torch.cuda.stream(stream):
+            quick = quick_us(call, min_sample_s=SAMPLE_S, samples=SAMPLES)
+        if way == "first-capture":  # captured on that first stream too, by the runtime, and launched there
+            calls = max(1, round(SAMPLE_S * 1e6 / quick))
+            graph, _ = runtime_graph(call, calls, raw)
+            err, exe = rt.cudaGraphInstantiate(graph, 0)
+            assert err == rt.cudaError_t.cudaSuccess, err
+            quick = back_to_back_us(lambda e=exe: rt.cudaGraphLaunch(e, raw), calls, stream)
+        print(f"stream {quick:.4f}", flush=True)
+
+
+def streams_table(lines: Path) -> None:
+    """conv_loop in a process of its own beside the harness's quick timer on each way's stream."""
+    columns = {"exe": exe_figures(lines)}
+    for way in STREAM_WAYS:
+        out = subprocess.run([sys.executable, __file__, str(lines), "--child-streams", way], capture_output=True,
+                             text=True, timeout=600)
+        if out.returncode:
+            print(f"# streams child {way}: exit {out.returncode}\n{out.stderr[-2000:]}")
+        columns[way] = [float(ln.split()[1]) for ln in out.stdout.splitlines() if ln.startswith("stream ")]
+    print_table(lines, columns, 8, lambda figs: "  " + " ".join(
+        f"{x / figs[0]:>{len(w) + 4}.3f}" for w, x in zip(STREAM_WAYS, figs[1:], strict=True)),
+        "  " + " ".join(f"{w}/exe" for w in STREAM_WAYS))
+
+
 def child(level: str, lines: Path, kernels: bool, captures: bool) -> None:
     prepare(level)
     run_library(lines)
@@ -354,6 +550,19 @@ def main() -> int:
     ap.add_argument("--buffers", action="store_true",
                     help="only the harness's call on torch's memory and values, on conv_loop's values, and on "
                          "cudaMalloc'd buffers with them, each beside conv_loop's code, in one process")
+    ap.add_argument("--graphs", type=Path, metavar="DIR",
+                    help="only the first problem's graphs as DOT files in DIR, then rounds of conv_loop's code and the "
+                         "harness's call per problem, in one process without a profiler (see above)")
+    ap.add_argument("--state", action="store_true",
+                    help="only conv_loop's figures in a process of its own and after each step of what the harness's "
+                         "process goes through (see above)")
+    ap.add_argument("--child-state", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--passes", action="store_true",
+                    help="only conv_loop's code run several times in bare processes, per setting (see above)")
+    ap.add_argument("--child-passes", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--streams", action="store_true",
+                    help="only the harness's quick timer with its replays on three streams, beside conv_loop")
+    ap.add_argument("--child-streams", choices=STREAM_WAYS, help=argparse.SUPPRESS)
     ap.add_argument("--child", choices=LEVELS, help=argparse.SUPPRESS)
     ap.add_argument("--nvtx-calls", type=int, default=0, metavar="N",
                     help="only run the harness's call for the first problem N times in an NVTX range 'call' "
@@ -371,16 +580,21 @@ def main() -> int:
         torch.cuda.synchronize()
         torch.cuda.nvtx.range_pop()
         return 0
-    if args.buffers:
-        child_buffers(args.lines)
-        return 0
+    questions = [(args.buffers, lambda: child_buffers(args.lines)),
+                 (args.graphs, lambda: child_graphs(args.lines, args.graphs)),
+                 (args.state, lambda: state_table(args.lines)), (args.child_state, lambda: child_state(args.lines)),
+                 (args.passes, lambda: passes_table(args.lines)), (args.child_passes, lambda: child_passes(args.lines)),
+                 (args.streams, lambda: streams_table(args.lines)),
+                 (args.child_streams, lambda: child_streams(args.child_streams, args.lines))]
+    for asked, answer in questions:
+        if asked:
+            answer()
+            return 0
     if args.child:
         child(args.child, args.lines, args.kernels, args.captures)
         return 0
     problems = [ln for ln in args.lines.read_text().splitlines() if ln.strip()]
-    with args.lines.open() as stdin:
-        exe = subprocess.run([str(NATIVE / "conv_loop")], stdin=stdin, capture_output=True, text=True, timeout=600)
-    columns = {"exe": graph_figures(exe.stdout)}
+    columns = {"exe": exe_figures(args.lines)}
     python: dict[int, tuple[float, float]] = {}
     for level in LEVELS:
         cmd = [sys.executable, __file__, str(args.lines), "--child", level] + (["--kernels"] * args.kernels) \

@@ -28,10 +28,13 @@ TARGET_SHARE = 0.95  # issue 20: at least 95% of the directions agree
 def results_of(folder: Path) -> list[KernelResult]:
     """The folder's results, from results.jsonl or its gzipped copy."""
     plain = folder / RESULTS_FILE
+    packed = plain.with_name(plain.name + ".gz")
     if plain.exists():
         return read_results(plain)
-    with gzip.open(plain.with_name(plain.name + ".gz"), "rt") as packed:
-        return [KernelResult.model_validate_json(line) for line in packed if line.strip()]
+    if not packed.exists():
+        raise FileNotFoundError(f"{folder} holds neither {RESULTS_FILE} nor {packed.name}: not a results folder")
+    with gzip.open(packed, "rt") as lines:
+        return [KernelResult.model_validate_json(line) for line in lines if line.strip()]
 
 
 def directions(folder: Path) -> dict[tuple[str, str], tuple[float, str]]:
@@ -52,7 +55,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("run_b", type=Path, help="results folder of the second machine")
     ap.add_argument("--md", type=Path, help="also write the table as Markdown here")
     args = ap.parse_args(argv)
-    a, b = directions(args.run_a), directions(args.run_b)
+    try:
+        a, b = directions(args.run_a), directions(args.run_b)
+    except FileNotFoundError as exc:
+        print(f"conv_repeatability: {exc}", file=sys.stderr)
+        return 2
     both = sorted(set(a) & set(b))
     if not both:
         print("no convolution direction is ok in both folders", file=sys.stderr)

@@ -9,7 +9,8 @@
 //           the host's launch rate (~5-8 us), so an upper bound there.
 //   graph   the same `calls` calls captured once in a CUDA graph, the graph replayed per trial (the
 //           harness's way, without Python). NaN where the library's call cannot be captured.
-// Host-only code (cuda_runtime API), so that a plain C++ file can include it.
+// Host-only code (cuda_runtime API), so that a plain C++ file can include it. With LOOP_GRAPH_DOT set,
+// the graph is also written as a DOT file (GRAPH_DOT_ENV below).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -30,6 +31,9 @@ const int WARMUP = 5;
 const int MIN_TRIALS = 7;
 const float MIN_TRIAL_MS = 2.0f;
 const int MAX_CALLS = 4000;
+// Where set, each captured graph is written there as a DOT file (cudaGraphDebugDotPrint, verbose: every
+// node's parameters and launch attributes) before it is instantiated: conv_process_probe.py --graphs.
+const char* const GRAPH_DOT_ENV = "LOOP_GRAPH_DOT";
 
 // Uniform values in [-1, 1) from a per-element hash: random data, never zeros or constants, the
 // same on the host (conv_loop fills there) and the device (gemm_loop's fill kernel).
@@ -56,21 +60,24 @@ struct Times {
   float graph_us = NAN;  // NaN where the calls could not be captured in a graph
 };
 
-// One stream and a pair of events for the whole program; `call` functions enqueue on `stream`.
+// One stream and a pair of events for the whole program; `call` functions enqueue on `stream`: a
+// stream of its own, or `existing` (which its caller keeps and destroys).
 class Timer {
  public:
   cudaStream_t stream;
 
-  Timer() {
-    CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  explicit Timer(cudaStream_t existing = nullptr) : stream(existing), owns_stream_(existing == nullptr) {
+    if (owns_stream_) CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     CHECK_CUDA(cudaEventCreate(&start_));
     CHECK_CUDA(cudaEventCreate(&stop_));
   }
   ~Timer() {
     cudaEventDestroy(start_);
     cudaEventDestroy(stop_);
-    cudaStreamDestroy(stream);
+    if (owns_stream_) cudaStreamDestroy(stream);
   }
+  Timer(const Timer&) = delete;
+  Timer& operator=(const Timer&) = delete;
 
   // The us per call of `calls` calls of `call` (which returns false when the library refuses
   // it), both ways; false if a call failed outside the graph capture.
@@ -98,6 +105,7 @@ class Timer {
   }
 
  private:
+  bool owns_stream_;
   cudaEvent_t start_, stop_;
 
   // The milliseconds between two events around what `trial` enqueues; false if it failed.
@@ -140,6 +148,8 @@ class Timer {
       e = cudaStreamEndCapture(stream, &graph);  // always ends the capture, also after a failed call
       if (!enqueued && e == cudaSuccess) e = cudaErrorStreamCaptureInvalidated;
     }
+    if (const char* dot = std::getenv(GRAPH_DOT_ENV); e == cudaSuccess && dot && *dot)
+      (void)cudaGraphDebugDotPrint(graph, dot, cudaGraphDebugDotFlagsVerbose);  // its nodes, for a diff
     if (e == cudaSuccess) e = cudaGraphInstantiate(&exec, graph, 0);
     if (e == cudaSuccess) {
       auto replay = [&]() { return cudaGraphLaunch(exec, stream) == cudaSuccess; };

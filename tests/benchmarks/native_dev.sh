@@ -21,6 +21,8 @@
 #   bash tests/benchmarks/native_dev.sh choice       # more of those shards (FIRST=K)
 #   bash tests/benchmarks/native_dev.sh process      # conv_process_probe.py: conv_loop's code inside Python processes
 #                                                    # and beside the harness's call; ncu's kernels of both
+#   bash tests/benchmarks/native_dev.sh interleave   # conv_interleaved.py: the server's fp16 convs, harness and
+#                                                    # conv_loop's code in one process, in turns
 #   bash tests/benchmarks/native_dev.sh cupti        # the same convs with CUPTI never attached (--no-kernel-time)
 #                                                    # and attached (the default), each beside the native loop
 # Phases that write many files take OUT outside the call's $OUT and tar it: at most 8 files come back.
@@ -235,13 +237,25 @@ repeat|choice)  # repeat: train's convolutions on another machine than the publi
     timeout 50 $SBS runner/published/nvidia-h100/train --only 'conv/*' --shard $i/16 --max-seconds 0.05 --warm-up 0 \
       --json "$OUT/sbs-train-conv-$i.json" >"$OUT/sbs-train-conv-$i.log" 2>&1; echo "shard $i: $(grep 'choice:' "$OUT/sbs-train-conv-$i.log" | tr '\n' ' ')"
   done ;;
+interleave)  # the server's fp16 convolutions: the harness's measurement and conv_loop's code in one process, in
+            # turns (tests/benchmarks/conv_interleaved.py, IL_ARGS: more of its arguments), in shards; the
+            # engine race of conv/train/047 fp16 again
+  build
+  for i in 0 1 2; do
+    timeout 160 python3 tests/benchmarks/conv_interleaved.py runner/published/nvidia-h100/inference-server \
+      --only 'conv/inference_server/*/fp16' --shard $i/3 --warm-up $([ $i = 0 ] && echo 20 || echo 5) ${IL_ARGS:-} \
+      --json "$OUT/interleaved-$i.json" >"$OUT/interleaved-$i.log" 2>&1; echo "shard $i: $(grep 'SUMMARY' "$OUT/interleaved-$i.log")"
+  done
+  timeout 60 $SBS runner/published/nvidia-h100/train --only 'conv/train/047/fp16' --candidate-seconds 0.1 --warm-up 0 \
+    --json "$OUT/sbs-train-047.json" >"$OUT/sbs-train-047.log" 2>&1; grep SUMMARY "$OUT/sbs-train-047.log" ;;
 process)  # is it the process or the call? conv_loop's own code timed in Python processes holding more and more of
           # what the harness's holds, then beside the harness's call, with each call's kernels
           # (tests/benchmarks/conv_process_probe.py); ncu's launch figures of both calls' kernels
   build
   lines=tests/benchmarks/results/conv-process-probe-h100/lines.txt
   timeout 240 python3 tests/benchmarks/conv_process_probe.py $lines ${PROBE_ARGS:---kernels} 2>&1 | tee "$OUT/process.log"
-  [ -n "${PROBE_ARGS:-}" ] && exit 0  # another question of the same probe (--captures, --buffers): nothing else
+  [ -n "${PROBE_ARGS:-}" ] && exit 0  # another question of the probe (--captures, --buffers, --graphs DIR, --state,
+                                      # --passes, --streams): nothing else
   M=gpu__time_duration.sum,launch__grid_size,launch__block_size,launch__registers_per_thread
   M=$M,launch__shared_mem_per_block_dynamic,launch__shared_mem_per_block_static
   head -1 $lines | sed 's/ [0-9.]*$/ 0.001/' >/tmp/one.txt
