@@ -1,0 +1,79 @@
+"""tests/benchmarks/conv_interleaved.py without a GPU: the harness's settings it re-measures with, conv_loop's
+library run with files for stdin and stdout, the 20-us cut on the recorded figure, and usage errors."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+from deepbench.kernels.catalog import by_id
+from deepbench.kernels.results import PLAN_FILE, Plan, Settings
+
+from .reports_synthetic import result, write_run
+from .test_native_side_by_side import cudnn_info, sbs, with_parts
+
+SCRIPT = Path(__file__).resolve().parent / "benchmarks" / "conv_interleaved.py"
+spec = importlib.util.spec_from_file_location("conv_interleaved", SCRIPT)
+ci = importlib.util.module_from_spec(spec)
+sys.modules["conv_interleaved"] = ci
+spec.loader.exec_module(ci)
+
+PLAN = "eng34_k2=1"
+
+
+def conv_run(folder: Path, kernel_time: bool = True) -> Path:
+    """A run folder with one fp16 convolution whose fwd recorded PLAN, and its plan.json."""
+    conv = with_parts(result(by_id()["conv/train/017"], "fp16", lambda d: [1.0]),
+                      {"fwd": cudnn_info(PLAN, [(PLAN, "chosen")])}, samples_us=40.0, padding={"c": 8})
+    write_run(folder, [conv])
+    plan = Plan(run_id="r", suite="train", platform="nvidia", backend="nvidia",
+                settings=Settings(kernel_time=kernel_time, warm_up_s=30.0), items=())
+    (folder / PLAN_FILE).write_text(plan.model_dump_json())
+    return folder
+
+
+def test_the_harness_re_measures_with_the_runs_settings_and_its_recorded_plans(tmp_path):
+    folder = conv_run(tmp_path / "run")
+    results = sbs.select_results([folder], None, (0, 1))
+    settings = ci.harness_settings(folder, results, 5.0, kernel_time=True)
+    assert settings.cudnn_engines == {"conv/train/017/fp16/fwd": PLAN}
+    assert settings.kernel_time and settings.warm_up_s == 5.0
+    assert not ci.harness_settings(folder, results, 5.0, kernel_time=False).kernel_time
+    off = conv_run(tmp_path / "off", kernel_time=False)
+    assert not ci.harness_settings(off, sbs.select_results([off], None, (0, 1)), 5.0, kernel_time=True).kernel_time
+
+
+def test_conv_loop_reads_a_file_and_writes_one_and_the_descriptors_come_back(tmp_path):
+    loop = ci.ConvLoop.__new__(ci.ConvLoop)  # the library's entry point replaced by one that echoes stdin
+
+    def echo() -> int:
+        data = b""
+        while chunk := os.read(0, 4096):
+            data += chunk
+        os.write(1, b"".join(line + b" 1 x eng1 10.0 9.0\n" for line in data.splitlines()))
+        return 0
+    loop.run_stdin = echo
+    before = os.fstat(0).st_ino, os.fstat(1).st_ino
+    assert loop.run(["a b", "c d"]) == ["a b 1 x eng1 10.0 9.0", "c d 1 x eng1 10.0 9.0"]
+    assert loop.run(["e"]) == ["e 1 x eng1 10.0 9.0"]  # a second call reads its own file from the start
+    assert (os.fstat(0).st_ino, os.fstat(1).st_ino) == before
+
+
+def test_the_20_us_cut_is_on_the_recorded_figure(capsys):
+    rows = [{"op": "conv", "precision": "fp16", "recorded_us": 21.0, "harness_us": 19.0, "ratio": 1.0},
+            {"op": "conv", "precision": "fp16", "recorded_us": 19.0, "harness_us": 21.0, "ratio": 2.0}]
+    summaries, ok = sbs.summarize(rows)
+    assert summaries[0]["compared"] == 1 and ok
+    assert "SUMMARY conv fp16: 1 parts" in capsys.readouterr().out
+
+
+def test_usage_errors_exit_2(tmp_path, capsys):
+    folder = conv_run(tmp_path / "run")
+    assert ci.main([str(folder), "--library", str(tmp_path / "none.so")]) == 2
+    assert "build the native loops first" in capsys.readouterr().err
+    assert ci.main([str(folder), "--rounds", "0"]) == 2
+    assert "--rounds must be 1 or more" in capsys.readouterr().err
+    assert ci.main([str(tmp_path / "nothing")]) == 2
+    assert "not a deepbench-run results folder" in capsys.readouterr().err
