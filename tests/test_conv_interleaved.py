@@ -14,11 +14,20 @@ from deepbench.kernels.results import PLAN_FILE, Plan, Settings
 from .reports_synthetic import result, write_run
 from .test_native_side_by_side import cudnn_info, sbs, with_parts
 
-SCRIPT = Path(__file__).resolve().parent / "benchmarks" / "conv_interleaved.py"
-spec = importlib.util.spec_from_file_location("conv_interleaved", SCRIPT)
-ci = importlib.util.module_from_spec(spec)
-sys.modules["conv_interleaved"] = ci
-spec.loader.exec_module(ci)
+BENCHMARKS = Path(__file__).resolve().parent / "benchmarks"
+
+
+def load(name: str):
+    """A script beside the benchmarks, imported by its name (the scripts import each other so)."""
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+load("conv_loop_library")
+ci = load("conv_interleaved")
 
 PLAN = "eng34_k2=1"
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the native loops the side-by-side runs (native_side_by_side.py): gemm_loop (cuBLAS) and
 # conv_loop (cuDNN through cudnn-frontend's C++ graph API), into build/native/ (or $BUILD_DIR);
-# conv_loop also as libconv_loop.so, to time it inside another process (conv_process_probe.py).
+# conv_loop also as libconv_loop.so, to time it inside another process (conv_loop_library.py: conv_process_probe.py, conv_interleaved.py).
 #
 #   bash tests/benchmarks/build_native.sh                  # on the GPU machine: the installed wheels
 #   bash tests/benchmarks/build_native.sh --download DIR   # where a registry is reachable: fetch them first
@@ -124,6 +124,6 @@ set -x
 "$NVCC" -O2 -std=c++17 -arch="$ARCH" "$HERE/gemm_loop.cu" -I"$(dirname "$CUBLAS_H")" $CUBLAS_FLAGS -o "$BUILD_DIR/gemm_loop"
 "$NVCC" -O2 -std=c++17 -arch="$ARCH" "$HERE/conv_loop.cpp" -I"$(dirname "$FRONTEND_H")" -I"$(dirname "$CUDNN_H")" \
   -I"$(dirname "$NVRTC_H")" $CONV_FLAGS -o "$BUILD_DIR/conv_loop"
-# The same loop as a library, for timing it inside a Python process (conv_process_probe.py).
+# The same loop as a library, for timing it inside a Python process (conv_loop_library.py).
 "$NVCC" -O2 -std=c++17 -arch="$ARCH" -shared -Xcompiler -fPIC -DCONV_LOOP_LIBRARY "$HERE/conv_loop.cpp" \
   -I"$(dirname "$FRONTEND_H")" -I"$(dirname "$CUDNN_H")" -I"$(dirname "$NVRTC_H")" $CONV_FLAGS -o "$BUILD_DIR/libconv_loop.so"

@@ -30,52 +30,20 @@ waited-for samples read 5-12% slower (tests/benchmarks/results/server-conv-fp16-
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
-import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import native_side_by_side as sbs  # beside this file: the loops' lines, rows and SUMMARY lines
+from conv_loop_library import LIBRARY, ConvLoop
 
 from deepbench.kernels.results import PLAN_FILE, KernelResult, Plan, PlanItem, Settings, Status
 from deepbench.runner.submission.verify import recorded_engines
 
 ROUNDS = 3
-LIBRARY = sbs.DEFAULT_BIN / "libconv_loop.so"
-
-
-class ConvLoop:
-    """conv_loop's code in this process: its stdin and stdout are files while it runs."""
-
-    def __init__(self, path: Path) -> None:
-        if not path.is_file():
-            raise sbs.UsageError(f"no {path}: build the native loops first (bash tests/benchmarks/build_native.sh)")
-        self.run_stdin = ctypes.CDLL(str(path)).conv_loop_run_stdin
-
-    def run(self, lines: list[str]) -> list[str]:
-        """conv_loop's output lines for `lines` (fd 0 and 1 pointed at files for the call, then back)."""
-        sys.stdout.flush()
-        with tempfile.TemporaryFile("w+") as stdin, tempfile.TemporaryFile("w+") as stdout:
-            stdin.write("".join(line + "\n" for line in lines))
-            stdin.flush()
-            stdin.seek(0)
-            saved = os.dup(0), os.dup(1)
-            try:
-                os.dup2(stdin.fileno(), 0)
-                os.dup2(stdout.fileno(), 1)
-                self.run_stdin()
-            finally:
-                os.dup2(saved[0], 0)
-                os.dup2(saved[1], 1)
-                os.close(saved[0])
-                os.close(saved[1])
-            stdout.seek(0)
-            return stdout.read().splitlines()
 
 
 def harness_settings(folder: Path, results: list[KernelResult], warm_up_s: float, kernel_time: bool) -> Settings:
@@ -103,7 +71,10 @@ def interleave(folder: Path, results: list[KernelResult], problems: list[sbs.Pro
                ) -> list[dict[str, Any]]:
     """ROUNDS turns per result of the harness's measurement and conv_loop's; a row per direction."""
     from deepbench.kernels.backends import load_backend
-    loop = ConvLoop(args.library)
+    try:
+        loop = ConvLoop(args.library)
+    except FileNotFoundError as exc:
+        raise sbs.UsageError(str(exc)) from None
     settings = harness_settings(folder, results, args.warm_up, not args.no_kernel_time)
     backend = load_backend("cudnn", settings)
     by_result: dict[str, list[sbs.Problem]] = {}

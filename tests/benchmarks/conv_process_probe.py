@@ -63,7 +63,6 @@ LINES holds conv_loop input lines with plan names (native_side_by_side.py --dry-
 from __future__ import annotations
 
 import argparse
-import ctypes
 import itertools
 import math
 import os
@@ -72,6 +71,8 @@ import subprocess
 import sys
 import types
 from pathlib import Path
+
+from conv_loop_library import ConvLoop  # beside this file; the standard library only
 
 NATIVE = Path(__file__).resolve().parents[2] / "build" / "native"
 LEVELS = ("bare", "torch", "cuda", "backend")
@@ -90,12 +91,17 @@ PASS_ENVS = ("", "LOOP_KEEP=handle", "LOOP_KEEP=stream", "LOOP_KEEP=timer", "LOO
 
 
 def run_library(lines: Path) -> None:
-    """conv_loop's loop over `lines`, in this process: stdin is the file, stdout stays ours."""
-    sys.stdout.flush()
-    fd = os.open(lines, os.O_RDONLY)
-    os.dup2(fd, 0)
-    os.close(fd)
-    ctypes.CDLL(str(NATIVE / "libconv_loop.so")).conv_loop_run_stdin()
+    """conv_loop's loop over the file `lines`, in this process; its output lines printed here."""
+    out = ConvLoop(NATIVE / "libconv_loop.so").run(lines.read_text().splitlines())
+    print("\n".join(out), flush=True)
+
+
+def new_stream() -> int:
+    """A non-blocking stream from the CUDA runtime (the process's first CUDA call also makes its context)."""
+    from cuda.bindings import runtime as rt
+    err, raw = rt.cudaStreamCreateWithFlags(rt.cudaStreamNonBlocking)
+    assert err == rt.cudaError_t.cudaSuccess, err
+    return int(raw)
 
 
 def prepare(level: str) -> None:
@@ -328,8 +334,7 @@ def runtime_graph(call, calls: int, raw=None):
     from cuda.bindings import runtime as rt
     ok = rt.cudaError_t.cudaSuccess
     if raw is None:
-        err, raw = rt.cudaStreamCreateWithFlags(rt.cudaStreamNonBlocking)
-        assert err == ok, err
+        raw = new_stream()
     with torch.cuda.stream(torch.cuda.ExternalStream(int(raw))):
         call()
         torch.cuda.synchronize()
@@ -456,10 +461,6 @@ def child_streams(way: str, lines: Path) -> None:
     """The harness's quick timer per problem ('stream US' lines), its replays on the stream `way` names."""
     from cuda.bindings import runtime as rt
 
-    def new_stream() -> int:
-        err, raw = rt.cudaStreamCreateWithFlags(rt.cudaStreamNonBlocking)  # the first CUDA call makes the context
-        assert err == rt.cudaError_t.cudaSuccess, err
-        return int(raw)
     raw = new_stream() if way.startswith("first") else None
     prepare("backend")
     raw = new_stream() if way == "late" else raw
