@@ -260,5 +260,10 @@ def test_a_run_reads_the_loops_and_writes_rows_that_merge(tmp_path, capsys, monk
     assert len(data["skipped"]) == 2  # bwd_data and bwd_filter have no cuDNN record
     assert code == 1  # 4x and 2x the native time: the targets fail, as they must
     assert "SUMMARY gemm fp16: 1 parts" in capsys.readouterr().out
-    assert sbs.main(["--merge", str(out_json), str(out_json)]) == 1
+    merged = tmp_path / "merged.json"
+    assert sbs.main(["--merge", str(out_json), str(out_json), "--json", str(merged)]) == 1
     assert "SUMMARY conv fp16 choice: 0 of 2 chosen engines" in capsys.readouterr().out
+    both = json.loads(merged.read_text())
+    assert both["rows"] == data["rows"] * 2 and both["shards"] == [str(out_json)] * 2
+    assert both["folders"] == data["folders"] and len(both["skipped"]) == 4
+    assert [s["choice_compared"] for s in both["summary"] if s["op"] == "conv"] == [2]

@@ -330,6 +330,26 @@ static bool kept(const char* what) {
   return keep && (std::strcmp(keep, what) == 0 || (std::strcmp(keep, "all") == 0 && std::strcmp(what, "stream")));
 }
 
+// Which streams a process holds besides the timer's (conv_process_probe.py --passes): LOOP_IDLE_STREAM makes one
+// more non-blocking stream that is never used, on the first call only: "before" the timer's stream (kept), "after"
+// it (kept), or "destroyed" (made and destroyed before the timer's). LOOP_STREAM=per-thread times on the per-thread
+// default stream instead of a stream of the timer's own (no stream is made at all).
+static cudaStream_t idle_stream(const char* when) {
+  static bool done = false;
+  const char* idle = std::getenv("LOOP_IDLE_STREAM");
+  if (done || !idle || std::strcmp(idle, when) != 0) return nullptr;
+  done = true;
+  cudaStream_t s;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  if (std::strcmp(when, "destroyed") == 0) CHECK_CUDA(cudaStreamDestroy(s));
+  return s;
+}
+
+static cudaStream_t timer_stream(cudaStream_t kept_stream) {
+  const char* which = std::getenv("LOOP_STREAM");
+  return which && std::strcmp(which, "per-thread") == 0 ? cudaStreamPerThread : kept_stream;
+}
+
 // Every problem on stdin, timed; the process's exit status.
 static int run_stdin() {
   std::cin.clear();  // a library call after an earlier one: stdin may be a new file (its EOF is not ours)
@@ -347,10 +367,13 @@ static int run_stdin() {
   if (keep_handle) kept_handle = handle;
   std::fprintf(stderr, "# cudnn %zu\n", cudnnGetVersion());
   std::unique_ptr<loop_timing::Timer> own_timer;
+  idle_stream("before");
+  idle_stream("destroyed");
   if (kept("stream") && !kept_stream) CHECK_CUDA(cudaStreamCreateWithFlags(&kept_stream, cudaStreamNonBlocking));
   if (keep_timer && !kept_timer) kept_timer = new loop_timing::Timer();  // kept for the process's life
-  if (!keep_timer) own_timer = std::make_unique<loop_timing::Timer>(kept_stream);
+  if (!keep_timer) own_timer = std::make_unique<loop_timing::Timer>(timer_stream(kept_stream));
   loop_timing::Timer& timer = keep_timer ? *kept_timer : *own_timer;
+  idle_stream("after");
   status = cudnnSetStream(handle, timer.stream);
   if (status != CUDNN_STATUS_SUCCESS) {
     std::fprintf(stderr, "cudnnSetStream: %s\n", cudnnGetErrorString(status));

@@ -42,13 +42,19 @@ With --passes it asks whether it is PyTorch at all, and what of a pass the next 
 code run PASSES times in a row in Python processes that import nothing else, one process per setting of
 PASS_ENVS: none (each pass makes and destroys a cuDNN handle and a timer with its stream and events of its
 own), conv_loop.cpp's LOOP_KEEP (later passes reuse the first pass's handle, stream, timer, or all), and
-CUDA_DEVICE_MAX_CONNECTIONS (how many hardware queues the process's streams share; the driver's default 8).
+CUDA_DEVICE_MAX_CONNECTIONS (how many hardware queues the process's streams share; the driver's default 8);
+--settings names others: conv_loop.cpp's LOOP_IDLE_STREAM (one more stream, never used, made before or after
+the timer's, or made and destroyed first) and LOOP_STREAM=per-thread (the per-thread default stream, none made).
 
 With --streams it asks what the harness would read on such a first stream: the harness's quick timer on
 each problem in a process of its own per way of STREAM_WAYS, its replays on PyTorch's default (legacy)
 stream as in the harness, on a non-blocking stream made before anything else in the process, or on one
 made after the cuDNN backend was loaded, or (first-capture) the call captured by the CUDA runtime on that
-first stream and launched there, as conv_loop does; beside conv_loop in a process of its own.
+first stream and launched there, as conv_loop does; beside conv_loop in a process of its own. 'per-thread'
+replays on the per-thread default stream (a stream nobody makes). The 'alone' ways leave the harness's timer
+out: the call captured by the runtime on the first stream and launched there (alone) or on the legacy default
+stream (alone-default), PyTorch's stream pool (made whole at the first torch.cuda.Stream()) never made.
+--ways picks ways.
 
 With --buffers (one process, no ladder) it times, per problem, the harness's call on torch's
 random values, on conv_loop's own values and on cudaMalloc'd buffers holding them, then conv_loop's
@@ -85,7 +91,8 @@ DOT_VERBOSE = 1           # cudaGraphDebugDotFlagsVerbose
 STATE_STEPS = ("bare", "cuda", "backend", "harness-calls", "graphs-freed", "idle")
 STATE_IDLE_S = 20.0
 PASSES = 3
-STREAM_WAYS = ("default", "first", "late", "first-capture")
+STREAM_WAYS = ("default", "first", "late", "first-capture", "per-thread", "alone", "alone-default")
+PER_THREAD_STREAM = 2     # cudaStreamPerThread: the calling thread's default stream (made by none)
 PASS_ENVS = ("", "LOOP_KEEP=handle", "LOOP_KEEP=stream", "LOOP_KEEP=timer", "LOOP_KEEP=all",
              "CUDA_DEVICE_MAX_CONNECTIONS=1")
 
@@ -439,10 +446,10 @@ def child_passes(lines: Path) -> None:
         run_library(lines)
 
 
-def passes_table(lines: Path) -> None:
+def passes_table(lines: Path, settings: list[str]) -> None:
     """conv_loop's graph figure per problem and pass, PASSES passes in one bare process, per setting."""
     columns: dict[str, list[float]] = {}
-    for n, setting in enumerate(PASS_ENVS):
+    for n, setting in enumerate(settings):
         name, _, value = setting.partition("=")
         env = dict(os.environ, **({name: value} if setting else {}))
         out = subprocess.run([sys.executable, __file__, str(lines), "--child-passes"], capture_output=True, text=True,
@@ -457,42 +464,64 @@ def passes_table(lines: Path) -> None:
     print_table(lines, columns, 8)
 
 
+def alone_us(call, raw: int, launch_on: int) -> float:
+    """The harness's call captured by the runtime on `raw`, the process's only stream, and replayed back
+    to back on `launch_on` (raw, or 0: the legacy default stream), PyTorch's stream pool never made."""
+    import torch
+
+    from deepbench.kernels.timing.events import time_eager
+    with torch.cuda.stream(torch.cuda.ExternalStream(raw)):
+        call()
+        calls = max(1, round(SAMPLE_S * 1e6 / time_eager(call, 3)))
+    where = torch.cuda.ExternalStream(raw) if launch_on else torch.cuda.default_stream()
+    return runtime_replay_us(call, calls, raw, launch_on, where)
+
+
+def runtime_replay_us(call, calls: int, raw: int, launch_on: int, where) -> float:
+    """`calls` calls captured by the CUDA runtime on `raw`, the graph launched back to back on `launch_on`
+    (`where`: the same stream as PyTorch's, for the sampler's events)."""
+    from cuda.bindings import runtime as rt
+    graph, _ = runtime_graph(call, calls, raw)
+    err, exe = rt.cudaGraphInstantiate(graph, 0)
+    assert err == rt.cudaError_t.cudaSuccess, err
+    return back_to_back_us(lambda: rt.cudaGraphLaunch(exe, launch_on), calls, where)
+
+
 def child_streams(way: str, lines: Path) -> None:
     """The harness's quick timer per problem ('stream US' lines), its replays on the stream `way` names."""
-    from cuda.bindings import runtime as rt
-
-    raw = new_stream() if way.startswith("first") else None
+    raw = new_stream() if way.startswith(("first", "alone")) else None
     prepare("backend")
     raw = new_stream() if way == "late" else raw
     import torch
 
     from deepbench.kernels.timing.graph_events import quick_us
     stream = torch.cuda.ExternalStream(raw) if raw is not None else torch.cuda.default_stream()
+    if way == "per-thread":
+        stream = torch.cuda.ExternalStream(PER_THREAD_STREAM)
     for line in (ln for ln in lines.read_text().splitlines() if ln.strip()):
         call = python_call(line)
+        if way.startswith("alone"):
+            print(f"stream {alone_us(call, raw, raw if way == 'alone' else 0):.4f}", flush=True)
+            continue
         with torch.cuda.stream(stream):
             quick = quick_us(call, min_sample_s=SAMPLE_S, samples=SAMPLES)
         if way == "first-capture":  # captured on that first stream too, by the runtime, and launched there
-            calls = max(1, round(SAMPLE_S * 1e6 / quick))
-            graph, _ = runtime_graph(call, calls, raw)
-            err, exe = rt.cudaGraphInstantiate(graph, 0)
-            assert err == rt.cudaError_t.cudaSuccess, err
-            quick = back_to_back_us(lambda e=exe: rt.cudaGraphLaunch(e, raw), calls, stream)
+            quick = runtime_replay_us(call, max(1, round(SAMPLE_S * 1e6 / quick)), raw, raw, stream)
         print(f"stream {quick:.4f}", flush=True)
 
 
-def streams_table(lines: Path) -> None:
+def streams_table(lines: Path, ways: list[str]) -> None:
     """conv_loop in a process of its own beside the harness's quick timer on each way's stream."""
     columns = {"exe": exe_figures(lines)}
-    for way in STREAM_WAYS:
+    for way in ways:
         out = subprocess.run([sys.executable, __file__, str(lines), "--child-streams", way], capture_output=True,
                              text=True, timeout=600)
         if out.returncode:
             print(f"# streams child {way}: exit {out.returncode}\n{out.stderr[-2000:]}")
         columns[way] = [float(ln.split()[1]) for ln in out.stdout.splitlines() if ln.startswith("stream ")]
     print_table(lines, columns, 8, lambda figs: "  " + " ".join(
-        f"{x / figs[0]:>{len(w) + 4}.3f}" for w, x in zip(STREAM_WAYS, figs[1:], strict=True)),
-        "  " + " ".join(f"{w}/exe" for w in STREAM_WAYS))
+        f"{x / figs[0]:>{len(w) + 4}.3f}" for w, x in zip(ways, figs[1:], strict=True)),
+        "  " + " ".join(f"{w}/exe" for w in ways))
 
 
 def child(level: str, lines: Path, kernels: bool, captures: bool) -> None:
@@ -561,9 +590,12 @@ def main() -> int:
     ap.add_argument("--passes", action="store_true",
                     help="only conv_loop's code run several times in bare processes, per setting (see above)")
     ap.add_argument("--child-passes", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--settings", nargs="+", metavar="NAME=VALUE",
+                    help="--passes: these environment settings (one process each; '' for none) instead of PASS_ENVS")
     ap.add_argument("--streams", action="store_true",
-                    help="only the harness's quick timer with its replays on three streams, beside conv_loop")
+                    help="only the harness's call timed on the streams of STREAM_WAYS (or --ways), beside conv_loop")
     ap.add_argument("--child-streams", choices=STREAM_WAYS, help=argparse.SUPPRESS)
+    ap.add_argument("--ways", nargs="+", choices=STREAM_WAYS, help="--streams: only these ways")
     ap.add_argument("--child", choices=LEVELS, help=argparse.SUPPRESS)
     ap.add_argument("--nvtx-calls", type=int, default=0, metavar="N",
                     help="only run the harness's call for the first problem N times in an NVTX range 'call' "
@@ -584,8 +616,9 @@ def main() -> int:
     questions = [(args.buffers, lambda: child_buffers(args.lines)),
                  (args.graphs, lambda: child_graphs(args.lines, args.graphs)),
                  (args.state, lambda: state_table(args.lines)), (args.child_state, lambda: child_state(args.lines)),
-                 (args.passes, lambda: passes_table(args.lines)), (args.child_passes, lambda: child_passes(args.lines)),
-                 (args.streams, lambda: streams_table(args.lines)),
+                 (args.passes, lambda: passes_table(args.lines, args.settings or list(PASS_ENVS))),
+                 (args.child_passes, lambda: child_passes(args.lines)),
+                 (args.streams, lambda: streams_table(args.lines, args.ways or list(STREAM_WAYS))),
                  (args.child_streams, lambda: child_streams(args.child_streams, args.lines))]
     for asked, answer in questions:
         if asked:

@@ -23,6 +23,8 @@
 #                                                    # and beside the harness's call; ncu's kernels of both
 #   bash tests/benchmarks/native_dev.sh interleave   # conv_interleaved.py: the server's fp16 convs, harness and
 #                                                    # conv_loop's code in one process, in turns
+#   bash tests/benchmarks/native_dev.sh server-fp16  # server fp16 convs beside their pinned native loops, each
+#                                                    # in a process of its own (no candidate pass)
 #   bash tests/benchmarks/native_dev.sh cupti        # the same convs with CUPTI never attached (--no-kernel-time)
 #                                                    # and attached (the default), each beside the native loop
 # Phases that write many files take OUT outside the call's $OUT and tar it: at most 8 files come back.
@@ -182,6 +184,17 @@ PY
   t0=$SECONDS; DEEPBENCH_PROFILE=$OUT/slice.prof PYTHONPATH=/tmp/hook:$PYTHONPATH timeout 90 deepbench-run --local \
     --platform nvidia --suite train --ops gemm,conv,rnn --limit 8 --warm-up 5 --quiet --out runs/slice \
     >"$OUT/slice.log" 2>&1; echo "slice: $((SECONDS - t0)) s"; tail -1 "$OUT/slice.log" ;;
+server-fp16)  # the server's fp16 convolutions measured (RUN_ARGS: more deepbench-run arguments) and beside their
+              # pinned native loops, each in a process of its own (as pin, without the candidate pass): with
+              # results/timing-stream-ab-h100/timing-stream.patch applied, that stream A/B
+  build
+  dir=runs/server-conv16; t0=$SECONDS
+  timeout 250 deepbench-run --local --platform nvidia --suite inference-server --ops conv --precision fp16 --quiet \
+    --out $dir ${RUN_ARGS:-} >"$OUT/server-conv16.log" 2>&1; echo "server conv fp16: $((SECONDS - t0)) s"
+  tail -1 "$OUT/server-conv16.log"
+  timeout 130 $SBS $dir --warm-up 0 --candidate-seconds 0 --json "$OUT/sbs-server-conv16.json" \
+    >"$OUT/sbs-server-conv16.log" 2>&1
+  grep SUMMARY "$OUT/sbs-server-conv16.log"; tar -czf "$OUT/server-conv16.tgz" $dir ;;
 gaps)  # why the harness timed some short fp16 convolutions 1-2 us a call slower than conv_loop on the same plan:
        # the profiler's kernels, span and period per call (--verify-timing) beside the pinned native loop
        # (and nsys's kernel list for it, where nsys is installed); then the 2:4 suite (dense side in TN)

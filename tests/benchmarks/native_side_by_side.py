@@ -30,7 +30,7 @@ convolutions, how many chosen engines are within 5% of the fastest candidate. Is
     bash tests/benchmarks/build_native.sh
     python tests/benchmarks/native_side_by_side.py RESULTS_DIR [...] --json side-by-side.json
     python tests/benchmarks/native_side_by_side.py RESULTS_DIR --shard 0/2 --json a.json   # in parts,
-    python tests/benchmarks/native_side_by_side.py --merge a.json b.json                 # then summed up
+    python tests/benchmarks/native_side_by_side.py --merge a.json b.json [--json all.json]  # then summed up
     python tests/benchmarks/native_side_by_side.py RESULTS_DIR --dry-run   # the loops' input, no GPU needed
 
 Results without the native backends' records (no `blas_call`, no `info.cudnn`: PyTorch-backend
@@ -422,18 +422,25 @@ def parse_shard(text: str) -> tuple[int, int]:
     return i, n
 
 
-def merge(paths: list[Path]) -> int:
-    rows, versions = [], []
+def merge(paths: list[Path], out: Path | None = None) -> int:
+    """The parts' rows and summary, as one run would print them (and write them to `out`)."""
+    rows, versions, folders, skipped = [], [], [], []
     for path in paths:
         try:
             data = json.loads(path.read_text())
             rows += data["rows"]
             versions.append(data.get("versions", {}))
+            folders += [f for f in data.get("folders", []) if f not in folders]
+            skipped += data.get("skipped", [])
         except (OSError, ValueError, KeyError) as exc:
             raise UsageError(f"{path}: not a side-by-side JSON ({exc})") from None
     print(f"# merged {len(paths)} parts; native library versions: {versions}")
     print_rows(rows)
-    return 0 if summarize(rows)[1] else 1
+    summaries, ok = summarize(rows)
+    if out:
+        out.write_text(json.dumps({"versions": versions, "folders": folders, "summary": summaries, "skipped": skipped,
+                                   "rows": rows, "shards": [str(p) for p in paths]}, indent=1))
+    return 0 if ok else 1
 
 
 def run(args: argparse.Namespace) -> int:
@@ -500,7 +507,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         if args.merge:
-            return merge(args.merge)
+            return merge(args.merge, args.json)
         if not args.folders:
             raise UsageError("give one or more results folders (or --merge JSON ...)")
         if args.candidate_seconds < 0:
