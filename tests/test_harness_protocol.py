@@ -121,3 +121,29 @@ def test_prepared_parts_carry_their_precision() -> None:
     prepared = Prepared(parts=[part("fwd"), part("bwd")]).in_precision(Precision.BF16)
     assert [p.precision for p in prepared.parts] == [Precision.BF16, Precision.BF16]
     assert part("fwd").precision is Precision.FP32
+
+
+class _RankGoneAtTheBarrier(_OneProcess):
+    """A rank of several whose group breaks at a kernel's barrier, before the kernel runs."""
+
+    def item_barrier(self) -> None:
+        raise RuntimeError("no answer within 5 s from rank 2 on dbn2, rank 3 on dbn2 (dead, stuck or cut off)")
+
+
+def test_a_rank_gone_at_a_kernels_barrier_fails_that_kernel_and_asks_for_a_restart(tmp_path, monkeypatch, capsys):
+    """The barrier is the kernel's: the ranks that did not answer are that kernel's recorded reason (a
+    CI run saw rank 0 die with a traceback there, and the host record only a per-kernel timeout)."""
+    from deepbench.kernels.catalog import by_id
+    from deepbench.kernels.harness import __main__ as harness
+    from deepbench.kernels.results import Plan, PlanItem, Status
+    from deepbench.kernels.results_file import read_results
+
+    monkeypatch.setattr(harness, "load_backend", lambda name, settings: _RankGoneAtTheBarrier(settings))
+    items = tuple(PlanItem(kernel=by_id()[k], precision="fp32") for k in ("gemm/train/000", "gemm/train/001"))
+    plan = Plan(run_id="r", suite="train", platform="cpu", backend="one-process", settings=Settings(), items=items)
+    assert harness._run(plan, tmp_path, None) == ExitCode.INTERRUPTED
+    (only,) = read_results(tmp_path / "results.jsonl")
+    assert only.id == "gemm/train/000/fp32" and only.status is Status.FAILED
+    assert "rank 2 on dbn2, rank 3 on dbn2" in only.reason and "traceback" in only.info
+    events = [parse_event(line) for line in capsys.readouterr().out.splitlines()]
+    assert [e[EVENT_KEY] for e in events if e] == ["facts", "start", "done", "restart", "end"]

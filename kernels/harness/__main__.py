@@ -34,7 +34,7 @@ from ..provenance import harness_provenance
 from ..results import RESULTS_FILE, Plan, RunState, utcnow
 from ..results_file import WriteFailed, append_result, scan
 from ..system import collect_system
-from .execute import run_item
+from .execute import failed_result, run_item
 from .facts import host_facts
 from .lifeline import stop_with_parent
 from .protocol import ErrorKind, Event, ExitCode, event_line
@@ -157,10 +157,17 @@ def _run(plan: Plan, run_dir: Path, rank_dir: Path | None) -> int:
         for i, item in enumerate(todo):
             emit(Event.START, id=item.id, index=len(done) + i, total=len(plan.items))
             # Several ranks begin each kernel together, after rank 0 told the host which one it is:
-            # whatever befalls one rank from here is that kernel's.
-            backend.item_barrier()
-            maybe_inject(item.id)
-            result = run_item(backend, item, plan.settings)
+            # whatever befalls one rank from here is that kernel's, a rank gone at this barrier too
+            # (rank 0's reason then names the ranks that did not answer).
+            lost = ""  # why the ranks could not begin this kernel together
+            try:
+                backend.item_barrier()
+            except Exception as exc:  # noqa: BLE001 - recorded as the kernel's failure, then the ranks restart
+                result = failed_result(backend, item, exc)
+                lost = result.reason
+            else:
+                maybe_inject(item.id)
+                result = run_item(backend, item, plan.settings)
             try:
                 append_result(results_path, result)
             except WriteFailed as exc:
@@ -169,8 +176,8 @@ def _run(plan: Plan, run_dir: Path, rank_dir: Path | None) -> int:
                 raise
             emit(Event.DONE, id=item.id, status=result.status.value,
                  median_us=result.time_us.median if result.time_us else None, reason=result.reason[:200])
-            if backend.broken:  # a rank is gone: this process group cannot go on
-                emit(Event.RESTART, reason=backend.broken)
+            if backend.broken or lost:  # a rank is gone: this process group cannot go on
+                emit(Event.RESTART, reason=backend.broken or lost)
                 state = "interrupted"
                 break
     except KeyboardInterrupt:

@@ -53,13 +53,19 @@ def run_item(backend: Backend, item: PlanItem, settings: Settings) -> KernelResu
     except MemoryError:
         return KernelResult(**base, status=Status.FAILED, reason="out of host memory", ended_at=utcnow())
     except Exception as exc:  # noqa: BLE001 - any library error becomes this kernel's failure
-        reason = f"{type(exc).__name__}: {exc}".strip()
-        if "out of memory" in reason.lower():
-            reason = f"out of device memory: {reason}"
-        return KernelResult(**base, status=Status.FAILED, reason=reason[:2000],
-                            info={"traceback": traceback.format_exc(limit=6)[-4000:]}, ended_at=utcnow())
+        return failed_result(backend, item, exc, started)
     finally:
         backend.release()
+
+
+def failed_result(backend: Backend, item: PlanItem, exc: Exception, started: Any = None) -> KernelResult:
+    """`item`'s `failed` result from the exception that ended it: its type and message as the reason,
+    the traceback in the info (also for what befalls a kernel before it runs: a rank gone at its barrier)."""
+    reason = f"{type(exc).__name__}: {exc}".strip()
+    if "out of memory" in reason.lower():
+        reason = f"out of device memory: {reason}"
+    return KernelResult(**_base(item, backend, started or utcnow()), status=Status.FAILED, reason=reason[:2000],
+                        info={"traceback": traceback.format_exc(limit=6)[-4000:]}, ended_at=utcnow())
 
 
 def _measure(backend: Backend, prepared: Prepared, rule: StopRule
