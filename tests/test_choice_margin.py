@@ -3,21 +3,17 @@ pick what engine_choice.choose picks from the same figures, or its counts would 
 
 from __future__ import annotations
 
-import importlib.util
 import random
-import sys
-from pathlib import Path
 
 import pytest
 
 from deepbench.kernels.backends.engine_choice import Engine, choose
 from deepbench.kernels.results import Check
 
-SCRIPT = Path(__file__).resolve().parent / "benchmarks" / "choice_margin.py"
-spec = importlib.util.spec_from_file_location("choice_margin", SCRIPT)
-choice_margin = importlib.util.module_from_spec(spec)
-sys.modules["choice_margin"] = choice_margin
-spec.loader.exec_module(choice_margin)
+from .test_conv_interleaved import load
+
+load("conv_repeatability")
+choice_margin = load("choice_margin")
 
 
 @pytest.mark.parametrize("seed", range(20))

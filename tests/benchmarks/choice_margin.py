@@ -12,9 +12,17 @@ every candidate timed by conv_loop on another machine): how many directions of 2
 be within 5% of that machine's fastest candidate, and how many would choose another plan than the
 run did (a change of plan is a change of the published figure).
 
+With --repeat RUN_B it asks what the margin costs the repeatability target instead (two runs on two
+machines within 3% for 95% of the directions): the rule re-played on each run's own race, each run's
+time for the plan it picks estimated from its race figure (scaled by the run's final median over the
+race figure of the plan it did choose, so that the run's own margin gives the measured times), the two
+compared as conv_repeatability.py compares them, and how many directions would pick the same plan.
+
     python tests/benchmarks/choice_margin.py runner/published/nvidia-h100/train \\
         tests/benchmarks/results/train-conv-choice-h100/merged.json.gz \\
         tests/benchmarks/results/train-conv-choice-h100-ebbfffc8/merged.json.gz
+    python tests/benchmarks/choice_margin.py tests/benchmarks/results/train-conv-h100-repeat/4685a3b0 \\
+        --repeat tests/benchmarks/results/train-conv-h100-repeat/f431853d
 """
 
 from __future__ import annotations
@@ -27,22 +35,26 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from deepbench.kernels.results import RESULTS_FILE
-from deepbench.kernels.results_file import read_results
+from conv_repeatability import WITHIN, results_of  # beside this file
+
+from deepbench.kernels.results import Status
 
 MARGINS = (0.0, 0.01, 0.02, 0.03)
 TARGET = 1.05   # issue 20: the chosen engine within 5% of the fastest candidate that passes the check
 MIN_US = 20.0   # the target counts directions of 20 us or more
 
 
-def race_records(run: Path) -> dict[tuple[str, str], list[dict[str, Any]]]:
-    """(result id, direction) -> the race's candidate rows as the run recorded them."""
+def race_records(run: Path) -> dict[tuple[str, str], tuple[list[dict[str, Any]], float]]:
+    """(result id, direction) -> the race's candidate rows as the run recorded them, and the median
+    the run measured for the plan it chose, for every ok convolution direction."""
     out = {}
-    for r in read_results(run / RESULTS_FILE):
+    for r in results_of(run):
+        if r.status is not Status.OK:
+            continue
         for p in r.parts:
             cudnn = p.info.get("cudnn") or {}
             if cudnn.get("candidates"):
-                out[(r.id, p.direction)] = cudnn["candidates"]
+                out[(r.id, p.direction)] = (cudnn["candidates"], p.measurement.stats.median)
     return out
 
 
@@ -55,6 +67,29 @@ def replay(candidates: list[dict[str, Any]], margin: float) -> str | None:
     return str(min((c for c in timed if c["quick_us"] <= limit), key=lambda c: c["rank"])["plan_name"])
 
 
+def estimated_us(candidates: list[dict[str, Any]], median_us: float, plan: str) -> float:
+    """The run's time for `plan`, from its race figure scaled as the chosen plan's race figure was."""
+    figure = {c["plan_name"]: c.get("quick_us") for c in candidates}
+    chosen = next(c for c in candidates if c.get("status") == "chosen")
+    return float(figure[plan]) * median_us / float(chosen["quick_us"])
+
+
+def repeatability(run_a: Path, run_b: Path, margins: list[float]) -> None:
+    """Per margin: directions of the two runs within WITHIN of each other, and with the same plan."""
+    a, b = race_records(run_a), race_records(run_b)
+    common = sorted(set(a) & set(b))
+    print(f"{'margin':>6} {'dirs':>5} {'within 3%':>9} {'share':>6} {'same plan':>9}")
+    for margin in margins:
+        within = same = 0
+        for key in common:
+            plans = [replay(rec[0], margin) for rec in (a[key], b[key])]
+            times = [estimated_us(rec[0], rec[1], plan) for rec, plan in zip((a[key], b[key]), plans, strict=True)
+                     if plan is not None]
+            within += len(times) == 2 and abs(times[1] / times[0] - 1) <= WITHIN
+            same += plans[0] == plans[1]
+        print(f"{margin:6.2f} {len(common):5d} {within:9d} {within / len(common):6.1%} {same:9d}")
+
+
 def load_rows(path: Path) -> list[dict[str, Any]]:
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt") as f:
@@ -64,10 +99,16 @@ def load_rows(path: Path) -> list[dict[str, Any]]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("run", type=Path, help="the results folder whose race is replayed")
-    ap.add_argument("passes", type=Path, nargs="+", help="native_side_by_side.py --json files of that run")
+    ap.add_argument("passes", type=Path, nargs="*", help="native_side_by_side.py --json files of that run")
+    ap.add_argument("--repeat", type=Path, metavar="RUN_B", help="another run of the same convolutions (see above)")
     ap.add_argument("--margins", type=float, nargs="+", default=list(MARGINS))
     args = ap.parse_args(argv)
-    races = race_records(args.run)
+    if args.repeat:
+        repeatability(args.run, args.repeat, args.margins)
+        return 0
+    if not args.passes:
+        ap.error("give candidate passes (native_side_by_side.py --json files) or --repeat RUN_B")
+    races = {key: rec[0] for key, rec in race_records(args.run).items()}
     print(f"{'pass (its folder)':40} {'margin':>6} {'dirs':>5} {'within 5%':>9} {'worst':>6} {'other plan':>10}")
     for path in args.passes:
         rows = [r for r in load_rows(path) if r.get("harness_us", 0) >= MIN_US and r.get("candidates")]
