@@ -38,3 +38,15 @@ def test_the_replay_leaves_rejected_and_untimed_candidates_out() -> None:
             {"plan_name": "d", "rank": 3, "status": "rejected", "reason": "did not run"}]
     assert choice_margin.replay(rows, 0.01) == "b"
     assert choice_margin.replay(rows[:1], 0.03) is None
+
+
+def test_a_runs_time_for_another_plan_is_its_race_figure_scaled_as_the_chosen_ones_was() -> None:
+    rows = [{"plan_name": "a", "status": "chosen", "quick_us": 20.0},
+            {"plan_name": "b", "status": "passed", "quick_us": 19.0}]
+    assert choice_margin.estimated_us(rows, 22.0, "a") == pytest.approx(22.0)  # the run's own median
+    assert choice_margin.estimated_us(rows, 22.0, "b") == pytest.approx(19.0 * 22.0 / 20.0)
+
+
+def test_a_folder_without_results_is_one_line_and_status_2(tmp_path, capsys) -> None:
+    assert choice_margin.main([str(tmp_path), "--repeat", str(tmp_path)]) == 2
+    assert "not a results folder" in capsys.readouterr().err

@@ -103,16 +103,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=Path, metavar="RUN_B", help="another run of the same convolutions (see above)")
     ap.add_argument("--margins", type=float, nargs="+", default=list(MARGINS))
     args = ap.parse_args(argv)
-    if args.repeat:
-        repeatability(args.run, args.repeat, args.margins)
-        return 0
-    if not args.passes:
+    if not args.passes and not args.repeat:
         ap.error("give candidate passes (native_side_by_side.py --json files) or --repeat RUN_B")
-    races = {key: rec[0] for key, rec in race_records(args.run).items()}
+    try:
+        if args.repeat:
+            repeatability(args.run, args.repeat, args.margins)
+        else:
+            by_pass(args.run, args.passes, args.margins)
+    except (OSError, ValueError, KeyError) as exc:
+        print(f"choice_margin: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def by_pass(run: Path, passes: list[Path], margins: list[float]) -> None:
+    """Per candidate pass and margin: directions whose re-played plan is within TARGET of the fastest."""
+    races = {key: rec[0] for key, rec in race_records(run).items()}
     print(f"{'pass (its folder)':40} {'margin':>6} {'dirs':>5} {'within 5%':>9} {'worst':>6} {'other plan':>10}")
-    for path in args.passes:
+    for path in passes:
         rows = [r for r in load_rows(path) if r.get("harness_us", 0) >= MIN_US and r.get("candidates")]
-        for margin in args.margins:
+        for margin in margins:
             within = changed = counted = 0
             worst = 0.0
             for row in rows:
@@ -127,7 +137,6 @@ def main(argv: list[str] | None = None) -> int:
                 worst = max(worst, ratio)
                 changed += plan != row["plan_name"]
             print(f"{path.parent.name[:40]:40} {margin:6.2f} {counted:5d} {within:9d} {worst:6.3f} {changed:10d}")
-    return 0
 
 
 if __name__ == "__main__":
