@@ -80,9 +80,10 @@ def test_the_20_us_cut_is_on_the_recorded_figure(capsys):
 
 def test_usage_errors_exit_2(tmp_path, capsys):
     folder = conv_run(tmp_path / "run")
-    before = sbs.MIN_US_KEPT, sbs.MAX_SECONDS
-    assert ci.main([str(folder), "--library", str(tmp_path / "none.so"), "--min-us", "7"]) == 2
-    assert before == (sbs.MIN_US_KEPT, sbs.MAX_SECONDS)  # native_side_by_side.py's globals are put back
+    results = sbs.select_results([folder], None, (0, 1))
+    before = sbs.build_problems(results, 0.1)
+    assert ci.main([str(folder), "--library", str(tmp_path / "none.so"), "--min-us", "7", "--max-seconds", "0.01"]) == 2
+    assert sbs.build_problems(results, 0.1) == before  # its --min-us and --max-seconds stay its own
     assert "build the native loops first" in capsys.readouterr().err
     assert ci.main([str(folder), "--rounds", "0"]) == 2
     assert "--rounds must be 1 or more" in capsys.readouterr().err

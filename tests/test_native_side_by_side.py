@@ -62,6 +62,8 @@ def test_gemm_line_is_the_padded_blas_call_with_the_harness_seconds():
     assert p.harness_us == 100.0
     long_ = with_parts(r, {"fwd": {"blas_call": call}}, samples_us=1000.0, n=20, calls=30)
     assert sbs.gemm_problem(long_).line.split()[6] == "0.600"  # 20 x 1000 us x 30 calls
+    assert sbs.gemm_problem(long_, max_seconds=0.25).line.split()[6] == "0.250"  # --max-seconds
+    assert sbs.build_problems([r], 0.1, min_us=100.5) == ([], [])  # --min-us: a 100 us part is left out
 
 
 def test_gemm_int8_at_n1_and_math_mode_by_backend():

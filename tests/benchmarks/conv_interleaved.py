@@ -145,14 +145,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--library", type=Path, default=LIBRARY, help=f"conv_loop as a library (default {LIBRARY})")
     ap.add_argument("--json", type=Path, metavar="OUT", help="write the rows and the summary here")
     args = ap.parse_args(argv)
-    # native_side_by_side.py's lines take these two from its module's globals: set for this run, then put back.
-    kept = sbs.MIN_US_KEPT, sbs.MAX_SECONDS
-    sbs.MIN_US_KEPT, sbs.MAX_SECONDS = args.min_us, args.max_seconds
     try:
         if args.rounds < 1:
             raise sbs.UsageError("--rounds must be 1 or more")
         results = [r for r in sbs.select_results([args.folder], args.only, args.shard) if r.op == "conv"]
-        problems, notes = sbs.build_problems(results, 0.0)
+        problems, notes = sbs.build_problems(results, 0.0, args.min_us, args.max_seconds)
         for note in notes:
             print(f"# skipped: {note}")
         if not problems:
@@ -161,8 +158,6 @@ def main(argv: list[str] | None = None) -> int:
     except sbs.UsageError as exc:
         print(f"conv_interleaved: {exc}", file=sys.stderr)
         return 2
-    finally:
-        sbs.MIN_US_KEPT, sbs.MAX_SECONDS = kept
     sbs.print_rows(rows)
     print_recorded(rows)
     summaries, ok = sbs.summarize(rows)

@@ -63,7 +63,6 @@ DEFAULT_BIN = HERE.parent.parent / "build" / "native"
 MIN_SECONDS = 0.2             # a native problem runs at least this long each way
 CANDIDATE_SECONDS = 0.1       # each candidate engine, each way
 MIN_US = 20.0                 # issue 20's targets hold for parts this long or longer
-MIN_US_KEPT = 0.0             # --min-us: parts shorter than this are left out (set to MIN_US to save time)
 WITHIN = (0.95, 1.05)
 OUTSIDE = (0.8, 1.25)
 WITHIN_SHARE = 0.95
@@ -107,21 +106,17 @@ class Problem:
 
 # ----- from results to the loops' input -----------------------------------------------------
 
-# --max-seconds: at most this long per native timing (None: as long as the harness measured), so a
-# side-by-side of hundreds of parts fits a lent GPU's 10 minutes a command; the figure is then a
-# median over a shorter stretch of the GPU's power states than the harness's.
-MAX_SECONDS: float | None = None
-
-
-def measured_seconds(part: Any) -> float:
+def measured_seconds(part: Any, max_seconds: float | None = None) -> float:
     """How long the harness measured a part: samples x median x calls per sample, at least
-    MIN_SECONDS, at most MAX_SECONDS where set."""
+    MIN_SECONDS, at most `max_seconds` where given (--max-seconds: so that a side-by-side of hundreds
+    of parts fits a lent GPU's 10 minutes a command; the figure is then a median over a shorter
+    stretch of the GPU's power states than the harness's)."""
     m = part.measurement
     seconds = max(MIN_SECONDS, m.stats.n * m.stats.median * m.calls_per_sample / 1e6)
-    return min(seconds, MAX_SECONDS) if MAX_SECONDS else seconds
+    return min(seconds, max_seconds) if max_seconds else seconds
 
 
-def gemm_problem(r: KernelResult) -> Problem:
+def gemm_problem(r: KernelResult, max_seconds: float | None = None) -> Problem:
     """gemm_loop's line for a GEMM result (ValueError: why it has none)."""
     part = r.parts[0]
     call = part.info.get("blas_call")
@@ -137,11 +132,12 @@ def gemm_problem(r: KernelResult) -> Problem:
     if r.precision.name.value not in GEMM_PRECISIONS:
         raise ValueError(f"gemm_loop has no {r.precision.name.value}")
     math_mode = GEMM_MATH.get(r.backend, GEMM_MATH_DEFAULT)
-    line = f"{r.precision.name.value} {ta} {tb} {m} {n} {k} {measured_seconds(part):.3f} {math_mode}"
+    line = f"{r.precision.name.value} {ta} {tb} {m} {n} {k} {measured_seconds(part, max_seconds):.3f} {math_mode}"
     return Problem("gemm", r.id, r.precision.name.value, part.direction, part.measurement.stats.median, line)
 
 
-def conv_problems(r: KernelResult, candidate_seconds: float) -> tuple[list[Problem], list[str]]:
+def conv_problems(r: KernelResult, candidate_seconds: float, min_us: float = 0.0, max_seconds: float | None = None
+                  ) -> tuple[list[Problem], list[str]]:
     """conv_loop's lines for each direction of a convolution result, and notes on the directions
     skipped. Plans are named as cuDNN names them (info.cudnn.plan_name, every knob included): the
     engine id and cudnn-frontend's knob list can miss a knob (engine 49's split-K), so they could
@@ -152,7 +148,7 @@ def conv_problems(r: KernelResult, candidate_seconds: float) -> tuple[list[Probl
              f"{kk.pad_h} {kk.pad_w} {kk.stride_h} {kk.stride_w}")
     problems, notes = [], []
     for part in r.parts:
-        if part.measurement.stats.median < MIN_US_KEPT:
+        if part.measurement.stats.median < min_us:
             continue
         rec = part.info.get("cudnn")
         plan = str((rec or {}).get("plan_name", ""))
@@ -162,7 +158,7 @@ def conv_problems(r: KernelResult, candidate_seconds: float) -> tuple[list[Probl
         head = f"{r.precision.name.value} {part.direction} {shape}"
         problems.append(Problem(
             "conv", r.id, r.precision.name.value, part.direction, part.measurement.stats.median,
-            line=f"{head} {plan} {measured_seconds(part):.3f}",
+            line=f"{head} {plan} {measured_seconds(part, max_seconds):.3f}",
             candidates_line=f"{head} - {candidate_seconds:.3f}" if candidate_seconds > 0 else "",
             engine=str(rec.get("engine", "")), plan=plan,
             candidates={str(c.get("plan_name")): c for c in rec.get("candidates", [])}))
@@ -185,22 +181,25 @@ def select_results(folders: list[Path], only: str | None, shard: tuple[int, int]
     return [r for i, r in enumerate(out) if i % count == index]
 
 
-def build_problems(results: Iterable[KernelResult], candidate_seconds: float) -> tuple[list[Problem], list[str]]:
+def build_problems(results: Iterable[KernelResult], candidate_seconds: float, min_us: float = 0.0,
+                   max_seconds: float | None = None) -> tuple[list[Problem], list[str]]:
+    """The loops' problems for `results` and notes on what was skipped; parts the harness timed under
+    `min_us` are left out (--min-us), native timings last at most `max_seconds` (--max-seconds)."""
     problems: list[Problem] = []
     notes: list[str] = []
     for r in results:
         if r.status is not Status.OK:
             notes.append(f"{r.id}: {r.status.value}, skipped")
             continue
-        if r.op == "gemm" and r.parts and r.parts[0].measurement.stats.median < MIN_US_KEPT:
+        if r.op == "gemm" and r.parts and r.parts[0].measurement.stats.median < min_us:
             continue
         if r.op == "gemm":
             try:
-                problems.append(gemm_problem(r))
+                problems.append(gemm_problem(r, max_seconds))
             except ValueError as exc:
                 notes.append(f"{r.id}: {exc}")
         else:
-            ps, ns = conv_problems(r, candidate_seconds)
+            ps, ns = conv_problems(r, candidate_seconds, min_us, max_seconds)
             problems += ps
             notes += ns
     return problems, notes
@@ -444,10 +443,8 @@ def merge(paths: list[Path], out: Path | None = None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    global MIN_US_KEPT, MAX_SECONDS
-    MIN_US_KEPT, MAX_SECONDS = args.min_us, args.max_seconds
     results = select_results(args.folders, args.only, args.shard)
-    problems, notes = build_problems(results, args.candidate_seconds)
+    problems, notes = build_problems(results, args.candidate_seconds, args.min_us, args.max_seconds)
     for note in notes:
         print(f"# skipped: {note}")
     gemm_in, conv_in = loop_inputs(problems)
