@@ -35,13 +35,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from conv_repeatability import WITHIN, results_of  # beside this file
+from conv_repeatability import WITHIN, results_of  # beside this file: the repeatability target's band
+from native_side_by_side import CHOICE_MARGIN, MIN_US  # the engine-choice target, and the parts it counts
 
 from deepbench.kernels.results import Status
 
 MARGINS = (0.0, 0.01, 0.02, 0.03)
-TARGET = 1.05   # issue 20: the chosen engine within 5% of the fastest candidate that passes the check
-MIN_US = 20.0   # the target counts directions of 20 us or more
 
 
 def race_records(run: Path) -> dict[tuple[str, str], tuple[list[dict[str, Any]], float]]:
@@ -117,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def by_pass(run: Path, passes: list[Path], margins: list[float]) -> None:
-    """Per candidate pass and margin: directions whose re-played plan is within TARGET of the fastest."""
+    """Per candidate pass and margin: directions whose re-played plan is within CHOICE_MARGIN of the fastest."""
     races = {key: rec[0] for key, rec in race_records(run).items()}
     print(f"{'pass (its folder)':40} {'margin':>6} {'dirs':>5} {'within 5%':>9} {'worst':>6} {'other plan':>10}")
     for path in passes:
@@ -133,7 +132,7 @@ def by_pass(run: Path, passes: list[Path], margins: list[float]) -> None:
                     continue
                 counted += 1
                 ratio = native[plan] / min(native.values())
-                within += ratio <= TARGET
+                within += ratio <= CHOICE_MARGIN
                 worst = max(worst, ratio)
                 changed += plan != row["plan_name"]
             print(f"{path.parent.name[:40]:40} {margin:6.2f} {counted:5d} {within:9d} {worst:6.3f} {changed:10d}")

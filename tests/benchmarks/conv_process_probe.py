@@ -91,6 +91,7 @@ DOT_VERBOSE = 1           # cudaGraphDebugDotFlagsVerbose
 STATE_STEPS = ("bare", "cuda", "backend", "harness-calls", "graphs-freed", "idle")
 STATE_IDLE_S = 20.0
 PASSES = 3
+CHILD_TIMEOUT_S = 600    # one child process of a question (or conv_loop's program)
 STREAM_WAYS = ("default", "first", "late", "first-capture", "per-thread", "alone", "alone-default")
 PER_THREAD_STREAM = 2     # cudaStreamPerThread: the calling thread's default stream (made by none)
 PASS_ENVS = ("", "LOOP_KEEP=handle", "LOOP_KEEP=stream", "LOOP_KEEP=timer", "LOOP_KEEP=all",
@@ -411,8 +412,19 @@ def child_state(lines: Path) -> None:
 def exe_figures(lines: Path) -> list[float]:
     """conv_loop's graph figure per line of `lines`, in a process of its own."""
     with lines.open() as stdin:
-        out = subprocess.run([str(NATIVE / "conv_loop")], stdin=stdin, capture_output=True, text=True, timeout=600)
+        out = subprocess.run([str(NATIVE / "conv_loop")], stdin=stdin, capture_output=True, text=True,
+                             timeout=CHILD_TIMEOUT_S)
     return graph_figures(out.stdout)
+
+
+def child_stdout(lines: Path, *flags: str, env: dict[str, str] | None = None) -> str:
+    """This script's stdout, run in a process of its own on `lines` with `flags` (a bad exit printed
+    with the end of its stderr, and what it printed still returned)."""
+    out = subprocess.run([sys.executable, __file__, str(lines), *flags], capture_output=True, text=True,
+                         timeout=CHILD_TIMEOUT_S, env=env)
+    if out.returncode:
+        print(f"# child {' '.join(flags)}: exit {out.returncode}\n{out.stderr[-2000:]}")
+    return out.stdout
 
 
 def print_table(lines: Path, columns: dict[str, list[float]], width: int, tail=None, tail_header: str = "") -> None:
@@ -428,11 +440,7 @@ def print_table(lines: Path, columns: dict[str, list[float]], width: int, tail=N
 def state_table(lines: Path) -> None:
     """conv_loop's graph figure per problem: its own process, after each step in one process, its own again."""
     columns = {"exe-before": exe_figures(lines)}
-    out = subprocess.run([sys.executable, __file__, str(lines), "--child-state"], capture_output=True, text=True,
-                         timeout=600)
-    if out.returncode:
-        print(f"# state child: exit {out.returncode}\n{out.stderr[-2000:]}")
-    for chunk in out.stdout.split("# step ")[1:]:
+    for chunk in child_stdout(lines, "--child-state").split("# step ")[1:]:
         name, _, rest = chunk.partition("\n")
         columns[name.strip()] = graph_figures(rest)
     columns["exe-after"] = exe_figures(lines)
@@ -452,12 +460,9 @@ def passes_table(lines: Path, settings: list[str]) -> None:
     for n, setting in enumerate(settings):
         name, _, value = setting.partition("=")
         env = dict(os.environ, **({name: value} if setting else {}))
-        out = subprocess.run([sys.executable, __file__, str(lines), "--child-passes"], capture_output=True, text=True,
-                             timeout=600, env=env)
-        if out.returncode:
-            print(f"# passes child: exit {out.returncode}\n{out.stderr[-2000:]}")
+        stdout = child_stdout(lines, "--child-passes", env=env)
         print(f"# s{n}: {setting or 'nothing set'}")
-        for chunk in out.stdout.split("# pass ")[1:]:
+        for chunk in stdout.split("# pass ")[1:]:
             number, _, rest = chunk.partition("\n")
             columns[f"s{n}p{number.strip()}"] = graph_figures(rest)
     print("# columns: sN = the setting above, pK = the K-th pass in that process")
@@ -514,11 +519,8 @@ def streams_table(lines: Path, ways: list[str]) -> None:
     """conv_loop in a process of its own beside the harness's quick timer on each way's stream."""
     columns = {"exe": exe_figures(lines)}
     for way in ways:
-        out = subprocess.run([sys.executable, __file__, str(lines), "--child-streams", way], capture_output=True,
-                             text=True, timeout=600)
-        if out.returncode:
-            print(f"# streams child {way}: exit {out.returncode}\n{out.stderr[-2000:]}")
-        columns[way] = [float(ln.split()[1]) for ln in out.stdout.splitlines() if ln.startswith("stream ")]
+        stdout = child_stdout(lines, "--child-streams", way)
+        columns[way] = [float(ln.split()[1]) for ln in stdout.splitlines() if ln.startswith("stream ")]
     print_table(lines, columns, 8, lambda figs: "  " + " ".join(
         f"{x / figs[0]:>{len(w) + 4}.3f}" for w, x in zip(ways, figs[1:], strict=True)),
         "  " + " ".join(f"{w}/exe" for w in ways))
@@ -631,13 +633,10 @@ def main() -> int:
     columns = {"exe": exe_figures(args.lines)}
     python: dict[int, tuple[float, float]] = {}
     for level in LEVELS:
-        cmd = [sys.executable, __file__, str(args.lines), "--child", level] + (["--kernels"] * args.kernels) \
-            + (["--captures"] * args.captures)
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-        if out.returncode:
-            print(f"# {level}: exit {out.returncode}\n{out.stderr[-2000:]}")
-        columns[level] = graph_figures(out.stdout)
-        for ln in out.stdout.splitlines():
+        stdout = child_stdout(args.lines, "--child", level, *(["--kernels"] * args.kernels),
+                              *(["--captures"] * args.captures))
+        columns[level] = graph_figures(stdout)
+        for ln in stdout.splitlines():
             if ln.startswith("captures"):
                 print(f"{problems[int(ln.split()[1])][:60]:60} {ln}")
             elif ln.startswith("python"):
