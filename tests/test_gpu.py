@@ -146,6 +146,38 @@ def test_eager_fallback_after_a_failed_capture_leaves_the_gpu_usable() -> None:
     assert torch.isfinite(torch.randn(16, device="cuda")).all()
 
 
+SLOW_HOST_S = 2e-3      # the host time each call of the slow-host test spends before its launch
+SPIN_S = 150e-6         # that call's kernel: a spin of about this long (over quick_us's EAGER_EXACT_US)
+
+
+def test_quick_us_reads_the_gpu_not_a_slow_host() -> None:
+    """An engine race on a slow host (an H100 whose host took 0.2-1.4 ms per cuDNN call put fast
+    engines out of contest): a call that spends 2 ms on the host before launching a 150 us kernel
+    reads the kernel's time, not the host's, and a rival 20% faster does not put it out of contest."""
+    import time
+
+    import torch
+
+    from deepbench.kernels.backends.engine_choice import OUT_OF_CONTEST
+    from deepbench.kernels.timing.events import HOLD_CLOCK_HZ
+    from deepbench.kernels.timing.graph_events import quick_us
+
+    cycles = int(SPIN_S * HOLD_CLOCK_HZ)
+
+    def fast() -> None:
+        torch.cuda._sleep(cycles)
+
+    def slow() -> None:
+        until = time.perf_counter() + SLOW_HOST_S
+        while time.perf_counter() < until:  # a busy host, not a sleeping one
+            pass
+        torch.cuda._sleep(cycles)
+
+    reference = quick_us(fast)
+    figure = quick_us(slow, out_of_contest_us=reference / 1.2 * OUT_OF_CONTEST)
+    assert figure == pytest.approx(reference, rel=0.1), (figure, reference)
+
+
 @pytest.mark.slow
 def test_cublas_receives_deepbench_problem() -> None:
     out = subprocess.run([sys.executable, str(REPO / "tests" / "benchmarks" / "cublas_layout.py")],

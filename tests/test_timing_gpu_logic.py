@@ -310,22 +310,56 @@ def test_a_call_that_fills_a_sample_is_estimated_once(monkeypatch) -> None:
         assert captured.value.args == (calls,) and asked == estimates
 
 
+def _eager(us: float, enqueue_s: float = 0.0, hold_s: float = events.HOLD_S) -> events.EagerFigure:
+    return events.EagerFigure(us, enqueue_s, hold_s)
+
+
 def test_quick_us_keeps_the_eager_figure_of_a_candidate_out_of_contest(monkeypatch) -> None:
     from deepbench.kernels.timing import graph_events
 
     monkeypatch.setattr(graph_events, "capture", _no_capture)
+    monkeypatch.setattr(events, "can_hold", lambda: True)
     events_seen: list[str] = []
 
-    def time_eager(fn, calls):
+    def held(fn, calls):
         events_seen.append("timed")
-        return 500.0
-    monkeypatch.setattr(graph_events, "time_eager", time_eager)
+        return _eager(500.0)
+    monkeypatch.setattr(graph_events, "held_eager_figure", held)
     assert graph_events.quick_us(lambda: events_seen.append("call"), out_of_contest_us=300.0) == 500.0
     assert events_seen == ["call", "timed"]  # a first call, untimed, loads the candidate's kernels
     for contest in (600.0, float("inf")):  # within reach of the fastest: timed as the measurement times
         with pytest.raises(_Captured):
             graph_events.quick_us(lambda: None, out_of_contest_us=contest)
     # Under EAGER_EXACT_US an eager figure is launch-bound, not the call's: always captured.
-    monkeypatch.setattr(graph_events, "time_eager", lambda fn, calls: 60.0)
+    monkeypatch.setattr(graph_events, "held_eager_figure", lambda fn, calls: _eager(60.0))
     with pytest.raises(_Captured):
         graph_events.quick_us(lambda: None, out_of_contest_us=10.0)
+    # A figure the host's launches made (enqueued after the hold ended) puts nothing out of contest.
+    monkeypatch.setattr(graph_events, "held_eager_figure", lambda fn, calls: _eager(500.0, enqueue_s=1e-3))
+    with pytest.raises(_Captured):
+        graph_events.quick_us(lambda: None, out_of_contest_us=300.0)
+
+
+def test_an_eager_figure_is_the_gpus_only_if_enqueued_within_the_hold(monkeypatch) -> None:
+    monkeypatch.setattr(events, "can_hold", lambda: True)
+    hold = events.HOLD_S
+    assert _eager(50.0, enqueue_s=hold * events.HOLD_SHARE * 0.9).gpu_bound
+    assert not _eager(50.0, enqueue_s=hold * events.HOLD_SHARE * 1.1).gpu_bound
+    monkeypatch.setattr(events, "can_hold", lambda: False)  # no spin kernel: no hold, never sure
+    assert not _eager(50.0, enqueue_s=0.0).gpu_bound
+
+
+def test_a_slow_host_is_timed_again_behind_a_longer_hold(monkeypatch) -> None:
+    monkeypatch.setattr(events, "can_hold", lambda: True)
+    holds: list[float] = []
+
+    def figure(fn, calls, during=None, hold_s=events.HOLD_S):
+        holds.append(hold_s)
+        return _eager(20.0 if hold_s > events.HOLD_S else 900.0, enqueue_s=2e-3, hold_s=hold_s)
+    monkeypatch.setattr(events, "eager_figure", figure)
+    held = events.held_eager_figure(lambda: None, 2)
+    assert holds == [events.HOLD_S, 2e-3 * events.HOLD_ROOM] and held.us_per_call == 20.0 and held.gpu_bound
+    holds.clear()  # a host slower still: the hold stops at MAX_HOLD_S, and the figure says it is not the GPU's
+    monkeypatch.setattr(events, "eager_figure", lambda fn, calls, during=None, hold_s=events.HOLD_S:
+                        holds.append(hold_s) or _eager(900.0, enqueue_s=1.0, hold_s=hold_s))
+    assert not events.held_eager_figure(lambda: None, 2).gpu_bound and holds[-1] == events.MAX_HOLD_S

@@ -5,7 +5,9 @@ cover a given time."""
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 
@@ -20,6 +22,11 @@ MS_TO_US = 1e3
 # Later graph samples wait behind the previous one instead (graph_events.BackToBack).
 HOLD_S = 200e-6
 HOLD_CLOCK_HZ = 2.0e9  # cycles per second assumed when sizing the spin (it only has to be long enough)
+# An eager figure is the GPU's only if the host enqueued every call within this share of the hold (the
+# rest is room for a GPU clocked above HOLD_CLOCK_HZ and for the spin's own launch).
+HOLD_SHARE = 0.5
+HOLD_ROOM = 4.0    # held_eager_figure's second hold: this many times what the host took to enqueue the first
+MAX_HOLD_S = 0.05  # and no longer than this
 MAX_WARM_REPLAYS = 1000  # replays_covering's cap
 
 EventPair = tuple[torch.cuda.Event, torch.cuda.Event]
@@ -48,23 +55,63 @@ def us_per_call(pairs: list[EventPair], calls: int) -> list[float]:
     return [start.elapsed_time(end) * MS_TO_US / calls for start, end in pairs]
 
 
-def hold_stream() -> None:
-    """Keep the stream busy while the host enqueues the sample (see HOLD_S)."""
-    if hasattr(torch.cuda, "_sleep"):
-        torch.cuda._sleep(int(HOLD_S * HOLD_CLOCK_HZ))
+def can_hold() -> bool:
+    """Whether this PyTorch has the spin kernel hold_stream launches."""
+    return hasattr(torch.cuda, "_sleep")
 
 
-def time_eager(fn: Callable[[], object], calls: int, during: Callable[[], None] = no_probe) -> float:
-    """Microseconds per call of `calls` back-to-back eager calls between two events."""
+def hold_stream(seconds: float = HOLD_S) -> None:
+    """Keep the stream busy for `seconds` while the host enqueues the sample (see HOLD_S)."""
+    if can_hold():
+        torch.cuda._sleep(int(seconds * HOLD_CLOCK_HZ))
+
+
+@dataclass(frozen=True)
+class EagerFigure:
+    """Eager calls between two events: microseconds per call, and how long the host took to
+    enqueue them behind a hold of `hold_s`."""
+
+    us_per_call: float
+    enqueue_s: float
+    hold_s: float
+
+    @property
+    def gpu_bound(self) -> bool:
+        """Whether every call was enqueued before the hold ended, so the events saw the GPU run the
+        calls back to back. Otherwise the figure may be the host's launch time: an H100 host that
+        took 0.2-1.4 ms to launch each cuDNN call put fast engines out of a race with eager figures
+        10-90 times their own (train, GPU-5c4e07fd, 2026-11-25)."""
+        return can_hold() and self.enqueue_s < self.hold_s * HOLD_SHARE
+
+
+def eager_figure(fn: Callable[[], object], calls: int, during: Callable[[], None] = no_probe,
+                 hold_s: float = HOLD_S) -> EagerFigure:
+    """`calls` back-to-back eager calls between two events, behind a hold of `hold_s`."""
     start, end = event_pair()
-    hold_stream()
+    began = time.perf_counter()
+    hold_stream(hold_s)
     start.record()
     for _ in range(calls):
         fn()
     end.record()
+    enqueue_s = time.perf_counter() - began
     during()
     end.synchronize()
-    return start.elapsed_time(end) * MS_TO_US / calls
+    return EagerFigure(start.elapsed_time(end) * MS_TO_US / calls, enqueue_s, hold_s)
+
+
+def held_eager_figure(fn: Callable[[], object], calls: int) -> EagerFigure:
+    """An eager figure that is the GPU's wherever a hold can make it so: a host too slow to enqueue
+    the calls within the usual hold times them again behind one HOLD_ROOM times as long as it took."""
+    figure = eager_figure(fn, calls)
+    if figure.gpu_bound or not can_hold():
+        return figure
+    return eager_figure(fn, calls, hold_s=min(MAX_HOLD_S, figure.enqueue_s * HOLD_ROOM))
+
+
+def time_eager(fn: Callable[[], object], calls: int, during: Callable[[], None] = no_probe) -> float:
+    """Microseconds per call of `calls` back-to-back eager calls between two events."""
+    return eager_figure(fn, calls, during).us_per_call
 
 
 def replays_covering(seconds: float, replay_s: float) -> int:

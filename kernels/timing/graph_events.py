@@ -17,8 +17,8 @@ from typing import Any
 
 import torch
 
-from .events import MS_TO_US, EventPair, calls_for, event_pair, hold_stream, time_eager
-from .graph import MAX_CALLS_PER_GRAPH, CalibratedGraph, capture
+from .events import MS_TO_US, EventPair, calls_for, event_pair, held_eager_figure, hold_stream, time_eager
+from .graph import MAX_CALLS_PER_GRAPH, RECAPTURE_FACTOR, CalibratedGraph, capture
 from .sampler import Sampler, no_probe
 
 METHOD_GRAPH = "cuda-graph-events"
@@ -80,18 +80,31 @@ def quick_us(fn: Callable[[], object], min_sample_s: float = QUICK_SAMPLE_S, sam
     A call whose eager estimate is already above `out_of_contest_us` (and at least EAGER_EXACT_US,
     where eager calls run back to back on the GPU as a graph's do) keeps that estimate as its
     figure: a candidate that much slower than the fastest cannot win, and capturing and replaying
-    the slow engines of a training run's convolutions cost seconds."""
+    the slow engines of a training run's convolutions cost seconds. Only an estimate the GPU made
+    counts so (events.EagerFigure.gpu_bound): a slow host's launch time decides nothing."""
     fn()  # untimed: a candidate's first call also loads its kernels (CUDA's lazy loading), and an
     # estimate that counted it put fast engines out of contest (51.8 us timed 115 us eagerly)
-    estimate = time_eager(fn, QUICK_ESTIMATE_CALLS)
-    if estimate >= max(out_of_contest_us, EAGER_EXACT_US):
-        return estimate
-    calls = calls_for(estimate, min_sample_s, MAX_CALLS_PER_GRAPH)
+    eager = held_eager_figure(fn, QUICK_ESTIMATE_CALLS)
+    if eager.gpu_bound and eager.us_per_call >= max(out_of_contest_us, EAGER_EXACT_US):
+        return eager.us_per_call
+    calls = calls_for(eager.us_per_call, min_sample_s, MAX_CALLS_PER_GRAPH)
+    figure = _replayed_us(fn, calls, samples)
+    if figure is None:  # not capturable: time eagerly, as the measurement would
+        return statistics.median(time_eager(fn, calls) for _ in range(samples))
+    better = calls_for(figure, min_sample_s, MAX_CALLS_PER_GRAPH)
+    if not eager.gpu_bound and better > calls * RECAPTURE_FACTOR:  # the host's time sized the graph short
+        figure = _replayed_us(fn, better, samples) or figure
+    return figure
+
+
+def _replayed_us(fn: Callable[[], object], calls: int, samples: int) -> float | None:
+    """The median of `samples` back-to-back replays of a graph of `calls` calls (after one untimed),
+    in us per call; None where the call cannot be captured."""
     try:
         graph = capture(fn, calls)
-    except Exception:  # noqa: BLE001 - not capturable: time eagerly, as the measurement would
+    except Exception:  # noqa: BLE001 - not capturable: the caller times eagerly
         torch.cuda.synchronize()
-        return statistics.median(time_eager(fn, calls) for _ in range(samples))
+        return None
     back_to_back = BackToBack(graph.replay, calls)
     back_to_back.take()
     figure = statistics.median(back_to_back.take() for _ in range(samples))
