@@ -310,8 +310,8 @@ def test_a_call_that_fills_a_sample_is_estimated_once(monkeypatch) -> None:
         assert captured.value.args == (calls,) and asked == estimates
 
 
-def _eager(us: float, enqueue_s: float = 0.0, hold_s: float = events.HOLD_S) -> events.EagerFigure:
-    return events.EagerFigure(us, enqueue_s, hold_s)
+def _eager(us: float, enqueue_s: float = 0.0, hold_s: float = events.HOLD_S, calls: int = 2) -> events.EagerFigure:
+    return events.EagerFigure(us, calls, enqueue_s, hold_s)
 
 
 def test_quick_us_keeps_the_eager_figure_of_a_candidate_out_of_contest(monkeypatch) -> None:
@@ -345,8 +345,12 @@ def test_an_eager_figure_is_the_gpus_only_if_enqueued_within_the_hold(monkeypatc
     hold = events.HOLD_S
     assert _eager(50.0, enqueue_s=hold * events.HOLD_SHARE * 0.9).gpu_bound
     assert not _eager(50.0, enqueue_s=hold * events.HOLD_SHARE * 1.1).gpu_bound
-    monkeypatch.setattr(events, "can_hold", lambda: False)  # no spin kernel: no hold, never sure
-    assert not _eager(50.0, enqueue_s=0.0).gpu_bound
+    # A host slower than the hold whose launches took under HOST_SHARE of the figure: the GPU's still.
+    span_s = 2 * 5000.0 / events.US_PER_S
+    assert _eager(5000.0, enqueue_s=span_s * events.HOST_SHARE * 0.9).gpu_bound
+    assert not _eager(5000.0, enqueue_s=span_s * events.HOST_SHARE * 1.1).gpu_bound
+    monkeypatch.setattr(events, "can_hold", lambda: False)  # no spin kernel: no hold
+    assert not _eager(50.0, enqueue_s=1e-5).gpu_bound  # 10% of the figure: the host may be in it
 
 
 def test_a_slow_host_is_timed_again_behind_a_longer_hold(monkeypatch) -> None:

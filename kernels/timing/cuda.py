@@ -13,12 +13,11 @@ import torch
 from ..results import Measurement, Settings
 from .clocked import run_samples, select_unthrottled
 from .clocks import ClockReader
+from .events import US_PER_S
 from .profiler_check import verify
 from .settling import ClockReading
 from .stopping import StopRule
 from .strategy import sampler_for
-
-US_PER_S = 1e6
 
 
 def measure(fn: Callable[[], object], rule: StopRule, settings: Settings, capturable: bool,

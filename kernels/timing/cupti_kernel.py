@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import cupti
-from .events import calls_for, enqueue_marked, event_pair, replays_covering, us_per_call
+from .events import US_PER_S, calls_for, enqueue_marked, event_pair, replays_covering, us_per_call
 from .graph import CalibratedGraph
 from .sampler import Sampler, no_probe
 
@@ -38,7 +38,6 @@ PROBE_REPLAYS = 4       # replays in the first batch, which shows whether CUPTI 
 # while after its first calls.
 KERNEL_WARM_S = 0.1
 HOST_S_GUESS = 0.003    # host time between two batches (a recording's start and stop), until one is measured
-US_PER_S = 1e6
 
 
 class KernelTimes:

@@ -15,6 +15,7 @@ from . import cupti
 from .sampler import no_probe
 
 MS_TO_US = 1e3
+US_PER_S = 1e6
 # Before a sample that finds the GPU idle (the first of a measurement, an eager or calibration
 # sample) a spin kernel of this length runs (torch.cuda._sleep): the start event then fires only
 # after the host has submitted the whole sample (launching a long graph takes the host tens of
@@ -25,6 +26,8 @@ HOLD_CLOCK_HZ = 2.0e9  # cycles per second assumed when sizing the spin (it only
 # An eager figure is the GPU's only if the host enqueued every call within this share of the hold (the
 # rest is room for a GPU clocked above HOLD_CLOCK_HZ and for the spin's own launch).
 HOLD_SHARE = 0.5
+# Or if the host's enqueue time is under this share of the eager figure: the GPU waited on it for no longer.
+HOST_SHARE = 0.05
 HOLD_ROOM = 4.0    # held_eager_figure's second hold: this many times what the host took to enqueue the first
 MAX_HOLD_S = 0.05  # and no longer than this
 MAX_WARM_REPLAYS = 1000  # replays_covering's cap
@@ -68,20 +71,28 @@ def hold_stream(seconds: float = HOLD_S) -> None:
 
 @dataclass(frozen=True)
 class EagerFigure:
-    """Eager calls between two events: microseconds per call, and how long the host took to
+    """`calls` eager calls between two events: microseconds per call, and how long the host took to
     enqueue them behind a hold of `hold_s`."""
 
     us_per_call: float
+    calls: int
     enqueue_s: float
     hold_s: float
 
     @property
     def gpu_bound(self) -> bool:
-        """Whether every call was enqueued before the hold ended, so the events saw the GPU run the
-        calls back to back. Otherwise the figure may be the host's launch time: an H100 host that
-        took 0.2-1.4 ms to launch each cuDNN call put fast engines out of a race with eager figures
-        10-90 times their own (train, GPU-5c4e07fd, 2026-11-25)."""
-        return can_hold() and self.enqueue_s < self.hold_s * HOLD_SHARE
+        """Whether the figure is the GPU's: every call was enqueued before the hold ended (the events
+        saw the GPU run the calls back to back), or the host's enqueue time is under HOST_SHARE of the
+        figure (the GPU can have waited on the host for no longer than that). Otherwise the figure may
+        be the host's launch time: an H100 host that took 0.2-1.4 ms to launch each cuDNN call put fast
+        engines out of a race with eager figures 10-90 times their own (train, GPU-5c4e07fd, 2026-11-25)."""
+        within_hold = can_hold() and self.enqueue_s < self.hold_s * HOLD_SHARE
+        return within_hold or self.enqueue_s < HOST_SHARE * self.span_s
+
+    @property
+    def span_s(self) -> float:
+        """The events' time for all the calls, in seconds."""
+        return self.us_per_call * self.calls / US_PER_S
 
 
 def eager_figure(fn: Callable[[], object], calls: int, during: Callable[[], None] = no_probe,
@@ -97,7 +108,7 @@ def eager_figure(fn: Callable[[], object], calls: int, during: Callable[[], None
     enqueue_s = time.perf_counter() - began
     during()
     end.synchronize()
-    return EagerFigure(start.elapsed_time(end) * MS_TO_US / calls, enqueue_s, hold_s)
+    return EagerFigure(start.elapsed_time(end) * MS_TO_US / calls, calls, enqueue_s, hold_s)
 
 
 def held_eager_figure(fn: Callable[[], object], calls: int) -> EagerFigure:

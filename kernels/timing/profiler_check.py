@@ -15,7 +15,7 @@ import torch
 
 from . import cupti
 from .eager import eager_replay
-from .events import enqueue_marked, event_pair, replays_covering, us_per_call
+from .events import US_PER_S, enqueue_marked, event_pair, replays_covering, us_per_call
 from .sampler import Sampler, no_probe
 
 VERIFY_TOLERANCE = 0.05      # flag harness/profiler disagreement beyond 5%
@@ -25,7 +25,6 @@ PROFILE_WARM_S = 0.1
 # How much is profiled: samples covering as long as the timed ones did, so the power limiter's
 # swing averages out as in the timed figure, at most this many samples (and MAX_RECORDED_CALLS).
 PROFILE_MAX_SAMPLES = 1000
-US_PER_S = 1e6
 MIN_SAMPLE_S = 1e-9  # a sample's time is never taken as zero
 
 
