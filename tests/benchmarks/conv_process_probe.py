@@ -54,6 +54,9 @@ first stream and launched there, as conv_loop does; beside conv_loop in a proces
 replays on the per-thread default stream (a stream nobody makes). The 'alone' ways leave the harness's timer
 out: the call captured by the runtime on the first stream and launched there (alone) or on the legacy default
 stream (alone-default), PyTorch's stream pool (made whole at the first torch.cuda.Stream()) never made.
+'one' is 'alone' with every GPU operation of the process on that first stream (torch's current stream from
+before the CUDA context on: the backend's first work, the inputs, the eager calls), as conv_loop enqueues all
+its kernels on its timer's stream: does work on another stream before make the difference?
 --ways picks ways.
 
 With --buffers (one process, no ladder) it times, per problem, the harness's call on torch's
@@ -92,7 +95,7 @@ STATE_STEPS = ("bare", "cuda", "backend", "harness-calls", "graphs-freed", "idle
 STATE_IDLE_S = 20.0
 PASSES = 3
 CHILD_TIMEOUT_S = 600    # one child process of a question (or conv_loop's program)
-STREAM_WAYS = ("default", "first", "late", "first-capture", "per-thread", "alone", "alone-default")
+STREAM_WAYS = ("default", "first", "late", "first-capture", "per-thread", "alone", "alone-default", "one")
 PER_THREAD_STREAM = 2     # cudaStreamPerThread: the calling thread's default stream (made by none)
 PASS_ENVS = ("", "LOOP_KEEP=handle", "LOOP_KEEP=stream", "LOOP_KEEP=timer", "LOOP_KEEP=all",
              "CUDA_DEVICE_MAX_CONNECTIONS=1")
@@ -494,19 +497,21 @@ def runtime_replay_us(call, calls: int, raw: int, launch_on: int, where) -> floa
 
 def child_streams(way: str, lines: Path) -> None:
     """The harness's quick timer per problem ('stream US' lines), its replays on the stream `way` names."""
-    raw = new_stream() if way.startswith(("first", "alone")) else None
-    prepare("backend")
-    raw = new_stream() if way == "late" else raw
-    import torch
+    import torch  # no CUDA context yet: importing makes none
 
     from deepbench.kernels.timing.graph_events import quick_us
+    raw = new_stream() if way.startswith(("first", "alone")) or way == "one" else None
+    if way == "one":  # every later torch operation on that stream, the cuDNN backend's handle bound there too
+        torch.cuda.set_stream(torch.cuda.ExternalStream(raw))
+    prepare("backend")
+    raw = new_stream() if way == "late" else raw
     stream = torch.cuda.ExternalStream(raw) if raw is not None else torch.cuda.default_stream()
     if way == "per-thread":
         stream = torch.cuda.ExternalStream(PER_THREAD_STREAM)
     for line in (ln for ln in lines.read_text().splitlines() if ln.strip()):
         call = python_call(line)
-        if way.startswith("alone"):
-            print(f"stream {alone_us(call, raw, raw if way == 'alone' else 0):.4f}", flush=True)
+        if way.startswith("alone") or way == "one":
+            print(f"stream {alone_us(call, raw, 0 if way == 'alone-default' else raw):.4f}", flush=True)
             continue
         with torch.cuda.stream(stream):
             quick = quick_us(call, min_sample_s=SAMPLE_S, samples=SAMPLES)
