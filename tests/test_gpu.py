@@ -151,7 +151,7 @@ SPIN_S = 150e-6         # that call's kernel: a spin of about this long (over qu
 
 
 def test_quick_us_reads_the_gpu_not_a_slow_host() -> None:
-    """An engine race on a slow host (an H100 whose host took 0.2-1.4 ms per cuDNN call put fast
+    """An engine race on a slow host (an H100 whose host took 0.1-3 ms per cuDNN call put fast
     engines out of contest): a call that spends 2 ms on the host before launching a 150 us kernel
     reads the kernel's time, not the host's, and a rival 20% faster does not put it out of contest."""
     import time

@@ -84,8 +84,8 @@ class EagerFigure:
         """Whether the figure is the GPU's: every call was enqueued before the hold ended (the events
         saw the GPU run the calls back to back), or the host's enqueue time is under HOST_SHARE of the
         figure (the GPU can have waited on the host for no longer than that). Otherwise the figure may
-        be the host's launch time: an H100 host that took 0.2-1.4 ms to launch each cuDNN call put fast
-        engines out of a race with eager figures 10-90 times their own (train, GPU-5c4e07fd, 2026-11-25)."""
+        be the host's launch time: an H100 host that took 0.1-3 ms to launch each cuDNN call put fast
+        engines out of a race with eager figures up to 100 times their own (train, GPU-5c4e07fd, 2026-11-25)."""
         within_hold = can_hold() and self.enqueue_s < self.hold_s * HOLD_SHARE
         return within_hold or self.enqueue_s < HOST_SHARE * self.span_s
 
