@@ -421,6 +421,13 @@ def parse_shard(text: str) -> tuple[int, int]:
     return i, n
 
 
+def write_json(path: Path, versions: Any, folders: list[str], rows: list[dict[str, Any]],
+               summaries: list[dict[str, Any]], skipped: list[str], shards: list[str] | None = None) -> None:
+    """The side-by-side's JSON (--json), as a run and a merge of runs' parts (--merge, which reads it) write it."""
+    data = {"versions": versions, "folders": folders, "summary": summaries, "skipped": skipped, "rows": rows}
+    path.write_text(json.dumps(data if shards is None else {**data, "shards": shards}, indent=1))
+
+
 def merge(paths: list[Path], out: Path | None = None) -> int:
     """The parts' rows and summary, as one run would print them (and write them to `out`)."""
     rows, versions, folders, skipped = [], [], [], []
@@ -437,8 +444,7 @@ def merge(paths: list[Path], out: Path | None = None) -> int:
     print_rows(rows)
     summaries, ok = summarize(rows)
     if out:
-        out.write_text(json.dumps({"versions": versions, "folders": folders, "summary": summaries, "skipped": skipped,
-                                   "rows": rows, "shards": [str(p) for p in paths]}, indent=1))
+        write_json(out, versions, folders, rows, summaries, skipped, shards=[str(p) for p in paths])
     return 0 if ok else 1
 
 
@@ -476,8 +482,7 @@ def run(args: argparse.Namespace) -> int:
     print_rows(rows)
     summaries, ok = summarize(rows)
     if args.json:
-        args.json.write_text(json.dumps({"versions": versions, "folders": [str(f) for f in args.folders],
-                                         "rows": rows, "summary": summaries, "skipped": notes}, indent=1))
+        write_json(args.json, versions, [str(f) for f in args.folders], rows, summaries, notes)
     return 0 if ok else 1
 
 
