@@ -146,6 +146,28 @@ def test_eager_fallback_after_a_failed_capture_leaves_the_gpu_usable() -> None:
     assert torch.isfinite(torch.randn(16, device="cuda")).all()
 
 
+def test_a_run_captures_and_replays_on_its_one_work_stream() -> None:
+    """A run's device makes its own stream torch's current one, graphs are captured on it (no side
+    stream and no eager call first: the callers made theirs on this stream) and replayed there, and a
+    part is measured so."""
+    import torch
+
+    from deepbench.kernels.timing.graph import capture
+    from deepbench.kernels.timing.work_stream import capture_stream
+
+    b = _quick_backend()
+    work = torch.cuda.current_stream()
+    assert work == b.cuda.stream and work != torch.cuda.default_stream()
+    assert capture_stream() == work
+    x = torch.ones(1024, device="cuda")
+    graph = capture(lambda: x.mul_(2.0), 3)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.cuda.current_stream() == work and x[0].item() == 2.0 ** 3  # the 3 captured calls, replayed once
+    r = _run(b, "gemm/train/000", "fp16")
+    assert r.status.value == "ok", r.reason
+
+
 SLOW_HOST_S = 2e-3      # the host time each call of the slow-host test spends before its launch
 SPIN_S = 150e-6         # that call's kernel: a spin of about this long (over quick_us's EAGER_EXACT_US)
 

@@ -361,9 +361,14 @@ def test_a_slow_host_is_timed_again_behind_a_longer_hold(monkeypatch) -> None:
         holds.append(hold_s)
         return _eager(20.0 if hold_s > events.HOLD_S else 900.0, enqueue_s=2e-3, hold_s=hold_s)
     monkeypatch.setattr(events, "eager_figure", figure)
-    held = events.held_eager_figure(lambda: None, 2)
+    pace = events.HostPace()
+    held = events.held_eager_figure(lambda: None, 2, pace)
     assert holds == [events.HOLD_S, 2e-3 * events.HOLD_ROOM] and held.us_per_call == 20.0 and held.gpu_bound
+    holds.clear()  # the next figure is held as long as the host's last pace asks: timed once
+    assert events.held_eager_figure(lambda: None, 2, pace).gpu_bound
+    assert holds == [2e-3 * events.PACE_ROOM]
     holds.clear()  # a host slower still: the hold stops at MAX_HOLD_S, and the figure says it is not the GPU's
     monkeypatch.setattr(events, "eager_figure", lambda fn, calls, during=None, hold_s=events.HOLD_S:
                         holds.append(hold_s) or _eager(900.0, enqueue_s=1.0, hold_s=hold_s))
-    assert not events.held_eager_figure(lambda: None, 2).gpu_bound and holds[-1] == events.MAX_HOLD_S
+    assert not events.held_eager_figure(lambda: None, 2, events.HostPace()).gpu_bound
+    assert holds[-1] == events.MAX_HOLD_S

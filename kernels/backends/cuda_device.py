@@ -5,7 +5,8 @@ current stream, and the GPU timer (kernels/timing/cuda.py, with the strategy ker
 strategy.py picks: CUDA-graph replays timed by events, CUPTI kernel time for short calls, cold,
 the eager fallback; and the profiler cross-check) measures it. A backend only says how to run,
 check and cost its call. One `CudaDevice` per run, so the warm-up, the clock reader and the
-measured ceilings are done once, whichever library runs the first kernel."""
+measured ceilings are done once, whichever library runs the first kernel, and all the GPU work of
+the run goes on one stream (timing/work_stream.py says why)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from ..timing import cupti
 from ..timing.clocks import ClockReader
 from ..timing.stopping import StopRule
 from ..timing.warmup import warm_up
+from ..timing.work_stream import use_work_stream
 from . import cuda_facts
 from .base import TimedPart
 
@@ -43,6 +45,7 @@ class CudaDevice:
         self.device = device or torch.device(settings.device)
         if not torch.cuda.is_available():
             raise RuntimeError("no CUDA device is visible to PyTorch (torch.cuda.is_available() is False)")
+        self.stream = use_work_stream(self.device)  # before any GPU work of the run
         self.clocks = ClockReader(self.device)
         self._warmed = False
         self._ceilings: dict[str, float] | None = None

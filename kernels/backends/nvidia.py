@@ -38,6 +38,7 @@ class NvidiaBackend(Backend):
         self.torch = TorchBackend(settings, self.cuda)
         self._natives: dict[str, NativeCudaBackend] = {}
         self._current: Backend = self.torch
+        self._versions: dict[str, str] | None = None
 
     def native(self, name: str) -> NativeCudaBackend:
         """A native backend, loaded on first use and sharing this run's GPU."""
@@ -82,10 +83,13 @@ class NvidiaBackend(Backend):
         return self.torch.default_precisions(kernel)
 
     def library_versions(self) -> dict[str, str]:
-        versions = self.torch.library_versions()
-        for name in sorted(set(NATIVE_FOR_OPERATION.values())):
-            versions.update(self.native(name).library_versions())
-        return versions
+        """Every library's version, asked once per run (each result records them; asking the five
+        libraries and the packages' metadata took 5 ms a kernel)."""
+        if self._versions is None:
+            self._versions = self.torch.library_versions()
+            for name in sorted(set(NATIVE_FOR_OPERATION.values())):
+                self._versions.update(self.native(name).library_versions())
+        return dict(self._versions)
 
     def device_facts(self) -> dict[str, Any]:
         facts = self.cuda.facts()

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import torch
 
 from .events import MS_TO_US, US_PER_S, calls_for, event_pair, hold_stream, time_eager
+from .work_stream import capture_stream
 
 MAX_CALLS_PER_GRAPH = 2000   # bounds capture time and graph memory for tiny kernels
 RECAPTURE_FACTOR = 1.5       # re-capture once when the graph's own figure asks for this many times the calls
@@ -21,20 +22,24 @@ ESTIMATE_CALLS = 3           # eager calls that give the first estimate of a cal
 
 
 def capture(fn: Callable[[], object], calls: int) -> torch.cuda.CUDAGraph:
-    """A graph of `calls` unrolled calls, captured on a side stream (a graph cannot be captured on
-    the legacy default stream). One eager call on that same stream first lets libraries create
-    their per-stream handles and workspaces, and lets a call prepare what must live on the stream
-    it runs on (the cuDNN RNN backward's forward: autograd runs a backward op on its forward's
-    stream, so a forward made on another stream would put the backward outside the capture)."""
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        fn()
-    torch.cuda.current_stream().wait_stream(side)
+    """A graph of `calls` unrolled calls, captured on the process's work stream (work_stream.py),
+    where every caller has made its eager calls first. Where none is set, on a side stream (a
+    graph cannot be captured on the legacy default stream), after one eager call on that side
+    stream: it lets libraries create their per-stream handles and workspaces, and lets a call
+    prepare what must live on the stream it runs on (the cuDNN RNN backward's forward: autograd
+    runs a backward op on its forward's stream, so a forward made on another stream would put the
+    backward outside the capture)."""
+    current = torch.cuda.current_stream()
+    stream = capture_stream()
+    if stream != current:
+        stream.wait_stream(current)
+        with torch.cuda.stream(stream):
+            fn()
+        current.wait_stream(stream)
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
     try:
-        with torch.cuda.graph(graph, stream=side):
+        with torch.cuda.graph(graph, stream=stream):
             for _ in range(calls):
                 fn()
     except Exception:
@@ -52,7 +57,7 @@ def _end_rng_capture() -> None:
     kernels' inputs included. A capture that succeeds ends the state."""
     torch.cuda.synchronize()
     scratch = torch.zeros(1, device="cuda")
-    with torch.cuda.graph(torch.cuda.CUDAGraph()):
+    with torch.cuda.graph(torch.cuda.CUDAGraph(), stream=capture_stream()):
         scratch.add_(1.0)
     torch.cuda.synchronize()
 

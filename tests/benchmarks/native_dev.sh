@@ -5,6 +5,7 @@
 #   bash tests/benchmarks/native_dev.sh server       # inference-server with the new defaults -> runner/published,
 #                                                    # then the native side-by-side of its GEMMs (and convs, time allowing)
 #   bash tests/benchmarks/native_dev.sh train-gemm   # train's GEMMs and their native side-by-side, one sitting
+#   bash tests/benchmarks/native_dev.sh profile      # train's wall time beside its samples: slices under a profiler
 #   bash tests/benchmarks/native_dev.sh verify       # every GPU test; train's fp16 GEMMs beside native loops
 #   bash tests/benchmarks/native_dev.sh train        # the train suite -> runner/published/nvidia-h100/train
 #   bash tests/benchmarks/native_dev.sh finish-train # its --resume, new GPU tests, sparse-2of4, more side-by-sides
@@ -46,6 +47,35 @@ suite() {  # suite, seconds at most, extra deepbench-run arguments: -> runner/pu
   rm -rf "$dir"; echo "\$ $cmd" | tee "$OUT/suite-$1.log"
   local t0=$SECONDS; timeout "$2" $cmd >>"$OUT/suite-$1.log" 2>&1; echo "$1: $((SECONDS - t0)) s wall" | tee -a "$OUT/suite-$1.log"
   tail -3 "$OUT/suite-$1.log"; tar -czf "$OUT/suite-$1.tgz" "$dir"
+}
+profiled() {  # name, seconds, deepbench-run arguments: the harness's worker under a profiler -> $OUT/<name>.*
+              # (pyinstrument's wall-clock call tree where its wheel is in .whl/: <name>.txt and .pyisession;
+              # else cProfile: <name>.prof)
+  mkdir -p /tmp/hook; cat >/tmp/hook/sitecustomize.py <<'PY'
+import atexit, os, sys
+_out = os.environ.get("DEEPBENCH_PROFILE")
+if _out and "deepbench.kernels.harness" in sys.orig_argv:
+    try:
+        from pyinstrument import Profiler
+    except ImportError:
+        import cProfile
+        _profile = cProfile.Profile()
+        _profile.enable()
+        atexit.register(lambda: (_profile.disable(), _profile.dump_stats(_out + ".prof")))
+    else:
+        _profile = Profiler(interval=0.0005)
+        _profile.start()
+
+        def _save():
+            session = _profile.stop()
+            session.save(_out + ".pyisession")
+            with open(_out + ".txt", "w") as f:
+                f.write(_profile.output_text(unicode=False, color=False, show_all=False))
+        atexit.register(_save)
+PY
+  local t0=$SECONDS; DEEPBENCH_PROFILE=$OUT/$1 PYTHONPATH=/tmp/hook:$PYTHONPATH timeout "$2" deepbench-run --local \
+    --platform nvidia --warm-up 5 --quiet --out "runs/$1" "${@:3}" >"$OUT/$1.log" 2>&1
+  echo "$1: $((SECONDS - t0)) s"; tail -1 "$OUT/$1.log"
 }
 case "$PHASE" in
 tests) timeout 480 python3 -m pytest -q -p no:cacheprovider tests/test_gpu_native.py --tb=short -rfE 2>&1 \
@@ -173,17 +203,7 @@ pin)  # conv_loop with plan-name pins and candidates told apart by name (compile
     --out $dir >"$OUT/server-conv16.log" 2>&1; echo "server conv fp16: $((SECONDS - t0)) s"; tail -1 "$OUT/server-conv16.log"
   timeout 130 $SBS $dir --warm-up 0 --json "$OUT/sbs-server-conv16.json" >"$OUT/sbs-server-conv16.log" 2>&1
   grep SUMMARY "$OUT/sbs-server-conv16.log"
-  mkdir -p /tmp/hook; cat >/tmp/hook/sitecustomize.py <<'PY'
-import os, sys
-if os.environ.get("DEEPBENCH_PROFILE") and "deepbench.kernels.harness" in sys.orig_argv:
-    import atexit, cProfile
-    _profile = cProfile.Profile()
-    _profile.enable()
-    atexit.register(lambda: (_profile.disable(), _profile.dump_stats(os.environ["DEEPBENCH_PROFILE"])))
-PY
-  t0=$SECONDS; DEEPBENCH_PROFILE=$OUT/slice.prof PYTHONPATH=/tmp/hook:$PYTHONPATH timeout 90 deepbench-run --local \
-    --platform nvidia --suite train --ops gemm,conv,rnn --limit 8 --warm-up 5 --quiet --out runs/slice \
-    >"$OUT/slice.log" 2>&1; echo "slice: $((SECONDS - t0)) s"; tail -1 "$OUT/slice.log" ;;
+  profiled slice 90 --suite train --ops gemm,conv,rnn --limit 8 ;;
 server-fp16)  # the server's fp16 convolutions measured (RUN_ARGS: more deepbench-run arguments) and beside their
               # pinned native loops, each in a process of its own (as pin, without the candidate pass): with
               # results/timing-stream-ab-h100/timing-stream.patch applied, that stream A/B
@@ -278,6 +298,11 @@ process)  # is it the process or the call? conv_loop's own code timed in Python 
     --launch-count 12 --csv python3 tests/benchmarks/conv_process_probe.py $lines --nvtx-calls 3 \
     >"$OUT/ncu-python.csv" 2>&1
   tail -n 3 "$OUT/ncu-exe.csv" "$OUT/ncu-python.csv" ;;
+profile)  # where train's wall time goes besides its samples: slices of its convolutions, GEMMs and RNNs under a
+          # profiler (pyinstrument where its wheel is in .whl/, else cProfile)
+  profiled conv 120 --suite train --ops conv --limit 12
+  profiled gemm 90 --suite train --ops gemm --limit 40
+  profiled rnn 80 --suite train --ops rnn --limit 10 ;;
 verify)  # the GPU tests of every GPU path (timing strategies, native backends, models, NCCL), then train's
          # fp16 GEMMs beside native loops timed as long as the harness timed them
   timeout 230 python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py tests/test_gpu_native.py \

@@ -22,6 +22,8 @@ from .checks import verdict
 from .context import TorchContext
 
 CHECK_POINTS = 48
+MAX_GATHER_BYTES = 256 << 20  # float64 operands a check gathers at once (ConvSampler)
+FLOAT64_BYTES = 8
 TRANSFORM_MARKERS = ("winograd", "fft")  # in cuDNN's kernel names
 DILATION = [1, 1]
 OUTPUT_PADDING = [0, 0]
@@ -109,62 +111,84 @@ def transform_aware(part: TimedPart, precision: Precision) -> Callable[[], Check
 class ConvSampler:
     """Exact float64 values of randomly chosen output elements, from the definition.
 
-    Each reference element is one gather and one dot product on the device (the taps that
-    reach it are worked out on the host), and the outputs are read in one gather: a check
-    costs milliseconds, which matters because the cuDNN backend checks every engine it might
-    choose (cudnn/conv.py)."""
+    The reference elements of a check are gathered and reduced together on the device (the
+    operands every sampled element reads, in float64, a chunk of elements at a time): a check
+    costs a few kernels, which matters because the cuDNN backend checks every engine it might
+    choose (cudnn/conv.py). Reduced one element at a time, with the filter taps of a backward-data
+    element worked out on the host, a check took 6-18 ms (a profile of train's first 72 directions on
+    an H100: 25 ms of checks a direction; tests/benchmarks/results/train-profile-h100/)."""
 
     def __init__(self, ctx: TorchContext, kk: ConvKernel, x: torch.Tensor, w: torch.Tensor, dy: torch.Tensor) -> None:
         self.kk, self.ctx = kk, ctx
         self.xp = F.pad(x.double(), (kk.pad_w, kk.pad_w, kk.pad_h, kk.pad_h))
         self.w, self.dy = w.double(), dy.double()
 
-    def _points(self, *sizes: int) -> list[tuple[int, ...]]:
-        cols = [torch.randint(0, s, (CHECK_POINTS,), generator=self.ctx.generator, device=self.ctx.device).tolist()
-                for s in sizes]
-        return list(zip(*cols, strict=False))
+    def _points(self, *sizes: int) -> torch.Tensor:
+        """CHECK_POINTS random output coordinates: one row of indices per dimension."""
+        return torch.stack([torch.randint(0, s, (CHECK_POINTS,), generator=self.ctx.generator, device=self.ctx.device)
+                            for s in sizes]).to(self.xp.device)
+
+    def _range(self, n: int) -> torch.Tensor:
+        return torch.arange(n, device=self.xp.device)
 
     @staticmethod
-    def _at(out: torch.Tensor, points: list[tuple[int, ...]]) -> torch.Tensor:
+    def _at(out: torch.Tensor, points: torch.Tensor) -> torch.Tensor:
         """The output's elements at `points`, in one gather."""
-        index = torch.tensor(points, device=out.device).t()
-        return out[tuple(index)].double()
+        return out[tuple(points)].double()
 
     def check_fwd(self, y: torch.Tensor, precision: Precision) -> Check:
         kk = self.kk
         points = self._points(kk.n, kk.k, kk.out_h, kk.out_w)
-        ref = [(self.xp[n, :, oh * kk.stride_h:oh * kk.stride_h + kk.r, ow * kk.stride_w:ow * kk.stride_w + kk.s]
-                * self.w[k]).sum() for n, k, oh, ow in points]
-        return _compare(self._at(y, points), ref, precision, "sampled-fp64")
+
+        def ref(n: torch.Tensor, k: torch.Tensor, oh: torch.Tensor, ow: torch.Tensor) -> torch.Tensor:
+            rows = (oh * kk.stride_h)[:, None] + self._range(kk.r)  # (P, R): the input rows each element reads
+            cols = (ow * kk.stride_w)[:, None] + self._range(kk.s)
+            patch = self.xp[n[:, None, None, None], self._range(kk.c)[None, :, None, None], rows[:, None, :, None],
+                            cols[:, None, None, :]]
+            return (patch * self.w[k]).sum(dim=(1, 2, 3))
+        return _compare(self._at(y, points), _chunked(points, 2 * kk.c * kk.r * kk.s, ref), precision)
 
     def check_bwd_filter(self, dw: torch.Tensor, precision: Precision) -> Check:
         kk = self.kk
         points = self._points(kk.k, kk.c, kk.r, kk.s)
-        oh_end, ow_end = kk.stride_h * (kk.out_h - 1) + 1, kk.stride_w * (kk.out_w - 1) + 1
-        ref = [(self.xp[:, c, r:r + oh_end:kk.stride_h, s:s + ow_end:kk.stride_w] * self.dy[:, k]).sum()
-               for k, c, r, s in points]
-        return _compare(self._at(dw, points), ref, precision, "sampled-fp64")
+
+        def ref(k: torch.Tensor, c: torch.Tensor, r: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+            rows = r[:, None] + self._range(kk.out_h) * kk.stride_h  # (P, OH): the input rows each tap reads
+            cols = s[:, None] + self._range(kk.out_w) * kk.stride_w
+            x = self.xp[self._range(kk.n)[None, :, None, None], c[:, None, None, None], rows[:, None, :, None],
+                        cols[:, None, None, :]]
+            return (x * self.dy[:, k].transpose(0, 1)).sum(dim=(1, 2, 3))
+        return _compare(self._at(dw, points), _chunked(points, 2 * kk.n * kk.out_h * kk.out_w, ref), precision)
 
     def check_bwd_data(self, dx: torch.Tensor, precision: Precision) -> Check:
         kk = self.kk
         points = self._points(kk.n, kk.c, kk.h, kk.w)
-        ref = []
-        for n, c, ih, iw in points:
+
+        def ref(n: torch.Tensor, c: torch.Tensor, ih: torch.Tensor, iw: torch.Tensor) -> torch.Tensor:
             # the filter taps (r, s) whose output position (oh, ow) reads input (ih, iw)
-            taps = [(r, s, (ih + kk.pad_h - r) // kk.stride_h, (iw + kk.pad_w - s) // kk.stride_w)
-                    for r in range(kk.r) for s in range(kk.s)
-                    if (ih + kk.pad_h - r) % kk.stride_h == 0 and (iw + kk.pad_w - s) % kk.stride_w == 0
-                    and 0 <= (ih + kk.pad_h - r) // kk.stride_h < kk.out_h
-                    and 0 <= (iw + kk.pad_w - s) // kk.stride_w < kk.out_w]
-            if not taps:
-                ref.append(torch.zeros((), dtype=torch.float64, device=self.dy.device))
-                continue
-            rs, ss, ohs, ows = (list(col) for col in zip(*taps, strict=False))
-            ref.append((self.dy[n][:, ohs, ows] * self.w[:, c][:, rs, ss]).sum())
-        return _compare(self._at(dx, points), ref, precision, "sampled-fp64")
+            th = ih[:, None] + kk.pad_h - self._range(kk.r)  # (P, R)
+            tw = iw[:, None] + kk.pad_w - self._range(kk.s)
+            rows_ok = (th % kk.stride_h == 0) & (th >= 0) & (th // kk.stride_h < kk.out_h)
+            cols_ok = (tw % kk.stride_w == 0) & (tw >= 0) & (tw // kk.stride_w < kk.out_w)
+            oh, ow = (th // kk.stride_h).clamp(0, kk.out_h - 1), (tw // kk.stride_w).clamp(0, kk.out_w - 1)
+            ks = self._range(kk.k)[None, :, None, None]
+            grad = self.dy[n[:, None, None, None], ks, oh[:, None, :, None], ow[:, None, None, :]]  # (P, K, R, S)
+            taps = self.w[ks, c[:, None, None, None], self._range(kk.r)[None, None, :, None],
+                          self._range(kk.s)[None, None, None, :]]
+            valid = (rows_ok[:, :, None] & cols_ok[:, None, :])[:, None]
+            return (grad * taps * valid).sum(dim=(1, 2, 3))
+        return _compare(self._at(dx, points), _chunked(points, 3 * kk.k * kk.r * kk.s, ref), precision)
 
 
-def _compare(got: torch.Tensor, ref: list[torch.Tensor], precision: Precision, method: str) -> Check:
+def _chunked(points: torch.Tensor, doubles_per_point: int,
+             ref: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]) -> torch.Tensor:
+    """`ref` of the points (a row of indices per dimension), at most MAX_GATHER_BYTES of float64
+    operands gathered at a time: a backward-filter point reads a whole batch of images."""
+    step = max(1, MAX_GATHER_BYTES // (FLOAT64_BYTES * max(1, doubles_per_point)))
+    return torch.cat([ref(*points[:, i:i + step]) for i in range(0, points.shape[1], step)])
+
+
+def _compare(got: torch.Tensor, ref: torch.Tensor, precision: Precision) -> Check:
     from .checks import relative_error
 
-    return verdict(relative_error(got, torch.stack(ref)), precision, method, f"{len(ref)} random elements")
+    return verdict(relative_error(got, ref), precision, "sampled-fp64", f"{len(ref)} random elements")
