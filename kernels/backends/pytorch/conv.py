@@ -166,15 +166,15 @@ class ConvSampler:
 
         def ref(n: torch.Tensor, c: torch.Tensor, ih: torch.Tensor, iw: torch.Tensor) -> torch.Tensor:
             # the filter taps (r, s) whose output position (oh, ow) reads input (ih, iw)
-            th = ih[:, None] + kk.pad_h - self._range(kk.r)  # (P, R)
-            tw = iw[:, None] + kk.pad_w - self._range(kk.s)
+            r, s = self._range(kk.r), self._range(kk.s)
+            th = ih[:, None] + kk.pad_h - r  # (P, R)
+            tw = iw[:, None] + kk.pad_w - s
             rows_ok = (th % kk.stride_h == 0) & (th >= 0) & (th // kk.stride_h < kk.out_h)
             cols_ok = (tw % kk.stride_w == 0) & (tw >= 0) & (tw // kk.stride_w < kk.out_w)
             oh, ow = (th // kk.stride_h).clamp(0, kk.out_h - 1), (tw // kk.stride_w).clamp(0, kk.out_w - 1)
             ks = self._range(kk.k)[None, :, None, None]
             grad = self.dy[n[:, None, None, None], ks, oh[:, None, :, None], ow[:, None, None, :]]  # (P, K, R, S)
-            taps = self.w[ks, c[:, None, None, None], self._range(kk.r)[None, None, :, None],
-                          self._range(kk.s)[None, None, None, :]]
+            taps = self.w[ks, c[:, None, None, None], r[None, None, :, None], s[None, None, None, :]]
             valid = (rows_ok[:, :, None] & cols_ok[:, None, :])[:, None]
             return (grad * taps * valid).sum(dim=(1, 2, 3))
         return _compare(self._at(dx, points), _chunked(points, 3 * kk.k * kk.r * kk.s, ref), precision)
