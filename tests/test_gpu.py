@@ -168,6 +168,21 @@ def test_a_run_captures_and_replays_on_its_one_work_stream() -> None:
     assert r.status.value == "ok", r.reason
 
 
+@pytest.mark.parametrize("min_sample_s", [1e-3, 1e-7])  # a graph of many short calls; one call per sample
+def test_a_calibrated_graphs_warm_up_counts_every_call_the_gpu_ran(min_sample_s: float) -> None:
+    """warmup_calls, recorded with every graph measurement, is the number of calls the GPU ran before
+    the first sample (eager estimates, replays), counted on the device: each call adds one."""
+    import torch
+
+    from deepbench.kernels.timing.graph import calibrated_graph
+
+    _quick_backend()  # the run's work stream, as in a run
+    ran = torch.zeros(1, dtype=torch.int64, device="cuda")
+    calibrated = calibrated_graph(lambda: ran.add_(1), min_sample_s)
+    torch.cuda.synchronize()
+    assert ran.item() == calibrated.warmup_calls > 0
+
+
 SLOW_HOST_S = 2e-3      # the host time each call of the slow-host test spends before its launch
 SPIN_S = 150e-6         # that call's kernel: a spin of about this long (over quick_us's EAGER_EXACT_US)
 

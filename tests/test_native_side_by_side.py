@@ -115,6 +115,30 @@ def test_conv_lines_apply_padding_and_pin_the_plan_by_its_name():
     assert all(p.candidates_line == "" for p in sbs.build_problems([r], 0.0)[0])
 
 
+def test_find_first_runs_every_directions_candidates_before_its_pinned_plan():
+    """--find-first feeds conv_loop in DeepBench's conv_bench order and the harness's (cudnnFind's trial
+    of every algorithm / the engine race, then the timed loop), per direction in the run's order; a
+    direction under --min-us runs its candidates (the harness raced them) but is neither pinned nor
+    compared."""
+    r = result(by_id()["conv/train/017"], "fp16", lambda d: [1.0])
+    infos = {d: cudnn_info(f"eng{i}_k2=1", [(f"eng{i}_k2=1", "chosen")]) for i, d in
+             enumerate(("fwd", "bwd_data", "bwd_filter"))}
+    short = with_parts(r, infos, samples_us=10.0, padding={"c": 8})
+    long_ = with_parts(r, infos, samples_us=40.0, padding={"c": 8})
+    problems, _ = sbs.build_problems([long_], 0.01, min_us=20.0, find_first=True)
+    _, conv = sbs.loop_inputs(problems, find_first=True)
+    shape = "8 8 224 224 64 3 3 1 1 1 1"
+    assert conv == [f"fp16 fwd {shape} - 0.010", f"fp16 fwd {shape} eng0_k2=1 {sbs.MIN_SECONDS:.3f}",
+                    f"fp16 bwd_data {shape} - 0.010", f"fp16 bwd_data {shape} eng1_k2=1 {sbs.MIN_SECONDS:.3f}",
+                    f"fp16 bwd_filter {shape} - 0.010", f"fp16 bwd_filter {shape} eng2_k2=1 {sbs.MIN_SECONDS:.3f}"]
+    problems, _ = sbs.build_problems([short], 0.01, min_us=20.0, find_first=True)
+    assert [p.compared for p in problems] == [False] * 3
+    assert sbs.loop_inputs(problems, find_first=True)[1] == conv[::2]  # candidates only
+    # without it: the pinned plan first, and short directions left out
+    problems, _ = sbs.build_problems([short, long_], 0.01, min_us=20.0)
+    assert len(problems) == 3 and sbs.loop_inputs(problems)[1][:2] == [conv[1], conv[0]]
+
+
 def test_int8_conv_pads_channels_and_height():
     # conv/inference_server/000: c = 1, h = 161, w = 700 -> int8: c 32, h 164 (w already a multiple of 4).
     r = result(by_id()["conv/inference_server/000"], "int8", lambda d: [1.0])
@@ -212,6 +236,8 @@ def test_usage_errors_exit_2(tmp_path, capsys):
     bad.write_text("not json")
     assert sbs.main(["--merge", str(bad)]) == 2
     assert sbs.main(["--merge", str(tmp_path / "absent.json")]) == 2
+    assert sbs.main([str(tmp_path), "--find-first", "--candidate-seconds", "0"]) == 2
+    assert "--find-first runs the candidates" in capsys.readouterr().err
 
 
 FAKE_GEMM = """import sys

@@ -13,7 +13,8 @@ a stream of its own (a graph cannot be captured on the legacy default stream), m
 current stream before the first GPU work, on which graph.capture captures as well. In the harness
 itself this did not close the gap (the server's fp16 convolutions beside conv_loop, H100
 GPU-40b54356: 91 of 100 within 5%, median 1.033, against 92 of 102 and 1.029 before;
-tests/benchmarks/results/server-conv-fp16-one-stream-h100/)"""
+tests/benchmarks/results/server-conv-fp16-one-stream-h100/): what remains is a state the process enters
+while racing one kernel's candidates (tests/benchmarks/results/server-conv-fp16-trigger-h100/)."""
 
 from __future__ import annotations
 

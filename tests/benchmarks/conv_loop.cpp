@@ -332,16 +332,29 @@ static bool kept(const char* what) {
 
 // Which streams a process holds besides the timer's (conv_process_probe.py --passes): LOOP_IDLE_STREAM makes one
 // more non-blocking stream that is never used, on the first call only: "before" the timer's stream (kept), "after"
-// it (kept), or "destroyed" (made and destroyed before the timer's). LOOP_STREAM=per-thread times on the per-thread
-// default stream instead of a stream of the timer's own (no stream is made at all).
+// it (kept), or "destroyed" (made and destroyed before the timer's); or one that carries a little work (a 4-byte
+// memset, waited for) before the timer's stream is made: "busy" (kept) or "busy-destroyed"; "legacy" puts that
+// memset on the legacy default stream instead. LOOP_STREAM=per-thread times on the per-thread default stream
+// instead of a stream of the timer's own (no stream is made at all).
 static cudaStream_t idle_stream(const char* when) {
   static bool done = false;
   const char* idle = std::getenv("LOOP_IDLE_STREAM");
-  if (done || !idle || std::strcmp(idle, when) != 0) return nullptr;
+  if (done || !idle) return nullptr;
+  const bool worked = std::strncmp(idle, "busy", 4) == 0 || std::strcmp(idle, "legacy") == 0;
+  if (std::strcmp(worked ? "before" : idle, when) != 0) return nullptr;  // the busy ones come before the timer's
   done = true;
-  cudaStream_t s;
-  CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  if (std::strcmp(when, "destroyed") == 0) CHECK_CUDA(cudaStreamDestroy(s));
+  cudaStream_t s = nullptr;
+  const bool legacy = std::strcmp(idle, "legacy") == 0;
+  if (!legacy) CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  if (legacy || std::strncmp(idle, "busy", 4) == 0) {  // a little work on that stream, finished
+    void* word;
+    CHECK_CUDA(cudaMalloc(&word, 4));
+    CHECK_CUDA(cudaMemsetAsync(word, 0, 4, legacy ? cudaStreamLegacy : s));
+    CHECK_CUDA(cudaStreamSynchronize(legacy ? cudaStreamLegacy : s));
+    CHECK_CUDA(cudaFree(word));
+  }
+  const bool destroy = std::strcmp(when, "destroyed") == 0 || std::strcmp(idle, "busy-destroyed") == 0;
+  if (destroy) CHECK_CUDA(cudaStreamDestroy(s));
   return s;
 }
 

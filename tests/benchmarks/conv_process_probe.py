@@ -35,8 +35,11 @@ rounds and a difference of the call as a steady ratio.
 With --state (no profiler, CUPTI never started) it asks when a process's figures move: conv_loop in a
 process of its own, then its code in one Python process after each step of what the harness's process
 goes through (STATE_STEPS: nothing, torch and a CUDA context, the cuDNN backend, the harness's calls
-captured and replayed, those graphs freed, STATE_IDLE_S idle), then conv_loop in a process of its own
-again: a table of conv_loop's graph figure per problem and step.
+captured and replayed, those graphs freed, STATE_IDLE_S idle; or those --steps names, CUPTI_STEPS among
+them: CUPTI attached, a recording that holds GPU work, work after it; TRIGGER_STEPS: lines of a --trigger file
+through conv_loop's code; CONTEXT_STEPS: the context's limits or cache configuration set again, large
+allocations), then conv_loop in a process of its own again: a table of conv_loop's graph figure per problem and
+step, and the context's limits after each step (results/server-conv-fp16-trigger-h100/).
 
 With --passes it asks whether it is PyTorch at all, and what of a pass the next one inherits: conv_loop's
 code run PASSES times in a row in Python processes that import nothing else, one process per setting of
@@ -92,6 +95,21 @@ ROUNDS = 3                # --graphs: rounds of conv_loop's code and the harness
 DOT_CALLS = 2             # --graphs: calls in the harness's graph written as DOT
 DOT_VERBOSE = 1           # cudaGraphDebugDotFlagsVerbose
 STATE_STEPS = ("bare", "cuda", "backend", "harness-calls", "graphs-freed", "idle")
+# --steps may also name: CUPTI attached by the harness's empty first recording (cupti.start_once), a recording
+# that holds GPU work (a few matrix products), and that work again after the recording ended.
+CUPTI_STEPS = ("cupti-attached", "cupti-recorded", "after-recording")
+# and "trigger-N": line N (from 0) of the --trigger file through conv_loop's code first (its output not kept), to
+# find which library work leaves a process's later figures slower.
+TRIGGER_STEPS = tuple(f"trigger-{n}" for n in range(20))
+# and "reset-stack": the context's stack-size limit (cudaLimitStackSize) set back to what it was at the first step;
+# "stack-flip": that limit doubled and set back (the driver re-sizes the context's local memory both times);
+# "cache-reset": the context's cache configuration set to cudaFuncCachePreferNone (the default).
+# After every step the child prints the context's limits (cudaDeviceGetLimit), to see what library work changed.
+# "malloc-N": N GiB cudaMalloc'd, set to zero and freed (does a large allocation's history move the figures?).
+CONTEXT_STEPS = ("reset-stack", "stack-flip", "cache-reset", "malloc-1", "malloc-4", "malloc-16")
+GIB = 1 << 30
+LIMITS = ("cudaLimitStackSize", "cudaLimitMallocHeapSize", "cudaLimitPrintfFifoSize", "cudaLimitMaxL2FetchGranularity",
+          "cudaLimitPersistingL2CacheSize")
 STATE_IDLE_S = 20.0
 PASSES = 3
 CHILD_TIMEOUT_S = 600    # one child process of a question (or conv_loop's program)
@@ -384,13 +402,68 @@ def child_graphs(lines: Path, dot_dir: Path) -> None:
                   f"{gapped_us(call, SAMPLES):.4f}", flush=True)
 
 
-def child_state(lines: Path) -> None:
-    """conv_loop's code after each of STATE_STEPS, each pass after a '# step NAME' line."""
+def context_limits() -> dict[str, int]:
+    """The current CUDA context's limits (cudaDeviceGetLimit), by name; empty before a context exists."""
+    from cuda.bindings import runtime as rt
+    out = {}
+    for name in LIMITS:
+        err, value = rt.cudaDeviceGetLimit(getattr(rt.cudaLimit, name))
+        if err == rt.cudaError_t.cudaSuccess:
+            out[name] = int(value)
+    err, cache = rt.cudaDeviceGetCacheConfig()
+    if err == rt.cudaError_t.cudaSuccess:
+        out["cacheConfig"] = int(cache)
+    return out
+
+
+def child_state(lines: Path, steps: list[str], trigger: Path | None = None) -> None:
+    """conv_loop's code after each of `steps`, each pass after a '# step NAME' line."""
     import gc
     import time
     held: list = []
-    for step in STATE_STEPS:
-        if step == "cuda":
+    first_stack: int | None = None
+    for step in steps:
+        if step in ("reset-stack", "stack-flip"):
+            from cuda.bindings import runtime as rt
+            stack = first_stack or 1024
+            if step == "stack-flip":
+                flip = rt.cudaDeviceSetLimit(rt.cudaLimit.cudaLimitStackSize, 2 * stack)
+                print(f"# stack-flip via {2 * stack}: {flip}")
+            err, = rt.cudaDeviceSetLimit(rt.cudaLimit.cudaLimitStackSize, stack)
+            print(f"# {step} to {stack}: {err}", flush=True)
+        elif step.startswith("malloc-"):
+            from cuda.bindings import runtime as rt
+            size = int(step.split("-")[1]) * GIB
+            err, ptr = rt.cudaMalloc(size)
+            done = (rt.cudaMemset(ptr, 0, size), rt.cudaDeviceSynchronize(), rt.cudaFree(ptr))
+            print(f"# malloc {size}: {err} {done}", flush=True)
+        elif step == "cache-reset":
+            from cuda.bindings import runtime as rt
+            print(f"# cache-reset: {rt.cudaDeviceSetCacheConfig(rt.cudaFuncCache.cudaFuncCachePreferNone)}", flush=True)
+        elif step in TRIGGER_STEPS:
+            if trigger is None:
+                raise SystemExit(f"step {step} needs --trigger FILE")
+            line = [ln for ln in trigger.read_text().splitlines() if ln.strip()][int(step.split("-")[1])]
+            out = ConvLoop(NATIVE / "libconv_loop.so").run([line])
+            print(f"# {step}: {line} -> {len(out)} plans timed", flush=True)
+        elif step in CUPTI_STEPS:
+            import torch
+
+            from deepbench.kernels.timing import cupti
+            a = torch.randn(1024, 1024, device="cuda")
+            if step == "cupti-attached":
+                cupti.start_once()
+            elif step == "cupti-recorded":
+                with cupti.recording() as prof:
+                    for _ in range(10):
+                        a @ a
+                    torch.cuda.synchronize()
+                print(f"# recorded {len(cupti.device_events(prof))} GPU activities", flush=True)
+            else:
+                for _ in range(10):
+                    a @ a
+                torch.cuda.synchronize()
+        elif step == "cuda":
             prepare("cuda")
         elif step == "backend":
             prepare("backend")
@@ -408,6 +481,9 @@ def child_state(lines: Path) -> None:
             torch.cuda.empty_cache()
         elif step == "idle":
             time.sleep(STATE_IDLE_S)
+        limits = context_limits()
+        first_stack = first_stack if first_stack is not None else limits.get("cudaLimitStackSize")
+        print(f"# limits after {step}: {limits}", flush=True)
         print(f"# step {step}", flush=True)
         run_library(lines)
 
@@ -440,12 +516,17 @@ def print_table(lines: Path, columns: dict[str, list[float]], width: int, tail=N
               flush=True)
 
 
-def state_table(lines: Path) -> None:
+def state_table(lines: Path, steps: list[str], trigger: Path | None = None) -> None:
     """conv_loop's graph figure per problem: its own process, after each step in one process, its own again."""
     columns = {"exe-before": exe_figures(lines)}
-    for chunk in child_stdout(lines, "--child-state").split("# step ")[1:]:
+    flags = ("--trigger", str(trigger)) if trigger else ()
+    stdout = child_stdout(lines, "--child-state", "--steps", *steps, *flags)
+    notes = ("# trigger", "# limits", "# reset", "# stack", "# cache", "# malloc")
+    print("\n".join(ln for ln in stdout.splitlines() if ln.startswith(notes)))
+    for chunk in stdout.split("# step ")[1:]:
         name, _, rest = chunk.partition("\n")
-        columns[name.strip()] = graph_figures(rest)
+        name = name.strip() if name.strip() not in columns else f"{name.strip()}-{len(columns)}"  # a step named twice
+        columns[name] = graph_figures(rest)
     columns["exe-after"] = exe_figures(lines)
     print_table(lines, columns, 13)
 
@@ -594,6 +675,10 @@ def main() -> int:
                     help="only conv_loop's figures in a process of its own and after each step of what the harness's "
                          "process goes through (see above)")
     ap.add_argument("--child-state", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--steps", nargs="+", choices=STATE_STEPS + CUPTI_STEPS + TRIGGER_STEPS + CONTEXT_STEPS,
+                    default=list(STATE_STEPS),
+                    help="--state: these steps, in this order (default: STATE_STEPS)")
+    ap.add_argument("--trigger", type=Path, metavar="FILE", help="--state: conv_loop lines for the trigger-N steps")
     ap.add_argument("--passes", action="store_true",
                     help="only conv_loop's code run several times in bare processes, per setting (see above)")
     ap.add_argument("--child-passes", action="store_true", help=argparse.SUPPRESS)
@@ -622,7 +707,8 @@ def main() -> int:
         return 0
     questions = [(args.buffers, lambda: child_buffers(args.lines)),
                  (args.graphs, lambda: child_graphs(args.lines, args.graphs)),
-                 (args.state, lambda: state_table(args.lines)), (args.child_state, lambda: child_state(args.lines)),
+                 (args.state, lambda: state_table(args.lines, args.steps, args.trigger)),
+                 (args.child_state, lambda: child_state(args.lines, args.steps, args.trigger)),
                  (args.passes, lambda: passes_table(args.lines, args.settings or list(PASS_ENVS))),
                  (args.child_passes, lambda: child_passes(args.lines)),
                  (args.streams, lambda: streams_table(args.lines, args.ways or list(STREAM_WAYS))),

@@ -28,6 +28,12 @@
 #                                                    # in a process of its own (no candidate pass)
 #   bash tests/benchmarks/native_dev.sh cupti        # the same convs with CUPTI never attached (--no-kernel-time)
 #                                                    # and attached (the default), each beside the native loop
+#   bash tests/benchmarks/native_dev.sh streams      # which streams carry work: conv_loop after a busy stream, a
+#                                                    # census of the harness's, its k=128 fp16 convs three ways
+#   bash tests/benchmarks/native_dev.sh cupti-state  # conv_loop's code (one kept stream) after CUPTI attaches and
+#                                                    # after it records GPU work
+#   bash tests/benchmarks/native_dev.sh trigger      # conv_loop's code (one kept stream) after the library work of
+#                                                    # the server's kernels 005 and 006 (candidates, short calls)
 # Phases that write many files take OUT outside the call's $OUT and tar it: at most 8 files come back.
 # Source it (`. native_dev.sh probe`) to keep its environment for more commands.
 set -uo pipefail
@@ -40,7 +46,10 @@ python3 -m pip install -q --no-deps --no-build-isolation --no-index -e . >"$OUT/
 python3 -c "import nvmath, cudnn, torch; print('nvmath', nvmath.__version__, 'cudnn-frontend', cudnn.__version__, 'cudnn', cudnn.backend_version(), 'torch', torch.__version__)"
 nvidia-smi --query-gpu=name,uuid,driver_version,clocks.sm,temperature.gpu --format=csv,noheader | tee "$OUT/device.txt"
 SBS="python3 tests/benchmarks/native_side_by_side.py --min-us 20 --max-seconds 0.2 --candidate-seconds 0.02"
-build() { bash tests/benchmarks/build_native.sh >"$OUT/build.log" 2>&1 || { tail -20 "$OUT/build.log"; exit 1; }; }
+build() {  # once a machine: a later phase of the same call finds the loops built from these sources
+  [ build/native/libconv_loop.so -nt tests/benchmarks/conv_loop.cpp ] && [ build/native/gemm_loop -nt tests/benchmarks/gemm_loop.cu ] && return
+  bash tests/benchmarks/build_native.sh >"$OUT/build.log" 2>&1 || { tail -20 "$OUT/build.log"; exit 1; }
+}
 suite() {  # suite, seconds at most, extra deepbench-run arguments: -> runner/published/nvidia-h100/<suite>
   local dir=runner/published/nvidia-h100/$1 cmd
   cmd="deepbench-run --local --platform nvidia --suite $1 --quiet --out $dir ${*:3}"
@@ -205,14 +214,14 @@ pin)  # conv_loop with plan-name pins and candidates told apart by name (compile
   grep SUMMARY "$OUT/sbs-server-conv16.log"
   profiled slice 90 --suite train --ops gemm,conv,rnn --limit 8 ;;
 server-fp16)  # the server's fp16 convolutions measured (RUN_ARGS: more deepbench-run arguments) and beside their
-              # pinned native loops, each in a process of its own (as pin, without the candidate pass): with
-              # results/timing-stream-ab-h100/timing-stream.patch applied, that stream A/B
+              # pinned native loops, each in a process of its own (as pin, without the candidate pass; SBS_ARGS:
+              # more side-by-side arguments, e.g. "--candidate-seconds 0.01 --find-first", SBS_TIMEOUT its limit)
   build
   dir=runs/server-conv16; t0=$SECONDS
   timeout 250 deepbench-run --local --platform nvidia --suite inference-server --ops conv --precision fp16 --quiet \
     --out $dir ${RUN_ARGS:-} >"$OUT/server-conv16.log" 2>&1; echo "server conv fp16: $((SECONDS - t0)) s"
   tail -1 "$OUT/server-conv16.log"
-  timeout 130 $SBS $dir --warm-up 0 --candidate-seconds 0 --json "$OUT/sbs-server-conv16.json" \
+  timeout "${SBS_TIMEOUT:-130}" $SBS $dir --warm-up 0 --candidate-seconds 0 ${SBS_ARGS:-} --json "$OUT/sbs-server-conv16.json" \
     >"$OUT/sbs-server-conv16.log" 2>&1
   grep SUMMARY "$OUT/sbs-server-conv16.log"; tar -czf "$OUT/server-conv16.tgz" $dir ;;
 gaps)  # why the harness timed some short fp16 convolutions 1-2 us a call slower than conv_loop on the same plan:
@@ -298,6 +307,49 @@ process)  # is it the process or the call? conv_loop's own code timed in Python 
     --launch-count 12 --csv python3 tests/benchmarks/conv_process_probe.py $lines --nvtx-calls 3 \
     >"$OUT/ncu-python.csv" 2>&1
   tail -n 3 "$OUT/ncu-exe.csv" "$OUT/ncu-python.csv" ;;
+streams)  # which streams carry a run's GPU work: conv_loop's passes after a stream that carried a little work
+          # (LOOP_IDLE_STREAM=busy...), a census of the harness worker's streams (stream_census/), then the
+          # server's fp16 convs with k=128 beside pinned native loops: default, --no-kernel-time, and with
+          # DEEPBENCH_WORK_STREAM=per-thread (the per-thread default stream as the work stream)
+  build
+  timeout 150 python3 tests/benchmarks/conv_process_probe.py tests/benchmarks/results/conv-process-probe-h100/lines.txt \
+    --passes --settings LOOP_KEEP=none LOOP_IDLE_STREAM=busy LOOP_IDLE_STREAM=busy-destroyed LOOP_IDLE_STREAM=legacy \
+    LOOP_KEEP=stream 2>&1 | tee "$OUT/passes-busy.log" | tail -16
+  PYTHONPATH=tests/benchmarks/stream_census:$PYTHONPATH DEEPBENCH_STREAM_CENSUS=$OUT/census.json timeout 90 \
+    deepbench-run --local --platform nvidia --suite inference-server --ops conv --precision fp16 --limit 4 \
+    --no-kernel-time --warm-up 2 --quiet --out runs/census >"$OUT/census.log" 2>&1; tail -3 "$OUT/census.log"
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); [print(k, v['events'], round(v['busy_us']), v['first_s'], v['first_names'][:3]) for k, v in d['streams'].items()]" "$OUT/census.json"
+  for mode in default no-kernel-time per-thread; do
+    dir=runs/k128-$mode; t0=$SECONDS; args=(); env=()
+    [ $mode = no-kernel-time ] && args=(--no-kernel-time)
+    [ $mode = per-thread ] && env=(DEEPBENCH_WORK_STREAM=per-thread)
+    env "${env[@]}" timeout 100 deepbench-run --local --platform nvidia --suite inference-server --ops conv --precision fp16 \
+      --where k=128 "${args[@]}" --warm-up 5 --quiet --out $dir >"$OUT/$mode.log" 2>&1
+    echo "$mode: $((SECONDS - t0)) s"; tail -1 "$OUT/$mode.log"
+    timeout 60 $SBS $dir --candidate-seconds 0 --warm-up 0 --json "$OUT/sbs-$mode.json" >"$OUT/sbs-$mode.log" 2>&1
+    grep SUMMARY "$OUT/sbs-$mode.log"
+  done ;;
+cupti-state)  # does CUPTI slow a process's later GPU work? conv_loop's code on one kept stream in one process after
+              # CUPTI is attached (empty recording), after a recording that held GPU work, and after more work
+  build
+  LOOP_KEEP=stream timeout 200 python3 tests/benchmarks/conv_process_probe.py \
+    tests/benchmarks/results/conv-process-probe-h100/lines.txt --state \
+    --steps bare cuda cupti-attached after-recording cupti-recorded after-recording 2>&1 | tee "$OUT/cupti-state.log" ;;
+trigger)  # which library work at the server's kernel 006 leaves later convolutions slower: conv_loop's code on one
+          # kept stream, a pass of lines.txt after each step: kernel 005's candidates (control), 006's pinned forward
+          # (short calls), then 006's candidates per direction (results/server-conv-fp16-trigger-h100/trigger.txt);
+          # TRIGGER_STEPS: other steps (006's backward-data candidates one by one, reset-stack)
+  build
+  LOOP_KEEP=stream timeout 250 python3 tests/benchmarks/conv_process_probe.py \
+    tests/benchmarks/results/conv-process-probe-h100/lines.txt --state \
+    --trigger tests/benchmarks/results/server-conv-fp16-trigger-h100/trigger.txt \
+    --steps ${TRIGGER_STEPS:-bare trigger-4 trigger-5 trigger-6 trigger-3 trigger-0 trigger-1 trigger-2} 2>&1 \
+    | tee "$OUT/trigger.log"
+  [ -n "${TRIGGER_NCU:-}" ] || exit 0  # ncu's launch figures of one trigger line's kernels (TRIGGER_NCU=N: line N+1)
+  sed -n "$((TRIGGER_NCU + 1))p" tests/benchmarks/results/server-conv-fp16-trigger-h100/trigger.txt | sed 's/ [0-9.]*$/ 0.001/' \
+    >/tmp/ncu-line.txt
+  timeout 120 ncu --clock-control none --cache-control none --section LaunchStats --launch-count 6 --csv \
+    build/native/conv_loop </tmp/ncu-line.txt >"$OUT/ncu-trigger.csv" 2>&1; tail -n 40 "$OUT/ncu-trigger.csv" | cut -c1-220 ;;
 profile)  # where train's wall time goes besides its samples: slices of its convolutions, GEMMs and RNNs under a
           # profiler (pyinstrument where its wheel is in .whl/, else cProfile)
   profiled conv 120 --suite train --ops conv --limit 12

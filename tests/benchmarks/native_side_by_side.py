@@ -32,6 +32,8 @@ convolutions, how many chosen engines are within 5% of the fastest candidate. Is
     python tests/benchmarks/native_side_by_side.py RESULTS_DIR --shard 0/2 --json a.json   # in parts,
     python tests/benchmarks/native_side_by_side.py --merge a.json b.json [--json all.json]  # then summed up
     python tests/benchmarks/native_side_by_side.py RESULTS_DIR --dry-run   # the loops' input, no GPU needed
+    python tests/benchmarks/native_side_by_side.py RESULTS_DIR --find-first --candidate-seconds 0.01
+        # convolutions in DeepBench's conv_bench order: each direction's candidates, then its plan pinned
 
 Results without the native backends' records (no `blas_call`, no `info.cudnn`: PyTorch-backend
 results) are skipped with a note.
@@ -98,6 +100,7 @@ class Problem:
     plan: str = ""          # conv: the chosen plan's name, which conv_loop is pinned to and prints
     # conv: plan name -> the harness's record of that candidate (its engine spec, status ...)
     candidates: dict[str, dict[str, Any]] = field(default_factory=dict)
+    compared: bool = True   # False: a part under --min-us whose candidates run only as history (--find-first)
 
     def status(self, plan: str) -> str:
         """The harness's verdict on a candidate: chosen, passed, rejected, unchecked (or not listed)."""
@@ -136,19 +139,21 @@ def gemm_problem(r: KernelResult, max_seconds: float | None = None) -> Problem:
     return Problem("gemm", r.id, r.precision.name.value, part.direction, part.measurement.stats.median, line)
 
 
-def conv_problems(r: KernelResult, candidate_seconds: float, min_us: float = 0.0, max_seconds: float | None = None
-                  ) -> tuple[list[Problem], list[str]]:
+def conv_problems(r: KernelResult, candidate_seconds: float, min_us: float = 0.0, max_seconds: float | None = None,
+                  find_first: bool = False) -> tuple[list[Problem], list[str]]:
     """conv_loop's lines for each direction of a convolution result, and notes on the directions
     skipped. Plans are named as cuDNN names them (info.cudnn.plan_name, every knob included): the
     engine id and cudnn-frontend's knob list can miss a knob (engine 49's split-K), so they could
-    re-create another plan, and two candidates can share them."""
+    re-create another plan, and two candidates can share them. With `find_first`, a direction under
+    `min_us` still runs its candidates (not compared): the harness raced them too."""
     kk = r.kernel
     sizes = {d: r.padding.get(d, getattr(kk, d)) for d in ("n", "c", "h", "w", "k")}
     shape = (f"{sizes['n']} {sizes['c']} {sizes['h']} {sizes['w']} {sizes['k']} {kk.r} {kk.s} "
              f"{kk.pad_h} {kk.pad_w} {kk.stride_h} {kk.stride_w}")
     problems, notes = [], []
     for part in r.parts:
-        if part.measurement.stats.median < min_us:
+        short = part.measurement.stats.median < min_us
+        if short and not (find_first and candidate_seconds > 0):
             continue
         rec = part.info.get("cudnn")
         plan = str((rec or {}).get("plan_name", ""))
@@ -161,7 +166,7 @@ def conv_problems(r: KernelResult, candidate_seconds: float, min_us: float = 0.0
             line=f"{head} {plan} {measured_seconds(part, max_seconds):.3f}",
             candidates_line=f"{head} - {candidate_seconds:.3f}" if candidate_seconds > 0 else "",
             engine=str(rec.get("engine", "")), plan=plan,
-            candidates={str(c.get("plan_name")): c for c in rec.get("candidates", [])}))
+            candidates={str(c.get("plan_name")): c for c in rec.get("candidates", [])}, compared=not short))
     return problems, notes
 
 
@@ -182,7 +187,7 @@ def select_results(folders: list[Path], only: str | None, shard: tuple[int, int]
 
 
 def build_problems(results: Iterable[KernelResult], candidate_seconds: float, min_us: float = 0.0,
-                   max_seconds: float | None = None) -> tuple[list[Problem], list[str]]:
+                   max_seconds: float | None = None, find_first: bool = False) -> tuple[list[Problem], list[str]]:
     """The loops' problems for `results` and notes on what was skipped; parts the harness timed under
     `min_us` are left out (--min-us), native timings last at most `max_seconds` (--max-seconds)."""
     problems: list[Problem] = []
@@ -199,16 +204,21 @@ def build_problems(results: Iterable[KernelResult], candidate_seconds: float, mi
             except ValueError as exc:
                 notes.append(f"{r.id}: {exc}")
         else:
-            ps, ns = conv_problems(r, candidate_seconds, min_us, max_seconds)
+            ps, ns = conv_problems(r, candidate_seconds, min_us, max_seconds, find_first)
             problems += ps
             notes += ns
     return problems, notes
 
 
-def loop_inputs(problems: list[Problem]) -> tuple[list[str], list[str]]:
-    """gemm_loop's and conv_loop's stdin lines, each distinct line once (results may repeat a problem)."""
+def loop_inputs(problems: list[Problem], find_first: bool = False) -> tuple[list[str], list[str]]:
+    """gemm_loop's and conv_loop's stdin lines, each distinct line once (results may repeat a problem);
+    a convolution's candidates after its pinned plan, or before it with `find_first`. A part that is not
+    compared has no pinned line."""
     gemm = list(dict.fromkeys(p.line for p in problems if p.op == "gemm"))
-    conv = list(dict.fromkeys(line for p in problems if p.op == "conv" for line in (p.line, p.candidates_line) if line))
+    conv = list(dict.fromkeys(
+        line for p in problems if p.op == "conv"
+        for line in ((p.candidates_line, p.line if p.compared else "") if find_first else (p.line, p.candidates_line))
+        if line))
     return gemm, conv
 
 
@@ -450,10 +460,11 @@ def merge(paths: list[Path], out: Path | None = None) -> int:
 
 def run(args: argparse.Namespace) -> int:
     results = select_results(args.folders, args.only, args.shard)
-    problems, notes = build_problems(results, args.candidate_seconds, args.min_us, args.max_seconds)
+    problems, notes = build_problems(results, args.candidate_seconds, args.min_us, args.max_seconds, args.find_first)
     for note in notes:
         print(f"# skipped: {note}")
-    gemm_in, conv_in = loop_inputs(problems)
+    gemm_in, conv_in = loop_inputs(problems, args.find_first)
+    problems = [p for p in problems if p.compared]
     if args.dry_run:
         seconds = (args.warm_up + sum(2 * float(line.split()[6]) for line in gemm_in)
                    + sum(2 * float(line.split()[-1]) for line in conv_in))
@@ -504,6 +515,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--merge", type=Path, nargs="+", metavar="JSON", help="summarize parts written with --json")
     ap.add_argument("--min-us", type=float, default=0.0, metavar="US",
                     help="leave out parts the harness timed under US (the targets count parts of 20 us and more)")
+    ap.add_argument("--find-first", action="store_true",
+                    help="convolutions in the order DeepBench's conv_bench and the harness work in: per direction, "
+                         "every candidate first (cudnnFind's trial; the harness's engine race), then the chosen plan "
+                         "pinned, in one process; directions under --min-us run their candidates too (not compared)")
     ap.add_argument("--max-seconds", type=float, metavar="S",
                     help="time each native problem at most S seconds (default: as long as the harness measured it)")
     args = ap.parse_args(argv)
@@ -514,6 +529,8 @@ def main(argv: list[str] | None = None) -> int:
             raise UsageError("give one or more results folders (or --merge JSON ...)")
         if args.candidate_seconds < 0:
             raise UsageError("--candidate-seconds must not be negative")
+        if args.find_first and args.candidate_seconds == 0:
+            raise UsageError("--find-first runs the candidates: give --candidate-seconds above 0")
         return run(args)
     except UsageError as exc:
         print(f"native_side_by_side: {exc}", file=sys.stderr)
