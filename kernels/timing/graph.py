@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 
 from .events import MS_TO_US, US_PER_S, calls_for, event_pair, hold_stream, time_eager
-from .work_stream import capture_stream
+from .work_stream import capture_stream, on_work_stream
 
 MAX_CALLS_PER_GRAPH = 2000   # bounds capture time and graph memory for tiny kernels
 RECAPTURE_FACTOR = 1.5       # re-capture once when the graph's own figure asks for this many times the calls
@@ -96,20 +96,15 @@ def calibrated_graph(fn: Callable[[], object], min_sample_s: float) -> Calibrate
         end.synchronize()
         return start.elapsed_time(end) * MS_TO_US / n
 
+    capture_warm_calls = 0 if on_work_stream() else 1  # capture's eager call on its side stream
     per_call = replay_us(graph, calls)
-    warmup += warm_calls_of_capture() + calls
+    warmup += capture_warm_calls + calls
     better = calls_for(per_call, min_sample_s, MAX_CALLS_PER_GRAPH)
     if better > calls * RECAPTURE_FACTOR:
         del graph
         calls = better
         graph = capture(fn, calls)
         per_call = replay_us(graph, calls)
-        warmup += warm_calls_of_capture() + calls
+        warmup += capture_warm_calls + calls
     return CalibratedGraph(graph, calls, per_call, warmup)
 
-
-def warm_calls_of_capture() -> int:
-    """The eager calls `capture` makes before capturing: one on a side stream where there is no
-    work stream, none on the work stream."""
-    current = torch.cuda.current_stream()
-    return 1 if current == torch.cuda.default_stream(current.device) else 0

@@ -29,8 +29,14 @@ def use_work_stream(device: torch.device) -> torch.cuda.Stream:
     return stream
 
 
+def on_work_stream() -> bool:
+    """Whether torch's current stream is a stream of its own, not the legacy default stream (no work
+    stream was set: tests, library users)."""
+    current = torch.cuda.current_stream()
+    return current != torch.cuda.default_stream(current.device)
+
+
 def capture_stream() -> torch.cuda.Stream:
     """The stream a graph is captured on: the current one, or a side stream where the current one
-    is the legacy default stream (no work stream was set: tests, library users)."""
-    current = torch.cuda.current_stream()
-    return torch.cuda.Stream() if current == torch.cuda.default_stream(current.device) else current
+    is the legacy default stream."""
+    return torch.cuda.current_stream() if on_work_stream() else torch.cuda.Stream()

@@ -346,7 +346,7 @@ static cudaStream_t idle_stream(const char* when) {
   cudaStream_t s = nullptr;
   const bool legacy = std::strcmp(idle, "legacy") == 0;
   if (!legacy) CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  if (legacy || std::strncmp(idle, "busy", 4) == 0) {  // a little work on that stream, finished
+  if (worked) {  // a little work on that stream, finished
     void* word;
     CHECK_CUDA(cudaMalloc(&word, 4));
     CHECK_CUDA(cudaMemsetAsync(word, 0, 4, legacy ? cudaStreamLegacy : s));
