@@ -261,6 +261,10 @@ class Settings(Frozen):
     pad: Literal["deepbench", "none", "both"] = Field(
         "deepbench", description="deepbench: pad as DeepBench did (kernels/padding.py); none: the raw shape; "
         "both: the padded shape, and the raw one beside it (the alignment penalty)")
+    engine_race: Literal["apart", "inline"] = Field(
+        "apart", description="GPU: cuDNN's engine race in a process of its own, so that the measuring process runs "
+        "only the chosen plans, as a pinned native loop does (apart), or in the measuring process (inline); "
+        "kernels/backends/cudnn/race_apart.py says why")
     cudnn_engines: dict[str, str] = Field(
         default_factory=dict, description="cuDNN engines pinned instead of chosen: '<item id>/<direction>' (or '*') "
         "-> an engine as results record it, e.g. 'eng34_k2=2_k3=0' (verify re-runs the recorded engines)")

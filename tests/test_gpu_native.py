@@ -27,11 +27,23 @@ def cuda():
     return device
 
 
+_OPEN: list = []  # backends a test made: closed after it (cuDNN's race process ends with its backend)
+
+
+@pytest.fixture(autouse=True)
+def _close_backends():
+    yield
+    while _OPEN:
+        _OPEN.pop().close()
+
+
 def _backend(name: str, cuda, **settings):
     from deepbench.kernels.backends import load_backend
     from deepbench.kernels.results import Settings
 
-    return load_backend(name, Settings(**{**QUICK, **settings}), cuda=cuda)
+    backend = load_backend(name, Settings(**{**QUICK, **settings}), cuda=cuda)
+    _OPEN.append(backend)
+    return backend
 
 
 def _run(backend, kernel, precision: str):
@@ -130,6 +142,31 @@ def test_cudnn_pinned_engine_reruns_that_engine(cuda) -> None:
     assert pinned.status.value == "ok", pinned.reason
     assert pinned.parts[0].info["cudnn"]["engine"] == engine
     assert pinned.parts[0].info["cudnn"]["chosen_by"].startswith("pinned")
+
+
+def test_cudnn_races_apart_and_measures_the_plan_chosen_there(cuda) -> None:
+    """By default the candidates run in a process of their own (race_apart.py): each direction's record
+    comes from there and names the plan this process then built and measured; inline races here."""
+    import os
+
+    from deepbench.kernels.backends.cudnn.conv import RACED_APART, RACED_HERE
+    from deepbench.kernels.catalog import by_id
+
+    kernel = by_id()["conv/inference_server/006"]  # whose backward-data candidates put a process in the slow state
+    apart = _backend("cudnn", cuda)
+    r = _run(apart, kernel, "fp16")
+    assert r.status.value == "ok", r.reason
+    assert apart.race_apart.pid not in (None, os.getpid())
+    for p in r.parts:
+        record = p.info["cudnn"]
+        assert record["raced_in"] == RACED_APART and len(record["candidates"]) > 1
+        chosen = [c for c in record["candidates"] if c["status"] == "chosen"]
+        assert [c["plan_name"] for c in chosen] == [record["plan_name"]]
+    apart.close()
+    assert apart.race_apart.pid is None
+    inline = _run(_backend("cudnn", cuda, engine_race="inline"), kernel, "fp16")
+    assert inline.status.value == "ok", inline.reason
+    assert all(p.info["cudnn"]["raced_in"] == RACED_HERE for p in inline.parts)
 
 
 # Two short measurements of one plan agree far closer than this; the plan re-created from the frontend's

@@ -311,3 +311,38 @@ def test_the_nvidia_backends_delegates_are_the_ones_the_checker_accepts() -> Non
 
     assert set(DELEGATES["nvidia"]) == {*NATIVE_FOR_OPERATION.values(), "torch"}
     assert result_backends("nvidia")[0] == "nvidia" and result_backends("torch") == ("torch",)
+
+
+def _has_cuda() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+@pytest.mark.skipif(_has_cuda(), reason="a GPU is here: the race would run (tests/test_gpu_native.py races apart)")
+def test_the_race_apart_answers_from_a_process_of_its_own_and_starts_again_when_it_is_gone() -> None:
+    """cudnn/race_apart.py: the child answers every kernel (here, without a GPU or the frontend, with why
+    it cannot race); a child gone between kernels is replaced; close() ends it."""
+    import os
+    import signal
+
+    from deepbench.kernels.backends.base import Unsupported
+    from deepbench.kernels.backends.cudnn.race_apart import RaceApart
+    from deepbench.kernels.catalog import by_id
+    from deepbench.kernels.padding import PadMode
+
+    race = RaceApart(Settings(device="cuda"))
+    kernel = by_id()["conv/train/000"]
+    try:
+        with pytest.raises((Unsupported, RuntimeError), match=r"cudnn|CUDA"):
+            race.choices(kernel, Precision.FP16, PadMode.DEEPBENCH)
+        first = race.pid
+        assert first is not None and first != os.getpid()
+        os.kill(first, signal.SIGKILL)
+        race._process.wait()  # the kill has landed before the next kernel
+        with pytest.raises((Unsupported, RuntimeError), match=r"cudnn|CUDA"):
+            race.choices(kernel, Precision.FP16, PadMode.DEEPBENCH)
+        assert race.pid not in (None, first)
+    finally:
+        race.close()
+    assert race.pid is None

@@ -383,7 +383,8 @@ def test_verify_of_a_local_submission_needs_local(bundle: Path, tmp_path: Path) 
 
 @pytest.mark.parametrize("kernel_time", [True, False])
 def test_reproduce_command_keeps_the_gpu_timing_flags(kernel_time: bool) -> None:
-    """--cold, --verify-timing and --no-kernel-time change what a GPU time means: a re-run must repeat them."""
+    """--cold, --verify-timing, --no-kernel-time and --engine-race change what a GPU time means: a re-run must
+    repeat them."""
     import argparse
     import shlex
 
@@ -400,4 +401,7 @@ def test_reproduce_command_keeps_the_gpu_timing_flags(kernel_time: bool) -> None
     add_arguments(parser)
     again = settings_from(parser.parse_args(shlex.split(command)[1:]), get_platform("nvidia"))
     assert (again.cold, again.verify_timing, again.kernel_time) == (True, True, kernel_time)
+    inline = plan.model_copy(update={"settings": settings.model_copy(update={"engine_race": "inline"})})
+    command = reproduce_command(inline, local=True, image_digest=None)
+    assert settings_from(parser.parse_args(shlex.split(command)[1:]), get_platform("nvidia")).engine_race == "inline"
     assert settings_from(parser.parse_args(["--local", "--platform", "nvidia"]), get_platform("nvidia")).kernel_time

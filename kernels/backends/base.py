@@ -131,6 +131,10 @@ class Backend(ABC):
     def release(self) -> None:  # noqa: B027 - an optional hook: doing nothing is the default
         """Free what the last kernel held before the next is prepared."""
 
+    def close(self) -> None:  # noqa: B027 - an optional hook: most backends start no process of their own
+        """End what the backend started for the run (a helper process), before the run's end-of-run
+        facts are read: the machine then shows no process of the run but the harness."""
+
     def item_barrier(self) -> None:  # noqa: B027 - an optional hook: one process has no one to wait for
         """Wait until every rank is about to start the next kernel (a no-op with one process): the
         harness calls it after it told the host which kernel starts, so that whatever befalls one

@@ -66,7 +66,7 @@ class EngineError(ValueError):
 class Engine:
     """One execution plan: its place in cuDNN's ranked list, and what identifies it anywhere."""
 
-    index: int
+    index: int  # in cuDNN's heuristic list for the graph (modes A, then FALLBACK): the same in every process
     engine_id: int
     knobs: dict[str, int]
     name: str = ""
@@ -81,7 +81,7 @@ class Engine:
 
     def record(self) -> dict[str, Any]:
         return {"engine": self.spec, "engine_id": self.engine_id, "knobs": dict(self.knobs), "plan_name": self.name,
-                "workspace_bytes": self.workspace}
+                "workspace_bytes": self.workspace, "heuristic_index": self.index}
 
 
 def parse_spec(spec: str) -> tuple[int, dict[str, int]]:

@@ -73,6 +73,10 @@ class NvidiaBackend(Backend):
             prepared.info["native_unavailable"] = why
         return prepared
 
+    def close(self) -> None:
+        for native in self._natives.values():
+            native.close()
+
     def prepare_unpadded(self, kernel: Kernel, precision: Precision) -> Prepared | None:
         return self._current.prepare_unpadded(kernel, precision)
 

@@ -182,6 +182,7 @@ def _run(plan: Plan, run_dir: Path, rank_dir: Path | None) -> int:
                 break
     except KeyboardInterrupt:
         state = "interrupted"
+    backend.close()
     s = plan.settings
     facts["noise"] = judge(noise_before, snapshot(), usable_cpus(), s.threads, gpu_run=s.device != "cpu",
                            shared_cpus=s.ranks > 1 and s.device == "cpu").model_dump(mode="json")

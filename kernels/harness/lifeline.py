@@ -23,12 +23,23 @@ PR_SET_PDEATHSIG = 1
 
 def stop_with_parent() -> None:
     want = os.environ.get(PARENT_ENV, "")
-    if not want.isdigit() or not sys.platform.startswith("linux"):
+    if want.isdigit():
+        _signal_when_parent_dies(int(want), signal.SIGTERM)
+
+
+def end_with_parent(parent: int) -> None:
+    """A helper process of the harness (cuDNN's engine race, kernels/backends/cudnn/race_apart.py),
+    started by `parent`: killed outright when the harness ends, however it ends (nothing to save)."""
+    _signal_when_parent_dies(parent, signal.SIGKILL)
+
+
+def _signal_when_parent_dies(parent: int, sig: signal.Signals) -> None:
+    if not sys.platform.startswith("linux"):
         return
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+        libc.prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
     except (OSError, AttributeError):
         return
-    if os.getppid() != int(want):  # the runner died before we asked
-        os.kill(os.getpid(), signal.SIGTERM)
+    if os.getppid() != parent:  # the parent died before we asked
+        os.kill(os.getpid(), sig)

@@ -124,6 +124,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "knobs as in info.cudnn.engine (e.g. 34:TILE_SIZE=3, re-created from those knobs); for one "
                         "direction of one kernel with 'conv/train/052/fp32/bwd_filter=eng34_k2=3' (repeatable), "
                         "else for every convolution")
+    m.add_argument("--engine-race", choices=("apart", "inline"), default="apart",
+                   help="GPU: where cuDNN's candidate plans are raced: apart (default) in a process of its own, so "
+                        "that the measuring process runs only the chosen plans, as a native loop pinned to them "
+                        "does (racing some candidates left later short convolutions ~1 us a call slower on an "
+                        "H100 for the rest of the process); inline in the measuring process")
     m.add_argument("--kernel-time", action=argparse.BooleanOptionalAction, default=True,
                    help="GPU: time calls under 20 us by their kernels' own durations (CUPTI), without the GPU's "
                         "0.1-0.3 us between two dependent kernels that back-to-back calls pay (default); "
@@ -241,7 +246,7 @@ def settings_from(args: argparse.Namespace, platform: Platform) -> Settings:
     return Settings(mode=args.mode, threads=args.threads, seed=args.seed, device=platform.device, cold=args.cold,
                     verify_timing=args.verify_timing, kernel_time=args.kernel_time,
                     kernel_timeout_s=args.kernel_timeout, pad=args.pad, cudnn_engines=engine_pins(args.cudnn_engine),
-                    ranks=getattr(args, "ranks", 1), **preset)
+                    engine_race=args.engine_race, ranks=getattr(args, "ranks", 1), **preset)
 
 
 def engine_pins(values: list[str] | None) -> dict[str, str]:

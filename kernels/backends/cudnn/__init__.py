@@ -2,14 +2,14 @@
 
 Convolution forward, backward-data and backward-filter in fp32, tf32, fp16 and bf16, and int8
 forward with int32 output, each direction on an engine chosen reproducibly among those that
-compute it correctly (engines.py), recorded in the result and re-runnable with --cudnn-engine.
-PyTorch reaches cuDNN too, but cannot express DeepBench's int8 convolution, and its
-`cudnn.benchmark` picks an engine it does not name (two H100s picked different ones for a
-quarter of the training convolutions)."""
+compute it correctly (../engine_choice.py; raced in a process of its own, race_apart.py),
+recorded in the result and re-runnable with --cudnn-engine. PyTorch reaches cuDNN too, but
+cannot express DeepBench's int8 convolution, and its `cudnn.benchmark` picks an engine it does
+not name (two H100s picked different ones for a quarter of the training convolutions)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -18,6 +18,9 @@ from ...precision import Precision
 from ..base import Prepared
 from ..native import NativeCudaBackend, StreamHandle
 from . import conv
+
+if TYPE_CHECKING:
+    from .race_apart import RaceApart
 
 
 class Handle(StreamHandle):
@@ -41,6 +44,24 @@ class CudnnBackend(NativeCudaBackend):
 
     def default_precisions(self, kernel: Kernel) -> list[Precision]:
         return [Precision.FP32, Precision.FP16]
+
+    @property
+    def races_apart(self) -> bool:
+        """Whether engines are raced in a process of their own (race_apart.py; --engine-race)."""
+        return self.settings.engine_race == "apart"
+
+    @property
+    def race_apart(self) -> RaceApart:
+        if getattr(self, "_race_apart", None) is None:
+            from .race_apart import RaceApart  # not at the top: the child runs that module as __main__
+
+            self._race_apart: RaceApart | None = RaceApart(self.settings)
+        assert self._race_apart is not None
+        return self._race_apart
+
+    def close(self) -> None:
+        if getattr(self, "_race_apart", None) is not None:
+            self.race_apart.close()
 
     @property
     def handle(self) -> Handle:

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     from . import CudnnBackend
 
 REFINE_SAMPLES = 4  # a contender's second timing: 4 samples of timing.graph_events.QUICK_SAMPLE_S
+RACED_APART = "a process of its own (--engine-race apart, kernels/backends/cudnn/race_apart.py)"
+RACED_HERE = "the measuring process (--engine-race inline)"
 INPUT_ROLES = {"fwd": ("x", "w"), "bwd_data": ("dy", "w"), "bwd_filter": ("x", "dy")}
 OUTPUT_ROLE = {"fwd": "y", "bwd_data": "dx", "bwd_filter": "dw"}
 
@@ -35,6 +37,16 @@ def prepare(backend: CudnnBackend, kernel: ConvKernel, precision: Precision) -> 
         raise Unsupported(f"cuDNN's convolution has no {precision.value} path here (fp32, tf32, fp16, bf16, int8)")
     ctx = backend.ctx
     kk, padded = padded_conv(kernel, precision, ctx.pad)
+    directions = graphs.PRECISION_DIRECTIONS.get(precision, graphs.DIRECTIONS)
+    pins = {d: engines.pin_for(backend.settings.cudnn_engines, f"{kernel.id}/{precision.value}", d)
+            for d in directions}
+    races = not all(pins.values())
+    apart = races and backend.races_apart
+    warmed: dict[str, Any] = {}
+    if races:  # candidates are timed on a GPU at its working temperature, as measurements are (here: once a run)
+        assert backend.cuda is not None  # set with the binding, which prepare() checked
+        backend.cuda.warm(warmed)
+    raced = backend.race_apart.choices(kernel, precision, ctx.pad) if apart else {}  # before this process allocates
     types = graphs.TYPES[precision]
     dtype = graphs.TORCH_DTYPES[precision]
     cl = types.channels_last
@@ -55,12 +67,13 @@ def prepare(backend: CudnnBackend, kernel: ConvKernel, precision: Precision) -> 
     out_dims = {"fwd": (kk.n, kk.k, kk.out_h, kk.out_w), "bwd_data": (kk.n, kk.c, kk.h, kk.w),
                 "bwd_filter": (kk.k, kk.c, kk.r, kk.s)}
     parts = []
-    for direction in graphs.PRECISION_DIRECTIONS.get(precision, graphs.DIRECTIONS):
+    for direction in directions:
         out = graphs.tensor_for(out_dims[direction], out_dtype, cl)
-        part = _direction(backend, kk, precision, direction, data, out, checks[direction],
-                          engines.pin_for(backend.settings.cudnn_engines, f"{kernel.id}/{precision.value}", direction))
+        part = _direction(backend, kk, precision, direction, data, out, checks[direction], pins[direction],
+                          raced[direction] if apart and not pins[direction] else None)
         part.flops, part.min_bytes = kernel.flops(direction), kernel.min_bytes(direction, precision)
         parts.append(part)
+    parts[0].info["cudnn"].update(warmed)
     info: dict[str, Any] = {}
     if precision is Precision.INT8:
         info["directions"] = ("forward only: cuDNN has no int8 backward convolution "
@@ -70,8 +83,13 @@ def prepare(backend: CudnnBackend, kernel: ConvKernel, precision: Precision) -> 
 
 def _direction(backend: CudnnBackend, kk: ConvKernel, precision: Precision, direction: str,
                data: dict[str, torch.Tensor], out: torch.Tensor, check_out: Callable[[torch.Tensor], Check],
-               pin: str | None) -> TimedPart:
+               pin: str | None, raced: dict[str, Any] | None) -> TimedPart:
+    """The direction's part, on its pinned plan, on the plan chosen by the race apart (`raced`: its
+    record, race_apart.py), or on the plan chosen by a race here."""
     cudnn, handle = backend.lib, backend.handle
+    at: int | None = None
+    if raced is not None:
+        pin, at = raced["plan_name"], raced["heuristic_index"]
     state: dict[str, Any] = {}
 
     def plan(compiled: bool) -> list[engines.Engine]:
@@ -79,7 +97,7 @@ def _direction(backend: CudnnBackend, kk: ConvKernel, precision: Precision, dire
         g, roles = graphs.build(cudnn, handle.handle, kk, precision, direction)
         pack = {roles[r]: data[r] for r in INPUT_ROLES[direction]}
         pack[roles[OUTPUT_ROLE[direction]]] = out
-        found = [_pinned(cudnn, g, pin)] if pin else _candidates(cudnn, g, precision, compiled)
+        found = [_pinned(cudnn, g, pin, at)] if pin else _candidates(cudnn, g, precision, compiled)
         if found:
             state.update(graph=g, pack=pack, workspace=backend.workspace_for(max(e.workspace for e in found)))
         return found
@@ -102,17 +120,16 @@ def _direction(backend: CudnnBackend, kk: ConvKernel, precision: Precision, dire
         return check_of(run)()
 
     candidates = plan(compiled=False)
-    if pin:
-        if not candidates:
-            raise Unsupported(f"the pinned cuDNN engine '{pin}' does not serve this {direction} convolution")
+    if raced is not None:
+        chosen, record = candidates[0], {**raced, "raced_in": RACED_APART}
+        if chosen.index != at:  # found by name elsewhere in cuDNN's list: the two processes' lists differed
+            record["heuristic_index_here"] = chosen.index
+    elif pin:
         chosen, record = candidates[0], {**candidates[0].record(), "chosen_by": f"pinned (--cudnn-engine {pin})"}
     else:
-        warm_info: dict[str, Any] = {}
-        assert backend.cuda is not None  # set with the binding, which prepare() checked
-        backend.cuda.warm(warm_info)  # candidates are timed on a GPU at its working temperature, as measurements are
         chosen, record = _choose(candidates, lambda: plan(compiled=True), runner, check_engine, direction, precision,
                                  kk)
-        record.update(warm_info)
+        record["raced_in"] = RACED_HERE
     run = runner(chosen)
     info = {"library": "cuDNN", "api": "graph (cudnn-frontend)",
             "layout": "NHWC" if graphs.TYPES[precision].channels_last else "NCHW", "cudnn": record}
@@ -172,9 +189,10 @@ def _candidates(cudnn: Any, g: Any, precision: Precision, compiled: bool) -> lis
     return out
 
 
-def _pinned(cudnn: Any, g: Any, spec: str) -> engines.Engine:
+def _pinned(cudnn: Any, g: Any, spec: str, at: int | None = None) -> engines.Engine:
+    """The plan a pin names (`at`: where cuDNN's heuristic list had it for the race, tried first)."""
     if engines.is_plan_name(spec):
-        return _named_plan(cudnn, g, spec.strip())
+        return _named_plan(cudnn, g, spec.strip(), at)
     engine_id, knobs = engines.parse_spec(spec)
     try:
         typed = {getattr(cudnn.knob_type, name): value for name, value in knobs.items()}
@@ -190,12 +208,18 @@ def _pinned(cudnn: Any, g: Any, spec: str) -> engines.Engine:
                           workspace=int(g.get_workspace_size_plan_at_index(index)))
 
 
-def _named_plan(cudnn: Any, g: Any, name: str) -> engines.Engine:
+def _named_plan(cudnn: Any, g: Any, name: str, at: int | None = None) -> engines.Engine:
     """The plan cuDNN names `name`, found among the plans its heuristics offer for this graph (all of
     them: a recorded plan may need runtime compilation or a large workspace): the exact plan, every
-    knob included, which re-creating it from cudnn-frontend's knob list cannot promise."""
+    knob included, which re-creating it from cudnn-frontend's knob list cannot promise. `at` is
+    tried first: building only that plan spares building (or compiling) the ones before it."""
     _offer_plans(cudnn, g)
-    for i in range(g.get_execution_plan_count()):
+    count = g.get_execution_plan_count()
+    if at is not None and 0 <= at < count:
+        e = _built(g, at)
+        if e is not None and e.name == name:
+            return e
+    for i in range(count):
         e = _built(g, i)
         if e is not None and e.name == name:
             return e
