@@ -60,9 +60,9 @@ class RaceApart:
         return self._process.pid if self._process is not None and self._process.poll() is None else None
 
     def choices(self, kernel: Kernel, precision: Precision, pad: PadMode) -> dict[str, dict[str, Any]]:
-        """{direction: the cuDNN record of its chosen plan}, raced in the child (its pid added: a
-        child started again mid-run shows as a new one). Raises Unsupported
-        with the child's reason, or RuntimeError with its failure (the kernel's result says which)."""
+        """{direction: the cuDNN record of its chosen plan}, raced in the child (its pid added: a child
+        started again mid-run shows as a new one). Raises Unsupported with the child's reason, or
+        RuntimeError with its failure (the kernel's result says which)."""
         send, receive = self._connection()
         try:
             send.send((kernel, precision, pad.value))
