@@ -28,6 +28,7 @@ from ..backends.distributed.terminal import TERMINAL_FD_ENV
 from ..faults import maybe_fail_backend, maybe_inject
 from ..folder_lock import HARNESS_LOCK, FolderLock, Locked
 from ..launch_rank import launch_rank
+from ..lifeline import stop_with_parent
 from ..noise import judge, snapshot, usable_cpus
 from ..precision import Precision
 from ..provenance import harness_provenance
@@ -36,7 +37,6 @@ from ..results_file import WriteFailed, append_result, scan
 from ..system import collect_system
 from .execute import failed_result, run_item
 from .facts import host_facts
-from .lifeline import stop_with_parent
 from .protocol import ErrorKind, Event, ExitCode, event_line
 from .ranks import RANK_LOG, RANKS_DIR, rank_dir_name, record_failure
 from .record import build_record, write_facts, write_record

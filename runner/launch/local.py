@@ -9,7 +9,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from deepbench.kernels.harness.lifeline import PARENT_ENV
+from deepbench.kernels.lifeline import PARENT_ENV
 
 HARNESS_MODULE = "deepbench.kernels.harness"
 LOG_FILE = "harness.log"
@@ -21,7 +21,7 @@ class LocalHarness:
     def __init__(self, plan_path: Path, outdir: Path, env: dict[str, str] | None = None,
                  argv: list[str] | None = None) -> None:
         """`argv` replaces the plain harness command (e.g. an MPI or torchrun engine starting ranks).
-        The plain harness is told our PID so that it stops if we are killed (harness/lifeline.py)."""
+        The plain harness is told our PID so that it stops if we are killed (kernels/lifeline.py)."""
         self.log_path = outdir / LOG_FILE
         self._log = self.log_path.open("a")
         lifeline = {} if argv else {PARENT_ENV: str(os.getpid())}

@@ -9,7 +9,7 @@ not name (two H100s picked different ones for a quarter of the training convolut
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
@@ -18,9 +18,7 @@ from ...precision import Precision
 from ..base import Prepared
 from ..native import NativeCudaBackend, StreamHandle
 from . import conv
-
-if TYPE_CHECKING:
-    from .race_apart import RaceApart
+from .race_apart import RaceApart
 
 
 class Handle(StreamHandle):
@@ -53,8 +51,6 @@ class CudnnBackend(NativeCudaBackend):
     @property
     def race_apart(self) -> RaceApart:
         if getattr(self, "_race_apart", None) is None:
-            from .race_apart import RaceApart  # not at the top: the child runs that module as __main__
-
             self._race_apart: RaceApart | None = RaceApart(self.settings)
         assert self._race_apart is not None
         return self._race_apart

@@ -11,7 +11,7 @@ plan's name and its index in cuDNN's heuristic list among them); the measuring p
 very plan (conv.py, as a pin) and times it. The child has the same GPU, settings, seed and padding, and
 never runs while the measuring process does: it works only while the parent waits for its answer.
 
-The child is `python -m` this module (CUDA cannot be forked; multiprocessing's spawn would run the
+The child is `python -m` race_child.py (CUDA cannot be forked; multiprocessing's spawn would run the
 parent's main module again in it), its stdout on the parent's stderr (the harness's stdout is its
 events to the host); kernels and records cross two pipes as multiprocessing's pickled messages.
 """
@@ -19,7 +19,6 @@ events to the host); kernels and records cross two pipes as multiprocessing's pi
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 from multiprocessing.connection import Connection
@@ -31,6 +30,7 @@ from ...precision import Precision
 from ...results import Settings
 from ..base import Unsupported
 
+CHILD_MODULE = __name__.rpartition(".")[0] + ".race_child"
 # Between kernels the child keeps at most this much of PyTorch's cached GPU memory (freeing and
 # allocating again costs every kernel time; holding more would crowd the measuring process).
 KEEP_CACHED_BYTES = 1 << 30
@@ -84,7 +84,7 @@ class RaceApart:
             theirs_in, ours_out = os.pipe()
             ours_in, theirs_out = os.pipe()
             self._process = subprocess.Popen(
-                [sys.executable, "-m", __name__, str(theirs_in), str(theirs_out), str(os.getpid())],
+                [sys.executable, "-m", CHILD_MODULE, str(theirs_in), str(theirs_out), str(os.getpid())],
                 pass_fds=(theirs_in, theirs_out), stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno())
             os.close(theirs_in)
             os.close(theirs_out)
@@ -105,52 +105,3 @@ class RaceApart:
                 self._process.kill()
                 self._process.wait()
             self._process = None
-
-
-def serve(receive: Connection, send: Connection, parent: int) -> None:
-    """The child: race each kernel it is sent, answer with its directions' records, until the pipe closes."""
-    import torch
-
-    from ...harness.lifeline import end_with_parent
-    from . import CudnnBackend
-
-    end_with_parent(parent)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C is the parent's to handle
-    settings: Settings = receive.recv()
-    try:
-        backend: CudnnBackend | None = CudnnBackend(settings)
-        cannot = ""
-    except Exception as exc:  # noqa: BLE001 - no GPU here: every request is told why
-        backend, cannot = None, f"the process racing cuDNN's engines cannot start: {type(exc).__name__}: {exc}"
-    while True:
-        try:
-            kernel, precision, pad = receive.recv()
-        except (EOFError, OSError):
-            return
-        if backend is None:
-            send.send((FAILED, cannot))
-            continue
-        answer = _race(backend, kernel, precision, PadMode(pad))
-        if torch.cuda.memory_reserved() > KEEP_CACHED_BYTES:
-            torch.cuda.empty_cache()  # the measuring process gets the memory back before it goes on
-        send.send(answer)
-
-
-def _race(backend: Any, kernel: Kernel, precision: Precision, pad: PadMode) -> tuple[str, Any]:
-    """(OK, {direction: record}), (UNSUPPORTED, reason) or (FAILED, what went wrong)."""
-    if backend.lib is None:
-        return UNSUPPORTED, f"the cudnn backend cannot run here: {backend.missing}"
-    try:
-        with backend.ctx.padding(pad):
-            prepared = backend.prepare(kernel, precision)
-        return OK, {p.direction: p.info["cudnn"] for p in prepared.parts}
-    except Unsupported as exc:
-        return UNSUPPORTED, str(exc)
-    except Exception as exc:  # noqa: BLE001 - any library error is the kernel's, told to the parent
-        return FAILED, f"{type(exc).__name__}: {exc}"[:2000]
-    finally:
-        backend.release()
-
-
-if __name__ == "__main__":
-    serve(Connection(int(sys.argv[1]), writable=False), Connection(int(sys.argv[2]), readable=False), int(sys.argv[3]))

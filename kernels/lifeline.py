@@ -8,7 +8,9 @@ when our parent dies (prctl PR_SET_PDEATHSIG); SIGTERM then stops the harness as
 after it has written its run record. The runner names itself in DEEPBENCH_PARENT_PID, so a
 harness whose parent is already gone when it starts stops at once. Harnesses started by an
 engine (torchrun, mpiexec) or in a container are not the runner's children: for them the lock
-on the folder (kernels/folder_lock.py) keeps a second writer out instead."""
+on the folder (kernels/folder_lock.py) keeps a second writer out instead.
+It lives below both the harness and the backends: a backend's helper process (cuDNN's engine race)
+ends with the harness too."""
 
 from __future__ import annotations
 
