@@ -18,7 +18,7 @@ from deepbench.kernels.precision import Precision
 from deepbench.kernels.results import Check, Settings
 from deepbench.kernels.suites import select
 
-from .conftest import run_cli
+from .conftest import has_cuda, run_cli
 
 HAS_NVMATH = importlib.util.find_spec("nvmath") is not None
 
@@ -313,13 +313,7 @@ def test_the_nvidia_backends_delegates_are_the_ones_the_checker_accepts() -> Non
     assert result_backends("nvidia")[0] == "nvidia" and result_backends("torch") == ("torch",)
 
 
-def _has_cuda() -> bool:
-    import torch
-
-    return bool(torch.cuda.is_available())
-
-
-@pytest.mark.skipif(_has_cuda(), reason="a GPU is here: the race would run (tests/test_gpu_native.py races apart)")
+@pytest.mark.skipif(has_cuda(), reason="a GPU is here: the race would run (tests/test_gpu_native.py races apart)")
 def test_the_race_apart_answers_from_a_process_of_its_own_and_starts_again_when_it_is_gone() -> None:
     """cudnn/race_apart.py: the child answers every kernel (here, without a GPU or the frontend, with why
     it cannot race); a child gone between kernels is replaced; close() ends it."""

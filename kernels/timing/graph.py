@@ -107,4 +107,3 @@ def calibrated_graph(fn: Callable[[], object], min_sample_s: float) -> Calibrate
         per_call = replay_us(graph, calls)
         warmup += capture_warm_calls + calls
     return CalibratedGraph(graph, calls, per_call, warmup)
-

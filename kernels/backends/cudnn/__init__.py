@@ -36,6 +36,7 @@ class CudnnBackend(NativeCudaBackend):
     name = "cudnn"
     binding = ("cudnn", "nvidia-cudnn-frontend")
     operations = ("conv",)
+    _race_apart: RaceApart | None = None
 
     def prepare_op(self, kernel: Kernel, precision: Precision) -> Prepared:
         return conv.prepare(self, kernel, precision)  # type: ignore[arg-type]
@@ -44,20 +45,15 @@ class CudnnBackend(NativeCudaBackend):
         return [Precision.FP32, Precision.FP16]
 
     @property
-    def races_apart(self) -> bool:
-        """Whether engines are raced in a process of their own (race_apart.py; --engine-race)."""
-        return self.settings.engine_race == "apart"
-
-    @property
     def race_apart(self) -> RaceApart:
-        if getattr(self, "_race_apart", None) is None:
-            self._race_apart: RaceApart | None = RaceApart(self.settings)
-        assert self._race_apart is not None
+        """The process of its own that races engines (--engine-race apart), started on first use."""
+        if self._race_apart is None:
+            self._race_apart = RaceApart(self.settings)
         return self._race_apart
 
     def close(self) -> None:
-        if getattr(self, "_race_apart", None) is not None:
-            self.race_apart.close()
+        if self._race_apart is not None:
+            self._race_apart.close()
 
     @property
     def handle(self) -> Handle:

@@ -41,7 +41,7 @@ def prepare(backend: CudnnBackend, kernel: ConvKernel, precision: Precision) -> 
     pins = {d: engines.pin_for(backend.settings.cudnn_engines, f"{kernel.id}/{precision.value}", d)
             for d in directions}
     races = not all(pins.values())
-    apart = races and backend.races_apart
+    apart = races and backend.settings.engine_race == "apart"  # race_apart.py says why
     warmed: dict[str, Any] = {}
     if races:  # candidates are timed on a GPU at its working temperature, as measurements are (here: once a run)
         assert backend.cuda is not None  # set with the binding, which prepare() checked

@@ -76,7 +76,8 @@ class RaceApart:
             raise Unsupported(answer)
         if status == FAILED:
             raise RuntimeError(f"racing cuDNN's engines: {answer}")
-        return {direction: {**record, "race_pid": self.pid} for direction, record in answer.items()}
+        pid = self.pid
+        return {direction: {**record, "race_pid": pid} for direction, record in answer.items()}
 
     def _connection(self) -> tuple[Connection, Connection]:
         if self._send is None or self._receive is None or self.pid is None:
