@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -246,6 +247,12 @@ for line in sys.stdin:
     f = line.split()
     print(" ".join(f[:6]), "25.0000 80 24.0000", flush=True)
 """
+FAKE_GEMM_GRAPH_FIRST = """import os, sys
+print("# cublas 13.0.2", file=sys.stderr)
+graph_us = "12.0000" if os.environ.get("LOOP_GRAPH_FIRST") else "24.0000"
+for line in sys.stdin:
+    print(" ".join(line.split()[:6]), "25.0000 80", graph_us, flush=True)
+"""
 FAKE_CONV = """import sys
 print("# cudnn 91900", file=sys.stderr)
 for line in sys.stdin:
@@ -259,10 +266,10 @@ for line in sys.stdin:
 """
 
 
-def fake_loops(folder: Path) -> Path:
+def fake_loops(folder: Path, gemm: str = FAKE_GEMM) -> Path:
     """Stand-ins for the built loops that answer in their output format (the plumbing, not the timing)."""
     folder.mkdir()
-    for name, body in (("gemm_loop", FAKE_GEMM), ("conv_loop", FAKE_CONV)):
+    for name, body in (("gemm_loop", gemm), ("conv_loop", FAKE_CONV)):
         path = folder / name
         path.write_text(f"#!{sys.executable}\n{body}")
         path.chmod(0o755)
@@ -295,3 +302,17 @@ def test_a_run_reads_the_loops_and_writes_rows_that_merge(tmp_path, capsys, monk
     assert both["rows"] == data["rows"] * 2 and both["shards"] == [str(out_json)] * 2
     assert both["folders"] == data["folders"] and len(both["skipped"]) == 4
     assert [s["choice_compared"] for s in both["summary"] if s["op"] == "conv"] == [2]
+
+
+def test_graph_first_reaches_the_loops_environment_and_no_further(tmp_path, monkeypatch):
+    monkeypatch.delenv("LOOP_GRAPH_FIRST", raising=False)
+    call = {"transa": "N", "transb": "T", "m": 4096, "n": 7136, "k": 4096, "lda": 4096, "ldb": 7136, "ldc": 4096}
+    folder = write_run(tmp_path / "run", [gemm_result("gemm/train/043", "fp16", call, padding={"n": 7136})])
+    bin_dir = fake_loops(tmp_path / "bin", FAKE_GEMM_GRAPH_FIRST)
+    ratios = []
+    for extra in ([], ["--graph-first"]):
+        out = tmp_path / f"rows{len(extra)}.json"
+        sbs.main([str(folder), "--bin", str(bin_dir), "--json", str(out), "--warm-up", "0", *extra])
+        ratios.append(json.loads(out.read_text())["rows"][0]["ratio"])
+    assert ratios == [pytest.approx(100.0 / 24.0), pytest.approx(100.0 / 12.0)]
+    assert "LOOP_GRAPH_FIRST" not in os.environ  # the loops' environment only, not this process's

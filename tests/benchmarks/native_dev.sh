@@ -34,6 +34,10 @@
 #                                                    # after it records GPU work
 #   bash tests/benchmarks/native_dev.sh trigger      # conv_loop's code (one kept stream) after the library work of
 #                                                    # the server's kernels 005 and 006 (candidates, short calls)
+#   bash tests/benchmarks/native_dev.sh server-apart # inference-server with the defaults (engine race apart) ->
+#                                                    # runner/published/nvidia-h100/inference-server, SERVER_LIMIT_S
+#   bash tests/benchmarks/native_dev.sh close        # that run finished (--resume) where a call's limit cut it, its
+#                                                    # int8 convolutions beside native loops, then every GPU test
 # Phases that write many files take OUT outside the call's $OUT and tar it: at most 8 files come back.
 # Source it (`. native_dev.sh probe`) to keep its environment for more commands.
 set -uo pipefail
@@ -366,4 +370,21 @@ verify)  # the GPU tests of every GPU path (timing strategies, native backends, 
     >"$OUT/run.log" 2>&1; echo "train fp16 gemm: $((SECONDS - t0)) s"; tail -1 "$OUT/run.log"; tar -czf "$OUT/fp16.tgz" $dir
   timeout 170 python3 tests/benchmarks/native_side_by_side.py --min-us 20 $dir --warm-up 0 --json "$OUT/sbs.json" \
     >"$OUT/sbs.log" 2>&1; grep SUMMARY "$OUT/sbs.log" ;;
+server-apart)  # the inference-server suite with the defaults -> runner/published/nvidia-h100/inference-server
+               # (about 560 s on an H100: a call's limit may cut it; `close` finishes it on the same machine)
+  suite inference-server "${SERVER_LIMIT_S:-560}" ;;
+close)  # finish that run where it stopped (--resume), the server's int8 convolutions measured there beside their
+        # native loops (and every candidate engine), then the GPU tests of every GPU path
+  dir=runner/published/nvidia-h100/inference-server
+  if ! grep -q '"state": *"complete"' $dir/run.json; then
+    t0=$SECONDS; timeout 200 deepbench-run --resume $dir --quiet >>"$OUT/suite-inference-server.log" 2>&1
+    echo "resume: $((SECONDS - t0)) s wall" | tee -a "$OUT/suite-inference-server.log"; tail -3 "$OUT/suite-inference-server.log"
+  fi
+  tar -czf "$OUT/suite-inference-server.tgz" $dir
+  build
+  timeout 120 $SBS $dir --only 'conv/*/int8' --warm-up 0 --json "$OUT/sbs-server-conv8.json" >"$OUT/sbs-server-conv8.log" 2>&1
+  grep SUMMARY "$OUT/sbs-server-conv8.log"
+  timeout "${TESTS_LIMIT_S:-300}" python3 -m pytest -q -p no:cacheprovider tests/test_gpu_native.py tests/test_gpu.py \
+    tests/test_timing_gpu_logic.py tests/test_model_level.py tests/test_all_reduce.py::test_single_gpu_nccl \
+    --tb=short -rfE 2>&1 | tee "$OUT/gpu_tests.log" | tail -15 ;;
 esac

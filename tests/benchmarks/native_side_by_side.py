@@ -45,6 +45,7 @@ import argparse
 import fnmatch
 import json
 import math
+import os
 import statistics
 import subprocess
 import sys
@@ -71,6 +72,7 @@ WITHIN_SHARE = 0.95
 CHOICE_MARGIN = 1.05          # chosen engine within 5% of the fastest candidate
 WARM_UP_S = 20.0              # seconds of a large fp16 GEMM before the first native problem
 WARM_UP_LINE = "fp16 N N 8192 8192 8192 {seconds:.1f} default"  # kernels/timing/warmup.py's WARM_GEMM
+GRAPH_FIRST_ENV = "LOOP_GRAPH_FIRST"  # loop_timing.h: time the graph before the host loop (--graph-first)
 PROGRESS_EVERY = 20           # loop output lines between progress lines on stderr
 CONV_FIELDS = 15              # conv_loop's input fields, echoed at the start of its output lines
 GEMM_PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "int8")
@@ -224,13 +226,14 @@ def loop_inputs(problems: list[Problem], find_first: bool = False) -> tuple[list
 
 # ----- running the loops ---------------------------------------------------------------------
 
-def run_loop(binary: Path, lines: list[str], what: str) -> tuple[list[str], str]:
-    """The loop's output lines and its stderr, with progress on stderr. Input is written from a
-    thread so that neither pipe can fill up while the other waits."""
+def run_loop(binary: Path, lines: list[str], what: str, env: dict[str, str] | None = None) -> tuple[list[str], str]:
+    """The loop's output lines and its stderr, with progress on stderr (`env`: the loop's environment,
+    default this process's). Input is written from a thread so that neither pipe can fill up while
+    the other waits."""
     if not binary.is_file():
         raise UsageError(f"no {binary}: build the native loops first (bash tests/benchmarks/build_native.sh)")
     proc = subprocess.Popen([str(binary)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, bufsize=1)
+                            text=True, bufsize=1, env=env)
     assert proc.stdin and proc.stdout and proc.stderr
 
     def feed() -> None:
@@ -478,8 +481,9 @@ def run(args: argparse.Namespace) -> int:
     if args.warm_up > 0:  # the harness measured on a GPU at its working temperature: so do the loops
         # gemm_loop runs a line's seconds twice (host loop, then graph)
         run_loop(args.bin / "gemm_loop", [WARM_UP_LINE.format(seconds=args.warm_up / 2)], "warm-up")
-    gemm_out, gemm_err = run_loop(args.bin / "gemm_loop", gemm_in, "gemm_loop") if gemm_in else ([], "")
-    conv_out, conv_err = run_loop(args.bin / "conv_loop", conv_in, "conv_loop") if conv_in else ([], "")
+    env = {**os.environ, GRAPH_FIRST_ENV: "1"} if args.graph_first else None  # read by loop_timing.h
+    gemm_out, gemm_err = run_loop(args.bin / "gemm_loop", gemm_in, "gemm_loop", env) if gemm_in else ([], "")
+    conv_out, conv_err = run_loop(args.bin / "conv_loop", conv_in, "conv_loop", env) if conv_in else ([], "")
     gemm, conv = parse_gemm_output(gemm_out, gemm_in), parse_conv_output(conv_out)
     rows = [make_row(p, gemm, conv) for p in problems]
     versions = {"cublas": loop_version(gemm_err, "cublas"), "cudnn": loop_version(conv_err, "cudnn")}
@@ -519,6 +523,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="convolutions in the order DeepBench's conv_bench and the harness work in: per direction, "
                          "every candidate first (cudnnFind's trial; the harness's engine race), then the chosen plan "
                          "pinned, in one process; directions under --min-us run their candidates too (not compared)")
+    ap.add_argument("--graph-first", action="store_true",
+                    help=f"the loops time the CUDA graph before the host loop ({GRAPH_FIRST_ENV}): on a GPU at its "
+                         "power cap the way timed second runs hotter, at a lower clock")
     ap.add_argument("--max-seconds", type=float, metavar="S",
                     help="time each native problem at most S seconds (default: as long as the harness measured it)")
     args = ap.parse_args(argv)
