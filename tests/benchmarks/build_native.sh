@@ -120,10 +120,17 @@ CUBLAS_FLAGS=$(lib "$CUBLAS_SO")
 CUBLASLT_SO=$(ls "$(dirname "$CUBLAS_SO")"/libcublasLt.so.* | head -1)
 CONV_FLAGS="$(lib "$CUDNN_SO") $(lib "$NVRTC_SO") -Xlinker --no-as-needed $(lib "$CUBLASLT_SO")"
 mkdir -p "$BUILD_DIR"
+# The three builds at once: each cudnn-frontend compile takes most of a minute, and a lent GPU's minutes count.
 set -x
-"$NVCC" -O2 -std=c++17 -arch="$ARCH" "$HERE/gemm_loop.cu" -I"$(dirname "$CUBLAS_H")" $CUBLAS_FLAGS -o "$BUILD_DIR/gemm_loop"
+"$NVCC" -O2 -std=c++17 -arch="$ARCH" "$HERE/gemm_loop.cu" -I"$(dirname "$CUBLAS_H")" $CUBLAS_FLAGS -o "$BUILD_DIR/gemm_loop" &
+gemm=$!
 "$NVCC" -O2 -std=c++17 -arch="$ARCH" "$HERE/conv_loop.cpp" -I"$(dirname "$FRONTEND_H")" -I"$(dirname "$CUDNN_H")" \
-  -I"$(dirname "$NVRTC_H")" $CONV_FLAGS -o "$BUILD_DIR/conv_loop"
+  -I"$(dirname "$NVRTC_H")" $CONV_FLAGS -o "$BUILD_DIR/conv_loop" &
+conv=$!
 # The same loop as a library, for timing it inside a Python process (conv_loop_library.py).
 "$NVCC" -O2 -std=c++17 -arch="$ARCH" -shared -Xcompiler -fPIC -DCONV_LOOP_LIBRARY "$HERE/conv_loop.cpp" \
-  -I"$(dirname "$FRONTEND_H")" -I"$(dirname "$CUDNN_H")" -I"$(dirname "$NVRTC_H")" $CONV_FLAGS -o "$BUILD_DIR/libconv_loop.so"
+  -I"$(dirname "$FRONTEND_H")" -I"$(dirname "$CUDNN_H")" -I"$(dirname "$NVRTC_H")" $CONV_FLAGS -o "$BUILD_DIR/libconv_loop.so" &
+library=$!
+failed=0
+for pid in $gemm $conv $library; do wait "$pid" || failed=1; done  # every build's errors shown, then one status
+exit $failed

@@ -38,6 +38,8 @@
 #                                                    # runner/published/nvidia-h100/inference-server, SERVER_LIMIT_S
 #   bash tests/benchmarks/native_dev.sh close        # that run finished (--resume) where a call's limit cut it, its
 #                                                    # int8 convolutions beside native loops, then every GPU test
+#   bash tests/benchmarks/native_dev.sh graph-first  # the server's fp16 GEMMs, then beside native loops timing the
+#                                                    # graph first, stream first, graph first again (SUITE, OPS)
 # Phases that write many files take OUT outside the call's $OUT and tar it: at most 8 files come back.
 # Source it (`. native_dev.sh probe`) to keep its environment for more commands.
 set -uo pipefail
@@ -387,4 +389,21 @@ close)  # finish that run where it stopped (--resume), the server's int8 convolu
   timeout "${TESTS_LIMIT_S:-300}" python3 -m pytest -q -p no:cacheprovider tests/test_gpu_native.py tests/test_gpu.py \
     tests/test_timing_gpu_logic.py tests/test_model_level.py tests/test_all_reduce.py::test_single_gpu_nccl \
     --tb=short -rfE 2>&1 | tee "$OUT/gpu_tests.log" | tail -15 ;;
+graph-first)  # does the loops' order move the fp16 GEMM side-by-side at the power cap? One harness run, then the
+              # native loops as long as the harness measured, graph first / host loop first / graph first again;
+              # sbs_repeat.py sums them up. SUITE (inference-server) and PRECISION (fp16) choose the GEMMs.
+              # Twelve files: `OUT=/tmp/gf bash tests/benchmarks/native_dev.sh graph-first; tar -czf $OUT/gf.tgz -C /tmp/gf .`
+  t0=$SECONDS; build; echo "loops built: $((SECONDS - t0)) s"  # before the harness: no compile beside its timing
+  suite=${SUITE:-inference-server} precision=${PRECISION:-fp16}; dir=build/gemm-$suite-$precision; t0=$SECONDS
+  timeout "${RUN_LIMIT_S:-150}" deepbench-run --local --platform nvidia --suite $suite --ops gemm \
+    --precision $precision --quiet --out $dir >"$OUT/run.log" 2>&1
+  echo "harness: $((SECONDS - t0)) s"; tail -1 "$OUT/run.log"
+  for order in graph-first stream-first graph-first-again; do
+    args=(); [ $order != stream-first ] && args=(--graph-first)
+    timeout "${SBS_LIMIT_S:-90}" python3 tests/benchmarks/native_side_by_side.py --min-us 20 --candidate-seconds 0 \
+      --warm-up 0 "${args[@]}" $dir --json "$OUT/sbs-$order.json" >"$OUT/sbs-$order.log" 2>&1
+    echo "$order: $(grep SUMMARY "$OUT/sbs-$order.log")"
+  done
+  python3 tests/benchmarks/sbs_repeat.py "$OUT"/sbs-graph-first.json "$OUT"/sbs-stream-first.json \
+    "$OUT"/sbs-graph-first-again.json >"$OUT/repeat.txt"; grep SUMMARY "$OUT/repeat.txt"; tar -czf "$OUT/run.tgz" $dir ;;
 esac
