@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
 from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parent / "benchmarks" / "sbs_repeat.py"
-spec = importlib.util.spec_from_file_location("sbs_repeat", SCRIPT)
-repeat = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(repeat)
+from .test_conv_interleaved import load
+
+load("conv_repeatability")
+repeat = load("sbs_repeat")
 
 
 def sitting(path: Path, figures: dict[str, tuple[float, float]], zipped: bool = False) -> Path:

@@ -28,15 +28,13 @@ compared as conv_repeatability.py compares them, and how many directions would p
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 import math
 import sys
 from pathlib import Path
 from typing import Any
 
 from conv_repeatability import WITHIN, results_of  # beside this file: the repeatability target's band
-from native_side_by_side import CHOICE_MARGIN, MIN_US  # the engine-choice target, and the parts it counts
+from native_side_by_side import CHOICE_MARGIN, MIN_US, read_json  # the engine-choice target, the parts it counts
 
 from deepbench.kernels.results import Status
 
@@ -89,12 +87,6 @@ def repeatability(run_a: Path, run_b: Path, margins: list[float]) -> None:
         print(f"{margin:6.2f} {len(common):5d} {within:9d} {within / len(common):6.1%} {same:9d}")
 
 
-def load_rows(path: Path) -> list[dict[str, Any]]:
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt") as f:
-        return list(json.load(f)["rows"])
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("run", type=Path, help="the results folder whose race is replayed")
@@ -120,7 +112,7 @@ def by_pass(run: Path, passes: list[Path], margins: list[float]) -> None:
     races = {key: rec[0] for key, rec in race_records(run).items()}
     print(f"{'pass (its folder)':40} {'margin':>6} {'dirs':>5} {'within 5%':>9} {'worst':>6} {'other plan':>10}")
     for path in passes:
-        rows = [r for r in load_rows(path) if r.get("harness_us", 0) >= MIN_US and r.get("candidates")]
+        rows = [r for r in read_json(path)["rows"] if r.get("harness_us", 0) >= MIN_US and r.get("candidates")]
         for margin in margins:
             within = changed = counted = 0
             worst = 0.0

@@ -63,6 +63,11 @@ suite() {  # suite, seconds at most, extra deepbench-run arguments: -> runner/pu
   local t0=$SECONDS; timeout "$2" $cmd >>"$OUT/suite-$1.log" 2>&1; echo "$1: $((SECONDS - t0)) s wall" | tee -a "$OUT/suite-$1.log"
   tail -3 "$OUT/suite-$1.log"; tar -czf "$OUT/suite-$1.tgz" "$dir"
 }
+gpu_tests() {  # seconds at most: the GPU tests of every GPU path (timing, native backends, models, NCCL)
+  timeout "$1" python3 -m pytest -q -p no:cacheprovider tests/test_gpu_native.py tests/test_gpu.py \
+    tests/test_timing_gpu_logic.py tests/test_model_level.py tests/test_all_reduce.py::test_single_gpu_nccl \
+    --tb=short -rfE 2>&1 | tee "$OUT/gpu_tests.log" | tail -15
+}
 profiled() {  # name, seconds, deepbench-run arguments: the harness's worker under a profiler -> $OUT/<name>.*
               # (pyinstrument's wall-clock call tree where its wheel is in .whl/: <name>.txt and .pyisession;
               # else cProfile: <name>.prof)
@@ -363,9 +368,7 @@ profile)  # where train's wall time goes besides its samples: slices of its conv
   profiled rnn 80 --suite train --ops rnn --limit 10 ;;
 verify)  # the GPU tests of every GPU path (timing strategies, native backends, models, NCCL), then train's
          # fp16 GEMMs beside native loops timed as long as the harness timed them
-  timeout 230 python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py tests/test_gpu_native.py \
-    tests/test_timing_gpu_logic.py tests/test_model_level.py tests/test_all_reduce.py::test_single_gpu_nccl \
-    --tb=short -rfE 2>&1 | tee "$OUT/gpu_tests.log" | tail -15
+  gpu_tests 230
   build
   dir=runs/train-gemm-fp16; t0=$SECONDS
   timeout 150 deepbench-run --local --platform nvidia --suite train --ops gemm --precision fp16 --quiet --out $dir \
@@ -386,9 +389,7 @@ close)  # finish that run where it stopped (--resume), the server's int8 convolu
   build
   timeout 120 $SBS $dir --only 'conv/*/int8' --warm-up 0 --json "$OUT/sbs-server-conv8.json" >"$OUT/sbs-server-conv8.log" 2>&1
   grep SUMMARY "$OUT/sbs-server-conv8.log"
-  timeout "${TESTS_LIMIT_S:-300}" python3 -m pytest -q -p no:cacheprovider tests/test_gpu_native.py tests/test_gpu.py \
-    tests/test_timing_gpu_logic.py tests/test_model_level.py tests/test_all_reduce.py::test_single_gpu_nccl \
-    --tb=short -rfE 2>&1 | tee "$OUT/gpu_tests.log" | tail -15 ;;
+  gpu_tests "${TESTS_LIMIT_S:-300}" ;;
 graph-first)  # does the loops' order move the fp16 GEMM side-by-side at the power cap? One harness run, then the
               # native loops as long as the harness measured, graph first / host loop first / graph first again;
               # sbs_repeat.py sums them up. SUITE (inference-server) and PRECISION (fp16) choose the GEMMs.

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
+import gzip
 import json
 import math
 import os
@@ -441,12 +442,19 @@ def write_json(path: Path, versions: Any, folders: list[str], rows: list[dict[st
     path.write_text(json.dumps(data if shards is None else {**data, "shards": shards}, indent=1))
 
 
+def read_json(path: Path) -> dict[str, Any]:
+    """A side-by-side JSON as write_json wrote it, or its gzipped copy (.gz, as evidence is kept)."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt") as f:
+        return dict(json.load(f))
+
+
 def merge(paths: list[Path], out: Path | None = None) -> int:
     """The parts' rows and summary, as one run would print them (and write them to `out`)."""
     rows, versions, folders, skipped = [], [], [], []
     for path in paths:
         try:
-            data = json.loads(path.read_text())
+            data = read_json(path)
             rows += data["rows"]
             versions.append(data.get("versions", {}))
             folders += [f for f in data.get("folders", []) if f not in folders]

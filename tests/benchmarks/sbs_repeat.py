@@ -16,22 +16,20 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
-import gzip
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
-WITHIN = 0.03          # a side "stayed" when its time moved by at most 3% between files
-BAND = (0.95, 1.05)    # issue 20's harness/native band (native_side_by_side.py's)
+# Beside this file: a side "stayed" when its time moved by at most WITHIN (3%) between files, the
+# repeatability target's band; BAND is issue 20's harness/native band; read_json reads .json or .json.gz.
+from conv_repeatability import WITHIN
+from native_side_by_side import WITHIN as BAND
+from native_side_by_side import read_json
 
 
 def rows_of(path: Path) -> dict[str, dict[str, Any]]:
-    """The file's compared rows (those with a ratio), by result id and direction; .gz read as gzip."""
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt") as f:
-        rows = json.load(f)["rows"]
-    return {f"{r['id']} {r['direction']}": r for r in rows if r.get("ratio")}
+    """The file's compared rows (those with a ratio), by result id and direction."""
+    return {f"{r['id']} {r['direction']}": r for r in read_json(path)["rows"] if r.get("ratio")}
 
 
 def main(argv: list[str] | None = None) -> int:
