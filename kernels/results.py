@@ -16,7 +16,7 @@ import statistics
 from collections.abc import Iterable
 from datetime import datetime, timezone
 from enum import Enum
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 from pydantic.fields import FieldInfo
@@ -234,6 +234,11 @@ class KernelResult(ResultFields):
         return drop_derived(data)
 
 
+# Where cuDNN's candidate plans are raced (Settings.engine_race; deepbench-run --engine-race's choices).
+EngineRace = Literal["apart", "inline"]
+ENGINE_RACES: tuple[str, ...] = get_args(EngineRace)
+
+
 class Settings(Frozen):
     """How kernels are measured: user tunables, recorded in every plan and run."""
 
@@ -261,7 +266,7 @@ class Settings(Frozen):
     pad: Literal["deepbench", "none", "both"] = Field(
         "deepbench", description="deepbench: pad as DeepBench did (kernels/padding.py); none: the raw shape; "
         "both: the padded shape, and the raw one beside it (the alignment penalty)")
-    engine_race: Literal["apart", "inline"] = Field(
+    engine_race: EngineRace = Field(
         "apart", description="GPU: cuDNN's engine race in a process of its own, so that the measuring process runs "
         "only the chosen plans, as a pinned native loop does (apart), or in the measuring process (inline); "
         "kernels/backends/cudnn/race_apart.py says why")

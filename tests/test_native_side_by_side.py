@@ -26,13 +26,14 @@ sbs = importlib.util.module_from_spec(spec)
 sys.modules["native_side_by_side"] = sbs  # dataclasses look their module up while the script loads
 spec.loader.exec_module(sbs)
 
-def with_parts(r, infos: dict[str, dict], samples_us: float = 100.0, n: int = 10, calls: int = 50, **update):
+def with_parts(r, infos: dict[str, dict], samples_us: float = 100.0, n: int = 10, calls: int = 50,
+               clocks_mhz: tuple[float, ...] = (), **update):
     """The synthetic result with each direction's info replaced and its samples set to n x samples_us
     (validated again, as a results.jsonl reader would)."""
     parts = []
     for p in r.parts:
         m = Measurement.of([samples_us] * n, method="cuda-graph-events", calls_per_sample=calls, warmup_calls=0,
-                           stop_reason="converged", target_rel_precision=0.01)
+                           stop_reason="converged", target_rel_precision=0.01, clocks_mhz=clocks_mhz)
         parts.append(PartResult(direction=p.direction, measurement=m, flops=p.flops, min_bytes=p.min_bytes,
                                 check=p.check, info=infos.get(p.direction, {})))
     total = TimeStats.total(p.measurement.stats for p in parts)
@@ -201,6 +202,28 @@ def test_gemm_output_by_order_with_errors():
     assert parsed[inputs[0]] == {"error": "cublasGemmEx: CUBLAS_STATUS_NOT_SUPPORTED"}
     assert parsed[inputs[1]] == {"native_us": 3.5, "calls": 600, "native_graph_us": 3.1}
     assert sbs.best(3.5, math.nan) == 3.5
+
+
+def test_clocks_turn_a_ratio_into_cycles_and_older_loops_still_parse(capsys):
+    call = {"transa": "N", "transb": "N", "m": 512, "n": 6000, "k": 2816, "lda": 512, "ldb": 2816, "ldc": 512}
+    r = gemm_result("gemm/inference_server/065", "fp16", call, clocks_mhz=(1500.0, 1470.0, 1470.0))
+    (p,) = sbs.build_problems([r], 0.1)[0]
+    assert p.harness_mhz == 1470.0  # the median reading beside the harness's samples
+
+    def row_for(figures: str) -> dict:
+        """The row for gemm_loop's answer `figures` (after the echoed problem)."""
+        out = f"{' '.join(p.line.split()[:6])} {figures}"
+        return sbs.make_row(p, sbs.parse_gemm_output([out], [p.line]), {})
+
+    row = row_for("110.0000 20 105.0000 1400 1400")  # the graph is the better way: its clock counts
+    assert (row["ratio"], row["native_best_mhz"]) == (pytest.approx(100.0 / 105.0), 1400.0)
+    assert row["cycle_ratio"] == pytest.approx(100.0 * 1470.0 / (105.0 * 1400.0))
+    assert row_for("104.0000 20 105.0000 1480 nan")["native_best_mhz"] == 1480.0  # the host loop's
+    for no_clock in ("104.0000 20 105.0000 nan nan", "104.0000 20 105.0000"):  # no NVML; a loop built before
+        assert "cycle_ratio" not in row_for(no_clock)
+    summaries, _ = sbs.summarize([row])
+    assert (summaries[0]["cycles_compared"], summaries[0]["cycles_within"]) == (1, 1)
+    assert "CLOCKS gemm fp16: 1 parts with both clocks, 1 timed at clocks more than 2% apart" in capsys.readouterr().out
 
 
 def test_summary_counts_against_issue_20s_bounds(capsys):

@@ -27,7 +27,7 @@ from deepbench.kernels.backends.engine_choice import PIN_ALL, EngineError, check
 from deepbench.kernels.harness.protocol import ExitCode
 from deepbench.kernels.harness.record import build_record, read_facts, write_record
 from deepbench.kernels.padding import PadMode
-from deepbench.kernels.results import MAX_SEED, PLAN_FILE, RESULTS_FILE, Plan, RunRecord, Settings
+from deepbench.kernels.results import ENGINE_RACES, MAX_SEED, PLAN_FILE, RESULTS_FILE, Plan, RunRecord, Settings
 from deepbench.kernels.results_file import WriteFailed, read_results, write_atomic
 from deepbench.kernels.suites import SelectionError
 
@@ -124,7 +124,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "knobs as in info.cudnn.engine (e.g. 34:TILE_SIZE=3, re-created from those knobs); for one "
                         "direction of one kernel with 'conv/train/052/fp32/bwd_filter=eng34_k2=3' (repeatable), "
                         "else for every convolution")
-    m.add_argument("--engine-race", choices=("apart", "inline"), default="apart",
+    m.add_argument("--engine-race", choices=ENGINE_RACES, default=Settings.model_fields["engine_race"].default,
                    help="GPU: where cuDNN's candidate plans are raced: apart (default) in a process of its own, so "
                         "that the measuring process runs only the chosen plans, as a native loop pinned to them "
                         "does (racing some candidates left later short convolutions ~1 us a call slower on an "

@@ -114,11 +114,11 @@ done
 
 # -l:FILE links the versioned library itself (pip wheels ship no unversioned .so symlink).
 lib() { echo "-L$(dirname "$1") -l:$(basename "$1") -Xlinker -rpath=$(dirname "$1")"; }
-CUBLAS_FLAGS=$(lib "$CUBLAS_SO")
+CUBLAS_FLAGS="$(lib "$CUBLAS_SO") -ldl"  # -ldl: loop_timing.h loads NVML at run time (glibc < 2.34 keeps dlopen there)
 # conv_loop loads cuBLASLt up front (--no-as-needed), as the harness's process has it from PyTorch:
 # cuDNN offers its engines that need cuBLASLt (behavior note CUBLASLT_DEPENDENCY) only where it can load it.
 CUBLASLT_SO=$(ls "$(dirname "$CUBLAS_SO")"/libcublasLt.so.* | head -1)
-CONV_FLAGS="$(lib "$CUDNN_SO") $(lib "$NVRTC_SO") -Xlinker --no-as-needed $(lib "$CUBLASLT_SO")"
+CONV_FLAGS="-ldl $(lib "$CUDNN_SO") $(lib "$NVRTC_SO") -Xlinker --no-as-needed $(lib "$CUBLASLT_SO")"
 mkdir -p "$BUILD_DIR"
 # The three builds at once: each cudnn-frontend compile takes most of a minute, and a lent GPU's minutes count.
 set -x

@@ -5,7 +5,8 @@
 //
 // Input on stdin, one problem a line:  PRECISION TRANSA TRANSB M N K [SECONDS [MATH]]
 //                                      (fp32|tf32|fp16|bf16|int8; N|T; seconds; strict|default)
-// Output, one line each:               PRECISION TRANSA TRANSB M N K US_PER_CALL CALLS US_PER_CALL_GRAPH
+// Output, one line each:               PRECISION TRANSA TRANSB M N K US_PER_CALL CALLS US_PER_CALL_GRAPH MHZ MHZ_GRAPH
+//                                      (MHZ: the median SM clock during each way's trials, nan without NVML)
 //                      or, on failure: PRECISION TRANSA TRANSB M N K error REASON   (and the next problem runs)
 // On stderr first: `# cublas VERSION`, the library this binary loaded.
 // MATH (fp16/bf16 only): `strict` (the default) forbids split-K to reduce partial sums in fp16/bf16
@@ -17,7 +18,7 @@
 // Timing (loop_timing.h): a host loop of launches (DeepBench's way) and the same launches in a CUDA
 // graph, each for at least SECONDS (the line's, else the first argument's; default 0).
 //
-// Build: nvcc -O2 -std=c++17 -arch=sm_90 gemm_loop.cu -lcublas -o gemm_loop   (build_native.sh)
+// Build: nvcc -O2 -std=c++17 -arch=sm_90 gemm_loop.cu -lcublas -ldl -o gemm_loop   (build_native.sh)
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -160,8 +161,8 @@ int main(int argc, char** argv) {
     loop_timing::Times times;
     const std::string error = run_problem(handle, timer, prec, ta, tb, m, n, k, min_ms, math, seed, times);
     if (error.empty())
-      std::printf("%s %s %s %ld %ld %ld %.4f %d %.4f\n", prec.c_str(), ta.c_str(), tb.c_str(), m, n, k, times.stream_us,
-                  times.calls, times.graph_us);
+      std::printf("%s %s %s %ld %ld %ld %.4f %d %.4f %.0f %.0f\n", prec.c_str(), ta.c_str(), tb.c_str(), m, n, k,
+                  times.stream_us, times.calls, times.graph_us, times.stream_mhz, times.graph_mhz);
     else
       std::printf("%s %s %s %ld %ld %ld error %s\n", prec.c_str(), ta.c_str(), tb.c_str(), m, n, k, error.c_str());
     std::fflush(stdout);

@@ -12,11 +12,16 @@
 // Stream first, unless LOOP_GRAPH_FIRST is set (GRAPH_FIRST_ENV): on a GPU at its power cap the way
 // timed second runs after the first's seconds of full load, at a lower clock, while the harness
 // times its graph after only its short check and warm-up calls.
+// Each trial also reads the SM clock through NVML (SmClock) after the trial is enqueued and before it is
+// waited for, as the harness reads it beside its samples (kernels/timing/clocks.py); each way reports
+// the median reading, so the side-by-side can tell a different problem from the same problem at another
+// clock on a power-capped GPU.
 // Host-only code (cuda_runtime API), so that a plain C++ file can include it. With LOOP_GRAPH_DOT set,
 // the graph is also written as a DOT file (GRAPH_DOT_ENV below).
 #pragma once
 
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <cmath>
@@ -63,7 +68,48 @@ struct Times {
   float stream_us = NAN;
   int calls = 0;
   float graph_us = NAN;  // NaN where the calls could not be captured in a graph
+  float stream_mhz = NAN;  // median SM clock read during the trials each way; NaN without NVML
+  float graph_mhz = NAN;
 };
+
+// The SM clock of the CUDA device in use, through the driver's NVML library. Loaded at run time
+// (dlopen) rather than linked: the loops then need neither nvml.h nor a link-time libnvidia-ml, and
+// a machine without NVML still times, with NaN clocks. The few NVML entry points are declared here
+// by hand (nvml.h: nvmlReturn_t is an int enum, NVML_SUCCESS 0; nvmlDevice_t an opaque pointer).
+class SmClock {
+ public:
+  SmClock() {
+    void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return;
+    auto init = reinterpret_cast<int (*)()>(dlsym(lib, "nvmlInit_v2"));
+    auto by_bus = reinterpret_cast<int (*)(const char*, void**)>(dlsym(lib, "nvmlDeviceGetHandleByPciBusId_v2"));
+    clock_info_ = reinterpret_cast<int (*)(void*, int, unsigned*)>(dlsym(lib, "nvmlDeviceGetClockInfo"));
+    int device = 0;
+    char bus_id[32];  // "dddd:bb:dd.f": the one name CUDA and NVML share for a device
+    if (!init || !by_bus || !clock_info_ || init() != NVML_SUCCESS || cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetPCIBusId(bus_id, sizeof bus_id, device) != cudaSuccess || by_bus(bus_id, &device_) != NVML_SUCCESS)
+      device_ = nullptr;
+  }
+  // The SM clock now, in MHz; NaN where NVML cannot say.
+  float mhz() const {
+    unsigned value = 0;
+    return device_ && clock_info_(device_, NVML_CLOCK_SM, &value) == NVML_SUCCESS ? float(value) : NAN;
+  }
+
+ private:
+  static const int NVML_SUCCESS = 0;
+  static const int NVML_CLOCK_SM = 1;  // nvmlClockType_t: GRAPHICS 0, SM 1, MEM 2, VIDEO 3
+  void* device_ = nullptr;
+  int (*clock_info_)(void*, int, unsigned*) = nullptr;
+};
+
+// The median of `values` (sorted in place), NaN left out; NaN if none is left.
+inline float median_of(std::vector<float>& values) {
+  values.erase(std::remove_if(values.begin(), values.end(), [](float v) { return std::isnan(v); }), values.end());
+  if (values.empty()) return NAN;
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
 
 // One stream and a pair of events for the whole program; `call` functions enqueue on `stream`: a
 // stream of its own, or `existing` (which its caller keeps and destroys).
@@ -106,47 +152,51 @@ class Timer {
     out.calls = calls;
     const char* first = std::getenv(GRAPH_FIRST_ENV);
     const bool graph_first = first && *first;
-    if (graph_first) out.graph_us = graph_us(loop, calls, min_ms);
-    if (!median_us(loop, calls, min_ms, out.stream_us)) return false;
-    if (!graph_first) out.graph_us = graph_us(loop, calls, min_ms);
+    if (graph_first) out.graph_us = graph_us(loop, calls, min_ms, out.graph_mhz);
+    if (!median_us(loop, calls, min_ms, out.stream_us, out.stream_mhz)) return false;
+    if (!graph_first) out.graph_us = graph_us(loop, calls, min_ms, out.graph_mhz);
     return true;
   }
 
  private:
   bool owns_stream_;
   cudaEvent_t start_, stop_;
+  SmClock clock_;
 
-  // The milliseconds between two events around what `trial` enqueues; false if it failed.
+  // The milliseconds between two events around what `trial` enqueues; false if it failed. `mhz`
+  // (where given): the SM clock read after the trial is enqueued, while the GPU runs it.
   template <typename Trial>
-  bool trial_ms(Trial trial, float& ms) {
+  bool trial_ms(Trial trial, float& ms, float* mhz = nullptr) {
     CHECK_CUDA(cudaEventRecord(start_, stream));
     const bool ok = trial();
     CHECK_CUDA(cudaEventRecord(stop_, stream));
+    if (mhz) *mhz = clock_.mhz();
     CHECK_CUDA(cudaEventSynchronize(stop_));  // also when a call failed: what was enqueued drains first
     CHECK_CUDA(cudaEventElapsedTime(&ms, start_, stop_));
     return ok;
   }
 
   // The median us per call over trials of `trial` (which enqueues `calls` calls): at least
-  // MIN_TRIALS trials and at least min_ms of them.
+  // MIN_TRIALS trials and at least min_ms of them; `mhz`: the median SM clock read during them.
   template <typename Trial>
-  bool median_us(Trial trial, int calls, double min_ms, float& us) {
-    std::vector<float> per_call;
+  bool median_us(Trial trial, int calls, double min_ms, float& us, float& mhz) {
+    std::vector<float> per_call, clocks;
     for (double spent_ms = 0.0; int(per_call.size()) < MIN_TRIALS || spent_ms < min_ms;) {
-      float ms;
-      if (!trial_ms(trial, ms)) return false;
+      float ms, trial_mhz;
+      if (!trial_ms(trial, ms, &trial_mhz)) return false;
       per_call.push_back(ms * 1000.0f / calls);
+      clocks.push_back(trial_mhz);
       spent_ms += ms;
     }
-    std::sort(per_call.begin(), per_call.end());
-    us = per_call[per_call.size() / 2];
+    us = median_of(per_call);
+    mhz = median_of(clocks);
     return true;
   }
 
   // The same calls captured once in a graph and replayed per trial; NaN (with the reason on
   // stderr) where capture fails. Capture errors are not sticky: the stream stays usable.
   template <typename Loop>
-  float graph_us(Loop loop, int calls, double min_ms) {
+  float graph_us(Loop loop, int calls, double min_ms, float& mhz) {
     float us = NAN;
     cudaGraph_t graph = nullptr;
     cudaGraphExec_t exec = nullptr;
@@ -161,7 +211,7 @@ class Timer {
     if (e == cudaSuccess) e = cudaGraphInstantiate(&exec, graph, 0);
     if (e == cudaSuccess) {
       auto replay = [&]() { return cudaGraphLaunch(exec, stream) == cudaSuccess; };
-      if (!replay() || !median_us(replay, calls, min_ms, us)) us = NAN;  // the first launch uploads the graph
+      if (!replay() || !median_us(replay, calls, min_ms, us, mhz)) us = NAN;  // the first launch uploads the graph
     } else {
       std::fprintf(stderr, "# graph capture failed (%s): graph time NaN\n", cudaGetErrorString(e));
       (void)cudaGetLastError();

@@ -39,7 +39,7 @@
 #   bash tests/benchmarks/native_dev.sh close        # that run finished (--resume) where a call's limit cut it, its
 #                                                    # int8 convolutions beside native loops, then every GPU test
 #   bash tests/benchmarks/native_dev.sh graph-first  # the server's fp16 GEMMs, then beside native loops timing the
-#                                                    # graph first, stream first, graph first again (SUITE, OPS)
+#                                                    # graph first, stream first, graph first again (SUITE, PRECISION, ORDERS)
 # Phases that write many files take OUT outside the call's $OUT and tar it: at most 8 files come back.
 # Source it (`. native_dev.sh probe`) to keep its environment for more commands.
 set -uo pipefail
@@ -53,7 +53,8 @@ python3 -c "import nvmath, cudnn, torch; print('nvmath', nvmath.__version__, 'cu
 nvidia-smi --query-gpu=name,uuid,driver_version,clocks.sm,temperature.gpu --format=csv,noheader | tee "$OUT/device.txt"
 SBS="python3 tests/benchmarks/native_side_by_side.py --min-us 20 --max-seconds 0.2 --candidate-seconds 0.02"
 build() {  # once a machine: a later phase of the same call finds the loops built from these sources
-  [ build/native/libconv_loop.so -nt tests/benchmarks/conv_loop.cpp ] && [ build/native/gemm_loop -nt tests/benchmarks/gemm_loop.cu ] && return
+  local newest; newest=$(ls -t tests/benchmarks/{conv_loop.cpp,gemm_loop.cu,loop_timing.h} | head -1)
+  [ build/native/libconv_loop.so -nt "$newest" ] && [ build/native/gemm_loop -nt "$newest" ] && return
   bash tests/benchmarks/build_native.sh >"$OUT/build.log" 2>&1 || { tail -20 "$OUT/build.log"; exit 1; }
 }
 suite() {  # suite, seconds at most, extra deepbench-run arguments: -> runner/published/nvidia-h100/<suite>
@@ -392,19 +393,24 @@ close)  # finish that run where it stopped (--resume), the server's int8 convolu
   gpu_tests "${TESTS_LIMIT_S:-300}" ;;
 graph-first)  # does the loops' order move the fp16 GEMM side-by-side at the power cap? One harness run, then the
               # native loops as long as the harness measured, graph first / host loop first / graph first again;
-              # sbs_repeat.py sums them up. SUITE (inference-server) and PRECISION (fp16) choose the GEMMs.
+              # sbs_repeat.py sums them up. SUITE (inference-server) and PRECISION (fp16) choose the GEMMs,
+              # ORDERS the side-by-sides (graph-first stream-first graph-first-again; a name starting graph-first times
+              # the graph first, any other the host loop first, the loops' default), MIN_US the shortest problem the
+              # loops run (default 20; 0: every problem, in the harness's order, so each has the same predecessor),
+              # SBS_ARGS more side-by-side arguments (e.g. --max-seconds 0.5).
               # Twelve files: `OUT=/tmp/gf bash tests/benchmarks/native_dev.sh graph-first; tar -czf $OUT/gf.tgz -C /tmp/gf .`
   t0=$SECONDS; build; echo "loops built: $((SECONDS - t0)) s"  # before the harness: no compile beside its timing
   suite=${SUITE:-inference-server} precision=${PRECISION:-fp16}; dir=build/gemm-$suite-$precision; t0=$SECONDS
   timeout "${RUN_LIMIT_S:-150}" deepbench-run --local --platform nvidia --suite $suite --ops gemm \
     --precision $precision --quiet --out $dir >"$OUT/run.log" 2>&1
   echo "harness: $((SECONDS - t0)) s"; tail -1 "$OUT/run.log"
-  for order in graph-first stream-first graph-first-again; do
-    args=(); [ $order != stream-first ] && args=(--graph-first)
-    timeout "${SBS_LIMIT_S:-90}" python3 tests/benchmarks/native_side_by_side.py --min-us 20 --candidate-seconds 0 \
-      --warm-up 0 "${args[@]}" $dir --json "$OUT/sbs-$order.json" >"$OUT/sbs-$order.log" 2>&1
-    echo "$order: $(grep SUMMARY "$OUT/sbs-$order.log")"
+  files=()
+  for order in ${ORDERS:-graph-first stream-first graph-first-again}; do
+    args=(); [[ $order == graph-first* ]] && args=(--graph-first)
+    timeout "${SBS_LIMIT_S:-90}" python3 tests/benchmarks/native_side_by_side.py --min-us "${MIN_US:-20}" --candidate-seconds 0 \
+      --warm-up 0 "${args[@]}" ${SBS_ARGS:-} $dir --json "$OUT/sbs-$order.json" >"$OUT/sbs-$order.log" 2>&1
+    echo "$order: $(grep -E '^(SUMMARY|CLOCKS)' "$OUT/sbs-$order.log")"; files+=("$OUT/sbs-$order.json")
   done
-  python3 tests/benchmarks/sbs_repeat.py "$OUT"/sbs-graph-first.json "$OUT"/sbs-stream-first.json \
-    "$OUT"/sbs-graph-first-again.json >"$OUT/repeat.txt"; grep SUMMARY "$OUT/repeat.txt"; tar -czf "$OUT/run.tgz" $dir ;;
+  [ ${#files[@]} -gt 1 ] && { python3 tests/benchmarks/sbs_repeat.py "${files[@]}" >"$OUT/repeat.txt"; grep SUMMARY "$OUT/repeat.txt"; }
+  tar -czf "$OUT/run.tgz" $dir ;;
 esac

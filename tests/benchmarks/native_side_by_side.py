@@ -17,6 +17,13 @@ and the same calls captured in a CUDA graph (the harness's way, without Python).
 ratio harness / native uses the BETTER (smaller) of the two native times; both are printed.
 Before the first problem a large fp16 GEMM runs for --warm-up seconds, since the harness measures
 on a GPU at its working temperature (kernels/timing/warmup.py) and the clocks depend on it.
+Both sides read the SM clock beside their samples (the harness: measurement.clocks_mhz; the loops:
+NVML, per trial), and each GEMM row shows the two median clocks. On a GPU at its power cap the clock
+moves with how long the card has been under load, so the two sides may time the same problem at
+different clocks; a CLOCKS line per (operation, precision) then says how many ratios fall within the
+band once each time is taken in cycles (us x MHz). It is a diagnosis, not the target (the targets are
+the SUMMARY lines): a reading is a point, and under the limiter the clock swings within a trial, so
+cycles are an estimate (a memory-bound kernel's time does not follow the SM clock at all).
 For convolutions it also prints the chosen engine's native time over the fastest candidate's
 (both timed alike in the candidate pass), with both engine ids; the fastest is taken among the
 candidates the harness did not reject (a rejected engine computed wrong results), and its harness
@@ -71,6 +78,7 @@ WITHIN = (0.95, 1.05)
 OUTSIDE = (0.8, 1.25)
 WITHIN_SHARE = 0.95
 CHOICE_MARGIN = 1.05          # chosen engine within 5% of the fastest candidate
+CLOCK_APART = 0.02            # the CLOCKS line counts parts whose two sides' median clocks differ more
 WARM_UP_S = 20.0              # seconds of a large fp16 GEMM before the first native problem
 WARM_UP_LINE = "fp16 N N 8192 8192 8192 {seconds:.1f} default"  # kernels/timing/warmup.py's WARM_GEMM
 GRAPH_FIRST_ENV = "LOOP_GRAPH_FIRST"  # loop_timing.h: time the graph before the host loop (--graph-first)
@@ -98,6 +106,7 @@ class Problem:
     direction: str
     harness_us: float
     line: str               # the pinned problem (gemm_loop or conv_loop input)
+    harness_mhz: float = math.nan  # the median SM clock beside the harness's samples (NaN where not read)
     candidates_line: str = ""  # conv: the same problem with ENGINE `-`
     engine: str = ""        # conv: the harness's engine as recorded (ENGINE_ID:KNOBS, knobs by name)
     plan: str = ""          # conv: the chosen plan's name, which conv_loop is pinned to and prints
@@ -122,6 +131,12 @@ def measured_seconds(part: Any, max_seconds: float | None = None) -> float:
     return min(seconds, max_seconds) if max_seconds else seconds
 
 
+def median_clock(part: Any) -> float:
+    """The median SM clock the harness read beside a part's samples; NaN where it read none."""
+    clocks = part.measurement.clocks_mhz
+    return float(statistics.median(clocks)) if clocks else math.nan
+
+
 def gemm_problem(r: KernelResult, max_seconds: float | None = None) -> Problem:
     """gemm_loop's line for a GEMM result (ValueError: why it has none)."""
     part = r.parts[0]
@@ -139,7 +154,8 @@ def gemm_problem(r: KernelResult, max_seconds: float | None = None) -> Problem:
         raise ValueError(f"gemm_loop has no {r.precision.name.value}")
     math_mode = GEMM_MATH.get(r.backend, GEMM_MATH_DEFAULT)
     line = f"{r.precision.name.value} {ta} {tb} {m} {n} {k} {measured_seconds(part, max_seconds):.3f} {math_mode}"
-    return Problem("gemm", r.id, r.precision.name.value, part.direction, part.measurement.stats.median, line)
+    return Problem("gemm", r.id, r.precision.name.value, part.direction, part.measurement.stats.median, line,
+                   harness_mhz=median_clock(part))
 
 
 def conv_problems(r: KernelResult, candidate_seconds: float, min_us: float = 0.0, max_seconds: float | None = None,
@@ -269,6 +285,10 @@ def loop_version(stderr: str, library: str) -> str | None:
     return None
 
 
+GEMM_FIELDS = 9         # gemm_loop's figures: the problem (6), us, calls, graph us
+GEMM_CLOCK_FIELDS = 11  # then the median SM clock each way (older builds print none)
+
+
 def parse_gemm_output(lines: list[str], inputs: list[str]) -> dict[str, dict[str, Any]]:
     """gemm_loop prints one line per input line, in order: input line -> figures or error."""
     out = {}
@@ -276,8 +296,10 @@ def parse_gemm_output(lines: list[str], inputs: list[str]) -> dict[str, dict[str
         f = line_out.split()
         if len(f) >= 7 and f[6] == "error":
             out[line_in] = {"error": " ".join(f[7:])}
-        elif len(f) == 9:
+        elif len(f) in (GEMM_FIELDS, GEMM_CLOCK_FIELDS):
             out[line_in] = {"native_us": float(f[6]), "calls": int(f[7]), "native_graph_us": float(f[8])}
+            if len(f) == GEMM_CLOCK_FIELDS:
+                out[line_in].update(native_mhz=float(f[9]), native_graph_mhz=float(f[10]))
         else:
             out[line_in] = {"error": f"unexpected output '{line_out}'"}
     return out
@@ -314,6 +336,8 @@ def best(host_us: float, graph_us: float) -> float:
 def make_row(p: Problem, gemm: dict[str, dict], conv: dict[str, dict]) -> dict[str, Any]:
     row: dict[str, Any] = {"id": p.result_id, "op": p.op, "precision": p.precision, "direction": p.direction,
                            "harness_us": p.harness_us, "line": p.line}
+    if not math.isnan(p.harness_mhz):
+        row["harness_mhz"] = p.harness_mhz
     if p.op == "gemm":
         figures = gemm.get(p.line, {"error": "no output from gemm_loop"})
         row.update(figures)
@@ -330,7 +354,19 @@ def make_row(p: Problem, gemm: dict[str, dict], conv: dict[str, dict]) -> dict[s
     if "native_us" in row:
         row["native_best_us"] = best(row["native_us"], row["native_graph_us"])
         row["ratio"] = p.harness_us / row["native_best_us"]
+        add_clocks(row)
     return row
+
+
+def add_clocks(row: dict[str, Any]) -> None:
+    """The native clock of the way the ratio uses, and the ratio in cycles where both clocks are known."""
+    graph = row["native_best_us"] == row["native_graph_us"]
+    mhz = row.get("native_graph_mhz" if graph else "native_mhz", math.nan)
+    if math.isnan(mhz):
+        return
+    row["native_best_mhz"] = mhz
+    if "harness_mhz" in row:
+        row["cycle_ratio"] = row["ratio"] * row["harness_mhz"] / mhz
 
 
 def choice(p: Problem, entry: dict[str, Any] | None) -> dict[str, Any]:
@@ -365,7 +401,8 @@ def fmt(x: Any, spec: str = "9.2f") -> str:
 
 
 def print_rows(rows: list[dict[str, Any]]) -> None:
-    print(f"{'id':44} {'prec':5} {'dir':10} {'harness_us':>10} {'native_us':>10} {'graph_us':>10} {'h/native':>8}  "
+    print(f"{'id':44} {'prec':5} {'dir':10} {'harness_us':>10} {'native_us':>10} {'graph_us':>10} {'h/native':>8} "
+          f"{'h_MHz':>5} {'n_MHz':>5} {'cycles':>6}  "
           f"conv: chosen plan, its candidate us / fastest's (plan, harness status)")
     for r in rows:
         tail = r.get("error", "")
@@ -378,7 +415,8 @@ def print_rows(rows: list[dict[str, Any]]) -> None:
                 tail += f"  choice: {r['choice_error']}"
         print(f"{r['id']:44} {r['precision']:5} {r['direction']:10} {fmt(r['harness_us'], '10.2f')} "
               f"{fmt(r.get('native_us'), '10.2f')} {fmt(r.get('native_graph_us'), '10.2f')} "
-              f"{fmt(r.get('ratio'), '8.3f')}  {tail}")
+              f"{fmt(r.get('ratio'), '8.3f')} {fmt(r.get('harness_mhz'), '5.0f')} "
+              f"{fmt(r.get('native_best_mhz'), '5.0f')} {fmt(r.get('cycle_ratio'), '6.3f')}  {tail}")
 
 
 def summarize(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], bool]:
@@ -408,6 +446,15 @@ def summarize(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], bool]:
         else:
             print(f"SUMMARY {op} {precision}: no part >= {MIN_US:g} us with a native figure ({len(group)} parts, "
                   f"{s['errors']} without one)")
+        clocked = [r for r in long_ if "cycle_ratio" in r]
+        if clocked:
+            cycles = [r["cycle_ratio"] for r in clocked]
+            s.update(cycles_compared=len(cycles), cycles_within=sum(WITHIN[0] <= x <= WITHIN[1] for x in cycles))
+            apart = sum(abs(r["harness_mhz"] / r["native_best_mhz"] - 1) > CLOCK_APART for r in clocked)
+            print(f"CLOCKS {op} {precision}: {len(cycles)} parts with both clocks, {apart} timed at clocks more than "
+                  f"{100 * CLOCK_APART:.0f}% apart; in cycles (us x MHz) within [{WITHIN[0]}, {WITHIN[1]}]: "
+                  f"{s['cycles_within']} ({100 * s['cycles_within'] / len(cycles):.1f}%), median "
+                  f"{statistics.median(cycles):.3f}  (diagnosis, not a target)")
         if op == "conv":
             chosen = [r["chosen_over_fastest"] for r in long_ if "chosen_over_fastest" in r]
             if chosen:
