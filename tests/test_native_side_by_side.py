@@ -11,6 +11,7 @@ import json
 import math
 import os
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -224,6 +225,21 @@ def test_clocks_turn_a_ratio_into_cycles_and_older_loops_still_parse(capsys):
     summaries, _ = sbs.summarize([row])
     assert (summaries[0]["cycles_compared"], summaries[0]["cycles_within"]) == (1, 1)
     assert "CLOCKS gemm fp16: 1 parts with both clocks, 1 timed at clocks more than 2% apart" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("span_s", "info", "rest_s"), [
+    (0.3, {"clock_settle": {"seconds": 0.05}}, 0.2),    # 0.3 s less 0.05 s measured, less 0.05 s settling
+    (31.0, {"device_warm_up": {"seconds": 30.9}}, 0.05),  # the first kernel's warm-up kept the GPU busy
+    (0.04, {}, 0.0),                                     # never below zero
+    (9.0, {}, sbs.MAX_REST_S),                           # nor above the cap
+])
+def test_rest_as_harness_is_the_kernels_time_outside_its_measurement(span_s, info, rest_s):
+    call = {"transa": "N", "transb": "N", "m": 512, "n": 6000, "k": 2048, "lda": 512, "ldb": 2048, "ldc": 512}
+    r = gemm_result("gemm/inference_server/066", "fp16", call)  # 10 samples x 100 us x 50 calls: 0.05 s
+    r = with_parts(r, {"fwd": {"blas_call": call, **info}}, ended_at=r.started_at + timedelta(seconds=span_s))
+    assert sbs.harness_rest(r) == pytest.approx(rest_s)
+    assert sbs.gemm_problem(r, rest_as_harness=True).line.endswith(f" strict {sbs.harness_rest(r):.3f}")
+    assert sbs.gemm_problem(r).line.endswith(" strict")  # no pause unless asked
 
 
 def test_summary_counts_against_issue_20s_bounds(capsys):

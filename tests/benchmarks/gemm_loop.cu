@@ -3,8 +3,8 @@
 // op(A) op(B), alpha = 1, beta = 0, lda = (transa ? k : m), ldb = (transb ? n : k), ldc = m, on
 // the problem as given (callers pass DeepBench's padded shape; nothing is padded here).
 //
-// Input on stdin, one problem a line:  PRECISION TRANSA TRANSB M N K [SECONDS [MATH]]
-//                                      (fp32|tf32|fp16|bf16|int8; N|T; seconds; strict|default)
+// Input on stdin, one problem a line:  PRECISION TRANSA TRANSB M N K [SECONDS [MATH [REST]]]
+//                                      (fp32|tf32|fp16|bf16|int8; N|T; seconds; strict|default; seconds)
 // Output, one line each:               PRECISION TRANSA TRANSB M N K US_PER_CALL CALLS US_PER_CALL_GRAPH MHZ MHZ_GRAPH
 //                                      (MHZ: the median SM clock during each way's trials, nan without NVML)
 //                      or, on failure: PRECISION TRANSA TRANSB M N K error REASON   (and the next problem runs)
@@ -16,7 +16,9 @@
 // Types: fp32 A/B/C float, fp32 compute; tf32 the same with CUBLAS_COMPUTE_32F_FAST_TF32; fp16/bf16
 // A/B/C in that type, fp32 compute; int8 A/B int8, C int32, CUBLAS_COMPUTE_32I, alpha/beta int32.
 // Timing (loop_timing.h): a host loop of launches (DeepBench's way) and the same launches in a CUDA
-// graph, each for at least SECONDS (the line's, else the first argument's; default 0).
+// graph, each for at least SECONDS (the line's, else the first argument's; default 0). REST: seconds
+// the GPU idles after the inputs are made and before the first call, as it does while the harness
+// checks a kernel and DeepBench's benchmark fills its inputs (native_side_by_side.py --rest-as-harness).
 //
 // Build: nvcc -O2 -std=c++17 -arch=sm_90 gemm_loop.cu -lcublas -ldl -o gemm_loop   (build_native.sh)
 #include <cublas_v2.h>
@@ -24,12 +26,14 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <type_traits>
 
 #include "loop_timing.h"
@@ -82,7 +86,7 @@ struct Buffers {
 // Time one problem; returns the reason on failure ("" when it printed its figures).
 static std::string run_problem(cublasHandle_t handle, loop_timing::Timer& timer, const std::string& prec,
                                const std::string& ta, const std::string& tb, long m, long n, long k, double min_ms,
-                               const std::string& math, unsigned& seed, loop_timing::Times& times) {
+                               const std::string& math, double rest_s, unsigned& seed, loop_timing::Times& times) {
   Types t;
   if (!types_of(prec, t)) return "unknown precision (fp32|tf32|fp16|bf16|int8)";
   if ((ta != "N" && ta != "T") || (tb != "N" && tb != "T")) return "TRANSA and TRANSB are N or T";
@@ -110,6 +114,7 @@ static std::string run_problem(cublasHandle_t handle, loop_timing::Timer& timer,
     default: fill_random<int8_t>(buf.a, na, seed++); fill_random<int8_t>(buf.b, nb, seed++); break;
   }
   CHECK_CUDA(cudaDeviceSynchronize());  // the fills ran on the default stream, the calls run on the timer's
+  if (rest_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(rest_s));
   // alpha = 1, beta = 0 in the compute type's scalar (int32 for CUBLAS_COMPUTE_32I).
   const float alpha_f = 1.0f, beta_f = 0.0f;
   const int32_t alpha_i = 1, beta_i = 0;
@@ -157,9 +162,10 @@ int main(int argc, char** argv) {
     double seconds;
     const double min_ms = (in >> seconds) ? 1000.0 * seconds : min_time_ms;
     std::string math = "strict";
-    in >> math;
+    double rest_s = 0.0;
+    in >> math >> rest_s;
     loop_timing::Times times;
-    const std::string error = run_problem(handle, timer, prec, ta, tb, m, n, k, min_ms, math, seed, times);
+    const std::string error = run_problem(handle, timer, prec, ta, tb, m, n, k, min_ms, math, rest_s, seed, times);
     if (error.empty())
       std::printf("%s %s %s %ld %ld %ld %.4f %d %.4f %.0f %.0f\n", prec.c_str(), ta.c_str(), tb.c_str(), m, n, k,
                   times.stream_us, times.calls, times.graph_us, times.stream_mhz, times.graph_mhz);

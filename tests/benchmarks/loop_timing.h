@@ -11,7 +11,8 @@
 //           harness's way, without Python). NaN where the library's call cannot be captured.
 // Stream first, unless LOOP_GRAPH_FIRST is set (GRAPH_FIRST_ENV): on a GPU at its power cap the way
 // timed second runs after the first's seconds of full load, at a lower clock, while the harness
-// times its graph after only its short check and warm-up calls.
+// times its graph after only its short check and warm-up calls (measured on four H100s: the order did not
+// decide the fp16 GEMM comparison; tests/benchmarks/results/fp16-gemm-clocks-h100).
 // Each trial also reads the SM clock through NVML (SmClock) after the trial is enqueued and before it is
 // waited for, as the harness reads it beside its samples (kernels/timing/clocks.py); each way reports
 // the median reading, so the side-by-side can tell a different problem from the same problem at another

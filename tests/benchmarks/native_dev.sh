@@ -395,7 +395,8 @@ graph-first)  # does the loops' order move the fp16 GEMM side-by-side at the pow
               # native loops as long as the harness measured, graph first / host loop first / graph first again;
               # sbs_repeat.py sums them up. SUITE (inference-server) and PRECISION (fp16) choose the GEMMs,
               # ORDERS the side-by-sides (graph-first stream-first graph-first-again; a name starting graph-first times
-              # the graph first, any other the host loop first, the loops' default), MIN_US the shortest problem the
+              # the graph first, any other the host loop first, the loops' default; one containing `rest` adds
+              # --rest-as-harness), MIN_US the shortest problem the
               # loops run (default 20; 0: every problem, in the harness's order, so each has the same predecessor),
               # SBS_ARGS more side-by-side arguments (e.g. --max-seconds 0.5).
               # Twelve files: `OUT=/tmp/gf bash tests/benchmarks/native_dev.sh graph-first; tar -czf $OUT/gf.tgz -C /tmp/gf .`
@@ -406,7 +407,7 @@ graph-first)  # does the loops' order move the fp16 GEMM side-by-side at the pow
   echo "harness: $((SECONDS - t0)) s"; tail -1 "$OUT/run.log"
   files=()
   for order in ${ORDERS:-graph-first stream-first graph-first-again}; do
-    args=(); [[ $order == graph-first* ]] && args=(--graph-first)
+    args=(); [[ $order == graph-first* ]] && args=(--graph-first); [[ $order == *rest* ]] && args+=(--rest-as-harness)
     timeout "${SBS_LIMIT_S:-90}" python3 tests/benchmarks/native_side_by_side.py --min-us "${MIN_US:-20}" --candidate-seconds 0 \
       --warm-up 0 "${args[@]}" ${SBS_ARGS:-} $dir --json "$OUT/sbs-$order.json" >"$OUT/sbs-$order.log" 2>&1
     echo "$order: $(grep -E '^(SUMMARY|CLOCKS)' "$OUT/sbs-$order.log")"; files+=("$OUT/sbs-$order.json")

@@ -41,6 +41,8 @@ convolutions, how many chosen engines are within 5% of the fastest candidate. Is
     python tests/benchmarks/native_side_by_side.py RESULTS_DIR --dry-run   # the loops' input, no GPU needed
     python tests/benchmarks/native_side_by_side.py RESULTS_DIR --find-first --candidate-seconds 0.01
         # convolutions in DeepBench's conv_bench order: each direction's candidates, then its plan pinned
+    python tests/benchmarks/native_side_by_side.py RESULTS_DIR --min-us 0 --rest-as-harness
+        # GEMMs in the harness's order, each after the pause the harness had before measuring it
 
 Results without the native backends' records (no `blas_call`, no `info.cudnn`: PyTorch-backend
 results) are skipped with a note.
@@ -79,6 +81,7 @@ OUTSIDE = (0.8, 1.25)
 WITHIN_SHARE = 0.95
 CHOICE_MARGIN = 1.05          # chosen engine within 5% of the fastest candidate
 CLOCK_APART = 0.02            # the CLOCKS line counts parts whose two sides' median clocks differ more
+MAX_REST_S = 1.0              # --rest-as-harness: the longest pause before a problem
 WARM_UP_S = 20.0              # seconds of a large fp16 GEMM before the first native problem
 WARM_UP_LINE = "fp16 N N 8192 8192 8192 {seconds:.1f} default"  # kernels/timing/warmup.py's WARM_GEMM
 GRAPH_FIRST_ENV = "LOOP_GRAPH_FIRST"  # loop_timing.h: time the graph before the host loop (--graph-first)
@@ -121,13 +124,18 @@ class Problem:
 
 # ----- from results to the loops' input -----------------------------------------------------
 
+def harness_seconds(part: Any) -> float:
+    """How long the harness measured a part: samples x median x calls per sample."""
+    m = part.measurement
+    return float(m.stats.n * m.stats.median * m.calls_per_sample / 1e6)
+
+
 def measured_seconds(part: Any, max_seconds: float | None = None) -> float:
-    """How long the harness measured a part: samples x median x calls per sample, at least
+    """How long a native loop times a part each way: as long as the harness measured it, at least
     MIN_SECONDS, at most `max_seconds` where given (--max-seconds: so that a side-by-side of hundreds
     of parts fits a lent GPU's 10 minutes a command; the figure is then a median over a shorter
     stretch of the GPU's power states than the harness's)."""
-    m = part.measurement
-    seconds = max(MIN_SECONDS, m.stats.n * m.stats.median * m.calls_per_sample / 1e6)
+    seconds = max(MIN_SECONDS, harness_seconds(part))
     return min(seconds, max_seconds) if max_seconds else seconds
 
 
@@ -137,8 +145,21 @@ def median_clock(part: Any) -> float:
     return float(statistics.median(clocks)) if clocks else math.nan
 
 
-def gemm_problem(r: KernelResult, max_seconds: float | None = None) -> Problem:
-    """gemm_loop's line for a GEMM result (ValueError: why it has none)."""
+def harness_rest(r: KernelResult) -> float:
+    """Seconds the harness spent on a one-part result outside its measurement: the kernel's span
+    less the measured samples, the samples left out while the clock settled, and the device warm-up
+    (a first kernel's, GPU busy); at most MAX_REST_S. The GPU idles or runs light work (inputs, the
+    check, the graph capture) then, and at the power cap that idle is what lets the limiter raise the
+    clock for the measurement that follows: --rest-as-harness gives the native loop the same pause."""
+    part = r.parts[0]
+    busy = (harness_seconds(part) + part.info.get("clock_settle", {}).get("seconds", 0.0)
+            + part.info.get("device_warm_up", {}).get("seconds", 0.0))
+    return min(MAX_REST_S, max(0.0, (r.ended_at - r.started_at).total_seconds() - busy))
+
+
+def gemm_problem(r: KernelResult, max_seconds: float | None = None, rest_as_harness: bool = False) -> Problem:
+    """gemm_loop's line for a GEMM result (ValueError: why it has none); with `rest_as_harness`, the
+    loop idles before the problem as long as the harness spent outside its measurement (harness_rest)."""
     part = r.parts[0]
     call = part.info.get("blas_call")
     if not call:
@@ -154,6 +175,8 @@ def gemm_problem(r: KernelResult, max_seconds: float | None = None) -> Problem:
         raise ValueError(f"gemm_loop has no {r.precision.name.value}")
     math_mode = GEMM_MATH.get(r.backend, GEMM_MATH_DEFAULT)
     line = f"{r.precision.name.value} {ta} {tb} {m} {n} {k} {measured_seconds(part, max_seconds):.3f} {math_mode}"
+    if rest_as_harness:
+        line += f" {harness_rest(r):.3f}"
     return Problem("gemm", r.id, r.precision.name.value, part.direction, part.measurement.stats.median, line,
                    harness_mhz=median_clock(part))
 
@@ -206,7 +229,8 @@ def select_results(folders: list[Path], only: str | None, shard: tuple[int, int]
 
 
 def build_problems(results: Iterable[KernelResult], candidate_seconds: float, min_us: float = 0.0,
-                   max_seconds: float | None = None, find_first: bool = False) -> tuple[list[Problem], list[str]]:
+                   max_seconds: float | None = None, find_first: bool = False, rest_as_harness: bool = False
+                   ) -> tuple[list[Problem], list[str]]:
     """The loops' problems for `results` and notes on what was skipped; parts the harness timed under
     `min_us` are left out (--min-us), native timings last at most `max_seconds` (--max-seconds)."""
     problems: list[Problem] = []
@@ -219,7 +243,7 @@ def build_problems(results: Iterable[KernelResult], candidate_seconds: float, mi
             continue
         if r.op == "gemm":
             try:
-                problems.append(gemm_problem(r, max_seconds))
+                problems.append(gemm_problem(r, max_seconds, rest_as_harness))
             except ValueError as exc:
                 notes.append(f"{r.id}: {exc}")
         else:
@@ -518,7 +542,8 @@ def merge(paths: list[Path], out: Path | None = None) -> int:
 
 def run(args: argparse.Namespace) -> int:
     results = select_results(args.folders, args.only, args.shard)
-    problems, notes = build_problems(results, args.candidate_seconds, args.min_us, args.max_seconds, args.find_first)
+    problems, notes = build_problems(results, args.candidate_seconds, args.min_us, args.max_seconds, args.find_first,
+                                     args.rest_as_harness)
     for note in notes:
         print(f"# skipped: {note}")
     gemm_in, conv_in = loop_inputs(problems, args.find_first)
@@ -579,8 +604,12 @@ def main(argv: list[str] | None = None) -> int:
                          "every candidate first (cudnnFind's trial; the harness's engine race), then the chosen plan "
                          "pinned, in one process; directions under --min-us run their candidates too (not compared)")
     ap.add_argument("--graph-first", action="store_true",
-                    help=f"the loops time the CUDA graph before the host loop ({GRAPH_FIRST_ENV}): on a GPU at its "
-                         "power cap the way timed second runs hotter, at a lower clock")
+                    help=f"the loops time the CUDA graph before the host loop ({GRAPH_FIRST_ENV}); on H100s at their "
+                         "power cap the order did not decide the fp16 GEMM comparison (results/fp16-gemm-clocks-h100)")
+    ap.add_argument("--rest-as-harness", action="store_true",
+                    help="GEMMs: before each problem the loop idles as long as the harness spent on that kernel "
+                         f"outside its measurement (at most {MAX_REST_S:g} s): at the power cap a pause lets the "
+                         "limiter raise the clock for the next second, and the harness measures after one")
     ap.add_argument("--max-seconds", type=float, metavar="S",
                     help="time each native problem at most S seconds (default: as long as the harness measured it)")
     args = ap.parse_args(argv)
