@@ -9,10 +9,10 @@
 //           the host's launch rate (~5-8 us), so an upper bound there.
 //   graph   the same `calls` calls captured once in a CUDA graph, the graph replayed per trial (the
 //           harness's way, without Python). NaN where the library's call cannot be captured.
-// Stream first, unless LOOP_GRAPH_FIRST is set (GRAPH_FIRST_ENV): on a GPU at its power cap the way
-// timed second runs after the first's seconds of full load, at a lower clock, while the harness
-// times its graph after only its short check and warm-up calls (measured on four H100s: the order did not
-// decide the fp16 GEMM comparison; tests/benchmarks/results/fp16-gemm-clocks-h100).
+// Stream first, unless LOOP_GRAPH_FIRST is set (GRAPH_FIRST_ENV): a test of whether the way timed second,
+// after the first's seconds of full load, runs at a lower clock on a power-capped GPU than the harness's
+// graph, timed after only its check and warm-up calls. On H100s the order did not decide the fp16 GEMM
+// comparison (tests/benchmarks/results/fp16-gemm-clocks-h100).
 // Each trial also reads the SM clock through NVML (SmClock) after the trial is enqueued and before it is
 // waited for, as the harness reads it beside its samples (kernels/timing/clocks.py); each way reports
 // the median reading, so the side-by-side can tell a different problem from the same problem at another

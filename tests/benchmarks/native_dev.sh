@@ -38,8 +38,8 @@
 #                                                    # runner/published/nvidia-h100/inference-server, SERVER_LIMIT_S
 #   bash tests/benchmarks/native_dev.sh close        # that run finished (--resume) where a call's limit cut it, its
 #                                                    # int8 convolutions beside native loops, then every GPU test
-#   bash tests/benchmarks/native_dev.sh graph-first  # the server's fp16 GEMMs, then beside native loops timing the
-#                                                    # graph first, stream first, graph first again (SUITE, PRECISION, ORDERS)
+#   bash tests/benchmarks/native_dev.sh graph-first  # a suite's GEMMs, then beside native loops in several orders
+#                                                    # and settings (SUITE, PRECISION, ORDERS, MIN_US, SBS_ARGS)
 # Phases that write many files take OUT outside the call's $OUT and tar it: at most 8 files come back.
 # Source it (`. native_dev.sh probe`) to keep its environment for more commands.
 set -uo pipefail
@@ -396,9 +396,9 @@ graph-first)  # does the loops' order move the fp16 GEMM side-by-side at the pow
               # sbs_repeat.py sums them up. SUITE (inference-server) and PRECISION (fp16) choose the GEMMs,
               # ORDERS the side-by-sides (graph-first stream-first graph-first-again; a name starting graph-first times
               # the graph first, any other the host loop first, the loops' default; one containing `rest` adds
-              # --rest-as-harness), MIN_US the shortest problem the
-              # loops run (default 20; 0: every problem, in the harness's order, so each has the same predecessor),
-              # SBS_ARGS more side-by-side arguments (e.g. --max-seconds 0.5).
+              # --rest-as-harness), MIN_US the shortest problem the loops run (default 20; 0: every problem, in
+              # the harness's order, so each has the same predecessor), SBS_ARGS more side-by-side arguments
+              # (e.g. --max-seconds 0.5).
               # Twelve files: `OUT=/tmp/gf bash tests/benchmarks/native_dev.sh graph-first; tar -czf $OUT/gf.tgz -C /tmp/gf .`
   t0=$SECONDS; build; echo "loops built: $((SECONDS - t0)) s"  # before the harness: no compile beside its timing
   suite=${SUITE:-inference-server} precision=${PRECISION:-fp16}; dir=build/gemm-$suite-$precision; t0=$SECONDS

@@ -149,8 +149,9 @@ def harness_rest(r: KernelResult) -> float:
     """Seconds the harness spent on a one-part result outside its measurement: the kernel's span
     less the measured samples, the samples left out while the clock settled, and the device warm-up
     (a first kernel's, GPU busy); at most MAX_REST_S. The GPU idles or runs light work (inputs, the
-    check, the graph capture) then, and at the power cap that idle is what lets the limiter raise the
-    clock for the measurement that follows: --rest-as-harness gives the native loop the same pause."""
+    check, the graph capture) then, and at the power cap such an idle lets the limiter raise the clock
+    for what follows: --rest-as-harness gives the native loop the same pause, to see whether that
+    explains a difference (measured: it did not, on its own; results/fp16-gemm-clocks-h100)."""
     part = r.parts[0]
     busy = (harness_seconds(part) + part.info.get("clock_settle", {}).get("seconds", 0.0)
             + part.info.get("device_warm_up", {}).get("seconds", 0.0))
@@ -608,8 +609,9 @@ def main(argv: list[str] | None = None) -> int:
                          "power cap the order did not decide the fp16 GEMM comparison (results/fp16-gemm-clocks-h100)")
     ap.add_argument("--rest-as-harness", action="store_true",
                     help="GEMMs: before each problem the loop idles as long as the harness spent on that kernel "
-                         f"outside its measurement (at most {MAX_REST_S:g} s): at the power cap a pause lets the "
-                         "limiter raise the clock for the next second, and the harness measures after one")
+                         f"outside its measurement (at most {MAX_REST_S:g} s), to test whether that pause, which "
+                         "lets a power-capped GPU's limiter raise the clock, explains a difference (on two H100s: "
+                         "fewer clock mismatches on one, no help on the other; results/fp16-gemm-clocks-h100)")
     ap.add_argument("--max-seconds", type=float, metavar="S",
                     help="time each native problem at most S seconds (default: as long as the harness measured it)")
     args = ap.parse_args(argv)
