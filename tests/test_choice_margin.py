@@ -10,7 +10,7 @@ import pytest
 from deepbench.kernels.backends.engine_choice import Engine, choose
 from deepbench.kernels.results import Check
 
-from .test_conv_interleaved import load
+from .test_interleaved import load
 
 load("conv_repeatability")
 choice_margin = load("choice_margin")

@@ -6,7 +6,7 @@ import gzip
 import json
 from pathlib import Path
 
-from .test_conv_interleaved import load
+from .test_interleaved import load
 
 load("conv_repeatability")
 repeat = load("sbs_repeat")

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the native loops the side-by-side runs (native_side_by_side.py): gemm_loop (cuBLAS) and
 # conv_loop (cuDNN through cudnn-frontend's C++ graph API), into build/native/ (or $BUILD_DIR);
-# conv_loop also as libconv_loop.so, to time it inside another process (conv_loop_library.py: conv_process_probe.py, conv_interleaved.py).
+# both also as libraries (libgemm_loop.so, libconv_loop.so), to time them inside another process (loop_library.py:
+# conv_process_probe.py, interleaved.py).
 #
 #   bash tests/benchmarks/build_native.sh                  # on the GPU machine: the installed wheels
 #   bash tests/benchmarks/build_native.sh --download DIR   # where a registry is reachable: fetch them first
@@ -15,7 +16,8 @@
 #   cuBLASLt    beside that libcublas, linked into conv_loop too (below).
 # Each is linked with an rpath to its folder, so no LD_LIBRARY_PATH is needed; the loops print the
 # version they loaded on stderr, and the side-by-side compares it with the results'.
-# Overrides: NVCC, CUDA_HOME, ARCH (default sm_90), BUILD_DIR.
+# Overrides: NVCC, CUDA_HOME, ARCH (default sm_90), BUILD_DIR; LOOPS=gemm builds gemm_loop alone (seconds, where
+# conv_loop's compile takes most of a minute of a lent GPU's time).
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -120,17 +122,24 @@ CUBLAS_FLAGS="$(lib "$CUBLAS_SO") -ldl"  # -ldl: loop_timing.h loads NVML at run
 CUBLASLT_SO=$(ls "$(dirname "$CUBLAS_SO")"/libcublasLt.so.* | head -1)
 CONV_FLAGS="-ldl $(lib "$CUDNN_SO") $(lib "$NVRTC_SO") -Xlinker --no-as-needed $(lib "$CUBLASLT_SO")"
 mkdir -p "$BUILD_DIR"
-# The three builds at once: each cudnn-frontend compile takes most of a minute, and a lent GPU's minutes count.
+# The four builds at once: each cudnn-frontend compile takes most of a minute, and a lent GPU's minutes count.
 set -x
 "$NVCC" -O2 -std=c++17 -arch="$ARCH" "$HERE/gemm_loop.cu" -I"$(dirname "$CUBLAS_H")" $CUBLAS_FLAGS -o "$BUILD_DIR/gemm_loop" &
 gemm=$!
-"$NVCC" -O2 -std=c++17 -arch="$ARCH" "$HERE/conv_loop.cpp" -I"$(dirname "$FRONTEND_H")" -I"$(dirname "$CUDNN_H")" \
-  -I"$(dirname "$NVRTC_H")" $CONV_FLAGS -o "$BUILD_DIR/conv_loop" &
-conv=$!
-# The same loop as a library, for timing it inside a Python process (conv_loop_library.py).
-"$NVCC" -O2 -std=c++17 -arch="$ARCH" -shared -Xcompiler -fPIC -DCONV_LOOP_LIBRARY "$HERE/conv_loop.cpp" \
-  -I"$(dirname "$FRONTEND_H")" -I"$(dirname "$CUDNN_H")" -I"$(dirname "$NVRTC_H")" $CONV_FLAGS -o "$BUILD_DIR/libconv_loop.so" &
-library=$!
+# Each loop also as a library, for timing it inside a Python process (loop_library.py).
+"$NVCC" -O2 -std=c++17 -arch="$ARCH" -shared -Xcompiler -fPIC -DGEMM_LOOP_LIBRARY "$HERE/gemm_loop.cu" \
+  -I"$(dirname "$CUBLAS_H")" $CUBLAS_FLAGS -o "$BUILD_DIR/libgemm_loop.so" &
+gemm_library=$!
+pids=("$gemm" "$gemm_library")
+if [ "${LOOPS:-gemm conv}" != gemm ]; then
+  "$NVCC" -O2 -std=c++17 -arch="$ARCH" "$HERE/conv_loop.cpp" -I"$(dirname "$FRONTEND_H")" -I"$(dirname "$CUDNN_H")" \
+    -I"$(dirname "$NVRTC_H")" $CONV_FLAGS -o "$BUILD_DIR/conv_loop" &
+  conv=$!
+  "$NVCC" -O2 -std=c++17 -arch="$ARCH" -shared -Xcompiler -fPIC -DCONV_LOOP_LIBRARY "$HERE/conv_loop.cpp" \
+    -I"$(dirname "$FRONTEND_H")" -I"$(dirname "$CUDNN_H")" -I"$(dirname "$NVRTC_H")" $CONV_FLAGS -o "$BUILD_DIR/libconv_loop.so" &
+  conv_library=$!
+  pids+=("$conv" "$conv_library")
+fi
 failed=0
-for pid in $gemm $conv $library; do wait "$pid" || failed=1; done  # every build's errors shown, then one status
+for pid in "${pids[@]}"; do wait "$pid" || failed=1; done  # every build's errors shown, then one status
 exit $failed

@@ -412,7 +412,7 @@ static int run_stdin() {
 
 #ifdef CONV_LOOP_LIBRARY
 // Built as a library (build_native.sh: libconv_loop.so), the same loop runs inside another process
-// (tests/benchmarks/conv_loop_library.py), reading that process's stdin and writing its stdout.
+// (tests/benchmarks/loop_library.py), reading that process's stdin and writing its stdout.
 extern "C" int conv_loop_run_stdin() { return run_stdin(); }
 #else
 int main() { return run_stdin(); }

@@ -84,7 +84,7 @@ import sys
 import types
 from pathlib import Path
 
-from conv_loop_library import ConvLoop  # beside this file; the standard library only
+from loop_library import LoopLibrary  # beside this file; the standard library only
 
 NATIVE = Path(__file__).resolve().parents[2] / "build" / "native"
 LEVELS = ("bare", "torch", "cuda", "backend")
@@ -121,7 +121,7 @@ PASS_ENVS = ("", "LOOP_KEEP=handle", "LOOP_KEEP=stream", "LOOP_KEEP=timer", "LOO
 
 def run_library(lines: Path) -> None:
     """conv_loop's loop over the file `lines`, in this process; its output lines printed here."""
-    out = ConvLoop(NATIVE / "libconv_loop.so").run(lines.read_text().splitlines())
+    out = LoopLibrary("conv", NATIVE / "libconv_loop.so").run(lines.read_text().splitlines())
     print("\n".join(out), flush=True)
 
 
@@ -444,7 +444,7 @@ def child_state(lines: Path, steps: list[str], trigger: Path | None = None) -> N
             if trigger is None:
                 raise SystemExit(f"step {step} needs --trigger FILE")
             line = [ln for ln in trigger.read_text().splitlines() if ln.strip()][int(step.split("-")[1])]
-            out = ConvLoop(NATIVE / "libconv_loop.so").run([line])
+            out = LoopLibrary("conv", NATIVE / "libconv_loop.so").run([line])
             print(f"# {step}: {line} -> {len(out)} plans timed", flush=True)
         elif step in CUPTI_STEPS:
             import torch

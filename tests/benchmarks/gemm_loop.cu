@@ -20,7 +20,8 @@
 // the GPU idles after the inputs are made and before the first call, as it does while the harness
 // checks a kernel and DeepBench's benchmark fills its inputs (native_side_by_side.py --rest-as-harness).
 //
-// Build: nvcc -O2 -std=c++17 -arch=sm_90 gemm_loop.cu -lcublas -ldl -o gemm_loop   (build_native.sh)
+// Build: nvcc -O2 -std=c++17 -arch=sm_90 gemm_loop.cu -lcublas -ldl -o gemm_loop   (build_native.sh; with
+// -shared -DGEMM_LOOP_LIBRARY, libgemm_loop.so: the same loop inside a Python process, loop_library.py)
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -134,8 +135,10 @@ static std::string run_problem(cublasHandle_t handle, loop_timing::Timer& timer,
   return "";
 }
 
-int main(int argc, char** argv) {
-  const double min_time_ms = argc > 1 ? 1000.0 * std::atof(argv[1]) : 0.0;
+// The loop over stdin's lines; `min_time_ms`: how long a problem without a SECONDS field runs each way.
+static int run_stdin(double min_time_ms) {
+  std::cin.clear();  // a library call after an earlier one: stdin may be a new file (its EOF is not ours)
+  std::clearerr(stdin);
   cublasHandle_t handle;
   CHECK_CUBLAS(cublasCreate(&handle));
   int major, minor, patch;
@@ -177,3 +180,10 @@ int main(int argc, char** argv) {
   CHECK_CUDA(cudaFree(workspace));
   return 0;
 }
+
+#ifdef GEMM_LOOP_LIBRARY
+// The same loop inside another process (loop_library.py; interleaved.py); every line gives its SECONDS.
+extern "C" int gemm_loop_run_stdin() { return run_stdin(0.0); }
+#else
+int main(int argc, char** argv) { return run_stdin(argc > 1 ? 1000.0 * std::atof(argv[1]) : 0.0); }
+#endif

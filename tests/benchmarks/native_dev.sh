@@ -22,7 +22,7 @@
 #   bash tests/benchmarks/native_dev.sh choice       # more of those shards (FIRST=K)
 #   bash tests/benchmarks/native_dev.sh process      # conv_process_probe.py: conv_loop's code inside Python processes
 #                                                    # and beside the harness's call; ncu's kernels of both
-#   bash tests/benchmarks/native_dev.sh interleave   # conv_interleaved.py: the server's fp16 convs, harness and
+#   bash tests/benchmarks/native_dev.sh interleave   # interleaved.py: the server's fp16 convs, harness and
 #                                                    # conv_loop's code in one process, in turns
 #   bash tests/benchmarks/native_dev.sh server-fp16  # server fp16 convs beside their pinned native loops, each
 #                                                    # in a process of its own (no candidate pass)
@@ -39,7 +39,10 @@
 #   bash tests/benchmarks/native_dev.sh close        # that run finished (--resume) where a call's limit cut it, its
 #                                                    # int8 convolutions beside native loops, then every GPU test
 #   bash tests/benchmarks/native_dev.sh graph-first  # a suite's GEMMs, then beside native loops in several orders
-#                                                    # and settings (SUITE, PRECISION, ORDERS, MIN_US, SBS_ARGS)
+#                                                    # and settings (SUITE, PRECISION, ORDERS, MIN_US, SBS_ARGS),
+#                                                    # or in one process with them, in turns (ORDERS=interleaved)
+#   bash tests/benchmarks/native_dev.sh in-turns     # the published runs' fp16 GEMMs (IL_SETS) and their loop's code
+#                                                    # in one process, in turns: interleaved.py, set after set
 # Phases that write many files take OUT outside the call's $OUT and tar it: at most 8 files come back.
 # Source it (`. native_dev.sh probe`) to keep its environment for more commands.
 set -uo pipefail
@@ -53,9 +56,12 @@ python3 -c "import nvmath, cudnn, torch; print('nvmath', nvmath.__version__, 'cu
 nvidia-smi --query-gpu=name,uuid,driver_version,clocks.sm,temperature.gpu --format=csv,noheader | tee "$OUT/device.txt"
 SBS="python3 tests/benchmarks/native_side_by_side.py --min-us 20 --max-seconds 0.2 --candidate-seconds 0.02"
 build() {  # once a machine: a later phase of the same call finds the loops built from these sources
-  local newest; newest=$(ls -t tests/benchmarks/{conv_loop.cpp,gemm_loop.cu,loop_timing.h} | head -1)
-  [ build/native/libconv_loop.so -nt "$newest" ] && [ build/native/gemm_loop -nt "$newest" ] && return
-  bash tests/benchmarks/build_native.sh >"$OUT/build.log" 2>&1 || { tail -20 "$OUT/build.log"; exit 1; }
+  local newest f; newest=$(ls -t tests/benchmarks/{conv_loop.cpp,gemm_loop.cu,loop_timing.h} | head -1)
+  for f in gemm_loop libgemm_loop.so conv_loop libconv_loop.so; do
+    [ build/native/$f -nt "$newest" ] && continue
+    bash tests/benchmarks/build_native.sh >"$OUT/build.log" 2>&1 || { tail -20 "$OUT/build.log"; exit 1; }
+    return
+  done
 }
 suite() {  # suite, seconds at most, extra deepbench-run arguments: -> runner/published/nvidia-h100/<suite>
   local dir=runner/published/nvidia-h100/$1 cmd
@@ -292,11 +298,11 @@ repeat|choice)  # repeat: train's convolutions on another machine than the publi
       --json "$OUT/sbs-train-conv-$i.json" >"$OUT/sbs-train-conv-$i.log" 2>&1; echo "shard $i: $(grep 'choice:' "$OUT/sbs-train-conv-$i.log" | tr '\n' ' ')"
   done ;;
 interleave)  # the server's fp16 convolutions: the harness's measurement and conv_loop's code in one process, in
-            # turns (tests/benchmarks/conv_interleaved.py, IL_ARGS: more of its arguments), in shards; the
+            # turns (tests/benchmarks/interleaved.py, IL_ARGS: more of its arguments), in shards; the
             # engine race of conv/train/047 fp16 again
   build
   for i in 0 1 2; do
-    timeout 160 python3 tests/benchmarks/conv_interleaved.py runner/published/nvidia-h100/inference-server \
+    timeout 160 python3 tests/benchmarks/interleaved.py runner/published/nvidia-h100/inference-server \
       --only 'conv/inference_server/*/fp16' --shard $i/3 --warm-up $([ $i = 0 ] && echo 20 || echo 5) ${IL_ARGS:-} \
       --json "$OUT/interleaved-$i.json" >"$OUT/interleaved-$i.log" 2>&1; echo "shard $i: $(grep 'SUMMARY' "$OUT/interleaved-$i.log")"
   done
@@ -396,9 +402,10 @@ graph-first)  # does the loops' order move the fp16 GEMM side-by-side at the pow
               # sbs_repeat.py sums them up. SUITE (inference-server) and PRECISION (fp16) choose the GEMMs,
               # ORDERS the side-by-sides (graph-first stream-first graph-first-again; a name starting graph-first times
               # the graph first, any other the host loop first, the loops' default; one containing `rest` adds
-              # --rest-as-harness), MIN_US the shortest problem the loops run (default 20; 0: every problem, in
-              # the harness's order, so each has the same predecessor), SBS_ARGS more side-by-side arguments
-              # (e.g. --max-seconds 0.5).
+              # --rest-as-harness; one starting `interleaved` runs interleaved.py instead: the harness's measurement
+              # and gemm_loop's code in one process, in turns, IL_ARGS more of its arguments), MIN_US the shortest
+              # problem the loops run (default 20; 0: every problem, in the harness's order, so each has the same
+              # predecessor), SBS_ARGS more side-by-side arguments (e.g. --max-seconds 0.5).
               # Twelve files: `OUT=/tmp/gf bash tests/benchmarks/native_dev.sh graph-first; tar -czf $OUT/gf.tgz -C /tmp/gf .`
   t0=$SECONDS; build; echo "loops built: $((SECONDS - t0)) s"  # before the harness: no compile beside its timing
   suite=${SUITE:-inference-server} precision=${PRECISION:-fp16}; dir=build/gemm-$suite-$precision; t0=$SECONDS
@@ -407,11 +414,30 @@ graph-first)  # does the loops' order move the fp16 GEMM side-by-side at the pow
   echo "harness: $((SECONDS - t0)) s"; tail -1 "$OUT/run.log"
   files=()
   for order in ${ORDERS:-graph-first stream-first graph-first-again}; do
-    args=(); [[ $order == graph-first* ]] && args=(--graph-first); [[ $order == *rest* ]] && args+=(--rest-as-harness)
-    timeout "${SBS_LIMIT_S:-90}" python3 tests/benchmarks/native_side_by_side.py --min-us "${MIN_US:-20}" --candidate-seconds 0 \
-      --warm-up 0 "${args[@]}" ${SBS_ARGS:-} $dir --json "$OUT/sbs-$order.json" >"$OUT/sbs-$order.log" 2>&1
+    if [[ $order == interleaved* ]]; then  # the harness and gemm_loop's code in one process, in turns
+      timeout "${IL_LIMIT_S:-300}" python3 tests/benchmarks/interleaved.py --no-kernel-time --warm-up 5 ${IL_ARGS:-} \
+        $dir --json "$OUT/sbs-$order.json" >"$OUT/sbs-$order.log" 2>&1
+    else
+      args=(); [[ $order == graph-first* ]] && args=(--graph-first); [[ $order == *rest* ]] && args+=(--rest-as-harness)
+      timeout "${SBS_LIMIT_S:-90}" python3 tests/benchmarks/native_side_by_side.py --min-us "${MIN_US:-20}" \
+        --candidate-seconds 0 --warm-up 0 "${args[@]}" ${SBS_ARGS:-} $dir --json "$OUT/sbs-$order.json" >"$OUT/sbs-$order.log" 2>&1
+    fi
     echo "$order: $(grep -E '^(SUMMARY|CLOCKS)' "$OUT/sbs-$order.log")"; files+=("$OUT/sbs-$order.json")
   done
   [ ${#files[@]} -gt 1 ] && { python3 tests/benchmarks/sbs_repeat.py "${files[@]}" >"$OUT/repeat.txt"; grep SUMMARY "$OUT/repeat.txt"; }
   tar -czf "$OUT/run.tgz" $dir ;;
+in-turns)  # issue 20's fp16 GEMM side-by-side where both sides run on the same stretch of the power limiter:
+           # interleaved.py on the published runs, one set after another. IL_SETS: SUITE:GLOB ... (default the fp16
+           # GEMMs of inference-server, then of train), IL_LIMIT_S each (default 300; a set cut by it keeps the
+           # results measured), IL_ARGS more of interleaved.py's arguments. Two files per set: il-<n>.log, il-<n>.json.
+  read -ra sets <<<"${IL_SETS:-inference-server:gemm/inference_server/*/fp16 train:gemm/train/*/fp16}"
+  [[ " ${sets[*]}" == *:conv/* ]] || export LOOPS=gemm  # GEMMs alone: conv_loop's minute of compiling spared
+  t0=$SECONDS; build; echo "loops built: $((SECONDS - t0)) s"
+  n=0
+  for set in "${sets[@]}"; do
+    n=$((n + 1)); t0=$SECONDS
+    timeout "${IL_LIMIT_S:-300}" python3 tests/benchmarks/interleaved.py "runner/published/nvidia-h100/${set%%:*}" \
+      --only "${set#*:}" --no-kernel-time --warm-up 5 ${IL_ARGS:-} --json "$OUT/il-$n.json" >"$OUT/il-$n.log" 2>&1
+    echo "$set ($((SECONDS - t0)) s): $(grep -E '^(SUMMARY|CLOCKS)' "$OUT/il-$n.log")"
+  done ;;
 esac

@@ -452,7 +452,7 @@ def summarize(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], bool]:
     summaries, ok = [], True
     print()
     for (op, precision), group in sorted(groups.items()):
-        # The cut is on the figure the run recorded (conv_interleaved.py's rows measure the harness again).
+        # The cut is on the figure the run recorded (interleaved.py's rows measure the harness again).
         long_ = [r for r in group if r.get("recorded_us", r["harness_us"]) >= MIN_US]
         ratios = [r["ratio"] for r in long_ if "ratio" in r]
         s: dict[str, Any] = {"op": op, "precision": precision, "parts": len(group), "parts_min_us": len(long_),

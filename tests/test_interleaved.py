@@ -1,18 +1,23 @@
-"""tests/benchmarks/conv_interleaved.py without a GPU: the harness's settings it re-measures with, conv_loop's
-library run with files for stdin and stdout, the 20-us cut on the recorded figure, and usage errors."""
+"""tests/benchmarks/interleaved.py without a GPU: the harness's settings it re-measures with, a loop's library
+run with files for stdin and stdout, turns that alternate which side goes first, the CUPTI trace's kernel
+figures, the 20-us cut on the recorded figure, and usage errors."""
 
 from __future__ import annotations
 
 import importlib.util
+import json
+import math
 import os
 import sys
 from pathlib import Path
+
+import pytest
 
 from deepbench.kernels.catalog import by_id
 from deepbench.kernels.results import PLAN_FILE, Plan, Settings
 
 from .reports_synthetic import result, write_run
-from .test_native_side_by_side import cudnn_info, sbs, with_parts
+from .test_native_side_by_side import cudnn_info, gemm_result, sbs, with_parts
 
 BENCHMARKS = Path(__file__).resolve().parent / "benchmarks"
 
@@ -26,8 +31,8 @@ def load(name: str):
     return module
 
 
-load("conv_loop_library")
-ci = load("conv_interleaved")
+ll = load("loop_library")
+ci = load("interleaved")
 
 PLAN = "eng34_k2=1"
 
@@ -55,7 +60,7 @@ def test_the_harness_re_measures_with_the_runs_settings_and_its_recorded_plans(t
 
 
 def test_conv_loop_reads_a_file_and_writes_one_and_the_descriptors_come_back(tmp_path):
-    loop = ci.ConvLoop.__new__(ci.ConvLoop)  # the library's entry point replaced by one that echoes stdin
+    loop = ll.LoopLibrary.__new__(ll.LoopLibrary)  # the library's entry point replaced by one that echoes stdin
 
     def echo() -> int:
         data = b""
@@ -82,10 +87,58 @@ def test_usage_errors_exit_2(tmp_path, capsys):
     folder = conv_run(tmp_path / "run")
     results = sbs.select_results([folder], None, (0, 1))
     before = sbs.build_problems(results, 0.1)
-    assert ci.main([str(folder), "--library", str(tmp_path / "none.so"), "--min-us", "7", "--max-seconds", "0.01"]) == 2
+    missing = str(tmp_path / "none.so")
+    assert ci.main([str(folder), "--conv-library", missing, "--min-us", "7", "--max-seconds", "0.01"]) == 2
     assert sbs.build_problems(results, 0.1) == before  # its --min-us and --max-seconds stay its own
     assert "build the native loops first" in capsys.readouterr().err
     assert ci.main([str(folder), "--rounds", "0"]) == 2
     assert "--rounds must be 1 or more" in capsys.readouterr().err
     assert ci.main([str(tmp_path / "nothing")]) == 2
     assert "not a deepbench-run results folder" in capsys.readouterr().err
+
+
+CALL_065 = {"transa": "N", "transb": "N", "m": 512, "n": 6000, "k": 2816, "lda": 512, "ldb": 2816, "ldc": 512}
+
+
+def test_turns_alternate_which_side_goes_first_and_rows_take_both_sides_medians(tmp_path, capsys, monkeypatch):
+    folder = tmp_path / "run"
+    write_run(folder, [gemm_result("gemm/inference_server/065", "fp16", CALL_065, samples_us=30.0)])
+    plan = Plan(run_id="r", suite="inference-server", platform="nvidia", backend="nvidia",
+                settings=Settings(kernel_time=False), items=())
+    (folder / PLAN_FILE).write_text(plan.model_dump_json())
+    order: list[str] = []
+    harness = iter([(30.0, 1500.0), (31.0, 1450.0), (29.0, 1520.0)])
+    native = iter(["32.0 50 30.0 1400 1410", "33.0 50 31.0 1390 1400", "31.0 50 29.0 1420 1430"])
+
+    def harness_figures(backend, r, settings):
+        order.append("harness")
+        return {"fwd": next(harness)}
+
+    class Loop:
+        def __init__(self, op, path):
+            assert op == "gemm"
+
+        def run(self, lines):
+            order.append("native")
+            return [f"{' '.join(line.split()[:6])} {next(native)}" for line in lines]
+
+    monkeypatch.setattr(ci, "harness_figures", harness_figures)
+    monkeypatch.setattr(ci, "LoopLibrary", Loop)
+    monkeypatch.setattr("deepbench.kernels.backends.load_backend", lambda name, settings: name)
+    assert ci.main([str(folder), "--rounds", "3", "--json", str(tmp_path / "out.json")]) == 0
+    assert order == ["harness", "native", "native", "harness", "harness", "native"]
+    (row,) = json.loads((tmp_path / "out.json").read_text())["rows"]
+    assert (row["harness_us"], row["native_best_us"], row["ratio"]) == (30.0, 30.0, 1.0)
+    assert (row["harness_mhz"], row["native_best_mhz"]) == (1500.0, 1410.0)  # the graph's clock: its time was best
+    assert row["cycle_ratio"] == pytest.approx(1500.0 / 1410.0)
+    out = capsys.readouterr().out
+    assert "SUMMARY gemm fp16: 1 parts >= 20 us compared" in out and "PASS" in out
+
+
+def test_the_trace_names_the_commonest_kernel_with_its_duration_and_back_to_back_gaps():
+    gemm = [(10.0 * i, 10.0 * i + 9.0, "nvjet_hsh_256x128") for i in range(5)]  # 1-us gaps
+    gemm.append((200.0, 209.0, "nvjet_hsh_256x128"))  # after a 141-us pause: not back to back
+    events = sorted([*gemm, (100.0, 101.0, "gemv"), (300.0, 301.0, "gemv")])
+    assert ci.kernel_trace(events) == {"kernel": "nvjet_hsh_256x128", "runs": 6, "kernel_us": 9.0, "gap_us": 1.0}
+    assert ci.kernel_trace([]) == {}
+    assert math.isnan(ci.kernel_trace([(0.0, 9.0, "k")])["gap_us"])  # one run: no gap to read
