@@ -22,7 +22,7 @@ import shutil
 import subprocess
 from collections.abc import Callable
 from datetime import datetime, timezone
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -384,6 +384,39 @@ def _sysfs_pci(notes: list[str]) -> list[Accelerator]:
         out.append(Accelerator(vendor=kind, index=index, name=f"{kind} PCI device {device_id}",
                                driver=driver, pci_bus_id=dev.name, source="sysfs"))
     return out
+
+
+CGROUP_MOUNT = Path("/sys/fs/cgroup")
+SELF_CGROUP = Path("/proc/self/cgroup")
+# (folder under the mount, file) of a memory limit: cgroup v2's, then v1's memory controller's
+CGROUP_MEMORY_FILES = (("", "memory.max"), ("memory", "memory.limit_in_bytes"))
+
+
+def cgroup_memory_limit_bytes(mount: Path = CGROUP_MOUNT, self_cgroup: Path = SELF_CGROUP) -> int | None:
+    """The tightest memory limit on this process's cgroup and its ancestors (a container's `--memory`),
+    cgroup v2 or v1; None where none can be read (v2 writes "max" for none; v1 a number beyond any
+    machine's memory). Written by hand: the standard library and psutil read the machine's memory, not
+    the cgroup's. A container sees its own cgroup at the mount's root, a host process the whole tree,
+    where /proc/self/cgroup names its own: both places are read."""
+    paths = {PurePosixPath("/")}
+    for line in (_read_text(self_cgroup) or "").splitlines():
+        controllers, _, named = line.partition(":")[2].partition(":")  # "ID:CONTROLLERS:PATH"
+        if controllers in ("", "memory") and named.startswith("/"):
+            paths |= {PurePosixPath(named), *PurePosixPath(named).parents}
+    limits = []
+    for folder, name in CGROUP_MEMORY_FILES:
+        for path in paths:
+            value = _read_text(mount / folder / path.relative_to("/") / name)
+            if value and value.isdigit():
+                limits.append(int(value))
+    return min(limits, default=None)
+
+
+def usable_memory_bytes() -> int:
+    """The host memory this process can have: the machine's, or its cgroup's limit where lower."""
+    physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    limit = cgroup_memory_limit_bytes()
+    return physical if limit is None else min(physical, limit)
 
 
 def last_level_cache_bytes(cpu: int = 0, root: Path = Path("/sys/devices/system/cpu")) -> int | None:

@@ -17,7 +17,7 @@ from ...catalog import Kernel
 from ...padding import PadMode
 from ...precision import Precision
 from ...results import Measurement, Settings
-from ...system import cpu_model, last_level_cache_bytes
+from ...system import cpu_model, last_level_cache_bytes, usable_memory_bytes
 from ...timing import cpu as cpu_timer
 from ...timing.stopping import StopRule
 from ..base import Backend, Prepared, TimedPart, Unsupported
@@ -114,8 +114,8 @@ class TorchBackend(Backend):
         if self.cuda:
             return self.cuda.ceilings()
         if self._ceilings is None:  # with the run's threads, through the GEMM kernels' own code (cpu_ceilings.py)
-            memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-            self._ceilings = cpu_ceilings.measure_cpu_ceilings(self.ctx, precisions, memory)
+            # a container's memory limit, not the machine's: the copy's buffers must fit the cgroup
+            self._ceilings = cpu_ceilings.measure_cpu_ceilings(self.ctx, precisions, usable_memory_bytes())
         return self._ceilings
 
     def library_versions(self) -> dict[str, str]:

@@ -33,7 +33,7 @@ CEILING_TIME_S = 0.15
 CEILING_RULE = StopRule(target_rel_precision=0.02, min_samples=3, max_samples=50, time_cap_s=CEILING_TIME_S)
 COPY_MIN_BYTES = 64 * 2**20
 COPY_CACHE_MULTIPLE = 4  # the copied buffer is at least this many times the last-level cache
-COPY_MEMORY_FRACTION = 16  # and at most this fraction of the memory (source and destination each)
+COPY_MEMORY_FRACTION = 16  # and at most this fraction of the memory the process can have (source and destination each)
 FLOAT32_BYTES = 4
 
 
