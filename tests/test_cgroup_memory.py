@@ -4,6 +4,7 @@ which on a host with a 480 MiB L3 once asked for 3.8 GB inside a 600 MiB contain
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from deepbench.kernels import system
@@ -51,14 +52,10 @@ def test_no_limit_readable_is_none(tmp_path):
 
 
 def test_usable_memory_is_the_lower_of_the_machines_and_the_cgroups(monkeypatch):
-    physical = system.usable_memory_bytes() if system.cgroup_memory_limit_bytes() is None else None
-    monkeypatch.setattr(system, "cgroup_memory_limit_bytes", lambda: 600 * MIB)
-    assert system.usable_memory_bytes() == 600 * MIB
-    monkeypatch.setattr(system, "cgroup_memory_limit_bytes", lambda: int(V1_UNLIMITED))
-    assert system.usable_memory_bytes() < int(V1_UNLIMITED)
-    if physical is not None:
-        monkeypatch.setattr(system, "cgroup_memory_limit_bytes", lambda: None)
-        assert system.usable_memory_bytes() == physical
+    physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    for limit, usable in ((600 * MIB, 600 * MIB), (int(V1_UNLIMITED), physical), (None, physical)):
+        monkeypatch.setattr(system, "cgroup_memory_limit_bytes", lambda limit=limit: limit)
+        assert system.usable_memory_bytes() == usable
 
 
 def test_the_copy_ceiling_fits_a_600_mib_container():
