@@ -14,11 +14,11 @@ from deepbench.kernels.suites import SUITES, SelectionError, parse_where, select
 from .conftest import run_cli
 
 
-def test_629_kernels_in_deepbench_order(shared: Path) -> None:
+def test_629_kernels_in_deepbench_order(deepbench_data: Path) -> None:
     ours = [k.listing() for k in catalog()]
     theirs = []
     for op in OPS:
-        data = json.loads((shared / "kernels" / f"{op}.json").read_text())
+        data = json.loads((deepbench_data / "kernels" / f"{op}.json").read_text())
         for set_name, kernels in data["sets"].items():
             theirs += [{"op": op, "set": set_name, **k} for k in kernels]
     assert len(ours) == 629
@@ -27,8 +27,8 @@ def test_629_kernels_in_deepbench_order(shared: Path) -> None:
 
 @pytest.mark.parametrize("suite", ["train", "inference-server", "inference-device"])
 @pytest.mark.parametrize("op", OPS)
-def test_list_json_matches_shared_data(shared: Path, suite: str, op: str) -> None:
-    data = json.loads((shared / "kernels" / f"{op}.json").read_text())
+def test_list_json_matches_deepbench_data(deepbench_data: Path, suite: str, op: str) -> None:
+    data = json.loads((deepbench_data / "kernels" / f"{op}.json").read_text())
     expected = [{"op": op, "set": SUITES[suite], **k} for k in data["sets"].get(SUITES[suite], [])]
     proc = run_cli("deepbench", "list", "--suite", suite, "--ops", op, "--format", "json")
     assert proc.returncode == 0, proc.stderr
@@ -93,3 +93,17 @@ def test_selection_filters_and_limits() -> None:
         parse_where(["m 1760"])
     with pytest.raises(SelectionError, match="bad value"):
         parse_where(["m=abc"])
+
+
+def test_applications_are_what_the_workbooks_say(deepbench_data: Path) -> None:
+    """kernels/data/applications.json is exactly what the maintainer tool derives from DeepBench's kernel workbooks."""
+    import importlib.util
+
+    from .conftest import REPO
+
+    spec = importlib.util.spec_from_file_location("import_deepbench", REPO / "tests" / "tools" / "import_deepbench.py")
+    assert spec and spec.loader
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    shipped = (REPO / "kernels" / "data" / "applications.json").read_text()
+    assert json.dumps(tool.label(deepbench_data), indent=1) + "\n" == shipped

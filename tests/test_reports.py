@@ -129,10 +129,11 @@ def test_references_hold_known_published_figures(name: str, kid: str, prec: str,
     assert len(hits) == 1 and hits[0].times_ms[direction] == pytest.approx(ms)
 
 
-def test_reference_conversion_is_reproducible(shared: Path, tmp_path: Path) -> None:
-    """The shipped package data is exactly what the maintainer tool makes from ../shared."""
+def test_reference_conversion_is_reproducible(deepbench_data: Path, tmp_path: Path) -> None:
+    """The shipped package data is exactly what the maintainer tool makes from DeepBench's workbooks
+    (tests/fixtures/deepbench)."""
     tool = REPO / "tests" / "tools" / "import_references.py"
-    p = subprocess.run([sys.executable, str(tool), str(shared), str(tmp_path)], capture_output=True, text=True)
+    p = subprocess.run([sys.executable, str(tool), str(deepbench_data), str(tmp_path)], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     shipped = REPO / "runner" / "data" / "references"
     made = sorted(f.name for f in tmp_path.glob("*.json"))

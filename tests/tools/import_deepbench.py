@@ -1,11 +1,11 @@
 """Copy DeepBench's kernel lists into the package and label each kernel with its application.
 
-A maintainer's tool, run once when ../shared/deepbench changes; the installed package never
-reads ../shared. The kernel workbooks list kernels in a different order from DeepBench's
+A maintainer's tool, run once when DeepBench's data in tests/fixtures/deepbench changes; the installed
+package never reads it. The kernel workbooks list kernels in a different order from DeepBench's
 `*_problems.h` (which is what kernels/data/<op>.json keeps), so the application of a kernel is
 found by matching its parameters (and, for inference, its platform) against the workbook rows.
 
-    python tests/tools/import_deepbench.py ../shared/deepbench
+    python tests/tools/import_deepbench.py [tests/fixtures/deepbench]
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 DATA = Path(__file__).resolve().parents[2] / "kernels" / "data"
+DEEPBENCH_DATA = Path(__file__).resolve().parents[1] / "fixtures" / "deepbench"
 OPS = ("gemm", "conv", "rnn", "sparse_gemm", "all_reduce")
 SECTION_OP = {
     "Dense Matrix Multiplication": "gemm",
@@ -96,4 +97,4 @@ def main(shared: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1] if len(sys.argv) > 1 else "../shared/deepbench"))
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else DEEPBENCH_DATA)

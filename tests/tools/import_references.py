@@ -1,12 +1,12 @@
 """Convert DeepBench's published result workbooks into reference runs (package data).
 
-A maintainer's tool, run when ../shared/deepbench changes; the installed package reads only
-runner/data/references/*.json. The workbooks' layouts differ from one processor to the next
+A maintainer's tool, run when DeepBench's data in tests/fixtures/deepbench changes; the installed
+package reads only runner/data/references/*.json. The workbooks' layouts differ from one processor to the next
 (columns added, moved or renamed: 'R','S','pad_h' first on AMD, 'S (Filter width)' first on
 NVIDIA; one backward column or two for RNNs), so every section is read by its header names,
 never by fixed positions, and each row is tied to the catalog kernel with the same parameters.
 
-    python tests/tools/import_references.py ../shared/deepbench [OUT_DIR]
+    python tests/tools/import_references.py [tests/fixtures/deepbench [OUT_DIR]]
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from deepbench.kernels.catalog import KERNEL_CLASSES, catalog
 from deepbench.runner.analysis.references import SET_PREFIX, Reference, ReferenceEntry
 
 OUT = Path(__file__).resolve().parents[2] / "runner" / "data" / "references"
+DEEPBENCH_DATA = Path(__file__).resolve().parents[1] / "fixtures" / "deepbench"
 
 # Section titles in column 0 -> (op, cell).
 SECTIONS = {
@@ -255,5 +256,5 @@ def main(shared: Path, out_dir: Path = OUT) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1] if len(sys.argv) > 1 else "../shared/deepbench"),
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else DEEPBENCH_DATA,
          Path(sys.argv[2]) if len(sys.argv) > 2 else OUT)
