@@ -1,12 +1,16 @@
-"""Shared fixtures. Tests that need Docker, MPI or ARM emulation run for real in CI (.ci/run
-installs and starts them); only GPU tests skip where no GPU exists."""
+"""Shared fixtures, and what a test needs from the machine. Tests that need a Docker daemon, ARM
+emulation, a Slurm cluster or a browser run for real under CI=true (.ci/run installs and starts them)
+and fail there if they cannot; elsewhere they skip with one line naming what is missing and how to run
+them. GPU tests skip wherever no GPU is visible (CI has none)."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -60,7 +64,79 @@ def root_or_skip() -> None:
     pytest.skip("needs root to mount a tmpfs (a full or read-only disk); CI runs it as root")
 
 
-requires_gpu = pytest.mark.skipif(not has_cuda(), reason="needs an NVIDIA GPU (none visible to PyTorch here)")
+# Marks that say what a test needs (pyproject's [tool.pytest.ini_options] markers); pytest_runtest_setup acts on them.
+requires_gpu = pytest.mark.gpu
+IN_CI = os.environ.get("CI") == "true"
+HOW_TO_RUN = "as root, `CI=true bash .ci/run` installs and starts it and runs them"
+BINFMT_AARCH64 = Path("/proc/sys/fs/binfmt_misc/qemu-aarch64")
+DOCKER_PING_TIMEOUT_S = 10
+
+
+def require(missing: str, need: str) -> None:
+    """Run, skip or fail a test that needs `need`: nothing `missing` runs it; under CI=true a missing
+    piece fails it (CI installs everything); elsewhere it is skipped with one line saying what is missing
+    and how to run it. Raised from here, pytest's summary folds equal reasons into one line."""
+    if not missing:
+        return
+    if IN_CI:
+        pytest.fail(f"CI must run this test: it needs {need}, and {missing}", pytrace=False)
+    pytest.skip(f"needs {need}: {missing} ({HOW_TO_RUN})")
+
+
+@cache
+def docker_missing() -> str:
+    """Why no Docker daemon can be used here ('' when one answers)."""
+    try:
+        import docker
+
+        docker.from_env(timeout=DOCKER_PING_TIMEOUT_S).ping()
+    except ImportError:
+        return "the docker SDK is not installed (pip install docker)"
+    except Exception as exc:  # noqa: BLE001 - any failure to reach the daemon means the same here
+        where = os.environ.get("DOCKER_HOST", "its default socket")
+        return f"no Docker daemon answers at {where} ({type(exc).__name__})"
+    return ""
+
+
+def arm_emulation_missing() -> str:
+    """Why arm64 binaries cannot run here ('' when qemu-user is registered with binfmt_misc)."""
+    if BINFMT_AARCH64.exists():
+        return ""
+    return "qemu-aarch64 is not registered with binfmt_misc (apt-get install qemu-user-static binfmt-support)"
+
+
+def chromium_missing() -> str:
+    """Why no headless browser can be driven here ('' when Debian's Chromium is installed)."""
+    if shutil.which("chromium") or shutil.which("chromium-browser"):
+        return ""
+    return "Chromium is not installed (apt-get install chromium)"
+
+
+@pytest.fixture(scope="session")
+def docker_client():
+    """The Docker daemon's client, for the tests that use a daemon (run or fail in CI, skipped elsewhere)."""
+    require(docker_missing(), "a Docker daemon")
+    import docker
+
+    return docker.from_env()
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """What a test needs, from its marks: a GPU (skipped without one, CI included), ARM emulation, a
+    browser, a cluster, and a Docker daemon for the tests that use the docker_client fixture (run or fail in
+    CI, skipped elsewhere)."""
+    if item.get_closest_marker("gpu") and not has_cuda():
+        pytest.skip("needs an NVIDIA GPU (none visible to PyTorch here; docs/nvidia.md says how the GPU tests are run)")
+    if "docker_client" in item.fixturenames:
+        require(docker_missing(), "a Docker daemon")
+    if item.get_closest_marker("arm_emulation"):
+        require(arm_emulation_missing(), "arm64 emulation")
+    if item.get_closest_marker("browser"):
+        require(chromium_missing(), "headless Chromium")
+    if item.get_closest_marker("cluster"):
+        from .cluster import missing
+
+        require(missing(), "a two-host Slurm cluster built from network namespaces")
 PYTHON = sys.executable
 
 

@@ -19,10 +19,9 @@ from .conftest import REPO, run_cli
 from .test_containers import BUILD_TIMEOUT_S, _build, _wheelhouse
 
 # Building the base and the image under emulation can take far longer than pytest.ini's default timeout.
-pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.timeout(3600)]
+pytestmark = [pytest.mark.docker, pytest.mark.arm_emulation, pytest.mark.slow, pytest.mark.timeout(3600)]
 
 ARM_BASE = "deepbench-local/debian:bookworm-arm64"
-BINFMT = Path("/proc/sys/fs/binfmt_misc/qemu-aarch64")
 RUN_TIMEOUT_S = 1500
 # The first device-suite GEMM and convolution of batch 1 (3072x1x1024; 1x1 64->64 on 112x112), in fp32 and int8
 # (the arm platform's defaults).
@@ -33,9 +32,6 @@ TORCH_INT8_CONV = "requantizes to 8 bits"
 
 @pytest.fixture(scope="module")
 def arm_image(client):
-    if not BINFMT.exists():
-        pytest.fail("arm64 binaries cannot run here: enable qemu-user (apt-get install qemu-user-static "
-                    "binfmt-support; update-binfmts --enable qemu-aarch64), as .ci/run does")
     proc = subprocess.run(["bash", str(REPO / "images" / "tools" / "local-base.sh"), ARM_BASE, "arm64"],
                           capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -45,10 +41,8 @@ def arm_image(client):
 
 
 @pytest.fixture(scope="module")
-def client():
-    from .test_containers import _docker
-
-    return _docker()
+def client(docker_client):
+    return docker_client
 
 
 @pytest.mark.parametrize("backend", ["tflite", "onnxruntime", "torch"])

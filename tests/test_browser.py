@@ -22,13 +22,13 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 SCREEN = {"width": 1400, "height": 900}
 H100_TRAIN = REPO / "runner" / "published" / "nvidia-h100" / "train"
-HTML_MB_MAX = 8.0  # plotly's bundle (4.8 MB) once, and the data
+HTML_MB_MAX = 8.0
+# Run in CI, skipped elsewhere where Chromium is missing (tests/conftest.py).
+pytestmark = pytest.mark.browser  # plotly's bundle (4.8 MB) once, and the data
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator:
-    if CHROMIUM is None:  # not a skip: only GPU tests may skip
-        pytest.fail("headless Chromium is needed: apt-get install chromium (.ci/run installs it)")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:

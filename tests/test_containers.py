@@ -49,20 +49,9 @@ RESULT_FILES = {"plan.json", "results.jsonl", "run.json", "facts.json", "harness
 SMOKE_GEMMS = [k.id for k in suite_kernels("smoke") if k.op == "gemm"]
 
 
-def _docker():
-    import docker
-
-    try:
-        client = docker.from_env()
-        client.ping()
-    except Exception as exc:  # noqa: BLE001 - in CI Docker must be there: fail, never skip
-        pytest.fail(f"these tests need a running Docker daemon (.ci/run starts one): {exc}")
-    return client
-
-
 @pytest.fixture(scope="session")
-def client():
-    return _docker()
+def client(docker_client):
+    return docker_client
 
 
 @pytest.fixture(scope="session")

@@ -138,3 +138,28 @@ def test_readme_command_check_catches_a_wrong_option() -> None:
     parser = _hook().built_parser(cli.run_main)
     with pytest.raises(SystemExit):
         argparse.ArgumentParser.parse_args(parser, ["--local", "--suite", "smoke", "--no-such-option"])
+
+
+def _first_bash_block(path: Path) -> list[str]:
+    block = re.search(r"```bash\n(.*?)```", path.read_text(), re.S)
+    assert block, f"{path.relative_to(ROOT)} has no bash block"
+    return block.group(1).splitlines()
+
+
+def test_install_line_is_the_same_everywhere_and_names_what_exists() -> None:
+    """The README's two commands (install and run; test) open docs/index.md and getting-started.md as well;
+    the PyTorch CPU line is the one .ci/run installs with; every extra any install line names exists."""
+    install, test = _first_bash_block(README)[:2]
+    assert test == "python3 -m pytest" and ".ci/run" in README.read_text()
+    assert test in (ROOT / ".ci" / "run").read_text().splitlines()[-1]
+    for page in ("index.md", "getting-started.md"):
+        lines = _first_bash_block(ROOT / "docs" / page)
+        assert lines[lines.index(install) + 1] == test, page
+    torch_cpu = install.split(" && ")[0]
+    assert "--no-deps" in torch_cpu and "whl/cpu" in torch_cpu, "the first command must avoid PyPI's CUDA build"
+    assert f"python3 -m {torch_cpu}".replace("pip install", "pip install -q") in (ROOT / ".ci" / "run").read_text()
+    optional = re.search(r"\[project\.optional-dependencies\]\n(.*?)\n\[", (ROOT / "pyproject.toml").read_text(), re.S)
+    assert optional
+    extras = set(re.findall(r"^([a-z0-9-]+) = \[", optional.group(1), re.M))
+    named = re.findall(r"-e '\.\[([a-z0-9,]+)\]'", README.read_text() + (ROOT / ".ci" / "run").read_text())
+    assert named and all(set(group.split(",")) <= extras for group in named), named
