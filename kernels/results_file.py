@@ -13,6 +13,10 @@ fragment; `repair` moves the damaged lines and the fragment into the side file
 (`results.rejected.jsonl`, one JSON object per rejected piece: line number, reason, the raw
 text) and rewrites the file atomically, so the kernels they held are simply measured again.
 
+Compressed. Published runs and committed evidence keep `results.jsonl.gz` (gzip) instead: every reader
+takes `folder/results.jsonl` and reads the compressed copy where only that exists (`read_bytes`); writers
+never append to one (a compressed run is finished: `deepbench-run --resume` refuses it, saying so).
+
 Why by hand: no library offers append-only JSON Lines with per-record fsync and truncation on
 error; the pieces are os.write, os.fsync and os.ftruncate, and their order is the point.
 """
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import gzip
 import json
 import os
 from collections.abc import Iterable
@@ -30,6 +35,7 @@ from pathlib import Path
 from .results import KernelResult, ResultsFileError, utcnow
 
 REJECTED_FILE = "results.rejected.jsonl"
+COMPRESSED_SUFFIX = ".gz"  # a finished run's results stored compressed: results.jsonl.gz
 TAIL_CHUNK = 1 << 16  # bytes read at a time when looking back for the last complete line
 RECORD_START = b'{"schema_version"'  # how every record begins (KernelResult's first field)
 NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
@@ -191,12 +197,37 @@ class Scan:
         return not self.damaged and self.fragment is None and not self.salvaged
 
 
+def compressed(path: Path) -> Path:
+    """Where the compressed copy of `path` is kept (results.jsonl -> results.jsonl.gz)."""
+    return path.with_name(path.name + COMPRESSED_SUFFIX)
+
+
+def only_compressed(path: Path) -> bool:
+    """True where `path` is absent and its compressed copy is there (a published or archived run)."""
+    return not path.exists() and compressed(path).is_file()
+
+
+def exists(path: Path) -> bool:
+    """`path` or its compressed copy is there."""
+    return path.is_file() or only_compressed(path)
+
+
+def read_bytes(path: Path) -> bytes:
+    """The bytes of `path`, or of its compressed copy where only that exists (b"" where neither does)."""
+    if path.exists():
+        return gzip.decompress(path.read_bytes()) if path.name.endswith(COMPRESSED_SUFFIX) else path.read_bytes()
+    if only_compressed(path):
+        return gzip.decompress(compressed(path).read_bytes())
+    return b""
+
+
 def scan(path: Path) -> Scan:
-    """Sort a results file's lines. A line that fails to parse but ends with a whole record
-    (what an older tool left: a fragment with the next record appended to it) keeps that record."""
+    """Sort a results file's lines (its compressed copy where only that exists). A line that fails to
+    parse but ends with a whole record (what an older tool left: a fragment with the next record
+    appended to it) keeps that record."""
 
     out = Scan()
-    data = path.read_bytes() if path.exists() else b""
+    data = read_bytes(path)
     lines = data.split(b"\n")
     last = lines.pop()  # after the final newline: b"" when the file ends at a complete line
     if last.strip():

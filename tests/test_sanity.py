@@ -12,7 +12,7 @@ import pytest
 
 from deepbench.kernels.catalog import by_id
 from deepbench.kernels.results import KernelResult
-from deepbench.kernels.results_file import read_results
+from deepbench.kernels.results_file import read_bytes, read_results
 from deepbench.runner.analysis.sanity import ABOVE_PEAK, ONE_RANK, SLOW_TWIN, Context, flags
 from deepbench.runner.analysis.sources import entry_of_result, load_run
 from deepbench.runner.render.report_render import render_text, tables_of
@@ -59,7 +59,8 @@ def test_committed_reports_flag_what_cannot_be_true(folder: Path) -> None:
 
 
 def test_one_rank_all_reduce_and_its_slow_twin() -> None:
-    line = next(ln for ln in (PUBLISHED / "nvidia-h100" / "train" / "results.jsonl").read_text().splitlines()
+    text = read_bytes(PUBLISHED / "nvidia-h100" / "train" / "results.jsonl").decode()
+    line = next(ln for ln in text.splitlines()
                 if '"op":"all_reduce"' in ln.replace(" ", ""))
     r = KernelResult.model_validate_json(line)
     entry = entry_of_result(r)

@@ -12,6 +12,7 @@ import math
 import pytest
 
 from deepbench.kernels.precision import TOLERANCE, Precision, recurrence_tolerance, tolerance
+from deepbench.kernels.results_file import read_bytes
 
 from .conftest import REPO
 
@@ -33,8 +34,8 @@ def test_the_rnn_that_failed_on_another_machine_passes_with_margin(hidden: int, 
 
 
 def _published_checks():
-    for path in sorted(PUBLISHED.glob("*/*/results.jsonl")):
-        for line in path.read_text().splitlines():
+    for path in sorted(PUBLISHED.glob("*/*/results.jsonl.gz")):
+        for line in read_bytes(path).decode().splitlines():
             r = json.loads(line)
             for part in r.get("parts", ()):
                 check = part["check"]

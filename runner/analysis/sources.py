@@ -19,7 +19,7 @@ from deepbench.kernels.catalog import Kernel, traits_of
 from deepbench.kernels.noise import NoiseRecord
 from deepbench.kernels.precision import Precision
 from deepbench.kernels.results import RESULTS_FILE, RUN_FILE, KernelResult, RunRecord, Settings, Status
-from deepbench.kernels.results_file import read_results
+from deepbench.kernels.results_file import exists, read_results
 
 from ..errors import UserError
 from .references import Reference, find_reference
@@ -169,7 +169,7 @@ def read_run_folder(path: Path) -> tuple[list[KernelResult], RunRecord | None]:
     if not path.is_dir():
         raise UserError(f"no results folder at {path} (give the folder deepbench-run wrote, with {RESULTS_FILE})")
     results_file = path / RESULTS_FILE
-    if not results_file.exists():
+    if not exists(results_file):
         raise UserError(f"{path} has no {RESULTS_FILE}: not a deepbench-run results folder")
     try:
         results = read_results(results_file)

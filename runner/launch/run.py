@@ -29,6 +29,7 @@ from deepbench.kernels.harness.record import build_record, read_facts, write_rec
 from deepbench.kernels.padding import PadMode
 from deepbench.kernels.results import ENGINE_RACES, MAX_SEED, PLAN_FILE, RESULTS_FILE, Plan, RunRecord, Settings
 from deepbench.kernels.results_file import WriteFailed, read_results, write_atomic
+from deepbench.kernels.results_file import exists as results_file_exists
 from deepbench.kernels.suites import SelectionError
 
 from ..analysis.sanity import context_of
@@ -269,7 +270,7 @@ def _new_plan(args: argparse.Namespace, platform: Platform) -> tuple[Plan, Path]
     plan, outdir = plan_for(args, platform)
     writable_folder(outdir)
     for name in (RESULTS_FILE, PLAN_FILE):
-        if (outdir / name).exists():
+        if results_file_exists(outdir / name):
             raise UserError(f"{outdir} already holds a run ({name}): choose another --out")
     write_atomic(outdir / PLAN_FILE, plan.model_dump_json(indent=1) + "\n")
     return plan, outdir

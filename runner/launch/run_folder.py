@@ -37,7 +37,16 @@ from deepbench.kernels.harness.record import build_record, read_record, write_re
 from deepbench.kernels.precision import parse_precisions
 from deepbench.kernels.provenance import items_sha256
 from deepbench.kernels.results import PLAN_FILE, RESULTS_FILE, Plan, RunRecord, Segment, utcnow
-from deepbench.kernels.results_file import REJECTED_FILE, WriteFailed, rewrite, scan, write_atomic
+from deepbench.kernels.results_file import (
+    COMPRESSED_SUFFIX,
+    REJECTED_FILE,
+    WriteFailed,
+    only_compressed,
+    rewrite,
+    scan,
+    write_atomic,
+)
+from deepbench.kernels.results_file import exists as results_file_exists
 from deepbench.kernels.suites import parse_ops
 
 from ..errors import UserError
@@ -100,7 +109,7 @@ def create(outdir: Path, plan: Plan, local: bool, role: str = "deepbench-run", r
     writable_folder(outdir)
     lock = _lock(outdir, role)
     for name in (RESULTS_FILE, PLAN_FILE):
-        if (outdir / name).exists():
+        if results_file_exists(outdir / name):
             hint = f"continue it with --resume {shlex.quote(str(outdir))}, or " if resume_hint else ""
             raise UserError(f"{outdir} already holds a run ({name}): {hint}choose another --out")
     folder = RunFolder(outdir, plan, local, lock)
@@ -132,6 +141,9 @@ def finish(folder: RunFolder, record: RunRecord, state: str) -> RunRecord:
 def reopen(outdir: Path, args: argparse.Namespace, explicit: set[str]) -> RunFolder:
     if not (outdir / PLAN_FILE).exists():
         raise UserError(f"nothing to resume in {outdir}: it has no {PLAN_FILE} (was it made by deepbench-run?)")
+    if only_compressed(outdir / RESULTS_FILE):
+        raise UserError(f"{outdir} holds a finished run stored compressed ({RESULTS_FILE}{COMPRESSED_SUFFIX}): "
+                        f"nothing to resume (gunzip it first to add to it)")
     writable_folder(outdir, "--resume")
     lock = _lock(outdir, "deepbench-run --resume")
     _wait_for_harness(outdir)  # nothing is read, let alone repaired, while a harness may still write

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from ...kernels import __version__
 from ...kernels.results import PLAN_FILE, RESULTS_FILE, RUN_FILE, Plan, RunRecord, utcnow
-from ...kernels.results_file import read_results
+from ...kernels.results_file import exists, read_bytes, read_results
 from ...kernels.system import SystemDescription, VendorFields
 from ..errors import UserError
 from ..launch.local import LOG_FILE
@@ -81,7 +81,7 @@ def load_run(run_dir: Path) -> tuple[Plan, RunRecord]:
     if not run_dir.is_dir():
         raise UserError(f"{run_dir} is not a run folder (give the --out folder of deepbench-run)")
     for name in (PLAN_FILE, RUN_FILE, RESULTS_FILE):
-        if not (run_dir / name).is_file():
+        if not exists(run_dir / name):
             raise UserError(f"{run_dir} has no {name}: is it a deepbench-run results folder?")
     try:
         plan = Plan.model_validate_json((run_dir / PLAN_FILE).read_text())
@@ -127,7 +127,7 @@ def make_bundle(run_dir: Path, out: Path, vendor: VendorFields, force: bool = Fa
     if record.host_system is not None:
         _write_json(out / layout.HOST_SYSTEM, record.host_system.model_dump(mode="json"))
     for src, dst in ((PLAN_FILE, layout.PLAN), (RUN_FILE, layout.RUN), (RESULTS_FILE, layout.RESULTS)):
-        shutil.copyfile(run_dir / src, out / dst)
+        (out / dst).write_bytes(read_bytes(run_dir / src))  # a run stored compressed goes in plain
     harness_log = run_dir / LOG_FILE
     (out / layout.HARNESS_LOG).write_bytes(harness_log.read_bytes() if harness_log.is_file() else b"")
     (out / layout.README).write_text(readme(plan, record, system, index))
