@@ -37,16 +37,14 @@ def folder_entries() -> set[str]:
 
 def missing_citations(text: str, root: Path) -> list[str]:
     """Paths under tests/benchmarks/ that `text` cites and `root` does not hold (glob patterns match at least
-    one path, placeholders such as FOLDER are skipped); a citation preceded by the history commit (9450c78:tests/...) is not looked for."""
+    one path, placeholders such as FOLDER are skipped); a citation preceded by the history commit
+    (9450c78:tests/...) is not looked for."""
     missing = []
     for match in CITED_PATH.finditer(text):
         path = match.group(0).rstrip(".")
         if PLACEHOLDER.search(path):
             continue
-        if "*" in path:
-            found = any(root.glob(path))
-        else:
-            found = (root / path).exists()
+        found = any(root.glob(path)) if "*" in path else (root / path).exists()
         if not found:
             missing.append(path)
     return missing
@@ -77,8 +75,9 @@ def test_python_benchmark_imports_and_parses_its_arguments(name: str) -> None:
     other scripts import (loop_library.py) is imported beside them."""
     path = BENCHMARKS / name
     if '__name__ == "__main__"' in path.read_text():
-        p = subprocess.run([sys.executable, str(path), "--help"], capture_output=True, text=True,
-                           timeout=HELP_TIMEOUT_S, cwd=ROOT)
+        p = subprocess.run(
+            [sys.executable, str(path), "--help"], capture_output=True, text=True, timeout=HELP_TIMEOUT_S, cwd=ROOT
+        )
         assert p.returncode == 0, p.stderr[-2000:]
         assert "usage:" in p.stdout
         return
@@ -103,13 +102,18 @@ def test_every_cited_benchmark_path_is_in_the_repository() -> None:
     documents = [*DOCUMENTS, *sorted((ROOT / "docs").rglob("*.md"))]
     for path in documents:
         missing = missing_citations(path.read_text(), ROOT)
-        assert not missing, (f"{path.relative_to(ROOT)} cites {missing}, not in the repository; cite a removed file "
-                             f"as {HISTORY_PREFIX}PATH")
+        assert not missing, (
+            f"{path.relative_to(ROOT)} cites {missing}, not in the repository; cite a removed file "
+            f"as {HISTORY_PREFIX}PATH"
+        )
 
 
 def test_a_missing_citation_is_reported_and_history_is_not(tmp_path: Path) -> None:
     (tmp_path / "tests" / "benchmarks" / "results").mkdir(parents=True)
     (tmp_path / "tests" / "benchmarks" / "results" / "a-h100.log").write_text("")
-    text = ("see `tests/benchmarks/results/a-h100.log`, `tests/benchmarks/results/*-h100*`, "
-            "`tests/benchmarks/gone.py`, `tests/benchmarks/results/FOLDER` and `9450c78:tests/benchmarks/results/old.json`.")
+    text = (
+        "see `tests/benchmarks/results/a-h100.log`, `tests/benchmarks/results/*-h100*`, "
+        "`tests/benchmarks/gone.py`, `tests/benchmarks/results/FOLDER` and "
+        "`9450c78:tests/benchmarks/results/old.json`."
+    )
     assert missing_citations(text, tmp_path) == ["tests/benchmarks/gone.py"]
