@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What issue 3's GPU figures were made with, on a lent H100/H200 machine (no registry, no Docker), one
 # phase a call (each fits the lent machine's 10 minutes a command):
-#   bash tests/benchmarks/gpu_session.sh check               # GPU tests, conv fidelity
+#   bash tests/benchmarks/gpu_session.sh check               # GPU tests, cuBLAS layout log, conv fidelity
 #   bash tests/benchmarks/gpu_session.sh fidelity fp16 --no-repeat    # fidelity of the training GEMMs in a precision:
 #                                                                     # the profiler and the native loop (5-7 min)
 #   bash tests/benchmarks/gpu_session.sh fidelity fp16 --no-profiler  # repeatability and the native loop (6 min);
@@ -24,6 +24,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.g
 DEV=$(python3 -c "import torch;print(torch.cuda.get_device_name().split()[1].lower())")
 if [ "$PHASE" = check ]; then
   python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py tests/test_timing_gpu_logic.py tests/test_model_level.py -k gpu 2>&1 | tail -30 | tee "$OUT/gpu_tests.log"
+  python3 tests/benchmarks/cublas_layout.py 2>&1 | tail -40 | tee "$OUT/cublas_layout.log"
   python3 tests/benchmarks/fidelity.py --no-gemm --out "$OUT/fidelity-conv.json" > "$OUT/fidelity-conv.log" 2>&1; tail -4 "$OUT/fidelity-conv.log"
 elif [ "$PHASE" = fidelity ]; then
   name=fidelity-${2//,/-}${3:+-${3#--}}
