@@ -42,7 +42,7 @@ from typing import Any
 from ..results import Check
 
 # An engine this much slower than the fastest correct one still counts as as fast. 1%, not the 3% the
-# published runs of 2026-11-24 used: re-played on their recorded races (tests/benchmarks/choice_margin.py),
+# published runs of 2026-11-24 used: re-played on their recorded races (choice_margin.py, tests/benchmarks/ at 9450c78),
 # 3% left one direction per candidate pass 5-6% over another machine's fastest candidate, 1% none, while
 # two runs on two machines still agreed within 3% for 96-97% of the directions (as at 3%). The train
 # published with 1% (2026-11-25, GPU-bee61ecf): 413 of 413 directions within 5% of the fastest candidate.

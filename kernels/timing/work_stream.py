@@ -4,7 +4,7 @@ and replays.
 A native loop (conv_loop, nvbench, DeepBench's own binaries) enqueues every kernel of its process
 on one stream. The harness ran its eager work on PyTorch's legacy default stream and captured each
 graph on a side stream, and read 20-45 us fp16 convolutions 3-8% slower than conv_loop on the very
-same cuDNN plan. tests/benchmarks/conv_process_probe.py (`--streams --ways alone one`, H100
+same cuDNN plan. A probe (conv_process_probe.py `--streams --ways alone one`, in tests/benchmarks/ at 9450c78; H100
 GPU-818454c8, 2026-11-25) timed the harness's call captured and replayed on a process's first
 stream: with torch's setup work on the legacy stream, 1.031-1.073 of conv_loop for 6 of 12
 problems; with every operation of the process on that one stream, at most 1.026 for 11 of 12 (the

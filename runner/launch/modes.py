@@ -25,7 +25,7 @@ class Preset(TypedDict, total=False):
 # noise, the same while the GPU's power limiter holds the clock, GPU warm-up in s at most).
 # Default: 0.2 s from the clock's first move, 1 s under the power limiter, 30 s warm-up; replayed on
 # H100 series after a large GEMM and after idle, the 12 worst kernels' figures agreed within 2.1%
-# (tests/benchmarks/settle_rules.py), and two passes over the 640 training GEMMs within 3% for 97.5%
+# (docs/evidence/timer-constants.md), and two passes over the 640 training GEMMs within 3% for 97.5%
 # (tests/benchmarks/fidelity.py). Rigorous takes 1 s, twice nvbench's default 0.5 s.
 MODES: dict[str, Preset] = {
     "fast": Preset(target_rel_precision=0.05, min_samples=3, max_samples=200, time_cap_s=0.2, min_sample_s=0.0005,

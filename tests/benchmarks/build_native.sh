@@ -2,7 +2,7 @@
 # Builds the native loops the side-by-side runs (native_side_by_side.py): gemm_loop (cuBLAS) and
 # conv_loop (cuDNN through cudnn-frontend's C++ graph API), into build/native/ (or $BUILD_DIR);
 # both also as libraries (libgemm_loop.so, libconv_loop.so), to time them inside another process (loop_library.py:
-# conv_process_probe.py, interleaved.py).
+# interleaved.py).
 #
 #   bash tests/benchmarks/build_native.sh                  # on the GPU machine: the installed wheels
 #   bash tests/benchmarks/build_native.sh --download DIR   # where a registry is reachable: fetch them first

@@ -324,13 +324,13 @@ static std::string run_problem(cudnnHandle_t handle, loop_timing::Timer& timer, 
 // Where the library is called more than once in a process, LOOP_KEEP names what the first call makes and
 // later calls reuse instead of making their own: "handle" (the cuDNN handle), "stream" (the timer's
 // stream; its events are new), "timer" (the stream and the events) or "all" (the handle and the timer):
-// conv_process_probe.py --passes, which of them a later call's figures follow.
+// conv_process_probe.py --passes (at 9450c78), which of them a later call's figures follow.
 static bool kept(const char* what) {
   const char* keep = std::getenv("LOOP_KEEP");
   return keep && (std::strcmp(keep, what) == 0 || (std::strcmp(keep, "all") == 0 && std::strcmp(what, "stream")));
 }
 
-// Which streams a process holds besides the timer's (conv_process_probe.py --passes): LOOP_IDLE_STREAM makes one
+// Which streams a process holds besides the timer's (conv_process_probe.py --passes, at 9450c78): LOOP_IDLE_STREAM makes one
 // more non-blocking stream that is never used, on the first call only: "before" the timer's stream (kept), "after"
 // it (kept), or "destroyed" (made and destroyed before the timer's); or one that carries a little work (a 4-byte
 // memset, waited for) before the timer's stream is made: "busy" (kept) or "busy-destroyed"; "legacy" puts that

@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # What issue 3's GPU figures were made with, on a lent H100/H200 machine (no registry, no Docker), one
 # phase a call (each fits the lent machine's 10 minutes a command):
-#   bash tests/benchmarks/gpu_session.sh check               # GPU tests, CUPTI's lingering, cuBLAS layout log,
-#                                                            # graph gap, conv fidelity
+#   bash tests/benchmarks/gpu_session.sh check               # GPU tests, cuBLAS layout log, conv fidelity
 #   bash tests/benchmarks/gpu_session.sh fidelity fp16 --no-repeat    # fidelity of the training GEMMs in a precision:
 #                                                                     # the profiler and the native loop (5-7 min)
 #   bash tests/benchmarks/gpu_session.sh fidelity fp16 --no-profiler  # repeatability and the native loop (6 min);
@@ -10,8 +9,6 @@
 #   bash tests/benchmarks/gpu_session.sh suite train         # a suite -> runner/published/nvidia-<gpu>/<suite>
 #   bash tests/benchmarks/gpu_session.sh suite inference-server
 #   bash tests/benchmarks/gpu_session.sh models              # model suites at batch 32, with their reports
-#   bash tests/benchmarks/gpu_session.sh cupti               # what CUPTI costs and what lingers after it (~2 min;
-#                                                            # carry cupti-python's wheel in .whl/ for its client)
 # pydantic is not installed there: its wheels travel in .whl/ (see README, "NVIDIA GPUs").
 # Logs and a tarball of the results folders go to $OUT (or ./gpu-out).
 set -uo pipefail
@@ -27,9 +24,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.g
 DEV=$(python3 -c "import torch;print(torch.cuda.get_device_name().split()[1].lower())")
 if [ "$PHASE" = check ]; then
   python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py tests/test_timing_gpu_logic.py tests/test_model_level.py -k gpu 2>&1 | tail -30 | tee "$OUT/gpu_tests.log"
-  for i in 1 2; do timeout 150 python3 tests/benchmarks/cupti_linger.py; done 2>&1 | tee "$OUT/cupti_linger.log"
   python3 tests/benchmarks/cublas_layout.py 2>&1 | tail -40 | tee "$OUT/cublas_layout.log"
-  python3 tests/benchmarks/graph_gap.py 2>&1 | tee "$OUT/graph_gap.log"
   python3 tests/benchmarks/fidelity.py --no-gemm --out "$OUT/fidelity-conv.json" > "$OUT/fidelity-conv.log" 2>&1; tail -4 "$OUT/fidelity-conv.log"
 elif [ "$PHASE" = fidelity ]; then
   name=fidelity-${2//,/-}${3:+-${3#--}}
@@ -40,8 +35,6 @@ elif [ "$PHASE" = suite ]; then
   cmd="deepbench-run --local --platform nvidia --suite $2 --quiet --out $dir"
   { echo "\$ $cmd"; t0=$SECONDS; timeout 585 $cmd 2>&1 | tail -25; echo "$2: $((SECONDS - t0)) s wall"; } | tee "$OUT/suite-$2.log"
   tar -czf "$OUT/suite-$2.tgz" "$dir"
-elif [ "$PHASE" = cupti ]; then
-  python3 tests/benchmarks/cupti_cost.py 2>"$OUT/cupti_cost.raw" | tee "$OUT/cupti_cost.log"
 elif [ "$PHASE" = models ]; then
   # Model suites at batch 32 (operators, layers and the whole model, issue 9), and their reports.
   for spec in "resnet50 fp32,fp16" "bert-base fp32,fp16" "vgg16 fp16" "densenet121 fp16" "lstm-lm fp16" "gpt2 fp16" \

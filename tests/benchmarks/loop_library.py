@@ -1,8 +1,8 @@
 """The native loops' code inside a Python process: build_native.sh builds gemm_loop.cu and conv_loop.cpp
 also as build/native/libgemm_loop.so and libconv_loop.so, whose `<loop>_run_stdin` runs the program's loop
 over its stdin and prints to its stdout. Imports nothing beyond the standard library, so that a diagnosis
-can run a loop in a process that holds nothing else (conv_process_probe.py) as well as beside the harness
-(interleaved.py)."""
+can run a loop in a process that holds nothing else (conv_process_probe.py, at 9450c78) as well as beside
+the harness (interleaved.py)."""
 
 from __future__ import annotations
 

@@ -41,7 +41,7 @@ const int MIN_TRIALS = 7;
 const float MIN_TRIAL_MS = 2.0f;
 const int MAX_CALLS = 4000;
 // Where set, each captured graph is written there as a DOT file (cudaGraphDebugDotPrint, verbose: every
-// node's parameters and launch attributes) before it is instantiated: conv_process_probe.py --graphs.
+// node's parameters and launch attributes) before it is instantiated (conv_process_probe.py --graphs, at 9450c78, compared the two sides' graphs).
 const char* const GRAPH_DOT_ENV = "LOOP_GRAPH_DOT";
 // Where set (non-empty), the graph is timed before the host loop (native_side_by_side.py --graph-first).
 const char* const GRAPH_FIRST_ENV = "LOOP_GRAPH_FIRST";

@@ -10,30 +10,20 @@
 #   bash tests/benchmarks/native_dev.sh train        # the train suite -> runner/published/nvidia-h100/train
 #   bash tests/benchmarks/native_dev.sh finish-train # its --resume, new GPU tests, sparse-2of4, more side-by-sides
 #   bash tests/benchmarks/native_dev.sh finish-server # the same again, with the server's fp16 convolutions
-#   bash tests/benchmarks/native_dev.sh last         # cuSPARSELt probe; train convolutions again; engine choice
 #   bash tests/benchmarks/native_dev.sh diagnose     # the server fp16 bwd_filter outliers; engine choice, continued
 #   bash tests/benchmarks/native_dev.sh pin          # plan-name pins: cuDNN tests, server fp16 convs beside native
 #                                                    # loops; a profile of the harness on a slice of train
 #   bash tests/benchmarks/native_dev.sh gaps         # server fp16 convs (k=128) with --verify-timing beside their
 #                                                    # pinned native loops (nsys where present); the 2:4 suite
-#   bash tests/benchmarks/native_dev.sh probe        # conv_gap_probe.py: the same plan timed four ways
 #   bash tests/benchmarks/native_dev.sh repeat       # train's convolutions again (repeatability); the published
 #                                                    # ones beside every candidate engine, shards FIRST..15
 #   bash tests/benchmarks/native_dev.sh choice       # more of those shards (FIRST=K)
-#   bash tests/benchmarks/native_dev.sh process      # conv_process_probe.py: conv_loop's code inside Python processes
-#                                                    # and beside the harness's call; ncu's kernels of both
 #   bash tests/benchmarks/native_dev.sh interleave   # interleaved.py: the server's fp16 convs, harness and
 #                                                    # conv_loop's code in one process, in turns
 #   bash tests/benchmarks/native_dev.sh server-fp16  # server fp16 convs beside their pinned native loops, each
 #                                                    # in a process of its own (no candidate pass)
 #   bash tests/benchmarks/native_dev.sh cupti        # the same convs with CUPTI never attached (--no-kernel-time)
 #                                                    # and attached (the default), each beside the native loop
-#   bash tests/benchmarks/native_dev.sh streams      # which streams carry work: conv_loop after a busy stream, a
-#                                                    # census of the harness's, its k=128 fp16 convs three ways
-#   bash tests/benchmarks/native_dev.sh cupti-state  # conv_loop's code (one kept stream) after CUPTI attaches and
-#                                                    # after it records GPU work
-#   bash tests/benchmarks/native_dev.sh trigger      # conv_loop's code (one kept stream) after the library work of
-#                                                    # the server's kernels 005 and 006 (candidates, short calls)
 #   bash tests/benchmarks/native_dev.sh server-apart # inference-server with the defaults (engine race apart) ->
 #                                                    # runner/published/nvidia-h100/inference-server, SERVER_LIMIT_S
 #   bash tests/benchmarks/native_dev.sh close        # that run finished (--resume) where a call's limit cut it, its
@@ -44,7 +34,7 @@
 #   bash tests/benchmarks/native_dev.sh in-turns     # the published runs' fp16 GEMMs (IL_SETS) and their loop's code
 #                                                    # in one process, in turns: interleaved.py, set after set
 # Phases that write many files take OUT outside the call's $OUT and tar it: at most 8 files come back.
-# Source it (`. native_dev.sh probe`) to keep its environment for more commands.
+# Source it (`. native_dev.sh interleave`) to keep its environment for more commands.
 set -uo pipefail
 PHASE=${1:-tests}
 OUT=${OUT:-$PWD/gpu-out}; mkdir -p "$OUT"
@@ -184,24 +174,6 @@ finish-server)  # finish train (--resume); cuSPARSELt's tests and the 2:4 suite;
     --out $dir >"$OUT/server-conv16.log" 2>&1; echo "server conv fp16: $((SECONDS - t0)) s"; tail -1 "$OUT/server-conv16.log"
   timeout 110 $SBS $dir --warm-up 0 --json "$OUT/sbs-server-conv16.json" >"$OUT/sbs-server-conv16.log" 2>&1
   grep SUMMARY "$OUT/sbs-server-conv16.log" ;;
-last)  # cuSPARSELt's probe, tests and suite; train's convolutions on another machine than the published run's
-       # (repeatability); the server's fp16 convolutions measured on the last machine, beside their pinned engines
-       # here (a diagnosis across machines, not a side-by-side); train's convolutions beside native loops and
-       # every candidate engine, in shards until the time runs out
-  timeout 40 python3 tests/benchmarks/cusparselt_probe.py 2>&1 | tee "$OUT/cusparselt_probe.log" | tail -8
-  timeout 60 python3 -m pytest -q -p no:cacheprovider tests/test_gpu_native.py -k "cusparse" \
-    tests/test_structured_sparse.py --tb=short -rfEs 2>&1 | tee "$OUT/gpu_tests.log" | tail -8
-  suite sparse-2of4 60
-  dir=runs/train-conv; t0=$SECONDS
-  timeout 270 deepbench-run --local --platform nvidia --suite train --ops conv --quiet --out $dir \
-    >"$OUT/train-conv.log" 2>&1; echo "train conv: $((SECONDS - t0)) s"; tail -1 "$OUT/train-conv.log"
-  build
-  timeout 60 $SBS runs/server-conv16 --candidate-seconds 0 --warm-up 0 --json "$OUT/sbs-server-conv16-pinned.json" \
-    >"$OUT/sbs-server-conv16-pinned.log" 2>&1; grep SUMMARY "$OUT/sbs-server-conv16-pinned.log"
-  for i in 0 1 2 3 4 5 6 7; do
-    timeout 45 $SBS $dir --shard $i/8 --warm-up 0 --json "$OUT/sbs-train-conv-$i.json" >"$OUT/sbs-train-conv-$i.log" 2>&1
-    grep SUMMARY "$OUT/sbs-train-conv-$i.log"
-  done ;;
 diagnose)  # the server's fp16 bwd_filter outliers (harness 12x faster than the native loop on engines 49 and 33):
            # the harness with the profiler's cross-check, and the native loop's time for every candidate; then
            # the 2:4 suite finished and train's convolutions (runs/train-conv, measured on the last machine)
@@ -274,16 +246,6 @@ cupti)  # does CUPTI, attached to the harness's process for kernel-time parts (a
     timeout 60 $SBS $dir --candidate-seconds 0 --warm-up 0 --json "$OUT/sbs-$mode.json" >"$OUT/sbs-$mode.log" 2>&1
     grep SUMMARY "$OUT/sbs-$mode.log"
   done ;;
-probe)  # the harness's short fp16 convolutions a few percent slower than conv_loop on the same plan: the plan
-        # timed by the harness's timer with its own tensors, with 2 MiB-aligned ones, with gaps between
-        # samples, and by conv_loop (tests/benchmarks/conv_gap_probe.py), on the server run's records
-  build
-  src=tests/benchmarks/results/server-conv-fp16-plan-names-h100; mkdir -p runs/probe
-  cp $src/run.json $src/plan.json runs/probe/; gunzip -c $src/results.jsonl.gz >runs/probe/results.jsonl
-  for only in 'conv/inference_server/02[0-3]/fp16' 'conv/inference_server/06[6-8]/fp16' \
-              'conv/inference_server/0[34][0-9]/fp16'; do
-    timeout 100 python3 tests/benchmarks/conv_gap_probe.py runs/probe --only "$only" 2>&1 | tee -a "$OUT/probe.log"
-  done ;;
 repeat|choice)  # repeat: train's convolutions on another machine than the published run's (the same harness:
                 # repeatability), then, for both phases, the published run's convolutions of 20 us or more
                 # beside every candidate cuDNN offers (the engine choice), in 16 shards from $FIRST while time is left
@@ -310,66 +272,6 @@ interleave)  # the server's fp16 convolutions: the harness's measurement and con
   done
   timeout 60 $SBS runner/published/nvidia-h100/train --only 'conv/train/047/fp16' --candidate-seconds 0.1 --warm-up 0 \
     --json "$OUT/sbs-train-047.json" >"$OUT/sbs-train-047.log" 2>&1; grep SUMMARY "$OUT/sbs-train-047.log" ;;
-process)  # is it the process or the call? conv_loop's own code timed in Python processes holding more and more of
-          # what the harness's holds, then beside the harness's call, with each call's kernels
-          # (tests/benchmarks/conv_process_probe.py); ncu's launch figures of both calls' kernels
-  build
-  lines=tests/benchmarks/results/conv-process-probe-h100/lines.txt
-  timeout 240 python3 tests/benchmarks/conv_process_probe.py $lines ${PROBE_ARGS:---kernels} 2>&1 | tee "$OUT/process.log"
-  [ -n "${PROBE_ARGS:-}" ] && exit 0  # another question of the probe (--captures, --buffers, --graphs DIR, --state,
-                                      # --passes, --streams): nothing else
-  M=gpu__time_duration.sum,launch__grid_size,launch__block_size,launch__registers_per_thread
-  M=$M,launch__shared_mem_per_block_dynamic,launch__shared_mem_per_block_static
-  head -1 $lines | sed 's/ [0-9.]*$/ 0.001/' >/tmp/one.txt
-  timeout 100 ncu --clock-control none --cache-control none --metrics $M --launch-count 12 --csv \
-    build/native/conv_loop </tmp/one.txt >"$OUT/ncu-exe.csv" 2>&1
-  timeout 150 ncu --clock-control none --cache-control none --metrics $M --nvtx --nvtx-include "call/" \
-    --launch-count 12 --csv python3 tests/benchmarks/conv_process_probe.py $lines --nvtx-calls 3 \
-    >"$OUT/ncu-python.csv" 2>&1
-  tail -n 3 "$OUT/ncu-exe.csv" "$OUT/ncu-python.csv" ;;
-streams)  # which streams carry a run's GPU work: conv_loop's passes after a stream that carried a little work
-          # (LOOP_IDLE_STREAM=busy...), a census of the harness worker's streams (stream_census/), then the
-          # server's fp16 convs with k=128 beside pinned native loops: default, --no-kernel-time, and with
-          # DEEPBENCH_WORK_STREAM=per-thread (the per-thread default stream as the work stream)
-  build
-  timeout 150 python3 tests/benchmarks/conv_process_probe.py tests/benchmarks/results/conv-process-probe-h100/lines.txt \
-    --passes --settings LOOP_KEEP=none LOOP_IDLE_STREAM=busy LOOP_IDLE_STREAM=busy-destroyed LOOP_IDLE_STREAM=legacy \
-    LOOP_KEEP=stream 2>&1 | tee "$OUT/passes-busy.log" | tail -16
-  PYTHONPATH=tests/benchmarks/stream_census:$PYTHONPATH DEEPBENCH_STREAM_CENSUS=$OUT/census.json timeout 90 \
-    deepbench-run --local --platform nvidia --suite inference-server --ops conv --precision fp16 --limit 4 \
-    --no-kernel-time --warm-up 2 --quiet --out runs/census >"$OUT/census.log" 2>&1; tail -3 "$OUT/census.log"
-  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); [print(k, v['events'], round(v['busy_us']), v['first_s'], v['first_names'][:3]) for k, v in d['streams'].items()]" "$OUT/census.json"
-  for mode in default no-kernel-time per-thread; do
-    dir=runs/k128-$mode; t0=$SECONDS; args=(); env=()
-    [ $mode = no-kernel-time ] && args=(--no-kernel-time)
-    [ $mode = per-thread ] && env=(DEEPBENCH_WORK_STREAM=per-thread)
-    env "${env[@]}" timeout 100 deepbench-run --local --platform nvidia --suite inference-server --ops conv --precision fp16 \
-      --where k=128 "${args[@]}" --warm-up 5 --quiet --out $dir >"$OUT/$mode.log" 2>&1
-    echo "$mode: $((SECONDS - t0)) s"; tail -1 "$OUT/$mode.log"
-    timeout 60 $SBS $dir --candidate-seconds 0 --warm-up 0 --json "$OUT/sbs-$mode.json" >"$OUT/sbs-$mode.log" 2>&1
-    grep SUMMARY "$OUT/sbs-$mode.log"
-  done ;;
-cupti-state)  # does CUPTI slow a process's later GPU work? conv_loop's code on one kept stream in one process after
-              # CUPTI is attached (empty recording), after a recording that held GPU work, and after more work
-  build
-  LOOP_KEEP=stream timeout 200 python3 tests/benchmarks/conv_process_probe.py \
-    tests/benchmarks/results/conv-process-probe-h100/lines.txt --state \
-    --steps bare cuda cupti-attached after-recording cupti-recorded after-recording 2>&1 | tee "$OUT/cupti-state.log" ;;
-trigger)  # which library work at the server's kernel 006 leaves later convolutions slower: conv_loop's code on one
-          # kept stream, a pass of lines.txt after each step: kernel 005's candidates (control), 006's pinned forward
-          # (short calls), then 006's candidates per direction (results/server-conv-fp16-trigger-h100/trigger.txt);
-          # TRIGGER_STEPS: other steps (006's backward-data candidates one by one, reset-stack)
-  build
-  LOOP_KEEP=stream timeout 250 python3 tests/benchmarks/conv_process_probe.py \
-    tests/benchmarks/results/conv-process-probe-h100/lines.txt --state \
-    --trigger tests/benchmarks/results/server-conv-fp16-trigger-h100/trigger.txt \
-    --steps ${TRIGGER_STEPS:-bare trigger-4 trigger-5 trigger-6 trigger-3 trigger-0 trigger-1 trigger-2} 2>&1 \
-    | tee "$OUT/trigger.log"
-  [ -n "${TRIGGER_NCU:-}" ] || exit 0  # ncu's launch figures of one trigger line's kernels (TRIGGER_NCU=N: line N+1)
-  sed -n "$((TRIGGER_NCU + 1))p" tests/benchmarks/results/server-conv-fp16-trigger-h100/trigger.txt | sed 's/ [0-9.]*$/ 0.001/' \
-    >/tmp/ncu-line.txt
-  timeout 120 ncu --clock-control none --cache-control none --section LaunchStats --launch-count 6 --csv \
-    build/native/conv_loop </tmp/ncu-line.txt >"$OUT/ncu-trigger.csv" 2>&1; tail -n 40 "$OUT/ncu-trigger.csv" | cut -c1-220 ;;
 profile)  # where train's wall time goes besides its samples: slices of its convolutions, GEMMs and RNNs under a
           # profiler (pyinstrument where its wheel is in .whl/, else cProfile)
   profiled conv 120 --suite train --ops conv --limit 12
@@ -401,7 +303,7 @@ close)  # finish that run where it stopped (--resume), the server's int8 convolu
   gpu_tests "${TESTS_LIMIT_S:-300}" ;;
 graph-first)  # does the loops' order move the fp16 GEMM side-by-side at the power cap? One harness run, then the
               # native loops as long as the harness measured, graph first / host loop first / graph first again;
-              # sbs_repeat.py sums them up. SUITE (inference-server) and PRECISION (fp16) choose the GEMMs,
+              # SUITE (inference-server) and PRECISION (fp16) choose the GEMMs,
               # ORDERS the side-by-sides (graph-first stream-first graph-first-again; a name starting graph-first times
               # the graph first, any other the host loop first, the loops' default; one containing `rest` adds
               # --rest-as-harness; one starting `interleaved` runs interleaved.py instead: the harness's measurement
@@ -426,7 +328,6 @@ graph-first)  # does the loops' order move the fp16 GEMM side-by-side at the pow
     fi
     echo "$order: $(grep -E '^(SUMMARY|CLOCKS)' "$OUT/sbs-$order.log")"; files+=("$OUT/sbs-$order.json")
   done
-  [ ${#files[@]} -gt 1 ] && { python3 tests/benchmarks/sbs_repeat.py "${files[@]}" >"$OUT/repeat.txt"; grep SUMMARY "$OUT/repeat.txt"; }
   tar -czf "$OUT/run.tgz" $dir ;;
 in-turns)  # issue 20's fp16 GEMM side-by-side where both sides run on the same stretch of the power limiter:
            # interleaved.py on the published runs, one set after another. IL_SETS: SUITE:GLOB ... (default the fp16

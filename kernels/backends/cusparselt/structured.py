@@ -10,7 +10,7 @@ Steps, each named in the error that a failing one raises: the descriptors (struc
 CUSPARSELT_SPARSITY_50_PERCENT, dense B, C = D), the matmul descriptor, the default algorithm
 selection and the plan; A pruned on the device (CUSPARSELT_PRUNE_SPMMA_TILE: in every 4 x 4 tile two
 values of each row and of each column are kept, so A is 2:4 along k and along m; the 1 x 4 strip
-rule prunes along k alone and passes too: tests/benchmarks/cusparselt_probe.py) into a tensor of its
+rule prunes along k alone and passes too: cusparselt_probe.py at 9450c78) into a tensor of its
 own, which the check multiplies; cusparseLtSpMMAPruneCheck must find it 2:4, and so must a count of
 the nonzeros of every four along k; A compressed; the workspace allocated once;
 cusparseLtMatmulSearch once, whose chosen configuration is recorded. The timed call is
@@ -173,7 +173,7 @@ class StructuredProduct:
         lt, h = self.lt, self.handle.handle
         stream = torch.cuda.current_stream().cuda_stream
         # Zeroed first: the check writes the flag only where it finds a group that breaks 2:4 (on an H100
-        # with cuSPARSELt 0.8 a flag that started at 1 stayed 1 for a well pruned A: cusparselt_probe.py).
+        # with cuSPARSELt 0.8 a flag that started at 1 stayed 1 for a well pruned A: cusparselt_probe.py at 9450c78).
         invalid = torch.zeros(1, dtype=torch.int32, device=a_pruned.device)
         call(lt, "cusparseLtSpMMAPruneCheck", lt.sp_mma_prune_check, h, self.matmul_descr, a_pruned.data_ptr(),
              invalid.data_ptr(), stream)

@@ -35,7 +35,7 @@ OUT_OF_PLACE_NOTE = ("torch.distributed has no out-of-place all_reduce: timed as
 # On a CPU the copy is a memcpy on the calling thread (numpy), not torch's copy_: that one runs on
 # OpenMP threads that keep spinning after it and starve gloo's worker thread on a busy machine
 # (one rank, 400 KB, 2 busy cores: 1.8-3.6 ms against 0.09-0.4 ms with the memcpy, in place
-# 0.05-0.12 ms; tests/benchmarks/gloo_out_of_place.py).
+# 0.05-0.12 ms; docs/reports.md).
 CPU_COPY_NOTE = "; on a CPU the copy is a memcpy on the calling thread"
 
 
