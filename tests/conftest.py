@@ -121,6 +121,16 @@ def docker_client():
     return docker.from_env()
 
 
+def local_base_missing() -> str:
+    """Why images/tools/local-base.sh cannot make a Debian base image here ('' when it can)."""
+    if os.geteuid() != 0:
+        return "debootstrap makes the base image as root"
+    if not (shutil.which("debootstrap") or shutil.which("debootstrap", path="/usr/sbin:/sbin")):
+        return "debootstrap is not installed (apt-get install debootstrap)"
+    return ""
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's own skipif marks, so that equal reasons fold into one line
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """What a test needs, from its marks: a GPU (skipped without one, CI included), ARM emulation, a
     browser, a cluster, and a Docker daemon for the tests that use the docker_client fixture (run or fail in
@@ -129,6 +139,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.skip("needs an NVIDIA GPU (none visible to PyTorch here; docs/nvidia.md says how the GPU tests are run)")
     if "docker_client" in item.fixturenames:
         require(docker_missing(), "a Docker daemon")
+    if {"base_image", "arm_image"} & set(item.fixturenames):
+        require(local_base_missing(), "a local Debian base image")
     if item.get_closest_marker("arm_emulation"):
         require(arm_emulation_missing(), "arm64 emulation")
     if item.get_closest_marker("browser"):

@@ -31,7 +31,7 @@ from deepbench.runner.launch import image_archive, image_lock, images
 from deepbench.runner.launch.container import container_user, give_results_folder, run_options
 from deepbench.runner.platforms import get_platform
 
-from .conftest import REPO, run_cli, start_interruptible
+from .conftest import REPO, require, run_cli, start_interruptible
 
 # The session fixtures build a Debian base and an image on first use: allow them the time.
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(3000)]
@@ -79,8 +79,8 @@ def _wheelhouse(platform: str, wheels: Path | None = None) -> Path:
 
 @pytest.fixture(scope="session")
 def intel_wheelhouse() -> Path:
-    if not TORCH_WHEELS:
-        pytest.fail("no CPU torch wheel for CPython 3.11 in /opt/wheels (the image installs PyTorch from it)")
+    require("" if TORCH_WHEELS else "no CPU torch wheel for CPython 3.11 in /opt/wheels (the image installs it)",
+            "PyTorch's CPU wheel")
     return _wheelhouse("intel", TORCH_WHEELS[-1].parent)
 
 
@@ -520,10 +520,8 @@ def registry(tmp_path: Path):
     import urllib.request
 
     binary = shutil.which("docker-registry")
-    if binary is None:
-        if os.environ.get("CI"):
-            pytest.fail("docker-registry is not installed (.ci/run installs it)")
-        pytest.skip("docker-registry is not installed (apt-get install docker-registry)")
+    require("" if binary else "it is not installed (apt-get install docker-registry)", "a local registry")
+    assert binary
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
