@@ -20,6 +20,8 @@ from ..results import Measurement, Settings
 from ..timing import cuda as cuda_timer
 from ..timing import cupti
 from ..timing.clocks import ClockReader
+from ..timing.energy import update_period
+from ..timing.meters import Meter, nvml_meter
 from ..timing.stopping import StopRule
 from ..timing.warmup import warm_up
 from ..timing.work_stream import use_work_stream
@@ -47,6 +49,8 @@ class CudaDevice:
             raise RuntimeError("no CUDA device is visible to PyTorch (torch.cuda.is_available() is False)")
         self.stream = use_work_stream(self.device)  # before any GPU work of the run
         self.clocks = ClockReader(self.device)
+        # --energy: the board's energy counter (kernels/timing/meters.py), or why there is none
+        self.meter: Meter | str | None = nvml_meter(self.clocks) if settings.energy else None
         self._warmed = False
         self._ceilings: dict[str, float] | None = None
         self._versions: dict[str, str] | None = None
@@ -66,7 +70,7 @@ class CudaDevice:
         """Time `fn` (enqueued on torch's current stream) with the run's timer; the notes and the
         roofline bound go into the part's info."""
         self.warm(part.info)
-        m, notes = cuda_timer.measure(fn, rule, self.settings, part.capturable, self.device, self.clocks)
+        m, notes = cuda_timer.measure(fn, rule, self.settings, part.capturable, self.device, self.clocks, self.meter)
         part.info.update(notes)
         bound = cuda_facts.roofline(part.flops, part.min_bytes, m.stats.median, precision, self.ceilings())
         if bound:
@@ -86,7 +90,12 @@ class CudaDevice:
         return dict(self._versions)
 
     def facts(self) -> dict[str, Any]:
-        return cuda_facts.device_facts(self.device, self.clocks)
+        facts = cuda_facts.device_facts(self.device, self.clocks)
+        if self.meter is not None:  # --energy: how often the counter moves, measured here, or why no meter
+            facts["energy_meter"] = (self.meter if isinstance(self.meter, str) else
+                                     {"meter": self.meter.name, "update_period_s": update_period(self.meter),
+                                      "power_limit_w": self.meter.power_limit_w()})
+        return facts
 
     def synchronize(self) -> None:
         torch.cuda.synchronize(self.device)

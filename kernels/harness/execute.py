@@ -79,6 +79,9 @@ def _measure(backend: Backend, prepared: Prepared, rule: StopRule
         if not check.passed:
             return parts, (part, check)
         seconds = measurement.stats.median / US_PER_S
+        if measurement.energy is not None:  # --energy: the part's work per joule
+            measurement = measurement.model_copy(
+                update={"energy": measurement.energy.rated(part.flops, part.min_bytes)})
         parts.append(PartResult(
             direction=part.direction, measurement=measurement, flops=part.flops, min_bytes=part.min_bytes,
             check=check, tflops=part.flops / seconds / 1e12 if part.flops else None,

@@ -43,6 +43,13 @@ class ClockReader:
         except Exception:  # noqa: BLE001 - clocks are optional; no NVML means no clock figures
             self.handle = None
 
+    @classmethod
+    def of(cls, nvml: Any, handle: Any) -> ClockReader:
+        """A reader on an NVML module and device handle already opened (tests pass a fake module)."""
+        reader = cls.__new__(cls)
+        reader.nvml, reader.handle, reader.max_seen = nvml, handle, 0.0
+        return reader
+
     @property
     def available(self) -> bool:
         return self.handle is not None
@@ -56,6 +63,15 @@ class ClockReader:
             return None
         self.max_seen = max(self.max_seen, mhz)
         return mhz
+
+    def mem_mhz(self) -> float | None:
+        """The memory clock now (what bounds a bandwidth-bound kernel, as the SM clock bounds the others)."""
+        if not self.available:
+            return None
+        try:
+            return float(self.nvml.nvmlDeviceGetClockInfo(self.handle, self.nvml.NVML_CLOCK_MEM))
+        except Exception:  # noqa: BLE001
+            return None
 
     def throttle_reasons(self) -> list[str] | None:
         """Names of active thermal/power slowdown reasons (idle and app-clock settings excluded);
