@@ -206,6 +206,14 @@ class PartResult(Frozen):
     info: dict[str, Any] = Field(default_factory=dict, description="library facts: algorithm chosen, engine ...")
 
 
+# What the inputs are drawn from (Settings.inputs; deepbench-run --inputs): kernels/inputs.py says how.
+InputDistribution = Literal["normal", "uniform", "zeros", "deepbench"]
+INPUT_DISTRIBUTIONS: tuple[str, ...] = get_args(InputDistribution)
+
+# What one kernel's operands were drawn from (InputDistribution resolved for its precision).
+DrawnInputs = Literal["normal", "uniform", "zeros"]
+
+
 class ResultFields(Frozen):
     """A kernel result's fields and rules, without the reading of its derived keys (KernelResult):
     a model-level `before` validator makes pydantic validate JSON as Python objects, which its
@@ -227,6 +235,9 @@ class ResultFields(Frozen):
     check: Check | None = None
     parts: tuple[PartResult, ...] = ()
     padding: dict[str, int] = Field(default_factory=dict, description="dimensions padded, e.g. int8 to 4")
+    inputs: DrawnInputs | None = Field(None, description="what the operands were drawn from (--inputs resolved for "
+                                       "this precision, kernels/inputs.py); None: results from before the option, "
+                                       "which drew normal values")
     flags: tuple[str, ...] = ()
     info: dict[str, Any] = Field(default_factory=dict)
     started_at: datetime
@@ -290,10 +301,6 @@ class KernelResult(ResultFields):
     def _drop_derived(cls, data: Any) -> Any:
         return drop_derived(data)
 
-
-# What the inputs are drawn from (Settings.inputs; deepbench-run --inputs): kernels/inputs.py says how.
-InputDistribution = Literal["normal", "uniform", "zeros", "deepbench"]
-INPUT_DISTRIBUTIONS: tuple[str, ...] = get_args(InputDistribution)
 
 # Where cuDNN's candidate plans are raced (Settings.engine_race; deepbench-run --engine-race's choices).
 EngineRace = Literal["apart", "inline"]

@@ -19,7 +19,7 @@ from .events import US_PER_S
 from .meters import Meter
 from .profiler_check import verify
 from .sampler import Sampler
-from .settling import ClockReading
+from .settling import ClockReading, clock_fell
 from .stopping import StopRule
 from .strategy import sampler_for
 
@@ -48,6 +48,9 @@ def measure(fn: Callable[[], object], rule: StopRule, settings: Settings, captur
     capped = sum(r.power_capped for r in got.readings)
     if capped:
         notes["power_capped_samples"] = capped
+    fell = clock_fell(got.readings)
+    if fell:  # flagged clock-fell, with NVML's reasons at the low readings
+        notes["clock_fell"] = fell
     if got.settle_samples:
         notes["clock_settle"] = {"samples_left_out": got.settle_samples, "seconds": round(got.settle_s, 3)}
     if clocks.max_seen:

@@ -53,7 +53,8 @@ class OrtBackend(Backend):
             raise RuntimeError(f"the onnxruntime backend runs on the CPU execution provider; device "
                                f"'{settings.device}' is not supported")
         self.threads = settings.threads or default_threads()
-        self.ctx = OrtContext(SessionOptions(threads=self.threads, provider=CPU_PROVIDER), settings.seed)
+        self.ctx = OrtContext(SessionOptions(threads=self.threads, provider=CPU_PROVIDER), settings.seed,
+                              settings.inputs)
         self.board = BoardMonitor()
 
     def prepare(self, kernel: Kernel, precision: Precision) -> Prepared:

@@ -69,7 +69,7 @@ class TorchBackend(Backend):
         if settings.threads:
             torch.set_num_threads(settings.threads)
         torch.manual_seed(settings.seed)
-        self.ctx = TorchContext(self.device, settings.seed, PadMode(settings.pad))
+        self.ctx = TorchContext(self.device, settings.seed, PadMode(settings.pad), settings.inputs)
         self._ceilings: dict[str, float] | None = None
         self._meter: Meter | str | None = None  # --energy on a CPU: RAPL or a Pi 5's PMIC, or why none
         self.arm = ArmCpu() if is_arm_cpu(self.device) else None

@@ -52,7 +52,7 @@ class TfliteBackend(Backend):
             raise RuntimeError(f"the tflite backend runs on the CPU; device '{settings.device}' is not supported")
         self.threads = settings.threads or default_threads()
         self.use_xnnpack = os.environ.get(NO_XNNPACK_ENV) != "1"
-        self.ctx = TfliteContext(self.threads, settings.seed, self.use_xnnpack)
+        self.ctx = TfliteContext(self.threads, settings.seed, self.use_xnnpack, settings.inputs)
         self.board = BoardMonitor()
 
     def prepare(self, kernel: Kernel, precision: Precision) -> Prepared:

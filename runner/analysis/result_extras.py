@@ -1,0 +1,31 @@
+"""What a comparison needs of a result beyond its times (like_for_like.py): the inputs it drew, the
+clocks it ran at, whether it is memory-bound and whether its clock fell, kept in its Entry's extra."""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from deepbench.kernels.results import KernelResult
+
+MEMORY_BOUND = "memory"
+
+
+def result_extras(r: KernelResult) -> dict[str, Any]:
+    """A result's inputs, clocks, bound and clock fall, for an Entry's extra (empty where unrecorded)."""
+    out: dict[str, Any] = {}
+    if r.inputs is not None:
+        out["inputs"] = r.inputs
+    clocks = [c for p in r.parts for c in p.measurement.clocks_mhz]
+    if clocks:
+        out["sm_mhz"] = statistics.median(clocks)
+    mem = [p.measurement.mem_clock_mhz for p in r.parts if p.measurement.mem_clock_mhz]
+    if mem:
+        out["mem_mhz"] = statistics.median(mem)
+    bounds = {p.info.get("roofline", {}).get("bound") for p in r.parts}
+    if bounds == {MEMORY_BOUND}:
+        out["bound"] = MEMORY_BOUND
+    fell = [p.info["clock_fell"] for p in r.parts if "clock_fell" in p.info]
+    if fell:
+        out["clock_fell"] = fell[0]
+    return out
