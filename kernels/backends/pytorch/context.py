@@ -53,10 +53,12 @@ class TorchContext:
             raise Unsupported(f"{precision.value} is not available through PyTorch on {self.device.type}")
         return DTYPES[precision]
 
-    def random(self, shape: tuple[int, ...], dtype: torch.dtype, scale: float = 1.0) -> torch.Tensor:
+    def random(self, shape: tuple[int, ...], dtype: torch.dtype, scale: float = 1.0, narrow: bool | None = None
+               ) -> torch.Tensor:
         """Random normal inputs (int8: uniform integers): zeros or constants would run faster. Under
-        --inputs, uniform [0, 1) or zeros instead (kernels/inputs.py; narrow: stored in under 32 bits)."""
-        kind = drawn(self.inputs, narrow=dtype.itemsize < torch.float32.itemsize)
+        --inputs, uniform [0, 1) or zeros instead (kernels/inputs.py; narrow: stored in under 32 bits,
+        by default the dtype's width; fp8 operands drawn in float32 and rounded say so)."""
+        kind = drawn(self.inputs, narrow=dtype.itemsize < torch.float32.itemsize if narrow is None else narrow)
         if kind == "zeros":
             return torch.zeros(shape, device=self.device, dtype=dtype)
         if dtype == torch.int8:
