@@ -269,6 +269,8 @@ def settings_from(args: argparse.Namespace, platform: Platform) -> Settings:
     if preset["time_cap_s"] >= args.kernel_timeout:
         raise UserError(f"--time-cap ({preset['time_cap_s']:g} s per direction) must be shorter than --kernel-timeout "
                         f"({args.kernel_timeout:g} s), or every kernel would be killed as a timeout")
+    if args.lock_clocks is not None and platform.device == "cpu":
+        raise UserError("--lock-clocks locks a GPU's clocks (NVML): this run is on a CPU")
     return Settings(mode=args.mode, threads=args.threads, seed=args.seed, device=platform.device, cold=args.cold,
                     verify_timing=args.verify_timing, kernel_time=args.kernel_time,
                     kernel_timeout_s=args.kernel_timeout, pad=args.pad, cudnn_engines=engine_pins(args.cudnn_engine),

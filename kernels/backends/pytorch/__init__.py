@@ -157,7 +157,13 @@ class TorchBackend(Backend):
                 "capability": torch.backends.cpu.get_cpu_capability(), "llc_bytes": last_level_cache_bytes()}
 
     def device_facts_after(self) -> dict[str, Any]:
+        if self.cuda:
+            return self.cuda.facts_after()
         return self.arm.facts_after() if self.arm else {}
+
+    def close(self) -> None:
+        if self.cuda:
+            self.cuda.close()
 
     def release(self) -> None:
         self.ctx.synchronize()
