@@ -56,9 +56,11 @@ class FakeNvml:
     NVMLError = NVMLError
 
     def __init__(self, clock: FakeTime, watts: float = 650.0, period_s: float = 0.02, sm_mhz: int = 1980,
-                 reasons: int = SW_POWER_CAP, lock_error: int | None = None, energy: bool = True) -> None:
+                 reasons: int = SW_POWER_CAP, lock_error: int | None = None, energy: bool = True,
+                 power_bias: float = 1.0) -> None:
         self.clock, self.watts, self.period_s = clock, watts, period_s
         self.sm_mhz, self.reasons, self.lock_error, self.energy = sm_mhz, reasons, lock_error, energy
+        self.power_bias = power_bias  # the power reading's error against the counter (a sensor's)
         self.start_mj = 123_456_789
         self.locked: tuple[int, int] | None = None
         self.calls: list[str] = []
@@ -76,7 +78,7 @@ class FakeNvml:
         return self.start_mj + int(updated * self.watts * 1000)
 
     def nvmlDeviceGetPowerUsage(self, handle: str) -> int:
-        return int(self.watts * 1000)
+        return int(self.watts * self.power_bias * 1000)
 
     def nvmlDeviceGetEnforcedPowerLimit(self, handle: str) -> int:
         return 700_000

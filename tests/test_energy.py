@@ -167,3 +167,36 @@ def test_cpu_run_records_energy_or_why(tmp_path: Path) -> None:
             assert part.info["energy_error"] == cpu_meter()  # the same reason, said once per part
         else:
             assert energy.meter == "rapl-package" and energy.joules_per_call > 0 and energy.gflops_per_j
+
+
+def _energy_run(folder: Path, power_bias: float) -> Path:
+    """A run folder whose GEMM part carries an energy record measured on the fake NVML."""
+    from deepbench.kernels.catalog import by_id
+
+    from .reports_synthetic import result, write_run
+
+    clock = FakeTime()
+    gpu = FakeGpu(clock, chunk_s=0.001)
+    energy = measure_energy(gpu.start, 100, 0.001, gpu_meter(clock, power_bias=power_bias), 0.5, now=clock,
+                            drain=gpu.drain)
+    kernel = by_id()["gemm/train/000"]
+    r = result(kernel, "fp16", lambda d: [10.0, 10.1, 9.9])
+    part = r.parts[0]
+    rated = part.measurement.model_copy(update={"energy": energy.rated(part.flops, part.min_bytes)})
+    r = r.model_copy(update={"parts": (part.model_copy(update={"measurement": rated}),)})
+    return write_run(folder, [r])
+
+
+def test_energy_vs_power_script(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from .test_interleaved import load
+
+    script = load("energy_vs_power")
+    agreeing = _energy_run(tmp_path / "a", 1.0)
+    assert script.main([str(agreeing), "--min-window", "0.5"]) == 0
+    out = capsys.readouterr().out
+    assert "gemm/train/000/fp16/fwd" in out and "SUMMARY: 1 of 1 parts" in out
+    assert script.main([str(agreeing)]) == 1  # no part's window lasted a second
+    off = _energy_run(tmp_path / "b", 1.08)
+    assert script.main([str(off), "--min-window", "0.5"]) == 1
+    assert "SUMMARY: 0 of 1 parts" in capsys.readouterr().out
+    assert script.main([str(tmp_path / "missing")]) == 2

@@ -282,6 +282,8 @@ def lock_clocks(value: str) -> int | str:
     """--lock-clocks: 'max' or a clock in MHz."""
     if value == "max":
         return value
+    if not value.isdigit():
+        raise argparse.ArgumentTypeError(f"{value!r}: give max, or the SM clock in MHz")
     return integer(1, MAX_LOCK_MHZ)(value)
 
 
