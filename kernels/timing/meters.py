@@ -60,25 +60,20 @@ class NvmlMeter:
 
     def __init__(self, clocks: ClockReader) -> None:
         self.clocks = clocks
-        self.nvml, self.handle = clocks.nvml, clocks.handle
+
+    def _scaled(self, function: str, per_unit: float) -> float | None:
+        value = self.clocks.figure(function)
+        return None if value is None else value / per_unit
 
     def energy_j(self) -> float | None:
-        try:
-            return float(self.nvml.nvmlDeviceGetTotalEnergyConsumption(self.handle)) / MJ_PER_J
-        except Exception:  # noqa: BLE001 - a GPU without the counter (before Volta) has no energy figure
-            return None
+        """None on a GPU without the counter (before Volta)."""
+        return self._scaled("nvmlDeviceGetTotalEnergyConsumption", MJ_PER_J)
 
     def power_w(self) -> float | None:
-        try:
-            return float(self.nvml.nvmlDeviceGetPowerUsage(self.handle)) / MW_PER_W
-        except Exception:  # noqa: BLE001
-            return None
+        return self._scaled("nvmlDeviceGetPowerUsage", MW_PER_W)
 
     def power_limit_w(self) -> float | None:
-        try:
-            return float(self.nvml.nvmlDeviceGetEnforcedPowerLimit(self.handle)) / MW_PER_W
-        except Exception:  # noqa: BLE001
-            return None
+        return self._scaled("nvmlDeviceGetEnforcedPowerLimit", MW_PER_W)
 
     def state(self) -> PowerState:
         reasons = self.clocks.throttle_reasons()
