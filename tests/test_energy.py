@@ -200,3 +200,16 @@ def test_energy_vs_power_script(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert script.main([str(off), "--min-window", "0.5"]) == 1
     assert "SUMMARY: 0 of 1 parts" in capsys.readouterr().out
     assert script.main([str(tmp_path / "missing")]) == 2
+
+
+def test_compare_sets_energy_beside_time(tmp_path: Path) -> None:
+    """Two runs with energy records: compare's notes give the energy-per-call ratio beside the time's."""
+    from deepbench.runner.analysis.compare import compare
+    from deepbench.runner.analysis.like_for_like import notes
+    from deepbench.runner.analysis.sources import load_run
+
+    base = load_run(_energy_run(tmp_path / "a", 1.0))
+    other = load_run(_energy_run(tmp_path / "b", 1.0))
+    assert base.entries[0].extra["joules_per_call"] > 0
+    said = notes(compare([base, other]))
+    assert any("energy per call 1.000x the baseline's (geomean of 1 kernels" in line for line in said)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .compare import Comparison, Ratio, speed, verdict
+from .compare import Comparison, Ratio, geomean, speed, verdict
 from .result_extras import MEMORY_BOUND
 from .sources import Entry
 
@@ -133,7 +133,22 @@ def cycle_lines(cmp: Comparison, rows_shown: int = 10) -> list[str]:
     return out
 
 
+def energy_lines(cmp: Comparison) -> list[str]:
+    """Per other source, beside the time ratios: the geometric mean of the energy-per-call ratios of
+    the kernels both sides measured energy for (--energy), and of their time ratios."""
+    out = []
+    for i, other in enumerate(cmp.others):
+        pairs = [(o.extra["joules_per_call"] / row.base.extra["joules_per_call"], t.ratio) for row in cmp.rows
+                 if row.base is not None and (o := row.others[i]) is not None and (t := row.ratios[i]) is not None
+                 and row.base.extra.get("joules_per_call") and o.extra.get("joules_per_call")]
+        if pairs:
+            energy, time = geomean([e for e, _ in pairs]), geomean([t for _, t in pairs])
+            out.append(f"{other.label} vs {cmp.base.label}: energy per call {energy:.3f}x the baseline's "
+                       f"(geomean of {len(pairs)} kernels with energy on both sides; time {time:.3f}x)")
+    return out
+
+
 def notes(cmp: Comparison) -> list[str]:
     """Everything this module says about a comparison, warnings first."""
     return ([f"warning: {w}" for w in input_warnings(cmp) + clock_fell_lines(cmp)]
-            + cycle_lines(cmp))
+            + cycle_lines(cmp) + energy_lines(cmp))

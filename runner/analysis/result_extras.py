@@ -25,6 +25,9 @@ def result_extras(r: KernelResult) -> dict[str, Any]:
     bounds = {p.info.get("roofline", {}).get("bound") for p in r.parts}
     if bounds == {MEMORY_BOUND}:
         out["bound"] = MEMORY_BOUND
+    energies = [p.measurement.energy for p in r.parts]
+    if r.parts and all(e is not None for e in energies):  # --energy: the kernel's joules per call, all directions
+        out["joules_per_call"] = sum(e.joules_per_call for e in energies if e is not None)
     fell = [p.info["clock_fell"] for p in r.parts if "clock_fell" in p.info]
     if fell:
         out["clock_fell"] = fell[0]
