@@ -9,6 +9,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from deepbench.kernels.results import Energy, Measurement, PowerState
@@ -213,3 +214,39 @@ def test_compare_sets_energy_beside_time(tmp_path: Path) -> None:
     assert base.entries[0].extra["joules_per_call"] > 0
     said = notes(compare([base, other]))
     assert any("energy per call 1.000x the baseline's (geomean of 1 kernels" in line for line in said)
+
+
+class _SteadyPackage:
+    """A RAPL-like counter on the real clock: 15 W, updated every millisecond."""
+
+    name = "rapl-package"
+
+    def energy_j(self) -> float:
+        import time
+
+        return int(time.perf_counter() * 1000) / 1000 * 15.0
+
+    def power_w(self) -> None:
+        return None
+
+    def power_limit_w(self) -> None:
+        return None
+
+    def state(self) -> PowerState:
+        return PowerState()
+
+
+def test_cpu_part_energy_on_a_counter(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CPU backends' --energy (energy.with_cpu_energy): sample-sized chunks of real calls run
+    back to back against a counter; without a meter, the reason goes into the part's info."""
+    m = Measurement.of([50.0, 51.0, 49.0], method="cpu-perf-counter", calls_per_sample=20, warmup_calls=0,
+                       stop_reason="converged", target_rel_precision=0.01)
+    x = np.ones((64, 64))
+    monkeypatch.setattr(energy_mod, "machine_meter", _SteadyPackage)
+    info: dict = {}
+    got = energy_mod.with_cpu_energy(m, lambda: x @ x, info, 0.2)
+    assert got.energy is not None and not info and got.energy.watts == pytest.approx(15.0, rel=0.02)
+    assert got.energy.calls % 20 == 0 and got.energy.window_s >= 0.2 and got.stats == m.stats
+    monkeypatch.setattr(energy_mod, "machine_meter", lambda: "no meter here")
+    assert energy_mod.with_cpu_energy(m, lambda: None, info, 0.2).energy is None and info == {
+        "energy_error": "no meter here"}

@@ -18,17 +18,19 @@ Free of torch: the device's work comes in as callables, so the loop is tested wi
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from ..results import Energy
-from .meters import Meter
+from ..results import Energy, Measurement
+from .meters import Meter, cpu_meter
 
 MIN_UPDATES = 10        # meter updates a window spans at least (its step is then under a tenth of it)
 SKIPPED_UPDATES = 1     # the first update seen may count time before the loop
@@ -172,13 +174,25 @@ def synchronous(fn: Callable[[], object], calls: int) -> Chunk:
     return start
 
 
-def cpu_energy(fn: Callable[[], object], calls: int, call_s: float, meter: Meter | str, min_window_s: float
-               ) -> tuple[Energy | None, str]:
-    """A CPU part's energy over `calls`-call chunks run back to back, or why none (the meter's reason)."""
+@functools.cache
+def machine_meter() -> Meter | str:
+    """This machine's CPU meter (meters.cpu_meter), opened once per process."""
+    return cpu_meter()
+
+
+def with_cpu_energy(measured: Measurement, fn: Callable[[], object], info: dict[str, Any], min_window_s: float
+                    ) -> Measurement:
+    """A CPU part's measurement with its energy over sample-sized chunks of calls run back to back
+    (the backends' --energy); where there is none, `info['energy_error']` says why."""
+    meter = machine_meter()
     if isinstance(meter, str):
-        return None, meter
+        info["energy_error"] = meter
+        return measured
+    calls = measured.calls_per_sample
     try:
-        return measure_energy(synchronous(fn, calls), calls, calls * call_s, meter, min_window_s,
-                              queue_ahead_s=0.0), ""
+        energy = measure_energy(synchronous(fn, calls), calls, calls * measured.stats.median / US_PER_S, meter,
+                                min_window_s, queue_ahead_s=0.0)
     except NoEnergy as exc:
-        return None, str(exc)
+        info["energy_error"] = str(exc)
+        return measured
+    return measured.model_copy(update={"energy": energy})

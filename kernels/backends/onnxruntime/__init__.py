@@ -17,6 +17,7 @@ from ...catalog import Kernel
 from ...precision import Precision
 from ...results import Measurement, Settings
 from ...timing import cpu as cpu_timer
+from ...timing.energy import with_cpu_energy
 from ...timing.stopping import StopRule
 from ..base import Backend, Prepared, TimedPart, Unsupported
 from ..board import BoardMonitor
@@ -64,6 +65,8 @@ class OrtBackend(Backend):
 
     def measure(self, fn: Callable[[], object], rule: StopRule, part: TimedPart) -> Measurement:
         measured = cpu_timer.measure(fn, rule, self.settings.min_sample_s)
+        if self.settings.energy:
+            measured = with_cpu_energy(measured, fn, part.info, self.settings.energy_window_s)
         self.board.mark(part.info)
         return measured
 

@@ -19,8 +19,7 @@ from ...precision import Precision
 from ...results import Measurement, Settings
 from ...system import cpu_model, last_level_cache_bytes, usable_memory_bytes
 from ...timing import cpu as cpu_timer
-from ...timing.energy import cpu_energy
-from ...timing.meters import Meter, cpu_meter
+from ...timing.energy import with_cpu_energy
 from ...timing.stopping import StopRule
 from ..base import Backend, Prepared, TimedPart, Unsupported
 from ..cuda_device import CudaDevice
@@ -71,7 +70,6 @@ class TorchBackend(Backend):
         torch.manual_seed(settings.seed)
         self.ctx = TorchContext(self.device, settings.seed, PadMode(settings.pad), settings.inputs)
         self._ceilings: dict[str, float] | None = None
-        self._meter: Meter | str | None = None  # --energy on a CPU: RAPL or a Pi 5's PMIC, or why none
         self.arm = ArmCpu() if is_arm_cpu(self.device) else None
         if self.ctx.is_cuda:
             # cuDNN's find picks the fastest algorithm per shape at the warm-up call (DeepBench
@@ -109,21 +107,11 @@ class TorchBackend(Backend):
         if self.cuda is None:
             measured = cpu_timer.measure(fn, rule, self.settings.min_sample_s)
             if self.settings.energy:
-                measured = self._with_energy(measured, fn, part)
+                measured = with_cpu_energy(measured, fn, part.info, self.settings.energy_window_s)
             if self.arm:
                 self.arm.after_measure(fn, part)
             return measured
         return self.cuda.measure(fn, rule, part, part.precision)
-
-    def _with_energy(self, measured: Measurement, fn: Callable[[], object], part: TimedPart) -> Measurement:
-        """The CPU part's energy over samples' worth of calls run back to back (timing/energy.py)."""
-        if self._meter is None:
-            self._meter = cpu_meter()
-        energy, why = cpu_energy(fn, measured.calls_per_sample, measured.stats.median / 1e6, self._meter,
-                                 self.settings.energy_window_s)
-        if why:
-            part.info["energy_error"] = why
-        return measured.model_copy(update={"energy": energy})
 
     def ceilings(self, precisions: Iterable[Precision] = ()) -> dict[str, float]:
         if self.cuda:
