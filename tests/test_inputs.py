@@ -83,3 +83,33 @@ def test_inputs_recorded_and_compare_warns(tmp_path: Path) -> None:
     assert "warning: zeros drew zeros inputs where normal drew normal (2 kernels)" in proc.stderr
     same = run_cli("deepbench", "compare", str(tmp_path / "normal"), str(tmp_path / "normal"))
     assert "drew" not in same.stderr
+
+
+def test_reproduce_command_keeps_inputs_energy_and_clock_lock() -> None:
+    """A bundle's re-run command repeats --inputs, --energy/--energy-window and --lock-clocks."""
+    import argparse
+    import shlex
+
+    from deepbench.kernels.results import Plan, Settings
+    from deepbench.runner.launch.run import add_arguments, settings_from
+    from deepbench.runner.platforms import get_platform
+    from deepbench.runner.submission.bundle import reproduce_command
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    for asked in ({"inputs": "deepbench", "energy": True, "energy_window_s": 1.0, "lock_clocks": "max"},
+                  {"inputs": "zeros", "lock_clocks": 1410}, {}):
+        settings = Settings(device="cuda", warm_up_s=30.0, **asked)
+        plan = Plan(run_id="r", suite="train", platform="nvidia", backend=get_platform("nvidia").backend,
+                    settings=settings, items=())
+        command = reproduce_command(plan, local=True, image_digest=None)
+        again = settings_from(parser.parse_args(shlex.split(command)[1:]), get_platform("nvidia"))
+        assert (again.inputs, again.energy, again.energy_window_s, again.lock_clocks) == (
+            settings.inputs, settings.energy, settings.energy_window_s, settings.lock_clocks)
+
+
+def test_resume_refuses_other_inputs(tmp_path: Path) -> None:
+    run(tmp_path / "r")
+    proc = run_cli("deepbench-run", "--resume", str(tmp_path / "r"), "--inputs", "zeros", "--energy")
+    assert proc.returncode == 2 and "--inputs 'zeros' differs from the run's 'normal'" in proc.stderr
+    assert "--energy True differs" in proc.stderr and "Traceback" not in proc.stderr
