@@ -6,7 +6,6 @@ meter, and a real CPU run that records energy or says why not."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -23,9 +22,18 @@ from .conftest import run_cli
 from .fake_nvml import FakeNvml, FakeTime
 
 FIXTURES = Path(__file__).parent / "fixtures"
-POWERCAP = FIXTURES / "power" / "powercap"
+POWERCAP = FIXTURES / "power" / "powercap.txt"
 PMIC = (FIXTURES / "power" / "pi5_pmic_read_adc.txt").read_text()
 BOARDS = FIXTURES / "boards"
+
+
+def powercap_tree(root: Path) -> Path:
+    """The recorded powercap tree (fixtures/power/powercap.txt: one `PATH VALUE` line per file) under `root`."""
+    for line in POWERCAP.read_text().splitlines():
+        name, value = line.split(" ", 1)
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(value + "\n")
+    return root
 
 
 class FakeGpu:
@@ -99,8 +107,7 @@ def test_update_period_is_measured() -> None:
 
 
 def test_rapl_reads_packages_and_unwraps(tmp_path: Path) -> None:
-    tree = tmp_path / "powercap"
-    shutil.copytree(POWERCAP, tree)
+    tree = powercap_tree(tmp_path / "powercap")
     meter = rapl_meter(tree)
     assert not isinstance(meter, str) and [z.name for z in meter.zones] == ["intel-rapl:0", "intel-rapl:1"]
     first = meter.energy_j()
@@ -115,7 +122,7 @@ def test_rapl_reads_packages_and_unwraps(tmp_path: Path) -> None:
 def test_rapl_reasons(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert "no intel-rapl:N zone" in str(rapl_meter(tmp_path / "absent"))
     monkeypatch.setattr("deepbench.kernels.timing.meters.os.access", lambda path, mode: False)
-    assert "readable by root only" in str(rapl_meter(POWERCAP))
+    assert "readable by root only" in str(rapl_meter(powercap_tree(tmp_path / "powercap")))
 
 
 def test_pi5_pmic_rails() -> None:
