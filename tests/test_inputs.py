@@ -113,3 +113,16 @@ def test_resume_refuses_other_inputs(tmp_path: Path) -> None:
     proc = run_cli("deepbench-run", "--resume", str(tmp_path / "r"), "--inputs", "zeros", "--energy")
     assert proc.returncode == 2 and "--inputs 'zeros' differs from the run's 'normal'" in proc.stderr
     assert "--energy True differs" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_deepbench_references_drew_deepbenchs_inputs() -> None:
+    """A published DeepBench figure was measured on DeepBench's inputs: zeros in fp16, uniform in fp32;
+    a run from before --inputs drew normal values."""
+    from deepbench.runner.analysis.compare import compare
+    from deepbench.runner.analysis.like_for_like import input_warnings
+    from deepbench.runner.analysis.sources import load_run, load_source
+
+    run = load_run(Path(__file__).parents[1] / "runner" / "published" / "nvidia-h100" / "train")
+    said = input_warnings(compare([load_source("ref:V100", run.set), run]))
+    assert any("drew normal inputs where DeepBench V100 drew zeros" in w and "less power" in w for w in said)
+    assert any("drew normal inputs where DeepBench V100 drew uniform" in w for w in said)

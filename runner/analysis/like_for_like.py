@@ -18,6 +18,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from deepbench.kernels.inputs import drawn_for
+from deepbench.kernels.precision import Precision
+
 from .compare import Comparison, Ratio, geomean, speed, verdict
 from .result_extras import MEMORY_BOUND
 from .sources import Entry
@@ -27,7 +30,13 @@ CLOCK_THRESHOLD = 0.02  # clocks closer than 2% leave the time verdict as it is 
 
 def drawn(e: Entry) -> str:
     """What an entry's operands were drawn from: results before --inputs drew normal values; a
-    published DeepBench figure drew DeepBench's own (zeros for half and int8)."""
+    published DeepBench figure (a reference's row, named by its sheet) drew DeepBench's own (zeros
+    for half and int8, uniform for float)."""
+    if "sheet" in e.extra:
+        try:
+            return drawn_for("deepbench", Precision(e.precision))
+        except ValueError:  # a precision this tool does not run: nothing to say
+            return "deepbench"
     return e.extra.get("inputs", "normal")
 
 
@@ -44,9 +53,10 @@ def input_warnings(cmp: Comparison) -> list[str]:
             if key[0] != key[1]:
                 pairs[key] = pairs.get(key, 0) + 1
         for (base_drew, other_drew), n in sorted(pairs.items()):
+            why = ("zeros draw less power and may hold a higher clock" if "zeros" in (base_drew, other_drew)
+                   else "the data moves a GPU's power draw and so its clock")
             out.append(f"{other.label} drew {other_drew} inputs where {cmp.base.label} drew {base_drew} ({n} kernels): "
-                       "zeros draw "
-                       "less power and may hold a higher clock, so these times are not like with like")
+                       f"{why}, so these times are not like with like")
     return out
 
 
