@@ -93,6 +93,61 @@ class TimeStats(Frozen):
             for f in ("median", "min", "max", "mean", "p25", "p75"))
 
 
+class PowerState(Frozen):
+    """The device's power state read before or after an energy loop (NVML; a CPU's meter says less)."""
+
+    temperature_c: float | None = None
+    sm_mhz: float | None = None
+    mem_mhz: float | None = None
+    power_w: float | None = Field(None, description="NVML's power reading (nvmlDeviceGetPowerUsage)")
+    throttle: tuple[str, ...] | None = Field(None, description="NVML's active slowdown reasons (None: not readable)")
+
+
+class Energy(Frozen):
+    """Energy of one timed direction, read from a meter around a loop of back-to-back calls run
+    after the timed samples (kernels/timing/energy.py): long enough for the meter to update at
+    least `MIN_UPDATES` times and for `window_s`, so the counter's update period does not decide
+    the figure. `joules` is what the meter counted between its first and last update seen while
+    the device was busy; `watts` is that over `window_s`; a call's energy is those watts times the
+    loop's time per call."""
+
+    meter: str = Field(description="nvml-total-energy (NVIDIA), rapl-package (a CPU's powercap), "
+                       "pi5-pmic (a Raspberry Pi 5's rails, sampled power)")
+    joules: float = Field(ge=0, description="energy the meter counted over window_s")
+    window_s: float = Field(gt=0, description="from the first to the last meter update taken into account")
+    watts: float = Field(ge=0)
+    calls: int = Field(ge=1, description="calls the loop ran")
+    loop_us_per_call: float = Field(gt=0, description="the loop's wall time per call (beside the timed median)")
+    joules_per_call: float = Field(ge=0)
+    updates: int = Field(ge=0, description="meter updates (counter changes, or power samples) within the window")
+    update_period_s: float | None = Field(None, description="median time between two updates the loop saw")
+    gflops_per_j: float | None = None
+    gb_per_j: float | None = Field(None, description="the part's minimum bytes per joule (bandwidth-bound parts)")
+    sampled_joules: float | None = Field(None, description="the integral of sampled power over the same window "
+                                         "(nvmlDeviceGetPowerUsage, trapezoids): a cross-check of the counter")
+    power_samples: int = Field(0, ge=0)
+    power_limit_w: float | None = Field(None, description="the enforced power limit (nvmlDeviceGetEnforcedPowerLimit)")
+    before: PowerState | None = None
+    after: PowerState | None = None
+    note: str = ""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Energy:
+        if not math.isclose(self.watts, self.joules / self.window_s, rel_tol=STATS_RTOL, abs_tol=1e-12):
+            raise ValueError("watts is not joules over window_s")
+        if not math.isclose(self.joules_per_call, self.watts * self.loop_us_per_call / 1e6, rel_tol=STATS_RTOL,
+                            abs_tol=1e-15):
+            raise ValueError("joules_per_call is not watts times the loop's time per call")
+        return self
+
+    def rated(self, flops: float, min_bytes: float) -> Energy:
+        """With the part's work per joule (GFLOP/J; GB/J of its minimum traffic)."""
+        if self.joules_per_call <= 0:
+            return self
+        return self.model_copy(update={"gflops_per_j": flops / self.joules_per_call / 1e9 if flops else None,
+                                       "gb_per_j": min_bytes / self.joules_per_call / 1e9 if min_bytes else None})
+
+
 class Measurement(Frozen):
     """Raw samples of one timed direction and how they were taken.
 
@@ -109,6 +164,8 @@ class Measurement(Frozen):
     stats: TimeStats
     discarded: int = Field(0, ge=0, description="samples dropped (e.g. taken while throttled)")
     clocks_mhz: tuple[float, ...] = Field((), description="SM clock read beside the samples, where readable")
+    mem_clock_mhz: float | None = Field(None, description="the memory clock after sampling (NVML), where readable")
+    energy: Energy | None = Field(None, description="--energy: the meter read around a loop of calls after sampling")
 
     @model_validator(mode="after")
     def _stats_match_samples(self) -> Measurement:
@@ -149,6 +206,14 @@ class PartResult(Frozen):
     info: dict[str, Any] = Field(default_factory=dict, description="library facts: algorithm chosen, engine ...")
 
 
+# What the inputs are drawn from (Settings.inputs; deepbench-run --inputs): kernels/inputs.py says how.
+InputDistribution = Literal["normal", "uniform", "zeros", "deepbench"]
+INPUT_DISTRIBUTIONS: tuple[str, ...] = get_args(InputDistribution)
+
+# What one kernel's operands were drawn from (InputDistribution resolved for its precision).
+DrawnInputs = Literal["normal", "uniform", "zeros"]
+
+
 class ResultFields(Frozen):
     """A kernel result's fields and rules, without the reading of its derived keys (KernelResult):
     a model-level `before` validator makes pydantic validate JSON as Python objects, which its
@@ -170,6 +235,9 @@ class ResultFields(Frozen):
     check: Check | None = None
     parts: tuple[PartResult, ...] = ()
     padding: dict[str, int] = Field(default_factory=dict, description="dimensions padded, e.g. int8 to 4")
+    inputs: DrawnInputs | None = Field(None, description="what the operands were drawn from (--inputs resolved for "
+                                       "this precision, kernels/inputs.py); None: results from before the option, "
+                                       "which drew normal values")
     flags: tuple[str, ...] = ()
     info: dict[str, Any] = Field(default_factory=dict)
     started_at: datetime
@@ -270,6 +338,13 @@ class Settings(Frozen):
         "apart", description="GPU: cuDNN's engine race in a process of its own, so that the measuring process runs "
         "only the chosen plans, as a pinned native loop does (apart), or in the measuring process (inline); "
         "kernels/backends/cudnn/race_apart.py says why")
+    inputs: InputDistribution = Field(
+        "normal", description="what operands are drawn from: normal (standard normal, as always), uniform [0, 1), "
+        "zeros, or deepbench (what DeepBench's binaries drew: zeros for half and int8, uniform [0, 1) for float)")
+    energy: bool = Field(False, description="measure each part's energy after its time (kernels/timing/energy.py)")
+    energy_window_s: float = Field(0.5, gt=0, description="--energy: the shortest window the meter is read over")
+    lock_clocks: int | Literal["max"] | None = Field(
+        None, description="GPU: ask NVML to lock the SM clock for the run: 'max' (the highest supported) or MHz")
     cudnn_engines: dict[str, str] = Field(
         default_factory=dict, description="cuDNN engines pinned instead of chosen: '<item id>/<direction>' (or '*') "
         "-> an engine as results record it, e.g. 'eng34_k2=2_k3=0' (verify re-runs the recorded engines)")

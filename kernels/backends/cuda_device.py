@@ -19,7 +19,10 @@ from ..precision import Precision
 from ..results import Measurement, Settings
 from ..timing import cuda as cuda_timer
 from ..timing import cupti
+from ..timing.clock_lock import ClockLock
 from ..timing.clocks import ClockReader
+from ..timing.energy import update_period
+from ..timing.meters import Meter, nvml_meter
 from ..timing.stopping import StopRule
 from ..timing.warmup import warm_up
 from ..timing.work_stream import use_work_stream
@@ -47,6 +50,10 @@ class CudaDevice:
             raise RuntimeError("no CUDA device is visible to PyTorch (torch.cuda.is_available() is False)")
         self.stream = use_work_stream(self.device)  # before any GPU work of the run
         self.clocks = ClockReader(self.device)
+        # --lock-clocks: asked once for the run, released by close() (and at exit, on signals)
+        self.lock = ClockLock(self.clocks, settings.lock_clocks) if settings.lock_clocks is not None else None
+        # --energy: the board's energy counter (kernels/timing/meters.py), or why there is none
+        self.meter: Meter | str | None = nvml_meter(self.clocks) if settings.energy else None
         self._warmed = False
         self._ceilings: dict[str, float] | None = None
         self._versions: dict[str, str] | None = None
@@ -66,7 +73,7 @@ class CudaDevice:
         """Time `fn` (enqueued on torch's current stream) with the run's timer; the notes and the
         roofline bound go into the part's info."""
         self.warm(part.info)
-        m, notes = cuda_timer.measure(fn, rule, self.settings, part.capturable, self.device, self.clocks)
+        m, notes = cuda_timer.measure(fn, rule, self.settings, part.capturable, self.device, self.clocks, self.meter)
         part.info.update(notes)
         bound = cuda_facts.roofline(part.flops, part.min_bytes, m.stats.median, precision, self.ceilings())
         if bound:
@@ -86,7 +93,23 @@ class CudaDevice:
         return dict(self._versions)
 
     def facts(self) -> dict[str, Any]:
-        return cuda_facts.device_facts(self.device, self.clocks)
+        facts = cuda_facts.device_facts(self.device, self.clocks)
+        if self.meter is not None:  # --energy: how often the counter moves, measured here, or why no meter
+            facts["energy_meter"] = (self.meter if isinstance(self.meter, str) else
+                                     {"meter": self.meter.name, "update_period_s": update_period(self.meter),
+                                      "power_limit_w": self.meter.power_limit_w()})
+        if self.lock is not None:
+            facts["clock_lock"] = dict(self.lock.record)
+        return facts
+
+    def close(self) -> None:
+        """The run's end: locked clocks given back."""
+        if self.lock is not None:
+            self.lock.release()
+
+    def facts_after(self) -> dict[str, Any]:
+        """What the run's end changed: whether the locked clocks were given back."""
+        return {"clock_lock": dict(self.lock.record)} if self.lock is not None else {}
 
     def synchronize(self) -> None:
         torch.cuda.synchronize(self.device)

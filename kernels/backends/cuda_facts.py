@@ -135,7 +135,7 @@ def measure_ceilings(device: torch.device, settings: Settings, clocks: ClockRead
                      set_mode: Callable[[Precision], None]) -> dict[str, float]:
     """tflops_<precision> for a CEILING_GEMM^3 GEMM and gbps_copy for a device-to-device copy."""
     out: dict[str, float] = {}
-    hot = settings.model_copy(update={"cold": False, "verify_timing": False, "kernel_time": False})
+    hot = settings.model_copy(update={"cold": False, "verify_timing": False, "kernel_time": False, "energy": False})
     for precision in (Precision.FP32, Precision.TF32, Precision.FP16, Precision.BF16, Precision.INT8, Precision.FP8):
         set_mode(precision)
         try:

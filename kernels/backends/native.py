@@ -75,7 +75,7 @@ class NativeCudaBackend(Backend):
         self.cuda: CudaDevice | None = None
         if self.lib is not None:
             self.cuda = cuda or CudaDevice(settings)
-            self.ctx = TorchContext(self.cuda.device, settings.seed, PadMode(settings.pad))
+            self.ctx = TorchContext(self.cuda.device, settings.seed, PadMode(settings.pad), settings.inputs)
 
     def covers(self, kernel: Kernel, precision: Precision) -> bool:
         """Whether this backend runs the kernel in the precision (the `nvidia` backend's choice)."""

@@ -76,6 +76,10 @@ class NvidiaBackend(Backend):
     def close(self) -> None:
         for native in self._natives.values():
             native.close()
+        self.cuda.close()
+
+    def device_facts_after(self) -> dict[str, Any]:
+        return self.cuda.facts_after()
 
     def prepare_unpadded(self, kernel: Kernel, precision: Precision) -> Prepared | None:
         return self._current.prepare_unpadded(kernel, precision)

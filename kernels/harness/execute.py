@@ -9,6 +9,7 @@ import traceback
 from typing import Any
 
 from ..backends.base import Backend, Prepared, TimedPart, Unsupported
+from ..inputs import drawn_for, poison, zero_input_check
 from ..padding import PadMode
 from ..precision import PRECISIONS
 from ..results import Check, KernelResult, PartResult, PlanItem, Settings, Status, TimeStats, utcnow
@@ -26,7 +27,7 @@ def stop_rule(settings: Settings) -> StopRule:
 def _base(item: PlanItem, backend: Backend, started: Any) -> dict[str, Any]:
     return dict(id=item.id, kernel=item.kernel, precision=PRECISIONS[item.precision],
                 backend=backend.backend_for(item.kernel, item.precision), library=backend.library_versions(),
-                started_at=started)
+                inputs=drawn_for(backend.settings.inputs, item.precision), started_at=started)
 
 
 def run_item(backend: Backend, item: PlanItem, settings: Settings) -> KernelResult:
@@ -35,7 +36,7 @@ def run_item(backend: Backend, item: PlanItem, settings: Settings) -> KernelResu
     rule = stop_rule(settings)
     try:
         prepared = backend.prepare(item.kernel, item.precision)
-        parts, failed = _measure(backend, prepared, rule)
+        parts, failed = _measure(backend, prepared, rule, base["inputs"] == "zeros")
         if failed is not None:
             part, check = failed
             return KernelResult(**base, status=Status.FAILED, check=check, padding=prepared.padding,
@@ -68,17 +69,27 @@ def failed_result(backend: Backend, item: PlanItem, exc: Exception, started: Any
                         info={"traceback": traceback.format_exc(limit=6)[-4000:]}, ended_at=utcnow())
 
 
-def _measure(backend: Backend, prepared: Prepared, rule: StopRule
+def _measure(backend: Backend, prepared: Prepared, rule: StopRule, zeros: bool = False
              ) -> tuple[list[PartResult], tuple[TimedPart, Check] | None]:
-    """Warm up, time and check each direction; stops at the first failed check (returned)."""
+    """Warm up, time and check each direction; stops at the first failed check (returned).
+    `zeros`: the inputs are all zero, so the output is poisoned before one more call and the check
+    says it is trivial (kernels/inputs.py)."""
     parts: list[PartResult] = []
     for part in prepared.parts:
         part.run()  # first call: warm-up, library handle and algorithm selection
         measurement = part.timer(part.run, rule) if part.timer else backend.measure(part.run, rule, part)
+        poisoned = zeros and poison(part.output)
+        if poisoned:
+            part.run()
         check = part.check()  # the outputs the last timed call wrote
+        if zeros:
+            check = zero_input_check(check, poisoned)
         if not check.passed:
             return parts, (part, check)
         seconds = measurement.stats.median / US_PER_S
+        if measurement.energy is not None:  # --energy: the part's work per joule
+            measurement = measurement.model_copy(
+                update={"energy": measurement.energy.rated(part.flops, part.min_bytes)})
         parts.append(PartResult(
             direction=part.direction, measurement=measurement, flops=part.flops, min_bytes=part.min_bytes,
             check=check, tflops=part.flops / seconds / 1e12 if part.flops else None,
@@ -91,7 +102,7 @@ def _unpadded(backend: Backend, item: PlanItem, rule: StopRule) -> dict[str, Any
     raw = backend.prepare_unpadded(item.kernel, item.precision)
     if raw is None:
         return {"note": f"the {backend.backend_for(item.kernel, item.precision)} backend does not pad"}
-    parts, failed = _measure(backend, raw, rule)
+    parts, failed = _measure(backend, raw, rule, drawn_for(backend.settings.inputs, item.precision) == "zeros")
     if failed is not None:
         part, check = failed
         return {"failed": f"{part.direction}: check failed (error {check.error} > tolerance {check.tolerance})"}
@@ -112,6 +123,8 @@ def finish(base: dict[str, Any], parts: list[PartResult], padding: dict[str, int
         flags.append("noisy")
     if any(p.measurement.discarded or p.info.get("throttled_samples_kept") for p in parts):
         flags.append("throttled")
+    if any("clock_fell" in p.info for p in parts):
+        flags.append("clock-fell")  # the SM clock fell while sampled: info.clock_fell names NVML's reasons
     if any(p.info.get("profiler", {}).get("agrees") is False for p in parts):
         flags.append("timing-disagrees")  # --verify-timing: harness and profiler differ beyond 5%
     if "time_us" in info.get("unpadded", {}):  # --pad both: raw over padded, DeepBench's alignment penalty

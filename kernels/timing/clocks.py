@@ -43,19 +43,36 @@ class ClockReader:
         except Exception:  # noqa: BLE001 - clocks are optional; no NVML means no clock figures
             self.handle = None
 
+    @classmethod
+    def of(cls, nvml: Any, handle: Any) -> ClockReader:
+        """A reader on an NVML module and device handle already opened (tests pass a fake module)."""
+        reader = cls.__new__(cls)
+        reader.nvml, reader.handle, reader.max_seen = nvml, handle, 0.0
+        return reader
+
     @property
     def available(self) -> bool:
         return self.handle is not None
 
-    def sm_mhz(self) -> float | None:
+    def figure(self, function: str, *args: Any) -> float | None:
+        """One number from an NVML device query (`function` of pynvml, called on this device's handle
+        and `args`); None without NVML or where the query fails (an older GPU or driver lacks it)."""
         if not self.available:
             return None
         try:
-            mhz = float(self.nvml.nvmlDeviceGetClockInfo(self.handle, self.nvml.NVML_CLOCK_SM))
-        except Exception:  # noqa: BLE001
+            return float(getattr(self.nvml, function)(self.handle, *args))
+        except Exception:  # noqa: BLE001 - every figure is optional
             return None
-        self.max_seen = max(self.max_seen, mhz)
+
+    def sm_mhz(self) -> float | None:
+        mhz = self.figure("nvmlDeviceGetClockInfo", self.nvml.NVML_CLOCK_SM) if self.available else None
+        if mhz is not None:
+            self.max_seen = max(self.max_seen, mhz)
         return mhz
+
+    def mem_mhz(self) -> float | None:
+        """The memory clock now (what bounds a bandwidth-bound kernel, as the SM clock bounds the others)."""
+        return self.figure("nvmlDeviceGetClockInfo", self.nvml.NVML_CLOCK_MEM) if self.available else None
 
     def throttle_reasons(self) -> list[str] | None:
         """Names of active thermal/power slowdown reasons (idle and app-clock settings excluded);
@@ -77,12 +94,7 @@ class ClockReader:
         return ClockReading(self.sm_mhz(), None if reasons is None else tuple(reasons))
 
     def temperature_c(self) -> float | None:
-        if not self.available:
-            return None
-        try:
-            return float(self.nvml.nvmlDeviceGetTemperature(self.handle, self.nvml.NVML_TEMPERATURE_GPU))
-        except Exception:  # noqa: BLE001
-            return None
+        return self.figure("nvmlDeviceGetTemperature", self.nvml.NVML_TEMPERATURE_GPU) if self.available else None
 
     def max_clocks(self) -> dict[str, float]:
         if not self.available:

@@ -91,3 +91,24 @@ class SettleWatch:
         elif boost != self.first_at_boost:
             self.moved = True
         return self.moved
+
+
+# The clock fell while a measurement sampled: its lowest reading this far below the stretch's first.
+# The power limiter's ordinary swing under a heavy GEMM stays within a few percent of its level.
+CLOCK_FELL_FRACTION = 0.05
+
+
+def clock_fell(readings: list[ClockReading]) -> dict[str, object] | None:
+    """Whether the SM clock fell during the sampled stretch, and NVML's reasons at the low readings
+    (None: it held within CLOCK_FELL_FRACTION of its first reading, or was not read)."""
+    seen = [r for r in readings if r.mhz is not None]
+    if not seen:
+        return None
+    first = seen[0].mhz
+    assert first is not None
+    low = [r for r in seen if r.mhz is not None and r.mhz < (1 - CLOCK_FELL_FRACTION) * first]
+    if not low:
+        return None
+    reasons = sorted({reason for r in low for reason in (r.reasons or ())})
+    return {"from_mhz": first, "to_mhz": min(r.mhz for r in low if r.mhz is not None), "readings": len(low),
+            "reasons": reasons}

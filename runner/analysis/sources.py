@@ -23,6 +23,7 @@ from deepbench.kernels.results_file import exists, read_results
 
 from ..errors import UserError
 from .references import Reference, find_reference
+from .result_extras import result_extras
 
 MS = 1e3  # microseconds per millisecond
 # Published times are rounded to 1 us (DeepBench truncated to whole microseconds, the workbooks
@@ -120,6 +121,7 @@ def entry_of_result(r: KernelResult) -> Entry:
     for key, info_key in traits_of(r.op).entry_extras:  # the operation's own figures (sparse GEMM's speed-up)
         if r.info.get(info_key) is not None:
             extra[key] = r.info[info_key]
+    extra.update(result_extras(r))  # inputs and clocks, for like_for_like.py
     t = r.time_us
     return Entry(
         kernel=r.kernel, precision=r.precision.name.value, precision_text=r.precision.description,

@@ -18,9 +18,11 @@ machine (its run.json's noise record) is named at the top."""
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from ..analysis.compare import DEFAULT_THRESHOLD, compare
+from ..analysis.like_for_like import notes
 from ..analysis.sources import load_source
 from ..errors import UserError
 from ..outpaths import writable_file
@@ -74,4 +76,6 @@ def run(args: argparse.Namespace) -> int:
     written = render(cmp, args.format, args.out, max_only=TERMINAL_ONLY_ROWS, columns=args.columns)
     if written:
         print(f"wrote {written}")
+    for line in notes(cmp):  # inputs and clocks beside the times (standard error: any format stays parseable)
+        print(line, file=sys.stderr)
     return 0

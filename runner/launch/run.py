@@ -27,7 +27,16 @@ from deepbench.kernels.backends.engine_choice import PIN_ALL, EngineError, check
 from deepbench.kernels.harness.protocol import ExitCode
 from deepbench.kernels.harness.record import build_record, read_facts, write_record
 from deepbench.kernels.padding import PadMode
-from deepbench.kernels.results import ENGINE_RACES, MAX_SEED, PLAN_FILE, RESULTS_FILE, Plan, RunRecord, Settings
+from deepbench.kernels.results import (
+    ENGINE_RACES,
+    INPUT_DISTRIBUTIONS,
+    MAX_SEED,
+    PLAN_FILE,
+    RESULTS_FILE,
+    Plan,
+    RunRecord,
+    Settings,
+)
 from deepbench.kernels.results_file import WriteFailed, read_results, write_atomic
 from deepbench.kernels.results_file import exists as results_file_exists
 from deepbench.kernels.suites import SelectionError
@@ -60,6 +69,8 @@ DEFAULT_RESULTS = Path("deepbench-results")
 MAX_KERNEL_TIMEOUT_S = 7 * 24 * 3600.0  # a week: anything longer is a typo, and overflows some timers
 MAX_TIME_CAP_S = 24 * 3600.0
 MAX_WARM_UP_S = 3600.0
+MAX_ENERGY_WINDOW_S = 60.0  # per part: a longer window is a typo (a suite would take hours more)
+MAX_LOCK_MHZ = 10_000  # no GPU clocks its SMs above this
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -135,6 +146,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "0.1-0.3 us between two dependent kernels that back-to-back calls pay (default); "
                         "--no-kernel-time times them by events of back-to-back graph replays, as a native loop "
                         "would, and starts no CUPTI (unless --verify-timing)")
+    m.add_argument("--inputs", choices=INPUT_DISTRIBUTIONS, default=Settings.model_fields["inputs"].default,
+                   help="what the operands are drawn from: normal (default), uniform [0, 1), zeros, or deepbench "
+                        "(what DeepBench's binaries drew: zeros for half and int8, uniform [0, 1) for float); "
+                        "zeros draw less power, so a GPU holds a higher clock. Recorded in every result")
+    m.add_argument("--energy", action="store_true",
+                   help="after each part's time, read the energy meter around a loop of its calls (NVML's counter "
+                        "on NVIDIA, RAPL or a Raspberry Pi 5's PMIC on a CPU): joules per call, watts, GFLOP/J")
+    m.add_argument("--energy-window", type=real(0, MAX_ENERGY_WINDOW_S, low_open=True), metavar="S",
+                   default=Settings.model_fields["energy_window_s"].default,
+                   help="--energy: read the meter over at least this long per part (default %(default)s; at least "
+                        "10 of the meter's updates in any case)")
+    m.add_argument("--lock-clocks", type=lock_clocks, metavar="max|MHZ",
+                   help="GPU: ask NVML to lock the SM clock for the run (max: the highest supported), restored at "
+                        "the end; needs root, and the run records whether it was granted")
     out = parser.add_argument_group("results")
     out.add_argument("--out", type=Path, metavar="DIR", help="results folder (default: ./deepbench-results/RUN_ID)")
     out.add_argument("--resume", type=Path, metavar="DIR", help="continue the run in DIR where it stopped")
@@ -244,10 +269,22 @@ def settings_from(args: argparse.Namespace, platform: Platform) -> Settings:
     if preset["time_cap_s"] >= args.kernel_timeout:
         raise UserError(f"--time-cap ({preset['time_cap_s']:g} s per direction) must be shorter than --kernel-timeout "
                         f"({args.kernel_timeout:g} s), or every kernel would be killed as a timeout")
+    if args.lock_clocks is not None and platform.device == "cpu":
+        raise UserError("--lock-clocks locks a GPU's clocks (NVML): this run is on a CPU")
     return Settings(mode=args.mode, threads=args.threads, seed=args.seed, device=platform.device, cold=args.cold,
                     verify_timing=args.verify_timing, kernel_time=args.kernel_time,
                     kernel_timeout_s=args.kernel_timeout, pad=args.pad, cudnn_engines=engine_pins(args.cudnn_engine),
-                    engine_race=args.engine_race, ranks=getattr(args, "ranks", 1), **preset)
+                    engine_race=args.engine_race, ranks=getattr(args, "ranks", 1), inputs=args.inputs,
+                    energy=args.energy, energy_window_s=args.energy_window, lock_clocks=args.lock_clocks, **preset)
+
+
+def lock_clocks(value: str) -> int | str:
+    """--lock-clocks: 'max' or a clock in MHz."""
+    if value == "max":
+        return value
+    if not value.isdigit():
+        raise argparse.ArgumentTypeError(f"{value!r}: give max, or the SM clock in MHz")
+    return integer(1, MAX_LOCK_MHZ)(value)
 
 
 def engine_pins(values: list[str] | None) -> dict[str, str]:

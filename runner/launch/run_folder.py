@@ -210,7 +210,8 @@ def _plan_values(plan: Plan) -> dict[str, Any]:
         "seq": sel.seq if sel else None, "mode": s.mode, "time_cap": s.time_cap_s,
         "target": s.target_rel_precision, "warm_up": s.warm_up_s, "kernel_timeout": s.kernel_timeout_s,
         "threads": s.threads, "seed": s.seed, "cold": s.cold, "verify_timing": s.verify_timing,
-        "kernel_time": s.kernel_time, "ranks": s.ranks, "engine_race": s.engine_race,
+        "kernel_time": s.kernel_time, "ranks": s.ranks, "engine_race": s.engine_race, "inputs": s.inputs,
+        "energy": s.energy, "energy_window": s.energy_window_s, "lock_clocks": s.lock_clocks,
     }
 
 

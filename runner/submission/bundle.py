@@ -71,6 +71,9 @@ def reproduce_command(plan: Plan, local: bool, image_digest: str | None) -> str:
     args += [] if s.kernel_time else ["--no-kernel-time"]
     args += [] if s.pad == "deepbench" else ["--pad", s.pad]
     args += [] if s.engine_race == "apart" else ["--engine-race", s.engine_race]
+    args += [] if s.inputs == "normal" else ["--inputs", s.inputs]
+    args += ["--energy", "--energy-window", f"{s.energy_window_s:g}"] if s.energy else []
+    args += [] if s.lock_clocks is None else ["--lock-clocks", str(s.lock_clocks)]
     for key, engine in sorted(s.cudnn_engines.items()):
         args += ["--cudnn-engine", engine if key == "*" else f"{key}={engine}"]
     return shlex.join(args)

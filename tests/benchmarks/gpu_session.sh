@@ -9,6 +9,9 @@
 #   bash tests/benchmarks/gpu_session.sh suite train         # a suite -> runner/published/nvidia-<gpu>/<suite>
 #   bash tests/benchmarks/gpu_session.sh suite inference-server
 #   bash tests/benchmarks/gpu_session.sh models              # model suites at batch 32, with their reports
+#   bash tests/benchmarks/gpu_session.sh energy fp16         # the train GEMMs in one precision with --energy
+#                                                            # (1 s windows; ~5.5-6.5 min on an H100), then
+#                                                            # energy_vs_power.py: counter against power integral
 # pydantic is not installed there: its wheels travel in .whl/ (see README, "NVIDIA GPUs").
 # Logs and a tarball of the results folders go to $OUT (or ./gpu-out).
 set -uo pipefail
@@ -35,6 +38,13 @@ elif [ "$PHASE" = suite ]; then
   cmd="deepbench-run --local --platform nvidia --suite $2 --quiet --out $dir"
   { echo "\$ $cmd"; t0=$SECONDS; timeout 585 $cmd 2>&1 | tail -25; echo "$2: $((SECONDS - t0)) s wall"; } | tee "$OUT/suite-$2.log"
   tar -czf "$OUT/suite-$2.tgz" "$dir"
+elif [ "$PHASE" = energy ]; then
+  dir="runner/published/nvidia-$DEV/train-gemm-energy-$2"; rm -rf "$dir"
+  cmd="deepbench-run --local --platform nvidia --suite train --ops gemm --precision $2 --energy --energy-window 1 --quiet --out $dir"
+  { echo "\$ $cmd"; t0=$SECONDS; timeout 470 $cmd 2>&1 | tail -25; echo "energy $2: $((SECONDS - t0)) s wall"; } | tee "$OUT/energy-$2.log"
+  python3 tests/benchmarks/energy_vs_power.py "$dir" > "$OUT/energy-vs-power-$2.log" 2>&1; tail -3 "$OUT/energy-vs-power-$2.log"
+  python3 -c "import json,sys; f=json.load(open(sys.argv[1])); print('device facts:', f['device'].get('energy_meter'))" "$dir/facts.json"
+  tar -czf "$OUT/energy-$2.tgz" "$dir"
 elif [ "$PHASE" = models ]; then
   # Model suites at batch 32 (operators, layers and the whole model, issue 9), and their reports.
   for spec in "resnet50 fp32,fp16" "bert-base fp32,fp16" "vgg16 fp16" "densenet121 fp16" "lstm-lm fp16" "gpt2 fp16" \

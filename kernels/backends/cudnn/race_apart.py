@@ -49,8 +49,10 @@ class RaceApart:
     def __init__(self, settings: Settings) -> None:
         # The child races inline (it is the process apart) and needs no CUPTI (candidates are timed by
         # CUDA graphs and events: timing.graph_events.quick_us) nor a warm-up (the measuring process
-        # warms the GPU before its first question: conv.py).
-        self.settings = settings.model_copy(update={"engine_race": "inline", "kernel_time": False, "warm_up_s": 0.0})
+        # warms the GPU before its first question: conv.py); nor the measuring process's clock lock (the
+        # child would give the clocks back when it ends) or energy meter.
+        self.settings = settings.model_copy(update={"engine_race": "inline", "kernel_time": False, "warm_up_s": 0.0,
+                                                    "lock_clocks": None, "energy": False})
         self._process: subprocess.Popen[bytes] | None = None
         self._send: Connection | None = None
         self._receive: Connection | None = None

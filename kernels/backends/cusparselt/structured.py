@@ -247,7 +247,7 @@ class StructuredProduct:
 def operand(ctx: Any, shape: tuple[int, int], precision: Precision) -> torch.Tensor:
     """Random inputs in the precision's storage type (fp8: normal values rounded to e4m3)."""
     if precision is Precision.FP8:
-        return ctx.random(shape, torch.float32).to(FP8_DTYPE)
+        return ctx.random(shape, torch.float32, narrow=True).to(FP8_DTYPE)
     return ctx.random(shape, ctx.dtype(precision))
 
 

@@ -17,6 +17,7 @@ from ...catalog import Kernel
 from ...precision import Precision
 from ...results import Measurement, Settings
 from ...timing import cpu as cpu_timer
+from ...timing.energy import with_cpu_energy
 from ...timing.stopping import StopRule
 from ..base import Backend, Prepared, TimedPart, Unsupported
 from ..board import BoardMonitor
@@ -53,7 +54,8 @@ class OrtBackend(Backend):
             raise RuntimeError(f"the onnxruntime backend runs on the CPU execution provider; device "
                                f"'{settings.device}' is not supported")
         self.threads = settings.threads or default_threads()
-        self.ctx = OrtContext(SessionOptions(threads=self.threads, provider=CPU_PROVIDER), settings.seed)
+        self.ctx = OrtContext(SessionOptions(threads=self.threads, provider=CPU_PROVIDER), settings.seed,
+                              settings.inputs)
         self.board = BoardMonitor()
 
     def prepare(self, kernel: Kernel, precision: Precision) -> Prepared:
@@ -63,6 +65,8 @@ class OrtBackend(Backend):
 
     def measure(self, fn: Callable[[], object], rule: StopRule, part: TimedPart) -> Measurement:
         measured = cpu_timer.measure(fn, rule, self.settings.min_sample_s)
+        if self.settings.energy:
+            measured = with_cpu_energy(measured, fn, part.info, self.settings.energy_window_s)
         self.board.mark(part.info)
         return measured
 

@@ -7,28 +7,26 @@ from collections.abc import Sequence
 import numpy as np
 import onnx
 
+from ...inputs import draw
 from ...precision import Precision
 from .. import int8_operands
 from .session import OPSET, BoundCall, SessionOptions, single_op_model
 
 
 class OrtContext:
-    def __init__(self, options: SessionOptions, seed: int) -> None:
+    def __init__(self, options: SessionOptions, seed: int, inputs: str = "normal") -> None:
         self.options = options
+        self.inputs = inputs  # Settings.inputs (kernels/inputs.py)
         self.seed = seed  # whole models (model.py) draw their weights from it, as the torch backend does
         self.rng = np.random.default_rng(seed)
 
     def random(self, shape: tuple[int, ...], precision: Precision, scale: float = 1.0) -> np.ndarray:
-        """Random normal (fp32) or uniform full-range int8 values: never zeros or constants."""
-        if precision is Precision.INT8:
-            return int8_operands.activations(self.rng, shape)
-        return (self.rng.standard_normal(shape, dtype=np.float32) * np.float32(scale))
+        """Random normal (fp32) or uniform full-range int8 values (--inputs: kernels/inputs.py)."""
+        return draw(self.rng, shape, precision, self.inputs, scale, int8_operands.activations)
 
     def weights(self, shape: tuple[int, ...], precision: Precision, scale: float = 1.0) -> np.ndarray:
         """As `random`, with int8 weights in the symmetric range [-127, 127] (int8_operands.py)."""
-        if precision is Precision.INT8:
-            return int8_operands.weights(self.rng, shape)
-        return self.random(shape, precision, scale)
+        return draw(self.rng, shape, precision, self.inputs, scale, int8_operands.weights)
 
     def bound(self, node: onnx.NodeProto | Sequence[onnx.NodeProto], inputs: dict[str, np.ndarray],
               outputs: dict[str, np.ndarray], initializers: dict[str, np.ndarray], opset: int = OPSET) -> BoundCall:

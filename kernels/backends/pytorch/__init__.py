@@ -19,6 +19,7 @@ from ...precision import Precision
 from ...results import Measurement, Settings
 from ...system import cpu_model, last_level_cache_bytes, usable_memory_bytes
 from ...timing import cpu as cpu_timer
+from ...timing.energy import with_cpu_energy
 from ...timing.stopping import StopRule
 from ..base import Backend, Prepared, TimedPart, Unsupported
 from ..cuda_device import CudaDevice
@@ -67,7 +68,7 @@ class TorchBackend(Backend):
         if settings.threads:
             torch.set_num_threads(settings.threads)
         torch.manual_seed(settings.seed)
-        self.ctx = TorchContext(self.device, settings.seed, PadMode(settings.pad))
+        self.ctx = TorchContext(self.device, settings.seed, PadMode(settings.pad), settings.inputs)
         self._ceilings: dict[str, float] | None = None
         self.arm = ArmCpu() if is_arm_cpu(self.device) else None
         if self.ctx.is_cuda:
@@ -105,6 +106,8 @@ class TorchBackend(Backend):
     def measure(self, fn: Callable[[], object], rule: StopRule, part: TimedPart) -> Measurement:
         if self.cuda is None:
             measured = cpu_timer.measure(fn, rule, self.settings.min_sample_s)
+            if self.settings.energy:
+                measured = with_cpu_energy(measured, fn, part.info, self.settings.energy_window_s)
             if self.arm:
                 self.arm.after_measure(fn, part)
             return measured
@@ -142,7 +145,13 @@ class TorchBackend(Backend):
                 "capability": torch.backends.cpu.get_cpu_capability(), "llc_bytes": last_level_cache_bytes()}
 
     def device_facts_after(self) -> dict[str, Any]:
+        if self.cuda:
+            return self.cuda.facts_after()
         return self.arm.facts_after() if self.arm else {}
+
+    def close(self) -> None:
+        if self.cuda:
+            self.cuda.close()
 
     def release(self) -> None:
         self.ctx.synchronize()

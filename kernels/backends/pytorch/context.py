@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ...inputs import drawn
 from ...padding import PadMode
 from ...precision import Precision
 from ..base import Unsupported
@@ -27,6 +28,7 @@ class TorchContext:
     device: torch.device
     seed: int = 0
     pad: PadMode = PadMode.DEEPBENCH  # the problem handed to the library (kernels/padding.py)
+    inputs: str = "normal"  # what operands are drawn from (Settings.inputs; kernels/inputs.py)
     generator: torch.Generator = field(init=False)
 
     def __post_init__(self) -> None:
@@ -51,12 +53,19 @@ class TorchContext:
             raise Unsupported(f"{precision.value} is not available through PyTorch on {self.device.type}")
         return DTYPES[precision]
 
-    def random(self, shape: tuple[int, ...], dtype: torch.dtype, scale: float = 1.0) -> torch.Tensor:
-        """Random normal inputs (int8: uniform integers): zeros or constants would run faster."""
+    def random(self, shape: tuple[int, ...], dtype: torch.dtype, scale: float = 1.0, narrow: bool | None = None
+               ) -> torch.Tensor:
+        """Random normal inputs (int8: uniform integers): zeros or constants would run faster. Under
+        --inputs, uniform [0, 1) or zeros instead (kernels/inputs.py; narrow: stored in under 32 bits,
+        by default the dtype's width; fp8 operands drawn in float32 and rounded say so)."""
+        kind = drawn(self.inputs, narrow=dtype.itemsize < torch.float32.itemsize if narrow is None else narrow)
+        if kind == "zeros":
+            return torch.zeros(shape, device=self.device, dtype=dtype)
         if dtype == torch.int8:
             return torch.randint(-INT8_RANGE, INT8_RANGE, shape, device=self.device, dtype=torch.int8,
                                  generator=self.generator)
-        t = torch.randn(shape, device=self.device, dtype=torch.float32, generator=self.generator)
+        draw = torch.rand if kind == "uniform" else torch.randn
+        t = draw(shape, device=self.device, dtype=torch.float32, generator=self.generator)
         if scale != 1.0:
             t.mul_(scale)
         return t.to(dtype)

@@ -27,11 +27,12 @@ FP8_MULTIPLE = 16  # cuBLASLt fp8 GEMM (torch._scaled_mm) needs every dimension 
 FP8_DTYPE = torch.float8_e4m3fn
 
 
-def operands(ctx: TorchContext, m: int, n: int, k: int, a_t: bool, b_t: bool, dtype: torch.dtype
-             ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(X, Y) with X @ Y = B^T-as-rows @ A-as-rows, so the BLAS sees DeepBench's problem."""
-    a_store = ctx.random((m, k) if a_t else (k, m), dtype)
-    b_store = ctx.random((k, n) if b_t else (n, k), dtype)
+def operands(ctx: TorchContext, m: int, n: int, k: int, a_t: bool, b_t: bool, dtype: torch.dtype,
+             narrow: bool | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(X, Y) with X @ Y = B^T-as-rows @ A-as-rows, so the BLAS sees DeepBench's problem.
+    `narrow`: drawn for a narrower type than `dtype` (fp8, rounded from float32; context.random)."""
+    a_store = ctx.random((m, k) if a_t else (k, m), dtype, narrow=narrow)
+    b_store = ctx.random((k, n) if b_t else (n, k), dtype, narrow=narrow)
     y = a_store.t() if a_t else a_store
     x = b_store.t() if b_t else b_store
     return x, y
@@ -87,7 +88,7 @@ def prepare_fp8(ctx: TorchContext, kernel: GemmKernel) -> Prepared:
     listed = {"m": kernel.m, "n": kernel.n, "k": kernel.k}
     shape = {name: padding.pad_to(v, FP8_MULTIPLE) for name, v in listed.items()}
     m, n, k = shape["m"], shape["n"], shape["k"]
-    x, y = operands(ctx, m, n, k, kernel.a_t, kernel.b_t, torch.float32)
+    x, y = operands(ctx, m, n, k, kernel.a_t, kernel.b_t, torch.float32, narrow=True)
     x8, y8 = x.to(FP8_DTYPE), y.t().contiguous().t().to(FP8_DTYPE) if not y.t().is_contiguous() else y.to(FP8_DTYPE)
     one = torch.ones((), device=ctx.device)
     out: dict[str, torch.Tensor] = {}

@@ -22,6 +22,7 @@ from ...catalog import Kernel
 from ...precision import Precision
 from ...results import Measurement, Settings
 from ...timing import cpu as cpu_timer
+from ...timing.energy import with_cpu_energy
 from ...timing.stopping import StopRule
 from ..base import Backend, Prepared, TimedPart, Unsupported
 from ..board import BoardMonitor
@@ -52,7 +53,7 @@ class TfliteBackend(Backend):
             raise RuntimeError(f"the tflite backend runs on the CPU; device '{settings.device}' is not supported")
         self.threads = settings.threads or default_threads()
         self.use_xnnpack = os.environ.get(NO_XNNPACK_ENV) != "1"
-        self.ctx = TfliteContext(self.threads, settings.seed, self.use_xnnpack)
+        self.ctx = TfliteContext(self.threads, settings.seed, self.use_xnnpack, settings.inputs)
         self.board = BoardMonitor()
 
     def prepare(self, kernel: Kernel, precision: Precision) -> Prepared:
@@ -62,6 +63,8 @@ class TfliteBackend(Backend):
 
     def measure(self, fn: Callable[[], object], rule: StopRule, part: TimedPart) -> Measurement:
         measured = cpu_timer.measure(fn, rule, self.settings.min_sample_s)
+        if self.settings.energy:
+            measured = with_cpu_energy(measured, fn, part.info, self.settings.energy_window_s)
         self.board.mark(part.info)
         return measured
 

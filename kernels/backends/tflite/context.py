@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from ...inputs import draw
 from ...precision import Precision
 from .. import int8_operands
 from .flatbuffer import ModelSpec, build
@@ -27,22 +28,19 @@ def output_scale(reduction: int) -> float:
 
 
 class TfliteContext:
-    def __init__(self, threads: int, seed: int, use_xnnpack: bool = True) -> None:
+    def __init__(self, threads: int, seed: int, use_xnnpack: bool = True, inputs: str = "normal") -> None:
         self.threads = threads
+        self.inputs = inputs  # Settings.inputs (kernels/inputs.py)
         self.use_xnnpack = use_xnnpack
         self.rng = np.random.default_rng(seed)
 
     def random(self, shape: tuple[int, ...], precision: Precision, scale: float = 1.0) -> np.ndarray:
-        """Random normal (fp32) or uniform full-range int8 values: never zeros or constants."""
-        if precision is Precision.INT8:
-            return int8_operands.activations(self.rng, shape)
-        return self.rng.standard_normal(shape, dtype=np.float32) * np.float32(scale)
+        """Random normal (fp32) or uniform full-range int8 values (--inputs: kernels/inputs.py)."""
+        return draw(self.rng, shape, precision, self.inputs, scale, int8_operands.activations)
 
     def weights(self, shape: tuple[int, ...], precision: Precision, scale: float = 1.0) -> np.ndarray:
         """As `random`, with int8 weights in the symmetric range [-127, 127] (int8_operands.py)."""
-        if precision is Precision.INT8:
-            return int8_operands.weights(self.rng, shape)
-        return self.random(shape, precision, scale)
+        return draw(self.rng, shape, precision, self.inputs, scale, int8_operands.weights)
 
     def interpreter(self, spec: ModelSpec, xnnpack: bool | None = None) -> LoadedModel:
         """`xnnpack=False` forces the builtin kernels for this model whatever the backend's setting."""

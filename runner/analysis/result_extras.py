@@ -1,0 +1,34 @@
+"""What a comparison needs of a result beyond its times (like_for_like.py): the inputs it drew, the
+clocks it ran at, whether it is memory-bound and whether its clock fell, kept in its Entry's extra."""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from deepbench.kernels.results import KernelResult
+
+MEMORY_BOUND = "memory"
+
+
+def result_extras(r: KernelResult) -> dict[str, Any]:
+    """A result's inputs, clocks, bound and clock fall, for an Entry's extra (empty where unrecorded)."""
+    out: dict[str, Any] = {}
+    if r.inputs is not None:
+        out["inputs"] = r.inputs
+    clocks = [c for p in r.parts for c in p.measurement.clocks_mhz]
+    if clocks:
+        out["sm_mhz"] = statistics.median(clocks)
+    mem = [p.measurement.mem_clock_mhz for p in r.parts if p.measurement.mem_clock_mhz]
+    if mem:
+        out["mem_mhz"] = statistics.median(mem)
+    bounds = {p.info.get("roofline", {}).get("bound") for p in r.parts}
+    if bounds == {MEMORY_BOUND}:
+        out["bound"] = MEMORY_BOUND
+    energies = [p.measurement.energy for p in r.parts]
+    if r.parts and all(e is not None for e in energies):  # --energy: the kernel's joules per call, all directions
+        out["joules_per_call"] = sum(e.joules_per_call for e in energies if e is not None)
+    fell = [p.info["clock_fell"] for p in r.parts if "clock_fell" in p.info]
+    if fell:
+        out["clock_fell"] = fell[0]
+    return out
