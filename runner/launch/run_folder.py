@@ -199,6 +199,7 @@ def _plan_values(plan: Plan) -> dict[str, Any]:
         "target": s.target_rel_precision, "warm_up": s.warm_up_s, "kernel_timeout": s.kernel_timeout_s,
         "threads": s.threads, "seed": s.seed, "cold": s.cold, "verify_timing": s.verify_timing,
         "kernel_time": s.kernel_time, "ranks": s.ranks, "engine_race": s.engine_race,
+        "collective_timing": s.collective_timing,
     }
 
 

@@ -71,6 +71,7 @@ def reproduce_command(plan: Plan, local: bool, image_digest: str | None) -> str:
     args += [] if s.kernel_time else ["--no-kernel-time"]
     args += [] if s.pad == "deepbench" else ["--pad", s.pad]
     args += [] if s.engine_race == "apart" else ["--engine-race", s.engine_race]
+    args += [] if s.collective_timing == "graph" else ["--collective-timing", s.collective_timing]
     for key, engine in sorted(s.cudnn_engines.items()):
         args += ["--cudnn-engine", engine if key == "*" else f"{key}={engine}"]
     return shlex.join(args)
