@@ -1,0 +1,155 @@
+"""Every collective (all-reduce, all-gather, reduce-scatter, broadcast, reduce, all-to-all, send/recv)
+over real CPU ranks with gloo (torchrun) and MPI (mpiexec from the MPICH wheel): nccl-tests' sizes and
+bus factors, the exact check on every rank, a planted wrong value on one rank failing it; nccl-tests'
+output read and set beside a run (`deepbench report --nccl-tests`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from deepbench.kernels.collective_kernels import COLLECTIVE_KERNELS, COLLECTIVES_BY_OP
+from deepbench.kernels.results import KernelResult, Status
+from deepbench.kernels.results_file import read_results
+from deepbench.kernels.suites import select
+from deepbench.runner.analysis import nccl_tests
+from deepbench.runner.analysis.nccl_side_by_side import harness_figures, pair_up, summary
+
+from .conftest import run_cli
+
+FIXTURES = Path(__file__).parent / "fixtures" / "nccl-tests"
+FAST = ("--fast", "--time-cap", "0.02")
+# Two sizes per collective: a power of two of nccl-tests' sweep and DeepBench's 100,000 floats
+# (not a multiple of 3 ranks' 16-byte shares: the layout rounds each share down).
+SIZES = ("--where", "floats>=65536,floats<=100000")
+OPS = tuple(COLLECTIVES_BY_OP)
+RUN_TIMEOUT_S = 600
+
+
+def _results(out: Path) -> list[KernelResult]:
+    return read_results(out / "results.jsonl")
+
+
+def _run(out: Path, *args: str, env: dict | None = None):
+    return run_cli("deepbench-run", "--local", "--suite", "collectives", "--out", str(out), *SIZES, *FAST, "--quiet",
+                   *args, env=env, timeout=RUN_TIMEOUT_S)
+
+
+# ----- what each collective says about itself (nccl-tests' definitions) -----------------------------
+def test_layouts_and_bus_factors_follow_nccl_tests() -> None:
+    by_op = {cls.model_fields["op"].default: cls(set="collectives", index=0, floats=100_000, repeat=1)
+             for cls in COLLECTIVE_KERNELS}
+    # nccl-tests' size is the larger buffer; shares rounded down to 16 bytes (4 floats)
+    assert by_op["all_gather"].layout(3).count == 33_332 and by_op["all_gather"].layout(3).recv == 99_996
+    assert by_op["reduce_scatter"].layout(3).send == 99_996 and by_op["reduce_scatter"].layout(3).recv == 33_332
+    assert by_op["all_to_all"].layout(2).bytes == 400_000 and by_op["sendrecv"].layout(7).bytes == 400_000
+    factors = {op: k.bus_factor(4) for op, k in by_op.items()}
+    assert factors == {"all_reduce": 1.5, "all_gather": 0.75, "reduce_scatter": 0.75, "broadcast": 1.0,
+                       "reduce": 1.0, "all_to_all": 0.75, "sendrecv": 1.0}
+    assert all(k.bus_factor(1) == 0.0 for k in by_op.values())
+    assert [k.IN_PLACE for k in by_op.values()] == [True, True, True, True, True, False, False]
+
+
+def test_collectives_suite_is_deepbench_sizes_and_the_sweep() -> None:
+    kernels = select("collectives")
+    sizes = sorted(k.floats for k in kernels if k.op == "all_gather")
+    assert {100_000, 3_097_600, 64_500_000} <= set(sizes)  # DeepBench's all-reduce sizes
+    assert {2, 1024, 2**28} <= set(sizes) and max(sizes) == 2**28  # nccl-tests' 8 B .. 1 GiB
+    assert {k.op for k in kernels} == set(OPS) and len(kernels) == len(OPS) * len(sizes)
+    deepbench = {k.floats: k.repeat for k in select("train", ["all_reduce"])}
+    assert all(k.repeat == deepbench[k.floats] for k in kernels if k.floats in deepbench)
+
+
+# ----- every collective over real ranks -------------------------------------------------------------
+def _assert_exact(out: Path, ranks: int) -> None:
+    rs = _results(out)
+    assert len(rs) == 2 * len(OPS) and all(r.status is Status.OK for r in rs), [(r.id, r.reason) for r in rs]
+    for r in rs:
+        kernel = r.kernel
+        directions = [r.parts[0]] + ([r.info["out_of_place"]] if kernel.IN_PLACE else [])
+        assert r.parts[0].direction == ("in_place" if kernel.IN_PLACE else "out_of_place")
+        for d in directions:
+            d = d if isinstance(d, dict) else d.model_dump(mode="json")
+            check, info = d["check"], d["info"]
+            held = (f"all {ranks} ranks hold the exact result" if not kernel.ROOTED
+                    else f"1 of {ranks} ranks hold a defined result, and it is exact")
+            assert check["passed"] and check["detail"] == held, (r.id, check)
+            assert info["bytes"] == kernel.layout(ranks).bytes and info["bus_factor"] == kernel.bus_factor(ranks)
+            assert info["busbw_gbps"] == pytest.approx(info["algbw_gbps"] * kernel.bus_factor(ranks))
+            assert info["timing"] == "eager" and len(info["time_per_rank_us"]) == ranks
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["gloo", "mpi"])
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_every_collective_exact_over_ranks(tmp_path: Path, backend: str, ranks: int) -> None:
+    out = tmp_path / f"{backend}{ranks}"
+    proc = _run(out, "--ranks", str(ranks), "--backend", backend)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    _assert_exact(out, ranks)
+    libraries = {r.info["library"] for r in _results(out)}
+    assert libraries == {"mpi" if backend == "mpi" else "gloo"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("op", OPS)
+def test_a_planted_wrong_value_on_one_rank_fails_the_check(tmp_path: Path, op: str) -> None:
+    target = f"{op}/collectives/016"  # 100,000 floats
+    rank, other = (0, 1) if COLLECTIVES_BY_OP[op].ROOTED else (1, 0)  # a reduce's result is the root's only
+    out = tmp_path / op
+    proc = _run(out, "--ranks", "2", "--backend", "gloo", "--ops", op,
+                env={"DEEPBENCH_FAULT": f"wrong:{target}", "DEEPBENCH_FAULT_RANK": str(rank)})
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    ok, failed = _results(out)
+    assert failed.id == f"{target}/fp32" and failed.status is Status.FAILED
+    assert f"check failed (exact-sum): rank {rank}: 1 of" in failed.reason and f"rank {other}" not in failed.reason
+    assert ok.status is Status.OK
+
+
+# ----- nccl-tests' output and the side-by-side ------------------------------------------------------
+def test_nccl_tests_output_is_read_exactly() -> None:
+    (ar,) = nccl_tests.read(FIXTURES / "all_reduce_perf.txt")
+    assert (ar.op, ar.ranks, ar.graph, ar.version, ar.nccl) == ("all_reduce", 2, False, "2.19.6", "2.28.9")
+    row = next(r for r in ar.rows if r.bytes == 400_000)
+    assert (row.count, row.type, row.redop, row.root) == (100_000, "float", "sum", -1)
+    assert row.out_of_place.time_us == 19.71 and row.out_of_place.busbw_gbps == 20.29 and row.in_place.wrong == 0
+    mixed = nccl_tests.read(FIXTURES / "graph_mixed.txt")
+    assert [(o.op, o.graph, len(o.rows)) for o in mixed] == [("all_gather", True, 4), ("all_to_all", True, 2),
+                                                             ("broadcast", True, 2)]
+    assert mixed[0].rows[0].bytes == 0  # two ranks leave no 16-byte share of 8 bytes
+    assert mixed[1].rows[0].in_place.wrong is None and mixed[1].rows[0].out_of_place.wrong == 0
+    assert mixed[2].rows[0].root == 0
+
+
+@pytest.mark.parametrize("text,message", [
+    ("      400000  100000  float  sum  -1  19.7  20.3  20.3  0  19.6  20.4  20.4  0\n", "before any header"),
+    ("# Collective test starting: all_reduce_perf\n 8 2 float sum -1 1.0 0.0\n", "7 fields, not nccl-tests' 13"),
+    ("# Collective test starting: all_reduce_perf\n 8 2 float sum -1 x 0 0 0 1 0 0 0\n", "'x' is not a number"),
+    ("# Collective test starting: hypercube_perf\n 8 2 float sum -1 1 0 0 0 1 0 0 0\n", "not one of nccl-tests'"),
+])
+def test_malformed_nccl_tests_output_is_one_line(text: str, message: str) -> None:
+    with pytest.raises(nccl_tests.NcclTestsError, match=message):
+        nccl_tests.parse(text, "f.txt")
+
+
+@pytest.mark.slow
+def test_report_sets_a_run_beside_nccl_tests(tmp_path: Path) -> None:
+    out = tmp_path / "sbs"
+    proc = _run(out, "--ranks", "2", "--backend", "gloo", "--ops", "all_reduce,all_gather",
+                "--collective-timing", "eager")
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    pairs, alone = pair_up(harness_figures(_results(out)), nccl_tests.read(FIXTURES / "all_reduce_perf.txt"))
+    # all-reduce at 400,000 B in both directions; 262,144 B has no nccl-tests row; all-gather none (graph there)
+    assert [(p.op, p.bytes, p.direction) for p in pairs] == [("all_reduce", 400_000, "in_place"),
+                                                            ("all_reduce", 400_000, "out_of_place")]
+    assert len(alone) == 6 and pairs[0].nccl_tests_us == 19.64
+    assert pairs[0].time_ratio == pytest.approx(pairs[0].harness_us / 19.64)
+    line = summary(pairs, len(alone))
+    assert line.startswith("SUMMARY: busbw within 5% of nccl-tests at >= 4 MiB: 0/0")
+    report = run_cli("deepbench", "report", str(out), "--nccl-tests", str(FIXTURES / "all_reduce_perf.txt"),
+                     "--nccl-tests", str(FIXTURES / "graph_mixed.txt"))
+    assert report.returncode == 0, report.stderr
+    assert "All-reduce beside nccl-tests" in report.stdout and "SUMMARY:" in report.stdout
+    bad = run_cli("deepbench", "report", str(out), "--nccl-tests", str(tmp_path / "none.txt"))
+    assert bad.returncode == 2 and "cannot read" in bad.stderr and "Traceback" not in bad.stderr
