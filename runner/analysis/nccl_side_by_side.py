@@ -82,7 +82,7 @@ def harness_figures(results: Iterable[KernelResult]) -> list[HarnessFigure]:
             continue
         library = r.info.get("library")
         library = library.get("collective_library", r.backend) if isinstance(library, dict) else (library or r.backend)
-        method = GRAPH if "graph" in str(r.info.get("timing", "")) else "eager"
+        method = GRAPH if r.info.get("timing") == GRAPH else "eager"
         measured = {p.direction: (p.measurement.stats.median, p.info) for p in r.parts}
         twin = r.info.get("out_of_place")
         if isinstance(twin, dict) and twin.get("info"):

@@ -7,16 +7,20 @@
 #   DRY_RUN=1 NCCL_TESTS_SRC=... bash tests/benchmarks/collectives_gpu.sh   # print the GPU steps, run none
 #
 # Wheels carried in .whl/ are installed first (pydantic & co. for a bare machine; nccl4py with cuda-core,
-# cuda-pathfinder and cuda-bindings: the cuda_bindings wheel whose major matches torch.version.cuda is
-# the one installed). Settings (environment): NCCL_TESTS_SRC (required), NGPUS (default: all GPUs),
-# BUDGET_S (default 530: seconds for everything before the tarball), NT_BUDGET_S (default 210: nccl-tests'
-# share), HARNESS_ARGS (default
-# "--fast --time-cap 0.3"), NCCL_TESTS_ARGS (default "-b 8 -e 1G -f 2 -n 100 -w 10"), GENCODE (default:
-# the first GPU's compute capability).
+# cuda-pathfinder and cuda-bindings: the cuda_bindings wheel whose major matches torch.version.cuda is the
+# one installed). Settings (environment):
+#   NCCL_TESTS_SRC  required: nccl-tests' source folder (copied, then built with make -C src)
+#   NGPUS           default: every GPU
+#   BUDGET_S        default 530: seconds for everything before the tarball
+#   NT_BUDGET_S     default 180: nccl-tests' share of it
+#   HARNESS_ARGS    default "--fast --time-cap 0.3"
+#   NCCL_TESTS_ARGS default "-b 8 -e 1G -f 2 -n 100 -w 10"
+#   MIN_FLOATS      default 1048576: the harness's sizes besides 100,000 floats (2: the whole suite)
+#   GENCODE         default: the first GPU's compute capability
 # Writes $OUT/collectives47.tgz holding: device.txt, install.log, build.log, nccl-tests/<coll>{,_graph}.txt,
-# runs/graph and runs/eager (deepbench-run folders, each with a COMMAND file), side_by_side.txt and
-# side_by_side.json, steps.log (each step's command, seconds and exit status), each step's log; also
-# $OUT/side_by_side.txt and $OUT/steps.log apart, and the side-by-side on stdout.
+# runs/{graph,graph_latency,eager,eager_latency} (deepbench-run folders, each with a COMMAND file),
+# side_by_side.txt and side_by_side.json, steps.log (each step's command, seconds and exit status), each
+# step's log; also $OUT/side_by_side.txt and $OUT/steps.log apart, and the side-by-side on stdout.
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu-out}; mkdir -p "$OUT"
 WORK=${WORK:-/tmp/collectives47}; rm -rf "$WORK"; mkdir -p "$WORK/nccl-tests" "$WORK/runs"
@@ -26,6 +30,7 @@ DRY=${DRY_RUN:-0}
 BUDGET=${BUDGET_S:-530}
 HARNESS_ARGS=${HARNESS_ARGS:---fast --time-cap 0.3}
 NCCL_TESTS_ARGS=${NCCL_TESTS_ARGS:--b 8 -e 1G -f 2 -n 100 -w 10}
+MIN_FLOATS=${MIN_FLOATS:-1048576}
 COLLECTIVES="all_reduce all_gather reduce_scatter broadcast reduce alltoall sendrecv"
 LATENCY_BYTES=400000  # DeepBench's 100,000 floats: the issue's time target
 START=$SECONDS
@@ -93,28 +98,34 @@ else
 fi
 
 # (b) nccl-tests against the NCCL PyTorch loads: NCCL_HOME holds include/nccl.h and lib/libnccl.so from
-# the nvidia-nccl package (its folder: nvidia/nccl, a namespace package, hence __path__)
-NCCL_HOME=$WORK/nccl; mkdir -p "$NCCL_HOME/lib"
-pkg=$(python3 -c "import nvidia.nccl as n; print(list(n.__path__)[0])" 2>/dev/null)
-if [ -n "$pkg" ] && [ -f "$pkg/include/nccl.h" ]; then
-  ln -sfn "$pkg/include" "$NCCL_HOME/include"
-  so=""; for f in "$pkg"/lib/libnccl.so*; do [ -f "$f" ] && so=$f; done
+# PyTorch's nvidia-nccl package (nvidia/nccl for CUDA 12 wheels; found by name under nvidia/ for any layout)
+NCCL_HOME=$WORK/nccl; mkdir -p "$NCCL_HOME/lib" "$NCCL_HOME/include"
+nvidia=$(python3 -c "import nvidia; print(*nvidia.__path__)" 2>/dev/null)
+header=""; so=""
+if [ -n "$nvidia" ]; then
+  # shellcheck disable=SC2086 # nvidia.__path__ may list several folders
+  header=$(find $nvidia -name nccl.h -path '*include*' 2>/dev/null | head -1)
+  # shellcheck disable=SC2086
+  so=$(find $nvidia -name 'libnccl.so*' 2>/dev/null | head -1)
+fi
+if [ -n "$header" ] && [ -n "$so" ]; then
+  for h in "$(dirname "$header")"/*.h; do ln -sf "$h" "$NCCL_HOME/include/"; done
   ln -sf "$so" "$NCCL_HOME/lib/libnccl.so"; ln -sf "$so" "$NCCL_HOME/lib/libnccl.so.2"
-  echo "NCCL_HOME=$NCCL_HOME -> $pkg ($(basename "$so"))" | tee -a "$WORK/steps.log"
+  echo "NCCL_HOME=$NCCL_HOME: $header, $so" | tee -a "$WORK/steps.log"
 elif [ "$DRY" != 1 ]; then
-  echo "no nvidia.nccl package with include/nccl.h beside PyTorch: cannot build nccl-tests against its NCCL" \
-    | tee -a "$WORK/steps.log"
+  echo "no nccl.h and libnccl.so under PyTorch's nvidia packages (${nvidia:-none}): nccl-tests cannot be built" \
+    "against its NCCL" | tee -a "$WORK/steps.log"
 fi
 export LD_LIBRARY_PATH=$NCCL_HOME/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 cp -r "$NCCL_TESTS_SRC" "$WORK/nccl-tests-src"
 BIN=$WORK/nccl-tests-build
-step build 240 make -C "$WORK/nccl-tests-src/src" -j16 NCCL_HOME="$NCCL_HOME" BUILDDIR="$BIN" \
+step build 180 make -C "$WORK/nccl-tests-src/src" -j16 NCCL_HOME="$NCCL_HOME" BUILDDIR="$BIN" \
   NVCC_GENCODE="$GENCODE" || echo "nccl-tests did not build: see build.log"
 
 # (c) nccl-tests, one process driving all GPUs (-g), every collective: eager, then CUDA graphs (-G 1: the
 # -n iterations captured once and launched once), then each at DeepBench's 100,000 floats; at most
-# NT_BUDGET_S (default 210) seconds for all of them
-NT_END=$((SECONDS + ${NT_BUDGET_S:-210}))
+# NT_BUDGET_S (default 180) seconds for all of them
+NT_END=$((SECONDS + ${NT_BUDGET_S:-180}))
 nt_cap() { local c=$((NT_END - SECONDS)); [ "$c" -gt "$1" ] && c=$1; [ "$c" -lt 0 ] && c=0; echo "$c"; }
 for coll in $COLLECTIVES; do
   for mode in eager graph; do
@@ -128,8 +139,9 @@ for coll in $COLLECTIVES; do
   done
 done
 
-# (d) the harness: every collective timed by CUDA graph replays, then eager at DeepBench's 100,000 floats
-# and the sizes of the busbw target (the time left decides how far the eager run gets; results so far stay)
+# (d) the harness, every collective: at DeepBench's 100,000 floats (the time target) and from MIN_FLOATS up
+# (the busbw target: 4 MiB and more), by CUDA graph replays, then eagerly (the time left decides how far the
+# last run gets; results measured so far stay in its folder)
 harness() {  # harness NAME CAP ARGS...
   local name=$1 cap=$2; shift 2
   local dir=$WORK/runs/$name
@@ -139,8 +151,8 @@ harness() {  # harness NAME CAP ARGS...
   [ -d "$dir" ] && printf '# %s GPUs (%s), NCCL_NVLS_ENABLE=0, %s:\n%s\n' "$NGPUS" \
     "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)" "$(date -u +%F)" "$cmd" >"$dir/COMMAND"
 }
-remaining=$(left)
-harness graph $((remaining * 2 / 3)) --collective-timing graph
+harness graph_latency 90 --collective-timing graph --where floats=100000
+harness graph $(($(left) * 2 / 3)) --collective-timing graph --where "floats>=$MIN_FLOATS"
 harness eager_latency 90 --collective-timing eager --where floats=100000
 harness eager $(($(left) - 40)) --collective-timing eager --where "floats>=4194304"
 

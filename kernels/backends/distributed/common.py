@@ -197,13 +197,17 @@ class CollectiveRunner:
         self.comm = comm
         self.settings = settings
         self.warmed_up: set[str] = set()  # the collectives already warmed up
-        self.timing = settings.collective_timing
-        self.graphs = comm.graph_timer() if self.timing == "graph" else None
+        self.graphs = comm.graph_timer() if settings.collective_timing == "graph" else None
 
     @property
     def method(self) -> str:
         """How the timed calls are launched and timed, for the record."""
         return self.graphs.method if self.graphs is not None else METHOD
+
+    @property
+    def timing(self) -> str:
+        """graph or eager: what this runner does (host buffers are always eager)."""
+        return "graph" if self.graphs is not None else "eager"
 
     # ----- preparation ------------------------------------------------------------------
     def prepare(self, kernel: Kernel, precision: Precision) -> Prepared:
@@ -242,7 +246,7 @@ class CollectiveRunner:
 
         def part(direction: str, run: Callable[[], object], check: Callable[[], Check], note: str) -> TimedPart:
             info: dict[str, Any] = {"ranks": comm.size, "bytes": layout.bytes, "count": layout.count,
-                                    "bus_factor": factor, "timing": self.timing if self.graphs else "eager"}
+                                    "bus_factor": factor, "timing": self.timing}
             if note:
                 info["note"] = note
             return TimedPart(direction=direction, run=run, check=check, flops=0.0, min_bytes=float(layout.bytes),
@@ -252,7 +256,7 @@ class CollectiveRunner:
         out_of_place = part(OUT_OF_PLACE, lambda: job.out_of_place(send, recv),
                             lambda: self._check_out_of_place(job, recv, corrupt), comm.out_of_place_note(kernel.op))
         info = {"ranks": comm.size, "library": comm.library, "bytes": layout.bytes, "count": layout.count,
-                "bus_factor": factor, "timing": self.method}
+                "bus_factor": factor, "timing": self.timing}
         if job.in_place is None:
             info["time_is"] = f"the out_of_place part: {kernel.op} has no in-place form"
             return Prepared(parts=[out_of_place], info=info)
