@@ -14,7 +14,7 @@ from deepbench.kernels.results import KernelResult, Status
 from deepbench.kernels.results_file import read_results
 from deepbench.kernels.suites import select
 from deepbench.runner.analysis import nccl_tests
-from deepbench.runner.analysis.nccl_side_by_side import harness_figures, pair_up, summary
+from deepbench.runner.analysis.nccl_side_by_side import HarnessFigure, harness_figures, pair_up, summary
 
 from .conftest import run_cli
 
@@ -103,7 +103,8 @@ def test_a_planted_wrong_value_on_one_rank_fails_the_check(tmp_path: Path, op: s
     assert proc.returncode == 1, proc.stdout + proc.stderr
     ok, failed = _results(out)
     assert failed.id == f"{target}/fp32" and failed.status is Status.FAILED
-    assert "check failed (exact-sum" in failed.reason and f"rank {rank}: 1 of 100000 elements differ" in failed.reason
+    held = failed.kernel.layout(2).recv  # the elements of a rank's result
+    assert "check failed (exact-sum" in failed.reason and f"rank {rank}: 1 of {held} elements differ" in failed.reason
     assert f"rank {other}" not in failed.reason
     assert ok.status is Status.OK
 
@@ -134,6 +135,34 @@ def test_malformed_nccl_tests_output_is_one_line(text: str, message: str) -> Non
         nccl_tests.parse(text, "f.txt")
 
 
+def test_pairs_are_like_with_like_and_judged_by_the_targets() -> None:
+    """Same collective, ranks, bytes, direction and method only; the targets: busbw within 5% from 4 MiB,
+    time within 1.5x at 400,000 bytes (figures made up around the fixture's)."""
+    def fig(nbytes: int, direction: str, us: float, busbw: float, method: str = "eager", ranks: int = 2,
+            op: str = "all_reduce") -> HarnessFigure:
+        return HarnessFigure(op=op, bytes=nbytes, ranks=ranks, direction=direction, method=method,
+                             library="nccl (nccl4py)", time_us=us, busbw=busbw)
+
+    outputs = nccl_tests.read(FIXTURES / "all_reduce_perf.txt") + nccl_tests.read(FIXTURES / "graph_mixed.txt")
+    figures = [fig(400_000, "in_place", 29.0, 13.8), fig(400_000, "out_of_place", 30.0, 13.3),
+               fig(16_777_216, "in_place", 72.0, 233.0), fig(16_777_216, "out_of_place", 80.0, 209.7),
+               fig(16_777_216, "in_place", 71.0, 236.0, method="graph"),  # nccl-tests ran all-reduce eagerly only
+               fig(16_777_216, "in_place", 72.0, 233.0, ranks=4),  # other ranks
+               fig(16_777_216, "in_place", 41.0, 205.0, method="graph", op="all_gather"),
+               fig(400_000, "in_place", 15.0, 13.3, method="graph", op="all_to_all")]  # N/A there: no figure
+    pairs, alone = pair_up(figures, outputs)
+    assert len(pairs) == 5 and len(alone) == 3
+    judged = {(p.op, p.bytes, p.direction): (p.busbw_target, p.latency_target) for p in pairs}
+    assert judged == {("all_reduce", 400_000, "in_place"): (None, True),  # 29.0 / 19.64 = 1.48x
+                      ("all_reduce", 400_000, "out_of_place"): (None, False),  # 30.0 / 19.71 = 1.52x
+                      ("all_reduce", 16_777_216, "in_place"): (True, None),  # 233.0 / 236.23
+                      ("all_reduce", 16_777_216, "out_of_place"): (False, None),  # 209.7 / 234.98 = 0.892
+                      ("all_gather", 16_777_216, "in_place"): (True, None)}  # 205.0 / 209.19
+    line = summary(pairs, len(alone))
+    assert "at >= 4 MiB: 2/3 (lowest 0.892: all_reduce out_of_place eager 16777216 B)" in line
+    assert "within 1.5x: 1/2 (highest 1.52x: all_reduce out_of_place eager); 5 pairs, 3 harness figures" in line
+
+
 @pytest.mark.slow
 def test_report_sets_a_run_beside_nccl_tests(tmp_path: Path) -> None:
     out = tmp_path / "sbs"
@@ -146,8 +175,11 @@ def test_report_sets_a_run_beside_nccl_tests(tmp_path: Path) -> None:
                                                             ("all_reduce", 400_000, "out_of_place")]
     assert len(alone) == 6 and pairs[0].nccl_tests_us == 19.64
     assert pairs[0].time_ratio == pytest.approx(pairs[0].harness_us / 19.64)
-    line = summary(pairs, len(alone))
-    assert line.startswith("SUMMARY: busbw within 5% of nccl-tests at >= 4 MiB: 0/0")
+    line = summary(pairs, len(alone))  # gloo beside NCCL: shown, flagged, counted by no target
+    assert not pairs[0].on_nccl and pairs[0].latency_target is None
+    assert line.startswith("SUMMARY: busbw within 5% of nccl-tests at >= 4 MiB: 0/0; "
+                           "time at 400,000 B within 1.5x: 0/0")
+    assert "2 pairs (2 not on NCCL: shown, not counted), 6 harness figures without" in line
     report = run_cli("deepbench", "report", str(out), "--nccl-tests", str(FIXTURES / "all_reduce_perf.txt"),
                      "--nccl-tests", str(FIXTURES / "graph_mixed.txt"))
     assert report.returncode == 0, report.stderr

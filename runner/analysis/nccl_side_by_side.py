@@ -27,6 +27,7 @@ BUSBW_WITHIN = 0.05
 LATENCY_BYTES = 100_000 * 4  # DeepBench's smallest all-reduce, 100,000 floats
 LATENCY_RATIO = 1.5
 GRAPH = "graph"
+NCCL_LIBRARIES = ("nccl", "rccl")  # collective_library names of NCCL through torch or nccl4py, and RCCL
 
 
 class Pair(BaseModel):
@@ -45,6 +46,12 @@ class Pair(BaseModel):
     nccl_tests_busbw: float
 
     @property
+    def on_nccl(self) -> bool:
+        """Whether the harness's side ran on NCCL (or RCCL), as nccl-tests does: a gloo or MPI figure
+        is shown beside nccl-tests', flagged, and no target counts it."""
+        return self.library.startswith(NCCL_LIBRARIES)
+
+    @property
     def busbw_ratio(self) -> float:
         return self.harness_busbw / self.nccl_tests_busbw if self.nccl_tests_busbw else 0.0
 
@@ -55,11 +62,15 @@ class Pair(BaseModel):
     @property
     def busbw_target(self) -> bool | None:
         """Within 5% of nccl-tests' busbw, for sizes the target covers (None elsewhere)."""
-        return abs(self.busbw_ratio - 1.0) <= BUSBW_WITHIN if self.bytes >= BUSBW_MIN_BYTES else None
+        if not self.on_nccl or self.bytes < BUSBW_MIN_BYTES:
+            return None
+        return abs(self.busbw_ratio - 1.0) <= BUSBW_WITHIN
 
     @property
     def latency_target(self) -> bool | None:
-        return self.time_ratio <= LATENCY_RATIO if self.bytes == LATENCY_BYTES else None
+        if not self.on_nccl or self.bytes != LATENCY_BYTES:
+            return None
+        return self.time_ratio <= LATENCY_RATIO
 
 
 class HarnessFigure(BaseModel):
@@ -133,5 +144,7 @@ def summary(pairs: list[Pair], unmatched: int) -> str:
                  if slowest else "")
     return (f"SUMMARY: busbw within {BUSBW_WITHIN:.0%} of nccl-tests at >= {BUSBW_MIN_BYTES // 2**20} MiB: "
             f"{busbw_ok}/{len(busbw)}{worst_text}; time at {LATENCY_BYTES:,} B within {LATENCY_RATIO}x: "
-            f"{latency_ok}/{len(latency)}{slow_text}; {len(pairs)} pairs, {unmatched} harness figures without an "
-            "nccl-tests figure of the same collective, ranks, size and method")
+            f"{latency_ok}/{len(latency)}{slow_text}; {len(pairs)} pairs"
+            + (f" ({off} not on NCCL: shown, not counted)" if (off := sum(1 for p in pairs if not p.on_nccl)) else "")
+            + f", {unmatched} harness figures without an nccl-tests figure of the same collective, ranks, size "
+            "and method")

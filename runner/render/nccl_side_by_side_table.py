@@ -25,7 +25,7 @@ def side_by_side_table(op: str, pairs: Iterable[Pair]) -> Table:
         rows.append([f"{p.bytes:,}", str(p.ranks), p.method, p.direction.replace("_", " "), p.library,
                      f"{p.harness_us:,.2f}", f"{p.nccl_tests_us:,.2f}", f"{p.time_ratio:.3f}",
                      f"{p.harness_busbw:.2f}", f"{p.nccl_tests_busbw:.2f}", f"{p.busbw_ratio:.3f}",
-                     "" if target is None else "yes" if target else "NO"])
+                     "not NCCL" if not p.on_nccl else "" if target is None else "yes" if target else "NO"])
     return Table(op, f"{traits_of(op).title} beside nccl-tests", SIDE_BY_SIDE_HEADERS, rows, ("library", "method"))
 
 
