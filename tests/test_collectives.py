@@ -7,12 +7,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from deepbench.kernels.backends.distributed.problems import problem
 from deepbench.kernels.collective_kernels import COLLECTIVE_KERNELS, COLLECTIVES_BY_OP
 from deepbench.kernels.results import KernelResult, Status
 from deepbench.kernels.results_file import read_results
-from deepbench.kernels.suites import select
+from deepbench.kernels.suites import parse_where, select
 from deepbench.runner.analysis import nccl_tests
 from deepbench.runner.analysis.nccl_side_by_side import HarnessFigure, harness_figures, pair_up, summary
 
@@ -59,6 +61,43 @@ def test_collectives_suite_is_deepbench_sizes_and_the_sweep() -> None:
     assert {k.op for k in kernels} == set(OPS) and len(kernels) == len(OPS) * len(sizes)
     deepbench = {k.floats: k.repeat for k in select("train", ["all_reduce"])}
     assert all(k.repeat == deepbench[k.floats] for k in kernels if k.floats in deepbench)
+
+
+class _Ranks:
+    """Stands for a communicator where only the rank and size matter (the calls are not made)."""
+
+    def __init__(self, rank: int, size: int) -> None:
+        self.rank, self.size = rank, size
+
+    def __getattr__(self, name: str):
+        return lambda *args: None
+
+
+def _model(op: str, inputs: list[np.ndarray], rank: int, count: int) -> np.ndarray | None:
+    """What the collective leaves on `rank`, computed from every rank's input with numpy."""
+    total = np.sum(inputs, axis=0, dtype=np.float32)
+    return {"all_reduce": total, "all_gather": np.concatenate(inputs),
+            "reduce_scatter": total[rank * count:(rank + 1) * count], "broadcast": inputs[0],
+            "reduce": total if rank == 0 else None,
+            "all_to_all": np.concatenate([i[rank * count:(rank + 1) * count] for i in inputs]),
+            "sendrecv": inputs[(rank - 1) % len(inputs)]}[op]
+
+
+@pytest.mark.parametrize("ranks", [2, 3, 5])
+def test_every_problem_expects_what_the_collective_computes(ranks: int) -> None:
+    """Each rank's expected result (computed from seeds alone, without the other ranks' buffers) is
+    what the collective makes of every rank's actual input."""
+    for kernel in select("collectives", where=parse_where(["floats<=100000,floats>=16"])):
+        layout = kernel.layout(ranks)
+        if layout.count == 0:
+            continue
+        jobs = [problem(kernel, _Ranks(r, ranks), seed=3) for r in range(ranks)]
+        inputs = [j.inputs for j in jobs]
+        given = [i for i in inputs if i.any()]  # a broadcast's non-root ranks hold zeros, as in nccl-tests
+        assert all(i.size == layout.send for i in inputs) and given and len({i.tobytes() for i in given}) == len(given)
+        for r, job in enumerate(jobs):
+            want = _model(kernel.op, inputs, r, layout.count)
+            assert (want is None and job.expected is None) or np.array_equal(want, job.expected), (kernel.id, r)
 
 
 # ----- every collective over real ranks -------------------------------------------------------------

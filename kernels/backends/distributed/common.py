@@ -40,7 +40,7 @@ from ...timing.sampling import Step, sample_until
 from ...timing.stopping import REPEAT_COUNT, CallBudget, Progress, Stop, StopRule
 from ..base import Backend, Prepared, TimedPart, Unsupported
 from .problems import Problem, problem
-from .values import MAX_EXACT_RANKS, VALUE_MAX, rank_values  # noqa: F401 - VALUE_MAX re-exported
+from .values import MAX_EXACT_RANKS
 
 METHOD = "collective-host-clock"
 CHECK_METHOD = "exact-sum"
@@ -305,7 +305,7 @@ class CollectiveRunner:
             layout = sized.layout(self.comm.size)
             if layout.count == 0:
                 continue
-            job = problem(sized, self.comm, self.settings.seed)
+            job = problem(sized, self.comm, self.settings.seed, data=False)
             send, recv = self.comm.buffer(job.inputs), self.comm.empty(layout.recv)
             job.out_of_place(send, recv)
             self.comm.synchronize()

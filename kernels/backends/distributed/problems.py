@@ -3,7 +3,7 @@
 A `Problem` is one kernel on one communicator: its buffers (nccl-tests' layout,
 kernels/collective_kernels.py), the out-of-place call and, where the collective has one, the in-place
 call (the output buffer holds this rank's input at nccl-tests' offset), and what this rank must
-hold afterwards. Inputs are seeded random integers 1..VALUE_MAX in float32 (common.rank_values), so
+hold afterwards. Inputs are seeded random integers 1..VALUE_MAX in float32 (values.rank_values), so
 every sum is exact and every rank can compute every other rank's input: the expected result is
 computed on the host, element for element, and compared exactly.
 
@@ -39,73 +39,86 @@ class Problem:
     in_place_buffer: Callable[[], np.ndarray] | None  # host values of the in-place buffer before the call
 
 
-def problem(kernel: CollectiveKernel, comm: Any, seed: int) -> Problem:
-    """The kernel's problem on `comm` (a common.Communicator) for this rank."""
+# values(floats, rank, part): the input of `rank` (its share `part` where the collective splits it, else -1)
+Values = Callable[[int, int, int], np.ndarray]
+
+
+def problem(kernel: CollectiveKernel, comm: Any, seed: int, data: bool = True) -> Problem:
+    """The kernel's problem on `comm` (a common.Communicator) for this rank; `data=False` (a warm-up)
+    fills the buffers with zeros and makes no expected result worth checking."""
     n, rank = comm.size, comm.rank
     layout = kernel.layout(n)
-    return _BUILDERS[kernel.op](kernel, comm, layout, n, rank, seed)
+
+    def values(floats: int, of_rank: int, part: int) -> np.ndarray:
+        if not data:
+            return np.zeros(floats, dtype=np.float32)
+        return rank_values(floats, of_rank, seed, part)
+
+    return _BUILDERS[kernel.op](comm, layout, n, rank, values)
 
 
-def _sum(floats: int, n: int, seed: int) -> np.ndarray:
-    """The exact sum of every rank's input (integers well below 2**24)."""
+def _sum(floats: int, n: int, values: Values, part: int = -1) -> np.ndarray:
+    """The exact sum of every rank's input (or share `part` of it): integers well below 2**24."""
     total = np.zeros(floats, dtype=np.float32)
     for r in range(n):
-        total += rank_values(floats, r, seed)
+        total += values(floats, r, part)
     return total
 
 
-def _all_reduce(kernel: CollectiveKernel, comm: Any, layout: Layout, n: int, rank: int, seed: int) -> Problem:
-    mine = rank_values(layout.send, rank, seed)
-    return Problem(layout, mine, _sum(layout.send, n, seed), comm.all_reduce, comm.all_reduce_in_place,
+def _shares(layout: Layout, n: int, of_rank: int, values: Values) -> np.ndarray:
+    """A rank's input made of n shares, each seeded apart, so that a rank computes one share of another
+    rank's input without the whole of it (host memory stays a buffer's size on many ranks)."""
+    return np.concatenate([values(layout.count, of_rank, j) for j in range(n)])
+
+
+def _all_reduce(comm: Any, layout: Layout, n: int, rank: int, values: Values) -> Problem:
+    mine = values(layout.send, rank, -1)
+    return Problem(layout, mine, _sum(layout.send, n, values), comm.all_reduce, comm.all_reduce_in_place,
                    lambda: mine)
 
 
-def _all_gather(kernel: CollectiveKernel, comm: Any, layout: Layout, n: int, rank: int, seed: int) -> Problem:
-    shares = [rank_values(layout.count, r, seed) for r in range(n)]
-    whole = np.concatenate(shares)
+def _all_gather(comm: Any, layout: Layout, n: int, rank: int, values: Values) -> Problem:
+    whole = np.concatenate([values(layout.count, r, -1) for r in range(n)])
+    mine = whole[rank * layout.count:(rank + 1) * layout.count]
 
     def in_place_values() -> np.ndarray:  # nccl-tests: this rank's share at rank * count, the rest zero
         buf = np.zeros(layout.recv, dtype=np.float32)
-        buf[rank * layout.count:(rank + 1) * layout.count] = shares[rank]
+        buf[rank * layout.count:(rank + 1) * layout.count] = mine
         return buf
 
-    return Problem(layout, shares[rank], whole, comm.all_gather,
+    return Problem(layout, mine, whole, comm.all_gather,
                    lambda buf: comm.all_gather_in_place(buf, layout.count), in_place_values)
 
 
-def _reduce_scatter(kernel: CollectiveKernel, comm: Any, layout: Layout, n: int, rank: int, seed: int) -> Problem:
-    mine = rank_values(layout.send, rank, seed)
-    total = _sum(layout.send, n, seed)
-    return Problem(layout, mine, total[rank * layout.count:(rank + 1) * layout.count], comm.reduce_scatter,
+def _reduce_scatter(comm: Any, layout: Layout, n: int, rank: int, values: Values) -> Problem:
+    mine = _shares(layout, n, rank, values)
+    return Problem(layout, mine, _sum(layout.count, n, values, part=rank), comm.reduce_scatter,
                    lambda buf: comm.reduce_scatter_in_place(buf, layout.count), lambda: mine)
 
 
-def _broadcast(kernel: CollectiveKernel, comm: Any, layout: Layout, n: int, rank: int, seed: int) -> Problem:
-    root = rank_values(layout.send, ROOT, seed)
+def _broadcast(comm: Any, layout: Layout, n: int, rank: int, values: Values) -> Problem:
+    root = values(layout.send, ROOT, -1)
     mine = root if rank == ROOT else np.zeros(layout.send, dtype=np.float32)  # nccl-tests: only the root's data
     return Problem(layout, mine, root, lambda s, r: comm.broadcast(s, r, ROOT),
                    lambda buf: comm.broadcast_in_place(buf, ROOT), lambda: mine)
 
 
-def _reduce(kernel: CollectiveKernel, comm: Any, layout: Layout, n: int, rank: int, seed: int) -> Problem:
-    mine = rank_values(layout.send, rank, seed)
-    expected = _sum(layout.send, n, seed) if rank == ROOT else None
+def _reduce(comm: Any, layout: Layout, n: int, rank: int, values: Values) -> Problem:
+    mine = values(layout.send, rank, -1)
+    expected = _sum(layout.send, n, values) if rank == ROOT else None
     return Problem(layout, mine, expected, lambda s, r: comm.reduce(s, r, ROOT),
                    lambda buf: comm.reduce_in_place(buf, ROOT), lambda: mine)
 
 
-def _all_to_all(kernel: CollectiveKernel, comm: Any, layout: Layout, n: int, rank: int, seed: int) -> Problem:
-    c = layout.count
-    sent = [rank_values(layout.send, r, seed) for r in range(n)]
-    # share `rank` of every rank's buffer, in rank order
-    expected = np.concatenate([s[rank * c:(rank + 1) * c] for s in sent])
-    return Problem(layout, sent[rank], expected, comm.all_to_all, None, None)
+def _all_to_all(comm: Any, layout: Layout, n: int, rank: int, values: Values) -> Problem:
+    # share `rank` of every rank's input, in rank order
+    expected = np.concatenate([values(layout.count, r, rank) for r in range(n)])
+    return Problem(layout, _shares(layout, n, rank, values), expected, comm.all_to_all, None, None)
 
 
-def _sendrecv(kernel: CollectiveKernel, comm: Any, layout: Layout, n: int, rank: int, seed: int) -> Problem:
+def _sendrecv(comm: Any, layout: Layout, n: int, rank: int, values: Values) -> Problem:
     after, before = (rank + 1) % n, (rank - 1) % n
-    mine = rank_values(layout.send, rank, seed)
-    return Problem(layout, mine, rank_values(layout.recv, before, seed),
+    return Problem(layout, values(layout.send, rank, -1), values(layout.recv, before, -1),
                    lambda s, r: comm.send_recv(s, r, after, before), None, None)
 
 
