@@ -1,7 +1,8 @@
 """Collective backends (all-reduce, all-gather, reduce-scatter, broadcast, reduce, all-to-all,
 send/recv), one module per communication library.
 
-- torch_dist.py: torch.distributed with gloo (CPU), NCCL (NVIDIA) or RCCL (ROCm).
+- torch_dist.py: torch.distributed with gloo (CPU), NCCL (NVIDIA) or RCCL (ROCm); torch_backends.py: the
+  gloo/nccl/rccl backends and the communicator each uses.
 - nccl4py_comm.py: NCCL's own calls through nccl4py on NVIDIA GPUs, where it is installed.
 - mpi.py: MPI through mpi4py, whichever MPI mpi4py loaded (a pip wheel's MPICH or Open MPI, or the
   system's); device buffers only where that MPI is CUDA-aware.

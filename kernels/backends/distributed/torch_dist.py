@@ -22,7 +22,7 @@ import torch.distributed as dist
 from ...launch_rank import launch_rank
 from ...results import Settings
 from ..base import Unsupported
-from .common import CollectiveBackend, CollectiveRunner, Communicator, check_world
+from .common import Communicator, check_world
 from .facts import cpu_model
 from .graph_timing import GraphTimer
 from .rendezvous import Rendezvous
@@ -219,65 +219,3 @@ def _destroy() -> None:
 def launcher_fact(engine: str) -> str:
     """What started the ranks, recorded in the results (the host names the MPI it used)."""
     return os.environ.get("DEEPBENCH_LAUNCHER", engine if engine != "none" else "none (one rank, no launcher)")
-
-
-class TorchDistributedBackend(CollectiveBackend):
-    """torch.distributed as a backend of its own (`--backend gloo|nccl|rccl`): the collectives only."""
-
-    pg_backend = "gloo"
-    comm: TorchCommunicator  # device_facts is the process group's
-
-    def __init__(self, settings: Settings) -> None:
-        super().__init__(settings)
-        if settings.threads:
-            torch.set_num_threads(settings.threads)
-        self.comm = self.communicator(settings)
-        self.rank = self.comm.rank
-        self.runner = CollectiveRunner(self.comm, settings)
-        self.name = self.comm.library
-
-    def device_facts(self) -> dict[str, Any]:
-        return self.comm.device_facts()
-
-    @property
-    def broken(self) -> str:
-        """Why this rank's process group cannot go on ('' while it can)."""
-        return self.comm.broken
-
-
-    def communicator(self, settings: Settings) -> TorchCommunicator:
-        return TorchCommunicator(self.pg_backend, settings)
-
-
-class GlooBackend(TorchDistributedBackend):
-    pg_backend = "gloo"
-
-
-# Set to 1 to time torch.distributed's calls on NVIDIA GPUs even where nccl4py is installed.
-NO_NCCL4PY_ENV = "DEEPBENCH_NO_NCCL4PY"
-
-
-class NcclBackend(TorchDistributedBackend):
-    """NCCL on NVIDIA, RCCL on ROCm (same process-group name in PyTorch). On NVIDIA, NCCL's own calls
-    through nccl4py where it is installed (nccl4py_comm.py); torch.distributed's otherwise, and on
-    ROCm (RCCL through the same torch code: unproven here, without an AMD GPU)."""
-
-    pg_backend = "nccl"
-
-    def communicator(self, settings: Settings) -> TorchCommunicator:
-        from .nccl4py_comm import Nccl4pyCommunicator, nccl4py_unavailable
-
-        why_not = nccl4py_unavailable() if not torch.version.hip else "ROCm: RCCL through torch.distributed"
-        if os.environ.get(NO_NCCL4PY_ENV) == "1":
-            why_not = f"{NO_NCCL4PY_ENV}=1"
-        if why_not:
-            comm = TorchCommunicator(self.pg_backend, settings)
-            comm.fallback_reason = why_not
-            return comm
-        return Nccl4pyCommunicator(settings)
-
-
-def collective_runner(settings: Settings) -> tuple[CollectiveRunner, TorchCommunicator]:
-    """For the torch backend: the collectives on its device (gloo on CPU, NCCL/RCCL on a GPU)."""
-    comm = TorchCommunicator("nccl" if settings.device.startswith("cuda") else "gloo", settings)
-    return CollectiveRunner(comm, settings), comm

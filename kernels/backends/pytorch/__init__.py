@@ -92,9 +92,9 @@ class TorchBackend(Backend):
 
     def _collective(self, kernel: Kernel, precision: Precision) -> Prepared:
         """A collective through torch.distributed on this device (gloo on a CPU, NCCL or RCCL on a
-        GPU): one rank unless an engine started several (distributed/torch_dist.py)."""
+        GPU): one rank unless an engine started several (distributed/torch_backends.py)."""
         if getattr(self, "_collective_runner", None) is None:
-            from ..distributed.torch_dist import collective_runner
+            from ..distributed.torch_backends import collective_runner
 
             self._collective_runner = collective_runner(self.settings)
         runner, comm = self._collective_runner
