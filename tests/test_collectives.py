@@ -18,7 +18,7 @@ from deepbench.kernels.suites import parse_where, select
 from deepbench.runner.analysis import nccl_tests
 from deepbench.runner.analysis.nccl_side_by_side import HarnessFigure, harness_figures, pair_up, summary
 
-from .conftest import run_cli
+from .conftest import has_cuda, requires_gpu, run_cli
 
 FIXTURES = Path(__file__).parent / "fixtures" / "nccl-tests"
 FAST = ("--fast", "--time-cap", "0.02")
@@ -225,3 +225,48 @@ def test_report_sets_a_run_beside_nccl_tests(tmp_path: Path) -> None:
     assert "All-reduce beside nccl-tests" in report.stdout and "SUMMARY:" in report.stdout
     bad = run_cli("deepbench", "report", str(out), "--nccl-tests", str(tmp_path / "none.txt"))
     assert bad.returncode == 2 and "cannot read" in bad.stderr and "Traceback" not in bad.stderr
+
+
+# ----- GPUs (the lead's GPU sessions; skipped here) -------------------------------------------------
+def _gpus() -> int:
+    if not has_cuda():
+        return 0
+    import torch
+
+    return torch.cuda.device_count()
+
+
+@requires_gpu
+@pytest.mark.parametrize("timing", ["graph", "eager"])
+def test_every_collective_on_gpus(tmp_path: Path, timing: str) -> None:
+    """Every collective at 100,000 floats on one rank per GPU (two where there are two), NCCL (through
+    nccl4py where it loads), timed by graph replays or eagerly: all exact, the timing recorded."""
+    ranks = min(2, _gpus())
+    out = tmp_path / timing
+    proc = run_cli("deepbench-run", "--local", "--platform", "nvidia", "--suite", "collectives", "--where",
+                   "floats=100000", "--ranks", str(ranks), "--collective-timing", timing, *FAST, "--quiet",
+                   "--out", str(out), timeout=RUN_TIMEOUT_S)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    rs = _results(out)
+    alone = [r for r in rs if ranks == 1 and r.op == "sendrecv" and r.status is Status.UNSUPPORTED]
+    assert all("own rank" in r.reason for r in alone)  # torch's fallback on one GPU; nccl4py sends to itself
+    rs = [r for r in rs if r not in alone]
+    assert len(rs) + len(alone) == len(OPS) and all(r.status is Status.OK for r in rs), [(r.id, r.reason) for r in rs]
+    for r in rs:
+        assert r.info["timing"] == timing and r.parts[0].check.passed, (r.id, r.parts[0].check)
+        assert r.parts[0].measurement.method == ("collective-cuda-graph-events" if timing == "graph"
+                                                 else "collective-host-clock")
+        assert r.library["collective_library"] in ("nccl", "nccl (nccl4py)")
+
+
+@pytest.mark.skipif(_gpus() < 2, reason="needs two GPUs")
+def test_a_planted_wrong_value_fails_on_gpus(tmp_path: Path) -> None:
+    out = tmp_path / "wrong"
+    proc = run_cli("deepbench-run", "--local", "--platform", "nvidia", "--suite", "collectives", "--where",
+                   "floats=100000", "--ops", "all_gather,reduce_scatter", "--ranks", "2", *FAST, "--quiet",
+                   "--out", str(out), env={"DEEPBENCH_FAULT": "wrong:all_gather/collectives/016",
+                                           "DEEPBENCH_FAULT_RANK": "1"}, timeout=RUN_TIMEOUT_S)
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    wrong, ok = _results(out)
+    assert wrong.status is Status.FAILED and "rank 1: 1 of 100000 elements differ" in wrong.reason
+    assert ok.status is Status.OK

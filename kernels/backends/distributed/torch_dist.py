@@ -151,8 +151,8 @@ class TorchCommunicator(Communicator):
         return recv
 
     def send_recv(self, send: torch.Tensor, recv: torch.Tensor, to: int, source: int) -> torch.Tensor:
-        if self.size == 1 and self.pg_backend == "gloo":
-            raise Unsupported("send/recv on one rank: gloo cannot send to its own rank")
+        if self.size == 1:
+            raise Unsupported("send/recv on one rank: torch.distributed does not send to its own rank")
         ops = [dist.P2POp(dist.isend, send, to), dist.P2POp(dist.irecv, recv, source)]
         for work in self.guarded(dist.batch_isend_irecv, ops):
             work.wait()
