@@ -16,9 +16,10 @@
 #   HARNESS_ARGS    default "--fast --time-cap 0.3"
 #   NCCL_TESTS_ARGS default "-b 8 -e 1G -f 2 -n 100 -w 10"
 #   MIN_FLOATS      default 1048576: the harness's sizes besides 100,000 floats (2: the whole suite)
+#   SPLIT_FLOATS    default 16777217: sizes above it are measured (graph only) after the eager latency run
 #   GENCODE         default: the first GPU's compute capability
 # Writes $OUT/collectives47.tgz holding: device.txt, install.log, build.log, nccl-tests/<coll>{,_graph}.txt,
-# runs/{graph,graph_latency,eager,eager_latency} (deepbench-run folders, each with a COMMAND file),
+# runs/{graph_latency,graph,eager_latency,graph_large,eager} (deepbench-run folders, each with a COMMAND file),
 # side_by_side.txt and side_by_side.json, steps.log (each step's command, seconds and exit status), each
 # step's log; also $OUT/side_by_side.txt and $OUT/steps.log apart, and the side-by-side on stdout.
 set -uo pipefail
@@ -31,6 +32,7 @@ BUDGET=${BUDGET_S:-530}
 HARNESS_ARGS=${HARNESS_ARGS:---fast --time-cap 0.3}
 NCCL_TESTS_ARGS=${NCCL_TESTS_ARGS:--b 8 -e 1G -f 2 -n 100 -w 10}
 MIN_FLOATS=${MIN_FLOATS:-1048576}
+SPLIT_FLOATS=${SPLIT_FLOATS:-16777217}
 COLLECTIVES="all_reduce all_gather reduce_scatter broadcast reduce alltoall sendrecv"
 LATENCY_BYTES=400000  # DeepBench's 100,000 floats: the time target
 START=$SECONDS
@@ -151,10 +153,13 @@ harness() {  # harness NAME CAP ARGS...
   [ -d "$dir" ] && printf '# %s GPUs (%s), NCCL_NVLS_ENABLE=0, %s:\n%s\n' "$NGPUS" \
     "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)" "$(date -u +%F)" "$cmd" >"$dir/COMMAND"
 }
+# Each run goes collective by collective, sizes ascending: the middle sizes come first for every collective,
+# the largest (whose exact expected results take the host seconds to compute) in a run of their own.
 harness graph_latency 90 --collective-timing graph --where floats=100000
-harness graph $(($(left) * 2 / 3)) --collective-timing graph --where "floats>=$MIN_FLOATS"
+harness graph $(($(left) / 2)) --collective-timing graph --where "floats>=$MIN_FLOATS,floats<=$SPLIT_FLOATS"
 harness eager_latency 90 --collective-timing eager --where floats=100000
-harness eager $(($(left) - 40)) --collective-timing eager --where "floats>=4194304"
+harness graph_large $(($(left) * 2 / 3)) --collective-timing graph --where "floats>$SPLIT_FLOATS"
+harness eager $(($(left) - 40)) --collective-timing eager --where "floats>=4194304,floats<=$SPLIT_FLOATS"
 
 # (e) the side-by-side
 runs=$(ls -d "$WORK"/runs/*/ 2>/dev/null)
