@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from deepbench.kernels.backends.distributed import values
 from deepbench.kernels.backends.distributed.problems import problem
 from deepbench.kernels.collective_kernels import COLLECTIVE_KERNELS, COLLECTIVES_BY_OP
 from deepbench.kernels.results import KernelResult, Status
@@ -98,6 +99,19 @@ def test_every_problem_expects_what_the_collective_computes(ranks: int) -> None:
         for r, job in enumerate(jobs):
             want = _model(kernel.op, inputs, r, layout.count)
             assert (want is None and job.expected is None) or np.array_equal(want, job.expected), (kernel.id, r)
+
+
+def test_inputs_depend_on_their_seeds_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Drawn in chunks on several threads: the same values on one thread, on every call, and
+    different for another rank, seed or share."""
+    floats = 2 * values.CHUNK + 5
+    many = values.rank_values(floats, 1, 7)
+    monkeypatch.setattr(values, "_threads", lambda: 1)
+    one = values.rank_values(floats, 1, 7)
+    assert np.array_equal(many, one) and one.dtype == np.float32 and one.min() == 1 and one.max() == values.VALUE_MAX
+    others = [values.rank_values(floats, 2, 7), values.rank_values(floats, 1, 8), values.rank_values(floats, 1, 7, 0)]
+    assert all(not np.array_equal(one, o) for o in others)
+    assert not np.array_equal(one[:values.CHUNK], one[values.CHUNK:2 * values.CHUNK])  # chunks differ
 
 
 # ----- every collective over real ranks -------------------------------------------------------------
