@@ -25,6 +25,14 @@ GRAPH_METHOD = "collective-cuda-graph-events"
 # a sample of more calls replays the graph several times.
 MAX_CALLS_PER_GRAPH = 100
 MS_PER_S = 1e3
+# Whether this process captured a collective: torch.distributed's destroy_process_group can hang after
+# NCCL work was captured in a graph (pytorch/pytorch#115388), so the process then leaves the group to
+# its exit (torch_dist.py _destroy).
+_captured = False
+
+
+def captured() -> bool:
+    return _captured
 
 
 class GraphTimer:
@@ -47,6 +55,8 @@ class GraphTimer:
                 fn()
             current.wait_stream(self.stream)
         if calls not in self.graphs:
+            global _captured
+            _captured = True
             torch.cuda.synchronize(self.device)
             graph = torch.cuda.CUDAGraph()
             # thread_local: the process group's watchdog thread may query its events during the capture

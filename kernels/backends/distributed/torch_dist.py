@@ -22,6 +22,7 @@ import torch.distributed as dist
 from ...launch_rank import launch_rank
 from ...results import Settings
 from ..base import Unsupported
+from . import graph_timing
 from .common import Communicator, check_world
 from .facts import cpu_model
 from .graph_timing import GraphTimer
@@ -212,7 +213,7 @@ def collective_timeout(settings: Settings) -> timedelta:
 
 
 def _destroy() -> None:
-    if dist.is_initialized():
+    if dist.is_initialized() and not graph_timing.captured():
         dist.destroy_process_group()
 
 
