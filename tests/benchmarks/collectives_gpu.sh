@@ -133,11 +133,13 @@ for coll in $COLLECTIVES; do
   for mode in eager graph; do
     graph=""; [ "$mode" = graph ] && graph="-G 1"
     name=${coll}${graph:+_graph}
+    # only what finished goes to the side-by-side (a failed binary's log stays in its step log)
     # shellcheck disable=SC2086 # the argument lists are word lists
-    step "nt_$name" "$(nt_cap 60)" "$BIN/${coll}_perf" -g "$NGPUS" $NCCL_TESTS_ARGS $graph
+    step "nt_$name" "$(nt_cap 60)" "$BIN/${coll}_perf" -g "$NGPUS" $NCCL_TESTS_ARGS $graph \
+      && cat "$WORK/nt_$name.log" >>"$WORK/nccl-tests/$name.txt"
     # shellcheck disable=SC2086
-    step "nt_${name}_latency" "$(nt_cap 30)" "$BIN/${coll}_perf" -g "$NGPUS" -b $LATENCY_BYTES -e $LATENCY_BYTES -n 100 -w 10 $graph
-    cat "$WORK/nt_$name.log" "$WORK/nt_${name}_latency.log" >"$WORK/nccl-tests/$name.txt" 2>/dev/null
+    step "nt_${name}_latency" "$(nt_cap 30)" "$BIN/${coll}_perf" -g "$NGPUS" -b $LATENCY_BYTES -e $LATENCY_BYTES \
+      -n 100 -w 10 $graph && cat "$WORK/nt_${name}_latency.log" >>"$WORK/nccl-tests/$name.txt"
   done
 done
 
