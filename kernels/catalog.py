@@ -16,10 +16,11 @@ from typing import Annotated, Any, ClassVar, Literal, Union
 from pydantic import Field, TypeAdapter
 
 from . import costs
+from .collective_kernels import NCCL_TESTS_KERNELS, AllReduceKernel
 from .kernel import Kernel
 from .layers import LAYER_KERNELS
 from .model_kernel import ModelKernel
-from .op_traits import InfoColumn, OpTraits, Rate, Tolerance
+from .op_traits import InfoColumn, OpTraits, Tolerance
 from .precision import INPUT_BYTES, OUTPUT_BYTES, Precision
 
 OPS: tuple[str, ...] = ("gemm", "conv", "rnn", "sparse_gemm", "all_reduce")
@@ -178,29 +179,10 @@ class Sparse24GemmKernel(Kernel):
                                                   OUTPUT_BYTES[precision])
 
 
-class AllReduceKernel(Kernel):
-    """Sum-all-reduce of `floats` float32 elements; DeepBench repeated it `repeat` times."""
-
-    FIELDS: ClassVar[tuple[str, ...]] = ("floats", "repeat")
-    # DeepBench's all-reduce is defined on float32 elements.
-    TRAITS: ClassVar[OpTraits | None] = OpTraits(
-        "All-reduce", rated_in=Rate.GBPS, collective=True, fixed_precision="fp32",
-        field_headers={"floats": "Size # floats", "repeat": "Repeat"})
-    op: Literal["all_reduce"] = "all_reduce"
-    floats: int = Field(gt=0)
-    repeat: int = Field(gt=0)
-
-    def flops(self, direction: str = "fwd") -> float:
-        return 0.0
-
-    def min_bytes(self, direction: str, precision: Precision) -> float:
-        return costs.all_reduce_bytes(self.floats)
-
-
 # Layer benchmarks (kernels/layers.py) and the whole-model run (kernels/model_kernel.py) subclass Kernel too.
 
 _CLASSES: tuple[type[Kernel], ...] = (GemmKernel, ConvKernel, RnnKernel, SparseGemmKernel, Sparse24GemmKernel,
-                                      AllReduceKernel, *LAYER_KERNELS, ModelKernel)
+                                      AllReduceKernel, *NCCL_TESTS_KERNELS, *LAYER_KERNELS, ModelKernel)
 KERNEL_CLASSES: dict[str, type[Kernel]] = {cls.model_fields["op"].default: cls for cls in _CLASSES}
 
 

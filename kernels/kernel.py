@@ -18,7 +18,8 @@ from .precision import Precision
 # "model": a shape taken from a real model's operator dataset (kernels/models; application = the model)
 # "layers": AI Matrix's layer-based benchmark lists (data/ai_matrix.json; suite `layers`)
 # "sparse_2of4": DeepBench's sparse GEMM shapes with 2:4 structured sparsity (suite `sparse-2of4`; not DeepBench's)
-SetName = Literal["train", "inference_server", "inference_device", "model", "layers", "sparse_2of4"]
+# "collectives": every collective at DeepBench's all-reduce sizes and nccl-tests' sweep (suite `collectives`)
+SetName = Literal["train", "inference_server", "inference_device", "model", "layers", "sparse_2of4", "collectives"]
 
 
 class Kernel(BaseModel):

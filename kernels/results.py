@@ -305,6 +305,9 @@ class KernelResult(ResultFields):
 # Where cuDNN's candidate plans are raced (Settings.engine_race; deepbench-run --engine-race's choices).
 EngineRace = Literal["apart", "inline"]
 ENGINE_RACES: tuple[str, ...] = get_args(EngineRace)
+# How a collective's timed calls are launched on CUDA (Settings.collective_timing; deepbench-run --collective-timing).
+CollectiveTiming = Literal["graph", "eager"]
+COLLECTIVE_TIMINGS: tuple[str, ...] = get_args(CollectiveTiming)
 
 
 class Settings(Frozen):
@@ -345,6 +348,10 @@ class Settings(Frozen):
     energy_window_s: float = Field(0.5, gt=0, description="--energy: the shortest window the meter is read over")
     lock_clocks: int | Literal["max"] | None = Field(
         None, description="GPU: ask NVML to lock the SM clock for the run: 'max' (the highest supported) or MHz")
+    collective_timing: CollectiveTiming = Field(
+        "graph", description="CUDA collectives: the timed calls captured in a CUDA graph per rank and replayed "
+        "together, timed by events (graph, nccl-tests' -G), or launched one by one from Python and timed by the "
+        "host clock (eager); host buffers are always eager (kernels/backends/distributed/common.py)")
     cudnn_engines: dict[str, str] = Field(
         default_factory=dict, description="cuDNN engines pinned instead of chosen: '<item id>/<direction>' (or '*') "
         "-> an engine as results record it, e.g. 'eng34_k2=2_k3=0' (verify re-runs the recorded engines)")

@@ -6,7 +6,9 @@ is Alibaba AI Matrix's layer-based benchmark (conv, fully connected, pooling, ba
 activations, softmax, LSTM/GRU shapes from AlexNet, GoogLeNet, VGG-16, ResNet, DenseNet-121;
 data/ai_matrix.json, imported by tests/tools/import_ai_matrix.py); `sparse-2of4` is not DeepBench's:
 DeepBench's sparse GEMM shapes with 2:4 structured sparsity, the sparsity today's sparse tensor
-cores accelerate (cuSPARSELt), each beside the dense GEMM of its shape.
+cores accelerate (cuSPARSELt), each beside the dense GEMM of its shape; `collectives` is every
+collective (kernels/collective_kernels.py) at DeepBench's all-reduce sizes plus nccl-tests' default
+power-of-two sweep (data/collectives.json).
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from functools import cache, lru_cache
 from importlib import resources
 from typing import Any, Final
 
-from .catalog import KERNEL_CLASSES, Kernel, Sparse24GemmKernel, SparseGemmKernel, by_id, catalog
+from .catalog import KERNEL_CLASSES, AllReduceKernel, Kernel, Sparse24GemmKernel, SparseGemmKernel, by_id, catalog
+from .collective_kernels import COLLECTIVES_BY_OP
+from .costs import FLOAT32_BYTES
 
 SUITES: dict[str, str | None] = {
     "train": "train",
@@ -29,7 +33,9 @@ SUITES: dict[str, str | None] = {
     "smoke": None,
     "layers": None,  # AI Matrix's layer lists (data/ai_matrix.json), set "layers"
     "sparse-2of4": None,  # DeepBench's sparse GEMM shapes, 2:4 structured (not DeepBench's), set "sparse_2of4"
+    "collectives": None,  # every collective, DeepBench's all-reduce sizes and nccl-tests' sweep, set "collectives"
 }
+COLLECTIVES_SET: Final = "collectives"
 LAYERS_SET: Final = "layers"
 STRUCTURED_SPARSE_SUITE: Final = "sparse-2of4"
 STRUCTURED_SPARSE_SET: Final = "sparse_2of4"
@@ -59,6 +65,8 @@ def suite_kernels(suite: str, batch: int | None = None, seq: int | None = None) 
         return list(layer_suite())
     if suite == STRUCTURED_SPARSE_SUITE:
         return list(structured_sparse_suite())
+    if suite == COLLECTIVES_SET:
+        return list(collective_suite())
     return [k for k in catalog() if k.set == SUITES[suite]]
 
 
@@ -87,6 +95,24 @@ def structured_sparse_suite() -> tuple[Kernel, ...]:
     return tuple(Sparse24GemmKernel(set=STRUCTURED_SPARSE_SET, index=i, application=app, m=m, n=n, k=kk,
                                     a_t=False, b_t=False)
                  for i, ((m, n, kk), app) in enumerate(shapes.items()))
+
+
+@cache
+def collective_suite() -> tuple[Kernel, ...]:
+    """Per operation of data/collectives.json, DeepBench's all-reduce sizes merged with nccl-tests'
+    sweep (bytes / 4 floats), ascending; the index is the position in that list."""
+    data = json.loads((resources.files(__package__) / "data" / "collectives.json").read_text())
+    sweep = data["sweep"]
+    repeats = {k.floats: k.repeat for k in catalog() if isinstance(k, AllReduceKernel)}
+    size = sweep["min_bytes"]
+    while size <= sweep["max_bytes"]:
+        floats = size // FLOAT32_BYTES
+        if floats:
+            repeats.setdefault(floats, data["repeat"] if floats < data["repeat_floats_below"] else data["repeat_large"])
+        size *= sweep["factor"]
+    sizes = sorted(repeats.items())
+    return tuple(COLLECTIVES_BY_OP[op](op=op, set=COLLECTIVES_SET, index=i, floats=floats, repeat=repeat)
+                 for op in data["ops"] for i, (floats, repeat) in enumerate(sizes))
 
 
 def model_kernels(spec: str, batch: int | None, seq: int | None) -> list[Kernel]:

@@ -78,7 +78,7 @@ def _assert_all_sizes_ok(out: Path, ranks: int, library: str) -> None:
         for info, check in ((r.parts[0].info, r.parts[0].check),
                             (r.info["out_of_place"]["info"], r.info["out_of_place"]["check"])):
             check = check if isinstance(check, dict) else check.model_dump()
-            assert check["passed"] and check["detail"] == f"all {ranks} ranks hold the exact sum"
+            assert check["passed"] and check["detail"] == f"all {ranks} ranks hold the exact result"
             assert info["ranks"] == ranks and len(info["time_per_rank_us"]) == ranks
             assert info["time_max_over_ranks_us"] >= info["time_mean_over_ranks_us"] > 0
             assert info["busbw_gbps"] == pytest.approx(info["algbw_gbps"] * factor)

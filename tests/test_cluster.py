@@ -1,4 +1,4 @@
-"""All-reduce across hosts for real: the commands `deepbench launch-command` prints, run as printed
+"""Collectives across hosts for real: the commands `deepbench launch-command` prints, run as printed
 on a two-host Slurm cluster with ssh built from network namespaces (tests/cluster.py), and what
 happens when a rank dies, a host is cut off, or a rank cannot join.
 
@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from deepbench.kernels.collective_kernels import COLLECTIVES_BY_OP
 from deepbench.kernels.results import Status
 from deepbench.kernels.results_file import read_results
 
@@ -132,6 +133,22 @@ def test_printed_commands_run_across_two_hosts(cluster: Cluster, engine: str, ba
     sub = _login(cluster, f"deepbench submit {out} --out {bundle} --submitter CI --system-name 'two namespace hosts' "
                           f"&& deepbench check {bundle}")
     assert sub.returncode == 0 and sub.stdout.count("check passed") == 2, sub.stdout[-3000:] + sub.stderr
+    _nothing_left(cluster, out)
+
+
+def test_every_collective_runs_across_two_hosts(cluster: Cluster) -> None:
+    """The collectives suite, unchanged, through launch-command's srun line with gloo: every collective
+    at DeepBench's 100,000 floats over 2 hosts x 2 ranks, each rank's result exact."""
+    out = cluster.shared / "collectives"
+    proc = _run_printed(cluster, "srun", out, "--backend gloo --suite collectives --where floats=100000")
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:] + _log(out)
+    results = read_results(out / "results.jsonl")
+    assert sorted(r.op for r in results) == sorted(COLLECTIVES_BY_OP)
+    for r in results:
+        assert r.status is Status.OK and r.info["ranks"] == RANKS, (r.id, r.reason)
+        held = "1 of 4 ranks hold a defined result" if r.kernel.ROOTED else "all 4 ranks hold the exact result"
+        assert r.parts[0].check.passed and r.parts[0].check.detail.startswith(held), (r.id, r.parts[0].check)
+    assert json.loads((out / "run.json").read_text())["device"]["rank_hosts"] == ["dbn1", "dbn1", "dbn2", "dbn2"]
     _nothing_left(cluster, out)
 
 

@@ -338,7 +338,7 @@ def test_all_reduce_ranks_in_a_container(intel_image, tmp_path: Path, backend: s
     rs = read_results(out / "results.jsonl")
     assert len(rs) == 3 and all(r.status is Status.OK for r in rs), [(r.id, r.reason) for r in rs]
     for r in rs:
-        assert r.parts[0].check.detail == "all 2 ranks hold the exact sum" and r.parts[0].info["ranks"] == 2
+        assert r.parts[0].check.detail == "all 2 ranks hold the exact result" and r.parts[0].info["ranks"] == 2
         assert "in the container" in r.library["launcher"]
     assert len(read_results(out / "ranks" / "rank-1" / "results.jsonl")) == 3
 

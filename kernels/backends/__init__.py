@@ -18,9 +18,9 @@ BACKENDS: dict[str, str] = {
     "cusparse": "deepbench.kernels.backends.cusparse:CusparseBackend",
     "cusparselt": "deepbench.kernels.backends.cusparselt:CusparseLtBackend",
     # Collectives (all-reduce), one rank per process, started by torchrun / mpirun / srun.
-    "gloo": "deepbench.kernels.backends.distributed.torch_dist:GlooBackend",
-    "nccl": "deepbench.kernels.backends.distributed.torch_dist:NcclBackend",
-    "rccl": "deepbench.kernels.backends.distributed.torch_dist:NcclBackend",
+    "gloo": "deepbench.kernels.backends.distributed.torch_backends:GlooBackend",
+    "nccl": "deepbench.kernels.backends.distributed.torch_backends:NcclBackend",
+    "rccl": "deepbench.kernels.backends.distributed.torch_backends:NcclBackend",
     "mpi": "deepbench.kernels.backends.distributed.mpi:MpiBackend",
     "onnxruntime": "deepbench.kernels.backends.onnxruntime:OrtBackend",
     "tflite": "deepbench.kernels.backends.tflite:TfliteBackend",

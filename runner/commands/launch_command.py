@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     out = str(outdir.resolve())
     mpi = plan.backend == "mpi"
     layout = Layout(args, platform, out, mpi)
-    print(f"# plan: {out}/plan.json  ({len(plan.items)} all-reduce kernels, backend {plan.backend}, "
+    print(f"# plan: {out}/plan.json  ({len(plan.items)} collective kernels, backend {plan.backend}, "
           f"{args.ranks} ranks = {args.nodes} nodes x {args.gpus_per_node})")
     print("# what the commands need, checked from here:")
     needs = [shared_folder(outdir.resolve(), args.nodes)]

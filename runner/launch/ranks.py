@@ -226,9 +226,9 @@ def process_alive(pid: int) -> bool:
 
 # ----- command line ---------------------------------------------------------------------------
 def add_rank_arguments(parser) -> None:  # argparse.ArgumentParser
-    g = parser.add_argument_group("collectives (all-reduce)")
+    g = parser.add_argument_group("collectives (all-reduce, all-gather, ...: --suite collectives)")
     g.add_argument("--ranks", type=int, default=1, metavar="N",
-                   help="processes for all-reduce on this node: one per GPU, or N CPU processes (default 1); "
+                   help="processes for the collectives on this node: one per GPU, or N CPU processes (default 1); "
                         "started by torchrun (--backend gloo/nccl/rccl, the default) or mpirun (--backend mpi)")
     g.add_argument("--launch", metavar="COMMAND",
                    help="with --resume OUT: start the ranks across nodes with COMMAND, as `deepbench "

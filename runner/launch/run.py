@@ -28,6 +28,7 @@ from deepbench.kernels.harness.protocol import ExitCode
 from deepbench.kernels.harness.record import build_record, read_facts, write_record
 from deepbench.kernels.padding import PadMode
 from deepbench.kernels.results import (
+    COLLECTIVE_TIMINGS,
     ENGINE_RACES,
     INPUT_DISTRIBUTIONS,
     MAX_SEED,
@@ -141,6 +142,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "that the measuring process runs only the chosen plans, as a native loop pinned to them "
                         "does (racing some candidates left later short convolutions ~1 us a call slower on an "
                         "H100 for the rest of the process); inline in the measuring process")
+    m.add_argument("--collective-timing", choices=COLLECTIVE_TIMINGS,
+                   default=Settings.model_fields["collective_timing"].default,
+                   help="GPU collectives: graph (default) captures the timed calls in a CUDA graph per rank and "
+                        "replays them together, timed by events, as nccl-tests -G does; eager launches each call "
+                        "from Python and times the loop by the host clock")
     m.add_argument("--kernel-time", action=argparse.BooleanOptionalAction, default=True,
                    help="GPU: time calls under 20 us by their kernels' own durations (CUPTI), without the GPU's "
                         "0.1-0.3 us between two dependent kernels that back-to-back calls pay (default); "
@@ -274,7 +280,8 @@ def settings_from(args: argparse.Namespace, platform: Platform) -> Settings:
     return Settings(mode=args.mode, threads=args.threads, seed=args.seed, device=platform.device, cold=args.cold,
                     verify_timing=args.verify_timing, kernel_time=args.kernel_time,
                     kernel_timeout_s=args.kernel_timeout, pad=args.pad, cudnn_engines=engine_pins(args.cudnn_engine),
-                    engine_race=args.engine_race, ranks=getattr(args, "ranks", 1), inputs=args.inputs,
+                    engine_race=args.engine_race, collective_timing=args.collective_timing,
+                    ranks=getattr(args, "ranks", 1), inputs=args.inputs,
                     energy=args.energy, energy_window_s=args.energy_window, lock_clocks=args.lock_clocks, **preset)
 
 

@@ -212,6 +212,7 @@ def _plan_values(plan: Plan) -> dict[str, Any]:
         "threads": s.threads, "seed": s.seed, "cold": s.cold, "verify_timing": s.verify_timing,
         "kernel_time": s.kernel_time, "ranks": s.ranks, "engine_race": s.engine_race, "inputs": s.inputs,
         "energy": s.energy, "energy_window": s.energy_window_s, "lock_clocks": s.lock_clocks,
+        "collective_timing": s.collective_timing,
     }
 
 

@@ -16,7 +16,7 @@ from ..analysis.sanity import Context, one_rank
 from ..analysis.sanity import flags as sanity_flags
 from .collective_table import DROP_ORDER as ALL_REDUCE_DROP
 from .collective_table import HEADERS as ALL_REDUCE_HEADERS
-from .collective_table import all_reduce_rows
+from .collective_table import collective_rows
 
 if TYPE_CHECKING:
     from ..analysis.sources import Entry
@@ -98,7 +98,7 @@ def op_table(op: str, results: Iterable[KernelResult], ctx: Context | None = Non
     if traits.collective:  # DeepBench's size, ranks, time; nccl-tests' bandwidths
         return Table(op, traits.title, [*list(ALL_REDUCE_HEADERS), "notes"],
                      [[*row, notes(entry_of_result(r), ctx)]
-                      for r, row in zip(results, all_reduce_rows(results, SET_SHORT, _status, fmt_us, fmt_num),
+                      for r, row in zip(results, collective_rows(results, SET_SHORT, _status, fmt_us, fmt_num),
                                         strict=False)],
                      ALL_REDUCE_DROP)
     cls = KERNEL_CLASSES[op]

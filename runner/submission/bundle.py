@@ -74,6 +74,7 @@ def reproduce_command(plan: Plan, local: bool, image_digest: str | None) -> str:
     args += [] if s.inputs == "normal" else ["--inputs", s.inputs]
     args += ["--energy", "--energy-window", f"{s.energy_window_s:g}"] if s.energy else []
     args += [] if s.lock_clocks is None else ["--lock-clocks", str(s.lock_clocks)]
+    args += [] if s.collective_timing == "graph" else ["--collective-timing", s.collective_timing]
     for key, engine in sorted(s.cudnn_engines.items()):
         args += ["--cudnn-engine", engine if key == "*" else f"{key}={engine}"]
     return shlex.join(args)

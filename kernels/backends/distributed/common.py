@@ -1,15 +1,21 @@
-"""All-reduce on any communication library: data, exact checks, rank-synchronised timing.
+"""Collectives on any communication library: data, exact checks, rank-synchronised timing.
 
-A library module (torch_dist.py, mpi.py) provides a `Communicator`: buffers on its device, the
-in-place and out-of-place sum-all-reduce, and small host-side control messages (barrier,
-allgather of a few numbers). Everything else is here, so that every library is measured and
-checked the same way, following nccl-tests:
+A library module (torch_dist.py, mpi.py, nccl4py_comm.py) provides a `Communicator`: buffers on its
+device, the collectives in place and out of place, and small host-side control messages (barrier,
+allgather of a few numbers). What goes in and must come out of each collective is problems.py;
+everything else is here, so that every library is measured and checked the same way, following
+nccl-tests:
 - time per call of each rank, then the mean and the max over ranks; algorithm bandwidth
-  algbw = S / t and bus bandwidth busbw = algbw * 2(n-1)/n (kernels/costs.py), S = floats * 4;
-- in place (the result overwrites the input) and out of place (input and output apart);
-- a warm-up over all of DeepBench's sizes before the first measurement;
-- data whose sum is exact (small positive integers in float32), checked exactly on every rank;
-  one wrong element on one rank fails the kernel on all of them.
+  algbw = S / t and bus bandwidth busbw = algbw * the collective's factor (kernels/collective_kernels.py),
+  S = nccl-tests' size of the kernel on these ranks;
+- in place (the output buffer holds the input) and out of place (input and output apart), where
+  the collective has both;
+- a warm-up of the collective over all of DeepBench's all-reduce sizes before its first measurement;
+- data whose sums are exact (small positive integers in float32), checked exactly on every rank;
+  one wrong element on one rank fails the kernel on all of them;
+- on CUDA, the timed calls captured in a CUDA graph per rank and replayed together, timed by
+  events (nccl-tests' -G; Settings.collective_timing "graph"), or launched one by one from Python
+  and timed by the host clock ("eager"); the record's method says which.
 
 Every rank must make the same calls in the same order or the collective hangs, so each decision
 (how many calls per sample, when to stop) is taken from numbers all ranks exchanged: they all
@@ -25,27 +31,26 @@ from typing import Any
 
 import numpy as np
 
-from ... import costs, faults
+from ... import faults
 from ...catalog import AllReduceKernel, Kernel, catalog
+from ...collective_kernels import CollectiveKernel
 from ...precision import Precision
 from ...results import Check, Measurement, PartResult, Settings
 from ...timing.sampling import Step, sample_until
 from ...timing.stopping import REPEAT_COUNT, CallBudget, Progress, Stop, StopRule
 from ..base import Backend, Prepared, TimedPart, Unsupported
+from .problems import Problem, problem
+from .values import MAX_EXACT_RANKS
 
 METHOD = "collective-host-clock"
 CHECK_METHOD = "exact-sum"
-# Values on each rank are integers in [1, VALUE_MAX]: sums of up to 2**24 / VALUE_MAX ranks are
-# exact in float32, and they are never zeros or constants.
-VALUE_MAX = 8
-MAX_EXACT_RANKS = 2**24 // VALUE_MAX
 MAX_CALLS_PER_SAMPLE = 1 << 16
 US_PER_S = 1e6
 IN_PLACE, OUT_OF_PLACE = "in_place", "out_of_place"
 
 
 class CheckFailed(Exception):
-    """A rank holds a wrong element after the all-reduce: the kernel fails with this reason."""
+    """A rank holds a wrong element after the collective: the kernel fails with this reason."""
 
 
 class Communicator(ABC):
@@ -55,14 +60,13 @@ class Communicator(ABC):
     rank: int = 0
     size: int = 1
     library: str = ""
-    out_of_place_note: str = ""
     # Set when a collective raised (a rank died or timed out): the group cannot be used again, and
     # the harness restarts every rank (harness __main__, runner/launch/supervise.py).
     broken: str = ""
 
-    def guarded(self, fn: Callable[..., Any], *args: Any) -> Any:
+    def guarded(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         try:
-            return fn(*args)
+            return fn(*args, **kwargs)
         except Exception as exc:
             broke = f"{self.library} communicator failed: {type(exc).__name__}: {str(exc).strip()[:300]}"
             missing = self.missing_ranks()
@@ -84,11 +88,63 @@ class Communicator(ABC):
     def empty(self, floats: int) -> Any: ...
 
     @abstractmethod
-    def all_reduce_in_place(self, buf: Any) -> None: ...
+    def all_reduce_in_place(self, buf: Any) -> Any:
+        """buf = sum over ranks of buf; returns buf."""
 
     @abstractmethod
-    def all_reduce(self, send: Any, recv: Any) -> None:
-        """Out of place: recv = sum over ranks of send."""
+    def all_reduce(self, send: Any, recv: Any) -> Any:
+        """Out of place: recv = sum over ranks of send; returns recv."""
+
+    # The other collectives (problems.py says what goes in and out). A library that lacks one
+    # says so: the kernel is unsupported there, with that reason.
+    def all_gather(self, send: Any, recv: Any) -> Any:
+        """recv = every rank's send, in rank order."""
+        raise self.lacks("all_gather")
+
+    def all_gather_in_place(self, buf: Any, count: int) -> Any:
+        """As all_gather, with this rank's input already at buf[rank * count:]."""
+        raise self.lacks("all_gather")
+
+    def reduce_scatter(self, send: Any, recv: Any) -> Any:
+        """recv = share `rank` (recv's size) of the sum over ranks of send."""
+        raise self.lacks("reduce_scatter")
+
+    def reduce_scatter_in_place(self, buf: Any, count: int) -> Any:
+        """As reduce_scatter with buf as input; returns the view of buf holding this rank's share."""
+        raise self.lacks("reduce_scatter")
+
+    def broadcast(self, send: Any, recv: Any, root: int) -> Any:
+        raise self.lacks("broadcast")
+
+    def broadcast_in_place(self, buf: Any, root: int) -> Any:
+        raise self.lacks("broadcast")
+
+    def reduce(self, send: Any, recv: Any, root: int) -> Any:
+        """recv on `root` = sum over ranks of send (other ranks' recv undefined)."""
+        raise self.lacks("reduce")
+
+    def reduce_in_place(self, buf: Any, root: int) -> Any:
+        raise self.lacks("reduce")
+
+    def all_to_all(self, send: Any, recv: Any) -> Any:
+        """Share j of send goes to rank j; recv holds share `rank` of every rank's send."""
+        raise self.lacks("all_to_all")
+
+    def send_recv(self, send: Any, recv: Any, to: int, source: int) -> Any:
+        """send goes to rank `to` while recv receives from rank `source`, at once."""
+        raise self.lacks("sendrecv")
+
+    def lacks(self, op: str) -> Unsupported:
+        return Unsupported(f"the {self.library} communicator has no {op}")
+
+    def out_of_place_note(self, op: str) -> str:
+        """How this library's out-of-place call differs from NCCL's ('' where it does not)."""
+        return ""
+
+    def graph_timer(self) -> Any:
+        """A timer of CUDA graph replays for this communicator's device (graph_timing.py), or None
+        where the calls cannot be captured (host buffers, a library that cannot)."""
+        return None
 
     @abstractmethod
     def copy(self, dst: Any, src: Any) -> None: ...
@@ -129,98 +185,104 @@ def check_world(size: int, settings: Settings, started_by: str) -> None:
                            "speaks: deepbench launch-command checks which)")
 
 
-def rank_values(floats: int, rank: int, seed: int) -> np.ndarray:
-    """Random integers 1..VALUE_MAX as float32, different on every rank and every seed."""
-    rng = np.random.default_rng([seed, rank, floats])
-    return rng.integers(1, VALUE_MAX + 1, size=floats, dtype=np.int8).astype(np.float32)
-
-
-def expected_sum(floats: int, size: int, seed: int) -> np.ndarray:
-    """What every rank must hold after the all-reduce: exact (integers well below 2**24)."""
-    total = np.zeros(floats, dtype=np.float32)
-    for r in range(size):
-        total += rank_values(floats, r, seed)
-    return total
-
-
 def all_reduce_sizes() -> list[int]:
     """DeepBench's message sizes (floats), for the warm-up over all sizes."""
     return sorted({k.floats for k in catalog() if isinstance(k, AllReduceKernel)})
 
 
-class AllReduceRunner:
-    """Prepares and measures DeepBench's all-reduce kernels on one communicator."""
+class CollectiveRunner:
+    """Prepares and measures collective kernels on one communicator."""
 
     def __init__(self, comm: Communicator, settings: Settings) -> None:
         self.comm = comm
         self.settings = settings
-        self.warmed_up = False
+        self.warmed_up: set[str] = set()  # the collectives already warmed up
+        self.graphs = comm.graph_timer() if settings.collective_timing == "graph" else None
+
+    @property
+    def method(self) -> str:
+        """How the timed calls are launched and timed, for the record."""
+        return self.graphs.method if self.graphs is not None else METHOD
+
+    @property
+    def timing(self) -> str:
+        """graph or eager: what this runner does (host buffers are always eager)."""
+        return "graph" if self.graphs is not None else "eager"
 
     # ----- preparation ------------------------------------------------------------------
     def prepare(self, kernel: Kernel, precision: Precision) -> Prepared:
-        if not isinstance(kernel, AllReduceKernel):
-            raise Unsupported(f"{kernel.op} is not a collective: the {self.comm.library} backend runs all-reduce "
+        if not isinstance(kernel, CollectiveKernel):
+            raise Unsupported(f"{kernel.op} is not a collective: the {self.comm.library} backend runs collectives "
                               "only (use the torch backend for it)")
         if precision is not Precision.FP32:
-            raise Unsupported("DeepBench's all-reduce is defined on float32 elements")
+            raise Unsupported("the collectives are measured on float32 elements, as DeepBench's all-reduce")
         if self.comm.size > MAX_EXACT_RANKS:
             raise Unsupported(f"more than {MAX_EXACT_RANKS} ranks: the check's sums would not be exact in float32")
-        if not self.warmed_up:
-            self.warm_up()
-        comm, floats, seed = self.comm, kernel.floats, self.settings.seed
+        comm = self.comm
+        layout = kernel.layout(comm.size)
+        if layout.count == 0:
+            raise Unsupported(f"{kernel.floats} floats over {comm.size} ranks leave no 16-byte share per rank "
+                              "(nccl-tests rounds each share down to 16 bytes)")
+        if kernel.op not in self.warmed_up:
+            self.warm_up(kernel)
         try:
-            mine = rank_values(floats, comm.rank, seed)
-            expected = expected_sum(floats, comm.size, seed)
-            pristine = comm.buffer(mine)
-            work = comm.buffer(mine)
-            recv = comm.empty(floats)
-            problem = ""
+            job = problem(kernel, comm, self.settings.seed)
+            send = comm.buffer(job.inputs)
+            recv = comm.empty(layout.recv)
+            pristine = comm.buffer(job.in_place_buffer()) if job.in_place_buffer else None
+            work = comm.buffer(job.in_place_buffer()) if job.in_place_buffer else None
+            failure = ""
+        except Unsupported:
+            raise
         except Exception as exc:  # noqa: BLE001 - the other ranks must hear of it, or they wait forever
-            problem = f"{type(exc).__name__}: {exc}"
-        failed = [r for r, (ok,) in enumerate(comm.allgather([0.0 if problem else 1.0])) if not ok]
+            failure = f"{type(exc).__name__}: {exc}"
+        failed = [r for r, (ok,) in enumerate(comm.allgather([0.0 if failure else 1.0])) if not ok]
         if failed:
             raise RuntimeError(f"rank(s) {', '.join(map(str, failed))} could not allocate the buffers"
-                               + (f": {problem}" if problem else " (see their records under ranks/)"))
+                               + (f": {failure}" if failure else " (see their records under ranks/)"))
         corrupt = faults.requested("wrong", kernel.id, comm.rank)
-        nbytes = costs.all_reduce_bytes(floats)
+        factor = kernel.bus_factor(comm.size)
         max_calls = kernel.repeat
 
-        def run_in_place() -> None:
-            comm.all_reduce_in_place(work)
-
-        def check_in_place() -> Check:
-            # The timed calls reduced the same buffer again and again (values grow by n each call,
-            # as in nccl-tests); the check restores the inputs and checks one call exactly.
-            comm.copy(work, pristine)
-            comm.all_reduce_in_place(work)
-            comm.synchronize()
-            return self.agreed_check(work, expected, corrupt)
-
-        def run_out_of_place() -> None:
-            comm.all_reduce(pristine, recv)
-
-        def check_out_of_place() -> Check:
-            comm.synchronize()
-            return self.agreed_check(recv, expected, corrupt)
-
-        def part(direction: str, run: Callable[[], None], check: Callable[[], Check], note: str) -> TimedPart:
-            info: dict[str, Any] = {"ranks": comm.size, "bytes": nbytes}
+        def part(direction: str, run: Callable[[], object], check: Callable[[], Check], note: str) -> TimedPart:
+            info: dict[str, Any] = {"ranks": comm.size, "bytes": layout.bytes, "count": layout.count,
+                                    "bus_factor": factor, "timing": self.timing}
             if note:
                 info["note"] = note
-            return TimedPart(direction=direction, run=run, check=check, flops=0.0, min_bytes=nbytes, info=info,
-                             capturable=False, timer=lambda fn, rule: self.measure(fn, rule, max_calls, info))
+            return TimedPart(direction=direction, run=run, check=check, flops=0.0, min_bytes=float(layout.bytes),
+                             info=info, capturable=False,
+                             timer=lambda fn, rule: self.measure(fn, rule, max_calls, info))
 
-        in_place = part(IN_PLACE, run_in_place, check_in_place, "")
-        out_of_place = part(OUT_OF_PLACE, run_out_of_place, check_out_of_place, comm.out_of_place_note)
+        out_of_place = part(OUT_OF_PLACE, lambda: job.out_of_place(send, recv),
+                            lambda: self._check_out_of_place(job, recv, corrupt), comm.out_of_place_note(kernel.op))
+        info = {"ranks": comm.size, "library": comm.library, "bytes": layout.bytes, "count": layout.count,
+                "bus_factor": factor, "timing": self.timing}
+        if job.in_place is None:
+            info["time_is"] = f"the out_of_place part: {kernel.op} has no in-place form"
+            return Prepared(parts=[out_of_place], info=info)
+        in_place_call = job.in_place
+
+        def check_in_place() -> Check:
+            # The timed calls worked on the same buffer again and again (sums grow by n each call,
+            # as in nccl-tests); the check restores the inputs and checks one call exactly.
+            comm.copy(work, pristine)
+            result = in_place_call(work)
+            comm.synchronize()
+            return self.agreed_check(result, job.expected, corrupt)
+
+        in_place = part(IN_PLACE, lambda: in_place_call(work), check_in_place, "")
 
         def after(backend: Any, rule: StopRule) -> dict[str, Any]:
             # The kernel's time is the in-place time (a sum of the two would mean nothing), so the
             # out-of-place call is measured here, the same way, and kept beside it in info.
             return {OUT_OF_PLACE: self.measure_part(out_of_place, rule)}
 
-        info = {"ranks": comm.size, "library": comm.library, "bytes": nbytes,
-                "time_is": "the in_place part; the out_of_place measurement is in info.out_of_place"}
+        info["time_is"] = "the in_place part; the out_of_place measurement is in info.out_of_place"
         return Prepared(parts=[in_place], info=info, after=after)
+
+    def _check_out_of_place(self, job: Problem, recv: Any, corrupt: bool) -> Check:
+        self.comm.synchronize()
+        return self.agreed_check(recv, job.expected, corrupt)
 
     def measure_part(self, part: TimedPart, rule: StopRule) -> dict[str, Any]:
         """Time and check one part (warm already: the sizes' warm-up and the calibration's first
@@ -234,35 +296,47 @@ class AllReduceRunner:
                             check=check, gbps=part.info["algbw_gbps"], info=part.info)
         return result.model_dump(mode="json")
 
-    def warm_up(self) -> None:
-        """One all-reduce of every DeepBench size before anything is timed (connections,
-        buffers and algorithm choices of the library are set up here, not in a measurement)."""
+    def warm_up(self, kernel: CollectiveKernel) -> None:
+        """One out-of-place call of this collective at every DeepBench all-reduce size before its
+        first kernel is timed (connections, buffers and algorithm choices of the library are set up
+        here, not in a measurement)."""
         for floats in all_reduce_sizes():
-            buf = self.comm.buffer(rank_values(floats, self.comm.rank, self.settings.seed))
-            self.comm.all_reduce_in_place(buf)
+            sized = kernel.model_copy(update={"floats": floats})
+            layout = sized.layout(self.comm.size)
+            if layout.count == 0:
+                continue
+            job = problem(sized, self.comm, self.settings.seed, data=False)
+            send, recv = self.comm.buffer(job.inputs), self.comm.empty(layout.recv)
+            job.out_of_place(send, recv)
             self.comm.synchronize()
-            del buf
+            del send, recv
         self.comm.barrier()
-        self.warmed_up = True
+        self.warmed_up.add(kernel.op)
 
     # ----- checking ---------------------------------------------------------------------
-    def agreed_check(self, buf: Any, expected: np.ndarray, corrupt: bool) -> Check:
-        """Exact comparison on this rank, then every rank learns every rank's outcome."""
-        wrong, first = self.comm.equal(buf, expected)
+    def agreed_check(self, buf: Any, expected: np.ndarray | None, corrupt: bool) -> Check:
+        """Exact comparison on this rank (where its result is defined: a reduce's root only),
+        then every rank learns every rank's outcome."""
+        wrong, first = self.comm.equal(buf, expected) if expected is not None else (0, -1)
         if corrupt:  # fault injection for tests: one rank sees one wrong element
             wrong, first = max(wrong, 1), 0 if first < 0 else first
-        outcomes = self.comm.allgather([float(wrong), float(first)])
-        bad = [(r, int(w), int(f)) for r, (w, f) in enumerate(outcomes) if w > 0]
-        floats = expected.size
-        detail = "; ".join(f"rank {r}: {w} of {floats} elements differ from the exact sum (first at {f})"
-                           for r, w, f in bad)
-        error = max(w for _, w, _ in bad) / floats if bad else 0.0
-        return Check(passed=not bad, method=CHECK_METHOD, error=error, tolerance=0.0,
-                     detail=detail or f"all {self.comm.size} ranks hold the exact sum")
+        size = float(expected.size) if expected is not None else 0.0
+        outcomes = self.comm.allgather([float(wrong), float(first), size])
+        bad = [(r, int(w), int(f), int(n)) for r, (w, f, n) in enumerate(outcomes) if w > 0]
+        checked = sum(1 for _, _, n in outcomes if n > 0)
+        detail = "; ".join(f"rank {r}: {w} of {n} elements differ from the exact result (first at {f})"
+                           for r, w, f, n in bad)
+        error = max(w / max(n, 1) for _, w, _, n in bad) if bad else 0.0
+        held = (f"all {self.comm.size} ranks hold the exact result" if checked == self.comm.size
+                else f"{checked} of {self.comm.size} ranks hold a defined result, and it is exact")
+        return Check(passed=not bad, method=CHECK_METHOD, error=error, tolerance=0.0, detail=detail or held)
 
     # ----- timing -----------------------------------------------------------------------
     def _timed(self, fn: Callable[[], object], calls: int) -> float:
-        """Seconds for `calls` back-to-back calls on this rank, started together with the others."""
+        """Seconds for `calls` back-to-back calls on this rank, started together with the others:
+        CUDA graph replays timed by events where the communicator can, else host-clocked calls."""
+        if self.graphs is not None:
+            return self.graphs.timed(fn, calls, self.comm.barrier)
         self.comm.synchronize()
         self.comm.barrier()
         t0 = time.perf_counter()
@@ -274,7 +348,7 @@ class AllReduceRunner:
     def measure(self, fn: Callable[[], object], rule: StopRule, max_calls: int, info: dict[str, Any]) -> Measurement:
         """Rank-synchronised samples: each sample is `calls` back-to-back calls on every rank;
         the sample's time is the slowest rank's time per call (a collective is done when its
-        last rank is). Total timed calls stay within DeepBench's repeat count for the size."""
+        last rank is). Total timed calls stay within the kernel's repeat count."""
         start = time.perf_counter()
         calls, warmup, last = self._calibrate(fn, max_calls)
         source = _RankSamples(self, fn, calls, last, start)
@@ -289,12 +363,12 @@ class AllReduceRunner:
             "time_mean_over_ranks_us": statistics.fmean(means),
             "time_max_over_ranks_us": max(means),
             "algbw_gbps": algbw,
-            "busbw_gbps": algbw * costs.bus_bandwidth_factor(self.comm.size),
+            "busbw_gbps": algbw * info["bus_factor"],
             "timed_calls": len(samples) * calls,
             "repeat_cap": max_calls,
         })
         # The calibration's last loop had the final call count: it is the first sample, not warm-up.
-        return Measurement.of(samples, method=METHOD, calls_per_sample=calls, warmup_calls=warmup - calls,
+        return Measurement.of(samples, method=self.method, calls_per_sample=calls, warmup_calls=warmup - calls,
                               stop_reason=reason, target_rel_precision=rule.target_rel_precision)
 
     def _calibrate(self, fn: Callable[[], object], max_calls: int) -> tuple[int, int, float]:
@@ -317,7 +391,7 @@ class _RankSamples:
     exchange their times, and the sample is the slowest rank's. The criteria judge rank 0's
     clock, so every rank stops alike."""
 
-    def __init__(self, runner: AllReduceRunner, fn: Callable[[], object], calls: int, first_s: float,
+    def __init__(self, runner: CollectiveRunner, fn: Callable[[], object], calls: int, first_s: float,
                  start: float) -> None:
         self.runner, self.fn, self.calls, self.start = runner, fn, calls, start
         self.first_s: float | None = first_s  # the calibration's last loop: this rank's first sample
@@ -342,18 +416,18 @@ class _RankSamples:
 
 
 class CollectiveBackend(Backend):
-    """What every all-reduce backend shares: its communicator and runner, the rank-synchronised
+    """What every collective backend shares: its communicator and runner, the rank-synchronised
     timer each part brings, library versions, and the barrier before each kernel."""
 
     ranked = True  # rank: set from the communicator by each library's backend
     comm: Communicator
-    runner: AllReduceRunner
+    runner: CollectiveRunner
 
     def prepare(self, kernel: Kernel, precision: Precision) -> Prepared:
         return self.runner.prepare(kernel, precision)
 
     def measure(self, fn: Callable[[], object], rule: StopRule, part: TimedPart) -> Measurement:
-        assert part.timer is not None, "every all-reduce part brings its rank-synchronised timer"
+        assert part.timer is not None, "every collective part brings its rank-synchronised timer"
         return part.timer(fn, rule)
 
     def library_versions(self) -> dict[str, str]:

