@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..analysis.fastest import fastest_tables, wins
+from ..analysis.fastest import MIN_SOURCES, fastest_tables, wins
 from ..analysis.sources import load_source
 from ..errors import UserError
 from ..outpaths import writable_file
@@ -46,6 +46,9 @@ def run(args: argparse.Namespace) -> int:
     sources = [load_source(r) for r in args.runs]
     prefer = sources[0].set if sources else None
     sources += [load_source(f"ref:{n}", prefer) for n in args.reference]
+    if len(sources) < MIN_SOURCES:
+        raise UserError(f"fastest needs at least {MIN_SOURCES} sources to rank (got {len(sources)}): give more runs "
+                        "or add --reference NAME (see deepbench references)")
     labels = [s.label for s in sources]
     if len(set(labels)) != len(labels):
         raise UserError(f"the same source was given twice: {', '.join(labels)}")
