@@ -146,3 +146,31 @@ def test_fastest_on_the_published_runs_names_no_v100_win_on_700x161() -> None:
     assert all(r["on"] == "fwd+bwd_filter" for r in first_layer)
     one_rank = [r for r in rows if r["operation"] == "all_reduce" and r["ranks"] == "1"]
     assert one_rank and all(r["GB/s"] == "" and r["fastest"] == "" for r in one_rank)
+
+
+def test_short_unique_labels() -> None:
+    from dataclasses import replace
+
+    from deepbench.runner.analysis.sources import short_device, short_labels
+
+    assert short_device("NVIDIA H100 80GB HBM3") == "H100" and short_device("AMD Instinct MI300X") == "MI300X"
+    assert short_device("synthetic device") is None
+    h100 = Source("20261125-111338-nvidia-train", "run", (), {"device.name": "NVIDIA H100 80GB HBM3"}, {}, path="a")
+    other = replace(h100, path="b")
+    synthetic = Source("my-run", "run", (), {"device.name": "synthetic device"}, {})
+    named = replace(h100, label="mine", named=True)
+    assert [s.label for s in short_labels([h100, other, synthetic, named])] == ["H100 A", "H100 B", "my-run", "mine"]
+    from deepbench.runner.errors import UserError
+
+    with pytest.raises(UserError, match="named the same"):
+        short_labels([named, named])
+
+
+@pytest.mark.skipif(not (PUBLISHED / "nvidia-h200" / "train").exists(), reason="published runs not in this tree")
+def test_compare_without_labels_names_the_devices() -> None:
+    p = run_cli("deepbench", "compare", str(PUBLISHED / "nvidia-h100" / "train"),
+                str(PUBLISHED / "nvidia-h200" / "train"),
+                "--format", "csv")
+    assert p.returncode == 0, p.stderr
+    header = next(csv.reader(io.StringIO(p.stdout)))
+    assert "H100 (us)" in header and "H200 vs H100" in header

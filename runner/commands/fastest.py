@@ -14,7 +14,7 @@ import argparse
 from pathlib import Path
 
 from ..analysis.fastest import MIN_SOURCES, fastest_tables, wins
-from ..analysis.sources import load_source
+from ..analysis.sources import load_source, short_labels
 from ..errors import UserError
 from ..outpaths import writable_file
 from ..render import render_formats
@@ -49,9 +49,7 @@ def run(args: argparse.Namespace) -> int:
     if len(sources) < MIN_SOURCES:
         raise UserError(f"fastest needs at least {MIN_SOURCES} sources to rank (got {len(sources)}): give more runs "
                         "or add --reference NAME (see deepbench references)")
-    labels = [s.label for s in sources]
-    if len(set(labels)) != len(labels):
-        raise UserError(f"the same source was given twice: {', '.join(labels)}")
+    sources = short_labels(sources)
     tables = fastest_tables(sources, None if args.match == "auto" else args.match, args.any_precision,
                             args.all_kernels)
     summary = wins(tables, sources)

@@ -15,7 +15,7 @@ from rich.markup import escape as rich_escape
 from deepbench.kernels.catalog import KERNEL_CLASSES, traits_of
 
 from ..analysis.compare import Comparison, Ratio, phrase, versus
-from ..analysis.sources import Entry, Source
+from ..analysis.sources import Entry, Source, label_line
 from . import render_formats
 from .display import check_columns, make_console, print_tables
 from .html import Section, page, table_html, table_section, warnings_html
@@ -147,7 +147,7 @@ def heading(cmp: Comparison) -> str:
             f"{'kernel id' if cmp.by == 'id' else 'DeepBench parameters'}"
             + (" across precisions" if cmp.any_precision else " and precision")
             + (f"; {', '.join(emulated)} ran emulated: faster/slower there says nothing of the hardware"
-               if emulated else ""))
+               if emulated else "") + f"; {label_line(cmp.sources)}")
 
 
 def loaded(cmp: Comparison) -> list[str]:
