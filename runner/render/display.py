@@ -23,7 +23,8 @@ from .tables import Table, fmt_us
 STATUS_STYLE = {"ok": "green", "unsupported": "yellow", "failed": "red", "timeout": "red"}
 LEFT = ("set", "application", "prec", "status", "cell", "library", "kernel", "source", "op", "fastest", "verdict",
         "check", "bound", "notes", "note", "parameters", "flags", "closest", "furthest", "baseline", "side",
-        "comparison", "answer", "runner-up")
+        "comparison", "answer", "runner-up", "type", "name", "input", "definition", "shape", "id", "device", "runs",
+        "platform", "tag", "arch", "created", "base", "on", "sources")
 MARKS = "~ unconverged (stopped at the time cap), ± noisy (IQR over 10% of the median), ! throttled"
 HOW_TO_SEE = "--columns all, or --format md|csv"
 

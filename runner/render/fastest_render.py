@@ -21,7 +21,7 @@ def terminal_fastest(tables: list[Table], summary: Table, sources: list[Source],
     f = out.open("w") if out else None
     try:
         console = make_console(file=f)
-        console.print(escape(label_line(sources)), soft_wrap=True)
+        console.print(escape(label_line(sources)))
         for s in sources:
             for w in s.warnings:
                 console.print(f"[yellow]warning: {s.label} was measured on a loaded machine: {w}[/]")
