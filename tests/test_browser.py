@@ -129,7 +129,7 @@ def test_h100_train_report_in_chromium(browser, tmp_path: Path) -> None:
     box.fill("fp16")
     assert page.page.locator("#table-gemm-count").inner_text() == "160 of 320 rows"
     box.fill("")
-    header = page.page.locator("#table-gemm th", has_text="time (us)")
+    header = page.page.locator("#table-gemm th", has_text="median (us)")
     header.click()
     col = page.page.locator("#table-gemm th").all_inner_texts().index(header.inner_text())
     first = [float(t.replace(",", "")) for t in page.page.locator(f"#table-gemm tbody tr td:nth-child({col + 1})")

@@ -140,8 +140,8 @@ def compare_with_records(rows: list[dict[str, str]], t: Table, results_by_label:
                 and all((("T" if v else "N") if isinstance(v, bool) else str(v)) == params[f]
                         for f, v in r.kernel.params().items() if f in params)]
         assert hits, row
-        if row.get("time (us)"):
-            assert any(fmt_us(r.time_us.median) == row["time (us)"] for r in hits if r.time_us), row
+        if row.get("median (us)"):
+            assert any(fmt_us(r.time_us.median) == row["median (us)"] for r in hits if r.time_us), row
 
 
 def _by_op(results) -> dict:

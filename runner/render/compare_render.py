@@ -22,9 +22,9 @@ from .html import Section, page, table_html, table_section, warnings_html
 from .tables import SET_SHORT, Table, _param, fmt_us
 from .textformats import csv_text, markdown, markdown_table
 
-RULE = ("times and ratios are over the directions every source timed (a row's note names them when one is left "
-        "out); ratio = time / baseline time, and the verdict says the other side's speed: '2.00x faster' is half "
-        "the baseline's time (ratio 0.5); "
+RULE = ("times are medians (a reference: its published figure), summed over the directions every source timed "
+        "(a row's note names them when one is left out); ratio = time / baseline time, and the verdict says the "
+        "other side's speed: '2.00x faster' is half the baseline's time (ratio 0.5); "
         "interval: 95% bootstrap of both sides' raw samples (published figures: their 1 us rounding); "
         "same = interval within ±{t:.0%}, faster/slower = interval excludes 1 and the ratio is beyond ±{t:.0%}, "
         "else unclear")
