@@ -174,3 +174,18 @@ def test_compare_without_labels_names_the_devices() -> None:
     assert p.returncode == 0, p.stderr
     header = next(csv.reader(io.StringIO(p.stdout)))
     assert "H100 (us)" in header and "H200 vs H100" in header
+
+
+def test_flags_are_named_in_fastest_and_compare_rows() -> None:
+    from dataclasses import replace
+
+    from deepbench.runner.render.compare_render import compare_tables
+
+    sources = _sources()
+    h200 = sources[1]
+    flagged_conv = replace(h200.entries[0], flags=("noisy", "unconverged"))
+    sources[1] = replace(h200, entries=(flagged_conv, *h200.entries[1:]))
+    conv = next(t for t in fastest_tables(sources) if t.op == "conv")
+    assert _row(conv, n="8")["note"] == "H200 noisy, unconverged"
+    table = next(t for t in compare_tables(compare(sources[:2])) if t.op == "conv")
+    assert _row(table, n="8")["note"] == "H200 noisy, unconverged"

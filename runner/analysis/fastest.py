@@ -15,6 +15,7 @@ from deepbench.kernels.op_traits import Rate
 
 from ..render.tables import SET_SHORT, Table, _param, fmt_sig, fmt_us
 from .compare import directions_of, match, match_mode, pick, speed
+from .flagged import flagged_text
 from .sanity import one_rank
 from .sources import Entry, Source
 
@@ -62,15 +63,16 @@ def fastest_tables(sources: list[Source], by: str | None = None, any_precision: 
         row.append("+".join(dirs.common) if dirs and dirs.note else "")
         note = ONE_RANK_NOTE if one_rank(first) else NOTHING_COMMON if len(ok) > 1 and dirs is None else ""
         ranked = sorted(times.items(), key=lambda t: t[1]) if not note else []
+        doubts = "; ".join(d for i, e in ok if (d := flagged_text(sources[i].label, e)))
         if ranked:
             (i0, t0), best = ranked[0], entries[ranked[0][0]]
             assert best is not None and dirs is not None  # ranked holds entries that are there
             rate = _rate(best, dirs.per_entry[[i for i, _ in ok].index(i0)], t0, traits.rated_in)
             second = f"{sources[ranked[1][0]].label}: {speed(ranked[1][1] / t0)}" if len(ranked) > 1 else ""
-            row += [sources[i0].label, fmt_us(t0), fmt_sig(rate), second, dirs.note if dirs.note.startswith(
-                "compared") else ""]
+            compared = dirs.note if dirs.note.startswith("compared") else ""
+            row += [sources[i0].label, fmt_us(t0), fmt_sig(rate), second, "; ".join(n for n in (compared, doubts) if n)]
         else:
-            row += ["", "", "", "", note]
+            row += ["", "", "", "", "; ".join(n for n in (note, doubts) if n)]
         rows_by_op[first.kernel.op].append(row)
     for op, rows in rows_by_op.items():
         if not rows:

@@ -6,8 +6,12 @@ refuses a bundle with any (runner/commands/check.py)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from deepbench.kernels.results import KernelResult, Status
+
+if TYPE_CHECKING:
+    from .sources import Entry
 
 DOUBT_FLAGS = ("noisy", "unconverged", "throttled")
 
@@ -32,3 +36,9 @@ def flagged_line(results: list[KernelResult]) -> str:
         return f"none of the {ok} ok results is noisy, unconverged or throttled"
     counts = ", ".join(f"{len(v)} {f}" for f, v in by_flag.items() if v)
     return f"{len(ids)} of {ok} ok results are flagged, their times less certain: {counts}"
+
+
+def flagged_text(label: str, e: Entry | None) -> str:
+    """A source's flags on one kernel, named in a comparison's row: 'H200 noisy, unconverged'."""
+    shown = [f for f in (e.flags if e is not None and e.ok else ()) if f in DOUBT_FLAGS]
+    return f"{label} {', '.join(shown)}" if shown else ""

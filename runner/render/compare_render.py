@@ -15,6 +15,7 @@ from rich.markup import escape as rich_escape
 from deepbench.kernels.catalog import KERNEL_CLASSES, traits_of
 
 from ..analysis.compare import Comparison, Ratio, phrase, versus
+from ..analysis.flagged import flagged_text
 from ..analysis.sources import Entry, Source, label_line
 from . import render_formats
 from .display import check_columns, make_console, print_tables
@@ -72,7 +73,7 @@ def compare_tables(cmp: Comparison) -> list[Table]:
             compared = next((x for x in r.ratios if x is not None), None)  # every ratio: the same directions
             row += [b.precision if b else ""] + ([_prec_words(b)] if words else [])
             row += [_time(b, compared.base_us if compared else None)]
-            for other, ratio in zip(r.others, r.ratios, strict=False):
+            for other, ratio, label in zip(r.others, r.ratios, (o.label for o in cmp.others), strict=False):
                 ratio_txt, interval, verdict = _fmt_ratio(ratio)
                 note = ratio.note if ratio else ("missing" if other is None else
                                                  f"{other.status}: {other.reason}" if not other.ok else
@@ -81,6 +82,8 @@ def compare_tables(cmp: Comparison) -> list[Table]:
                 if other is not None:
                     prec = other.precision + (f" ({other.precision_text})" if other.precision_text and
                                               other.precision_text != (b.precision_text if b else "") else "")
+                doubts = "; ".join(d for d in (flagged_text(cmp.base.label, b), flagged_text(label, other)) if d)
+                note = "; ".join(n for n in (note, doubts) if n)
                 row += [prec, _time(other, ratio.other_us if ratio else None), ratio_txt, interval, verdict, note]
             rows.append(row)
         out.append(Table(op, traits_of(op).title, headers, rows, tuple(droppable)))
