@@ -22,9 +22,9 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 SCREEN = {"width": 1400, "height": 900}
 H100_TRAIN = REPO / "runner" / "published" / "nvidia-h100" / "train"
-HTML_MB_MAX = 8.0
+HTML_MB_MAX = 4.0  # plotly's basic bundle (1.2 MB) once, and the data
 # Run in CI, skipped elsewhere where Chromium is missing (tests/conftest.py).
-pytestmark = pytest.mark.browser  # plotly's bundle (4.8 MB) once, and the data
+pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(scope="module")
@@ -128,8 +128,20 @@ def test_h100_train_report_in_chromium(browser, tmp_path: Path) -> None:
     box = page.page.locator('input.filter[data-table="table-gemm"]')
     box.fill("fp16")
     assert page.page.locator("#table-gemm-count").inner_text() == "160 of 320 rows"
+    # the section's charts follow the filter: only fp16 kernels stay selected, the others fade
+    kept = page.page.evaluate("""() => {
+        const gd = document.getElementById('roof-gemm');
+        let kept = [], all = 0;
+        gd.data.forEach(t => { if (!Array.isArray(t.text)) return; all += t.text.length;
+            (t.selectedpoints || []).forEach(j => kept.push(String(t.text[j]) + ' ' + t.name)); });
+        return {kept: kept, all: all, attr: gd.getAttribute('data-points-kept')};
+    }""")
+    assert 0 < len(kept["kept"]) < kept["all"] and kept["attr"] == str(len(kept["kept"]))
+    assert all("fp16" in k for k in kept["kept"]), kept["kept"][:3]
     box.fill("")
-    header = page.page.locator("#table-gemm th", has_text="time (us)")
+    restored = "() => document.getElementById('roof-gemm').data.every(t => t.selectedpoints == null)"
+    assert page.page.evaluate(restored)
+    header = page.page.locator("#table-gemm th", has_text="median (us)")
     header.click()
     col = page.page.locator("#table-gemm th").all_inner_texts().index(header.inner_text())
     first = [float(t.replace(",", "")) for t in page.page.locator(f"#table-gemm tbody tr td:nth-child({col + 1})")

@@ -82,6 +82,30 @@ def test_cli_reference_covers_every_command_and_option() -> None:
             assert option in page, option
 
 
+def test_cli_reference_is_option_tables_that_fit_the_page() -> None:
+    """Every option of every command in a table row (option, value, default, help), never a raw
+    --help block; every code block (usage, examples) within the hook's width."""
+    hook = _hook()
+    page = hook.render()
+    blocks = re.findall(r"```text\n(.*?)\n```", page, re.S)
+    width = max(hook.USAGE_WIDTH, hook.CODE_WIDTH)
+    assert blocks and all(len(line) <= width for b in blocks for line in b.splitlines())
+    assert "options:" not in "".join(blocks)  # argparse's option listing is not pasted anywhere
+    rows = set(re.findall(r"^\| (`[^|]+`) \|", page, re.M))
+    from deepbench.runner import cli
+
+    for entry in (cli.run_main, cli.main):
+        stack = [hook.built_parser(entry)]
+        while stack:
+            parser = stack.pop()
+            for title, group_rows in hook.option_rows(parser):
+                for row in group_rows:
+                    assert row[0] in rows, (parser.prog, title, row[0])
+            stack.extend(child for _, child in hook._subparsers(parser))
+    compare = page[page.index("## `deepbench compare`"):]
+    assert "| `--threshold` | FRACTION | `0.05` |" in compare
+
+
 def test_readme_is_a_front_door() -> None:
     lines = README.read_text().splitlines()
     assert len(lines) <= README_MAX_LINES, f"README.md has {len(lines)} lines; move detail into docs/"

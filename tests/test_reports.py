@@ -22,6 +22,7 @@ from deepbench.kernels.catalog import by_id, catalog
 from deepbench.runner.analysis.compare import compare
 from deepbench.runner.analysis.references import find_reference, references
 from deepbench.runner.analysis.sources import load_run, load_source
+from deepbench.runner.render.html import TRACES_IN_BUNDLE, bundle_version, plotly_bundle
 from deepbench.runner.render.report_render import write_report
 from deepbench.runner.render.tables import fmt_us
 
@@ -52,7 +53,7 @@ def _check_format(src_label_count: int, fmt: str, path: Path, stdout: str) -> No
         assert data_rows == src_label_count
     elif fmt == "csv":
         rows = list(csv.DictReader(io.StringIO(path.read_text())))
-        assert len(rows) == src_label_count and {"operation", "prec", "time (us)", "bound", "% peak"} <= set(rows[0])
+        assert len(rows) == src_label_count and {"operation", "prec", "median (us)", "bound", "% peak"} <= set(rows[0])
     elif fmt == "md":
         text = path.read_text()
         assert text.startswith("# DeepBench report") and "## Specs" in text
@@ -60,13 +61,14 @@ def _check_format(src_label_count: int, fmt: str, path: Path, stdout: str) -> No
     elif fmt == "html":
         text = path.read_text()
         assert text.startswith("<!DOCTYPE html>") and 'class="sortable"' in text and 'id="toc"' in text
-        bundle = get_plotlyjs()
-        assert text.count(bundle) == 1  # plotly's bundle embedded once; besides it nothing is fetched:
+        bundle = plotly_bundle()
+        assert text.count(bundle) == 1  # plotly's basic bundle embedded once; besides it nothing is fetched:
         rest = text.replace(bundle, "")
+        assert trace_types(rest) <= TRACES_IN_BUNDLE  # every trace drawn is in the basic bundle
         assert "Plotly.newPlot" in rest and 'id="summary"' in rest
         assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)|url\(\s*["']?https?:|@import""", rest)
     else:
-        assert "time (us)" in path.read_text()
+        assert "median (us)" in path.read_text()
 
 
 @pytest.mark.slow
@@ -191,6 +193,25 @@ def test_compare_with_v100_lines_up_every_training_kernel(train_run: Path) -> No
     assert re.search(r"\*\*train-run vs DeepBench V100: [\d.,]+x (faster|slower) \(geometric mean over \d+", md)
     lacking = re.search(r"## Kernels only train-run has \((\d+)\)", md)
     assert lacking and int(lacking.group(1)) > 0 and all(r["note"] != "missing" for r in rows)
+
+
+def trace_types(page: str) -> set[str]:
+    """The trace types of every chart on a page: the data array of each Plotly.newPlot call."""
+    decoder = json.JSONDecoder()
+    types = set()
+    for m in re.finditer(r'Plotly\.newPlot\(\s*"[^"]+",\s*', page):
+        data, _ = decoder.raw_decode(page, m.end())
+        types |= {trace.get("type", "scatter") for trace in data}
+    assert types, "no chart found"
+    return types
+
+
+def test_the_basic_bundle_is_the_installed_plotly_version() -> None:
+    """The embedded partial bundle draws what plotly's Python side writes: the same plotly.js version,
+    and a quarter of the full bundle's size."""
+    basic, full = plotly_bundle(), get_plotlyjs()
+    assert bundle_version(basic) and bundle_version(basic) == bundle_version(full)
+    assert len(basic) < len(full) / 3
 
 
 # ----- verdicts on synthetic runs with known differences and noise ---------------------------

@@ -87,3 +87,39 @@ def test_above_peak_reasons_name_the_cache_or_the_ceiling() -> None:
     e = entry_of_result(result(big, "fp32", lambda d: [1.0] * 5))
     compute = flags(e, Context({"tflops_fp32": 1.0, "gbps_copy": 1e6}))
     assert "compute ceiling" in compute[0].reason
+
+
+# ----- a time that breaks its family's trend (issue 45) ---------------------------------------
+def test_a_smaller_kernel_slower_beyond_its_noise_is_flagged() -> None:
+    import numpy as np
+
+    from deepbench.runner.analysis.sanity import TREND, trend_breaks
+
+    from .reports_synthetic import noisy
+
+    rng = np.random.default_rng(5)
+    family = [by_id()[f"rnn/train/{i:03d}"] for i in (8, 9, 10)]  # vanilla, hidden 2560, batch 16/32/64
+    assert [k.batch for k in family] == [16, 32, 64]
+    factors = {16: 3.0, 32: 1.0, 64: 1.0}  # batch 16 three times its base time: slower than batch 32
+    entries = [entry_of_result(result(k, "fp32", noisy(k, factors[k.batch], 0.01, 20, rng))) for k in family]
+    breaks = trend_breaks(entries)
+    assert set(breaks) == {("rnn/train/008", "fp32")} and "batch=16 is slower than at batch=32" in breaks[
+        ("rnn/train/008", "fp32")]
+    assert any(f.name == TREND for f in flags(entries[0], Context({}, trend=breaks)))
+    # a 20% step drowned in batch 16's own noise (its 25th percentile under batch 32's 75th): not flagged
+    spread = {16: np.linspace(0.5, 1.9, 21), 32: np.linspace(0.95, 1.05, 21), 64: np.linspace(1.45, 1.55, 21)}
+    drowned = [entry_of_result(result(k, "fp32", lambda d, b=k.batch: list(1000.0 * spread[b]))) for k in family]
+    assert drowned[0].parts_us["fwd"] > 1.1 * drowned[1].parts_us["fwd"]
+    assert trend_breaks(drowned) == {}
+
+
+def test_the_published_h100_rnn_008_is_flagged() -> None:
+    folder = PUBLISHED / "nvidia-h100" / "train"
+    if not folder.exists():
+        pytest.skip("published runs not in this tree")
+    source = load_run(folder)
+    rnn = next(t for t in tables_of(source) if t.op == "rnn")
+    col = {h: i for i, h in enumerate(rnn.headers)}
+    row = next(r for r in rnn.rows if (r[col["hidden"]], r[col["batch"]], r[col["cell"]], r[col["prec"]])
+               == ("2560", "16", "vanilla", "fp32"))
+    assert "is slower than at batch=32" in row[col["notes"]]

@@ -90,6 +90,7 @@ class Source:
     set: str | None = None  # DeepBench's set when the source is one (train, inference_server ...)
     path: str = ""
     noise: NoiseRecord | None = None  # how quiet the machine was (runs that recorded it)
+    named: bool = False  # the user named it (LABEL=FOLDER): its label is kept as given
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -249,7 +250,7 @@ def load_source(spec: str, prefer_set: str | None = None) -> Source:
     `LABEL=SPEC` names it in tables (H200=deepbench-results/RUN_ID) instead of its run id."""
     label, sep, rest = spec.partition("=")
     if sep and label and rest and "/" not in label and not Path(spec).exists():
-        return replace(load_source(rest, prefer_set), label=label)
+        return replace(load_source(rest, prefer_set), label=label, named=True)
     if spec.startswith("ref:"):
         return reference_source(find_reference(spec[4:], prefer_set))
     path = Path(spec)
@@ -260,3 +261,49 @@ def load_source(spec: str, prefer_set: str | None = None) -> Source:
     except UserError:
         raise UserError(f"no results folder at {spec}, and no reference of that name "
                         f"(see deepbench references)") from None
+
+
+# Words of a device's name that say who made it, not which it is ("NVIDIA H100 80GB HBM3" is "H100").
+VENDOR_WORDS = frozenset({"nvidia", "amd", "intel", "intel(r)", "instinct", "radeon", "geforce", "tesla"})
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def short_device(name: str) -> str | None:
+    """The model in a device's name: its first word with both letters and digits that is not a
+    vendor's word or a memory size ("NVIDIA H100 80GB HBM3" -> "H100", "AMD Instinct MI300X" ->
+    "MI300X"); None when the name has none ("synthetic device")."""
+    for word in name.split():
+        low = word.lower()
+        if low in VENDOR_WORDS or low.rstrip("b").rstrip("gm").isdigit():
+            continue
+        if any(c.isalpha() for c in word) and any(c.isdigit() for c in word):
+            return word
+    return None
+
+
+def short_labels(sources: list[Source]) -> list[Source]:
+    """Short, unique labels for tables and headings: a run's device model ("H100") or its run id
+    when the device has no model in its name; sources the user named (LABEL=FOLDER) keep their
+    names. Labels still equal get " A", " B" ... in the order given ("H100 A", "H100 B"); the
+    headings name each label's folder. Two equal names the user gave are a usage error."""
+    labels = []
+    for s in sources:
+        device = s.specs.get("device.name", "") if s.kind == "run" and not s.named else ""
+        labels.append(short_device(device) or s.label if device else s.label)
+    named = [s.label for s in sources if s.named]
+    if len(set(named)) != len(named):
+        raise UserError(f"two sources are named the same: {', '.join(named)} (give each LABEL=FOLDER a new label)")
+    counts = {lab: labels.count(lab) for lab in labels}
+    seen: dict[str, int] = {}
+    out = []
+    for s, lab in zip(sources, labels, strict=True):
+        if counts[lab] > 1 and not s.named:
+            seen[lab] = seen.get(lab, 0) + 1
+            lab = f"{lab} {LETTERS[(seen[lab] - 1) % len(LETTERS)]}"
+        out.append(replace(s, label=lab))
+    return out
+
+
+def label_line(sources: list[Source]) -> str:
+    """Each label with what it stands for, in the LABEL=FOLDER form that names it again."""
+    return "sources: " + ", ".join(f"{s.label}={s.path}" for s in sources)

@@ -3,7 +3,7 @@ scope (suite + selection, re-derived from the frozen suite), checks passed, enou
 consistency between the results, the run record and the system description.
 
   deepbench check BUNDLE
-  deepbench check BUNDLE --strict     # warnings (e.g. a modified source tree) fail too
+  deepbench check BUNDLE --strict     # warnings (e.g. a modified source tree) and flagged results fail too
 
 Every problem is printed with its reason. Exit status: 0 the bundle passes; 1 it has problems;
 2 usage error (no such bundle)."""
@@ -13,7 +13,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from rich.console import Console
+
+from ...kernels.results_file import read_results
+from ..analysis.flagged import flagged, flagged_line
 from ..render.display import make_console
+from ..submission import layout
 from ..submission.checker import check_bundle
 from ..submission.show import print_report
 
@@ -24,9 +29,26 @@ EXIT_PROBLEMS = 1
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("bundle", type=Path, metavar="BUNDLE", help="the folder deepbench submit wrote")
-    parser.add_argument("--strict", action="store_true", help="treat warnings as problems")
+    parser.add_argument("--strict", action="store_true",
+                        help="treat warnings as problems, and refuse noisy, unconverged or throttled results")
 
 
 def run(args: argparse.Namespace) -> int:
     report = check_bundle(args.bundle)
-    return 0 if print_report(make_console(), report, strict=args.strict) else EXIT_PROBLEMS
+    console = make_console()
+    passed = print_report(console, report, strict=args.strict)
+    return 0 if passed and flags_pass(console, args.bundle, args.strict) else EXIT_PROBLEMS
+
+
+def flags_pass(console: Console, bundle: Path, strict: bool) -> bool:
+    """Say how many results are flagged (noisy, unconverged, throttled); under --strict any is a
+    problem. Kept apart from the checker (runner/submission/checker.py), which checks that the
+    flags follow from the samples, not whether a submission may carry them."""
+    try:
+        results = read_results(bundle / layout.RESULTS)
+    except (OSError, ValueError):
+        return True  # an unreadable results file is the checker's problem, already reported
+    line = flagged_line(results)
+    refused = strict and any(flagged(results).values())
+    console.print(("problem (--strict): " if refused else "") + line, highlight=False, markup=False)
+    return not refused

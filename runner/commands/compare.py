@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ..analysis.compare import DEFAULT_THRESHOLD, compare
 from ..analysis.like_for_like import notes
-from ..analysis.sources import load_source
+from ..analysis.sources import load_source, short_labels
 from ..errors import UserError
 from ..outpaths import writable_file
 from ..render import render_formats
@@ -37,8 +37,9 @@ TERMINAL_ONLY_ROWS = 40
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("runs", nargs="+", metavar="RUN",
-                        help="results folders (or reference names), LABEL=FOLDER to name one; "
-                             "the first is the baseline")
+                        help="results folders (or reference names), LABEL=FOLDER to name one (default: "
+                             "the device's model, e.g. H100, with A, B ... when two are equal); the first is the "
+                             "baseline")
     parser.add_argument("--reference", action="append", default=[], metavar="NAME",
                         help="compare against a DeepBench reference (e.g. V100, train/T4; see deepbench references): "
                              "the first one is the baseline; repeatable")
@@ -69,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
     sources = refs[:1] + runs + refs[1:]  # a reference given is what the runs are measured against
     if len(sources) < 2:
         raise UserError("compare needs two sources: RUN_A RUN_B, or RUN --reference NAME")
+    sources = short_labels(sources)
     cmp = compare(sources, args.threshold, None if args.match == "auto" else args.match, args.any_precision)
     if not any(any(x is not None for x in r.others) for r in cmp.rows):
         raise UserError(f"no kernel of {sources[0].label} (the baseline) is in the other sources in the same precision "

@@ -13,8 +13,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..analysis.fastest import fastest_tables, wins
-from ..analysis.sources import load_source
+from ..analysis.fastest import MIN_SOURCES, fastest_tables, wins
+from ..analysis.sources import load_source, short_labels
 from ..errors import UserError
 from ..outpaths import writable_file
 from ..render import render_formats
@@ -46,9 +46,10 @@ def run(args: argparse.Namespace) -> int:
     sources = [load_source(r) for r in args.runs]
     prefer = sources[0].set if sources else None
     sources += [load_source(f"ref:{n}", prefer) for n in args.reference]
-    labels = [s.label for s in sources]
-    if len(set(labels)) != len(labels):
-        raise UserError(f"the same source was given twice: {', '.join(labels)}")
+    if len(sources) < MIN_SOURCES:
+        raise UserError(f"fastest needs at least {MIN_SOURCES} sources to rank (got {len(sources)}): give more runs "
+                        "or add --reference NAME (see deepbench references)")
+    sources = short_labels(sources)
     tables = fastest_tables(sources, None if args.match == "auto" else args.match, args.any_precision,
                             args.all_kernels)
     summary = wins(tables, sources)

@@ -20,13 +20,12 @@ import contextlib
 from datetime import datetime
 from pathlib import Path
 
-from rich.table import Table
-
 from ..errors import UserError
 from ..launch import image_archive, image_lock, images
 from ..launch.docker_client import connect
 from ..platforms import PLATFORMS, get_platform
-from ..render.display import make_console
+from ..render.display import make_console, print_tables
+from ..render.tables import Table
 
 NAME = "images"
 HELP = "build, lock, list, export and push the platforms' container images"
@@ -149,23 +148,23 @@ def _push(args: argparse.Namespace) -> int:
 def _list() -> int:
     console = make_console()
     client = connect()
-    table = Table(title="deepbench images", title_justify="left")
-    for col in ("platform", "tag", "id", "arch", "created", "size", "base"):
-        table.add_column(col)
+    rows: list[list[str]] = []
     shown = set()
     for p in PLATFORMS.values():
         image = images.find(client, p.image)
         if image is None:
-            table.add_row(p.name, p.image, "(not built)", p.platform_arch.split("/")[-1], "", "", "")
+            rows.append([p.name, p.image, "(not built)", p.platform_arch.split("/")[-1], "", "", ""])
             continue
         shown.add(image.id)
-        table.add_row(*_row(p.name, p.image, image))
+        rows.append(list(_row(p.name, p.image, image)))
     for image in images.local_images(client):
         if image.id in shown:
             continue
         labels = image.labels or {}
-        table.add_row(*_row(labels.get(images.LABEL_PLATFORM, "?"), ", ".join(image.tags) or "(untagged)", image))
-    console.print(table)
+        rows.append(list(_row(labels.get(images.LABEL_PLATFORM, "?"), ", ".join(image.tags) or "(untagged)", image)))
+    print_tables(console, [Table("images", "deepbench images", ["platform", "tag", "id", "arch", "created", "size",
+                                                                "base"], rows, ("base", "created"), ("tag",))],
+                 how_to_see="docker image inspect")
     return 0
 
 

@@ -8,11 +8,10 @@ from __future__ import annotations
 import argparse
 import json
 
-from rich.table import Table
-
 from ...kernels.catalog import traits_of
 from ...kernels.op_traits import Rate
-from ..render.display import make_console
+from ..render.display import make_console, print_tables
+from ..render.tables import Table
 from ..selection import add_selection_arguments, selected_kernels
 
 NAME = "list"
@@ -31,12 +30,9 @@ def run(args: argparse.Namespace) -> int:
         for k in kernels:
             print(json.dumps(k.listing()))
         return 0
-    console = make_console()
-    table = Table(title=f"suite {args.suite}: {len(kernels)} kernels", title_justify="left")
-    for col in ("id", "application", "parameters", "GFLOP"):
-        table.add_column(col, justify="right" if col == "GFLOP" else "left")
-    for k in kernels:
-        table.add_row(k.id, k.application or "", k.label(),
-                      f"{k.flops() / 1e9:.3f}" if traits_of(k.op).rated_in is Rate.TFLOPS else "")
-    console.print(table)
+    rows = [[k.id, k.application or "", k.label(),
+             f"{k.flops() / 1e9:.3f}" if traits_of(k.op).rated_in is Rate.TFLOPS else ""] for k in kernels]
+    print_tables(make_console(), [Table("list", f"suite {args.suite}: {len(kernels)} kernels",
+                                        ["id", "application", "parameters", "GFLOP"], rows, ("application",),
+                                        ("parameters",))], how_to_see="--format json")
     return 0

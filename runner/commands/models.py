@@ -18,7 +18,6 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from ...kernels.models import MODELS
 from ...kernels.precision import Precision
@@ -27,7 +26,9 @@ from ..analysis.model_level import ModelLevel, model_levels
 from ..analysis.model_report import FORWARD, ModelReport, load_model_run, model_reports
 from ..errors import UserError
 from ..outpaths import writable_file
-from ..render.display import make_console
+from ..render.display import make_console, print_tables
+from ..render.model_tables import HOW_TO_SEE, comparison_table, ratio_text, top_table, type_table
+from ..render.tables import Table
 
 NAME = "models"
 HELP = "operator datasets of real models (ResNet-50, BERT, GPT-2, Llama ...) and their reports"
@@ -77,14 +78,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _list() -> int:
-    table = Table(title="models (deepbench models extract NAME; deepbench-run --suite model:NAME)",
-                  title_justify="left")
-    for col in ("name", "input", "default seq", "definition"):
-        table.add_column(col, overflow="fold")
+    rows = []
     for m in MODELS.values():
         shape = "image 3x224x224" if m.input == "image" else "token ids" if m.input == "tokens" else "hidden states"
-        table.add_row(m.name, shape, str(m.default_seq or ""), m.source)
-    make_console().print(table)
+        rows.append([m.name, shape, str(m.default_seq or ""), m.source])
+    print_tables(make_console(), [Table("models", "models (deepbench models extract NAME; deepbench-run --suite "
+                                                      "model:NAME)", ["name", "input", "default seq", "definition"],
+                                            rows, wrap=("definition",))])
     return 0
 
 
@@ -110,29 +110,20 @@ def _extract(args: argparse.Namespace) -> int:
         print(ds.model_dump_json(indent=1))
         return 0
     kernels, _ = dataset_kernels(ds)
-    table = Table(title=f"{ds.model}: batch {ds.batch}" + (f", seq {ds.seq}" if ds.seq else "") +
-                  f", {ds.parameters / 1e6:.1f}M parameters, {ds.total_flops() / 1e9:.2f} GFLOP per forward pass",
-                  title_justify="left")
-    for col in ("type", "distinct", "calls", "GFLOP", "runs as"):
-        table.add_column(col, justify="right" if col in ("distinct", "calls", "GFLOP") else "left")
+    rows = []
     for op_type in dict.fromkeys(o.type for o in ds.operators):
         mapped = [kernel_for(o, ds.model) for o in ds.of_type(op_type)]
         runs = "; ".join(dict.fromkeys(m if isinstance(m, str) else f"{m.op} kernel" for m in mapped))
-        table.add_row(op_type, str(len(ds.of_type(op_type))), str(ds.calls(op_type)),
-                      f"{ds.total_flops(op_type) / 1e9:.3f}", runs)
+        rows.append([op_type, str(len(ds.of_type(op_type))), str(ds.calls(op_type)),
+                     f"{ds.total_flops(op_type) / 1e9:.3f}", runs])
+    title = (f"{ds.model}: batch {ds.batch}" + (f", seq {ds.seq}" if ds.seq else "")
+             + f", {ds.parameters / 1e6:.1f}M parameters, {ds.total_flops() / 1e9:.2f} GFLOP per forward pass")
     console = make_console()
-    console.print(table)
+    print_tables(console, [Table("model-extract", title, ["type", "distinct", "calls", "GFLOP", "runs as"], rows,
+                                     wrap=("runs as",))])
     console.print(f"{len(kernels)} distinct kernels for --suite model:{ds.model}" +
                   (f"; dataset in {args.out}" if args.out else ""))
     return 0
-
-
-def _pct(value: float | None) -> str:
-    return f"{value:.1f}%" if value is not None else ""
-
-
-def _ratio(value: float | None) -> str:
-    return f"{value:.3g}x" if value is not None else "?"
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -147,26 +138,9 @@ def _report(args: argparse.Namespace) -> int:
         return 0
     console = make_console()
     for rep in reports:
-        t = Table(title=f"{rep.model} {rep.precision} on {escape(rep.device)} "
-                  f"({'forward' if rep.directions == FORWARD else 'all directions'}): "
-                  f"{rep.total_us / 1e3:.3f} ms in its measured operators, weighted by calls per forward pass",
-                  title_justify="left")
-        for col in ("type", "kernels", "calls", "time ms", "share", "GFLOP", "TFLOP/s", "% peak FLOPS", "GB/s",
-                    "% copy BW", "bound", "% of roof"):
-            t.add_column(col, justify="left" if col in ("type", "bound") else "right")
-        for s in rep.types:
-            t.add_row(s.op, str(s.kernels), str(s.calls), f"{s.time_us / 1e3:.3f}", f"{100 * s.share:.1f}%",
-                      f"{s.flops / 1e9:.3f}" if s.flops else "", f"{s.tflops:.4g}" if s.tflops else "",
-                      _pct(s.pct_peak_flops), f"{s.gbps:.2f}" if s.gbps else "", _pct(s.pct_peak_bandwidth),
-                      s.bound or "", _pct(s.pct_of_roof))
-        console.print(t)
+        print_tables(console, [type_table(rep)], how_to_see=HOW_TO_SEE)
         _print_peaks(console, rep)
-        top = Table(title=f"top operators of {rep.model} {rep.precision}", title_justify="left")
-        for col in ("kernel", "shape", "calls", "us per call", "share"):
-            top.add_column(col, justify="left" if col in ("kernel", "shape") else "right")
-        for o in rep.operators[:TOP_OPERATORS]:
-            top.add_row(o.id, o.label, str(o.count), f"{o.time_us:.1f}", f"{100 * o.share:.1f}%")
-        console.print(top)
+        print_tables(console, [top_table(rep, TOP_OPERATORS)])
         if rep.not_measured:
             console.print(f"[yellow]not measured ({len(rep.not_measured)}):[/] " + escape("; ".join(rep.not_measured)))
         if (rep.model, rep.precision) in levels:
@@ -182,7 +156,7 @@ def _print_model_level(console: Console, lv: ModelLevel) -> None:
     covered = f", the operators hold {100 * lv.flops_covered:.0f}% of its FLOPs" if lv.flops_covered else ""
     console.print(f"whole model ({lv.model}, batch {lv.batch}, {lv.precision}): {lv.whole_us / 1e3:.3f} ms a forward "
                   f"pass, {lv.throughput_per_s:.1f} inputs/s; operator sum {lv.operator_sum_us / 1e3:.3f} ms "
-                  f"= {_ratio(lv.ratio)} the whole model{covered} (above 1: fusion and overlap win; below 1: "
+                  f"= {ratio_text(lv.ratio)} the whole model{covered} (above 1: fusion and overlap win; below 1: "
                   f"overhead and unmeasured operators cost)")
 
 
@@ -211,24 +185,8 @@ def _compare(args: argparse.Namespace) -> int:
 def _print_comparison(cmp: ModelComparison) -> None:
     console = make_console()
     console.print(f"A: {escape(cmp.device_a)} ({escape(cmp.run_a)})\nB: {escape(cmp.device_b)} ({escape(cmp.run_b)})")
-    shape = ", ".join(f"{what} {v}" for what, v in (("batch", cmp.batch), ("seq", cmp.seq)) if v)
     for pc in cmp.precisions:
-        t = Table(title=f"{cmp.model}{' ' + shape if shape else ''} {pc.precision} "
-                  f"({'forward' if cmp.directions == FORWARD else 'all directions'}): B vs A per operator type; "
-                  f"peak FLOPS ratio B/A {_ratio(pc.flops_ratio)}, copy bandwidth ratio {_ratio(pc.bandwidth_ratio)}",
-                  title_justify="left")
-        for col in ("type", "kernels", "A ms", "B ms", "speed-up", "/ FLOPS ratio", "/ BW ratio", "bound", "flag"):
-            t.add_column(col, justify="left" if col in ("type", "bound", "flag") else "right",
-                         overflow="fold")
-        for tc in pc.types:
-            sp = tc.speedup
-            t.add_row(tc.op, str(tc.kernels), f"{tc.time_a_us / 1e3:.3f}", f"{tc.time_b_us / 1e3:.3f}", _ratio(sp),
-                      _ratio(sp / pc.flops_ratio) if sp and pc.flops_ratio else "",
-                      _ratio(sp / pc.bandwidth_ratio) if sp and pc.bandwidth_ratio else "", tc.bound or "",
-                      escape("; ".join(tc.flags)))
-        t.add_row("all", str(sum(tc.kernels for tc in pc.types)), f"{pc.time_a_us / 1e3:.3f}",
-                  f"{pc.time_b_us / 1e3:.3f}", _ratio(pc.speedup), "", "", "", "", style="bold")
-        console.print(t)
+        print_tables(console, [comparison_table(cmp, pc)], how_to_see=HOW_TO_SEE)
         console.print(f"[dim]speed-up: A's time over B's (above 1: B is faster), matched kernels weighted by calls "
                       f"per forward pass; flagged where the device with more peak FLOPS is slower on the type, or the "
                       f"speed-up is more than {cmp.factor:g}x above or below the peak FLOPS ratio[/]")

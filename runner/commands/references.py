@@ -11,10 +11,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from rich.table import Table
-
 from ..analysis.references import references
-from ..render.display import make_console
+from ..render.display import make_console, print_tables
+from ..render.tables import Table
 
 NAME = "references"
 HELP = "list DeepBench's published results usable as references"
@@ -40,10 +39,14 @@ def run(args: argparse.Namespace) -> int:
         for r in rows:
             print(json.dumps(r))
         return 0
-    t = Table(title=f"{len(rows)} references (DeepBench's published results)", title_justify="left")
-    for col in ("name", "device", "kernels per precision", "source"):
-        t.add_column(col)
-    for r in rows:
-        t.add_row(r["name"], r["device"], ", ".join(f"{n} {p}" for p, n in r["kernels"].items()), r["source"])
-    make_console().print(t)
+    print_tables(make_console(), [reference_table(rows)], how_to_see="--format json")
     return 0
+
+
+def reference_table(rows: list[dict[str, Any]]) -> Table:
+    """The references as a table drawn by the reports' fit-or-fold rule: the name that --reference
+    takes is never cut (the source file is the first column a narrow terminal leaves out)."""
+    return Table("references", f"{len(rows)} references (DeepBench's published results)",
+                 ["name", "device", "kernels per precision", "source"],
+                 [[r["name"], r["device"], ", ".join(f"{n} {p}" for p, n in r["kernels"].items()), r["source"]]
+                  for r in rows], ("source",), ("device", "kernels per precision"))

@@ -16,6 +16,8 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from ...kernels.system import VendorFields
+from ..analysis.flagged import flagged_line
+from ..analysis.sources import read_run_folder
 from ..errors import UserError
 from ..outpaths import writable_folder
 from ..render.display import make_console
@@ -71,4 +73,5 @@ def run(args: argparse.Namespace) -> int:
                         push_to=args.push, log=lambda line: console.print(line, highlight=False, markup=False))
     console.print(f"wrote submission {index.run_id} to {args.out}; reproduce with: {index.reproduce}",
                   highlight=False, soft_wrap=True)
+    console.print(flagged_line(read_run_folder(args.run_dir)[0]), highlight=False, markup=False)
     return 0 if print_report(console, check_bundle(args.out)) else EXIT_PROBLEMS

@@ -2,9 +2,10 @@
 
 Columns: set, floats (the kernel's size), bytes (nccl-tests' size on these ranks), ranks, the library,
 how the calls were timed (CUDA graph replays or eager calls), then per direction (in place, out of
-place; blank where the collective has no in-place form) the time per call as the mean over ranks and
-the max over ranks, the algorithm bandwidth S/t and the bus bandwidth S/t * the collective's factor
-(GB/s, from the median time over samples, each sample the slowest rank's; see
+place; blank where the collective has no in-place form) the median time per call over samples (each
+sample the slowest rank's: the figure every other view shows) and the slowest rank's mean, named as a
+mean, the algorithm bandwidth S/t and the bus bandwidth S/t * the collective's factor (GB/s, from the
+median; see
 kernels/backends/distributed/common.py); on one rank no bandwidth (nothing crosses a link)."""
 
 from __future__ import annotations
@@ -16,34 +17,36 @@ from deepbench.kernels.catalog import traits_of
 from deepbench.kernels.results import KernelResult, Status
 
 HEADERS = ["set", "floats", "bytes", "ranks", "library", "timing",
-           "in-place mean (us)", "in-place max (us)", "in-place algbw GB/s", "in-place busbw GB/s",
-           "out-of-place mean (us)", "out-of-place max (us)", "out-of-place algbw GB/s", "out-of-place busbw GB/s",
-           "status"]
+           "in-place median (us)", "in-place slowest rank mean (us)", "in-place algbw GB/s", "in-place busbw GB/s",
+           "out-of-place median (us)", "out-of-place slowest rank mean (us)", "out-of-place algbw GB/s",
+           "out-of-place busbw GB/s", "status"]
 # What a narrow terminal leaves out first (runner/render/tables.py Table.droppable).
 DROP_ORDER = ("set", "timing", "bytes", "library", "out-of-place algbw GB/s", "in-place algbw GB/s",
-              "out-of-place max (us)", "in-place max (us)", "out-of-place busbw GB/s")
+              "out-of-place slowest rank mean (us)", "in-place slowest rank mean (us)", "out-of-place busbw GB/s")
 
 
-def _figures(info: dict[str, Any] | None, fmt_us, fmt_num, ranks: Any) -> list[str]:
-    """Mean and max time over ranks, then the bandwidths: none on one rank, where nothing
-    crosses a link (runner/analysis/sanity.py)."""
-    if not info:
+def _figures(direction: tuple[float | None, dict[str, Any]] | None, fmt_us, fmt_num, ranks: Any) -> list[str]:
+    """The median time, the slowest rank's mean, then the bandwidths: none on one rank, where
+    nothing crosses a link (runner/analysis/sanity.py)."""
+    if not direction or not direction[1]:
         return ["", "", "", ""]
-    times = [fmt_us(info.get("time_mean_over_ranks_us")), fmt_us(info.get("time_max_over_ranks_us"))]
+    median, info = direction
+    times = [fmt_us(median), fmt_us(info.get("time_max_over_ranks_us"))]
     if ranks == 1:
         return [*times, "", ""]
     return [*times, fmt_num(info.get("algbw_gbps")), fmt_num(info.get("busbw_gbps"))]
 
 
-def _directions(r: KernelResult) -> dict[str, dict[str, Any]]:
-    """The info of each measured direction: the kernel's part(s), and the out-of-place twin
-    measured beside an in-place part (info.out_of_place)."""
+def _directions(r: KernelResult) -> dict[str, tuple[float | None, dict[str, Any]]]:
+    """The median time and the info of each measured direction: the kernel's part(s), and the
+    out-of-place twin measured beside an in-place part (info.out_of_place)."""
     if r.status is not Status.OK:
         return {}
-    found = {p.direction: p.info for p in r.parts}
+    found = {p.direction: (p.measurement.stats.median, p.info) for p in r.parts}
     twin = r.info.get("out_of_place")
     if isinstance(twin, dict) and twin.get("info"):
-        found[twin.get("direction", "out_of_place")] = twin["info"]
+        median = twin.get("measurement", {}).get("stats", {}).get("median")
+        found[twin.get("direction", "out_of_place")] = (median, twin["info"])
     return found
 
 

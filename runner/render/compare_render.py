@@ -15,14 +15,17 @@ from rich.markup import escape as rich_escape
 from deepbench.kernels.catalog import KERNEL_CLASSES, traits_of
 
 from ..analysis.compare import Comparison, Ratio, phrase, versus
-from ..analysis.sources import Source
+from ..analysis.flagged import flagged_text
+from ..analysis.sources import Entry, Source, label_line
 from . import render_formats
 from .display import check_columns, make_console, print_tables
 from .html import Section, page, table_html, table_section, warnings_html
 from .tables import SET_SHORT, Table, _param, fmt_us
 from .textformats import csv_text, markdown, markdown_table
 
-RULE = ("ratio = time / baseline time over the directions both timed (<1: faster than the baseline); "
+RULE = ("times are medians (a reference: its published figure), summed over the directions every source timed "
+        "(a row's note names them when one is left out); ratio = time / baseline time, and the verdict says the "
+        "other side's speed: '2.00x faster' is half the baseline's time (ratio 0.5); "
         "interval: 95% bootstrap of both sides' raw samples (published figures: their 1 us rounding); "
         "same = interval within ±{t:.0%}, faster/slower = interval excludes 1 and the ratio is beyond ±{t:.0%}, "
         "else unclear")
@@ -67,8 +70,10 @@ def compare_tables(cmp: Comparison) -> list[Table]:
             if collective:
                 row.append(str(e.extra.get("ranks", "")))
             b = r.base
-            row += [b.precision if b else ""] + ([_prec_words(b)] if words else []) + [_time(b)]
-            for other, ratio in zip(r.others, r.ratios, strict=False):
+            compared = next((x for x in r.ratios if x is not None), None)  # every ratio: the same directions
+            row += [b.precision if b else ""] + ([_prec_words(b)] if words else [])
+            row += [_time(b, compared.base_us if compared else None)]
+            for other, ratio, label in zip(r.others, r.ratios, (o.label for o in cmp.others), strict=False):
                 ratio_txt, interval, verdict = _fmt_ratio(ratio)
                 note = ratio.note if ratio else ("missing" if other is None else
                                                  f"{other.status}: {other.reason}" if not other.ok else
@@ -77,20 +82,23 @@ def compare_tables(cmp: Comparison) -> list[Table]:
                 if other is not None:
                     prec = other.precision + (f" ({other.precision_text})" if other.precision_text and
                                               other.precision_text != (b.precision_text if b else "") else "")
-                row += [prec, _time(other), ratio_txt, interval, verdict, note]
+                doubts = "; ".join(d for d in (flagged_text(cmp.base.label, b), flagged_text(label, other)) if d)
+                note = "; ".join(n for n in (note, doubts) if n)
+                row += [prec, _time(other, ratio.other_us if ratio else None), ratio_txt, interval, verdict, note]
             rows.append(row)
         out.append(Table(op, traits_of(op).title, headers, rows, tuple(droppable)))
     return out
 
 
-def _prec_words(e) -> str:
+def _prec_words(e: Entry | None) -> str:
     return "" if e is None else e.precision + (f" ({e.precision_text})" if e.precision_text else "")
 
 
-def _time(e) -> str:
+def _time(e: Entry | None, compared_us: float | None) -> str:
+    """The time a ratio was computed from (its directions' medians summed), else the entry's own."""
     if e is None:
         return ""
-    return fmt_us(e.median_us) if e.ok else e.status
+    return fmt_us(compared_us if compared_us is not None else e.median_us) if e.ok else e.status
 
 
 def summary_table(cmp: Comparison) -> Table:
@@ -142,7 +150,7 @@ def heading(cmp: Comparison) -> str:
             f"{'kernel id' if cmp.by == 'id' else 'DeepBench parameters'}"
             + (" across precisions" if cmp.any_precision else " and precision")
             + (f"; {', '.join(emulated)} ran emulated: faster/slower there says nothing of the hardware"
-               if emulated else ""))
+               if emulated else "") + f"; {label_line(cmp.sources)}")
 
 
 def loaded(cmp: Comparison) -> list[str]:

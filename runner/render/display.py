@@ -23,8 +23,10 @@ from .tables import Table, fmt_us
 STATUS_STYLE = {"ok": "green", "unsupported": "yellow", "failed": "red", "timeout": "red"}
 LEFT = ("set", "application", "prec", "status", "cell", "library", "kernel", "source", "op", "fastest", "verdict",
         "check", "bound", "notes", "note", "parameters", "flags", "closest", "furthest", "baseline", "side",
-        "comparison", "answer", "runner-up")
-MARKS = "~ unconverged (stopped at the time cap), ± noisy (IQR over 10% of the median), ! throttled"
+        "comparison", "answer", "runner-up", "type", "name", "input", "definition", "shape", "id", "device", "runs",
+        "platform", "tag", "arch", "created", "base", "on", "sources")
+MARKS = ("~ unconverged (stopped at the time cap), ± noisy (IQR over 10% of the median), ! throttled; "
+         "times are medians of the samples, IQR their interquartile range over the median")
 HOW_TO_SEE = "--columns all, or --format md|csv"
 
 
@@ -117,7 +119,7 @@ class RunProgress:
         status = str(event.get("status", "?"))
         style = STATUS_STYLE.get(status, "white")
         median = event.get("median_us")
-        figure = f"{fmt_us(median)} us" if median is not None else str(event.get("reason", ""))[:120]
+        figure = f"median {fmt_us(median)} us" if median is not None else str(event.get("reason", ""))[:120]
         # Library messages hold brackets (gloo's "[/path/pair.cc:537]"): never read them as markup.
         self.console.print(f"[{style}]{status:<11}[/] {escape(str(event.get('id', '')))}  {escape(figure)}")
         self.bar.advance(self.task)

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..analysis.sources import Source
+from rich.markup import escape
+
+from ..analysis.sources import Source, label_line
 from . import render_formats
 from .display import check_columns, make_console, print_tables
 from .html import Section, page, table_html, table_section, warnings_html
@@ -19,6 +21,7 @@ def terminal_fastest(tables: list[Table], summary: Table, sources: list[Source],
     f = out.open("w") if out else None
     try:
         console = make_console(file=f)
+        console.print(escape(label_line(sources)))
         for s in sources:
             for w in s.warnings:
                 console.print(f"[yellow]warning: {s.label} was measured on a loaded machine: {w}[/]")
@@ -36,7 +39,7 @@ def csv_fastest(tables: list[Table], summary: Table, sources: list[Source], out:
 
 def markdown_fastest(tables: list[Table], summary: Table, sources: list[Source], out: Path | None,
                      columns: list[str] | None = None) -> str | None:
-    return render_formats.emit(markdown([*tables, summary]) + "\n", out)
+    return render_formats.emit(f"{label_line(sources)}\n\n" + markdown([*tables, summary]) + "\n", out)
 
 
 def html_fastest(tables: list[Table], summary: Table, sources: list[Source], out: Path | None,
@@ -59,4 +62,4 @@ def html_page(tables: list[Table], summary: Table, sources: list[Source]) -> str
         sections.append(Section(section.anchor, f"{t.title} ({len(t.rows)})", section.html))
     lead = warnings_html([f"{s.label} was measured on a loaded machine: {w}" for s in sources for w in s.warnings])
     return page("DeepBench: fastest per kernel", sections,
-                subtitle=f"sources: {', '.join(f'{s.label} ({s.kind})' for s in sources)}", lead=lead, charts=True)
+                subtitle=label_line(sources), lead=lead, charts=True)

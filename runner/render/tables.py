@@ -79,6 +79,12 @@ def _status(r: KernelResult) -> str:
     return f"{r.status.value}: {r.reason}"
 
 
+# Every view shows a time as the median of its samples, under this header (a run's tables, report,
+# HTML, CSV; the workbook in msec), with the IQR beside it; means appear only where named as means.
+TIME_HEADER = "median (us)"
+OUT_OF_PLACE_HEADER = "out-of-place median (us)"
+IQR_HEADER = "IQR"
+
 # Short marks for flags in tables; reports spell them out.
 FLAG_MARK = {"unconverged": "~", "noisy": "±", "throttled": "!"}
 
@@ -108,19 +114,21 @@ def op_table(op: str, results: Iterable[KernelResult], ctx: Context | None = Non
     # --pad both: the raw shape's time over the padded one's (kernels/harness/execute.py)
     penalty = any("alignment_penalty" in r.info for r in results)
     extra += ["raw/padded"] if penalty else []
-    headers = (["set"] + fields + ["prec"] + [f"{d} (us)" for d in directions] + ["time (us)", traits.rated_in.column]
+    headers = (["set"] + fields + ["prec"] + [f"{d} (us)" for d in directions] + [TIME_HEADER, IQR_HEADER,
+                                                                                   traits.rated_in.column]
                + extra + ["status", "notes"])
     rows = []
     for r in results:
         row = [SET_SHORT.get(r.set, r.set)] + [_param(v) for v in r.params.values()] + [r.precision.name.value]
         row += [_part(r, d) for d in directions]
-        row += [fmt_us(r.time_us.median if r.time_us else None), fmt_num(r.tflops, 3 if (r.tflops or 0) < 1 else 2)]
+        entry = entry_of_result(r)
+        row += [fmt_us(entry.median_us), iqr_text(entry), fmt_num(r.tflops, 3 if (r.tflops or 0) < 1 else 2)]
         row += [_info_cell(c, r.info) for c in traits.run_columns]
         if penalty:
             row.append(fmt_num(r.info.get("alignment_penalty")))
-        row += [_status(r), notes(entry_of_result(r), ctx)]
+        row += [_status(r), notes(entry, ctx)]
         rows.append(row)
-    droppable = ("set", *(c.header for c in traits.run_columns if c.droppable),
+    droppable = ("set", IQR_HEADER, *(c.header for c in traits.run_columns if c.droppable),
                  *(f"{d} (us)" for d in reversed(directions)))
     return Table(op, traits.title, headers, rows, droppable)
 
@@ -153,6 +161,12 @@ def _rate(e: Entry) -> str:
     return fmt_sig(e.tflops)
 
 
+def iqr_text(e: Entry) -> str:
+    """The spread beside every median: the interquartile range over the median, in %."""
+    iqr = e.rel_iqr if e.n > 1 else None
+    return _pct(None if iqr is None else 100 * iqr)
+
+
 def status_text(e: Entry) -> str:
     """ok with its marks (~ unconverged, ± noisy, ! throttled), or the status and its reason."""
     if not e.ok:
@@ -175,19 +189,18 @@ def report_table(op: str, entries: Iterable[Entry], ctx: Context) -> Table:
         if e.kernel.op != op:
             continue
         r = roof(e, ctx.ceilings)
-        iqr = e.rel_iqr if e.n > 1 else None
         rows.append([SET_SHORT.get(e.kernel.set, e.kernel.set), e.kernel.application or e.extra.get("application", "")]
                     + [_param(v) for v in e.kernel.params().values()] + [e.precision]
                     + [fmt_us(e.parts_us.get(d)) for d in directions]
                     + ([str(e.extra.get("ranks", "")), fmt_us(e.extra.get("out_of_place_us")),
                         "" if one_rank(e) else fmt_sig(e.extra.get("busbw_gbps"))] if collective else [])
-                    + [fmt_us(e.median_us), _rate(e), _pct(None if iqr is None else 100 * iqr),
+                    + [fmt_us(e.median_us), _rate(e), iqr_text(e),
                        r.bound if r else "", _pct(r.pct_of_peak if r else None), status_text(e), e.check,
                        notes(e, ctx)])
     headers = (["set", "application"] + list(cls.FIELDS) + ["prec"] + [f"{d} (us)" for d in directions]
-               + (["ranks", "out-of-place (us)", "bus GB/s"] if collective else [])
-               + ["time (us)", traits.rated_in.column, "IQR", "bound", "% peak", "status", "check", "notes"])
-    droppable = ("check", "set", "application", "bound", "IQR", "out-of-place (us)",
+               + (["ranks", OUT_OF_PLACE_HEADER, "bus GB/s"] if collective else [])
+               + [TIME_HEADER, traits.rated_in.column, IQR_HEADER, "bound", "% peak", "status", "check", "notes"])
+    droppable = ("check", "set", "application", "bound", IQR_HEADER, OUT_OF_PLACE_HEADER,
                  *(f"{d} (us)" for d in reversed(directions)), "% peak")
     return Table(op, traits.title, headers, rows, droppable)
 

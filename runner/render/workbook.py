@@ -16,7 +16,7 @@ from deepbench.kernels.op_traits import OpTraits, Rate
 from ..analysis.roofline import no_roof_reason, roof
 from ..analysis.sanity import context_of, one_rank
 from ..analysis.sources import MS, Source, precision_order
-from .tables import notes
+from .tables import notes, status_text
 
 BOLD = Font(bold=True)
 # DeepBench's column titles for direction names (its workbooks' words); an operation's traits
@@ -54,7 +54,8 @@ def _write_precision_sheet(ws, source: Source, precision: str) -> None:
         ws.append([])
         headers = ([traits.title, "Application"] + [traits.field_header(f) for f in cls.FIELDS] + [None]
                    + [_direction_header(traits, d) for d in directions]
-                   + ["Total Time (msec)" if directions else "Time (msec)", traits.rated_in.workbook_column,
+                   + ["Median total time (msec)" if directions else "Median time (msec)",
+                      traits.rated_in.workbook_column,
                       "IQR (%)", "Bound", "% of peak", "Status", "Check", "Notes"])
         ws.append(headers)
         for cell in ws[ws.max_row]:
@@ -69,7 +70,7 @@ def _write_precision_sheet(ws, source: Source, precision: str) -> None:
                       + [ms(e.median_us), (None if one_rank(e) else e.gbps) if bandwidth else e.tflops,
                          None if iqr is None else round(100 * iqr, 2), r.bound if r else None,
                          None if r is None else round(r.pct_of_peak, 1),
-                         e.status if e.ok else f"{e.status}: {e.reason}", e.check, notes(e, ctx) or None])
+                         status_text(e), e.check, notes(e, ctx) or None])
 
 
 def _fit_columns(ws) -> None:

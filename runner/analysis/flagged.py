@@ -1,0 +1,44 @@
+"""How many results of a run carry a flag that makes their time less certain (noisy: IQR over
+10% of the median; unconverged: stopped at the time cap before the noise target; throttled: a
+clock held down), said where a run leaves the user's hands: `submit` prints it, `check --strict`
+refuses a bundle with any (runner/commands/check.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from deepbench.kernels.results import KernelResult, Status
+
+if TYPE_CHECKING:
+    from .sources import Entry
+
+DOUBT_FLAGS = ("noisy", "unconverged", "throttled")
+
+
+def flagged(results: Iterable[KernelResult]) -> dict[str, list[str]]:
+    """Per flag, the ids of the ok results that carry it (a result may carry several)."""
+    out: dict[str, list[str]] = {f: [] for f in DOUBT_FLAGS}
+    for r in results:
+        if r.status is Status.OK:
+            for f in r.flags:
+                if f in out:
+                    out[f].append(r.id)
+    return out
+
+
+def flagged_line(results: list[KernelResult]) -> str:
+    """'4 of 10 results are noisy or unconverged: 3 noisy, 2 unconverged' (or that none is)."""
+    by_flag = flagged(results)
+    ids = {i for ids in by_flag.values() for i in ids}
+    ok = sum(1 for r in results if r.status is Status.OK)
+    if not ids:
+        return f"none of the {ok} ok results is noisy, unconverged or throttled"
+    counts = ", ".join(f"{len(v)} {f}" for f, v in by_flag.items() if v)
+    return f"{len(ids)} of {ok} ok results are flagged, their times less certain: {counts}"
+
+
+def flagged_text(label: str, e: Entry | None) -> str:
+    """A source's flags on one kernel, named in a comparison's row: 'H200 noisy, unconverged'."""
+    shown = [f for f in (e.flags if e is not None and e.ok else ()) if f in DOUBT_FLAGS]
+    return f"{label} {', '.join(shown)}" if shown else ""
