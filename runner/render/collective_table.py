@@ -42,7 +42,8 @@ def _directions(r: KernelResult) -> dict[str, tuple[float | None, dict[str, Any]
     out-of-place twin measured beside an in-place part (info.out_of_place)."""
     if r.status is not Status.OK:
         return {}
-    found = {p.direction: (p.measurement.stats.median, p.info) for p in r.parts}
+    found: dict[str, tuple[float | None, dict[str, Any]]] = {
+        p.direction: (p.measurement.stats.median, p.info) for p in r.parts}
     twin = r.info.get("out_of_place")
     if isinstance(twin, dict) and twin.get("info"):
         median = twin.get("measurement", {}).get("stats", {}).get("median")
