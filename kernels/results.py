@@ -93,6 +93,18 @@ class TimeStats(Frozen):
             for f in ("median", "min", "max", "mean", "p25", "p75"))
 
 
+# Closed sets of the labels a result carries (deepbench check refuses others): why sampling stopped
+# (timing/stopping.py), which timer made the samples (timing/), how the output was checked.
+StopReason = Literal["converged", "time-cap", "max-samples", "repeat-count"]
+STOP_REASONS: tuple[str, ...] = get_args(StopReason)
+TIMER_METHODS: tuple[str, ...] = ("cpu-perf-counter", "cuda-graph-events", "cuda-graph-cupti", "cuda-events-eager",
+                                  "cuda-events-cold", "collective-host-clock")
+CHECK_METHODS: tuple[str, ...] = ("reference-fp64", "reference-fp64-model", "sampled-fp64", "freivalds",
+                                  "freivalds-exact", "exact-int", "exact-sum", "requantized-int", "sampled-exact-int")
+# Flags the harness sets (harness/execute.py) and the contention flag (issue 42).
+RESULT_FLAGS: tuple[str, ...] = ("unconverged", "noisy", "throttled", "timing-disagrees", "contended")
+
+
 class Measurement(Frozen):
     """Raw samples of one timed direction and how they were taken.
 
@@ -104,7 +116,7 @@ class Measurement(Frozen):
     samples_us: tuple[float, ...] = Field(min_length=1)
     calls_per_sample: int = Field(ge=1)
     warmup_calls: int = Field(ge=0)
-    stop_reason: str = Field(description="converged, time-cap or max-samples")
+    stop_reason: StopReason = Field(description="converged, time-cap, max-samples or repeat-count")
     target_rel_precision: float
     stats: TimeStats
     discarded: int = Field(0, ge=0, description="samples dropped (e.g. taken while throttled)")

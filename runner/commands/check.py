@@ -3,7 +3,8 @@ scope (suite + selection, re-derived from the frozen suite), checks passed, enou
 consistency between the results, the run record and the system description.
 
   deepbench check BUNDLE
-  deepbench check BUNDLE --strict     # warnings (e.g. a modified source tree) fail too
+  deepbench check BUNDLE --strict     # warnings fail too
+  deepbench check BUNDLE --allow-modified   # a run from a modified source tree: a warning, not a problem
 
 Every problem is printed with its reason. Exit status: 0 the bundle passes; 1 it has problems;
 2 usage error (no such bundle)."""
@@ -24,9 +25,13 @@ EXIT_PROBLEMS = 1
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("bundle", type=Path, metavar="BUNDLE", help="the folder deepbench submit wrote")
-    parser.add_argument("--strict", action="store_true", help="treat warnings as problems")
+    parser.add_argument("--strict", action="store_true", help="treat warnings as problems (also: results flagged "
+                        "contended, and unsupported results of kernels this tool's published runs measured on the "
+                        "same platform)")
+    parser.add_argument("--allow-modified", action="store_true", help="accept a run made from a modified source "
+                        "tree (its harness hash is then not this version's; a warning says so)")
 
 
 def run(args: argparse.Namespace) -> int:
-    report = check_bundle(args.bundle)
+    report = check_bundle(args.bundle, allow_modified=args.allow_modified)
     return 0 if print_report(make_console(), report, strict=args.strict) else EXIT_PROBLEMS

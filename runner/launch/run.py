@@ -35,12 +35,13 @@ from ..analysis.sanity import context_of
 from ..analysis.sources import load_run
 from ..analysis.summary import groups, summary_line
 from ..errors import UserError
-from ..option_types import integer, real, usable_cpus
+from ..option_types import integer, ranged, usable_cpus
 from ..outpaths import writable_folder
 from ..platforms import PLATFORMS, Platform, get_platform
 from ..render.display import RunProgress, make_console, print_noise, print_tables
 from ..render.tables import tables
 from ..selection import KernelSelection, add_selection_arguments
+from ..setting_ranges import RANGES
 from . import run_folder
 from .container import DEFAULT_PIDS_LIMIT, MEMORY_SHARE, container_starter, parse_env
 from .devices import check_host
@@ -56,9 +57,6 @@ from .supervise import Outcome, supervise
 DESCRIPTION = __doc__
 DEFAULT_RESULTS = Path("deepbench-results")
 # Ranges of the measurement options (checked when the command line is read).
-MAX_KERNEL_TIMEOUT_S = 7 * 24 * 3600.0  # a week: anything longer is a typo, and overflows some timers
-MAX_TIME_CAP_S = 24 * 3600.0
-MAX_WARM_UP_S = 3600.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -97,18 +95,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                            "at least 0.2 s of samples, 1 s under the GPU's power limiter, 1 s cap)")
     mode.add_argument("--rigorous", dest="mode", action="store_const", const="rigorous",
                       help="0.5%% precision, 20+ samples, at least 1 s of samples, 10 s cap per direction")
-    m.add_argument("--time-cap", type=real(0, MAX_TIME_CAP_S, low_open=True), metavar="S",
+    m.add_argument("--time-cap", type=ranged("time_cap_s"), metavar="S",
                    help="seconds per direction before giving up on precision")
-    m.add_argument("--warm-up", type=real(0, MAX_WARM_UP_S), metavar="S",
+    m.add_argument("--warm-up", type=ranged("warm_up_s"), metavar="S",
                    help="GPU: at most this long, a large GEMM before the first kernel until the temperature settles "
                         "(default 30, --rigorous 120, --fast 0; 0 skips it)")
-    m.add_argument("--target", type=real(0, 1, low_open=True), metavar="REL",
+    m.add_argument("--target", type=ranged("target_rel_precision"), metavar="REL",
                    help="relative precision of the median to reach (0.01 = 1%%)")
-    m.add_argument("--kernel-timeout", type=real(0, MAX_KERNEL_TIMEOUT_S, low_open=True), default=600.0, metavar="S",
+    m.add_argument("--kernel-timeout", type=ranged("kernel_timeout_s"), default=600.0, metavar="S",
                    help="kill and record as timeout a kernel running longer than this (default 600)")
     m.add_argument("--threads", type=integer(1, usable_cpus, " (the CPUs this process may use)"), metavar="N",
                    help="CPU threads (default: all)")
-    m.add_argument("--seed", type=integer(0, MAX_SEED), default=0,
+    m.add_argument("--seed", type=integer(int(RANGES["seed"].low), int(RANGES["seed"].high)), default=0,
                    help=f"seed of the random inputs, 0 to {MAX_SEED} (default 0)")
     m.add_argument("--cold", action="store_true", help="GPU: flush the L2 cache before every call")
     m.add_argument("--verify-timing", action="store_true",

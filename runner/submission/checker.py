@@ -71,6 +71,7 @@ from ..launch.planning import declared_items
 from . import layout
 from .layout import DEFAULT_LIMITS, Limits, SubmissionIndex
 from .manifest import check_manifest, scan
+from .semantics import check_result, check_settings, unsupported_but_ran
 
 M = TypeVar("M", bound=BaseModel)
 DERIVED_RTOL = 1e-6  # TFLOPS re-derived from FLOPs and the median (JSON keeps floats exactly)
@@ -113,6 +114,7 @@ class Report:
     warnings: list[Problem] = field(default_factory=list)
     bundle: Bundle = field(default_factory=Bundle)
     files: int = 0
+    allow_modified: bool = False
 
     @property
     def ok(self) -> bool:
@@ -125,11 +127,12 @@ class Report:
         self.warnings.append(Problem(where, message))
 
 
-def check_bundle(root: Path, limits: Limits = DEFAULT_LIMITS) -> Report:
-    """Every check, in order; later checks run on whatever earlier ones could load."""
+def check_bundle(root: Path, limits: Limits = DEFAULT_LIMITS, allow_modified: bool = False) -> Report:
+    """Every check, in order; later checks run on whatever earlier ones could load. A run from a
+    modified source tree is a problem unless `allow_modified` (then a warning)."""
     if not root.exists() and not root.is_symlink():
         raise UserError(f"no bundle at {root} (make one with: deepbench submit RUN --out DIR)")
-    report = Report(root)
+    report = Report(root, allow_modified=allow_modified)
     if root.is_symlink():
         report.add(str(root), "the bundle is a symbolic link: give the folder itself")
         return report
@@ -151,13 +154,19 @@ def check_bundle(root: Path, limits: Limits = DEFAULT_LIMITS) -> Report:
     b.plan = _load(root, layout.PLAN, Plan, PLAN_SCHEMA, found.files, limits, report)
     b.run = _load(root, layout.RUN, RunRecord, RUN_SCHEMA, found.files, limits, report)
     b.results, b.results_valid = _load_results(root, found.files, limits, report)
+    check_documents(b, report)
+    return report
+
+
+def check_documents(b: Bundle, report: Report) -> None:
+    """The checks of meaning, on the documents as loaded (what a forger who re-hashes the manifest
+    must still get past)."""
     for step in (_check_index, _check_run, _check_scope, _check_results, _check_system, _check_provenance):
         try:
             step(b, report)
         except Exception as exc:  # noqa: BLE001 - input no rule foresaw: a problem, never a traceback
             report.add(step.__name__.strip("_").replace("_", " "),
                        f"could not be completed on this bundle ({type(exc).__name__}: {exc})"[:500])
-    return report
 
 
 # ----- loading ------------------------------------------------------------------------------------
@@ -320,6 +329,7 @@ def _check_run(b: Bundle, report: Report) -> None:
     if run.state != "complete":
         report.add(layout.RUN, f"the run is {run.state}, not complete")
     if plan is not None:
+        check_settings(plan, report.add, layout.PLAN)
         if run.settings != plan.settings:
             report.add(layout.RUN, "its settings differ from plan.json's")
         if run.planned != len(plan.items):
@@ -431,6 +441,11 @@ def _check_results(b: Bundle, report: Report) -> None:
             if r.id not in planned:
                 report.add(r.id, "is a result for a kernel the plan does not hold")
     for r in b.results:
+        check_result(r, plan, report.add)
+        ran = unsupported_but_ran(r, plan) if plan is not None else None
+        if ran is not None:
+            report.warn(r.id, f"is unsupported, but this tool's published run {ran} measured it on platform "
+                              f"{plan.platform} with backend {plan.backend}" if plan else "")
         if r.status in (Status.FAILED, Status.TIMEOUT):
             report.add(r.id, f"{r.status.value}: {r.reason[:300]}")
         elif r.status is Status.OK:
@@ -567,9 +582,16 @@ def _check_provenance(b: Bundle, report: Report) -> None:
         report.add(layout.RUN, "a container run must record its image digest (provenance.image)")
     if b.plan is not None and prov.seeds.get("inputs") != b.plan.settings.seed:
         report.add(layout.RUN, f"provenance.seeds {prov.seeds} differ from the plan's seed {b.plan.settings.seed}")
+    if prov.harness_source is not None and prov.harness_source.state == "modified" and not report.allow_modified \
+            and (prov.source is None or prov.source.state != "modified"):
+        report.add(layout.RUN, "its harness ran from a modified source tree; accepted only with --allow-modified")
     if prov.source is not None and prov.source.state == "modified":
-        report.warn(layout.RUN, f"it was run from a modified source tree ({prov.source.changed_count} changed paths "
-                                f"at {(prov.source.commit or '?')[:12]}): the harness hash identifies the code")
+        text = (f"it was run from a modified source tree ({prov.source.changed_count} changed paths at "
+                f"{(prov.source.commit or '?')[:12]}): the harness hash identifies the code")
+        if report.allow_modified:
+            report.warn(layout.RUN, text)
+        else:
+            report.add(layout.RUN, f"{text}, which is not this tool's; accepted only with --allow-modified")
 
 
 @lru_cache(maxsize=1)
@@ -595,7 +617,10 @@ def _check_source_hashes(run: RunRecord, report: Report) -> None:
         if theirs == ours:
             continue
         text = f"provenance.{key} {str(theirs)[:16]}... is not what deepbench {__version__} computes for its own source"
-        if modified:
-            report.warn(layout.RUN, f"{text}: the run was made from a modified source tree")
+        if modified and report.allow_modified:
+            report.warn(layout.RUN, f"{text}: the run was made from a modified source tree (--allow-modified)")
+        elif modified:
+            report.add(layout.RUN, f"{text}: the run was made from a modified source tree; accepted only with "
+                                   "--allow-modified")
         else:
             report.add(layout.RUN, f"{text} ({ours[:16]}...): the code that ran is not this version's")

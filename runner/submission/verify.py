@@ -48,10 +48,11 @@ from ..launch.provenance import command_line, with_host_facts
 from ..launch.run_folder import RunFolder
 from ..launch.signals import Stopped
 from ..launch.supervise import supervise
+from ..option_types import usable_cpus
 from ..platforms import get_platform
 from ..render.display import RunProgress
+from ..setting_ranges import out_of_range
 from .checker import check_bundle
-from .image import obtain
 from .layout import SubmissionIndex
 from .show import print_report
 
@@ -213,13 +214,14 @@ def environment_differences(submitted: SystemDescription | None, here: SystemDes
     return out
 
 
-def _container_starter(bundle: Path, index: SubmissionIndex, bundle_run: RunRecord, plan: Plan, plan_path: Path,
-                       outdir: Path, console: Console, image_archive: Path | None) -> Callable[[], Any]:
-    """A container on the submission's very image: present, loaded from its archive or pulled by
-    digest (image.py), after the host's devices are checked; any other image is refused."""
+def _container_starter(index: SubmissionIndex, plan: Plan, plan_path: Path, outdir: Path, console: Console,
+                       image: str | None) -> Callable[[], Any]:
+    """A container on the verifier's own image: the platform's image this installation built (or
+    pulled) from the project's recipe, or the one the verifier names with --image; either must carry
+    this version's labels and harness hash (a hard refusal otherwise: there is no --force-image
+    here). The image the bundle names is never pulled, loaded or run (it is the submitter's code)."""
     try:
         from ..launch import container
-        from ..launch.devices import check_host
     except ImportError as exc:
         raise UserError(f"this installation cannot run containers ({exc}): verify with --local") from None
 
@@ -227,26 +229,37 @@ def _container_starter(bundle: Path, index: SubmissionIndex, bundle_run: RunReco
         console.print(line, highlight=False, markup=False)
 
     platform = get_platform(plan.platform)
-    check_host(platform, log)
-    image_id = obtain(bundle, index.image, bundle_run.provenance.image, image_archive, log)
-    # The submission's image, by id: run it whatever deepbench version made it (its labels say which).
-    starter = container.container_starter(plan_path, outdir, platform, image=image_id, force_image=True, log=log)
-    if starter.provenance.get("id") != image_id:
-        raise UserError(f"the image found ({starter.provenance.get('id')}) is not the submission's ({image_id})")
+    starter = container.container_starter(plan_path, outdir, platform, image=image, own_only=True, log=log)
     return starter
 
 
+def image_difference(index: SubmissionIndex, ours: dict[str, Any] | None) -> str | None:
+    """The submission's image against the verifier's, by id: a difference is reported (the numbers
+    then come from different builds of the same recipe, or from an image that is not this tool's)."""
+    theirs = index.image.id if index.image is not None else index.image_digest
+    mine = (ours or {}).get("id")
+    if theirs is None or mine is None or theirs == mine:
+        return None
+    return (f"image: the submission ran in {theirs[:19]}, this verifier re-ran in its own {mine[:19]} (built from "
+            f"this tool's recipe); the submission's image was not run")
+
+
 def verify_bundle(root: Path, *, local: bool, out: Path | None, rule: ToleranceRule, console: Console,
-                  quiet: bool = False, image_archive: Path | None = None) -> VerifyReport:
-    report = check_bundle(root)
+                  quiet: bool = False, image: str | None = None, allow_modified: bool = False) -> VerifyReport:
+    report = check_bundle(root, allow_modified=allow_modified)
     if not report.ok:
         print_report(console, report)
         raise UserError("verify needs a bundle that passes deepbench check (see the problems above)", exit_code=1)
     bundle = report.bundle
     assert bundle.plan is not None and bundle.run is not None and bundle.index is not None
-    index, run_record = bundle.index, bundle.run  # as narrowed here, for the closure below
+    index = bundle.index  # as narrowed here, for the closure below
     if not local and bundle.index.local:
         raise UserError("this submission was run with --local (no container image): verify it with --local")
+    if local:
+        problems = out_of_range(bundle.plan.settings, cpus=usable_cpus())
+        if problems:
+            raise UserError(f"the bundle's run settings are outside what deepbench-run accepts here "
+                            f"({'; '.join(problems)}): not re-run")
     stamp = f"{datetime.now(timezone.utc):%Y%m%d-%H%M%S}"
     outdir = out or DEFAULT_VERIFY_DIR / f"{bundle.plan.run_id}-{stamp}"
     # The very cuDNN engines the submission ran (its results name them), not a fresh choice.
@@ -257,7 +270,7 @@ def verify_bundle(root: Path, *, local: bool, out: Path | None, rule: ToleranceR
     folder = run_folder.create(outdir, plan, local, role="deepbench verify", resume_hint=False)
 
     def container_for(plan: Plan, plan_path: Path, outdir: Path) -> Callable[[], Any]:
-        return _container_starter(root, index, run_record, plan, plan_path, outdir, console, image_archive)
+        return _container_starter(index, plan, plan_path, outdir, console, image)
     console.print(f"[bold]deepbench verify[/] re-running {len(plan.items)} kernels of {escape(bundle.plan.run_id)} "
                   f"({'local' if local else 'container'}) -> {escape(str(outdir))}", highlight=False)
     record, rerun = _rerun(folder, container_for, console, quiet)
@@ -275,7 +288,9 @@ def verify_bundle(root: Path, *, local: bool, out: Path | None, rule: ToleranceR
     result = VerifyReport(
         bundle=str(root), rerun=str(outdir), local=local, rule=vars(rule).copy(), agree=count["agree"],
         disagree=count["disagree"], unverifiable=count["unverifiable"],
-        environment_differences=environment_differences(bundle.system, record.system), comparisons=comparisons)
+        environment_differences=[*environment_differences(bundle.system, record.system),
+                                 *filter(None, [None if local else image_difference(index, record.provenance.image)])],
+        comparisons=comparisons)
     write_atomic(outdir / REPORT_FILE, result.model_dump_json(indent=1) + "\n")
     return result
 

@@ -1,0 +1,232 @@
+"""`deepbench check` recomputes what it can (issue 42): semantic forgeries of a real bundle, each
+made consistent as a careful forger would make it (rates re-derived from the forged FLOPs and
+bytes, the total time and counts re-summed, plan and run settings changed together, the manifest
+and plan hash re-made), are never accepted. The bundle is made once; each forgery is a mutation
+of its documents in memory, loaded and judged by the checker's own steps (check_documents; the
+manifest is left out as a forger would have re-hashed it: test_forgery_through_files shows the
+same verdict through the files).
+
+    DEEPBENCH_FORGERIES=10000 (the default) python -m pytest tests/test_checker_forgeries.py
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from deepbench.kernels.results import RESULT_SCHEMA, KernelResult, Plan, RunRecord, TimeStats
+from deepbench.runner.setting_ranges import RANGES
+from deepbench.runner.submission.checker import Bundle, Report, _validate, check_bundle, check_documents
+from deepbench.runner.submission.manifest import write_manifest
+
+from .conftest import run_cli
+
+FORGERIES = int(os.environ.get("DEEPBENCH_FORGERIES", "10000"))
+KINDS = ("flops", "bytes", "drop_direction", "duplicate_direction", "rename_direction", "unsupported", "stop_reason",
+         "timer", "check_method", "flag", "negative_error", "setting")
+NOWHERE = Path("/nonexistent-bundle")  # no plan.json to hash: the forger re-made plan_sha256
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("forge")
+    run = root / "run"
+    proc = run_cli("deepbench-run", "--local", "--suite", "smoke", "--fast", "--threads", "1", "--quiet",
+                   "--out", str(run))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    bundle = root / "bundle"
+    proc = run_cli("deepbench", "submit", str(run), "--out", str(bundle), "--submitter", "CI", "--system-name", "VM")
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return bundle
+
+
+@pytest.fixture(scope="module")
+def docs(base: Path) -> dict[str, Any]:
+    report = check_bundle(base, allow_modified=True)  # a test tree may hold uncommitted changes
+    assert report.ok, [str(p) for p in report.problems]
+    b = report.bundle
+    texts = {"plan": (base / "plan.json").read_text(), "run": (base / "run.json").read_text(),
+             "results": [x for x in (base / "results.jsonl").read_text().splitlines() if x.strip()]}
+    return {"bundle": b, "texts": texts, "plan": json.loads(texts["plan"]), "run": json.loads(texts["run"]),
+            "results": [json.loads(x) for x in texts["results"]], "valid": {}}
+
+
+def judge(docs: dict[str, Any], plan: dict, run: dict, results: list[dict]) -> Report:
+    """The checker's verdict on forged documents (loaded as check_bundle loads them)."""
+    report = Report(NOWHERE, allow_modified=True)
+    base: Bundle = docs["bundle"]
+    b = Bundle(index=base.index, system=base.system, host_system=base.host_system)
+    b.plan = _validate(Plan, plan, plan["schema_version"], "plan.json", report)
+    b.run = _validate(RunRecord, run, run["schema_version"], "run.json", report)
+    b.results = [x for x in (_load_result(docs, r, report) for r in results) if x is not None]
+    b.results_valid = len(b.results) == len(results)
+    check_documents(b, report)
+    return report
+
+
+def _load_result(docs: dict[str, Any], record: dict, report: Report) -> KernelResult | None:
+    """A record as the checker loads it; an unchanged one is loaded once (the same JSON, the same
+    model: only the forged record costs a validation)."""
+    key = json.dumps(record, sort_keys=True)
+    if key not in docs["valid"]:
+        loaded = _validate(KernelResult, record, RESULT_SCHEMA, "results.jsonl", report)
+        if loaded is None:
+            return None
+        docs["valid"][key] = loaded
+    return docs["valid"][key]
+
+
+def test_untouched_documents_pass(docs: dict[str, Any]) -> None:
+    """What makes the property meaningful: the same path accepts the real documents."""
+    report = judge(docs, docs["plan"], docs["run"], docs["results"])
+    assert report.ok, [str(p) for p in report.problems]
+
+
+# ----- a forger's edits, each re-made consistent --------------------------------------------------------
+def _rates(r: dict) -> None:
+    """Re-derive every rate and the total from the parts, as the harness writes them."""
+    for p in r["parts"]:
+        med = p["measurement"]["stats"]["median"]
+        p["tflops"] = p["flops"] / med / 1e6 if p["flops"] else None
+        p["gbps"] = p["min_bytes"] / med / 1e3 if p["min_bytes"] else None
+    total = TimeStats.total(TimeStats.model_validate(p["measurement"]["stats"]) for p in r["parts"])
+    r["time_us"] = total.model_dump(mode="json")
+    flops = sum(p["flops"] for p in r["parts"])
+    nbytes = sum(p["min_bytes"] for p in r["parts"])
+    r["tflops"] = flops / total.median / 1e6 if flops else None
+    r["gbps"] = nbytes / total.median / 1e3 if nbytes else None
+    if r["check"] not in [p["check"] for p in r["parts"]]:
+        r["check"] = r["parts"][0]["check"]
+
+
+def _counts(run: dict, results: list[dict]) -> None:
+    counts: dict[str, int] = {}
+    for r in results:
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+    run["counts"] = counts
+
+
+@st.composite
+def forgery(draw: st.DrawFn, docs: dict[str, Any]) -> tuple[str, dict, dict, list[dict]]:
+    plan, run = json.loads(docs["texts"]["plan"]), json.loads(docs["texts"]["run"])
+    results = [json.loads(t) for t in docs["texts"]["results"]]
+    kind = draw(st.sampled_from(KINDS))
+    oks = [r for r in results if r["status"] == "ok"]
+    r = draw(st.sampled_from(oks))
+    part = draw(st.sampled_from(r["parts"]))
+    factor = draw(st.one_of(st.floats(0.01, 0.999), st.floats(1.001, 100.0), st.sampled_from([0.5, 2.0, 10.0])))
+    label = draw(st.text(min_size=1, max_size=20))
+    if kind in ("flops", "bytes"):
+        key = "flops" if kind == "flops" else "min_bytes"
+        if part[key] == 0:
+            part[key] = draw(st.floats(1.0, 1e12))
+        else:
+            part[key] *= factor
+        _rates(r)
+    elif kind == "drop_direction":
+        multi = [x for x in oks if len(x["parts"]) > 1]
+        r = draw(st.sampled_from(multi))
+        r["parts"].pop(draw(st.integers(0, len(r["parts"]) - 1)))
+        _rates(r)
+    elif kind == "duplicate_direction":
+        r["parts"].append(copy.deepcopy(part))
+        _rates(r)
+    elif kind == "rename_direction":
+        others = ["fwd", "bwd", "bwd_data", "bwd_filter", "in_place", "out_of_place", label]
+        new = draw(st.sampled_from([d for d in others if d != part["direction"]]))
+        part["direction"] = new
+        if new in ("bwd_data", "bwd_filter", "bwd", "fwd") and r["op"] in ("conv", "rnn") and \
+                any(p is not part and p["direction"] == new for p in r["parts"]):
+            pass  # a duplicate, kept: also a forgery
+        _rates(r)
+    elif kind == "unsupported":
+        reason = draw(st.one_of(st.text(min_size=1, max_size=80), st.sampled_from([
+            "PyTorch has no int8 recurrent layer with 32-bit accumulate",
+            "onnxruntime has no sparse matrix product among the standard ONNX operators",
+            "fp8 GEMM needs an NVIDIA GPU of compute capability 8.9 or newer (cuBLASLt fp8)",
+            "TFLite has no builtin GRU operator",
+            "cublasGemmEx has no fp32 GEMM"])))
+        for key in ("time_us", "tflops", "gbps", "check"):
+            r[key] = None
+        r.update(status="unsupported", reason=reason, parts=[], flags=[])
+        _counts(run, results)
+    elif kind == "stop_reason":
+        part["measurement"]["stop_reason"] = draw(st.sampled_from(["converged-ish", "stopped", "CONVERGED", label]))
+    elif kind == "timer":
+        part["measurement"]["method"] = draw(st.sampled_from(["wall-clock", "fake", label]).filter(
+            lambda x: x not in ("cpu-perf-counter",)))
+    elif kind == "check_method":
+        part["check"]["method"] = draw(st.sampled_from(["eyeballed", "none", label]))
+        r["check"] = r["parts"][0]["check"]
+    elif kind == "flag":
+        r["flags"] = [*r["flags"], draw(st.sampled_from(["fast", "verified", label]).filter(
+            lambda x: x not in ("unconverged", "noisy", "throttled", "timing-disagrees", "contended")))]
+    elif kind == "negative_error":
+        part["check"]["error"] = -draw(st.floats(1e-12, 1.0))
+        r["check"] = r["parts"][0]["check"] if r["check"] is not None else None
+        _rates(r)
+    else:  # a setting outside the command line's range, in the plan and the run alike
+        name = draw(st.sampled_from(sorted(RANGES)))
+        bound = RANGES[name]
+        value: float = draw(st.one_of(st.floats(bound.high * 1.01 + 1, bound.high * 1e6 + 10),
+                                      st.just(bound.low - 1 if not bound.low_open else bound.low)))
+        if name in ("seed", "ranks", "min_samples", "max_samples"):
+            value = int(min(value, 2**62))
+            if value <= bound.high and value >= bound.low:
+                value = int(bound.high) + 1
+        for doc in (plan, run):
+            doc["settings"][name] = value
+        if name == "seed":
+            run["provenance"]["seeds"]["inputs"] = value
+    return kind, plan, run, results
+
+
+@pytest.fixture(scope="module")
+def tally() -> dict[str, int]:
+    return {}
+
+
+def test_no_semantic_forgery_is_accepted(docs: dict[str, Any], tally: dict[str, int]) -> None:
+    @settings(max_examples=FORGERIES, deadline=None, database=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(forgery(docs))
+    def property_(forged: tuple[str, dict, dict, list[dict]]) -> None:
+        kind, plan, run, results = forged
+        report = judge(docs, plan, run, results)
+        text = "\n".join(str(p) for p in report.problems)
+        assert "could not be completed" not in text, text
+        assert not report.ok, f"{kind} forgery accepted"
+        tally[kind] = tally.get(kind, 0) + 1
+
+    property_()
+    assert sum(tally.values()) >= FORGERIES
+    assert set(tally) == set(KINDS), tally
+
+
+def test_forgery_through_files(base: Path, tmp_path: Path) -> None:
+    """The same verdict through check_bundle: doubled FLOPs with the rates re-derived and the
+    manifest re-hashed, and a convolution kept to its fwd part."""
+    for edit in ("flops", "drop"):
+        bundle = tmp_path / edit
+        shutil.copytree(base, bundle)
+        results = [json.loads(x) for x in (bundle / "results.jsonl").read_text().splitlines() if x.strip()]
+        r = next(x for x in results if x["status"] == "ok" and (edit == "flops" or len(x["parts"]) == 3))
+        if edit == "flops":
+            r["parts"][0]["flops"] *= 2
+        else:
+            del r["parts"][1:]
+        _rates(r)
+        (bundle / "results.jsonl").write_text("".join(json.dumps(x) + "\n" for x in results))
+        write_manifest(bundle)
+        report = check_bundle(bundle, allow_modified=True)
+        text = "\n".join(str(p) for p in report.problems)
+        assert not report.ok
+        assert ("FLOPs is not what its parameters give" if edit == "flops" else "lacks the direction") in text, text
