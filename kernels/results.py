@@ -121,6 +121,9 @@ class Measurement(Frozen):
     stats: TimeStats
     discarded: int = Field(0, ge=0, description="samples dropped (e.g. taken while throttled)")
     clocks_mhz: tuple[float, ...] = Field((), description="SM clock read beside the samples, where readable")
+    others_cores: float | None = Field(None, ge=0, description="CPU run: CPU cores other processes kept busy on the "
+                                       "CPUs the run may use while these samples were taken (kernels/noise.py)")
+    spare_cores: int | None = Field(None, ge=0, description="CPU run: CPUs the run may use that its threads left free")
 
     @model_validator(mode="after")
     def _stats_match_samples(self) -> Measurement:

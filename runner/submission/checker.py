@@ -43,6 +43,7 @@ from ...kernels.backends import result_backends
 from ...kernels.catalog import traits_of
 from ...kernels.harness.execute import NOISY_REL_IQR
 from ...kernels.model_kernel import MODEL_TOLERANCE
+from ...kernels.noise import contended
 from ...kernels.op_traits import Tolerance
 from ...kernels.precision import PRECISIONS, TRANSFORM_TOLERANCE, Precision, recurrence_tolerance, tolerance
 from ...kernels.provenance import (
@@ -450,6 +451,10 @@ def _check_results(b: Bundle, report: Report) -> None:
             report.add(r.id, f"{r.status.value}: {r.reason[:300]}")
         elif r.status is Status.OK:
             _check_flags(r, report)
+            if "contended" in r.flags:
+                report.warn(r.id, "contended: other processes held CPUs its threads used while it was measured; its "
+                                  "figure reads slow and is not judged (check --strict refuses it; re-run it on a "
+                                  "quiet machine)")
             if r.check is not None and r.check not in [p.check for p in r.parts]:
                 report.add(r.id, "its check is none of its parts' checks")
             for p in r.parts:
@@ -500,7 +505,8 @@ def tolerance_bound(r: KernelResult, direction: str) -> float:
 def _check_flags(r: KernelResult, report: Report) -> None:
     """The flags that follow from the measurements alone must be there exactly when they follow."""
     derived = {"unconverged": any(p.measurement.stop_reason != "converged" for p in r.parts),
-               "noisy": any(p.measurement.stats.rel_iqr > NOISY_REL_IQR for p in r.parts)}
+               "noisy": any(p.measurement.stats.rel_iqr > NOISY_REL_IQR for p in r.parts),
+               "contended": any(contended(p.measurement.others_cores, p.measurement.spare_cores) for p in r.parts)}
     for flag, due in derived.items():
         if due != (flag in r.flags):
             report.add(r.id, f"flag {flag!r} is {'missing' if due else 'set'}, but its measurements say "

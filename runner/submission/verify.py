@@ -64,6 +64,7 @@ DEFAULT_CAP = 1.0
 # verdict may rest on by default (a 50% alteration must not pass as noise).
 DEFAULT_MAX_NOISE = 0.15
 REPORT_FILE = "verify.json"
+CONTENDED = "contended"  # the result flag (kernels/harness/execute.py): not judged
 DEFAULT_VERIFY_DIR = Path("deepbench-verify")
 REMEASURE_DIR = "remeasure"
 REMEASURE_FACTOR = 4.0  # the second measurement's samples and time cap, against the plan's
@@ -139,6 +140,13 @@ def compare(submitted: list[KernelResult], rerun: list[KernelResult], rule: Tole
         r = again.get(s.id)
         if r is None:
             out.append(Comparison(id=s.id, verdict="disagree", reason="not re-run (the re-run stopped early)"))
+        elif CONTENDED in s.flags or CONTENDED in r.flags:
+            where = "the submission" if CONTENDED in s.flags else "this re-run"
+            out.append(Comparison(id=s.id, verdict="unverifiable", reason=(
+                f"contended in {where}: other processes held CPUs its threads used, so its time says little; "
+                "not judged (re-run on a quiet machine, or with --threads 1 in both)"),
+                submitted_us=s.time_us.median if s.time_us else None, rerun_us=r.time_us.median if r.time_us else None,
+                remeasured=s.id in remeasured))
         elif s.status is Status.OK and r.status is Status.OK and s.time_us and r.time_us:
             ratio = r.time_us.median / s.time_us.median
             noise = math.hypot(s.time_us.rel_iqr, r.time_us.rel_iqr)
@@ -171,7 +179,7 @@ def to_remeasure(comparisons: list[Comparison], rerun: list[KernelResult]) -> li
         r = again.get(c.id)
         if r is None or r.status is not Status.OK or r.time_us is None:
             continue
-        if c.verdict != "agree" or r.time_us.rel_iqr > NOISY_RERUN:
+        if c.verdict != "agree" or r.time_us.rel_iqr > NOISY_RERUN or CONTENDED in r.flags:
             out.append(c.id)
     return out
 
@@ -183,6 +191,9 @@ def quieter(first: list[KernelResult], second: list[KernelResult]) -> list[Kerne
     out = []
     for r in first:
         b = better.get(r.id)
+        if b is not None and CONTENDED in r.flags and CONTENDED not in b.flags:
+            out.append(b)  # an uncontended second measurement beats a contended first, however quiet
+            continue
         # b.time_us is set (`better` holds only those); said again for the type checker
         out.append(b if b is not None and b.time_us is not None
                    and (r.time_us is None or b.time_us.rel_iqr < r.time_us.rel_iqr) else r)
