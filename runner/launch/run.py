@@ -27,8 +27,17 @@ from deepbench.kernels.backends.engine_choice import PIN_ALL, EngineError, check
 from deepbench.kernels.harness.protocol import ExitCode
 from deepbench.kernels.harness.record import build_record, read_facts, write_record
 from deepbench.kernels.padding import PadMode
-from deepbench.kernels.results import ENGINE_RACES, MAX_SEED, PLAN_FILE, RESULTS_FILE, Plan, RunRecord, Settings
-from deepbench.kernels.results_file import WriteFailed, read_results, write_atomic
+from deepbench.kernels.results import (
+    ENGINE_RACES,
+    MAX_SEED,
+    PLAN_FILE,
+    RESULTS_FILE,
+    Plan,
+    RunRecord,
+    Settings,
+    Status,
+)
+from deepbench.kernels.results_file import REJECTED_FILE, WriteFailed, read_results, write_atomic
 from deepbench.kernels.suites import SelectionError
 
 from ..analysis.sanity import context_of
@@ -135,6 +144,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     out = parser.add_argument_group("results")
     out.add_argument("--out", type=Path, metavar="DIR", help="results folder (default: ./deepbench-results/RUN_ID)")
     out.add_argument("--resume", type=Path, metavar="DIR", help="continue the run in DIR where it stopped")
+    out.add_argument("--retry", type=retry_statuses, metavar="STATUSES",
+                     help="with --resume: measure again the kernels whose result is one of these (comma-separated: "
+                          f"{', '.join(RETRY_STATUSES)}); their old results are kept in {REJECTED_FILE}")
     out.add_argument("--quiet", action="store_true", help="no per-kernel lines, only the tables")
     parser.set_defaults(mode="default")
 
@@ -153,6 +165,9 @@ def run(args: argparse.Namespace) -> int:
 def _open_folder(args: argparse.Namespace) -> RunFolder:
     if args.launch and not args.resume:
         raise UserError("--launch starts the plan that deepbench launch-command wrote: name its folder with --resume")
+    if args.retry and not args.resume:
+        raise UserError("--retry measures again the failed or timed-out kernels of a run: name its folder with "
+                        "--resume")
     if args.resume:
         return run_folder.reopen(args.resume, args, getattr(args, "explicit", set()))
     platform = get_platform(args.platform or ("cpu" if args.local else _no_platform()))
@@ -223,6 +238,18 @@ def _where(args: argparse.Namespace, local: bool) -> str:
     if args.launch:
         return f"ranks started by {shlex.split(args.launch)[0]}"
     return "local" if local else "container"
+
+
+RETRY_STATUSES = (Status.FAILED.value, Status.TIMEOUT.value)
+
+
+def retry_statuses(text: str) -> tuple[str, ...]:
+    """--retry's value: statuses whose kernels a resume measures again."""
+    names = tuple(dict.fromkeys(x.strip() for x in text.split(",") if x.strip()))
+    wrong = [x for x in names if x not in RETRY_STATUSES]
+    if not names or wrong:
+        raise argparse.ArgumentTypeError(f"choose from {', '.join(RETRY_STATUSES)} (comma-separated), not {text!r}")
+    return names
 
 
 def _no_platform() -> str:
