@@ -361,12 +361,12 @@ def _synthetic(kid: str, median: float, rel_iqr: float, status: str = "ok") -> S
     from deepbench.kernels.results import Status
 
     if status != "ok":
-        return SimpleNamespace(id=kid, status=Status(status), reason="why", time_us=None)
+        return SimpleNamespace(id=kid, status=Status(status), reason="why", time_us=None, flags=())
     half = median * rel_iqr / 2
     stats = TimeStats(median=median, min=median - half, max=median + half, mean=median, p25=median - half,
                       p75=median + half, n=20)
     assert abs(stats.rel_iqr - rel_iqr) < 1e-9
-    return SimpleNamespace(id=kid, status=Status.OK, reason="", time_us=stats)
+    return SimpleNamespace(id=kid, status=Status.OK, reason="", time_us=stats, flags=())
 
 
 def test_verify_refuses_a_bundle_that_fails_its_check(copy: Path, tmp_path: Path) -> None:

@@ -79,8 +79,7 @@ def _measure(backend: Backend, prepared: Prepared, rule: StopRule
         window = CpuWindow() if backend.settings.device == "cpu" else None
         measurement = part.timer(part.run, rule) if part.timer else backend.measure(part.run, rule, part)
         if window is not None and measurement.method == CPU_TIMER:  # who else held the CPUs meanwhile
-            spare = max(0, len(window.cpus) - (getattr(backend, "threads", None) or backend.settings.threads
-                                               or len(window.cpus)))
+            spare = max(0, len(window.cpus) - (backend.cpu_threads() or len(window.cpus)))
             measurement = measurement.model_copy(update={"others_cores": window.others_cores(), "spare_cores": spare})
         check = part.check()  # the outputs the last timed call wrote
         if not check.passed:

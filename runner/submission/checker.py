@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import lru_cache
@@ -104,7 +104,8 @@ class Bundle:
     host_system: SystemDescription | None = None
     plan: Plan | None = None
     run: RunRecord | None = None
-    results: list[KernelResult] = field(default_factory=list)
+    # The valid results: a list, or a ResultStream that reads them again at each pass (check_bundle).
+    results: Iterable[KernelResult] = field(default_factory=list)
     results_valid: bool = False
 
 
@@ -266,15 +267,11 @@ def bounded_lines(f: BinaryIO, limit: int) -> Iterator[tuple[int, bytes | None]]
         yield n, None
 
 
-def _load_results(root: Path, files: dict[str, int], limits: Limits, report: Report
-                  ) -> tuple[list[KernelResult], bool]:
+def _stream_results(path: Path, limits: Limits, report: Report) -> Iterator[KernelResult]:
+    """The file's valid records one at a time (a problem for each invalid line, up to the limit)."""
     rel = layout.RESULTS
-    if rel not in files:
-        return [], False
-    out: list[KernelResult] = []
-    before = len(report.problems)
     bad = 0
-    with (root / rel).open("rb") as f:
+    with path.open("rb") as f:
         for n, line in bounded_lines(f, limits.max_json_bytes):
             if line is not None and not line.strip():
                 continue
@@ -292,10 +289,32 @@ def _load_results(root: Path, files: dict[str, int], limits: Limits, report: Rep
                 if bad > limits.max_reported_per_file:
                     report.problems.pop()
             else:
-                out.append(ok)
+                yield ok
     if bad > limits.max_reported_per_file:
         report.add(rel, f"... and {bad - limits.max_reported_per_file} more invalid lines")
-    return out, len(report.problems) == before
+
+
+class ResultStream:
+    """results.jsonl's valid records, read from the file again at each pass: the checker holds one
+    record at a time, whatever the file's size (a 443 MB file once cost 1.77 GB held as a list).
+    Its problems are reported by the first pass (_load_results), not again."""
+
+    def __init__(self, path: Path, limits: Limits) -> None:
+        self.path, self.limits = path, limits
+
+    def __iter__(self) -> Iterator[KernelResult]:
+        return _stream_results(self.path, self.limits, Report(self.path))
+
+
+def _load_results(root: Path, files: dict[str, int], limits: Limits, report: Report
+                  ) -> tuple[Iterable[KernelResult], bool]:
+    rel = layout.RESULTS
+    if rel not in files:
+        return [], False
+    before = len(report.problems)
+    for _ in _stream_results(root / rel, limits, report):  # the pass that reports every invalid line
+        pass
+    return ResultStream(root / rel, limits), len(report.problems) == before
 
 
 # ----- cross-checks -------------------------------------------------------------------------------
@@ -419,60 +438,62 @@ def _check_scope(b: Bundle, report: Report) -> None:
 
 def _check_results(b: Bundle, report: Report) -> None:
     plan = b.plan
-    if not b.results and b.results_valid:
-        report.add(layout.RESULTS, "holds no results")
-    by_result: dict[str, KernelResult] = {}
-    for r in b.results:
-        if r.id in by_result:
-            report.add(r.id, "has more than one result")
-        by_result[r.id] = r
     planned = {i.id: i for i in plan.items} if plan else {}
-    if plan is not None:
-        for item_id, item in planned.items():
-            found = by_result.get(item_id)
-            if found is None:
-                if b.results_valid:  # else the invalid lines are reported already
-                    report.add(item_id, "has no result in results.jsonl (a kernel of the declared scope is missing)")
-                continue
-            if found.kernel != item.kernel or found.precision != _precision_info(item.precision):
-                report.add(item_id, "its kernel or precision differs from the plan's")
-            if found.backend not in result_backends(plan.backend):
-                report.add(item_id, f"was run by backend {found.backend!r}, the plan says {plan.backend!r}")
-        for r in b.results:
-            if r.id not in planned:
-                report.add(r.id, "is a result for a kernel the plan does not hold")
+    seen: set[str] = set()  # ids only: the records themselves stream by (bounded memory)
     for r in b.results:
-        check_result(r, plan, report.add)
-        ran = unsupported_but_ran(r, plan) if plan is not None else None
-        if ran is not None:
-            report.warn(r.id, f"is unsupported, but this tool's published run {ran} measured it on platform "
-                              f"{plan.platform} with backend {plan.backend}" if plan else "")
-        if r.status in (Status.FAILED, Status.TIMEOUT):
-            report.add(r.id, f"{r.status.value}: {r.reason[:300]}")
-        elif r.status is Status.OK:
-            _check_flags(r, report)
-            if "contended" in r.flags:
-                report.warn(r.id, "contended: other processes held CPUs its threads used while it was measured; its "
-                                  "figure reads slow and is not judged (check --strict refuses it; re-run it on a "
-                                  "quiet machine)")
-            if r.check is not None and r.check not in [p.check for p in r.parts]:
-                report.add(r.id, "its check is none of its parts' checks")
-            for p in r.parts:
-                _check_samples(r, p, plan, report)
-                if not p.check.passed:
-                    report.add(r.id, f"{p.direction}: its check did not pass")
-                elif p.check.error is None or not math.isfinite(p.check.error) or p.check.tolerance < 0 \
-                        or p.check.error > p.check.tolerance:
-                    report.add(r.id, f"{p.direction}: its check passed with error {p.check.error} against a "
-                                     f"tolerance of {p.check.tolerance}: a passed check has its error within it")
-                elif p.check.tolerance > (bound := tolerance_bound(r, p.direction)) * TOLERANCE_SLACK:
-                    report.add(r.id, f"{p.direction}: its tolerance {p.check.tolerance:g} is above the {bound:g} "
-                                     f"this tool allows a {r.precision.name.value} {r.op} check")
-                _check_rates(r, f"{p.direction}: ", p.tflops, p.gbps, p.flops, p.min_bytes,
-                             p.measurement.stats.median, report)
-            if r.time_us is not None:
-                _check_rates(r, "", r.tflops, r.gbps, sum(p.flops for p in r.parts),
-                             sum(p.min_bytes for p in r.parts), r.time_us.median, report)
+        if r.id in seen:
+            report.add(r.id, "has more than one result")
+        seen.add(r.id)
+        item = planned.get(r.id)
+        if plan is not None and item is None:
+            report.add(r.id, "is a result for a kernel the plan does not hold")
+        elif plan is not None and item is not None:
+            if r.kernel != item.kernel or r.precision != _precision_info(item.precision):
+                report.add(r.id, "its kernel or precision differs from the plan's")
+            if r.backend not in result_backends(plan.backend):
+                report.add(r.id, f"was run by backend {r.backend!r}, the plan says {plan.backend!r}")
+        _check_one_result(r, plan, report)
+    if not seen and b.results_valid:
+        report.add(layout.RESULTS, "holds no results")
+    if b.results_valid:  # else the invalid lines are reported already
+        for item_id in planned:
+            if item_id not in seen:
+                report.add(item_id, "has no result in results.jsonl (a kernel of the declared scope is missing)")
+
+
+def _check_one_result(r: KernelResult, plan: Plan | None, report: Report) -> None:
+    """What one result must hold by itself (and against the plan's settings)."""
+    check_result(r, plan, report.add)
+    ran = unsupported_but_ran(r, plan) if plan is not None else None
+    if ran is not None:
+        report.warn(r.id, f"is unsupported, but this tool's published run {ran} measured it on platform "
+                          f"{plan.platform} with backend {plan.backend}" if plan else "")
+    if r.status in (Status.FAILED, Status.TIMEOUT):
+        report.add(r.id, f"{r.status.value}: {r.reason[:300]}")
+    elif r.status is Status.OK:
+        _check_flags(r, report)
+        if "contended" in r.flags:
+            report.warn(r.id, "contended: other processes held CPUs its threads used while it was measured; its "
+                              "figure reads slow and is not judged (check --strict refuses it; re-run it on a "
+                              "quiet machine)")
+        if r.check is not None and r.check not in [p.check for p in r.parts]:
+            report.add(r.id, "its check is none of its parts' checks")
+        for p in r.parts:
+            _check_samples(r, p, plan, report)
+            if not p.check.passed:
+                report.add(r.id, f"{p.direction}: its check did not pass")
+            elif p.check.error is None or not math.isfinite(p.check.error) or p.check.tolerance < 0 \
+                    or p.check.error > p.check.tolerance:
+                report.add(r.id, f"{p.direction}: its check passed with error {p.check.error} against a "
+                                 f"tolerance of {p.check.tolerance}: a passed check has its error within it")
+            elif p.check.tolerance > (bound := tolerance_bound(r, p.direction)) * TOLERANCE_SLACK:
+                report.add(r.id, f"{p.direction}: its tolerance {p.check.tolerance:g} is above the {bound:g} "
+                                 f"this tool allows a {r.precision.name.value} {r.op} check")
+            _check_rates(r, f"{p.direction}: ", p.tflops, p.gbps, p.flops, p.min_bytes,
+                         p.measurement.stats.median, report)
+        if r.time_us is not None:
+            _check_rates(r, "", r.tflops, r.gbps, sum(p.flops for p in r.parts),
+                         sum(p.min_bytes for p in r.parts), r.time_us.median, report)
 
 
 def _check_rates(r: KernelResult, where: str, tflops: float | None, gbps: float | None, flops: float,

@@ -52,6 +52,7 @@ from ..option_types import usable_cpus
 from ..platforms import get_platform
 from ..render.display import RunProgress
 from ..setting_ranges import out_of_range
+from . import layout
 from .checker import check_bundle
 from .layout import SubmissionIndex
 from .show import print_report
@@ -264,6 +265,7 @@ def verify_bundle(root: Path, *, local: bool, out: Path | None, rule: ToleranceR
     bundle = report.bundle
     assert bundle.plan is not None and bundle.run is not None and bundle.index is not None
     index = bundle.index  # as narrowed here, for the closure below
+    submitted = read_results(root / layout.RESULTS)  # checked above; verify compares every one
     if not local and bundle.index.local:
         raise UserError("this submission was run with --local (no container image): verify it with --local")
     if local:
@@ -275,7 +277,7 @@ def verify_bundle(root: Path, *, local: bool, out: Path | None, rule: ToleranceR
     outdir = out or DEFAULT_VERIFY_DIR / f"{bundle.plan.run_id}-{stamp}"
     # The very cuDNN engines the submission ran (its results name them), not a fresh choice.
     settings = bundle.plan.settings.model_copy(update={"cudnn_engines": {
-        **recorded_engines(bundle.results), **bundle.plan.settings.cudnn_engines}})
+        **recorded_engines(submitted), **bundle.plan.settings.cudnn_engines}})
     plan = bundle.plan.model_copy(update={"run_id": f"{bundle.plan.run_id}-verify-{stamp}",
                                           "command": command_line(), "settings": settings})
     folder = run_folder.create(outdir, plan, local, role="deepbench verify", resume_hint=False)
@@ -294,7 +296,7 @@ def verify_bundle(root: Path, *, local: bool, out: Path | None, rule: ToleranceR
         sub = run_folder.create(outdir / REMEASURE_DIR, again, local, role="deepbench verify", resume_hint=False)
         return _rerun(sub, container_for, console, quiet)[1]
 
-    comparisons = judge(bundle.results, rerun, rule, remeasure)
+    comparisons = judge(submitted, rerun, rule, remeasure)
     count = Counter(c.verdict for c in comparisons)
     result = VerifyReport(
         bundle=str(root), rerun=str(outdir), local=local, rule=vars(rule).copy(), agree=count["agree"],

@@ -60,6 +60,9 @@ OPERATIONS: dict[str, Callable[[TorchContext, Any, Precision], Prepared]] = {
 class TorchBackend(Backend):
     name = "torch"
 
+    def cpu_threads(self) -> int | None:
+        return self.threads
+
     def __init__(self, settings: Settings, cuda: CudaDevice | None = None) -> None:
         """`cuda`: the run's GPU when another backend shares it (kernels/backends/nvidia.py)."""
         super().__init__(settings)
