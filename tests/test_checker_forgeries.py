@@ -27,7 +27,7 @@ from deepbench.runner.setting_ranges import RANGES
 from deepbench.runner.submission.checker import Bundle, Report, _validate, check_bundle, check_documents
 from deepbench.runner.submission.manifest import write_manifest
 
-from .conftest import run_cli
+from .conftest import local_bundle
 
 FORGERIES = int(os.environ.get("DEEPBENCH_FORGERIES", "10000"))
 KINDS = ("flops", "bytes", "drop_direction", "duplicate_direction", "rename_direction", "unsupported", "stop_reason",
@@ -37,15 +37,7 @@ NOWHERE = Path("/nonexistent-bundle")  # no plan.json to hash: the forger re-mad
 
 @pytest.fixture(scope="module")
 def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("forge")
-    run = root / "run"
-    proc = run_cli("deepbench-run", "--local", "--suite", "smoke", "--fast", "--threads", "1", "--quiet",
-                   "--out", str(run))
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    bundle = root / "bundle"
-    proc = run_cli("deepbench", "submit", str(run), "--out", str(bundle), "--submitter", "CI", "--system-name", "VM")
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return bundle
+    return local_bundle(tmp_path_factory.mktemp("forge"), "--suite", "smoke", "--fast", "--threads", "1", "--quiet")
 
 
 @pytest.fixture(scope="module")

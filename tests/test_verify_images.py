@@ -21,7 +21,7 @@ from deepbench.runner.platforms import get_platform
 from deepbench.runner.submission.checker import check_bundle
 from deepbench.runner.submission.manifest import write_manifest
 
-from .conftest import run_cli
+from .conftest import local_bundle, run_cli
 from .test_containers import _docker
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
@@ -66,14 +66,8 @@ def container_bundle(tmp_path_factory: pytest.TempPathFactory, hostile: dict[str
     """A real run's bundle, re-made as a container run on the hostile image (the image, digest and
     index changed together, the manifest re-hashed): it passes check, so only verify's own rule
     keeps the image from running."""
-    root = tmp_path_factory.mktemp("vimg")
-    run = root / "run"
-    proc = run_cli("deepbench-run", "--local", "--suite", "smoke", "--ops", "gemm", "--fast", "--threads", "1",
-                   "--quiet", "--out", str(run))
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    bundle = root / "bundle"
-    proc = run_cli("deepbench", "submit", str(run), "--out", str(bundle), "--submitter", "x", "--system-name", "y")
-    assert "Traceback" not in proc.stderr, proc.stderr
+    bundle = local_bundle(tmp_path_factory.mktemp("vimg"), "--suite", "smoke", "--ops", "gemm", "--fast",
+                          "--threads", "1", "--quiet")
     image_id = hostile["labelled_id"]
     record = json.loads((bundle / "run.json").read_text())
     record["provenance"].update(local=False, image_digest=image_id, image={
