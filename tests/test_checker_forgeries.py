@@ -27,7 +27,7 @@ from deepbench.runner.setting_ranges import RANGES
 from deepbench.runner.submission.checker import Bundle, Report, _validate, check_bundle, check_documents
 from deepbench.runner.submission.manifest import write_manifest
 
-from .conftest import local_bundle
+from .conftest import local_bundle, run_cli
 
 FORGERIES = int(os.environ.get("DEEPBENCH_FORGERIES", "10000"))
 KINDS = ("flops", "bytes", "drop_direction", "duplicate_direction", "rename_direction", "unsupported", "stop_reason",
@@ -255,3 +255,75 @@ def test_checker_streams_results(base: Path, tmp_path: Path) -> None:
         tracemalloc.stop()
     assert any("has more than one result" in str(p) for p in report.problems)  # it read them all
     assert peak < size / 8, f"peak {peak / 2**20:.0f} MiB for a {size / 2**20:.0f} MiB results file"
+
+
+def _forge_files(base: Path, dst: Path, edit_plan_settings: dict | None = None,
+                 edit_provenance: dict | None = None) -> Path:
+    """A copy of the bundle with plan and run settings (or the run's provenance) changed together,
+    plan_sha256 and the manifest re-made: what a careful forger hands over."""
+    from deepbench.kernels.provenance import sha256_file
+
+    shutil.copytree(base, dst)
+    plan = json.loads((dst / "plan.json").read_text())
+    run = json.loads((dst / "run.json").read_text())
+    for doc in (plan, run):
+        doc["settings"].update(edit_plan_settings or {})
+    run["provenance"].update(edit_provenance or {})
+    (dst / "plan.json").write_text(json.dumps(plan, indent=1) + "\n")
+    run["plan_sha256"] = sha256_file(dst / "plan.json")
+    (dst / "run.json").write_text(json.dumps(run, indent=1) + "\n")
+    write_manifest(dst)
+    return dst
+
+
+def test_verify_local_never_runs_settings_outside_the_clis_ranges(base: Path, tmp_path: Path) -> None:
+    """Issue 42 case 4: a bundle asking for 100,000 threads and a million-second minimum time: check
+    names both, and verify --local refuses before anything runs."""
+    bundle = _forge_files(base, tmp_path / "b", {"threads": 100_000, "min_time_s": 1e6})
+    report = check_bundle(bundle, allow_modified=True)
+    text = "\n".join(str(p) for p in report.problems)
+    assert "min_time_s 1e+06 is outside" in text and "threads 100000 is outside" in text, text
+    out = tmp_path / "again"
+    proc = run_cli("deepbench", "verify", str(bundle), "--local", "--allow-modified", "--out", str(out),
+                   env={"COLUMNS": "300"})
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
+    assert "outside" in proc.stdout + proc.stderr
+    assert not (out / "results.jsonl").exists()
+
+
+def test_a_modified_tree_no_longer_excuses_a_foreign_harness_hash(base: Path, tmp_path: Path) -> None:
+    """Issue 42 case 3: a zeroed harness hash in a bundle that declares its tree modified fails
+    plain check; --allow-modified accepts it with warnings that say so."""
+    source = {"state": "modified", "commit": "0" * 40, "changed": ["kernels/harness/execute.py"],
+              "changed_count": 1, "reason": ""}
+    bundle = _forge_files(base, tmp_path / "b", edit_provenance={"harness_sha256": "0" * 64, "source": source,
+                                                                  "harness_source": source})
+    plain = check_bundle(bundle)
+    assert any("--allow-modified" in str(p) for p in plain.problems), [str(p) for p in plain.problems]
+    allowed = check_bundle(bundle, allow_modified=True)
+    assert allowed.ok, [str(p) for p in allowed.problems]
+    assert any("modified source tree" in str(w) for w in allowed.warnings)
+
+
+def test_strict_refuses_unsupported_where_a_published_run_measured_it(docs: dict[str, Any], base: Path,
+                                                                    tmp_path: Path, monkeypatch) -> None:
+    """An `ok` kernel turned `unsupported` with a reason its backend does give: plain check cannot
+    tell, but a published run of this tool measured that kernel on this platform with this backend,
+    so check --strict (warnings fail) refuses it."""
+    from deepbench.runner.submission import semantics
+
+    published = tmp_path / "published"
+    shutil.copytree(base.parent / "run", published / "cpu" / "smoke")  # this tool's own run, as published
+    monkeypatch.setattr(semantics, "PUBLISHED", published)
+    semantics.ran_before.cache_clear()
+    plan, run, results = copy.deepcopy(docs["plan"]), copy.deepcopy(docs["run"]), copy.deepcopy(docs["results"])
+    r = next(x for x in results if x["status"] == "ok" and x["op"] == "gemm")
+    r.update(status="unsupported", reason=f"{r['precision']['name']} is not available through PyTorch on cpu",
+             parts=[], flags=[], time_us=None, tflops=None, gbps=None, check=None)
+    _counts(run, results)
+    try:
+        report = judge(docs, plan, run, results)
+    finally:
+        semantics.ran_before.cache_clear()
+    assert report.ok, [str(p) for p in report.problems]  # a reason the backend gives: plain check passes
+    assert any("published run" in str(w) and r["id"] in str(w) for w in report.warnings)

@@ -349,7 +349,7 @@ def _check_run(b: Bundle, report: Report) -> None:
     if run.state != "complete":
         report.add(layout.RUN, f"the run is {run.state}, not complete")
     if plan is not None:
-        check_settings(plan, report.add, layout.PLAN)
+        check_settings(plan, report.add, layout.PLAN, cpus=b.system.measured.cpu.usable_cpus if b.system else None)
         if run.settings != plan.settings:
             report.add(layout.RUN, "its settings differ from plan.json's")
         if run.planned != len(plan.items):

@@ -110,9 +110,10 @@ def _check_part(r: KernelResult, p: PartResult, device: str, add: Add) -> None:
                   "kernels/costs.py)")
 
 
-def check_settings(plan: Plan, add: Add, where: str) -> None:
-    """The run's settings within the ranges the command line accepts."""
-    for problem in out_of_range(plan.settings):
+def check_settings(plan: Plan, add: Add, where: str, cpus: int | None = None) -> None:
+    """The run's settings within the ranges the command line accepts (`cpus`: the submitting
+    machine's usable CPUs, which bound --threads there)."""
+    for problem in out_of_range(plan.settings, cpus=cpus):
         add(where, f"settings: {problem} (the range deepbench-run accepts)")
 
 
