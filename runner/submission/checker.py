@@ -465,9 +465,9 @@ def _check_one_result(r: KernelResult, plan: Plan | None, report: Report) -> Non
     """What one result must hold by itself (and against the plan's settings)."""
     check_result(r, plan, report.add)
     ran = unsupported_but_ran(r, plan) if plan is not None else None
-    if ran is not None:
+    if plan is not None and ran is not None:
         report.warn(r.id, f"is unsupported, but this tool's published run {ran} measured it on platform "
-                          f"{plan.platform} with backend {plan.backend}" if plan else "")
+                          f"{plan.platform} with backend {plan.backend}")
     if r.status in (Status.FAILED, Status.TIMEOUT):
         report.add(r.id, f"{r.status.value}: {r.reason[:300]}")
     elif r.status is Status.OK:

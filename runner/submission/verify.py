@@ -1,9 +1,11 @@
 """`deepbench verify`: re-run a submission's plan and compare every kernel with the submitted numbers.
 
 The bundle must first pass `deepbench check`. Its plan.json is run again exactly (same kernels,
-precisions, settings and seed) on this machine: in a container on the submission's image (the
-one here with its id, else its exported archive, else pulled by digest: image.py), or with
---local in a subprocess on the host (the only way for a --local submission). Then, per kernel:
+precisions, settings and seed) on this machine, by code the verifier trusts: in a container on
+the verifier's own image (the platform's image built here from this tool's recipe, or --image REF
+built here; labels and harness hash checked, never the image the bundle names, which is the
+submitter's code), or with --local in a subprocess of this installation (the only way for a
+--local submission; settings outside deepbench-run's ranges are refused). Then, per kernel:
 
   ratio      = re-run median / submitted median
   noise      = sqrt(rel_iqr_submitted^2 + rel_iqr_rerun^2)      (rel_iqr = (p75 - p25) / median)
@@ -17,7 +19,8 @@ both runs measured, and a kernel too noisy for any tolerance to mean something i
 pass. Before judging, every kernel that did not agree or whose re-run was noisy is measured once
 more with longer samples and a longer time cap (jitter averages out over more calls per sample;
 a busy moment passes), and the quieter of its two re-runs is the one compared. A kernel
-`unsupported` in both agrees; one that is `ok` in one run and not in the other disagrees.
+`unsupported` in both agrees; one that is `ok` in one run and not in the other disagrees; one
+flagged `contended` (other processes held its CPUs) in either run is `unverifiable`, not judged.
 """
 
 from __future__ import annotations
@@ -226,7 +229,7 @@ def environment_differences(submitted: SystemDescription | None, here: SystemDes
     return out
 
 
-def _container_starter(index: SubmissionIndex, plan: Plan, plan_path: Path, outdir: Path, console: Console,
+def _container_starter(plan: Plan, plan_path: Path, outdir: Path, console: Console,
                        image: str | None) -> Callable[[], Any]:
     """A container on the verifier's own image: the platform's image this installation built (or
     pulled) from the project's recipe, or the one the verifier names with --image; either must carry
@@ -240,9 +243,8 @@ def _container_starter(index: SubmissionIndex, plan: Plan, plan_path: Path, outd
     def log(line: str) -> None:
         console.print(line, highlight=False, markup=False)
 
-    platform = get_platform(plan.platform)
-    starter = container.container_starter(plan_path, outdir, platform, image=image, own_only=True, log=log)
-    return starter
+    return container.container_starter(plan_path, outdir, get_platform(plan.platform), image=image, own_only=True,
+                                       log=log)
 
 
 def image_difference(index: SubmissionIndex, ours: dict[str, Any] | None) -> str | None:
@@ -283,7 +285,7 @@ def verify_bundle(root: Path, *, local: bool, out: Path | None, rule: ToleranceR
     folder = run_folder.create(outdir, plan, local, role="deepbench verify", resume_hint=False)
 
     def container_for(plan: Plan, plan_path: Path, outdir: Path) -> Callable[[], Any]:
-        return _container_starter(index, plan, plan_path, outdir, console, image)
+        return _container_starter(plan, plan_path, outdir, console, image)
     console.print(f"[bold]deepbench verify[/] re-running {len(plan.items)} kernels of {escape(bundle.plan.run_id)} "
                   f"({'local' if local else 'container'}) -> {escape(str(outdir))}", highlight=False)
     record, rerun = _rerun(folder, container_for, console, quiet)
