@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Final
 
 from ..kernel import Kernel
+from ..precision import Precision
 
 FWD: Final = "fwd"
 # distributed/common.py: a collective times its in-place call, and the out-of-place one beside it.
@@ -47,3 +48,17 @@ def timed_directions(kernel: Kernel, precision: str, backend: str,
 def counts_input_projection(backend: str, device: str) -> bool:
     """Whether an RNN result of `backend` on `device` counts the input projection's FLOPs."""
     return backend in INPUT_PROJECTION_BACKENDS or (backend == "torch" and device.startswith(INPUT_PROJECTION_DEVICES))
+
+
+def counted_costs(kernel: Kernel, precision: Precision, direction: str, backend: str,
+                  device: str) -> list[tuple[float, float]]:
+    """(FLOPs, fewest bytes) the tool's own formulas give one direction of `kernel` as `backend`
+    counts it on `device` (an RNN with or without its input projection; a collective moves bytes
+    and counts no FLOPs); `deepbench check` compares a result's figures with these."""
+    nbytes = kernel.min_bytes(direction, precision)
+    if kernel.op == "all_reduce":
+        return [(0.0, nbytes)]
+    if kernel.op == "rnn":
+        return [(kernel.flops(direction, input_projection=counts_input_projection(backend, device)),  # type: ignore[call-arg]
+                 nbytes)]
+    return [(kernel.flops(direction), nbytes)]

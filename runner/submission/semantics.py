@@ -13,7 +13,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
-from ...kernels.backends.timed_directions import counts_input_projection, timed_directions
+from ...kernels.backends.timed_directions import counted_costs, timed_directions
 from ...kernels.backends.unsupported_reasons import could_give
 from ...kernels.precision import Precision
 from ...kernels.results import (
@@ -34,19 +34,6 @@ COST_RTOL = 1e-9
 PUBLISHED = Path(__file__).resolve().parent.parent / "published"
 
 Add = Callable[[str, str], None]
-
-
-def expected_costs(r: KernelResult, direction: str, device: str) -> list[tuple[float, float]]:
-    """(FLOPs, fewest bytes) the tool's own formulas give this result's direction; more than one
-    where the backend decides (an RNN with or without its input projection)."""
-    k = r.kernel
-    precision = Precision(r.precision.name.value)
-    nbytes = k.min_bytes(direction, precision)
-    if k.op == "all_reduce":
-        return [(0.0, nbytes)]
-    if k.op == "rnn":
-        return [(k.flops(direction, input_projection=counts_input_projection(r.backend, device)), nbytes)]
-    return [(k.flops(direction), nbytes)]
 
 
 def _close(a: float, b: float) -> bool:
@@ -99,7 +86,7 @@ def _check_part(r: KernelResult, p: PartResult, device: str, add: Add) -> None:
     if p.check.error is not None and p.check.error < 0:
         add(r.id, f"{p.direction}: its check error {p.check.error:g} is negative: an error is a norm")
     try:
-        costs = expected_costs(r, p.direction, device)
+        costs = counted_costs(r.kernel, Precision(r.precision.name.value), p.direction, r.backend, device)
     except (KeyError, ValueError, TypeError, NotImplementedError):
         return  # a direction the kernel has no formula for is reported by _check_directions
     if not any(_close(p.flops, f) for f, _ in costs):
