@@ -407,3 +407,20 @@ def test_reproduce_command_keeps_the_gpu_timing_flags(kernel_time: bool) -> None
     command = reproduce_command(inline, local=True, image_digest=None)
     assert settings_from(parser.parse_args(shlex.split(command)[1:]), get_platform("nvidia")).engine_race == "inline"
     assert settings_from(parser.parse_args(["--local", "--platform", "nvidia"]), get_platform("nvidia")).kernel_time
+
+
+def test_a_different_image_is_reported_not_run() -> None:
+    """verify compares the image the submission ran in with its own by id and says when they
+    differ (it never runs the submission's)."""
+    from datetime import datetime, timezone
+
+    from deepbench.runner.submission.layout import ImageSource, SubmissionIndex
+    from deepbench.runner.submission.verify import image_difference
+
+    theirs, mine = "sha256:" + "a" * 64, "sha256:" + "b" * 64
+    index = SubmissionIndex(created_at=datetime.now(timezone.utc), tool_version="x", run_id="r", suite="smoke",
+                            platform="cpu", backend="torch", local=False, image_digest=theirs,
+                            image=ImageSource(id=theirs), reproduce="", verify="", files={})
+    text = image_difference(index, {"id": mine})
+    assert text is not None and theirs[:19] in text and mine[:19] in text and "not run" in text
+    assert image_difference(index, {"id": theirs}) is None
