@@ -22,7 +22,9 @@ stays empty. Nothing here imports PyTorch; the NVML module is passed in so that 
 
 from __future__ import annotations
 
+import math
 import os
+import time
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
@@ -39,6 +41,9 @@ BUSY_FIELDS = (0, 1, 2, 5, 6, 7)
 # left free, make the run's figures doubtful (a quarter of a core: a background daemon's share
 # stays well under it, one busy process is four times over it).
 OTHERS_CORES_WARN = 0.25
+# /proc/stat counts in ticks (10 ms): a stretch shorter than this says nothing about the others.
+MIN_WINDOW_S = 0.05
+QUIET_PROBE_S = 0.3  # how long the default thread count watches the others before a CPU run
 GPU_BUSY_PCT = 10.0  # a GPU this busy before the run starts is running someone else's work
 MIB = 2**20
 # NVML clock event reason bits that hold the clock down for reasons other than the power limiter's
@@ -211,6 +216,42 @@ def snapshot(cpus: tuple[int, ...] | None = None, gpus: Callable[[], tuple[GpuSt
     cpus = cpus if cpus is not None else usable_cpus()
     return Snapshot(at=datetime.now(timezone.utc), cpu=cpu_state(cpus), gpus=gpus(), busy_s=busy_seconds(cpus),
                     own_s=own_seconds())
+
+
+class CpuWindow:
+    """Other processes' CPU time on the run's CPUs over a stretch of this process's work (the
+    samples of one kernel): /proc/stat's busy time of those CPUs minus this process's own."""
+
+    def __init__(self, cpus: tuple[int, ...] | None = None) -> None:
+        self.cpus = cpus if cpus is not None else usable_cpus()
+        self.busy, self.own, self.start = busy_seconds(self.cpus), own_seconds(), time.monotonic()
+
+    def others_cores(self) -> float | None:
+        """Cores the others kept busy on average since the start; None over too short a stretch
+        for /proc/stat's ticks (MIN_WINDOW_S) or where it cannot be read."""
+        wall = time.monotonic() - self.start
+        busy = busy_seconds(self.cpus)
+        if busy is None or self.busy is None or wall < MIN_WINDOW_S:
+            return None
+        return max(0.0, (busy - self.busy) - (own_seconds() - self.own)) / wall
+
+
+def contended(others: float | None, spare: int | None) -> bool:
+    """Other processes held CPUs the run's threads used: they kept busy more cores than the run
+    left free, by more than OTHERS_CORES_WARN (the issue-42 case: a core kept busy under a
+    two-thread run on two CPUs read 100x slow at a tight IQR)."""
+    return others is not None and spare is not None and others > spare + OTHERS_CORES_WARN
+
+
+def quiet_threads(cpus: tuple[int, ...] | None = None, window_s: float = QUIET_PROBE_S) -> int:
+    """The default CPU thread count: one per usable CPU, less the cores other processes keep busy
+    (measured over `window_s` while this process waits), so that a run leaves a busy core alone;
+    at least one."""
+    cpus = cpus if cpus is not None else usable_cpus()
+    window = CpuWindow(cpus)
+    time.sleep(window_s)
+    others = window.others_cores() or 0.0
+    return max(1, len(cpus) - max(0, math.ceil(others - OTHERS_CORES_WARN)))
 
 
 # ----- the verdict --------------------------------------------------------------------------

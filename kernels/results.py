@@ -148,6 +148,19 @@ class Energy(Frozen):
                                        "gb_per_j": min_bytes / self.joules_per_call / 1e9 if min_bytes else None})
 
 
+# Closed sets of the labels a result carries (deepbench check refuses others): why sampling stopped
+# (timing/stopping.py), which timer made the samples (timing/), how the output was checked.
+StopReason = Literal["converged", "time-cap", "max-samples", "repeat-count"]
+STOP_REASONS: tuple[str, ...] = get_args(StopReason)
+TIMER_METHODS: tuple[str, ...] = ("cpu-perf-counter", "cuda-graph-events", "cuda-graph-cupti", "cuda-events-eager",
+                                  "cuda-events-cold", "collective-host-clock")
+CHECK_METHODS: tuple[str, ...] = ("reference-fp64", "reference-fp64-model", "sampled-fp64", "freivalds",
+                                  "freivalds-exact", "exact-int", "exact-sum", "requantized-int", "sampled-exact-int")
+# Flags the harness sets (harness/execute.py) and the contention flag (issue 42).
+RESULT_FLAGS: tuple[str, ...] = ("unconverged", "noisy", "throttled", "timing-disagrees", "contended",
+                                  "clock-fell")
+
+
 class Measurement(Frozen):
     """Raw samples of one timed direction and how they were taken.
 
@@ -159,13 +172,16 @@ class Measurement(Frozen):
     samples_us: tuple[float, ...] = Field(min_length=1)
     calls_per_sample: int = Field(ge=1)
     warmup_calls: int = Field(ge=0)
-    stop_reason: str = Field(description="converged, time-cap or max-samples")
+    stop_reason: StopReason = Field(description="converged, time-cap, max-samples or repeat-count")
     target_rel_precision: float
     stats: TimeStats
     discarded: int = Field(0, ge=0, description="samples dropped (e.g. taken while throttled)")
     clocks_mhz: tuple[float, ...] = Field((), description="SM clock read beside the samples, where readable")
     mem_clock_mhz: float | None = Field(None, description="the memory clock after sampling (NVML), where readable")
     energy: Energy | None = Field(None, description="--energy: the meter read around a loop of calls after sampling")
+    others_cores: float | None = Field(None, ge=0, description="CPU run: CPU cores other processes kept busy on the "
+                                       "CPUs the run may use while these samples were taken (kernels/noise.py)")
+    spare_cores: int | None = Field(None, ge=0, description="CPU run: CPUs the run may use that its threads left free")
 
     @model_validator(mode="after")
     def _stats_match_samples(self) -> Measurement:

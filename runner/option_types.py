@@ -58,3 +58,12 @@ def integer(low: int | None = None, high: int | Callable[[], int] | None = None,
 
     convert.__name__ = "integer"
     return convert
+
+
+def ranged(field: str) -> Callable[[str], float]:
+    """A number within the range of the Settings field `field` (setting_ranges.RANGES, which the
+    checker and verify apply to a bundle too)."""
+    from .setting_ranges import RANGES
+
+    bound = RANGES[field]
+    return real(bound.low, bound.high, low_open=bound.low_open)

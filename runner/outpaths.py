@@ -18,7 +18,7 @@ from .errors import UserError
 MIN_FREE_BYTES = 1 << 20
 
 
-def _why(exc: OSError) -> str:
+def why_failed(exc: OSError) -> str:
     if exc.errno == errno.EROFS:
         return "it is on a read-only filesystem"
     if exc.errno in (errno.EACCES, errno.EPERM):
@@ -35,7 +35,7 @@ def _probe(folder: Path, option: str, shown: Path) -> None:
         with tempfile.TemporaryFile(dir=folder):
             pass
     except OSError as exc:
-        raise UserError(f"{option} {shown}: cannot write there ({_why(exc)})") from None
+        raise UserError(f"{option} {shown}: cannot write there ({why_failed(exc)})") from None
     free = free_bytes(folder)
     if free is not None and free < MIN_FREE_BYTES:
         raise UserError(f"{option} {shown}: no space left on its disk: {free:,} bytes are free, at least "
@@ -49,7 +49,7 @@ def writable_folder(path: Path, option: str = "--out") -> Path:
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise UserError(f"{option} {path}: cannot create the folder ({_why(exc)})") from None
+        raise UserError(f"{option} {path}: cannot create the folder ({why_failed(exc)})") from None
     _probe(path, option, path)
     return path
 
@@ -66,6 +66,63 @@ def writable_file(path: Path, option: str = "--out") -> Path:
     try:
         parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise UserError(f"{option} {path}: cannot create its folder ({_why(exc)})") from None
+        raise UserError(f"{option} {path}: cannot create its folder ({why_failed(exc)})") from None
     _probe(parent, option, path)
     return path
+
+
+# ----- replacing a folder the tool wrote (--force) ----------------------------------------------
+def _within(inner: Path, outer: Path) -> bool:
+    return inner == outer or inner.is_relative_to(outer)
+
+
+def check_replaceable(out: Path, own_files: set[str] | None, keep: tuple[Path, ...] = (),
+                      what: str = "a folder this tool wrote", option: str = "--out") -> None:
+    """Refuse (one line, exit 2) to replace `out` unless it is a folder this tool wrote and holds
+    nothing else: `own_files` is the set of relative paths the tool's own index (a bundle's
+    manifest) says it wrote, None when there is no such index. Never the home folder, the root,
+    the working folder or a folder holding it, nor one that holds (or lies inside) a path in
+    `keep` (the run being bundled): --force replaces output, it never deletes what the user made."""
+    if out.is_symlink():
+        raise UserError(f"{option} {out} is a symbolic link: --force replaces only a folder this tool wrote")
+    real = out.resolve()
+    home = Path.home().resolve()
+    guarded = [(home, "your home folder"), (Path("/").resolve(), "the root folder"),
+               (Path.cwd().resolve(), "the working folder")]
+    for path, name in guarded:
+        if _within(path, real):
+            raise UserError(f"{option} {out} is or holds {name}: --force replaces only {what}; nothing was removed")
+    for path in keep:
+        p = path.resolve()
+        if _within(p, real) or _within(real, p):
+            raise UserError(f"{option} {out} is, holds or lies inside {path}: --force never replaces the run it "
+                            "bundles; choose another --out (nothing was removed)")
+    if own_files is None:
+        raise UserError(f"{option} {out} is not {what} (no index of the files it wrote): --force replaces only "
+                        "such a folder; choose another --out or remove it yourself (nothing was removed)")
+    present: set[str] = set()
+    for dirpath, dirnames, filenames in os.walk(real, followlinks=False):
+        base = Path(dirpath)
+        for name in dirnames:
+            if (base / name).is_symlink():
+                filenames.append(name)  # a link is a file here: never followed, and not the tool's
+        present.update((base / name).relative_to(real).as_posix() for name in filenames)
+    other = sorted(present - own_files)
+    if other:
+        listed = ", ".join(other[:3]) + (f" and {len(other) - 3} more" if len(other) > 3 else "")
+        raise UserError(f"{option} {out} holds files this tool did not write ({listed}): --force replaces only "
+                        f"{what}; choose another --out (nothing was removed)")
+
+
+def remove_own_files(folder: Path, own_files: set[str]) -> None:
+    """Remove the files `own_files` names (the tool's own, checked by check_replaceable) and then
+    the folders left empty, bottom up; anything else stays (rmtree would take it too)."""
+    for rel in own_files:
+        path = folder / rel
+        if path.is_file() and not path.is_symlink():
+            path.unlink()
+    for dirpath, _dirs, _files in sorted(os.walk(folder, topdown=False), key=lambda w: -len(w[0])):
+        try:
+            Path(dirpath).rmdir()
+        except OSError:  # not empty: something that is not the tool's stays
+            pass

@@ -28,6 +28,22 @@ def run_cli(*args: str, timeout: float = 600, env: dict | None = None, cwd: Path
                           env={**os.environ, **(env or {})})
 
 
+def local_run(out: Path, *args: str) -> Path:
+    """A real `deepbench-run --local` into `out`, which must finish (the test fails otherwise)."""
+    proc = run_cli("deepbench-run", "--local", *args, "--out", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return out
+
+
+def local_bundle(root: Path, *args: str) -> Path:
+    """A real local run under `root`, submitted as ROOT/bundle (vendor fields filled)."""
+    run = local_run(root / "run", *args)
+    bundle = root / "bundle"
+    proc = run_cli("deepbench", "submit", str(run), "--out", str(bundle), "--submitter", "CI", "--system-name", "VM")
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return bundle
+
+
 def start_interruptible(args: list[str], env: dict | None = None) -> subprocess.Popen:
     """Start an installed console script that the test will stop with Ctrl-C (SIGINT). A shell
     starts `cmd &` with SIGINT ignored and children inherit that, so under a CI script run in the

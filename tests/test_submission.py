@@ -325,7 +325,9 @@ def test_verify_flags_altered_numbers(copy: Path, tmp_path: Path) -> None:
                    *FLAG_TOLERANCE, env={"COLUMNS": "400"})
     assert proc.returncode == 1, proc.stdout + proc.stderr
     report = json.loads((tmp_path / "v" / "verify.json").read_text())
-    flagged = {c["id"] for c in report["comparisons"] if c["verdict"] == "disagree"}
+    # Not agreed: disagree, or not judged because a run was contended (other processes held its CPUs).
+    flagged = {c["id"] for c in report["comparisons"] if c["verdict"] == "disagree"
+               or (c["verdict"] == "unverifiable" and "contended" in c["reason"])}
     # A loaded VM slows a re-run down (towards the altered numbers), so not every altered kernel
     # need be caught here, but most are; the rule itself is tested exactly in test_tolerance_rule,
     # and unaltered kernels agreeing in test_verify_agrees_with_itself.
@@ -361,12 +363,12 @@ def _synthetic(kid: str, median: float, rel_iqr: float, status: str = "ok") -> S
     from deepbench.kernels.results import Status
 
     if status != "ok":
-        return SimpleNamespace(id=kid, status=Status(status), reason="why", time_us=None)
+        return SimpleNamespace(id=kid, status=Status(status), reason="why", time_us=None, flags=())
     half = median * rel_iqr / 2
     stats = TimeStats(median=median, min=median - half, max=median + half, mean=median, p25=median - half,
                       p75=median + half, n=20)
     assert abs(stats.rel_iqr - rel_iqr) < 1e-9
-    return SimpleNamespace(id=kid, status=Status.OK, reason="", time_us=stats)
+    return SimpleNamespace(id=kid, status=Status.OK, reason="", time_us=stats, flags=())
 
 
 def test_verify_refuses_a_bundle_that_fails_its_check(copy: Path, tmp_path: Path) -> None:
@@ -405,3 +407,20 @@ def test_reproduce_command_keeps_the_gpu_timing_flags(kernel_time: bool) -> None
     command = reproduce_command(inline, local=True, image_digest=None)
     assert settings_from(parser.parse_args(shlex.split(command)[1:]), get_platform("nvidia")).engine_race == "inline"
     assert settings_from(parser.parse_args(["--local", "--platform", "nvidia"]), get_platform("nvidia")).kernel_time
+
+
+def test_a_different_image_is_reported_not_run() -> None:
+    """verify compares the image the submission ran in with its own by id and says when they
+    differ (it never runs the submission's)."""
+    from datetime import datetime, timezone
+
+    from deepbench.runner.submission.layout import ImageSource, SubmissionIndex
+    from deepbench.runner.submission.verify import image_difference
+
+    theirs, mine = "sha256:" + "a" * 64, "sha256:" + "b" * 64
+    index = SubmissionIndex(created_at=datetime.now(timezone.utc), tool_version="x", run_id="r", suite="smoke",
+                            platform="cpu", backend="torch", local=False, image_digest=theirs,
+                            image=ImageSource(id=theirs), reproduce="", verify="", files={})
+    text = image_difference(index, {"id": mine})
+    assert text is not None and theirs[:19] in text and mine[:19] in text and "not run" in text
+    assert image_difference(index, {"id": theirs}) is None

@@ -25,11 +25,11 @@ from .conftest import run_cli
 def result(kid: str, median: float, rel_iqr: float, status: str = "ok") -> SimpleNamespace:
     """What verify reads of a result: id, status, reason and the kernel's time statistics."""
     if status != "ok":
-        return SimpleNamespace(id=kid, status=Status(status), reason="why", time_us=None)
+        return SimpleNamespace(id=kid, status=Status(status), reason="why", time_us=None, flags=())
     half = median * rel_iqr / 2
     stats = TimeStats(median=median, min=median - half, max=median + half, mean=median, p25=median - half,
                       p75=median + half, n=20)
-    return SimpleNamespace(id=kid, status=Status.OK, reason="", time_us=stats)
+    return SimpleNamespace(id=kid, status=Status.OK, reason="", time_us=stats, flags=())
 
 
 DEFAULT = ToleranceRule()

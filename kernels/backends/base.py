@@ -95,6 +95,11 @@ class Backend(ABC):
     def prepare(self, kernel: Kernel, precision: Precision) -> Prepared:
         """Allocate inputs and outputs for the kernel; raise Unsupported with the reason."""
 
+    def cpu_threads(self) -> int | None:
+        """The CPU threads this backend computes with (None: all usable CPUs): the harness counts
+        the CPUs they leave free when it judges contention (harness/execute.py)."""
+        return self.settings.threads
+
     @abstractmethod
     def measure(self, fn: Callable[[], object], rule: StopRule, part: TimedPart) -> Measurement:
         """Time `fn` with this backend's timer until `rule` says stop."""

@@ -41,7 +41,10 @@ from .protocol import ErrorKind, Event, ExitCode, event_line
 from .ranks import RANK_LOG, RANKS_DIR, rank_dir_name, record_failure
 from .record import build_record, write_facts, write_record
 
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+# Every stop signal is handled here, SIGINT included: a harness started from a shell's background
+# job (`deepbench-run ... &`, as Slurm and systemd scripts do) inherits SIGINT ignored, and the
+# runner's Ctrl-C would otherwise never reach it (issue 42).
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 # Ranks other than 0 (collectives started by torchrun/mpirun/srun) stay silent: the host reads
 # rank 0's events only, and each of them writes its own records under OUTDIR/ranks/rank-K/.

@@ -10,9 +10,11 @@ from typing import Any
 
 from ..backends.base import Backend, Prepared, TimedPart, Unsupported
 from ..inputs import drawn_for, poison, zero_input_check
+from ..noise import CpuWindow, contended
 from ..padding import PadMode
 from ..precision import PRECISIONS
 from ..results import Check, KernelResult, PartResult, PlanItem, Settings, Status, TimeStats, utcnow
+from ..timing.cpu import METHOD as CPU_TIMER
 from ..timing.stopping import CONVERGED, StopRule
 
 NOISY_REL_IQR = 0.10  # flag a kernel whose interquartile range exceeds 10% of its median
@@ -77,7 +79,11 @@ def _measure(backend: Backend, prepared: Prepared, rule: StopRule, zeros: bool =
     parts: list[PartResult] = []
     for part in prepared.parts:
         part.run()  # first call: warm-up, library handle and algorithm selection
+        window = CpuWindow() if backend.settings.device == "cpu" else None
         measurement = part.timer(part.run, rule) if part.timer else backend.measure(part.run, rule, part)
+        if window is not None and measurement.method == CPU_TIMER:  # who else held the CPUs meanwhile
+            spare = max(0, len(window.cpus) - (backend.cpu_threads() or len(window.cpus)))
+            measurement = measurement.model_copy(update={"others_cores": window.others_cores(), "spare_cores": spare})
         poisoned = zeros and poison(part.output)
         if poisoned:
             part.run()
@@ -125,6 +131,8 @@ def finish(base: dict[str, Any], parts: list[PartResult], padding: dict[str, int
         flags.append("throttled")
     if any("clock_fell" in p.info for p in parts):
         flags.append("clock-fell")  # the SM clock fell while sampled: info.clock_fell names NVML's reasons
+    if any(contended(p.measurement.others_cores, p.measurement.spare_cores) for p in parts):
+        flags.append("contended")  # other processes held CPUs its threads used: the figure reads slow
     if any(p.info.get("profiler", {}).get("agrees") is False for p in parts):
         flags.append("timing-disagrees")  # --verify-timing: harness and profiler differ beyond 5%
     if "time_us" in info.get("unpadded", {}):  # --pad both: raw over padded, DeepBench's alignment penalty

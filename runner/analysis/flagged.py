@@ -1,6 +1,7 @@
 """How many results of a run carry a flag that makes their time less certain (noisy: IQR over
 10% of the median; unconverged: stopped at the time cap before the noise target; throttled: a
-clock held down), said where a run leaves the user's hands: `submit` prints it, `check --strict`
+clock held down; contended: other processes held the CPUs its threads used; clock-fell: the GPU's
+clock fell while it was sampled), said where a run leaves the user's hands: `submit` prints it, `check --strict`
 refuses a bundle with any (runner/commands/check.py)."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from deepbench.kernels.results import KernelResult, Status
 if TYPE_CHECKING:
     from .sources import Entry
 
-DOUBT_FLAGS = ("noisy", "unconverged", "throttled")
+DOUBT_FLAGS = ("noisy", "unconverged", "throttled", "contended", "clock-fell")
 
 
 def flagged(results: Iterable[KernelResult]) -> dict[str, list[str]]:
@@ -33,7 +34,7 @@ def flagged_line(results: list[KernelResult]) -> str:
     ids = {i for ids in by_flag.values() for i in ids}
     ok = sum(1 for r in results if r.status is Status.OK)
     if not ids:
-        return f"none of the {ok} ok results is noisy, unconverged or throttled"
+        return f"none of the {ok} ok results is flagged ({', '.join(DOUBT_FLAGS)})"
     counts = ", ".join(f"{len(v)} {f}" for f, v in by_flag.items() if v)
     return f"{len(ids)} of {ok} ok results are flagged, their times less certain: {counts}"
 

@@ -3,7 +3,8 @@ scope (suite + selection, re-derived from the frozen suite), checks passed, enou
 consistency between the results, the run record and the system description.
 
   deepbench check BUNDLE
-  deepbench check BUNDLE --strict     # warnings (e.g. a modified source tree) and flagged results fail too
+  deepbench check BUNDLE --strict     # warnings and flagged results (noisy, unconverged, throttled) fail too
+  deepbench check BUNDLE --allow-modified   # a run from a modified source tree: a warning, not a problem
 
 Every problem is printed with its reason. Exit status: 0 the bundle passes; 1 it has problems;
 2 usage error (no such bundle)."""
@@ -29,12 +30,15 @@ EXIT_PROBLEMS = 1
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("bundle", type=Path, metavar="BUNDLE", help="the folder deepbench submit wrote")
-    parser.add_argument("--strict", action="store_true",
-                        help="treat warnings as problems, and refuse noisy, unconverged or throttled results")
+    parser.add_argument("--strict", action="store_true", help="treat warnings as problems, and refuse noisy, "
+                        "unconverged, throttled or contended results and unsupported results of kernels this tool's "
+                        "published runs measured on the same platform")
+    parser.add_argument("--allow-modified", action="store_true", help="accept a run made from a modified source "
+                        "tree (its harness hash is then not this version's; a warning says so)")
 
 
 def run(args: argparse.Namespace) -> int:
-    report = check_bundle(args.bundle)
+    report = check_bundle(args.bundle, allow_modified=args.allow_modified)
     console = make_console()
     passed = print_report(console, report, strict=args.strict)
     return 0 if passed and flags_pass(console, args.bundle, args.strict) else EXIT_PROBLEMS

@@ -33,7 +33,8 @@ EXIT_PROBLEMS = 1
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", type=Path, metavar="RUN", help="a finished deepbench-run results folder")
     parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="the bundle folder to write")
-    parser.add_argument("--force", action="store_true", help="replace DIR if it exists")
+    parser.add_argument("--force", action="store_true", help="replace DIR if it holds a bundle deepbench submit "
+                        "wrote and nothing else (never a run, its parent or a folder with other files)")
     i = parser.add_argument_group("the run's image, so that others can verify it (container runs)")
     i.add_argument("--image-archive", type=Path, metavar="FILE", help="write the image to FILE (.tar or .tar.gz; "
                    "kept beside the bundle), or record FILE when deepbench images export made it already")
@@ -68,7 +69,10 @@ def vendor_fields(args: argparse.Namespace) -> VendorFields:
 def run(args: argparse.Namespace) -> int:
     console = make_console()
     vendor = vendor_fields(args)
-    writable_folder(args.out)
+    if args.out.exists() and not args.out.is_dir():
+        raise UserError(f"--out {args.out} is a file, not a folder: give a folder (it is created if missing)")
+    # The bundle is written beside DIR, then renamed DIR: its parent must be writable.
+    writable_folder(args.out.parent if str(args.out.parent) else Path("."))
     index = make_bundle(args.run_dir, args.out, vendor, force=args.force, image_archive=args.image_archive,
                         push_to=args.push, log=lambda line: console.print(line, highlight=False, markup=False))
     console.print(f"wrote submission {index.run_id} to {args.out}; reproduce with: {index.reproduce}",

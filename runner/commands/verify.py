@@ -1,9 +1,10 @@
 """Re-run a submission's plan on this machine and compare every kernel with the submitted numbers.
 
   deepbench verify BUNDLE --local                 # in a subprocess on this machine
-  deepbench verify BUNDLE                         # in a container on the submission's image: here by
-                                                  # its id, else its archive (beside the bundle or
-                                                  # --image-archive FILE), else pulled by digest
+  deepbench verify BUNDLE                         # in a container on this installation's own image
+                                                  # (built here from the project's recipe; never the
+                                                  # image the bundle names: a submission is data)
+  deepbench verify BUNDLE --image REF             # an image built here, with this version's labels
   deepbench verify BUNDLE --local --tolerance 0.2 --noise-factor 3 --max-tolerance 1
 
 Per kernel: agree when the ratio of medians is within
@@ -58,8 +59,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"a kernel whose combined relative IQR is above this is unverifiable (default "
                              f"{DEFAULT_MAX_NOISE:g})")
     parser.add_argument("--quiet", action="store_true", help="no per-kernel lines while re-running")
-    parser.add_argument("--image-archive", type=Path, metavar="FILE", help="the submission's image as a file "
-                        "(deepbench images export; default: the archive the bundle names, beside it)")
+    parser.add_argument("--image", metavar="REF", help="re-run in this image, present here and built from this "
+                        "tool's recipe (its labels and harness hash are checked; default: the platform's own image, "
+                        "built here when missing). The image a bundle names is never pulled, loaded or run")
+    parser.add_argument("--allow-modified", action="store_true", help="accept a bundle run from a modified source "
+                        "tree (deepbench check --allow-modified)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -70,6 +74,6 @@ def run(args: argparse.Namespace) -> int:
                          max_noise=args.max_noise)
     with stop_on_signals():
         result = verify_bundle(args.bundle, local=args.local, out=args.out, rule=rule, console=console,
-                               quiet=args.quiet, image_archive=args.image_archive)
+                               quiet=args.quiet, image=args.image, allow_modified=args.allow_modified)
     print_verify(console, result)
     return 0 if not result.disagree and not result.unverifiable else EXIT_DISAGREE

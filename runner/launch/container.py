@@ -286,14 +286,16 @@ def container_starter(plan_path: Path, outdir: Path, platform: Platform, *, imag
                       want_pull: bool = False, want_build: bool = False, env: dict[str, str] | None = None,
                       memory: str | None = None, pids_limit: int | None = None, base_image: str | None = None,
                       wheelhouse: Path | None = None, force_image: bool = False,
-                      log: Callable[[str], None] = print, recorded: dict[str, Any] | None = None
-                      ) -> ContainerStarter:
+                      log: Callable[[str], None] = print, recorded: dict[str, Any] | None = None,
+                      own_only: bool = False) -> ContainerStarter:
     """Check the host's devices, reach Docker, find (or build, or pull) the image and check it,
     and prepare the container's options. A resumed run uses the very image its first part ran in
     (by id: `recorded`, from its run.json, else the folder's older .container.json), unless
     --image says otherwise."""
     check_host(platform, log)  # before anything is built or pulled
     client = connect()
+    if own_only:  # deepbench verify: only an image of this installation's recipe and harness, never pulled
+        return _own_starter(client, plan_path, outdir, platform, image, env, memory, pids_limit, log)
     recorded = recorded or _recorded(outdir)
     if recorded and not (image or want_pull or want_build):
         found = images.find(client, recorded["id"])
@@ -309,12 +311,35 @@ def container_starter(plan_path: Path, outdir: Path, platform: Platform, *, imag
         built = want_build or (not existed and ref == platform.image)
         if not built:  # an image built just now is what was asked for
             images.check_image(img, ref, platform, own=image is None, force=force_image, log=log)
+    return _starter(client, img, ref, plan_path, outdir, platform, env, memory, pids_limit)
+
+
+def _starter(client: Any, img: Any, ref: str, plan_path: Path, outdir: Path, platform: Platform,
+             env: dict[str, str] | None, memory: str | None, pids_limit: int | None) -> ContainerStarter:
     user = container_user((img.attrs.get("Config") or {}).get("User", ""))
     options = run_options(platform, img.id, plan_path, outdir, env, memory, user=user, pids_limit=pids_limit)
     give_results_folder(outdir, user)
     info = {**images.provenance(img, ref), "user": user}
     (outdir / CONTAINER_FILE).write_text(json.dumps(info, indent=1) + "\n")
     return ContainerStarter(client, options, outdir, provenance=info)
+
+
+def _own_starter(client: Any, plan_path: Path, outdir: Path, platform: Platform, image: str | None,
+                 env: dict[str, str] | None, memory: str | None, pids_limit: int | None,
+                 log: Callable[[str], None]) -> ContainerStarter:
+    """The verifier's own image: the platform's tag (built here from the project's recipe when
+    missing) or the image the verifier names, present here (never pulled); either must carry this
+    version's platform label and harness hash, else a hard refusal (no --force-image)."""
+    ref = image or platform.image
+    if image is not None:
+        img = images.find(client, ref)
+        if img is None:
+            raise UserError(f"--image {ref} is not here: verify runs only an image built here (deepbench images build "
+                            f"--platform {platform.name}), never one it would have to pull")
+    else:
+        img = images.ensure(client, platform, ref, log=log)
+    images.check_image(img, ref, platform, own=True, force=False, log=log, hint="verify runs only this tool's image")
+    return _starter(client, img, ref, plan_path, outdir, platform, env, memory, pids_limit)
 
 
 def _recorded(outdir: Path) -> dict[str, Any] | None:

@@ -9,8 +9,9 @@ digest, so whichever way the image comes back, comparing ids says whether it is 
   load     the archive's image id is read from its manifest.json before anything is loaded: an
            archive of another image is refused untouched; then docker load, and the id checked
   push     to a registry the user names (the docker SDK): tag, push, REF@sha256:<manifest digest>
-  obtain   a submission's image: the one here with its id, else its archive, else a pull by
-           digest; a different image is refused."""
+  pull     by digest, the id checked: a different image is refused.
+A submission's image comes back this way for a reader to inspect; `deepbench verify` never runs
+it (it re-runs in the verifier's own image)."""
 
 from __future__ import annotations
 

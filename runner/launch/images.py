@@ -246,7 +246,7 @@ def local_images(client: docker.DockerClient) -> Iterable[Image]:
 
 
 def check_image(image: Image, ref: str, platform: Platform, *, own: bool, force: bool = False,
-                log: Log = print) -> None:
+                log: Log = print, hint: str = "or pass --force-image to run it anyway") -> None:
     """An image this host may run the plan in: a deepbench image (its labels), for this platform,
     from this deepbench version. --force-image runs any image anyway. The harness source itself
     must match for the platform's own tag (rebuild it); an image the user named that holds
@@ -268,7 +268,7 @@ def check_image(image: Image, ref: str, platform: Platform, *, own: bool, force:
                        f"this host writes may not be read by that harness; {rebuild}")
     if problem:
         if not force:
-            raise UserError(f"{problem} (or pass --force-image to run it anyway)")
+            raise UserError(f"{problem} ({hint})")
         log(f"warning: {problem}; run anyway (--force-image)")
         return
     ours = harness_sha256()

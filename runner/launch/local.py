@@ -15,6 +15,15 @@ HARNESS_MODULE = "deepbench.kernels.harness"
 LOG_FILE = "harness.log"
 
 
+def default_stop_signals() -> None:
+    """In the child, before it runs: stop signals back to their default dispositions. A runner
+    started as a shell's background job has SIGINT ignored, and a child inherits that; an engine
+    (torchrun, mpirun) that starts the ranks must see the stop the runner forwards. (The harness
+    installs its own handlers for all three at its start.)"""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 class LocalHarness:
     """The harness as a child process in its own session (Ctrl-C reaches it through us)."""
 
@@ -29,6 +38,7 @@ class LocalHarness:
             argv or [sys.executable, "-m", HARNESS_MODULE, str(plan_path), str(outdir)],
             stdout=subprocess.PIPE, stderr=self._log, text=True, start_new_session=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1", **lifeline, **(env or {})},
+            preexec_fn=default_stop_signals,
         )
 
     def lines(self) -> Iterator[str]:

@@ -31,6 +31,8 @@ from deepbench.kernels.catalog import operations, traits_of
 from deepbench.kernels.harness.record import read_facts
 
 from ..errors import UserError
+from ..option_types import integer
+from ..setting_ranges import MAX_RANKS
 from .local import HARNESS_MODULE, LOG_FILE, LocalHarness
 
 MPI_BACKENDS = ("mpi",)
@@ -227,7 +229,7 @@ def process_alive(pid: int) -> bool:
 # ----- command line ---------------------------------------------------------------------------
 def add_rank_arguments(parser) -> None:  # argparse.ArgumentParser
     g = parser.add_argument_group("collectives (all-reduce, all-gather, ...: --suite collectives)")
-    g.add_argument("--ranks", type=int, default=1, metavar="N",
+    g.add_argument("--ranks", type=integer(1, MAX_RANKS), default=1, metavar="N",
                    help="processes for the collectives on this node: one per GPU, or N CPU processes (default 1); "
                         "started by torchrun (--backend gloo/nccl/rccl, the default) or mpirun (--backend mpi)")
     g.add_argument("--launch", metavar="COMMAND",

@@ -37,8 +37,9 @@ from deepbench.kernels.results import (
     Plan,
     RunRecord,
     Settings,
+    Status,
 )
-from deepbench.kernels.results_file import WriteFailed, read_results, write_atomic
+from deepbench.kernels.results_file import REJECTED_FILE, WriteFailed, read_results, write_atomic
 from deepbench.kernels.results_file import exists as results_file_exists
 from deepbench.kernels.suites import SelectionError
 
@@ -46,12 +47,13 @@ from ..analysis.sanity import context_of
 from ..analysis.sources import load_run
 from ..analysis.summary import groups, summary_line
 from ..errors import UserError
-from ..option_types import integer, real, usable_cpus
+from ..option_types import integer, ranged, usable_cpus
 from ..outpaths import writable_folder
 from ..platforms import PLATFORMS, Platform, get_platform
 from ..render.display import RunProgress, make_console, print_noise, print_tables
 from ..render.tables import tables
 from ..selection import KernelSelection, add_selection_arguments
+from ..setting_ranges import MAX_LOCK_MHZ, RANGES
 from . import run_folder
 from .container import DEFAULT_PIDS_LIMIT, MEMORY_SHARE, container_starter, parse_env
 from .devices import check_host
@@ -66,12 +68,6 @@ from .supervise import Outcome, supervise
 
 DESCRIPTION = __doc__
 DEFAULT_RESULTS = Path("deepbench-results")
-# Ranges of the measurement options (checked when the command line is read).
-MAX_KERNEL_TIMEOUT_S = 7 * 24 * 3600.0  # a week: anything longer is a typo, and overflows some timers
-MAX_TIME_CAP_S = 24 * 3600.0
-MAX_WARM_UP_S = 3600.0
-MAX_ENERGY_WINDOW_S = 60.0  # per part: a longer window is a typo (a suite would take hours more)
-MAX_LOCK_MHZ = 10_000  # no GPU clocks its SMs above this
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -110,18 +106,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                            "at least 0.2 s of samples, 1 s under the GPU's power limiter, 1 s cap)")
     mode.add_argument("--rigorous", dest="mode", action="store_const", const="rigorous",
                       help="0.5%% precision, 20+ samples, at least 1 s of samples, 10 s cap per direction")
-    m.add_argument("--time-cap", type=real(0, MAX_TIME_CAP_S, low_open=True), metavar="S",
+    m.add_argument("--time-cap", type=ranged("time_cap_s"), metavar="S",
                    help="seconds per direction before giving up on precision")
-    m.add_argument("--warm-up", type=real(0, MAX_WARM_UP_S), metavar="S",
+    m.add_argument("--warm-up", type=ranged("warm_up_s"), metavar="S",
                    help="GPU: at most this long, a large GEMM before the first kernel until the temperature settles "
                         "(default 30, --rigorous 120, --fast 0; 0 skips it)")
-    m.add_argument("--target", type=real(0, 1, low_open=True), metavar="REL",
+    m.add_argument("--target", type=ranged("target_rel_precision"), metavar="REL",
                    help="relative precision of the median to reach (0.01 = 1%%)")
-    m.add_argument("--kernel-timeout", type=real(0, MAX_KERNEL_TIMEOUT_S, low_open=True), default=600.0, metavar="S",
+    m.add_argument("--kernel-timeout", type=ranged("kernel_timeout_s"), default=600.0, metavar="S",
                    help="kill and record as timeout a kernel running longer than this (default 600)")
     m.add_argument("--threads", type=integer(1, usable_cpus, " (the CPUs this process may use)"), metavar="N",
                    help="CPU threads (default: all)")
-    m.add_argument("--seed", type=integer(0, MAX_SEED), default=0,
+    m.add_argument("--seed", type=integer(int(RANGES["seed"].low), int(RANGES["seed"].high)), default=0,
                    help=f"seed of the random inputs, 0 to {MAX_SEED} (default 0)")
     m.add_argument("--cold", action="store_true", help="GPU: flush the L2 cache before every call")
     m.add_argument("--verify-timing", action="store_true",
@@ -159,7 +155,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     m.add_argument("--energy", action="store_true",
                    help="after each part's time, read the energy meter around a loop of its calls (NVML's counter "
                         "on NVIDIA, RAPL or a Raspberry Pi 5's PMIC on a CPU): joules per call, watts, GFLOP/J")
-    m.add_argument("--energy-window", type=real(0, MAX_ENERGY_WINDOW_S, low_open=True), metavar="S",
+    m.add_argument("--energy-window", type=ranged("energy_window_s"), metavar="S",
                    default=Settings.model_fields["energy_window_s"].default,
                    help="--energy: read the meter over at least this long per part (default %(default)s; at least "
                         "10 of the meter's updates in any case)")
@@ -169,6 +165,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     out = parser.add_argument_group("results")
     out.add_argument("--out", type=Path, metavar="DIR", help="results folder (default: ./deepbench-results/RUN_ID)")
     out.add_argument("--resume", type=Path, metavar="DIR", help="continue the run in DIR where it stopped")
+    out.add_argument("--retry", type=retry_statuses, metavar="STATUSES",
+                     help="with --resume: measure again the kernels whose result is one of these (comma-separated: "
+                          f"{', '.join(RETRY_STATUSES)}); their old results are kept in {REJECTED_FILE}")
     out.add_argument("--quiet", action="store_true", help="no per-kernel lines, only the tables")
     parser.set_defaults(mode="default")
 
@@ -187,6 +186,9 @@ def run(args: argparse.Namespace) -> int:
 def _open_folder(args: argparse.Namespace) -> RunFolder:
     if args.launch and not args.resume:
         raise UserError("--launch starts the plan that deepbench launch-command wrote: name its folder with --resume")
+    if args.retry and not args.resume:
+        raise UserError("--retry measures again the failed or timed-out kernels of a run: name its folder with "
+                        "--resume")
     if args.resume:
         return run_folder.reopen(args.resume, args, getattr(args, "explicit", set()))
     platform = get_platform(args.platform or ("cpu" if args.local else _no_platform()))
@@ -257,6 +259,18 @@ def _where(args: argparse.Namespace, local: bool) -> str:
     if args.launch:
         return f"ranks started by {shlex.split(args.launch)[0]}"
     return "local" if local else "container"
+
+
+RETRY_STATUSES = (Status.FAILED.value, Status.TIMEOUT.value)
+
+
+def retry_statuses(text: str) -> tuple[str, ...]:
+    """--retry's value: statuses whose kernels a resume measures again."""
+    names = tuple(dict.fromkeys(x.strip() for x in text.split(",") if x.strip()))
+    wrong = [x for x in names if x not in RETRY_STATUSES]
+    if not names or wrong:
+        raise argparse.ArgumentTypeError(f"choose from {', '.join(RETRY_STATUSES)} (comma-separated), not {text!r}")
+    return names
 
 
 def _no_platform() -> str:

@@ -35,15 +35,17 @@ from deepbench.kernels.folder_lock import HARNESS_LOCK, RUN_LOCK, FolderLock, Lo
 from deepbench.kernels.harness.protocol import ExitCode
 from deepbench.kernels.harness.record import build_record, read_record, write_record
 from deepbench.kernels.precision import parse_precisions
-from deepbench.kernels.provenance import items_sha256
+from deepbench.kernels.provenance import items_sha256, kernel_identity
 from deepbench.kernels.results import PLAN_FILE, RESULTS_FILE, Plan, RunRecord, Segment, utcnow
 from deepbench.kernels.results_file import (
     COMPRESSED_SUFFIX,
     REJECTED_FILE,
+    Rejected,
     WriteFailed,
     only_compressed,
     rewrite,
     scan,
+    set_aside,
     write_atomic,
 )
 from deepbench.kernels.results_file import exists as results_file_exists
@@ -162,6 +164,13 @@ def reopen(outdir: Path, args: argparse.Namespace, explicit: set[str]) -> RunFol
     image = prior.provenance.image if prior is not None else None
     folder.image = image if isinstance(image, dict) and {"id", "tag"} <= set(image) else None
     folder.notes, folder.done = _verify_and_repair(outdir, plan)
+    retry = set(getattr(args, "retry", None) or ())
+    if retry:
+        again = _writing(set_aside_for_retry, outdir / RESULTS_FILE, retry)
+        folder.done -= again
+        if again:
+            folder.notes.append(f"--retry {','.join(sorted(retry))}: {again} result(s) set aside in {REJECTED_FILE}; "
+                                "their kernels are measured again")
     _writing(write_record, outdir, _new_segment(plan, outdir, prior, local, folder.started_at))
     return folder
 
@@ -279,6 +288,13 @@ def _verify_and_repair(outdir: Path, plan: Plan) -> tuple[list[str], int]:
         raise UserError(f"{path} line {ns[0]} holds a result for {i}, which plan.json does not list{more}: the plan "
                         "was changed or the results come from another run; restore the plan, or start a new run "
                         "(another --out)")
+    items = {item.id: item for item in plan.items}
+    for n, r, _ in found.records:
+        item = items[r.id]
+        if kernel_identity(r.kernel) != kernel_identity(item.kernel) or r.precision.name.value != item.precision.value:
+            raise UserError(f"{path} line {n} holds a result for {r.id} whose kernel or precision differs from "
+                            "plan.json's: the results come from another run or were edited; restore them, or start a "
+                            "new run (another --out)")
     notes = []
     if found.fragment is not None:
         kid = _kernel_id(found.fragment.raw)
@@ -295,6 +311,19 @@ def _verify_and_repair(outdir: Path, plan: Plan) -> tuple[list[str], int]:
     if not found.clean:
         _writing(rewrite, path, found)
     return notes, len(found.records)
+
+
+def set_aside_for_retry(path: Path, statuses: set[str]) -> int:
+    """--resume --retry failed,timeout: the results with those statuses leave results.jsonl for
+    the side file (kept, never deleted), so that the harness measures their kernels again."""
+    found = scan(path)
+    keep = [(n, r, raw) for n, r, raw in found.records if r.status.value not in statuses]
+    again = [Rejected(n, f"--retry: a {r.status.value} result, measured again", raw) for n, r, raw in found.records
+             if r.status.value in statuses]
+    if again:
+        set_aside(path, again)
+        write_atomic(path, b"".join(raw.strip() + b"\n" for _, _, raw in keep))
+    return len(again)
 
 
 def _kernel_id(raw: bytes) -> str:

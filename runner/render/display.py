@@ -25,7 +25,8 @@ LEFT = ("set", "application", "prec", "status", "cell", "library", "kernel", "so
         "check", "bound", "notes", "note", "parameters", "flags", "closest", "furthest", "baseline", "side",
         "comparison", "answer", "runner-up", "type", "name", "input", "definition", "shape", "id", "device", "runs",
         "platform", "tag", "arch", "created", "base", "on", "sources")
-MARKS = ("~ unconverged (stopped at the time cap), ± noisy (IQR over 10% of the median), ! throttled; "
+MARKS = ("~ unconverged (stopped at the time cap), ± noisy (IQR over 10% of the median), ! throttled, "
+         "c contended (other processes held its CPUs), ↓ clock fell while sampled; "
          "times are medians of the samples, IQR their interquartile range over the median")
 HOW_TO_SEE = "--columns all, or --format md|csv"
 

@@ -86,7 +86,7 @@ OUT_OF_PLACE_HEADER = "out-of-place median (us)"
 IQR_HEADER = "IQR"
 
 # Short marks for flags in tables; reports spell them out.
-FLAG_MARK = {"unconverged": "~", "noisy": "±", "throttled": "!"}
+FLAG_MARK = {"unconverged": "~", "noisy": "±", "throttled": "!", "contended": "c", "clock-fell": "↓"}
 
 
 def notes(entry: Entry, ctx: Context) -> str:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import shutil
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,18 +14,22 @@ from typing import Any
 from pydantic import ValidationError
 
 from ...kernels import __version__
+from ...kernels.harness.protocol import ExitCode
 from ...kernels.results import PLAN_FILE, RESULTS_FILE, RUN_FILE, Plan, RunRecord, utcnow
 from ...kernels.results_file import exists, read_bytes, read_results
 from ...kernels.system import SystemDescription, VendorFields
 from ..errors import UserError
 from ..launch.local import LOG_FILE
 from ..launch.modes import MODES
+from ..outpaths import check_replaceable, remove_own_files, why_failed
 from ..platforms import get_platform
 from . import layout
 from .image import image_source
-from .manifest import write_manifest
+from .layout import DEFAULT_LIMITS
+from .manifest import LINE, unsafe_path, write_manifest
 
 DEFAULT_KERNEL_TIMEOUT_S = 600.0
+PARTIAL_SUFFIX = ".partial"  # a bundle is written in .NAME.XXXX.partial, then renamed NAME
 
 
 def reproduce_command(plan: Plan, local: bool, image_digest: str | None) -> str:
@@ -110,12 +116,27 @@ def make_bundle(run_dir: Path, out: Path, vendor: VendorFields, force: bool = Fa
         read_results(run_dir / RESULTS_FILE)
     except ValueError as exc:
         raise UserError(f"{run_dir}/{RESULTS_FILE} is not valid: {str(exc).splitlines()[0]}") from None
-    if out.exists() and any(out.iterdir()):
-        if not force:
-            raise UserError(f"{out} exists and is not empty: choose another --out, or --force to replace it")
-        shutil.rmtree(out)
+    replacing = _existing_output(run_dir, out, force)
     source = image_source(record.provenance.image, image_archive, push_to, log)
-    out.mkdir(parents=True, exist_ok=True)
+    # Written beside the target and renamed when complete: a bundle under its final name is whole.
+    staging: Path | None = None
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=PARTIAL_SUFFIX, dir=out.parent))
+        index = _write_bundle(staging, run_dir, plan, record, vendor, source)
+    except OSError as exc:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)  # the tool's own temporary folder, made just above
+        kept = "" if replacing is None else " (the bundle there is kept)"
+        raise UserError(f"--out {out}: the bundle could not be written ({why_failed(exc)}); its partial copy was "
+                        f"removed and nothing was written under {out}{kept}; fix that and submit again",
+                        exit_code=ExitCode.WRITE_FAILED) from None
+    _publish(staging, out, replacing)
+    return index
+
+
+def _write_bundle(out: Path, run_dir: Path, plan: Plan, record: RunRecord, vendor: VendorFields,
+                  source: layout.ImageSource | None) -> layout.SubmissionIndex:
     (out / "logs").mkdir()
 
     system: SystemDescription = record.system.model_copy(update={"vendor": vendor})  # type: ignore[union-attr]
@@ -138,6 +159,56 @@ def make_bundle(run_dir: Path, out: Path, vendor: VendorFields, force: bool = Fa
     _write_json(out / layout.INDEX, index.model_dump(mode="json"))
     write_manifest(out)
     return index
+
+
+def bundle_files(folder: Path) -> set[str] | None:
+    """The files a bundle folder's manifest says deepbench submit wrote (the manifest included), or
+    None when it holds no readable manifest listing an index (then it is not the tool's bundle)."""
+    manifest = folder / layout.MANIFEST
+    if not manifest.is_file() or manifest.is_symlink() or manifest.stat().st_size > DEFAULT_LIMITS.max_json_bytes:
+        return None
+    try:
+        text = manifest.read_text()
+    except (OSError, UnicodeDecodeError):
+        return None
+    listed = set()
+    for line in filter(None, text.split("\n")):
+        m = LINE.match(line)
+        if m is None or unsafe_path(m.group(2)):
+            return None
+        listed.add(m.group(2))
+    return listed | {layout.MANIFEST} if layout.INDEX in listed else None
+
+
+def _existing_output(run_dir: Path, out: Path, force: bool) -> Path | None:
+    """What --out holds now: None when nothing (or an empty folder); the folder itself when it is a
+    bundle that --force may replace; anything else is refused before a byte is written."""
+    if not out.exists() and not out.is_symlink():
+        return None
+    if out.is_symlink() or not out.is_dir():
+        raise UserError(f"--out {out} is not a folder: give a folder (it is created if missing)")
+    if not any(out.iterdir()):
+        return None
+    if not force:
+        raise UserError(f"{out} exists and is not empty: choose another --out, or --force to replace a bundle "
+                        "deepbench submit wrote there")
+    check_replaceable(out, bundle_files(out), keep=(run_dir,), what="a submission bundle", option="--out")
+    return out
+
+
+def _publish(staging: Path, out: Path, replacing: Path | None) -> None:
+    """Rename the complete bundle into place. An old bundle (checked replaceable) is first renamed
+    aside, then only the files its manifest lists are removed."""
+    if replacing is None:
+        if out.is_dir():
+            out.rmdir()  # empty (checked): rename replaces no folder that holds anything
+        staging.rename(out)
+        return
+    own = bundle_files(replacing) or set()
+    aside = out.parent / f".{out.name}.{os.getpid()}.old"
+    out.rename(aside)
+    staging.rename(out)
+    remove_own_files(aside, own)
 
 
 def _was_local(run_dir: Path) -> bool:

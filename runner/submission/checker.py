@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import lru_cache
@@ -43,6 +43,7 @@ from ...kernels.backends import result_backends
 from ...kernels.catalog import traits_of
 from ...kernels.harness.execute import NOISY_REL_IQR
 from ...kernels.model_kernel import MODEL_TOLERANCE
+from ...kernels.noise import contended
 from ...kernels.op_traits import Tolerance
 from ...kernels.precision import PRECISIONS, TRANSFORM_TOLERANCE, Precision, recurrence_tolerance, tolerance
 from ...kernels.provenance import (
@@ -71,6 +72,7 @@ from ..launch.planning import declared_items
 from . import layout
 from .layout import DEFAULT_LIMITS, Limits, SubmissionIndex
 from .manifest import check_manifest, scan
+from .semantics import check_result, check_settings, unsupported_but_ran
 
 M = TypeVar("M", bound=BaseModel)
 DERIVED_RTOL = 1e-6  # TFLOPS re-derived from FLOPs and the median (JSON keeps floats exactly)
@@ -102,7 +104,8 @@ class Bundle:
     host_system: SystemDescription | None = None
     plan: Plan | None = None
     run: RunRecord | None = None
-    results: list[KernelResult] = field(default_factory=list)
+    # The valid results: a list, or a ResultStream that reads them again at each pass (check_bundle).
+    results: Iterable[KernelResult] = field(default_factory=list)
     results_valid: bool = False
 
 
@@ -113,6 +116,7 @@ class Report:
     warnings: list[Problem] = field(default_factory=list)
     bundle: Bundle = field(default_factory=Bundle)
     files: int = 0
+    allow_modified: bool = False
 
     @property
     def ok(self) -> bool:
@@ -125,11 +129,12 @@ class Report:
         self.warnings.append(Problem(where, message))
 
 
-def check_bundle(root: Path, limits: Limits = DEFAULT_LIMITS) -> Report:
-    """Every check, in order; later checks run on whatever earlier ones could load."""
+def check_bundle(root: Path, limits: Limits = DEFAULT_LIMITS, allow_modified: bool = False) -> Report:
+    """Every check, in order; later checks run on whatever earlier ones could load. A run from a
+    modified source tree is a problem unless `allow_modified` (then a warning)."""
     if not root.exists() and not root.is_symlink():
         raise UserError(f"no bundle at {root} (make one with: deepbench submit RUN --out DIR)")
-    report = Report(root)
+    report = Report(root, allow_modified=allow_modified)
     if root.is_symlink():
         report.add(str(root), "the bundle is a symbolic link: give the folder itself")
         return report
@@ -151,13 +156,19 @@ def check_bundle(root: Path, limits: Limits = DEFAULT_LIMITS) -> Report:
     b.plan = _load(root, layout.PLAN, Plan, PLAN_SCHEMA, found.files, limits, report)
     b.run = _load(root, layout.RUN, RunRecord, RUN_SCHEMA, found.files, limits, report)
     b.results, b.results_valid = _load_results(root, found.files, limits, report)
+    check_documents(b, report)
+    return report
+
+
+def check_documents(b: Bundle, report: Report) -> None:
+    """The checks of meaning, on the documents as loaded (what a forger who re-hashes the manifest
+    must still get past)."""
     for step in (_check_index, _check_run, _check_scope, _check_results, _check_system, _check_provenance):
         try:
             step(b, report)
         except Exception as exc:  # noqa: BLE001 - input no rule foresaw: a problem, never a traceback
             report.add(step.__name__.strip("_").replace("_", " "),
                        f"could not be completed on this bundle ({type(exc).__name__}: {exc})"[:500])
-    return report
 
 
 # ----- loading ------------------------------------------------------------------------------------
@@ -256,15 +267,11 @@ def bounded_lines(f: BinaryIO, limit: int) -> Iterator[tuple[int, bytes | None]]
         yield n, None
 
 
-def _load_results(root: Path, files: dict[str, int], limits: Limits, report: Report
-                  ) -> tuple[list[KernelResult], bool]:
+def _stream_results(path: Path, limits: Limits, report: Report) -> Iterator[KernelResult]:
+    """The file's valid records one at a time (a problem for each invalid line, up to the limit)."""
     rel = layout.RESULTS
-    if rel not in files:
-        return [], False
-    out: list[KernelResult] = []
-    before = len(report.problems)
     bad = 0
-    with (root / rel).open("rb") as f:
+    with path.open("rb") as f:
         for n, line in bounded_lines(f, limits.max_json_bytes):
             if line is not None and not line.strip():
                 continue
@@ -282,10 +289,32 @@ def _load_results(root: Path, files: dict[str, int], limits: Limits, report: Rep
                 if bad > limits.max_reported_per_file:
                     report.problems.pop()
             else:
-                out.append(ok)
+                yield ok
     if bad > limits.max_reported_per_file:
         report.add(rel, f"... and {bad - limits.max_reported_per_file} more invalid lines")
-    return out, len(report.problems) == before
+
+
+class ResultStream:
+    """results.jsonl's valid records, read from the file again at each pass: the checker holds one
+    record at a time, whatever the file's size (a 443 MB file once cost 1.77 GB held as a list).
+    Its problems are reported by the first pass (_load_results), not again."""
+
+    def __init__(self, path: Path, limits: Limits) -> None:
+        self.path, self.limits = path, limits
+
+    def __iter__(self) -> Iterator[KernelResult]:
+        return _stream_results(self.path, self.limits, Report(self.path))
+
+
+def _load_results(root: Path, files: dict[str, int], limits: Limits, report: Report
+                  ) -> tuple[Iterable[KernelResult], bool]:
+    rel = layout.RESULTS
+    if rel not in files:
+        return [], False
+    before = len(report.problems)
+    for _ in _stream_results(root / rel, limits, report):  # the pass that reports every invalid line
+        pass
+    return ResultStream(root / rel, limits), len(report.problems) == before
 
 
 # ----- cross-checks -------------------------------------------------------------------------------
@@ -320,6 +349,7 @@ def _check_run(b: Bundle, report: Report) -> None:
     if run.state != "complete":
         report.add(layout.RUN, f"the run is {run.state}, not complete")
     if plan is not None:
+        check_settings(plan, report.add, layout.PLAN, cpus=b.system.measured.cpu.usable_cpus if b.system else None)
         if run.settings != plan.settings:
             report.add(layout.RUN, "its settings differ from plan.json's")
         if run.planned != len(plan.items):
@@ -408,51 +438,62 @@ def _check_scope(b: Bundle, report: Report) -> None:
 
 def _check_results(b: Bundle, report: Report) -> None:
     plan = b.plan
-    if not b.results and b.results_valid:
-        report.add(layout.RESULTS, "holds no results")
-    by_result: dict[str, KernelResult] = {}
-    for r in b.results:
-        if r.id in by_result:
-            report.add(r.id, "has more than one result")
-        by_result[r.id] = r
     planned = {i.id: i for i in plan.items} if plan else {}
-    if plan is not None:
-        for item_id, item in planned.items():
-            found = by_result.get(item_id)
-            if found is None:
-                if b.results_valid:  # else the invalid lines are reported already
-                    report.add(item_id, "has no result in results.jsonl (a kernel of the declared scope is missing)")
-                continue
-            if found.kernel != item.kernel or found.precision != _precision_info(item.precision):
-                report.add(item_id, "its kernel or precision differs from the plan's")
-            if found.backend not in result_backends(plan.backend):
-                report.add(item_id, f"was run by backend {found.backend!r}, the plan says {plan.backend!r}")
-        for r in b.results:
-            if r.id not in planned:
-                report.add(r.id, "is a result for a kernel the plan does not hold")
+    seen: set[str] = set()  # ids only: the records themselves stream by (bounded memory)
     for r in b.results:
-        if r.status in (Status.FAILED, Status.TIMEOUT):
-            report.add(r.id, f"{r.status.value}: {r.reason[:300]}")
-        elif r.status is Status.OK:
-            _check_flags(r, report)
-            if r.check is not None and r.check not in [p.check for p in r.parts]:
-                report.add(r.id, "its check is none of its parts' checks")
-            for p in r.parts:
-                _check_samples(r, p, plan, report)
-                if not p.check.passed:
-                    report.add(r.id, f"{p.direction}: its check did not pass")
-                elif p.check.error is None or not math.isfinite(p.check.error) or p.check.tolerance < 0 \
-                        or p.check.error > p.check.tolerance:
-                    report.add(r.id, f"{p.direction}: its check passed with error {p.check.error} against a "
-                                     f"tolerance of {p.check.tolerance}: a passed check has its error within it")
-                elif p.check.tolerance > (bound := tolerance_bound(r, p.direction)) * TOLERANCE_SLACK:
-                    report.add(r.id, f"{p.direction}: its tolerance {p.check.tolerance:g} is above the {bound:g} "
-                                     f"this tool allows a {r.precision.name.value} {r.op} check")
-                _check_rates(r, f"{p.direction}: ", p.tflops, p.gbps, p.flops, p.min_bytes,
-                             p.measurement.stats.median, report)
-            if r.time_us is not None:
-                _check_rates(r, "", r.tflops, r.gbps, sum(p.flops for p in r.parts),
-                             sum(p.min_bytes for p in r.parts), r.time_us.median, report)
+        if r.id in seen:
+            report.add(r.id, "has more than one result")
+        seen.add(r.id)
+        item = planned.get(r.id)
+        if plan is not None and item is None:
+            report.add(r.id, "is a result for a kernel the plan does not hold")
+        elif plan is not None and item is not None:
+            if r.kernel != item.kernel or r.precision != _precision_info(item.precision):
+                report.add(r.id, "its kernel or precision differs from the plan's")
+            if r.backend not in result_backends(plan.backend):
+                report.add(r.id, f"was run by backend {r.backend!r}, the plan says {plan.backend!r}")
+        _check_one_result(r, plan, report)
+    if not seen and b.results_valid:
+        report.add(layout.RESULTS, "holds no results")
+    if b.results_valid:  # else the invalid lines are reported already
+        for item_id in planned:
+            if item_id not in seen:
+                report.add(item_id, "has no result in results.jsonl (a kernel of the declared scope is missing)")
+
+
+def _check_one_result(r: KernelResult, plan: Plan | None, report: Report) -> None:
+    """What one result must hold by itself (and against the plan's settings)."""
+    check_result(r, plan, report.add)
+    ran = unsupported_but_ran(r, plan) if plan is not None else None
+    if plan is not None and ran is not None:
+        report.warn(r.id, f"is unsupported, but this tool's published run {ran} measured it on platform "
+                          f"{plan.platform} with backend {plan.backend}")
+    if r.status in (Status.FAILED, Status.TIMEOUT):
+        report.add(r.id, f"{r.status.value}: {r.reason[:300]}")
+    elif r.status is Status.OK:
+        _check_flags(r, report)
+        if "contended" in r.flags:
+            report.warn(r.id, "contended: other processes held CPUs its threads used while it was measured; its "
+                              "figure reads slow and is not judged (check --strict refuses it; re-run it on a "
+                              "quiet machine)")
+        if r.check is not None and r.check not in [p.check for p in r.parts]:
+            report.add(r.id, "its check is none of its parts' checks")
+        for p in r.parts:
+            _check_samples(r, p, plan, report)
+            if not p.check.passed:
+                report.add(r.id, f"{p.direction}: its check did not pass")
+            elif p.check.error is None or not math.isfinite(p.check.error) or p.check.tolerance < 0 \
+                    or p.check.error > p.check.tolerance:
+                report.add(r.id, f"{p.direction}: its check passed with error {p.check.error} against a "
+                                 f"tolerance of {p.check.tolerance}: a passed check has its error within it")
+            elif p.check.tolerance > (bound := tolerance_bound(r, p.direction)) * TOLERANCE_SLACK:
+                report.add(r.id, f"{p.direction}: its tolerance {p.check.tolerance:g} is above the {bound:g} "
+                                 f"this tool allows a {r.precision.name.value} {r.op} check")
+            _check_rates(r, f"{p.direction}: ", p.tflops, p.gbps, p.flops, p.min_bytes,
+                         p.measurement.stats.median, report)
+        if r.time_us is not None:
+            _check_rates(r, "", r.tflops, r.gbps, sum(p.flops for p in r.parts),
+                         sum(p.min_bytes for p in r.parts), r.time_us.median, report)
 
 
 def _check_rates(r: KernelResult, where: str, tflops: float | None, gbps: float | None, flops: float,
@@ -485,7 +526,8 @@ def tolerance_bound(r: KernelResult, direction: str) -> float:
 def _check_flags(r: KernelResult, report: Report) -> None:
     """The flags that follow from the measurements alone must be there exactly when they follow."""
     derived = {"unconverged": any(p.measurement.stop_reason != "converged" for p in r.parts),
-               "noisy": any(p.measurement.stats.rel_iqr > NOISY_REL_IQR for p in r.parts)}
+               "noisy": any(p.measurement.stats.rel_iqr > NOISY_REL_IQR for p in r.parts),
+               "contended": any(contended(p.measurement.others_cores, p.measurement.spare_cores) for p in r.parts)}
     for flag, due in derived.items():
         if due != (flag in r.flags):
             report.add(r.id, f"flag {flag!r} is {'missing' if due else 'set'}, but its measurements say "
@@ -567,9 +609,16 @@ def _check_provenance(b: Bundle, report: Report) -> None:
         report.add(layout.RUN, "a container run must record its image digest (provenance.image)")
     if b.plan is not None and prov.seeds.get("inputs") != b.plan.settings.seed:
         report.add(layout.RUN, f"provenance.seeds {prov.seeds} differ from the plan's seed {b.plan.settings.seed}")
+    if prov.harness_source is not None and prov.harness_source.state == "modified" and not report.allow_modified \
+            and (prov.source is None or prov.source.state != "modified"):
+        report.add(layout.RUN, "its harness ran from a modified source tree; accepted only with --allow-modified")
     if prov.source is not None and prov.source.state == "modified":
-        report.warn(layout.RUN, f"it was run from a modified source tree ({prov.source.changed_count} changed paths "
-                                f"at {(prov.source.commit or '?')[:12]}): the harness hash identifies the code")
+        text = (f"it was run from a modified source tree ({prov.source.changed_count} changed paths at "
+                f"{(prov.source.commit or '?')[:12]}): the harness hash identifies the code")
+        if report.allow_modified:
+            report.warn(layout.RUN, text)
+        else:
+            report.add(layout.RUN, f"{text}, which is not this tool's; accepted only with --allow-modified")
 
 
 @lru_cache(maxsize=1)
@@ -595,7 +644,10 @@ def _check_source_hashes(run: RunRecord, report: Report) -> None:
         if theirs == ours:
             continue
         text = f"provenance.{key} {str(theirs)[:16]}... is not what deepbench {__version__} computes for its own source"
-        if modified:
-            report.warn(layout.RUN, f"{text}: the run was made from a modified source tree")
+        if modified and report.allow_modified:
+            report.warn(layout.RUN, f"{text}: the run was made from a modified source tree (--allow-modified)")
+        elif modified:
+            report.add(layout.RUN, f"{text}: the run was made from a modified source tree; accepted only with "
+                                   "--allow-modified")
         else:
             report.add(layout.RUN, f"{text} ({ours[:16]}...): the code that ran is not this version's")

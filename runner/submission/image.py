@@ -1,7 +1,7 @@
 """The run's image in a submission: recorded by id with where to get it (`deepbench submit
---image-archive FILE`, `--push REF`), and got back by `deepbench verify` on another machine:
-the image here with that id, else the archive (beside the bundle, or --image-archive), else a
-pull by digest from the registry recorded. Whatever comes back must have the recorded id."""
+--image-archive FILE`, `--push REF`), so that a reader can inspect it. `deepbench verify` never
+loads, pulls or runs it (a submission is data, and its image is the submitter's code): it re-runs
+in the verifier's own image and reports a different id (verify.py)."""
 
 from __future__ import annotations
 
@@ -49,50 +49,3 @@ def image_source(run_image: Any, archive: Path | None = None, push_to: str | Non
         if push_to:
             registry = image_archive.push(client, image_id, push_to, log)
     return ImageSource(id=image_id, archive=recorded, registry=registry)
-
-
-def _archive_path(bundle: Path, source: ImageSource | None, given: Path | None) -> Path | None:
-    if given is not None:
-        if not given.is_file():
-            raise UserError(f"--image-archive {given} is not a file")
-        return given
-    if source is None or source.archive is None:
-        return None
-    for folder in (bundle.resolve().parent, bundle):
-        if (folder / source.archive.name).is_file():
-            return folder / source.archive.name
-    return None
-
-
-def obtain(bundle: Path, source: ImageSource | None, run_image: Any, given_archive: Path | None,
-           log: Log = print) -> str:
-    """Make the submission's image present here; returns its id. Refuses any other image."""
-    from ..launch import image_archive
-    from ..launch.docker_client import connect
-    from ..launch.images import find
-
-    image_id = run_image_id(run_image)
-    if image_id is None:
-        raise UserError("the submission records no image: verify it with --local")
-    client = connect()
-    if find(client, image_id) is not None:
-        return image_id
-    archive = _archive_path(bundle, source, given_archive)
-    if archive is not None:
-        recorded = source.archive.sha256 if source and source.archive and archive.name == source.archive.name \
-            else None
-        image_archive.load(client, archive, image_id, recorded, log)
-        return image_id
-    refs = [source.registry] if source and source.registry else []
-    refs += [r for r in run_image.get("repo_digests") or [] if isinstance(r, str) and r not in refs]
-    failures = []
-    for ref in refs:
-        try:
-            image_archive.pull_by_digest(client, ref, image_id, log)
-            return image_id
-        except UserError as exc:
-            failures.append(str(exc))
-    where = f" ({'; '.join(failures)})" if failures else ""
-    wanted = f" ({source.archive.name}, beside the bundle)" if source and source.archive else ""
-    raise UserError(f"the submission's image {image_id[:19]} is not here and cannot be had{where}: give its "
-                    f"archive{wanted} with --image-archive FILE, or docker load it, or verify with --local")

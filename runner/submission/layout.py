@@ -72,7 +72,7 @@ class ImageArchive(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    name: str = Field(description="the file's name; verify looks beside the bundle, or takes --image-archive")
+    name: str = Field(description="the file's name, beside the bundle (for a reader; verify never loads it)")
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
     bytes: int = Field(ge=0)
 

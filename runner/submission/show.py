@@ -21,7 +21,8 @@ def print_report(console: Console, report: Report, strict: bool = False) -> bool
         n = len(report.problems) + (len(report.warnings) if strict else 0)
         console.print(f"[bold red]check failed[/]: {n} problem(s) in {escape(str(report.root))}", highlight=False)
         return False
-    counts = ", ".join(f"{n} {s}" for s, n in sorted((b.run.counts if b.run else {}).items()))
+    tally = b.run.counts if b.run else {}  # equal to results.jsonl's (checked)
+    counts = ", ".join(f"{n} {s}" for s, n in sorted(tally.items()))
     console.print(f"[bold green]check passed[/]: {escape(str(report.root))}: suite {b.plan.suite if b.plan else '?'}, "
-                  f"{len(b.results)} results ({counts}), {report.files} files match the manifest", highlight=False)
+                  f"{sum(tally.values())} results ({counts}), {report.files} files match the manifest", highlight=False)
     return True

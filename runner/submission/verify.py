@@ -1,9 +1,11 @@
 """`deepbench verify`: re-run a submission's plan and compare every kernel with the submitted numbers.
 
 The bundle must first pass `deepbench check`. Its plan.json is run again exactly (same kernels,
-precisions, settings and seed) on this machine: in a container on the submission's image (the
-one here with its id, else its exported archive, else pulled by digest: image.py), or with
---local in a subprocess on the host (the only way for a --local submission). Then, per kernel:
+precisions, settings and seed) on this machine, by code the verifier trusts: in a container on
+the verifier's own image (the platform's image built here from this tool's recipe, or --image REF
+built here; labels and harness hash checked, never the image the bundle names, which is the
+submitter's code), or with --local in a subprocess of this installation (the only way for a
+--local submission; settings outside deepbench-run's ranges are refused). Then, per kernel:
 
   ratio      = re-run median / submitted median
   noise      = sqrt(rel_iqr_submitted^2 + rel_iqr_rerun^2)      (rel_iqr = (p75 - p25) / median)
@@ -17,7 +19,8 @@ both runs measured, and a kernel too noisy for any tolerance to mean something i
 pass. Before judging, every kernel that did not agree or whose re-run was noisy is measured once
 more with longer samples and a longer time cap (jitter averages out over more calls per sample;
 a busy moment passes), and the quieter of its two re-runs is the one compared. A kernel
-`unsupported` in both agrees; one that is `ok` in one run and not in the other disagrees.
+`unsupported` in both agrees; one that is `ok` in one run and not in the other disagrees; one
+flagged `contended` (other processes held its CPUs) in either run is `unverifiable`, not judged.
 """
 
 from __future__ import annotations
@@ -48,10 +51,12 @@ from ..launch.provenance import command_line, with_host_facts
 from ..launch.run_folder import RunFolder
 from ..launch.signals import Stopped
 from ..launch.supervise import supervise
+from ..option_types import usable_cpus
 from ..platforms import get_platform
 from ..render.display import RunProgress
+from ..setting_ranges import out_of_range
+from . import layout
 from .checker import check_bundle
-from .image import obtain
 from .layout import SubmissionIndex
 from .show import print_report
 
@@ -63,6 +68,7 @@ DEFAULT_CAP = 1.0
 # verdict may rest on by default (a 50% alteration must not pass as noise).
 DEFAULT_MAX_NOISE = 0.15
 REPORT_FILE = "verify.json"
+CONTENDED = "contended"  # the result flag (kernels/harness/execute.py): not judged
 DEFAULT_VERIFY_DIR = Path("deepbench-verify")
 REMEASURE_DIR = "remeasure"
 REMEASURE_FACTOR = 4.0  # the second measurement's samples and time cap, against the plan's
@@ -138,6 +144,13 @@ def compare(submitted: list[KernelResult], rerun: list[KernelResult], rule: Tole
         r = again.get(s.id)
         if r is None:
             out.append(Comparison(id=s.id, verdict="disagree", reason="not re-run (the re-run stopped early)"))
+        elif CONTENDED in s.flags or CONTENDED in r.flags:
+            where = "the submission" if CONTENDED in s.flags else "this re-run"
+            out.append(Comparison(id=s.id, verdict="unverifiable", reason=(
+                f"contended in {where}: other processes held CPUs its threads used, so its time says little; "
+                "not judged (re-run on a quiet machine, or with --threads 1 in both)"),
+                submitted_us=s.time_us.median if s.time_us else None, rerun_us=r.time_us.median if r.time_us else None,
+                remeasured=s.id in remeasured))
         elif s.status is Status.OK and r.status is Status.OK and s.time_us and r.time_us:
             ratio = r.time_us.median / s.time_us.median
             noise = math.hypot(s.time_us.rel_iqr, r.time_us.rel_iqr)
@@ -170,7 +183,7 @@ def to_remeasure(comparisons: list[Comparison], rerun: list[KernelResult]) -> li
         r = again.get(c.id)
         if r is None or r.status is not Status.OK or r.time_us is None:
             continue
-        if c.verdict != "agree" or r.time_us.rel_iqr > NOISY_RERUN:
+        if c.verdict != "agree" or r.time_us.rel_iqr > NOISY_RERUN or CONTENDED in r.flags:
             out.append(c.id)
     return out
 
@@ -182,6 +195,9 @@ def quieter(first: list[KernelResult], second: list[KernelResult]) -> list[Kerne
     out = []
     for r in first:
         b = better.get(r.id)
+        if b is not None and CONTENDED in r.flags and CONTENDED not in b.flags:
+            out.append(b)  # an uncontended second measurement beats a contended first, however quiet
+            continue
         # b.time_us is set (`better` holds only those); said again for the type checker
         out.append(b if b is not None and b.time_us is not None
                    and (r.time_us is None or b.time_us.rel_iqr < r.time_us.rel_iqr) else r)
@@ -213,51 +229,63 @@ def environment_differences(submitted: SystemDescription | None, here: SystemDes
     return out
 
 
-def _container_starter(bundle: Path, index: SubmissionIndex, bundle_run: RunRecord, plan: Plan, plan_path: Path,
-                       outdir: Path, console: Console, image_archive: Path | None) -> Callable[[], Any]:
-    """A container on the submission's very image: present, loaded from its archive or pulled by
-    digest (image.py), after the host's devices are checked; any other image is refused."""
+def _container_starter(plan: Plan, plan_path: Path, outdir: Path, console: Console,
+                       image: str | None) -> Callable[[], Any]:
+    """A container on the verifier's own image: the platform's image this installation built (or
+    pulled) from the project's recipe, or the one the verifier names with --image; either must carry
+    this version's labels and harness hash (a hard refusal otherwise: there is no --force-image
+    here). The image the bundle names is never pulled, loaded or run (it is the submitter's code)."""
     try:
         from ..launch import container
-        from ..launch.devices import check_host
     except ImportError as exc:
         raise UserError(f"this installation cannot run containers ({exc}): verify with --local") from None
 
     def log(line: str) -> None:
         console.print(line, highlight=False, markup=False)
 
-    platform = get_platform(plan.platform)
-    check_host(platform, log)
-    image_id = obtain(bundle, index.image, bundle_run.provenance.image, image_archive, log)
-    # The submission's image, by id: run it whatever deepbench version made it (its labels say which).
-    starter = container.container_starter(plan_path, outdir, platform, image=image_id, force_image=True, log=log)
-    if starter.provenance.get("id") != image_id:
-        raise UserError(f"the image found ({starter.provenance.get('id')}) is not the submission's ({image_id})")
-    return starter
+    return container.container_starter(plan_path, outdir, get_platform(plan.platform), image=image, own_only=True,
+                                       log=log)
+
+
+def image_difference(index: SubmissionIndex, ours: dict[str, Any] | None) -> str | None:
+    """The submission's image against the verifier's, by id: a difference is reported (the numbers
+    then come from different builds of the same recipe, or from an image that is not this tool's)."""
+    theirs = index.image.id if index.image is not None else index.image_digest
+    mine = (ours or {}).get("id")
+    if theirs is None or mine is None or theirs == mine:
+        return None
+    return (f"image: the submission ran in {theirs[:19]}, this verifier re-ran in its own {mine[:19]} (built from "
+            f"this tool's recipe); the submission's image was not run")
 
 
 def verify_bundle(root: Path, *, local: bool, out: Path | None, rule: ToleranceRule, console: Console,
-                  quiet: bool = False, image_archive: Path | None = None) -> VerifyReport:
-    report = check_bundle(root)
+                  quiet: bool = False, image: str | None = None, allow_modified: bool = False) -> VerifyReport:
+    report = check_bundle(root, allow_modified=allow_modified)
     if not report.ok:
         print_report(console, report)
         raise UserError("verify needs a bundle that passes deepbench check (see the problems above)", exit_code=1)
     bundle = report.bundle
     assert bundle.plan is not None and bundle.run is not None and bundle.index is not None
-    index, run_record = bundle.index, bundle.run  # as narrowed here, for the closure below
+    index = bundle.index  # as narrowed here, for the closure below
+    submitted = read_results(root / layout.RESULTS)  # checked above; verify compares every one
     if not local and bundle.index.local:
         raise UserError("this submission was run with --local (no container image): verify it with --local")
+    if local:
+        problems = out_of_range(bundle.plan.settings, cpus=usable_cpus())
+        if problems:
+            raise UserError(f"the bundle's run settings are outside what deepbench-run accepts here "
+                            f"({'; '.join(problems)}): not re-run")
     stamp = f"{datetime.now(timezone.utc):%Y%m%d-%H%M%S}"
     outdir = out or DEFAULT_VERIFY_DIR / f"{bundle.plan.run_id}-{stamp}"
     # The very cuDNN engines the submission ran (its results name them), not a fresh choice.
     settings = bundle.plan.settings.model_copy(update={"cudnn_engines": {
-        **recorded_engines(bundle.results), **bundle.plan.settings.cudnn_engines}})
+        **recorded_engines(submitted), **bundle.plan.settings.cudnn_engines}})
     plan = bundle.plan.model_copy(update={"run_id": f"{bundle.plan.run_id}-verify-{stamp}",
                                           "command": command_line(), "settings": settings})
     folder = run_folder.create(outdir, plan, local, role="deepbench verify", resume_hint=False)
 
     def container_for(plan: Plan, plan_path: Path, outdir: Path) -> Callable[[], Any]:
-        return _container_starter(root, index, run_record, plan, plan_path, outdir, console, image_archive)
+        return _container_starter(plan, plan_path, outdir, console, image)
     console.print(f"[bold]deepbench verify[/] re-running {len(plan.items)} kernels of {escape(bundle.plan.run_id)} "
                   f"({'local' if local else 'container'}) -> {escape(str(outdir))}", highlight=False)
     record, rerun = _rerun(folder, container_for, console, quiet)
@@ -270,12 +298,14 @@ def verify_bundle(root: Path, *, local: bool, out: Path | None, rule: ToleranceR
         sub = run_folder.create(outdir / REMEASURE_DIR, again, local, role="deepbench verify", resume_hint=False)
         return _rerun(sub, container_for, console, quiet)[1]
 
-    comparisons = judge(bundle.results, rerun, rule, remeasure)
+    comparisons = judge(submitted, rerun, rule, remeasure)
     count = Counter(c.verdict for c in comparisons)
     result = VerifyReport(
         bundle=str(root), rerun=str(outdir), local=local, rule=vars(rule).copy(), agree=count["agree"],
         disagree=count["disagree"], unverifiable=count["unverifiable"],
-        environment_differences=environment_differences(bundle.system, record.system), comparisons=comparisons)
+        environment_differences=[*environment_differences(bundle.system, record.system),
+                                 *filter(None, [None if local else image_difference(index, record.provenance.image)])],
+        comparisons=comparisons)
     write_atomic(outdir / REPORT_FILE, result.model_dump_json(indent=1) + "\n")
     return result
 

@@ -48,6 +48,9 @@ def default_threads() -> int:
 class OrtBackend(Backend):
     name = "onnxruntime"
 
+    def cpu_threads(self) -> int | None:
+        return self.threads
+
     def __init__(self, settings: Settings) -> None:
         super().__init__(settings)
         if settings.device not in ("cpu", ""):

@@ -15,6 +15,7 @@ import torch
 
 from ...catalog import Kernel
 from ...collective_kernels import CollectiveKernel
+from ...noise import quiet_threads
 from ...padding import PadMode
 from ...precision import Precision
 from ...results import Measurement, Settings
@@ -61,13 +62,19 @@ OPERATIONS: dict[str, Callable[[TorchContext, Any, Precision], Prepared]] = {
 class TorchBackend(Backend):
     name = "torch"
 
+    def cpu_threads(self) -> int | None:
+        return self.threads
+
     def __init__(self, settings: Settings, cuda: CudaDevice | None = None) -> None:
         """`cuda`: the run's GPU when another backend shares it (kernels/backends/nvidia.py)."""
         super().__init__(settings)
         self.device = torch.device(settings.device)
         self.cuda = cuda or (CudaDevice(settings, self.device) if self.device.type == "cuda" else None)
-        if settings.threads:
-            torch.set_num_threads(settings.threads)
+        # CPU threads: as asked, else one per usable CPU less those other processes keep busy (a
+        # thread sharing a core with a busy process waits a scheduler slice, 100x the kernel).
+        self.threads = settings.threads or (quiet_threads() if self.device.type == "cpu" else None)
+        if self.threads:
+            torch.set_num_threads(self.threads)
         torch.manual_seed(settings.seed)
         self.ctx = TorchContext(self.device, settings.seed, PadMode(settings.pad), settings.inputs)
         self._ceilings: dict[str, float] | None = None

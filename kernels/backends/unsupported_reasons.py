@@ -1,0 +1,175 @@
+"""The reasons each backend can give for an `unsupported` result, read from the backend's own code.
+
+A result is `unsupported` when a backend raises `Unsupported(reason)` (base.py). `deepbench check`
+accepts an unsupported result only with a reason its backend could have given for that operation
+and precision, so a bundle cannot turn a slow `ok` result into a blank `unsupported` one. The
+table is not written by hand: it is derived from the `raise Unsupported(...)` sites of the
+backend's package (and of the shared modules beside it) with Python's own parser, so it follows
+the code. Each site becomes a regular expression: literal text as is, `{precision.value}` as the
+result's precision, `{kernel.op}` as its operation, any other placeholder as some text; a name
+refers to the module's string constant (or to every value of a constant dict). A site whose text
+is all placeholders (`Unsupported(str(exc))`) gives no pattern: nothing could be checked against it.
+A site in a module named after an operation (gemm.py, rnn_cudnn.py) applies to that operation only.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from ..precision import Precision
+from . import BACKENDS, DELEGATES
+
+HERE = Path(__file__).resolve().parent
+# Code beside the backends whose Unsupported reasons any backend may pass on (model building).
+SHARED_SOURCES = (HERE.parent / "models" / "instance.py",)
+# Fewer literal characters than this and a pattern would accept nearly any text.
+MIN_LITERAL_CHARS = 8
+ANY = "(?s:.+?)"
+
+
+@dataclass(frozen=True)
+class Reason:
+    """One `raise Unsupported(...)` site: its pattern, the operation its module is about (None:
+    any), and whether the text may have been cut short (a `[:N]` slice)."""
+
+    pattern: str
+    op: str | None
+    truncated: bool
+    where: str
+    precisions: frozenset[str] = frozenset()  # precisions its fixed text names (none: any precision)
+
+    def matches(self, reason: str, op: str, precision: str) -> bool:
+        if self.op is not None and self.op != op:
+            return False
+        if self.precisions and precision not in self.precisions:
+            return False
+        regex = self.pattern.replace(_PRECISION, re.escape(precision)).replace(_OP, re.escape(op))
+        if re.fullmatch(regex, reason):
+            return True
+        return self.truncated and re.match(regex.split(ANY)[0], reason) is not None
+
+
+_PRECISION, _OP = "\x00P\x00", "\x00O\x00"
+
+
+def _constants(tree: ast.Module) -> dict[str, list[ast.expr]]:
+    """Module-level NAME = <str or f-string or dict of them>."""
+    out: dict[str, list[ast.expr]] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                if isinstance(t, ast.Name):
+                    value = node.value
+                    out[t.id] = list(value.values) if isinstance(value, ast.Dict) else [value]
+    return out
+
+
+def _patterns(node: ast.expr, consts: dict[str, list[ast.expr]], depth: int = 0) -> list[tuple[str, bool]]:
+    """(regex, truncated) alternatives for the text of `node`."""
+    if depth > 5:
+        return [(ANY, False)]
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [(re.escape(node.value), False)]
+    if isinstance(node, ast.JoinedStr):
+        text = ""
+        for piece in node.values:
+            if isinstance(piece, ast.Constant):
+                text += re.escape(str(piece.value))
+            else:
+                src = ast.unparse(piece.value) if isinstance(piece, ast.FormattedValue) else ""
+                text += _PRECISION if src == "precision.value" else _OP if src == "kernel.op" else ANY
+        return [(text, False)]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return [(a + b, ta or tb) for a, ta in _patterns(node.left, consts, depth + 1)
+                for b, tb in _patterns(node.right, consts, depth + 1)]
+    if isinstance(node, ast.Name) and node.id in consts:
+        return [p for v in consts[node.id] for p in _patterns(v, consts, depth + 1)]
+    if isinstance(node, ast.Subscript):
+        if isinstance(node.slice, ast.Slice):  # text[:N]: cut short
+            return [(p, True) for p, _ in _patterns(node.value, consts, depth + 1)]
+        return _patterns(node.value, consts, depth + 1)  # a constant dict's entry: any of its values
+    if isinstance(node, ast.IfExp):
+        return _patterns(node.body, consts, depth + 1) + _patterns(node.orelse, consts, depth + 1)
+    return [(ANY, False)]
+
+
+def _literal_chars(pattern: str) -> int:
+    return len(re.sub(r"\\(.)", r"\1", pattern.replace(ANY, "").replace(_PRECISION, "").replace(_OP, "")))
+
+
+def _named(pattern: str) -> frozenset[str]:
+    """The precisions a reason's fixed text names ("fp8 GEMM needs ..."): it was given for one of
+    them. A reason that names the precision it was given for ({precision.value}) names none here."""
+    if _PRECISION in pattern:
+        return frozenset()
+    text = re.sub(r"\\(.)", r"\1", pattern)
+    return frozenset(p.value for p in Precision if re.search(rf"\b{p.value}\b", text))
+
+
+def _op_of(path: Path, ops: set[str]) -> str | None:
+    stem = path.stem
+    for op in sorted(ops, key=len, reverse=True):
+        if stem == op or stem.startswith(op + "_"):
+            return op
+    return None
+
+
+def reasons_in(path: Path, ops: set[str]) -> list[Reason]:
+    """The Unsupported reasons raised in one source file."""
+    tree = ast.parse(path.read_text(), str(path))
+    consts = _constants(tree)
+    op = _op_of(path, ops)
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Unsupported" \
+                and node.args:
+            for pattern, truncated in _patterns(node.args[0], consts):
+                if _literal_chars(pattern) >= MIN_LITERAL_CHARS:
+                    out.append(Reason(pattern, op, truncated, f"{path.name}:{node.lineno}", _named(pattern)))
+    return out
+
+
+def _sources(backend: str) -> list[Path]:
+    target = BACKENDS.get(backend)
+    if target is None:
+        return []
+    module = target.split(":")[0].split(".")
+    rel = HERE.joinpath(*module[module.index("backends") + 1:])
+    files = sorted(rel.rglob("*.py")) if rel.is_dir() else [rel.with_suffix(".py")]
+    return files + _shared_modules(files) + list(SHARED_SOURCES)
+
+
+def _shared_modules(files: list[Path]) -> list[Path]:
+    """The modules beside the backends (base.py, native.py ...) that these files import: their
+    reasons are the backend's too."""
+    out = set()
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.level >= 1:
+                base = path.parent if node.level == 1 else path.parent.parent
+                names = [node.module] if node.module else [a.name for a in node.names]
+                for name in names:
+                    candidate = base / f"{name.split('.')[0]}.py"
+                    if candidate.parent == HERE and candidate.is_file():
+                        out.add(candidate)
+    return sorted(out - set(files))
+
+
+@cache
+def backend_reasons(backend: str) -> tuple[Reason, ...]:
+    """Every reason `backend` (and the backends it delegates to) can give."""
+    from ..catalog import operations
+
+    ops = set(operations())
+    files = {p for b in (backend, *DELEGATES.get(backend, ())) for p in _sources(b)}
+    return tuple(r for path in sorted(files) for r in reasons_in(path, ops))
+
+
+def could_give(backend: str, reason: str, op: str, precision: str) -> bool:
+    """Whether `backend` can give `reason` for an `op` kernel in `precision`."""
+    return any(r.matches(reason, op, precision) for r in backend_reasons(backend))

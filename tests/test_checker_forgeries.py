@@ -1,0 +1,329 @@
+"""`deepbench check` recomputes what it can (issue 42): semantic forgeries of a real bundle, each
+made consistent as a careful forger would make it (rates re-derived from the forged FLOPs and
+bytes, the total time and counts re-summed, plan and run settings changed together, the manifest
+and plan hash re-made), are never accepted. The bundle is made once; each forgery is a mutation
+of its documents in memory, loaded and judged by the checker's own steps (check_documents; the
+manifest is left out as a forger would have re-hashed it: test_forgery_through_files shows the
+same verdict through the files).
+
+    DEEPBENCH_FORGERIES=10000 (the default) python -m pytest tests/test_checker_forgeries.py
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from deepbench.kernels.results import RESULT_SCHEMA, KernelResult, Plan, RunRecord, TimeStats
+from deepbench.runner.setting_ranges import RANGES
+from deepbench.runner.submission.checker import Bundle, Report, _validate, check_bundle, check_documents
+from deepbench.runner.submission.manifest import write_manifest
+
+from .conftest import local_bundle, run_cli
+
+FORGERIES = int(os.environ.get("DEEPBENCH_FORGERIES", "10000"))
+KINDS = ("flops", "bytes", "drop_direction", "duplicate_direction", "rename_direction", "unsupported", "stop_reason",
+         "timer", "check_method", "flag", "negative_error", "setting")
+NOWHERE = Path("/nonexistent-bundle")  # no plan.json to hash: the forger re-made plan_sha256
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return local_bundle(tmp_path_factory.mktemp("forge"), "--suite", "smoke", "--fast", "--threads", "1", "--quiet")
+
+
+@pytest.fixture(scope="module")
+def docs(base: Path) -> dict[str, Any]:
+    report = check_bundle(base, allow_modified=True)  # a test tree may hold uncommitted changes
+    assert report.ok, [str(p) for p in report.problems]
+    b = report.bundle
+    texts = {"plan": (base / "plan.json").read_text(), "run": (base / "run.json").read_text(),
+             "results": [x for x in (base / "results.jsonl").read_text().splitlines() if x.strip()]}
+    return {"bundle": b, "texts": texts, "plan": json.loads(texts["plan"]), "run": json.loads(texts["run"]),
+            "results": [json.loads(x) for x in texts["results"]], "valid": {}}
+
+
+def judge(docs: dict[str, Any], plan: dict, run: dict, results: list[dict]) -> Report:
+    """The checker's verdict on forged documents (loaded as check_bundle loads them)."""
+    report = Report(NOWHERE, allow_modified=True)
+    base: Bundle = docs["bundle"]
+    b = Bundle(index=base.index, system=base.system, host_system=base.host_system)
+    b.plan = _validate(Plan, plan, plan["schema_version"], "plan.json", report)
+    b.run = _validate(RunRecord, run, run["schema_version"], "run.json", report)
+    b.results = [x for x in (_load_result(docs, r, report) for r in results) if x is not None]
+    b.results_valid = len(b.results) == len(results)
+    check_documents(b, report)
+    return report
+
+
+def _load_result(docs: dict[str, Any], record: dict, report: Report) -> KernelResult | None:
+    """A record as the checker loads it; an unchanged one is loaded once (the same JSON, the same
+    model: only the forged record costs a validation)."""
+    key = json.dumps(record, sort_keys=True)
+    if key not in docs["valid"]:
+        loaded = _validate(KernelResult, record, RESULT_SCHEMA, "results.jsonl", report)
+        if loaded is None:
+            return None
+        docs["valid"][key] = loaded
+    return docs["valid"][key]
+
+
+def test_untouched_documents_pass(docs: dict[str, Any]) -> None:
+    """What makes the property meaningful: the same path accepts the real documents."""
+    report = judge(docs, docs["plan"], docs["run"], docs["results"])
+    assert report.ok, [str(p) for p in report.problems]
+
+
+# ----- a forger's edits, each re-made consistent --------------------------------------------------------
+def _rates(r: dict) -> None:
+    """Re-derive every rate and the total from the parts, as the harness writes them."""
+    for p in r["parts"]:
+        med = p["measurement"]["stats"]["median"]
+        p["tflops"] = p["flops"] / med / 1e6 if p["flops"] else None
+        p["gbps"] = p["min_bytes"] / med / 1e3 if p["min_bytes"] else None
+    total = TimeStats.total(TimeStats.model_validate(p["measurement"]["stats"]) for p in r["parts"])
+    r["time_us"] = total.model_dump(mode="json")
+    flops = sum(p["flops"] for p in r["parts"])
+    nbytes = sum(p["min_bytes"] for p in r["parts"])
+    r["tflops"] = flops / total.median / 1e6 if flops else None
+    r["gbps"] = nbytes / total.median / 1e3 if nbytes else None
+    if r["check"] not in [p["check"] for p in r["parts"]]:
+        r["check"] = r["parts"][0]["check"]
+
+
+def _counts(run: dict, results: list[dict]) -> None:
+    counts: dict[str, int] = {}
+    for r in results:
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+    run["counts"] = counts
+
+
+@st.composite
+def forgery(draw: st.DrawFn, docs: dict[str, Any]) -> tuple[str, dict, dict, list[dict]]:
+    plan, run = json.loads(docs["texts"]["plan"]), json.loads(docs["texts"]["run"])
+    results = [json.loads(t) for t in docs["texts"]["results"]]
+    kind = draw(st.sampled_from(KINDS))
+    oks = [r for r in results if r["status"] == "ok"]
+    r = draw(st.sampled_from(oks))
+    part = draw(st.sampled_from(r["parts"]))
+    factor = draw(st.one_of(st.floats(0.01, 0.999), st.floats(1.001, 100.0), st.sampled_from([0.5, 2.0, 10.0])))
+    label = draw(st.text(min_size=1, max_size=20))
+    if kind in ("flops", "bytes"):
+        key = "flops" if kind == "flops" else "min_bytes"
+        if part[key] == 0:
+            part[key] = draw(st.floats(1.0, 1e12))
+        else:
+            part[key] *= factor
+        _rates(r)
+    elif kind == "drop_direction":
+        multi = [x for x in oks if len(x["parts"]) > 1]
+        r = draw(st.sampled_from(multi))
+        r["parts"].pop(draw(st.integers(0, len(r["parts"]) - 1)))
+        _rates(r)
+    elif kind == "duplicate_direction":
+        r["parts"].append(copy.deepcopy(part))
+        _rates(r)
+    elif kind == "rename_direction":
+        others = ["fwd", "bwd", "bwd_data", "bwd_filter", "in_place", "out_of_place", label]
+        new = draw(st.sampled_from([d for d in others if d != part["direction"]]))
+        part["direction"] = new
+        if new in ("bwd_data", "bwd_filter", "bwd", "fwd") and r["op"] in ("conv", "rnn") and \
+                any(p is not part and p["direction"] == new for p in r["parts"]):
+            pass  # a duplicate, kept: also a forgery
+        _rates(r)
+    elif kind == "unsupported":
+        reason = draw(st.one_of(st.text(min_size=1, max_size=80), st.sampled_from([
+            "PyTorch has no int8 recurrent layer with 32-bit accumulate",
+            "onnxruntime has no sparse matrix product among the standard ONNX operators",
+            "fp8 GEMM needs an NVIDIA GPU of compute capability 8.9 or newer (cuBLASLt fp8)",
+            "TFLite has no builtin GRU operator",
+            "cublasGemmEx has no fp32 GEMM"])))
+        for key in ("time_us", "tflops", "gbps", "check"):
+            r[key] = None
+        r.update(status="unsupported", reason=reason, parts=[], flags=[])
+        _counts(run, results)
+    elif kind == "stop_reason":
+        part["measurement"]["stop_reason"] = draw(st.sampled_from(["converged-ish", "stopped", "CONVERGED", label]))
+    elif kind == "timer":
+        part["measurement"]["method"] = draw(st.sampled_from(["wall-clock", "fake", label]).filter(
+            lambda x: x not in ("cpu-perf-counter",)))
+    elif kind == "check_method":
+        part["check"]["method"] = draw(st.sampled_from(["eyeballed", "none", label]))
+        r["check"] = r["parts"][0]["check"]
+    elif kind == "flag":
+        r["flags"] = [*r["flags"], draw(st.sampled_from(["fast", "verified", label]).filter(
+            lambda x: x not in ("unconverged", "noisy", "throttled", "timing-disagrees", "contended")))]
+    elif kind == "negative_error":
+        part["check"]["error"] = -draw(st.floats(1e-12, 1.0))
+        r["check"] = r["parts"][0]["check"] if r["check"] is not None else None
+        _rates(r)
+    else:  # a setting outside the command line's range, in the plan and the run alike
+        name = draw(st.sampled_from(sorted(RANGES)))
+        bound = RANGES[name]
+        value: float = draw(st.one_of(st.floats(bound.high * 1.01 + 1, bound.high * 1e6 + 10),
+                                      st.just(bound.low - 1 if not bound.low_open else bound.low)))
+        if name in ("seed", "ranks", "min_samples", "max_samples"):
+            value = int(min(value, 2**62))
+            if value <= bound.high and value >= bound.low:
+                value = int(bound.high) + 1
+        for doc in (plan, run):
+            doc["settings"][name] = value
+        if name == "seed":
+            run["provenance"]["seeds"]["inputs"] = value
+    return kind, plan, run, results
+
+
+@pytest.fixture(scope="module")
+def tally() -> dict[str, int]:
+    return {}
+
+
+def test_no_semantic_forgery_is_accepted(docs: dict[str, Any], tally: dict[str, int]) -> None:
+    @settings(max_examples=FORGERIES, deadline=None, database=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(forgery(docs))
+    def property_(forged: tuple[str, dict, dict, list[dict]]) -> None:
+        kind, plan, run, results = forged
+        report = judge(docs, plan, run, results)
+        text = "\n".join(str(p) for p in report.problems)
+        assert "could not be completed" not in text, text
+        assert not report.ok, f"{kind} forgery accepted"
+        tally[kind] = tally.get(kind, 0) + 1
+
+    property_()
+    assert sum(tally.values()) >= FORGERIES
+    assert set(tally) == set(KINDS), tally
+
+
+def test_forgery_through_files(base: Path, tmp_path: Path) -> None:
+    """The same verdict through check_bundle: doubled FLOPs with the rates re-derived and the
+    manifest re-hashed, and a convolution kept to its fwd part."""
+    for edit in ("flops", "drop"):
+        bundle = tmp_path / edit
+        shutil.copytree(base, bundle)
+        results = [json.loads(x) for x in (bundle / "results.jsonl").read_text().splitlines() if x.strip()]
+        r = next(x for x in results if x["status"] == "ok" and (edit == "flops" or len(x["parts"]) == 3))
+        if edit == "flops":
+            r["parts"][0]["flops"] *= 2
+        else:
+            del r["parts"][1:]
+        _rates(r)
+        (bundle / "results.jsonl").write_text("".join(json.dumps(x) + "\n" for x in results))
+        write_manifest(bundle)
+        report = check_bundle(bundle, allow_modified=True)
+        text = "\n".join(str(p) for p in report.problems)
+        assert not report.ok
+        assert ("FLOPs is not what its parameters give" if edit == "flops" else "lacks the direction") in text, text
+
+
+def test_checker_streams_results(base: Path, tmp_path: Path) -> None:
+    """A large results file is checked with bounded memory: the checker holds one record at a time
+    (a 443 MB file once cost 1.77 GB held as a list). Here 100 records of 20,000 samples each
+    (~45 MB of JSON): the peak stays a small fraction of the file."""
+    import tracemalloc
+
+    from deepbench.kernels.results import TimeStats
+
+    bundle = tmp_path / "big"
+    shutil.copytree(base, bundle)
+    record = next(json.loads(x) for x in (bundle / "results.jsonl").read_text().splitlines()
+                  if json.loads(x)["status"] == "ok" and len(json.loads(x)["parts"]) == 1)
+    median = record["parts"][0]["measurement"]["stats"]["median"]
+    samples = [median * (1 + (i % 7) * 1e-3) for i in range(20_000)]
+    record["parts"][0]["measurement"]["samples_us"] = samples
+    record["parts"][0]["measurement"]["stats"] = TimeStats.of(samples).model_dump(mode="json")
+    _rates(record)
+    line = json.dumps(record) + "\n"
+    with (bundle / "results.jsonl").open("w") as f:
+        for _ in range(100):
+            f.write(line)
+    size = (bundle / "results.jsonl").stat().st_size
+    write_manifest(bundle)
+    tracemalloc.start()
+    try:
+        report = check_bundle(bundle, allow_modified=True)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert any("has more than one result" in str(p) for p in report.problems)  # it read them all
+    assert peak < size / 8, f"peak {peak / 2**20:.0f} MiB for a {size / 2**20:.0f} MiB results file"
+
+
+def _forge_files(base: Path, dst: Path, edit_plan_settings: dict | None = None,
+                 edit_provenance: dict | None = None) -> Path:
+    """A copy of the bundle with plan and run settings (or the run's provenance) changed together,
+    plan_sha256 and the manifest re-made: what a careful forger hands over."""
+    from deepbench.kernels.provenance import sha256_file
+
+    shutil.copytree(base, dst)
+    plan = json.loads((dst / "plan.json").read_text())
+    run = json.loads((dst / "run.json").read_text())
+    for doc in (plan, run):
+        doc["settings"].update(edit_plan_settings or {})
+    run["provenance"].update(edit_provenance or {})
+    (dst / "plan.json").write_text(json.dumps(plan, indent=1) + "\n")
+    run["plan_sha256"] = sha256_file(dst / "plan.json")
+    (dst / "run.json").write_text(json.dumps(run, indent=1) + "\n")
+    write_manifest(dst)
+    return dst
+
+
+def test_verify_local_never_runs_settings_outside_the_clis_ranges(base: Path, tmp_path: Path) -> None:
+    """Issue 42 case 4: a bundle asking for 100,000 threads and a million-second minimum time: check
+    names both, and verify --local refuses before anything runs."""
+    bundle = _forge_files(base, tmp_path / "b", {"threads": 100_000, "min_time_s": 1e6})
+    report = check_bundle(bundle, allow_modified=True)
+    text = "\n".join(str(p) for p in report.problems)
+    assert "min_time_s 1e+06 is outside" in text and "threads 100000 is outside" in text, text
+    out = tmp_path / "again"
+    proc = run_cli("deepbench", "verify", str(bundle), "--local", "--allow-modified", "--out", str(out),
+                   env={"COLUMNS": "300"})
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
+    assert "outside" in proc.stdout + proc.stderr
+    assert not (out / "results.jsonl").exists()
+
+
+def test_a_modified_tree_no_longer_excuses_a_foreign_harness_hash(base: Path, tmp_path: Path) -> None:
+    """Issue 42 case 3: a zeroed harness hash in a bundle that declares its tree modified fails
+    plain check; --allow-modified accepts it with warnings that say so."""
+    source = {"state": "modified", "commit": "0" * 40, "changed": ["kernels/harness/execute.py"],
+              "changed_count": 1, "reason": ""}
+    bundle = _forge_files(base, tmp_path / "b", edit_provenance={"harness_sha256": "0" * 64, "source": source,
+                                                                  "harness_source": source})
+    plain = check_bundle(bundle)
+    assert any("--allow-modified" in str(p) for p in plain.problems), [str(p) for p in plain.problems]
+    allowed = check_bundle(bundle, allow_modified=True)
+    assert allowed.ok, [str(p) for p in allowed.problems]
+    assert any("modified source tree" in str(w) for w in allowed.warnings)
+
+
+def test_strict_refuses_unsupported_where_a_published_run_measured_it(docs: dict[str, Any], base: Path,
+                                                                    tmp_path: Path, monkeypatch) -> None:
+    """An `ok` kernel turned `unsupported` with a reason its backend does give: plain check cannot
+    tell, but a published run of this tool measured that kernel on this platform with this backend,
+    so check --strict (warnings fail) refuses it."""
+    from deepbench.runner.submission import semantics
+
+    published = tmp_path / "published"
+    shutil.copytree(base.parent / "run", published / "cpu" / "smoke")  # this tool's own run, as published
+    monkeypatch.setattr(semantics, "PUBLISHED", published)
+    semantics.ran_before.cache_clear()
+    plan, run, results = copy.deepcopy(docs["plan"]), copy.deepcopy(docs["run"]), copy.deepcopy(docs["results"])
+    r = next(x for x in results if x["status"] == "ok" and x["op"] == "gemm")
+    r.update(status="unsupported", reason=f"{r['precision']['name']} is not available through PyTorch on cpu",
+             parts=[], flags=[], time_us=None, tflops=None, gbps=None, check=None)
+    _counts(run, results)
+    try:
+        report = judge(docs, plan, run, results)
+    finally:
+        semantics.ran_before.cache_clear()
+    assert report.ok, [str(p) for p in report.problems]  # a reason the backend gives: plain check passes
+    assert any("published run" in str(w) and r["id"] in str(w) for w in report.warnings)
