@@ -111,7 +111,8 @@ if [ -n "$nvidia" ]; then
   so=$(find $nvidia -name 'libnccl.so*' 2>/dev/null | head -1)
 fi
 if [ -n "$header" ] && [ -n "$so" ]; then
-  for h in "$(dirname "$header")"/*.h; do ln -sf "$h" "$NCCL_HOME/include/"; done
+  # the whole folder: nccl.h includes headers of its own subfolders (nccl_device/impl/...)
+  rm -rf "$NCCL_HOME/include"; ln -s "$(dirname "$header")" "$NCCL_HOME/include"
   ln -sf "$so" "$NCCL_HOME/lib/libnccl.so"; ln -sf "$so" "$NCCL_HOME/lib/libnccl.so.2"
   echo "NCCL_HOME=$NCCL_HOME: $header, $so" | tee -a "$WORK/steps.log"
 elif [ "$DRY" != 1 ]; then
