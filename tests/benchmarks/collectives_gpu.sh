@@ -122,12 +122,28 @@ fi
 export LD_LIBRARY_PATH=$NCCL_HOME/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 cp -r "$NCCL_TESTS_SRC" "$WORK/nccl-tests-src"
 BIN=$WORK/nccl-tests-build
+# Like with like: the harness runs one process per GPU, and NCCL inside one process may copy straight into a
+# peer's buffer (P2P direct), which a process per GPU cannot: on 2 H200s single-process nccl-tests read
+# all-gather, all-to-all and send/recv 20-25% faster at 1 GiB. So with an MPI at hand (MPICH's wheel carried
+# in .whl/, unpacked here) nccl-tests is built with MPI=1 and run as one process per GPU (mpiexec -n N ... -g 1);
+# without one, one process drives every GPU (-g N) and the side-by-side says so through steps.log.
+MPI_HOME=""; LAUNCH=(); PER_PROCESS=$NGPUS
+for w in .whl/mpich-*.whl; do
+  [ -f "$w" ] && unzip -q -o "$w" -d "$WORK/mpich" && for d in "$WORK"/mpich/mpich-*.data/data; do MPI_HOME=$d; done
+done
+if [ -n "$MPI_HOME" ]; then
+  export LD_LIBRARY_PATH=$MPI_HOME/lib:$LD_LIBRARY_PATH
+  LAUNCH=("$MPI_HOME/bin/mpiexec" -n "$NGPUS"); PER_PROCESS=1
+  echo "nccl-tests: one process per GPU (MPI=1, $MPI_HOME)" | tee -a "$WORK/steps.log"
+else
+  echo "nccl-tests: one process drives all $NGPUS GPUs (no .whl/mpich-*.whl: not the harness's process layout)" \
+    | tee -a "$WORK/steps.log"
+fi
 step build 180 make -C "$WORK/nccl-tests-src/src" -j16 NCCL_HOME="$NCCL_HOME" BUILDDIR="$BIN" \
-  NVCC_GENCODE="$GENCODE" || echo "nccl-tests did not build: see build.log"
+  NVCC_GENCODE="$GENCODE" ${MPI_HOME:+MPI=1 MPI_HOME=$MPI_HOME} || echo "nccl-tests did not build: see build.log"
 
-# (c) nccl-tests, one process driving all GPUs (-g), every collective: eager, then CUDA graphs (-G 1: the
-# -n iterations captured once and launched once), then each at DeepBench's 100,000 floats; at most
-# NT_BUDGET_S (default 180) seconds for all of them
+# (c) nccl-tests, every collective: eager, then CUDA graphs (-G 1: the -n iterations captured once and launched
+# once), then each at DeepBench's 100,000 floats; at most NT_BUDGET_S (default 180) seconds for all of them
 NT_END=$((SECONDS + ${NT_BUDGET_S:-180}))
 nt_cap() { local c=$((NT_END - SECONDS)); [ "$c" -gt "$1" ] && c=$1; [ "$c" -lt 0 ] && c=0; echo "$c"; }
 for coll in $COLLECTIVES; do
@@ -136,10 +152,11 @@ for coll in $COLLECTIVES; do
     name=${coll}${graph:+_graph}
     # only what finished goes to the side-by-side (a failed binary's log stays in its step log)
     # shellcheck disable=SC2086 # the argument lists are word lists
-    step "nt_$name" "$(nt_cap 60)" "$BIN/${coll}_perf" -g "$NGPUS" $NCCL_TESTS_ARGS $graph \
+    step "nt_$name" "$(nt_cap 60)" "${LAUNCH[@]}" "$BIN/${coll}_perf" -g "$PER_PROCESS" $NCCL_TESTS_ARGS $graph \
       && cat "$WORK/nt_$name.log" >>"$WORK/nccl-tests/$name.txt"
     # shellcheck disable=SC2086
-    step "nt_${name}_latency" "$(nt_cap 30)" "$BIN/${coll}_perf" -g "$NGPUS" -b $LATENCY_BYTES -e $LATENCY_BYTES \
+    step "nt_${name}_latency" "$(nt_cap 30)" "${LAUNCH[@]}" "$BIN/${coll}_perf" -g "$PER_PROCESS" \
+      -b $LATENCY_BYTES -e $LATENCY_BYTES \
       -n 100 -w 10 $graph && cat "$WORK/nt_${name}_latency.log" >>"$WORK/nccl-tests/$name.txt"
   done
 done
