@@ -128,15 +128,17 @@ BIN=$WORK/nccl-tests-build
 # in .whl/, unpacked here) nccl-tests is built with MPI=1 and run as one process per GPU (mpiexec -n N ... -g 1);
 # without one, one process drives every GPU (-g N) and the side-by-side says so through steps.log.
 MPI_HOME=""; LAUNCH=(); PER_PROCESS=$NGPUS
-for w in .whl/mpich-*.whl; do
-  [ -f "$w" ] && unzip -q -o "$w" -d "$WORK/mpich" && for d in "$WORK"/mpich/mpich-*.data/data; do MPI_HOME=$d; done
+for w in .whl/mpich-*.whl; do  # a wheel is a zip; the lent machine has no unzip, and zipfile keeps no modes
+  [ -f "$w" ] && python3 -m zipfile -e "$w" "$WORK/mpich" && for d in "$WORK"/mpich/mpich-*.data/data; do
+    chmod +x "$d"/bin/*; MPI_HOME=$d
+  done
 done
 if [ -n "$MPI_HOME" ]; then
   export LD_LIBRARY_PATH=$MPI_HOME/lib:$LD_LIBRARY_PATH
   LAUNCH=("$MPI_HOME/bin/mpiexec" -n "$NGPUS"); PER_PROCESS=1
   echo "nccl-tests: one process per GPU (MPI=1, $MPI_HOME)" | tee -a "$WORK/steps.log"
 else
-  echo "nccl-tests: one process drives all $NGPUS GPUs (no .whl/mpich-*.whl: not the harness's process layout)" \
+  echo "nccl-tests: one process drives all $NGPUS GPUs (no MPICH from .whl/mpich-*.whl: not the harness's layout)" \
     | tee -a "$WORK/steps.log"
 fi
 step build 180 make -C "$WORK/nccl-tests-src/src" -j16 NCCL_HOME="$NCCL_HOME" BUILDDIR="$BIN" \
