@@ -55,9 +55,9 @@ step() {
 # say COMMAND...: run it, or print it under DRY_RUN=1 (installs change the machine's Python)
 say() { if [ "$DRY" = 1 ]; then echo "dry run: $*"; else "$@"; fi; }
 
-finish() {  # everything but nccl-tests' source, build and NCCL links; the side-by-side also apart
+finish() {  # everything but nccl-tests' source, build, NCCL links and MPICH; the side-by-side also apart
   cp "$WORK"/side_by_side.txt "$WORK"/steps.log "$OUT/" 2>/dev/null
-  tar -C "$WORK" --exclude=./nccl-tests-src --exclude=./nccl-tests-build --exclude=./nccl \
+  tar -C "$WORK" --exclude=./nccl-tests-src --exclude=./nccl-tests-build --exclude=./nccl --exclude=./mpich \
     -czf "$OUT/collectives47.tgz" . && ls -la "$OUT"
 }
 trap finish EXIT
@@ -122,11 +122,10 @@ fi
 export LD_LIBRARY_PATH=$NCCL_HOME/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 cp -r "$NCCL_TESTS_SRC" "$WORK/nccl-tests-src"
 BIN=$WORK/nccl-tests-build
-# Like with like: the harness runs one process per GPU, and NCCL inside one process may copy straight into a
-# peer's buffer (P2P direct), which a process per GPU cannot: on 2 H200s single-process nccl-tests read
-# all-gather, all-to-all and send/recv 20-25% faster at 1 GiB. So with an MPI at hand (MPICH's wheel carried
-# in .whl/, unpacked here) nccl-tests is built with MPI=1 and run as one process per GPU (mpiexec -n N ... -g 1);
-# without one, one process drives every GPU (-g N) and the side-by-side says so through steps.log.
+# Like with like: the harness runs one process per GPU (NCCL may take other paths inside one process). With an
+# MPI at hand (MPICH's wheel carried in .whl/, unpacked here) nccl-tests is built with MPI=1 and run the same way
+# (mpiexec -n N ... -g 1); without one, one process drives every GPU (-g N), and steps.log says which. (On two
+# H200s the two layouts read within 1-7% of each other: tests/benchmarks/results/collectives-h200x2.)
 MPI_HOME=""; LAUNCH=(); PER_PROCESS=$NGPUS
 for w in .whl/mpich-*.whl; do  # a wheel is a zip; the lent machine has no unzip, and zipfile keeps no modes
   [ -f "$w" ] && python3 -m zipfile -e "$w" "$WORK/mpich" && for d in "$WORK"/mpich/mpich-*.data/data; do
