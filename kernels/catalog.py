@@ -56,9 +56,20 @@ class ConvKernel(Kernel):
     FIELDS: ClassVar[tuple[str, ...]] = ("w", "h", "c", "n", "k", "s", "r", "pad_w", "pad_h", "stride_w", "stride_h")
     DIRECTIONS: ClassVar[tuple[str, ...]] = ("fwd", "bwd_data", "bwd_filter")
     TRAITS: ClassVar[OpTraits | None] = OpTraits(
-        "Convolution", tolerance=Tolerance.TRANSFORM,
-        field_headers={"w": "W", "h": "H", "c": "C", "n": "N", "k": "K", "s": "S (Filter width)",
-                       "r": "R (Filter height)", "stride_w": "Horizontal stride", "stride_h": "Vertical stride"})
+        "Convolution",
+        tolerance=Tolerance.TRANSFORM,
+        field_headers={
+            "w": "W",
+            "h": "H",
+            "c": "C",
+            "n": "N",
+            "k": "K",
+            "s": "S (Filter width)",
+            "r": "R (Filter height)",
+            "stride_w": "Horizontal stride",
+            "stride_h": "Vertical stride",
+        },
+    )
     op: Literal["conv"] = "conv"
     w: int = Field(gt=0)
     h: int = Field(gt=0)
@@ -96,9 +107,11 @@ class RnnKernel(Kernel):
     FIELDS: ClassVar[tuple[str, ...]] = ("hidden", "batch", "timesteps", "cell")
     DIRECTIONS: ClassVar[tuple[str, ...]] = ("fwd", "bwd")
     TRAITS: ClassVar[OpTraits | None] = OpTraits(
-        "Recurrent layers", tolerance=Tolerance.RECURRENCE,
+        "Recurrent layers",
+        tolerance=Tolerance.RECURRENCE,
         field_headers={"hidden": "Hidden units", "batch": "N", "timesteps": "Timesteps", "cell": "Cell"},
-        direction_headers={"fwd": "Time Forward (msec)"})
+        direction_headers={"fwd": "Time Forward (msec)"},
+    )
     op: Literal["rnn"] = "rnn"
     hidden: int = Field(gt=0)
     batch: int = Field(gt=0)
@@ -113,8 +126,10 @@ class RnnKernel(Kernel):
 
 
 # The sparse products' extra columns: the dense GEMM of the same shape, timed beside them.
-DENSE_BESIDE_COLUMNS = (InfoColumn("dense (us)", ("dense_time_us", "median"), "us", droppable=True),
-                        InfoColumn("speedup", ("speedup_vs_dense",)))
+DENSE_BESIDE_COLUMNS = (
+    InfoColumn("dense (us)", ("dense_time_us", "median"), "us", droppable=True),
+    InfoColumn("speedup", ("speedup_vs_dense",)),
+)
 DENSE_BESIDE_EXTRAS = (("speedup", "speedup_vs_dense"),)
 
 
@@ -123,8 +138,11 @@ class SparseGemmKernel(Kernel):
 
     FIELDS: ClassVar[tuple[str, ...]] = ("m", "n", "k", "a_t", "b_t", "sparsity")
     TRAITS: ClassVar[OpTraits | None] = OpTraits(
-        "Sparse matrix multiplication", field_headers={**GEMM_HEADERS, "sparsity": "Sparsity"},
-        run_columns=DENSE_BESIDE_COLUMNS, entry_extras=DENSE_BESIDE_EXTRAS)
+        "Sparse matrix multiplication",
+        field_headers={**GEMM_HEADERS, "sparsity": "Sparsity"},
+        run_columns=DENSE_BESIDE_COLUMNS,
+        entry_extras=DENSE_BESIDE_EXTRAS,
+    )
     op: Literal["sparse_gemm"] = "sparse_gemm"
     m: int = Field(gt=0)
     n: int = Field(gt=0)
@@ -154,8 +172,11 @@ class Sparse24GemmKernel(Kernel):
 
     FIELDS: ClassVar[tuple[str, ...]] = ("m", "n", "k", "a_t", "b_t")
     TRAITS: ClassVar[OpTraits | None] = OpTraits(
-        "2:4 structured sparse matrix multiplication", field_headers=GEMM_HEADERS,
-        run_columns=DENSE_BESIDE_COLUMNS, entry_extras=DENSE_BESIDE_EXTRAS)
+        "2:4 structured sparse matrix multiplication",
+        field_headers=GEMM_HEADERS,
+        run_columns=DENSE_BESIDE_COLUMNS,
+        entry_extras=DENSE_BESIDE_EXTRAS,
+    )
     op: Literal["sparse24_gemm"] = "sparse24_gemm"
     m: int = Field(gt=0)
     n: int = Field(gt=0)
@@ -175,14 +196,24 @@ class Sparse24GemmKernel(Kernel):
         return costs.gemm_flops(self.m, self.n, self.k)
 
     def min_bytes(self, direction: str, precision: Precision) -> float:
-        return costs.structured_sparse_gemm_bytes(self.m, self.n, self.k, INPUT_BYTES[precision],
-                                                  OUTPUT_BYTES[precision])
+        return costs.structured_sparse_gemm_bytes(
+            self.m, self.n, self.k, INPUT_BYTES[precision], OUTPUT_BYTES[precision]
+        )
 
 
 # Layer benchmarks (kernels/layers.py) and the whole-model run (kernels/model_kernel.py) subclass Kernel too.
 
-_CLASSES: tuple[type[Kernel], ...] = (GemmKernel, ConvKernel, RnnKernel, SparseGemmKernel, Sparse24GemmKernel,
-                                      AllReduceKernel, *NCCL_TESTS_KERNELS, *LAYER_KERNELS, ModelKernel)
+_CLASSES: tuple[type[Kernel], ...] = (
+    GemmKernel,
+    ConvKernel,
+    RnnKernel,
+    SparseGemmKernel,
+    Sparse24GemmKernel,
+    AllReduceKernel,
+    *NCCL_TESTS_KERNELS,
+    *LAYER_KERNELS,
+    ModelKernel,
+)
 KERNEL_CLASSES: dict[str, type[Kernel]] = {cls.model_fields["op"].default: cls for cls in _CLASSES}
 
 

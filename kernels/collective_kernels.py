@@ -78,8 +78,13 @@ class CollectiveKernel(Kernel):
 
 
 def _traits(title: str) -> OpTraits:
-    return OpTraits(title, rated_in=Rate.GBPS, collective=True, fixed_precision="fp32",
-                    field_headers={"floats": "Size # floats", "repeat": "Repeat"})
+    return OpTraits(
+        title,
+        rated_in=Rate.GBPS,
+        collective=True,
+        fixed_precision="fp32",
+        field_headers={"floats": "Size # floats", "repeat": "Repeat"},
+    )
 
 
 class AllReduceKernel(CollectiveKernel):
@@ -161,9 +166,16 @@ class SendRecvKernel(CollectiveKernel):
 
 # Report order: DeepBench's all-reduce, then nccl-tests' order of the others.
 COLLECTIVE_KERNELS: tuple[type[CollectiveKernel], ...] = (
-    AllReduceKernel, AllGatherKernel, ReduceScatterKernel, BroadcastKernel, ReduceKernel, AllToAllKernel,
-    SendRecvKernel)
+    AllReduceKernel,
+    AllGatherKernel,
+    ReduceScatterKernel,
+    BroadcastKernel,
+    ReduceKernel,
+    AllToAllKernel,
+    SendRecvKernel,
+)
 # The same, after DeepBench's all-reduce (the catalog lists that one with DeepBench's operations).
 NCCL_TESTS_KERNELS = COLLECTIVE_KERNELS[1:]
-COLLECTIVES_BY_OP: dict[str, type[CollectiveKernel]] = {cls.model_fields["op"].default: cls
-                                                      for cls in COLLECTIVE_KERNELS}
+COLLECTIVES_BY_OP: dict[str, type[CollectiveKernel]] = {
+    cls.model_fields["op"].default: cls for cls in COLLECTIVE_KERNELS
+}

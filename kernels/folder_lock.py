@@ -61,8 +61,12 @@ class FolderLock:
         except OSError:
             os.close(fd)
             raise
-        me = {"pid": os.getpid(), "host": socket.gethostname(), "role": self.role,
-              "in_container": os.path.exists("/.dockerenv") or os.environ.get("DEEPBENCH_IN_CONTAINER") == "1"}
+        me = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "role": self.role,
+            "in_container": os.path.exists("/.dockerenv") or os.environ.get("DEEPBENCH_IN_CONTAINER") == "1",
+        }
         try:
             os.ftruncate(fd, 0)
             os.pwrite(fd, (json.dumps(me) + "\n").encode(), 0)

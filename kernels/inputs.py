@@ -53,8 +53,9 @@ def poison(output: Any) -> bool:
     leaves: NaN for floats, 1 for integers. False where there is no buffer to fill."""
     if output is None:
         return False
-    floating = output.is_floating_point() if hasattr(output, "is_floating_point") else np.issubdtype(
-        output.dtype, np.floating)
+    floating = (
+        output.is_floating_point() if hasattr(output, "is_floating_point") else np.issubdtype(output.dtype, np.floating)
+    )
     value = math.nan if floating else 1
     if hasattr(output, "fill_"):
         output.fill_(value)
@@ -65,14 +66,18 @@ def poison(output: Any) -> bool:
 
 def zero_input_check(check: Check, poisoned: bool) -> Check:
     """The check's detail names it trivial, and whether the outputs were poisoned before the call."""
-    how = ("the output was poisoned before the checked call, so the call wrote every element" if poisoned else
-           "the output was not poisoned (the part names no buffer)")
+    how = (
+        "the output was poisoned before the checked call, so the call wrote every element"
+        if poisoned
+        else "the output was not poisoned (the part names no buffer)"
+    )
     detail = f"{TRIVIAL}; {how}" + (f"; {check.detail}" if check.detail else "")
     return check.model_copy(update={"detail": detail})
 
 
-def draw(rng: np.random.Generator, shape: tuple[int, ...], precision: Precision, setting: str, scale: float,
-         integers: Any) -> np.ndarray:
+def draw(
+    rng: np.random.Generator, shape: tuple[int, ...], precision: Precision, setting: str, scale: float, integers: Any
+) -> np.ndarray:
     """A CPU runtime's operand (onnxruntime, LiteRT): int8 from `integers` (int8_operands.py: their
     ranges), float32 as `setting` says; zeros for either where it says zeros."""
     kind = drawn_for(setting, precision)

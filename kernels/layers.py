@@ -31,8 +31,7 @@ class PoolingKernel(Kernel):
     """2-D max or average pooling (count_include_pad); global average pooling is avg with the
     window = the whole map."""
 
-    FIELDS: ClassVar[tuple[str, ...]] = ("mode", "n", "c", "h", "w", "r", "s", "pad_h", "pad_w", "stride_h",
-                                         "stride_w")
+    FIELDS: ClassVar[tuple[str, ...]] = ("mode", "n", "c", "h", "w", "r", "s", "pad_h", "pad_w", "stride_h", "stride_w")
     TRAITS: ClassVar[OpTraits | None] = OpTraits("Pooling")
     op: Literal["pooling"] = "pooling"
     mode: Literal["max", "avg"]
@@ -213,9 +212,11 @@ class ElementwiseKernel(Kernel):
         the rows. ValueError for a pattern where neither operand is the output's size."""
         cols = min(self.a_elements, self.b_elements)
         if max(self.a_elements, self.b_elements) != self.elements:
-            raise ValueError(f"operands of {self.a_elements} and {self.b_elements} elements broadcast to "
-                             f"{self.elements} in a pattern no backend lays out "
-                             "(one operand must be the output's size)")
+            raise ValueError(
+                f"operands of {self.a_elements} and {self.b_elements} elements broadcast to "
+                f"{self.elements} in a pattern no backend lays out "
+                "(one operand must be the output's size)"
+            )
         rows = self.elements // cols
         a, b = ((rows, cols) if n == self.elements else (cols,) for n in (self.a_elements, self.b_elements))
         return (rows, cols), a, b
@@ -243,9 +244,18 @@ class BatchedGemmKernel(Kernel):
         return self.batch * costs.gemm_bytes(self.m, self.n, self.k, INPUT_BYTES[precision], OUTPUT_BYTES[precision])
 
 
-LAYER_KERNELS: tuple[type[Kernel], ...] = (PoolingKernel, BatchNormKernel, NormKernel, SoftmaxKernel,
-                                           ActivationKernel, EmbeddingKernel, AttentionKernel, ElementwiseKernel,
-                                           BatchedGemmKernel)
+LAYER_KERNELS: tuple[type[Kernel], ...] = (
+    PoolingKernel,
+    BatchNormKernel,
+    NormKernel,
+    SoftmaxKernel,
+    ActivationKernel,
+    EmbeddingKernel,
+    AttentionKernel,
+    ElementwiseKernel,
+    BatchedGemmKernel,
+)
 LAYER_OPS: tuple[str, ...] = tuple(cls.model_fields["op"].default for cls in LAYER_KERNELS)
-LAYER_TITLES: dict[str, str] = {cls.model_fields["op"].default: cls.TRAITS.title
-                                for cls in LAYER_KERNELS if cls.TRAITS is not None}
+LAYER_TITLES: dict[str, str] = {
+    cls.model_fields["op"].default: cls.TRAITS.title for cls in LAYER_KERNELS if cls.TRAITS is not None
+}

@@ -37,7 +37,10 @@ MODEL_SET: Final = "model"
 # other algorithms (cuDNN's Winograd/FFT in fp32, TF32's 10-bit mantissa) while a wrong operator
 # (error of order 1) or a NaN still fails.
 MODEL_TOLERANCE: dict[Precision, float] = {
-    Precision.FP32: 1e-3, Precision.TF32: 2e-2, Precision.FP16: 2e-2, Precision.BF16: 5e-2,
+    Precision.FP32: 1e-3,
+    Precision.TF32: 2e-2,
+    Precision.FP16: 2e-2,
+    Precision.BF16: 5e-2,
 }
 
 
@@ -47,8 +50,12 @@ class ModelKernel(Kernel):
 
     FIELDS: ClassVar[tuple[str, ...]] = ("model", "batch", "seq", "parameters", "fwd_flops")
     # Timed as one call beside its operators: not an operator type; checked by the whole-model bound.
-    TRAITS: ClassVar[OpTraits | None] = OpTraits(MODEL_TITLE, composite=True, tolerance=Tolerance.WHOLE_MODEL,
-                                                 run_columns=(InfoColumn("items/s", ("throughput_per_s",), digits=1),))
+    TRAITS: ClassVar[OpTraits | None] = OpTraits(
+        MODEL_TITLE,
+        composite=True,
+        tolerance=Tolerance.WHOLE_MODEL,
+        run_columns=(InfoColumn("items/s", ("throughput_per_s",), digits=1),),
+    )
     op: Literal["model"] = "model"
     model: str = Field(description="registered model name (kernels/models.MODELS)")
     batch: int = Field(gt=0)
@@ -71,5 +78,14 @@ def whole_model_kernel(ds: OperatorDataset) -> ModelKernel | None:
 
     if ds.model not in MODELS:
         return None
-    return ModelKernel(set=MODEL_SET, index=0, application=ds.model, count=1, model=ds.model, batch=ds.batch,
-                       seq=ds.seq, parameters=ds.parameters, fwd_flops=round(ds.total_flops()))
+    return ModelKernel(
+        set=MODEL_SET,
+        index=0,
+        application=ds.model,
+        count=1,
+        model=ds.model,
+        batch=ds.batch,
+        seq=ds.seq,
+        parameters=ds.parameters,
+        fwd_flops=round(ds.total_flops()),
+    )

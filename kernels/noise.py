@@ -98,8 +98,9 @@ class NoiseRecord(_Model):
     after: Snapshot | None = None
     cpus: tuple[int, ...] = Field((), description="the CPUs the run may use (affinity)")
     threads: int | None = Field(None, description="CPU threads the run used (None: all of `cpus`)")
-    others_cpu_cores: float | None = Field(None, description="CPU cores other processes kept busy on average, "
-                                           "on the run's CPUs, while it ran")
+    others_cpu_cores: float | None = Field(
+        None, description="CPU cores other processes kept busy on average, on the run's CPUs, while it ran"
+    )
     warnings: tuple[str, ...] = Field((), description="what makes the figures doubtful")
     notes: tuple[str, ...] = Field((), description="what makes runs differ from one another (pyperf's advice)")
 
@@ -161,12 +162,19 @@ def cpu_state(cpus: tuple[int, ...], root: Path = CPU_ROOT, loadavg: Path = PROC
         except (IndexError, ValueError):
             pass
     driver = _read(root / f"cpu{cpus[0]}" / "cpufreq" / "scaling_driver") if cpus else None
-    return CpuState(load_avg=load, runnable=runnable, governors=governors, scaling_driver=driver or "",
-                    turbo=turbo, mhz=(min(mhz), max(mhz)) if mhz else None)
+    return CpuState(
+        load_avg=load,
+        runnable=runnable,
+        governors=governors,
+        scaling_driver=driver or "",
+        turbo=turbo,
+        mhz=(min(mhz), max(mhz)) if mhz else None,
+    )
 
 
 def gpu_states(nv: Any) -> tuple[GpuState, ...]:
     """Every GPU NVML sees; `nv` is the pynvml module (initialised), or a test's fake."""
+
     def get(fn: Callable[[], Any]) -> Any:
         try:
             return fn()
@@ -177,22 +185,29 @@ def gpu_states(nv: Any) -> tuple[GpuState, ...]:
         """One GPU's state (a function of its own, so the queries' closures hold this GPU's handle)."""
         h = nv.nvmlDeviceGetHandleByIndex(i)
         procs = get(lambda: nv.nvmlDeviceGetComputeRunningProcesses(h)) or []
-        reasons_fn = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
-            getattr(nv, "nvmlDeviceGetCurrentClocksThrottleReasons", None)
+        reasons_fn = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
+            nv, "nvmlDeviceGetCurrentClocksThrottleReasons", None
+        )
         mask = get(lambda: int(reasons_fn(h))) if reasons_fn else None
         util = get(lambda: nv.nvmlDeviceGetUtilizationRates(h))
         persistence = get(lambda: nv.nvmlDeviceGetPersistenceMode(h))
         return GpuState(
             index=i,
-            processes=tuple(GpuProcess(pid=int(p.pid), used_mib=None if getattr(p, "usedGpuMemory", None) is None
-                                       else round(p.usedGpuMemory / MIB, 1)) for p in procs),
+            processes=tuple(
+                GpuProcess(
+                    pid=int(p.pid),
+                    used_mib=None if getattr(p, "usedGpuMemory", None) is None else round(p.usedGpuMemory / MIB, 1),
+                )
+                for p in procs
+            ),
             persistence=None if persistence is None else bool(persistence),
             sm_mhz=get(lambda: float(nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM))),
             max_sm_mhz=get(lambda: float(nv.nvmlDeviceGetMaxClockInfo(h, nv.NVML_CLOCK_SM))),
             utilization_pct=None if util is None else float(util.gpu),
             temperature_c=get(lambda: float(nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU))),
             slowdown=() if mask is None else tuple(n for n, bit in DOUBTFUL_REASONS.items() if mask & bit),
-            power_capped=None if mask is None else bool(mask & POWER_CAP_BIT))
+            power_capped=None if mask is None else bool(mask & POWER_CAP_BIT),
+        )
 
     return tuple(state(i) for i in range(nv.nvmlDeviceGetCount()))
 
@@ -214,8 +229,9 @@ def _nvml_gpus() -> tuple[GpuState, ...]:
 
 def snapshot(cpus: tuple[int, ...] | None = None, gpus: Callable[[], tuple[GpuState, ...]] = _nvml_gpus) -> Snapshot:
     cpus = cpus if cpus is not None else usable_cpus()
-    return Snapshot(at=datetime.now(timezone.utc), cpu=cpu_state(cpus), gpus=gpus(), busy_s=busy_seconds(cpus),
-                    own_s=own_seconds())
+    return Snapshot(
+        at=datetime.now(timezone.utc), cpu=cpu_state(cpus), gpus=gpus(), busy_s=busy_seconds(cpus), own_s=own_seconds()
+    )
 
 
 class CpuWindow:
@@ -265,8 +281,15 @@ def others_cores(before: Snapshot, after: Snapshot) -> float | None:
     return max(0.0, (after.busy_s - before.busy_s) - (after.own_s - before.own_s)) / wall  # type: ignore[operator]
 
 
-def judge(before: Snapshot, after: Snapshot | None, cpus: tuple[int, ...], threads: int | None, gpu_run: bool,
-          own_pids: set[int] | None = None, shared_cpus: bool = False) -> NoiseRecord:
+def judge(
+    before: Snapshot,
+    after: Snapshot | None,
+    cpus: tuple[int, ...],
+    threads: int | None,
+    gpu_run: bool,
+    own_pids: set[int] | None = None,
+    shared_cpus: bool = False,
+) -> NoiseRecord:
     """The record with its warnings and notes. `threads`: CPU threads the run used (None: all);
     a GPU run needs one (the thread that launches). `shared_cpus`: several ranks of this run share
     the CPUs, so the others' share cannot be told from the run's own."""
@@ -277,8 +300,10 @@ def judge(before: Snapshot, after: Snapshot | None, cpus: tuple[int, ...], threa
     needed = 1 if gpu_run else (threads or len(cpus))
     spare = max(0, len(cpus) - needed)
     if others is not None and others > spare + OTHERS_CORES_WARN:
-        warnings.append(f"other processes kept {others:.2f} CPU cores busy on average during the run, on the "
-                        f"{len(cpus)} CPUs it used ({needed} for its threads): figures may read slow or noisy")
+        warnings.append(
+            f"other processes kept {others:.2f} CPU cores busy on average during the run, on the "
+            f"{len(cpus)} CPUs it used ({needed} for its threads): figures may read slow or noisy"
+        )
     load = before.cpu.load_avg
     if load and load[0] > len(cpus):
         warnings.append(f"the machine was busy when the run started: load average {load[0]:.2f} on {len(cpus)} CPUs")
@@ -290,19 +315,30 @@ def judge(before: Snapshot, after: Snapshot | None, cpus: tuple[int, ...], threa
             if gpu_run and when == "after" and others_on_gpu and len(others_on_gpu) == len(g.processes):
                 others_on_gpu = others_on_gpu[1:]  # in a container NVML gives host pids: one of them is this run
             if others_on_gpu:
-                warnings.append(f"GPU {g.index}: {len(others_on_gpu)} other process(es) on it {when} the run "
-                                f"(pids {', '.join(str(p.pid) for p in others_on_gpu[:5])})")
+                warnings.append(
+                    f"GPU {g.index}: {len(others_on_gpu)} other process(es) on it {when} the run "
+                    f"(pids {', '.join(str(p.pid) for p in others_on_gpu[:5])})"
+                )
             if when == "before" and g.utilization_pct is not None and g.utilization_pct > GPU_BUSY_PCT:
                 warnings.append(f"GPU {g.index}: {g.utilization_pct:.0f}% busy before the run started")
             if g.slowdown:
                 warnings.append(f"GPU {g.index}: clock held down {when} the run ({', '.join(g.slowdown)})")
     governors = before.cpu.governors
     if governors and set(governors) != {"performance"}:
-        notes.append(f"CPU frequency governor {', '.join(sorted(governors))} (pyperf advises 'performance' "
-                     "for repeatable figures)")
+        notes.append(
+            f"CPU frequency governor {', '.join(sorted(governors))} (pyperf advises 'performance' "
+            "for repeatable figures)"
+        )
     if before.cpu.turbo:
         notes.append("turbo boost on: the CPU clock follows load and temperature (pyperf advises it off)")
     if any(g.persistence is False for g in before.gpus):
         notes.append("GPU persistence mode off: the driver may reinitialise the GPU between runs")
-    return NoiseRecord(before=before, after=after, cpus=cpus, threads=threads, others_cpu_cores=others,
-                       warnings=tuple(warnings), notes=tuple(notes))
+    return NoiseRecord(
+        before=before,
+        after=after,
+        cpus=cpus,
+        threads=threads,
+        others_cpu_cores=others,
+        warnings=tuple(warnings),
+        notes=tuple(notes),
+    )

@@ -53,8 +53,12 @@ CONV_INT8_CHANNEL_MULTIPLE = 32
 STRUCTURED_OPERAND_BYTES = 32
 DENSE_OPERAND_BYTES = 16
 # gemm_bench.cu's layout rule: which of (m, n, k) it padded, by (a_t, b_t).
-GEMM_PADDED_DIMS = {(False, False): ("m", "k"), (True, False): ("m", "k"), (False, True): ("m", "n"),
-                    (True, True): ("m", "n", "k")}
+GEMM_PADDED_DIMS = {
+    (False, False): ("m", "k"),
+    (True, False): ("m", "k"),
+    (False, True): ("m", "n"),
+    (True, True): ("m", "n", "k"),
+}
 
 
 def pad_to(value: int, multiple: int) -> int:

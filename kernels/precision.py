@@ -37,41 +37,95 @@ class PrecisionInfo(BaseModel):
 PRECISIONS: dict[Precision, PrecisionInfo] = {
     p.name: p
     for p in (
-        PrecisionInfo(name=Precision.FP32, inputs="float32", accumulate="float32", output="float32",
-                      description="IEEE float32 inputs, float32 arithmetic"),
-        PrecisionInfo(name=Precision.TF32, inputs="float32", accumulate="float32", output="float32",
-                      description="float32 storage, tensor-float-32 multiply (10-bit mantissa), float32 accumulate"),
-        PrecisionInfo(name=Precision.FP16, inputs="float16", accumulate="float32", output="float16",
-                      description="float16 inputs and outputs, float32 accumulate"),
-        PrecisionInfo(name=Precision.BF16, inputs="bfloat16", accumulate="float32", output="bfloat16",
-                      description="bfloat16 inputs and outputs, float32 accumulate"),
-        PrecisionInfo(name=Precision.INT8, inputs="int8", accumulate="int32", output="int32",
-                      description="int8 inputs, int32 accumulate and output"),
-        PrecisionInfo(name=Precision.FP8, inputs="float8_e4m3fn", accumulate="float32", output="bfloat16",
-                      description="float8 e4m3 inputs with per-tensor scales, float32 accumulate, bfloat16 output"),
+        PrecisionInfo(
+            name=Precision.FP32,
+            inputs="float32",
+            accumulate="float32",
+            output="float32",
+            description="IEEE float32 inputs, float32 arithmetic",
+        ),
+        PrecisionInfo(
+            name=Precision.TF32,
+            inputs="float32",
+            accumulate="float32",
+            output="float32",
+            description="float32 storage, tensor-float-32 multiply (10-bit mantissa), float32 accumulate",
+        ),
+        PrecisionInfo(
+            name=Precision.FP16,
+            inputs="float16",
+            accumulate="float32",
+            output="float16",
+            description="float16 inputs and outputs, float32 accumulate",
+        ),
+        PrecisionInfo(
+            name=Precision.BF16,
+            inputs="bfloat16",
+            accumulate="float32",
+            output="bfloat16",
+            description="bfloat16 inputs and outputs, float32 accumulate",
+        ),
+        PrecisionInfo(
+            name=Precision.INT8,
+            inputs="int8",
+            accumulate="int32",
+            output="int32",
+            description="int8 inputs, int32 accumulate and output",
+        ),
+        PrecisionInfo(
+            name=Precision.FP8,
+            inputs="float8_e4m3fn",
+            accumulate="float32",
+            output="bfloat16",
+            description="float8 e4m3 inputs with per-tensor scales, float32 accumulate, bfloat16 output",
+        ),
     )
 }
 
 # Bytes per element of the inputs and outputs, for the fewest-bytes (roofline) counts.
-INPUT_BYTES = {Precision.FP32: 4, Precision.TF32: 4, Precision.FP16: 2, Precision.BF16: 2,
-               Precision.INT8: 1, Precision.FP8: 1}
-OUTPUT_BYTES = {Precision.FP32: 4, Precision.TF32: 4, Precision.FP16: 2, Precision.BF16: 2,
-                Precision.INT8: 4, Precision.FP8: 2}
+INPUT_BYTES = {
+    Precision.FP32: 4,
+    Precision.TF32: 4,
+    Precision.FP16: 2,
+    Precision.BF16: 2,
+    Precision.INT8: 1,
+    Precision.FP8: 1,
+}
+OUTPUT_BYTES = {
+    Precision.FP32: 4,
+    Precision.TF32: 4,
+    Precision.FP16: 2,
+    Precision.BF16: 2,
+    Precision.INT8: 4,
+    Precision.FP8: 2,
+}
 
 # Relative Frobenius-norm error allowed against a float64 reference, per input precision, at the
 # least (the floor of tolerance() below). Set from the unit round-off of the inputs times a margin
 # for accumulation over long dot products (fp32 ~ 6e-8, tf32 ~ 5e-4, fp16 ~ 5e-4, bf16 ~ 4e-3);
 # integer GEMM must be exact. Over the published H100/H200 runs (GEMM, convolution, layers) the
 # largest error is 1/6 of these (fp16 conv bwd_filter 8.8e-4, fp32 5.5e-5: docs/tolerances.md).
-TOLERANCE = {Precision.FP32: 1e-4, Precision.TF32: 5e-3, Precision.FP16: 5e-3, Precision.BF16: 2e-2,
-             Precision.INT8: 0.0, Precision.FP8: 1e-1}
+TOLERANCE = {
+    Precision.FP32: 1e-4,
+    Precision.TF32: 5e-3,
+    Precision.FP16: 5e-3,
+    Precision.BF16: 2e-2,
+    Precision.INT8: 0.0,
+    Precision.FP8: 1e-1,
+}
 
 # What a result loses to rounding, and how that grows with the work (tolerance()): the unit
 # round-off of the type the results are rounded to (for tf32: the multiply's 10-bit inputs, the
 # reference taking the float32 ones; for fp8: the bfloat16 output, the reference taking the
 # quantized inputs) ...
-UNIT_ROUNDOFF = {Precision.FP32: 2.0**-24, Precision.TF32: 2.0**-11, Precision.FP16: 2.0**-11,
-                 Precision.BF16: 2.0**-8, Precision.INT8: 0.0, Precision.FP8: 2.0**-8}
+UNIT_ROUNDOFF = {
+    Precision.FP32: 2.0**-24,
+    Precision.TF32: 2.0**-11,
+    Precision.FP16: 2.0**-11,
+    Precision.BF16: 2.0**-8,
+    Precision.INT8: 0.0,
+    Precision.FP8: 2.0**-8,
+}
 # ... and that of the float32 accumulator every floating precision sums in.
 ACCUMULATE_ROUNDOFF = 2.0**-24
 # The tolerance over the expected error: the largest error seen in any correct computation is at
@@ -93,8 +147,9 @@ def tolerance(precision: Precision, reduction: int = 1, steps: int = 0) -> float
     floor = TOLERANCE[precision]
     if floor == 0.0:
         return 0.0
-    expected = UNIT_ROUNDOFF[precision] * (1.0 + math.sqrt(max(steps, 0))) \
-        + ACCUMULATE_ROUNDOFF * math.sqrt(max(reduction, 1))
+    expected = UNIT_ROUNDOFF[precision] * (1.0 + math.sqrt(max(steps, 0))) + ACCUMULATE_ROUNDOFF * math.sqrt(
+        max(reduction, 1)
+    )
     return max(floor, TOLERANCE_MARGIN * expected)
 
 

@@ -147,8 +147,9 @@ def source_state(path: Path) -> SourceState:
 
     def git(*args: str) -> str:
         # rstrip only the newline: porcelain lines start with a space
-        return subprocess.run(["git", "-C", str(path), *args], capture_output=True, text=True,
-                              timeout=GIT_TIMEOUT_S, check=True).stdout.rstrip("\n")
+        return subprocess.run(
+            ["git", "-C", str(path), *args], capture_output=True, text=True, timeout=GIT_TIMEOUT_S, check=True
+        ).stdout.rstrip("\n")
 
     try:
         top = Path(git("rev-parse", "--show-toplevel"))
@@ -164,12 +165,17 @@ def source_state(path: Path) -> SourceState:
         return SourceState(state="unknown", reason=f"the enclosing git repository ({top.name}) is not deepbench's")
     try:
         commit = git("rev-parse", "HEAD")
-        changed = [line[3:] for line in git("status", "--porcelain", "--untracked-files=normal").splitlines()
-                   if line.strip()]
+        changed = [
+            line[3:] for line in git("status", "--porcelain", "--untracked-files=normal").splitlines() if line.strip()
+        ]
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as exc:
         return SourceState(state="unknown", reason=f"git failed: {exc}"[:300])
-    return SourceState(state="modified" if changed else "clean", commit=commit,
-                       changed=tuple(changed[:MAX_CHANGED_PATHS]), changed_count=len(changed))
+    return SourceState(
+        state="modified" if changed else "clean",
+        commit=commit,
+        changed=tuple(changed[:MAX_CHANGED_PATHS]),
+        changed_count=len(changed),
+    )
 
 
 def frozen_suite_sha256(suite: str, selection: Any = None) -> str | None:
@@ -195,13 +201,20 @@ def harness_provenance(plan: Any, started_at: datetime) -> dict[str, Any]:
 
     from . import __version__
 
-    frozen = getattr(plan, "frozen_suite_sha256", None) or frozen_suite_sha256(plan.suite,
-                                                                                 getattr(plan, "selection", None))
+    frozen = getattr(plan, "frozen_suite_sha256", None) or frozen_suite_sha256(
+        plan.suite, getattr(plan, "selection", None)
+    )
     here = Path(__file__).resolve().parent
-    part = Provenance(tool_version=__version__, harness_sha256=package_sha256(here),
-                      suite_sha256=items_sha256(plan.items), frozen_suite_sha256=frozen,
-                      seeds={"inputs": plan.settings.seed}, timestamps={"harness_started": started_at},
-                      harness_source=source_state(here), python={"harness": platform.python_version()})
+    part = Provenance(
+        tool_version=__version__,
+        harness_sha256=package_sha256(here),
+        suite_sha256=items_sha256(plan.items),
+        frozen_suite_sha256=frozen,
+        seeds={"inputs": plan.settings.seed},
+        timestamps={"harness_started": started_at},
+        harness_source=source_state(here),
+        python={"harness": platform.python_version()},
+    )
     return part.model_dump(mode="json", exclude_none=True)
 
 

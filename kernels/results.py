@@ -75,22 +75,36 @@ class TimeStats(Frozen):
         if not xs:
             raise ValueError("no samples")
         q = statistics.quantiles(xs, n=4, method="inclusive") if len(xs) > 1 else [xs[0]] * 3
-        return cls(median=statistics.median(xs), min=xs[0], max=xs[-1], mean=statistics.fmean(xs),
-                   p25=q[0], p75=q[2], n=len(xs))
+        return cls(
+            median=statistics.median(xs),
+            min=xs[0],
+            max=xs[-1],
+            mean=statistics.fmean(xs),
+            p25=q[0],
+            p75=q[2],
+            n=len(xs),
+        )
 
     @classmethod
     def total(cls, parts: Iterable[TimeStats]) -> TimeStats:
         """The kernel's total over its directions: each statistic summed (medians of the
         parts, not the median of a sum: the directions are measured separately)."""
         ps = list(parts)
-        return cls(median=sum(p.median for p in ps), min=sum(p.min for p in ps), max=sum(p.max for p in ps),
-                   mean=sum(p.mean for p in ps), p25=sum(p.p25 for p in ps), p75=sum(p.p75 for p in ps),
-                   n=min(p.n for p in ps))
+        return cls(
+            median=sum(p.median for p in ps),
+            min=sum(p.min for p in ps),
+            max=sum(p.max for p in ps),
+            mean=sum(p.mean for p in ps),
+            p25=sum(p.p25 for p in ps),
+            p75=sum(p.p75 for p in ps),
+            n=min(p.n for p in ps),
+        )
 
     def close_to(self, other: TimeStats) -> bool:
         return self.n == other.n and all(
             math.isclose(getattr(self, f), getattr(other, f), rel_tol=STATS_RTOL, abs_tol=1e-12)
-            for f in ("median", "min", "max", "mean", "p25", "p75"))
+            for f in ("median", "min", "max", "mean", "p25", "p75")
+        )
 
 
 class PowerState(Frozen):
@@ -111,8 +125,10 @@ class Energy(Frozen):
     the device was busy; `watts` is that over `window_s`; a call's energy is those watts times the
     loop's time per call."""
 
-    meter: str = Field(description="nvml-total-energy (NVIDIA), rapl-package (a CPU's powercap), "
-                       "pi5-pmic (a Raspberry Pi 5's rails, sampled power)")
+    meter: str = Field(
+        description="nvml-total-energy (NVIDIA), rapl-package (a CPU's powercap), "
+        "pi5-pmic (a Raspberry Pi 5's rails, sampled power)"
+    )
     joules: float = Field(ge=0, description="energy the meter counted over window_s")
     window_s: float = Field(gt=0, description="from the first to the last meter update taken into account")
     watts: float = Field(ge=0)
@@ -123,8 +139,11 @@ class Energy(Frozen):
     update_period_s: float | None = Field(None, description="median time between two updates the loop saw")
     gflops_per_j: float | None = None
     gb_per_j: float | None = Field(None, description="the part's minimum bytes per joule (bandwidth-bound parts)")
-    sampled_joules: float | None = Field(None, description="the integral of sampled power over the same window "
-                                         "(nvmlDeviceGetPowerUsage, trapezoids): a cross-check of the counter")
+    sampled_joules: float | None = Field(
+        None,
+        description="the integral of sampled power over the same window "
+        "(nvmlDeviceGetPowerUsage, trapezoids): a cross-check of the counter",
+    )
     power_samples: int = Field(0, ge=0)
     power_limit_w: float | None = Field(None, description="the enforced power limit (nvmlDeviceGetEnforcedPowerLimit)")
     before: PowerState | None = None
@@ -135,8 +154,9 @@ class Energy(Frozen):
     def _consistent(self) -> Energy:
         if not math.isclose(self.watts, self.joules / self.window_s, rel_tol=STATS_RTOL, abs_tol=1e-12):
             raise ValueError("watts is not joules over window_s")
-        if not math.isclose(self.joules_per_call, self.watts * self.loop_us_per_call / 1e6, rel_tol=STATS_RTOL,
-                            abs_tol=1e-15):
+        if not math.isclose(
+            self.joules_per_call, self.watts * self.loop_us_per_call / 1e6, rel_tol=STATS_RTOL, abs_tol=1e-15
+        ):
             raise ValueError("joules_per_call is not watts times the loop's time per call")
         return self
 
@@ -144,21 +164,39 @@ class Energy(Frozen):
         """With the part's work per joule (GFLOP/J; GB/J of its minimum traffic)."""
         if self.joules_per_call <= 0:
             return self
-        return self.model_copy(update={"gflops_per_j": flops / self.joules_per_call / 1e9 if flops else None,
-                                       "gb_per_j": min_bytes / self.joules_per_call / 1e9 if min_bytes else None})
+        return self.model_copy(
+            update={
+                "gflops_per_j": flops / self.joules_per_call / 1e9 if flops else None,
+                "gb_per_j": min_bytes / self.joules_per_call / 1e9 if min_bytes else None,
+            }
+        )
 
 
 # Closed sets of the labels a result carries (deepbench check refuses others): why sampling stopped
 # (timing/stopping.py), which timer made the samples (timing/), how the output was checked.
 StopReason = Literal["converged", "time-cap", "max-samples", "repeat-count"]
 STOP_REASONS: tuple[str, ...] = get_args(StopReason)
-TIMER_METHODS: tuple[str, ...] = ("cpu-perf-counter", "cuda-graph-events", "cuda-graph-cupti", "cuda-events-eager",
-                                  "cuda-events-cold", "collective-host-clock")
-CHECK_METHODS: tuple[str, ...] = ("reference-fp64", "reference-fp64-model", "sampled-fp64", "freivalds",
-                                  "freivalds-exact", "exact-int", "exact-sum", "requantized-int", "sampled-exact-int")
+TIMER_METHODS: tuple[str, ...] = (
+    "cpu-perf-counter",
+    "cuda-graph-events",
+    "cuda-graph-cupti",
+    "cuda-events-eager",
+    "cuda-events-cold",
+    "collective-host-clock",
+)
+CHECK_METHODS: tuple[str, ...] = (
+    "reference-fp64",
+    "reference-fp64-model",
+    "sampled-fp64",
+    "freivalds",
+    "freivalds-exact",
+    "exact-int",
+    "exact-sum",
+    "requantized-int",
+    "sampled-exact-int",
+)
 # Flags the harness sets (harness/execute.py) and the contention flag (issue 42).
-RESULT_FLAGS: tuple[str, ...] = ("unconverged", "noisy", "throttled", "timing-disagrees", "contended",
-                                  "clock-fell")
+RESULT_FLAGS: tuple[str, ...] = ("unconverged", "noisy", "throttled", "timing-disagrees", "contended", "clock-fell")
 
 
 class Measurement(Frozen):
@@ -167,8 +205,9 @@ class Measurement(Frozen):
     Each sample is the mean time of one call over `calls_per_sample` back-to-back calls (a CUDA
     graph replay of that many unrolled calls on a GPU, a timed loop on a CPU)."""
 
-    method: str = Field(description="timer that made the samples, e.g. cpu-perf-counter, cuda-graph-events, "
-                        "cuda-graph-cupti")
+    method: str = Field(
+        description="timer that made the samples, e.g. cpu-perf-counter, cuda-graph-events, cuda-graph-cupti"
+    )
     samples_us: tuple[float, ...] = Field(min_length=1)
     calls_per_sample: int = Field(ge=1)
     warmup_calls: int = Field(ge=0)
@@ -179,8 +218,12 @@ class Measurement(Frozen):
     clocks_mhz: tuple[float, ...] = Field((), description="SM clock read beside the samples, where readable")
     mem_clock_mhz: float | None = Field(None, description="the memory clock after sampling (NVML), where readable")
     energy: Energy | None = Field(None, description="--energy: the meter read around a loop of calls after sampling")
-    others_cores: float | None = Field(None, ge=0, description="CPU run: CPU cores other processes kept busy on the "
-                                       "CPUs the run may use while these samples were taken (kernels/noise.py)")
+    others_cores: float | None = Field(
+        None,
+        ge=0,
+        description="CPU run: CPU cores other processes kept busy on the "
+        "CPUs the run may use while these samples were taken (kernels/noise.py)",
+    )
     spare_cores: int | None = Field(None, ge=0, description="CPU run: CPUs the run may use that its threads left free")
 
     @model_validator(mode="after")
@@ -251,9 +294,12 @@ class ResultFields(Frozen):
     check: Check | None = None
     parts: tuple[PartResult, ...] = ()
     padding: dict[str, int] = Field(default_factory=dict, description="dimensions padded, e.g. int8 to 4")
-    inputs: DrawnInputs | None = Field(None, description="what the operands were drawn from (--inputs resolved for "
-                                       "this precision, kernels/inputs.py); None: results from before the option, "
-                                       "which drew normal values")
+    inputs: DrawnInputs | None = Field(
+        None,
+        description="what the operands were drawn from (--inputs resolved for "
+        "this precision, kernels/inputs.py); None: results from before the option, "
+        "which drew normal values",
+    )
     flags: tuple[str, ...] = ()
     info: dict[str, Any] = Field(default_factory=dict)
     started_at: datetime
@@ -301,8 +347,11 @@ def drop_derived(data: Any) -> Any:
         derived = {k: data.pop(k) for k in DERIVED_KEYS if k in data}
         if isinstance(kernel, dict):
             not_params = ("op", "set", "index", "application", "count")
-            expected = {"op": kernel.get("op"), "set": kernel.get("set"),
-                        "params": {k: v for k, v in kernel.items() if k not in not_params}}
+            expected = {
+                "op": kernel.get("op"),
+                "set": kernel.get("set"),
+                "params": {k: v for k, v in kernel.items() if k not in not_params},
+            }
             for key, value in derived.items():
                 if value != expected[key]:
                     raise ValueError(f"{key} does not match the kernel")
@@ -330,47 +379,70 @@ class Settings(Frozen):
     """How kernels are measured: user tunables, recorded in every plan and run."""
 
     mode: Literal["fast", "default", "rigorous"] = "default"
-    target_rel_precision: float = Field(0.01, gt=0,
-                                        description="stop when the median's 95% CI half-width is below this")
+    target_rel_precision: float = Field(
+        0.01, gt=0, description="stop when the median's 95% CI half-width is below this"
+    )
     min_samples: int = Field(5, ge=1)
     max_samples: int = Field(1000, ge=1)
     time_cap_s: float = Field(1.0, gt=0, description="per direction, after calibration")
     min_sample_s: float = Field(0.001, gt=0, description="calibrate calls per sample to at least this long")
     min_time_s: float = Field(0.0, ge=0, description="take samples for at least this long before stopping on noise")
-    limited_min_time_s: float = Field(0.0, ge=0, description="GPU: the minimum time instead, when the power limiter "
-                                      "holds the clock below boost (its swing takes longer to average out)")
-    warm_up_s: float = Field(0.0, ge=0, description="GPU: before the first measurement, run a large GEMM until the "
-                             "temperature settles, at most this long (kernels/timing/warmup.py)")
+    limited_min_time_s: float = Field(
+        0.0,
+        ge=0,
+        description="GPU: the minimum time instead, when the power limiter "
+        "holds the clock below boost (its swing takes longer to average out)",
+    )
+    warm_up_s: float = Field(
+        0.0,
+        ge=0,
+        description="GPU: before the first measurement, run a large GEMM until the "
+        "temperature settles, at most this long (kernels/timing/warmup.py)",
+    )
     kernel_timeout_s: float = Field(600.0, gt=0, description="a kernel still running after this is killed: timeout")
     threads: int | None = Field(None, ge=1, description="CPU threads (None: all cores)")
     seed: int = Field(0, ge=0, le=MAX_SEED, description="seed of the random inputs")
     device: str = "cpu"
     cold: bool = Field(False, description="flush caches before every call (GPU)")
     verify_timing: bool = Field(False, description="cross-check timings with the profiler (GPU)")
-    kernel_time: bool = Field(True, description="GPU: time calls under 20 us by their kernels' own durations (CUPTI) "
-                              "instead of graph replays timed by events (kernels/timing/cupti_kernel.py KernelTimes)")
+    kernel_time: bool = Field(
+        True,
+        description="GPU: time calls under 20 us by their kernels' own durations (CUPTI) "
+        "instead of graph replays timed by events (kernels/timing/cupti_kernel.py KernelTimes)",
+    )
     ranks: int = Field(1, ge=1, description="processes of a collective (all-reduce), started by torchrun or mpirun")
     pad: Literal["deepbench", "none", "both"] = Field(
-        "deepbench", description="deepbench: pad as DeepBench did (kernels/padding.py); none: the raw shape; "
-        "both: the padded shape, and the raw one beside it (the alignment penalty)")
+        "deepbench",
+        description="deepbench: pad as DeepBench did (kernels/padding.py); none: the raw shape; "
+        "both: the padded shape, and the raw one beside it (the alignment penalty)",
+    )
     engine_race: EngineRace = Field(
-        "apart", description="GPU: cuDNN's engine race in a process of its own, so that the measuring process runs "
+        "apart",
+        description="GPU: cuDNN's engine race in a process of its own, so that the measuring process runs "
         "only the chosen plans, as a pinned native loop does (apart), or in the measuring process (inline); "
-        "kernels/backends/cudnn/race_apart.py says why")
+        "kernels/backends/cudnn/race_apart.py says why",
+    )
     inputs: InputDistribution = Field(
-        "normal", description="what operands are drawn from: normal (standard normal, as always), uniform [0, 1), "
-        "zeros, or deepbench (what DeepBench's binaries drew: zeros for half and int8, uniform [0, 1) for float)")
+        "normal",
+        description="what operands are drawn from: normal (standard normal, as always), uniform [0, 1), "
+        "zeros, or deepbench (what DeepBench's binaries drew: zeros for half and int8, uniform [0, 1) for float)",
+    )
     energy: bool = Field(False, description="measure each part's energy after its time (kernels/timing/energy.py)")
     energy_window_s: float = Field(0.5, gt=0, description="--energy: the shortest window the meter is read over")
     lock_clocks: int | Literal["max"] | None = Field(
-        None, description="GPU: ask NVML to lock the SM clock for the run: 'max' (the highest supported) or MHz")
+        None, description="GPU: ask NVML to lock the SM clock for the run: 'max' (the highest supported) or MHz"
+    )
     collective_timing: CollectiveTiming = Field(
-        "graph", description="CUDA collectives: the timed calls captured in a CUDA graph per rank and replayed "
+        "graph",
+        description="CUDA collectives: the timed calls captured in a CUDA graph per rank and replayed "
         "together, timed by events (graph, nccl-tests' -G), or launched one by one from Python and timed by the "
-        "host clock (eager); host buffers are always eager (kernels/backends/distributed/common.py)")
+        "host clock (eager); host buffers are always eager (kernels/backends/distributed/common.py)",
+    )
     cudnn_engines: dict[str, str] = Field(
-        default_factory=dict, description="cuDNN engines pinned instead of chosen: '<item id>/<direction>' (or '*') "
-        "-> an engine as results record it, e.g. 'eng34_k2=2_k3=0' (verify re-runs the recorded engines)")
+        default_factory=dict,
+        description="cuDNN engines pinned instead of chosen: '<item id>/<direction>' (or '*') "
+        "-> an engine as results record it, e.g. 'eng34_k2=2_k3=0' (verify re-runs the recorded engines)",
+    )
 
 
 class PlanItem(Frozen):
@@ -391,8 +463,10 @@ class Selection(Frozen):
     limit: int | None = None
     precisions: tuple[Precision, ...] | None = Field(None, description="None: the platform's defaults for the suite")
     default_precisions: dict[str, tuple[str, ...]] | None = Field(
-        None, description="where `precisions` is None: the platform's precisions per '<set>/<op>' when the plan was "
-        "made (defaults differ by operation, and may change between versions)")
+        None,
+        description="where `precisions` is None: the platform's precisions per '<set>/<op>' when the plan was "
+        "made (defaults differ by operation, and may change between versions)",
+    )
     batch: int | None = Field(None, description="model suites (model:NAME): the batch the operators were taken at")
     seq: int | None = Field(None, description="model suites: the sequence length")
 
@@ -409,8 +483,11 @@ class Plan(Frozen):
     items: tuple[PlanItem, ...]
     command: str = ""
     selection: Selection | None = Field(None, description="the scope declared: suite + this selection")
-    frozen_suite_sha256: str | None = Field(None, description="the named suite before selection, hashed by the "
-                                            "runner (the harness need not rebuild a model suite to know it)")
+    frozen_suite_sha256: str | None = Field(
+        None,
+        description="the named suite before selection, hashed by the "
+        "runner (the harness need not rebuild a model suite to know it)",
+    )
 
 
 class Segment(Frozen):
@@ -418,8 +495,11 @@ class Segment(Frozen):
     a crash or a full disk and resumed has several; its results lie within them."""
 
     started_at: datetime
-    ended_at: datetime | None = Field(None, description="None while it runs, or when it ended without a word "
-                                      "(killed): the resume then closes it at its last result")
+    ended_at: datetime | None = Field(
+        None,
+        description="None while it runs, or when it ended without a word "
+        "(killed): the resume then closes it at its last result",
+    )
     state: Literal["running", "complete", "interrupted", "failed", "killed"] = "running"
     command: str = ""
 
@@ -442,18 +522,23 @@ class RunRecord(Frozen):
     device: dict[str, Any] = Field(default_factory=dict)
     host: dict[str, Any] = Field(default_factory=dict)
     software: dict[str, str] = Field(default_factory=dict)
-    ceilings: dict[str, float] = Field(default_factory=dict,
-                                       description="measured peaks: tflops_<precision>, gbps_copy")
+    ceilings: dict[str, float] = Field(
+        default_factory=dict, description="measured peaks: tflops_<precision>, gbps_copy"
+    )
     provenance: Provenance = Field(default_factory=Provenance)
     system: SystemDescription | None = Field(None, description="where the kernels ran (collected by the harness)")
     host_system: SystemDescription | None = Field(None, description="the host that launched them (the runner)")
-    noise: NoiseRecord | None = Field(None, description="how quiet the machine was before and after the run "
-                                      "(kernels/noise.py), with warnings where it makes figures doubtful")
+    noise: NoiseRecord | None = Field(
+        None,
+        description="how quiet the machine was before and after the run "
+        "(kernels/noise.py), with warnings where it makes figures doubtful",
+    )
     started_at: datetime
     ended_at: datetime
     segments: tuple[Segment, ...] = Field((), description="each start and resume of the run, with its stop")
-    plan_sha256: str | None = Field(None, description="SHA-256 of plan.json's bytes when the run started: a resume "
-                                    "refuses a plan changed since")
+    plan_sha256: str | None = Field(
+        None, description="SHA-256 of plan.json's bytes when the run started: a resume refuses a plan changed since"
+    )
 
 
 # ----- files -------------------------------------------------------------------------------
@@ -476,7 +561,8 @@ def _take_new_union(union: Any) -> None:
             for name, info in value.__pydantic_fields__.items():
                 if info.discriminator == KERNEL_DISCRIMINATOR:  # a field of kernels: the new union
                     value.__pydantic_fields__[name] = FieldInfo.merge_field_infos(
-                        FieldInfo.from_annotation(union), description=info.description)
+                        FieldInfo.from_annotation(union), description=info.description
+                    )
             value.model_rebuild(force=True)
 
 

@@ -49,8 +49,11 @@ class WriteFailed(Exception):
         self.free = free_bytes(path.parent)
         if exc.errno in NO_SPACE:
             what = "no space left on its disk" if exc.errno == errno.ENOSPC else "the disk quota is used up"
-            text = f"{what}: it needed {needed:,} bytes and {self.free:,} are free" if self.free is not None \
+            text = (
+                f"{what}: it needed {needed:,} bytes and {self.free:,} are free"
+                if self.free is not None
                 else f"{what}: it needed {needed:,} bytes"
+            )
         else:
             text = exc.strerror or str(exc)
         super().__init__(f"could not write {path.name} ({text})")
@@ -72,7 +75,7 @@ def free_bytes(folder: Path) -> int | None:
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def write_atomic(path: Path, text: str | bytes) -> None:
@@ -268,8 +271,13 @@ def set_aside(path: Path, pieces: Iterable[Rejected]) -> Path:
     side = path.with_name(REJECTED_FILE)
     at = utcnow().isoformat()
     for piece in pieces:
-        doc = {"line": piece.line, "reason": piece.reason, "found_at": at, "from": path.name,
-               "text": piece.raw.decode("utf-8", "backslashreplace")}
+        doc = {
+            "line": piece.line,
+            "reason": piece.reason,
+            "found_at": at,
+            "from": path.name,
+            "text": piece.raw.decode("utf-8", "backslashreplace"),
+        }
         append_line(side, (json.dumps(doc) + "\n").encode())
     return side
 
@@ -289,6 +297,8 @@ def read_results(path: Path) -> list[KernelResult]:
     if found.damaged:
         bad = found.damaged[0]
         more = f" (and {len(found.damaged) - 1} more)" if len(found.damaged) > 1 else ""
-        raise ResultsFileError(f"{path.name} line {bad.line} is damaged: {bad.reason}{more}; "
-                               f"deepbench-run --resume {path.parent} sets it aside and measures its kernel again")
+        raise ResultsFileError(
+            f"{path.name} line {bad.line} is damaged: {bad.reason}{more}; "
+            f"deepbench-run --resume {path.parent} sets it aside and measures its kernel again"
+        )
     return found.results

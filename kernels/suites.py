@@ -53,7 +53,7 @@ MODEL_SUITES_CACHED = 8  # (model, batch, seq) suites kept per process
 
 def suite_kernels(suite: str, batch: int | None = None, seq: int | None = None) -> list[Kernel]:
     if suite.startswith(MODEL_PREFIX):
-        return model_kernels(suite[len(MODEL_PREFIX):], batch, seq)
+        return model_kernels(suite[len(MODEL_PREFIX) :], batch, seq)
     if batch is not None or seq is not None:
         raise SelectionError("--batch and --seq apply to model suites only (--suite model:NAME)")
     if suite not in SUITES:
@@ -78,8 +78,9 @@ def layer_suite() -> tuple[Kernel, ...]:
     out: list[Kernel] = []
     for op, entries in data["kernels"].items():
         cls = KERNEL_CLASSES[op]
-        out += [cls(set=LAYERS_SET, index=i, application=e["application"], **e["params"])
-                for i, e in enumerate(entries)]
+        out += [
+            cls(set=LAYERS_SET, index=i, application=e["application"], **e["params"]) for i, e in enumerate(entries)
+        ]
     return tuple(out)
 
 
@@ -92,9 +93,10 @@ def structured_sparse_suite() -> tuple[Kernel, ...]:
     for k in catalog():
         if isinstance(k, SparseGemmKernel) and k.set in STRUCTURED_SPARSE_SOURCES:
             shapes.setdefault((k.m, k.n, k.k), k.application)
-    return tuple(Sparse24GemmKernel(set=STRUCTURED_SPARSE_SET, index=i, application=app, m=m, n=n, k=kk,
-                                    a_t=False, b_t=False)
-                 for i, ((m, n, kk), app) in enumerate(shapes.items()))
+    return tuple(
+        Sparse24GemmKernel(set=STRUCTURED_SPARSE_SET, index=i, application=app, m=m, n=n, k=kk, a_t=False, b_t=False)
+        for i, ((m, n, kk), app) in enumerate(shapes.items())
+    )
 
 
 @cache
@@ -111,8 +113,11 @@ def collective_suite() -> tuple[Kernel, ...]:
             repeats.setdefault(floats, data["repeat"] if floats < data["repeat_floats_below"] else data["repeat_large"])
         size *= sweep["factor"]
     sizes = sorted(repeats.items())
-    return tuple(COLLECTIVES_BY_OP[op](op=op, set=COLLECTIVES_SET, index=i, floats=floats, repeat=repeat)
-                 for op in data["ops"] for i, (floats, repeat) in enumerate(sizes))
+    return tuple(
+        COLLECTIVES_BY_OP[op](op=op, set=COLLECTIVES_SET, index=i, floats=floats, repeat=repeat)
+        for op in data["ops"]
+        for i, (floats, repeat) in enumerate(sizes)
+    )
 
 
 def model_kernels(spec: str, batch: int | None, seq: int | None) -> list[Kernel]:
@@ -150,7 +155,12 @@ def parse_ops(text: str | None) -> list[str] | None:
 
 
 _COMPARATORS: dict[str, Callable[[Any, Any], bool]] = {
-    "<=": operator.le, ">=": operator.ge, "!=": operator.ne, "=": operator.eq, "<": operator.lt, ">": operator.gt,
+    "<=": operator.le,
+    ">=": operator.ge,
+    "!=": operator.ne,
+    "=": operator.eq,
+    "<": operator.lt,
+    ">": operator.gt,
 }
 _WHERE = re.compile(r"^\s*([a-z_]+)\s*(<=|>=|!=|=|<|>)\s*(\S+)\s*$")
 
@@ -195,8 +205,17 @@ def parse_where(clauses: Sequence[str] | None) -> list[Condition]:
             cond = Condition(field, op, value)
             for cls in KERNEL_CLASSES.values():
                 if field in cls.FIELDS:
-                    sample = {"a_t": False, "b_t": False, "sparsity": 0.0, "cell": "", "mode": "", "kind": "",
-                              "function": "", "causal": False, "model": ""}.get(field, 0)
+                    sample = {
+                        "a_t": False,
+                        "b_t": False,
+                        "sparsity": 0.0,
+                        "cell": "",
+                        "mode": "",
+                        "kind": "",
+                        "function": "",
+                        "causal": False,
+                        "model": "",
+                    }.get(field, 0)
                     try:
                         _coerce(sample, value)
                     except ValueError:
@@ -205,16 +224,26 @@ def parse_where(clauses: Sequence[str] | None) -> list[Condition]:
     return out
 
 
-def select(suite: str, ops: Sequence[str] | None = None, where: Sequence[Condition] = (),
-           limit: int | None = None, batch: int | None = None, seq: int | None = None) -> list[Kernel]:
+def select(
+    suite: str,
+    ops: Sequence[str] | None = None,
+    where: Sequence[Condition] = (),
+    limit: int | None = None,
+    batch: int | None = None,
+    seq: int | None = None,
+) -> list[Kernel]:
     """The suite's kernels, kept in DeepBench's order; `where` keeps kernels matching every
     condition (a condition on a field an operation lacks excludes that operation's kernels);
     `limit` keeps the first N per operation."""
     return narrow(suite_kernels(suite, batch, seq), ops, where, limit)
 
 
-def narrow(kernels: Sequence[Kernel], ops: Sequence[str] | None = None, where: Sequence[Condition] = (),
-           limit: int | None = None) -> list[Kernel]:
+def narrow(
+    kernels: Sequence[Kernel],
+    ops: Sequence[str] | None = None,
+    where: Sequence[Condition] = (),
+    limit: int | None = None,
+) -> list[Kernel]:
     """`select` on a suite already built (a run hashes the whole suite and selects from it)."""
     if limit is not None and limit < 1:
         raise SelectionError("--limit must be at least 1")

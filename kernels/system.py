@@ -84,8 +84,9 @@ class MeasuredSystem(_Model):
     os: OperatingSystem
     accelerators: tuple[Accelerator, ...] = ()
     board: Board | None = None
-    libraries: dict[str, str] = Field(default_factory=dict,
-                                      description="versions of the native libraries the kernels used")
+    libraries: dict[str, str] = Field(
+        default_factory=dict, description="versions of the native libraries the kernels used"
+    )
     in_container: bool = False
     probe_notes: tuple[str, ...] = Field((), description="what could not be read, and why")
 
@@ -115,8 +116,15 @@ def collect_system(libraries: dict[str, str] | None = None) -> SystemDescription
     seen_vendors = {a.vendor for a in accelerators}
     accelerators.extend(a for a in _guarded(_sysfs_pci, notes) if a.vendor not in seen_vendors)
     measured = MeasuredSystem(
-        cpu=_cpu(), memory_gib=_memory_gib(), os=_os(), accelerators=tuple(accelerators), board=_board(),
-        libraries=dict(libraries or {}), in_container=_in_container(), probe_notes=tuple(notes))
+        cpu=_cpu(),
+        memory_gib=_memory_gib(),
+        os=_os(),
+        accelerators=tuple(accelerators),
+        board=_board(),
+        libraries=dict(libraries or {}),
+        in_container=_in_container(),
+        probe_notes=tuple(notes),
+    )
     return SystemDescription(collected_at=datetime.now(timezone.utc), measured=measured)
 
 
@@ -167,8 +175,15 @@ def _cpu() -> Cpu:
         usable: int | None = len(os.sched_getaffinity(0))
     except AttributeError:
         usable = None
-    return Cpu(model=cpu_model(), architecture=platform.machine(), logical_cpus=os.cpu_count(), usable_cpus=usable,
-               physical_cores=len(cores) or None, sockets=len(sockets) or None, max_mhz=_cpu_max_mhz())
+    return Cpu(
+        model=cpu_model(),
+        architecture=platform.machine(),
+        logical_cpus=os.cpu_count(),
+        usable_cpus=usable,
+        physical_cores=len(cores) or None,
+        sockets=len(sockets) or None,
+        max_mhz=_cpu_max_mhz(),
+    )
 
 
 def _cpu_max_mhz() -> float | None:
@@ -261,27 +276,50 @@ def _nvml(nv: Any) -> list[Accelerator]:
     for i in range(nv.nvmlDeviceGetCount()):
         h = nv.nvmlDeviceGetHandleByIndex(i)
         mem = get(nv.nvmlDeviceGetMemoryInfo, h)
-        clocks = {name: float(v) for name, v in (
-            ("max_sm", get(nv.nvmlDeviceGetMaxClockInfo, h, nv.NVML_CLOCK_SM)),
-            ("max_memory", get(nv.nvmlDeviceGetMaxClockInfo, h, nv.NVML_CLOCK_MEM)),
-            ("sm", get(nv.nvmlDeviceGetClockInfo, h, nv.NVML_CLOCK_SM)),
-            ("memory", get(nv.nvmlDeviceGetClockInfo, h, nv.NVML_CLOCK_MEM))) if v}
+        clocks = {
+            name: float(v)
+            for name, v in (
+                ("max_sm", get(nv.nvmlDeviceGetMaxClockInfo, h, nv.NVML_CLOCK_SM)),
+                ("max_memory", get(nv.nvmlDeviceGetMaxClockInfo, h, nv.NVML_CLOCK_MEM)),
+                ("sm", get(nv.nvmlDeviceGetClockInfo, h, nv.NVML_CLOCK_SM)),
+                ("memory", get(nv.nvmlDeviceGetClockInfo, h, nv.NVML_CLOCK_MEM)),
+            )
+            if v
+        }
         vbios = get(nv.nvmlDeviceGetVbiosVersion, h)
         firmware = {"vbios": _text(vbios)} if vbios else {}
         if cuda:
             firmware["cuda_driver_api"] = f"{cuda // 1000}.{cuda % 1000 // 10}"
         power = get(nv.nvmlDeviceGetEnforcedPowerLimit, h)
         pci = get(nv.nvmlDeviceGetPciInfo, h)
-        out.append(Accelerator(
-            vendor="nvidia", index=i, name=_text(nv.nvmlDeviceGetName(h)),
-            memory_gib=round(mem.total / GIB, 2) if mem else None, driver=driver, firmware=firmware,
-            clocks_mhz=clocks, power_limit_w=power / 1000 if power else None,
-            pci_bus_id=_text(pci.busId) if pci else "", source="nvml"))
+        out.append(
+            Accelerator(
+                vendor="nvidia",
+                index=i,
+                name=_text(nv.nvmlDeviceGetName(h)),
+                memory_gib=round(mem.total / GIB, 2) if mem else None,
+                driver=driver,
+                firmware=firmware,
+                clocks_mhz=clocks,
+                power_limit_w=power / 1000 if power else None,
+                pci_bus_id=_text(pci.busId) if pci else "",
+                source="nvml",
+            )
+        )
     return out
 
 
-NVIDIA_SMI_FIELDS = ("index", "name", "memory.total", "driver_version", "vbios_version", "clocks.max.sm",
-                     "clocks.max.memory", "power.limit", "pci.bus_id")
+NVIDIA_SMI_FIELDS = (
+    "index",
+    "name",
+    "memory.total",
+    "driver_version",
+    "vbios_version",
+    "clocks.max.sm",
+    "clocks.max.memory",
+    "power.limit",
+    "pci.bus_id",
+)
 
 
 def _nvidia_smi() -> list[Accelerator]:
@@ -289,13 +327,27 @@ def _nvidia_smi() -> list[Accelerator]:
     out = []
     for line in text.strip().splitlines():
         f = dict(zip(NVIDIA_SMI_FIELDS, (x.strip() for x in line.split(",")), strict=False))
-        out.append(Accelerator(
-            vendor="nvidia", index=int(f["index"]), name=f["name"],
-            memory_gib=_num(f.get("memory.total"), 2**20 / GIB), driver=f.get("driver_version", ""),
-            firmware={"vbios": f["vbios_version"]} if _known(f.get("vbios_version")) else {},
-            clocks_mhz={k: v for k, v in (("max_sm", _num(f.get("clocks.max.sm"))),
-                                          ("max_memory", _num(f.get("clocks.max.memory")))) if v},
-            power_limit_w=_num(f.get("power.limit")), pci_bus_id=f.get("pci.bus_id", ""), source="nvidia-smi"))
+        out.append(
+            Accelerator(
+                vendor="nvidia",
+                index=int(f["index"]),
+                name=f["name"],
+                memory_gib=_num(f.get("memory.total"), 2**20 / GIB),
+                driver=f.get("driver_version", ""),
+                firmware={"vbios": f["vbios_version"]} if _known(f.get("vbios_version")) else {},
+                clocks_mhz={
+                    k: v
+                    for k, v in (
+                        ("max_sm", _num(f.get("clocks.max.sm"))),
+                        ("max_memory", _num(f.get("clocks.max.memory"))),
+                    )
+                    if v
+                },
+                power_limit_w=_num(f.get("power.limit")),
+                pci_bus_id=f.get("pci.bus_id", ""),
+                source="nvidia-smi",
+            )
+        )
     return out
 
 
@@ -344,26 +396,40 @@ def _amdsmi(a: Any) -> list[Accelerator]:
         vbios = get(a.amdsmi_get_gpu_vbios_info, h) or {}
         bdf = get(a.amdsmi_get_gpu_device_bdf, h) or ""
         size_mb = vram.get("vram_size") or vram.get("vram_size_mb")
-        out.append(Accelerator(
-            vendor="amd", index=i, name=str(asic.get("market_name") or asic.get("asic_name") or "AMD GPU"),
-            memory_gib=_num(size_mb, 2**20 / GIB), driver=str(driver.get("driver_version", "")),
-            firmware={"vbios": str(vbios["version"])} if vbios.get("version") else {},
-            pci_bus_id=str(bdf), source="amdsmi"))
+        out.append(
+            Accelerator(
+                vendor="amd",
+                index=i,
+                name=str(asic.get("market_name") or asic.get("asic_name") or "AMD GPU"),
+                memory_gib=_num(size_mb, 2**20 / GIB),
+                driver=str(driver.get("driver_version", "")),
+                firmware={"vbios": str(vbios["version"])} if vbios.get("version") else {},
+                pci_bus_id=str(bdf),
+                source="amdsmi",
+            )
+        )
     return out
 
 
 def _rocm_smi() -> list[Accelerator]:
-    data = json.loads(_run(["rocm-smi", "--showproductname", "--showmeminfo", "vram", "--showdriverversion",
-                            "--showvbios", "--json"]))
+    data = json.loads(
+        _run(["rocm-smi", "--showproductname", "--showmeminfo", "vram", "--showdriverversion", "--showvbios", "--json"])
+    )
     driver = str(data.get("system", {}).get("Driver version", ""))
     out = []
     for i, (card, f) in enumerate(sorted((k, v) for k, v in data.items() if k.startswith("card"))):
         vram = f.get("VRAM Total Memory (B)")
-        out.append(Accelerator(
-            vendor="amd", index=i, name=str(f.get("Card Series") or f.get("Card series") or f.get("Card model")
-                                            or card),
-            memory_gib=_num(vram, 1 / GIB), driver=driver,
-            firmware={"vbios": str(f["VBIOS version"])} if f.get("VBIOS version") else {}, source="rocm-smi"))
+        out.append(
+            Accelerator(
+                vendor="amd",
+                index=i,
+                name=str(f.get("Card Series") or f.get("Card series") or f.get("Card model") or card),
+                memory_gib=_num(vram, 1 / GIB),
+                driver=driver,
+                firmware={"vbios": str(f["VBIOS version"])} if f.get("VBIOS version") else {},
+                source="rocm-smi",
+            )
+        )
     return out
 
 
@@ -381,8 +447,16 @@ def _sysfs_pci(notes: list[str]) -> list[Accelerator]:
         driver = (dev / "driver").resolve().name if (dev / "driver").exists() else ""
         device_id = _read_text(dev / "device") or "?"
         index = sum(1 for a in out if a.vendor == kind)
-        out.append(Accelerator(vendor=kind, index=index, name=f"{kind} PCI device {device_id}",
-                               driver=driver, pci_bus_id=dev.name, source="sysfs"))
+        out.append(
+            Accelerator(
+                vendor=kind,
+                index=index,
+                name=f"{kind} PCI device {device_id}",
+                driver=driver,
+                pci_bus_id=dev.name,
+                source="sysfs",
+            )
+        )
     return out
 
 

@@ -71,8 +71,9 @@ def explicit_options(parser: argparse.ArgumentParser, argv: Sequence[str] | None
 def run_main(argv: Sequence[str] | None = None) -> int:
     from .launch import run
 
-    parser = Parser(prog="deepbench-run", description=run.DESCRIPTION,
-                    formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = Parser(
+        prog="deepbench-run", description=run.DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--version", action="version", version=f"deepbench {__version__}")
     run.add_arguments(parser)
     args = parser.parse_args(argv)
@@ -85,13 +86,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         COMMANDS,  # here, not at the top: deepbench-run starts without them (its device check is timed)
     )
 
-    parser = Parser(prog="deepbench", description="DeepBench's kernels on each vendor's libraries: everything "
-                    "besides running (that is deepbench-run).")
+    parser = Parser(
+        prog="deepbench",
+        description="DeepBench's kernels on each vendor's libraries: everything "
+        "besides running (that is deepbench-run).",
+    )
     parser.add_argument("--version", action="version", version=f"deepbench {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for module in COMMANDS:
-        p = sub.add_parser(module.NAME, help=module.HELP, description=module.__doc__,
-                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        p = sub.add_parser(
+            module.NAME,
+            help=module.HELP,
+            description=module.__doc__,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         module.add_arguments(p)
         p.set_defaults(handler=module.run)
     args = parser.parse_args(argv)

@@ -19,8 +19,9 @@ def usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def real(low: float | None = None, high: float | None = None, *, low_open: bool = False,
-         high_open: bool = False) -> Callable[[str], float]:
+def real(
+    low: float | None = None, high: float | None = None, *, low_open: bool = False, high_open: bool = False
+) -> Callable[[str], float]:
     """A finite float within [low, high] (open ends where asked)."""
 
     def convert(text: str) -> float:
@@ -40,8 +41,9 @@ def real(low: float | None = None, high: float | None = None, *, low_open: bool 
     return convert
 
 
-def integer(low: int | None = None, high: int | Callable[[], int] | None = None,
-            why_high: str = "") -> Callable[[str], int]:
+def integer(
+    low: int | None = None, high: int | Callable[[], int] | None = None, why_high: str = ""
+) -> Callable[[str], int]:
     """An integer within [low, high]; `high` may be computed when the option is read (usable CPUs)."""
 
     def convert(text: str) -> int:

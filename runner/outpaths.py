@@ -38,8 +38,10 @@ def _probe(folder: Path, option: str, shown: Path) -> None:
         raise UserError(f"{option} {shown}: cannot write there ({why_failed(exc)})") from None
     free = free_bytes(folder)
     if free is not None and free < MIN_FREE_BYTES:
-        raise UserError(f"{option} {shown}: no space left on its disk: {free:,} bytes are free, at least "
-                        f"{MIN_FREE_BYTES:,} are needed; free some space or choose another place")
+        raise UserError(
+            f"{option} {shown}: no space left on its disk: {free:,} bytes are free, at least "
+            f"{MIN_FREE_BYTES:,} are needed; free some space or choose another place"
+        )
 
 
 def writable_folder(path: Path, option: str = "--out") -> Path:
@@ -76,8 +78,13 @@ def _within(inner: Path, outer: Path) -> bool:
     return inner == outer or inner.is_relative_to(outer)
 
 
-def check_replaceable(out: Path, own_files: set[str] | None, keep: tuple[Path, ...] = (),
-                      what: str = "a folder this tool wrote", option: str = "--out") -> None:
+def check_replaceable(
+    out: Path,
+    own_files: set[str] | None,
+    keep: tuple[Path, ...] = (),
+    what: str = "a folder this tool wrote",
+    option: str = "--out",
+) -> None:
     """Refuse (one line, exit 2) to replace `out` unless it is a folder this tool wrote and holds
     nothing else: `own_files` is the set of relative paths the tool's own index (a bundle's
     manifest) says it wrote, None when there is no such index. Never the home folder, the root,
@@ -87,19 +94,26 @@ def check_replaceable(out: Path, own_files: set[str] | None, keep: tuple[Path, .
         raise UserError(f"{option} {out} is a symbolic link: --force replaces only a folder this tool wrote")
     real = out.resolve()
     home = Path.home().resolve()
-    guarded = [(home, "your home folder"), (Path("/").resolve(), "the root folder"),
-               (Path.cwd().resolve(), "the working folder")]
+    guarded = [
+        (home, "your home folder"),
+        (Path("/").resolve(), "the root folder"),
+        (Path.cwd().resolve(), "the working folder"),
+    ]
     for path, name in guarded:
         if _within(path, real):
             raise UserError(f"{option} {out} is or holds {name}: --force replaces only {what}; nothing was removed")
     for path in keep:
         p = path.resolve()
         if _within(p, real) or _within(real, p):
-            raise UserError(f"{option} {out} is, holds or lies inside {path}: --force never replaces the run it "
-                            "bundles; choose another --out (nothing was removed)")
+            raise UserError(
+                f"{option} {out} is, holds or lies inside {path}: --force never replaces the run it "
+                "bundles; choose another --out (nothing was removed)"
+            )
     if own_files is None:
-        raise UserError(f"{option} {out} is not {what} (no index of the files it wrote): --force replaces only "
-                        "such a folder; choose another --out or remove it yourself (nothing was removed)")
+        raise UserError(
+            f"{option} {out} is not {what} (no index of the files it wrote): --force replaces only "
+            "such a folder; choose another --out or remove it yourself (nothing was removed)"
+        )
     present: set[str] = set()
     for dirpath, dirnames, filenames in os.walk(real, followlinks=False):
         base = Path(dirpath)
@@ -110,8 +124,10 @@ def check_replaceable(out: Path, own_files: set[str] | None, keep: tuple[Path, .
     other = sorted(present - own_files)
     if other:
         listed = ", ".join(other[:3]) + (f" and {len(other) - 3} more" if len(other) > 3 else "")
-        raise UserError(f"{option} {out} holds files this tool did not write ({listed}): --force replaces only "
-                        f"{what}; choose another --out (nothing was removed)")
+        raise UserError(
+            f"{option} {out} holds files this tool did not write ({listed}): --force replaces only "
+            f"{what}; choose another --out (nothing was removed)"
+        )
 
 
 def remove_own_files(folder: Path, own_files: set[str]) -> None:

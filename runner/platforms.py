@@ -52,26 +52,75 @@ CPU_DEFAULTS: Defaults = {ALL_SETS: ("fp32",)}
 ARM_DEFAULTS: Defaults = {ALL_SETS: ("fp32",), "inference_device": ("fp32", "int8")}
 # DeepBench's server tables: GEMM and convolution in int8, RNN and sparse GEMM in fp32; each beside fp16.
 GPU_DEFAULTS: Defaults = {
-    ALL_SETS: ("fp32", "fp16"), "train": ("fp32", "fp16"),
-    "inference_server": {"gemm": ("int8", "fp16"), "conv": ("int8", "fp16"), "rnn": ("fp32", "fp16"),
-                         "sparse_gemm": ("fp32", "fp16"), ALL_SETS: ("fp16", "int8")},
+    ALL_SETS: ("fp32", "fp16"),
+    "train": ("fp32", "fp16"),
+    "inference_server": {
+        "gemm": ("int8", "fp16"),
+        "conv": ("int8", "fp16"),
+        "rnn": ("fp32", "fp16"),
+        "sparse_gemm": ("fp32", "fp16"),
+        ALL_SETS: ("fp16", "int8"),
+    },
     "inference_device": ("fp16", "int8"),
-    "sparse_2of4": ("fp16", "int8")}  # 2:4 structured sparsity (suite sparse-2of4): cuSPARSELt's 16- and 8-bit types
+    "sparse_2of4": ("fp16", "int8"),
+}  # 2:4 structured sparsity (suite sparse-2of4): cuSPARSELt's 16- and 8-bit types
 
-PLATFORMS: dict[str, Platform] = {p.name: p for p in (
-    Platform("cpu", ("local", "x86", "x86_64"), "any x86-64 CPU through PyTorch (MKL, oneDNN)", "intel",
-             "torch", "cpu", CPU_DEFAULTS),
-    Platform("intel", ("oneapi", "xeon"), "Intel CPUs through PyTorch's oneDNN/MKL (Intel GPUs via /dev/dri)",
-             "intel", "torch", "cpu", CPU_DEFAULTS, devices=()),
-    Platform("nvidia", ("cuda", "nv"), "NVIDIA GPUs: cuBLAS, cuDNN and cuSPARSE called directly (nvmath-python, "
-             "cudnn-frontend), PyTorch for RNNs, layers and models, NCCL", "nvidia", "nvidia", "cuda", GPU_DEFAULTS,
-             gpus=True),
-    Platform("amd", ("rocm", "hip"), "AMD GPUs through PyTorch-ROCm: rocBLAS/hipBLASLt, MIOpen, RCCL", "amd",
-             "torch", "cuda", GPU_DEFAULTS, devices=("/dev/kfd", "/dev/dri"), group_add=("video",)),
-    Platform("arm", ("arm64", "aarch64", "raspberry-pi", "rpi"),
-             "ARM boards (Raspberry Pi): LiteRT, onnxruntime, PyTorch (oneDNN+ACL)",
-             "arm", "tflite", "cpu", ARM_DEFAULTS, platform_arch="linux/arm64"),
-)}
+PLATFORMS: dict[str, Platform] = {
+    p.name: p
+    for p in (
+        Platform(
+            "cpu",
+            ("local", "x86", "x86_64"),
+            "any x86-64 CPU through PyTorch (MKL, oneDNN)",
+            "intel",
+            "torch",
+            "cpu",
+            CPU_DEFAULTS,
+        ),
+        Platform(
+            "intel",
+            ("oneapi", "xeon"),
+            "Intel CPUs through PyTorch's oneDNN/MKL (Intel GPUs via /dev/dri)",
+            "intel",
+            "torch",
+            "cpu",
+            CPU_DEFAULTS,
+            devices=(),
+        ),
+        Platform(
+            "nvidia",
+            ("cuda", "nv"),
+            "NVIDIA GPUs: cuBLAS, cuDNN and cuSPARSE called directly (nvmath-python, "
+            "cudnn-frontend), PyTorch for RNNs, layers and models, NCCL",
+            "nvidia",
+            "nvidia",
+            "cuda",
+            GPU_DEFAULTS,
+            gpus=True,
+        ),
+        Platform(
+            "amd",
+            ("rocm", "hip"),
+            "AMD GPUs through PyTorch-ROCm: rocBLAS/hipBLASLt, MIOpen, RCCL",
+            "amd",
+            "torch",
+            "cuda",
+            GPU_DEFAULTS,
+            devices=("/dev/kfd", "/dev/dri"),
+            group_add=("video",),
+        ),
+        Platform(
+            "arm",
+            ("arm64", "aarch64", "raspberry-pi", "rpi"),
+            "ARM boards (Raspberry Pi): LiteRT, onnxruntime, PyTorch (oneDNN+ACL)",
+            "arm",
+            "tflite",
+            "cpu",
+            ARM_DEFAULTS,
+            platform_arch="linux/arm64",
+        ),
+    )
+}
 
 
 def get_platform(name: str) -> Platform:

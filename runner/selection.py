@@ -23,15 +23,22 @@ from .errors import UserError
 
 def add_selection_arguments(parser: argparse.ArgumentParser, default_suite: str | None = "smoke") -> None:
     g = parser.add_argument_group("kernel selection")
-    g.add_argument("--suite", default=default_suite, metavar="SUITE",
-                   help=f"{', '.join(SUITES)}, model:NAME (default: {default_suite}); the first three are DeepBench's "
-                        "sets; sparse-2of4 is DeepBench's sparse GEMM shapes with 2:4 structured sparsity "
-                        "(cuSPARSELt; not part of DeepBench's 629); model:NAME runs a real model's operators "
-                        "(deepbench models list)")
+    g.add_argument(
+        "--suite",
+        default=default_suite,
+        metavar="SUITE",
+        help=f"{', '.join(SUITES)}, model:NAME (default: {default_suite}); the first three are DeepBench's "
+        "sets; sparse-2of4 is DeepBench's sparse GEMM shapes with 2:4 structured sparsity "
+        "(cuSPARSELt; not part of DeepBench's 629); model:NAME runs a real model's operators "
+        "(deepbench models list)",
+    )
     g.add_argument("--ops", metavar="OPS", help=f"comma-separated operations: {', '.join(OPS)} (default: all)")
-    g.add_argument("--where", action="append", metavar="COND",
-                   help="keep kernels whose parameters match, e.g. m=1760, cell=lstm, n<=64 (repeatable; "
-                        "all must hold)")
+    g.add_argument(
+        "--where",
+        action="append",
+        metavar="COND",
+        help="keep kernels whose parameters match, e.g. m=1760, cell=lstm, n<=64 (repeatable; all must hold)",
+    )
     g.add_argument("--limit", type=int, metavar="N", help="at most N kernels per operation")
     g.add_argument("--batch", type=int, metavar="N", help="model suites: batch size (default 1)")
     g.add_argument("--seq", type=int, metavar="N", help="model suites: sequence length (default: the model's)")
@@ -63,9 +70,15 @@ class KernelSelection:
         try:
             ops = parse_ops(args.ops)
             text = getattr(args, "precision", None)
-            return cls(suite=args.suite, ops=tuple(ops) if ops else None, where=tuple(args.where or ()),
-                       limit=args.limit, batch=getattr(args, "batch", None), seq=getattr(args, "seq", None),
-                       precisions=tuple(parse_precisions(text)) if text else None)
+            return cls(
+                suite=args.suite,
+                ops=tuple(ops) if ops else None,
+                where=tuple(args.where or ()),
+                limit=args.limit,
+                batch=getattr(args, "batch", None),
+                seq=getattr(args, "seq", None),
+                precisions=tuple(parse_precisions(text)) if text else None,
+            )
         except ValueError as exc:  # SelectionError, or an unknown precision
             raise UserError(str(exc)) from None
 
@@ -76,9 +89,15 @@ class KernelSelection:
         sel = plan.selection
         if sel is None:
             return cls(suite=plan.suite)
-        return cls(suite=plan.suite, ops=tuple(sel.ops) if sel.ops else None, where=tuple(sel.where),
-                   limit=sel.limit, batch=sel.batch, seq=sel.seq,
-                   precisions=tuple(sel.precisions) if sel.precisions else None)
+        return cls(
+            suite=plan.suite,
+            ops=tuple(sel.ops) if sel.ops else None,
+            where=tuple(sel.where),
+            limit=sel.limit,
+            batch=sel.batch,
+            seq=sel.seq,
+            precisions=tuple(sel.precisions) if sel.precisions else None,
+        )
 
     @cached_property
     def suite_kernels(self) -> tuple[Kernel, ...]:
@@ -98,9 +117,15 @@ class KernelSelection:
     def record(self, default_precisions: dict[str, tuple[str, ...]] | None = None) -> Selection:
         """What a plan records of this selection, with the platform's precisions per '<set>/<op>'
         where none were asked for (`deepbench check` re-derives the kernels from it)."""
-        return Selection(ops=self.ops, where=self.where, limit=self.limit, precisions=self.precisions,
-                         default_precisions=default_precisions if self.precisions is None else None,
-                         batch=self.batch, seq=self.seq)
+        return Selection(
+            ops=self.ops,
+            where=self.where,
+            limit=self.limit,
+            precisions=self.precisions,
+            default_precisions=default_precisions if self.precisions is None else None,
+            batch=self.batch,
+            seq=self.seq,
+        )
 
 
 def selected_kernels(args: argparse.Namespace) -> list[Kernel]:
@@ -110,4 +135,3 @@ def selected_kernels(args: argparse.Namespace) -> list[Kernel]:
         return list(selection.kernels)
     except SelectionError as exc:
         raise UserError(str(exc)) from None
-

@@ -34,16 +34,19 @@ class Bound:
     low_open: bool = False
 
     def holds(self, value: float) -> bool:
-        return math.isfinite(value) and (value > self.low if self.low_open else value >= self.low) \
-            and value <= self.high
+        return (
+            math.isfinite(value) and (value > self.low if self.low_open else value >= self.low) and value <= self.high
+        )
 
     def text(self) -> str:
         return f"{'(' if self.low_open else '['}{self.low:g}, {self.high:g}]"
 
 
 def _preset_bound(field: str) -> Bound:
-    values = [float(p.get(field, Settings.model_fields[field].default))  # type: ignore[arg-type]
-              for p in MODES.values()]
+    values = [
+        float(p.get(field, Settings.model_fields[field].default))  # type: ignore[arg-type]
+        for p in MODES.values()
+    ]
     low = min(values)
     # A preset of 0 for a floor means "none" (e.g. --fast's min_time_s); a positive floor is a floor.
     return Bound(0.0 if low == 0 else low, max(values))
@@ -58,16 +61,18 @@ RANGES: dict[str, Bound] = {
     "seed": Bound(0, MAX_SEED),
     "ranks": Bound(1, MAX_RANKS),
     "energy_window_s": Bound(0, MAX_ENERGY_WINDOW_S, low_open=True),
-    **{f: _preset_bound(f) for f in ("min_samples", "max_samples", "min_sample_s", "min_time_s",
-                                      "limited_min_time_s")},
+    **{f: _preset_bound(f) for f in ("min_samples", "max_samples", "min_sample_s", "min_time_s", "limited_min_time_s")},
 }
 
 
 def out_of_range(settings: Settings, cpus: int | None = None) -> list[str]:
     """What in `settings` lies outside the ranges (each as one phrase); `cpus`: the CPUs of the
     machine the settings are for (threads above them are refused)."""
-    out = [f"{name} {getattr(settings, name):g} is outside {bound.text()}" for name, bound in RANGES.items()
-           if not bound.holds(float(getattr(settings, name)))]
+    out = [
+        f"{name} {getattr(settings, name):g} is outside {bound.text()}"
+        for name, bound in RANGES.items()
+        if not bound.holds(float(getattr(settings, name)))
+    ]
     if settings.threads is not None and (settings.threads < 1 or (cpus is not None and settings.threads > cpus)):
         out.append(f"threads {settings.threads} is outside [1, {cpus}] (the CPUs of the machine that runs it)")
     if settings.time_cap_s >= settings.kernel_timeout_s:

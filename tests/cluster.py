@@ -37,8 +37,21 @@ PREFIX = "deepbench-cl"  # namespace names: PREFIX-switch, PREFIX-dbn1, ...
 SUBNET = "10.77.0"
 PREFIX_LEN = 24
 LOOPBACK_NAME_ADDR = "127.0.1.1"  # Debian's /etc/hosts line for the machine's own name
-TOOLS = ("ip", "unshare", "nsenter", "munged", "slurmctld", "slurmd", "srun", "salloc", "scontrol", "sinfo",
-         "sshd", "ssh", "ssh-keygen")
+TOOLS = (
+    "ip",
+    "unshare",
+    "nsenter",
+    "munged",
+    "slurmctld",
+    "slurmd",
+    "srun",
+    "salloc",
+    "scontrol",
+    "sinfo",
+    "sshd",
+    "ssh",
+    "ssh-keygen",
+)
 START_TIMEOUT_S = 60.0
 STOP_GRACE_S = 10.0
 POLL_S = 0.2
@@ -51,8 +64,10 @@ def missing() -> str:
         return "building a cluster from network namespaces needs root"
     absent = [t for t in TOOLS if not (shutil.which(t) or shutil.which(t, path="/usr/sbin:/sbin"))]
     if absent:
-        return (f"missing {', '.join(absent)} (apt-get install slurmctld slurmd slurm-client munge "
-                "openssh-server iproute2 util-linux)")
+        return (
+            f"missing {', '.join(absent)} (apt-get install slurmctld slurmd slurm-client munge "
+            "openssh-server iproute2 util-linux)"
+        )
     return ""
 
 
@@ -74,8 +89,15 @@ class Node:
     def enter(self, cwd: Path | str | None = None) -> list[str]:
         """Prefix that runs a command on this host (its network, hostname and files), in `cwd`
         (nsenter's default is the holder's, the root)."""
-        return [_tool("nsenter"), f"--target={self.holder}", "--net", "--uts", "--mount",
-                f"--wd={cwd or os.getcwd()}", "--"]
+        return [
+            _tool("nsenter"),
+            f"--target={self.holder}",
+            "--net",
+            "--uts",
+            "--mount",
+            f"--wd={cwd or os.getcwd()}",
+            "--",
+        ]
 
 
 @dataclass
@@ -107,22 +129,37 @@ class Cluster:
 
     def env(self, **extra: str) -> dict[str, str]:
         """The environment of a command on the cluster: our ssh first on PATH, our slurm.conf."""
-        return {**os.environ, "PATH": f"{self.root / 'bin'}:{os.environ.get('PATH', '')}",
-                "SLURM_CONF": str(self.conf), **extra}
+        return {
+            **os.environ,
+            "PATH": f"{self.root / 'bin'}:{os.environ.get('PATH', '')}",
+            "SLURM_CONF": str(self.conf),
+            **extra,
+        }
 
     # ----- running things on a host ----------------------------------------------------------
     def popen(self, node: Node, argv: list[str], log: Path | None = None, **kw) -> subprocess.Popen:
         out = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115 - the daemon's log, open while it runs
         kw.setdefault("env", self.env())
-        proc = subprocess.Popen([*node.enter(kw.pop("cwd", None)), *argv], stdout=out,
-                                stderr=subprocess.STDOUT if log else out, stdin=subprocess.DEVNULL, **kw)
+        proc = subprocess.Popen(
+            [*node.enter(kw.pop("cwd", None)), *argv],
+            stdout=out,
+            stderr=subprocess.STDOUT if log else out,
+            stdin=subprocess.DEVNULL,
+            **kw,
+        )
         self.daemons.append(proc)
         return proc
 
     def run(self, node: Node, argv: list[str], timeout: float = 600, **kw) -> subprocess.CompletedProcess:
         kw.setdefault("env", self.env())
-        return subprocess.run([*node.enter(kw.pop("cwd", None)), *argv], capture_output=True, text=True,
-                              timeout=timeout, stdin=subprocess.DEVNULL, **kw)
+        return subprocess.run(
+            [*node.enter(kw.pop("cwd", None)), *argv],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+            **kw,
+        )
 
     # ----- building it ---------------------------------------------------------------------
     def start(self) -> None:
@@ -150,8 +187,21 @@ class Cluster:
         sh("ip", "-n", self.switch, "link", "set", "br0", "up")
         for n in self.nodes:
             sh("ip", "netns", "add", n.netns)
-            sh("ip", "link", "add", "eth0", "netns", n.netns, "type", "veth", "peer", "name", self.port(n),
-               "netns", self.switch)
+            sh(
+                "ip",
+                "link",
+                "add",
+                "eth0",
+                "netns",
+                n.netns,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                self.port(n),
+                "netns",
+                self.switch,
+            )
             sh("ip", "-n", self.switch, "link", "set", self.port(n), "master", "br0", "up")
             sh("ip", "-n", n.netns, "addr", "add", f"{n.address}/{PREFIX_LEN}", "dev", "eth0")
             sh("ip", "-n", n.netns, "link", "set", "eth0", "up")
@@ -172,17 +222,38 @@ class Cluster:
             (d / "hosts").write_text("\n".join(lines) + "\n")
             # The holder: a new hostname and mount namespace inside the node's network namespace,
             # with the node's /etc/hosts, its own munge socket folder and an empty /run.
-            script = (f"hostname {n.name} && mount --bind {d / 'hosts'} /etc/hosts && "
-                      f"mount --bind {d / 'munge'} {self.root / 'munge'} && "
-                      "mount -t tmpfs -o mode=0755 tmpfs /run && mkdir -p /run/sshd && exec sleep infinity")
-            holder = subprocess.Popen([_tool("ip"), "netns", "exec", n.netns, _tool("unshare"), "--uts", "--mount",
-                                       "--propagation", "private", "sh", "-c", script],
-                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                      start_new_session=True)
+            script = (
+                f"hostname {n.name} && mount --bind {d / 'hosts'} /etc/hosts && "
+                f"mount --bind {d / 'munge'} {self.root / 'munge'} && "
+                "mount -t tmpfs -o mode=0755 tmpfs /run && mkdir -p /run/sshd && exec sleep infinity"
+            )
+            holder = subprocess.Popen(
+                [
+                    _tool("ip"),
+                    "netns",
+                    "exec",
+                    n.netns,
+                    _tool("unshare"),
+                    "--uts",
+                    "--mount",
+                    "--propagation",
+                    "private",
+                    "sh",
+                    "-c",
+                    script,
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
             n.holder = holder.pid
             self.daemons.append(holder)
-            _wait(lambda: _cmdline(holder.pid).startswith("sleep"), f"the namespaces of {n.name}",  # noqa: B023 - called at once
-                  lambda: holder.stderr.read().decode() if holder.poll() is not None and holder.stderr else "")  # noqa: B023
+            _wait(
+                lambda: _cmdline(holder.pid).startswith("sleep"),  # noqa: B023 - _wait calls it at once
+                f"the namespaces of {n.name}",
+                lambda: holder.stderr.read().decode() if holder.poll() is not None and holder.stderr else "",  # noqa: B023 - _wait calls it at once
+            )
 
     def _munge(self) -> None:
         key = self.root / "etc" / "munge.key"
@@ -190,37 +261,74 @@ class Cluster:
         os.chmod(key, 0o400)
         for n in self.nodes:
             d = self.root / "nodes" / n.name
-            self.popen(n, [_tool("munged"), "--foreground", "--force", f"--key-file={key}",
-                           f"--socket={self.root / 'munge' / 'munge.socket.2'}", f"--pid-file={d / 'munged.pid'}",
-                           f"--log-file={d / 'munged.log'}", f"--seed-file={d / 'munged.seed'}"],
-                       log=d / "munged.out", start_new_session=True)
+            self.popen(
+                n,
+                [
+                    _tool("munged"),
+                    "--foreground",
+                    "--force",
+                    f"--key-file={key}",
+                    f"--socket={self.root / 'munge' / 'munge.socket.2'}",
+                    f"--pid-file={d / 'munged.pid'}",
+                    f"--log-file={d / 'munged.log'}",
+                    f"--seed-file={d / 'munged.seed'}",
+                ],
+                log=d / "munged.out",
+                start_new_session=True,
+            )
         socket = self.root / "munge" / "munge.socket.2"
         for n in self.nodes:
-            _wait(lambda: self.run(n, ["sh", "-c", f"munge -n -S {socket} | unmunge -S {socket}"]).returncode == 0,  # noqa: B023
-                  f"munged on {n.name}", lambda: (self.root / "nodes" / n.name / "munged.out").read_text())  # noqa: B023
+            _wait(
+                lambda: self.run(n, ["sh", "-c", f"munge -n -S {socket} | unmunge -S {socket}"]).returncode == 0,  # noqa: B023
+                f"munged on {n.name}",
+                lambda: (self.root / "nodes" / n.name / "munged.out").read_text(),  # noqa: B023 - _wait calls it at once
+            )
 
     def _slurm(self) -> None:
         cpus = os.cpu_count() or 1
         r = self.root
-        (r / "etc" / "slurm.conf").write_text(SLURM_CONF.format(
-            controller=self.login.name, controller_addr=self.login.address, root=r,
-            munge=r / "munge" / "munge.socket.2", cpus=cpus,
-            nodes="\n".join(f"NodeName={n.name} NodeAddr={n.address} CPUs={cpus} State=UNKNOWN" for n in self.nodes),
-            names=",".join(n.name for n in self.nodes)))
+        (r / "etc" / "slurm.conf").write_text(
+            SLURM_CONF.format(
+                controller=self.login.name,
+                controller_addr=self.login.address,
+                root=r,
+                munge=r / "munge" / "munge.socket.2",
+                cpus=cpus,
+                nodes="\n".join(
+                    f"NodeName={n.name} NodeAddr={n.address} CPUs={cpus} State=UNKNOWN" for n in self.nodes
+                ),
+                names=",".join(n.name for n in self.nodes),
+            )
+        )
         (r / "etc" / "cgroup.conf").write_text("CgroupPlugin=cgroup/v1\n")
-        self.popen(self.login, [_tool("slurmctld"), "-D", "-f", str(self.conf)], log=r / "slurmctld.out",
-                   start_new_session=True)
+        self.popen(
+            self.login,
+            [_tool("slurmctld"), "-D", "-f", str(self.conf)],
+            log=r / "slurmctld.out",
+            start_new_session=True,
+        )
         for n in self.nodes:
-            self.popen(n, [_tool("slurmd"), "-D", "-f", str(self.conf)], log=r / "nodes" / n.name / "slurmd.out",
-                       start_new_session=True)
+            self.popen(
+                n,
+                [_tool("slurmd"), "-D", "-f", str(self.conf)],
+                log=r / "nodes" / n.name / "slurmd.out",
+                start_new_session=True,
+            )
 
         def idle() -> bool:
             p = self.run(self.login, ["sinfo", "-h", "-N", "-o", "%N %t"])
             states = dict(line.split() for line in p.stdout.splitlines() if line.strip())
             return p.returncode == 0 and all(states.get(n.name) == "idle" for n in self.nodes)
 
-        _wait(idle, "slurmd on every node to be idle", lambda: self.run(self.login, ["sinfo", "-N"]).stdout
-              + (r / "slurmctld.log").read_text()[-2000:] if (r / "slurmctld.log").exists() else "")
+        _wait(
+            idle,
+            "slurmd on every node to be idle",
+            lambda: (
+                self.run(self.login, ["sinfo", "-N"]).stdout + (r / "slurmctld.log").read_text()[-2000:]
+                if (r / "slurmctld.log").exists()
+                else ""
+            ),
+        )
 
     def _ssh(self) -> None:
         d = self.root / "ssh"
@@ -231,18 +339,21 @@ class Cluster:
         (d / "known_hosts").write_text("".join(f"{n.name},{n.address} {' '.join(host_pub)}\n" for n in self.nodes))
         (d / "config").write_text(SSH_CONFIG.format(d=d))
         wrapper = self.root / "bin" / "ssh"
-        wrapper.write_text(f"#!/bin/sh\nexec {_tool('ssh')} -F {d / 'config'} \"$@\"\n")
+        wrapper.write_text(f'#!/bin/sh\nexec {_tool("ssh")} -F {d / "config"} "$@"\n')
         wrapper.chmod(0o755)
         for n in self.nodes:
             cfg = self.root / "nodes" / n.name / "sshd_config"
             cfg.write_text(SSHD_CONFIG.format(d=d, address=n.address, pid=cfg.parent / "sshd.pid"))
-            self.popen(n, [_tool("sshd"), "-D", "-e", "-f", str(cfg)], log=cfg.parent / "sshd.log",
-                       start_new_session=True)
+            self.popen(
+                n, [_tool("sshd"), "-D", "-e", "-f", str(cfg)], log=cfg.parent / "sshd.log", start_new_session=True
+            )
         for n in self.nodes:
             other = self.nodes[-1] if n is self.login else self.login
-            _wait(lambda: self.run(other, ["ssh", n.name, "hostname"]).stdout.strip() == n.name,  # noqa: B023
-                  f"ssh from {other.name} to {n.name}",
-                  lambda: self.run(other, ["ssh", n.name, "hostname"]).stderr)  # noqa: B023 - _wait calls both at once
+            _wait(
+                lambda: self.run(other, ["ssh", n.name, "hostname"]).stdout.strip() == n.name,  # noqa: B023
+                f"ssh from {other.name} to {n.name}",
+                lambda: self.run(other, ["ssh", n.name, "hostname"]).stderr,  # noqa: B023 - _wait calls it at once
+            )
 
     def _save(self) -> None:
         state = {"nodes": [n.__dict__ for n in self.nodes], "size": self.size}
@@ -267,18 +378,26 @@ class Cluster:
     def strays(self) -> list[str]:
         """Processes on the hosts other than the cluster's own daemons (job steps, ranks, ssh
         sessions): none once every job has ended."""
-        return [f"{pid} {_cmdline(pid)[:100]}" for pid in _pids_in(_namespace_inodes([n.netns for n in self.nodes]))
-                if pid not in self.baseline]
+        return [
+            f"{pid} {_cmdline(pid)[:100]}"
+            for pid in _pids_in(_namespace_inodes([n.netns for n in self.nodes]))
+            if pid not in self.baseline
+        ]
 
     def leftovers(self) -> list[str]:
         """What is left of the cluster: namespaces, processes in them, mounts under root."""
         left = [f"network namespace {ns}" for ns in netns_list() if ns.startswith(PREFIX)]
-        left += [f"process {pid} ({_cmdline(pid)[:80]})" for pid in _pids_in(_namespace_inodes(
-            [self.switch, *(n.netns for n in self.nodes)]))]
+        left += [
+            f"process {pid} ({_cmdline(pid)[:80]})"
+            for pid in _pids_in(_namespace_inodes([self.switch, *(n.netns for n in self.nodes)]))
+        ]
         left += [f"process {n.holder} (holder of {n.name})" for n in self.nodes if n.holder and process_alive(n.holder)]
         with open("/proc/self/mountinfo") as f:
-            left += [f"mount {line.split()[4]}" for line in f if str(self.root) in line.split()[4]
-                     or f"/run/netns/{PREFIX}" in line.split()[4]]
+            left += [
+                f"mount {line.split()[4]}"
+                for line in f
+                if str(self.root) in line.split()[4] or f"/run/netns/{PREFIX}" in line.split()[4]
+            ]
         return left
 
 
@@ -412,8 +531,10 @@ def main(argv: list[str]) -> int:
             return 1
         cluster = Cluster(root)
         cluster.start()
-        print(f"up: {', '.join(f'{n.name} {n.address}' for n in cluster.nodes)}; a shell on the login node:\n"
-              f"  SLURM_CONF={cluster.conf} PATH={cluster.root / 'bin'}:$PATH {' '.join(cluster.login.enter())} bash")
+        print(
+            f"up: {', '.join(f'{n.name} {n.address}' for n in cluster.nodes)}; a shell on the login node:\n"
+            f"  SLURM_CONF={cluster.conf} PATH={cluster.root / 'bin'}:$PATH {' '.join(cluster.login.enter())} bash"
+        )
         return 0
     state = json.loads((root / STATE_FILE).read_text()) if (root / STATE_FILE).exists() else {"size": 2, "nodes": []}
     cluster = Cluster(root, state["size"])

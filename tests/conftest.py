@@ -21,11 +21,13 @@ REPO = Path(__file__).resolve().parents[1]
 DEEPBENCH_DATA = REPO / "tests" / "fixtures" / "deepbench"
 
 
-def run_cli(*args: str, timeout: float = 600, env: dict | None = None, cwd: Path | None = None
-            ) -> subprocess.CompletedProcess:
+def run_cli(
+    *args: str, timeout: float = 600, env: dict | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess:
     """Run an installed console script as a user would."""
-    return subprocess.run(list(args), capture_output=True, text=True, timeout=timeout, cwd=cwd,
-                          env={**os.environ, **(env or {})})
+    return subprocess.run(
+        list(args), capture_output=True, text=True, timeout=timeout, cwd=cwd, env={**os.environ, **(env or {})}
+    )
 
 
 def local_run(out: Path, *args: str) -> Path:
@@ -49,9 +51,14 @@ def start_interruptible(args: list[str], env: dict | None = None) -> subprocess.
     starts `cmd &` with SIGINT ignored and children inherit that, so under a CI script run in the
     background Python would install no KeyboardInterrupt handler and the signal would be lost: the
     child gets the default disposition back, as in a terminal."""
-    return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, **(env or {})},
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    return subprocess.Popen(
+        args,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
 
 
 @pytest.fixture
@@ -165,6 +172,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         from .cluster import missing
 
         require(missing(), "a two-host Slurm cluster built from network namespaces")
+
+
 PYTHON = sys.executable
 
 

@@ -27,7 +27,8 @@ class NVMLError(Exception):
 
     def __str__(self) -> str:
         return {NVML_ERROR_NOT_SUPPORTED: "Not Supported", NVML_ERROR_NO_PERMISSION: "Insufficient Permissions"}.get(
-            self.value, f"NVML error {self.value}")
+            self.value, f"NVML error {self.value}"
+        )
 
 
 class FakeTime:
@@ -55,9 +56,17 @@ class FakeNvml:
     NVML_ERROR_NO_PERMISSION = NVML_ERROR_NO_PERMISSION
     NVMLError = NVMLError
 
-    def __init__(self, clock: FakeTime, watts: float = 650.0, period_s: float = 0.02, sm_mhz: int = 1980,
-                 reasons: int = SW_POWER_CAP, lock_error: int | None = None, energy: bool = True,
-                 power_bias: float = 1.0) -> None:
+    def __init__(
+        self,
+        clock: FakeTime,
+        watts: float = 650.0,
+        period_s: float = 0.02,
+        sm_mhz: int = 1980,
+        reasons: int = SW_POWER_CAP,
+        lock_error: int | None = None,
+        energy: bool = True,
+        power_bias: float = 1.0,
+    ) -> None:
         self.clock, self.watts, self.period_s = clock, watts, period_s
         self.sm_mhz, self.reasons, self.lock_error, self.energy = sm_mhz, reasons, lock_error, energy
         self.power_bias = power_bias  # the power reading's error against the counter (a sensor's)

@@ -28,14 +28,27 @@ def _results(out: Path) -> list[KernelResult]:
 
 
 def _run(out: Path, *args: str, env: dict | None = None, timeout: float = RUN_TIMEOUT_S):
-    return run_cli("deepbench-run", "--local", "--suite", "train", "--ops", "all_reduce", "--out", str(out),
-                   *FAST, *args, env=env, timeout=timeout)
+    return run_cli(
+        "deepbench-run",
+        "--local",
+        "--suite",
+        "train",
+        "--ops",
+        "all_reduce",
+        "--out",
+        str(out),
+        *FAST,
+        *args,
+        env=env,
+        timeout=timeout,
+    )
 
 
 def test_launch_rank_reads_each_engine() -> None:
     assert launch_rank({}).size == 1 and launch_rank({}).is_main
     assert launch_rank({"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1"}) == launch_rank(
-        {"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1"})
+        {"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1"}
+    )
     r = launch_rank({"OMPI_COMM_WORLD_RANK": "2", "OMPI_COMM_WORLD_SIZE": "8", "OMPI_COMM_WORLD_LOCAL_RANK": "2"})
     assert (r.rank, r.size, r.local_rank, r.engine) == (2, 8, 2, "openmpi")
     r = launch_rank({"PMI_RANK": "1", "PMI_SIZE": "2"})
@@ -71,12 +84,15 @@ def test_one_rank_in_process_is_a_real_call() -> None:
 def _assert_all_sizes_ok(out: Path, ranks: int, library: str) -> None:
     rs = _results(out)
     assert len(rs) == SIZES and all(r.status is Status.OK for r in rs), [(r.id, r.reason) for r in rs]
-    assert sorted(r.kernel.floats for r in rs) == sorted(by_id()[f"all_reduce/train/{i:03d}"].floats
-                                                         for i in range(SIZES))
+    assert sorted(r.kernel.floats for r in rs) == sorted(
+        by_id()[f"all_reduce/train/{i:03d}"].floats for i in range(SIZES)
+    )
     factor = costs.bus_bandwidth_factor(ranks)
     for r in rs:
-        for info, check in ((r.parts[0].info, r.parts[0].check),
-                            (r.info["out_of_place"]["info"], r.info["out_of_place"]["check"])):
+        for info, check in (
+            (r.parts[0].info, r.parts[0].check),
+            (r.info["out_of_place"]["info"], r.info["out_of_place"]["check"]),
+        ):
             check = check if isinstance(check, dict) else check.model_dump()
             assert check["passed"] and check["detail"] == f"all {ranks} ranks hold the exact result"
             assert info["ranks"] == ranks and len(info["time_per_rank_us"]) == ranks
@@ -118,8 +134,16 @@ def test_all_sizes_over_ranks(tmp_path: Path, backend: str, ranks: int) -> None:
 @pytest.mark.slow
 def test_rank_with_wrong_element_fails_the_kernel(tmp_path: Path) -> None:
     out = tmp_path / "wrong"
-    proc = _run(out, "--ranks", "2", "--backend", "gloo", "--limit", "2",
-                env={"DEEPBENCH_FAULT": "wrong:all_reduce/train/000", "DEEPBENCH_FAULT_RANK": "1"})
+    proc = _run(
+        out,
+        "--ranks",
+        "2",
+        "--backend",
+        "gloo",
+        "--limit",
+        "2",
+        env={"DEEPBENCH_FAULT": "wrong:all_reduce/train/000", "DEEPBENCH_FAULT_RANK": "1"},
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     first, second = _results(out)
     assert first.status is Status.FAILED and "rank 1: 1 of 100000 elements differ" in first.reason
@@ -129,15 +153,27 @@ def test_rank_with_wrong_element_fails_the_kernel(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("fault,status,backend", [("hang", Status.TIMEOUT, "mpi"), ("crash", Status.FAILED, "gloo")])
-def test_disagreeing_rank_is_reported_and_nothing_hangs(tmp_path: Path, fault: str, status: Status,
-                                                        backend: str) -> None:
+def test_disagreeing_rank_is_reported_and_nothing_hangs(
+    tmp_path: Path, fault: str, status: Status, backend: str
+) -> None:
     """Rank 1 hangs (or dies) in a kernel while rank 0 waits in the collective: the host kills
     every rank after the per-kernel timeout (or the engine stops them), records the kernel, and
     the restarted ranks go on with the next one."""
     out = tmp_path / fault
     started = time.monotonic()
-    proc = _run(out, "--ranks", "2", "--backend", backend, "--limit", "2", "--kernel-timeout", "30",
-                env={"DEEPBENCH_FAULT": f"{fault}:all_reduce/train/000", "DEEPBENCH_FAULT_RANK": "1"}, timeout=300)
+    proc = _run(
+        out,
+        "--ranks",
+        "2",
+        "--backend",
+        backend,
+        "--limit",
+        "2",
+        "--kernel-timeout",
+        "30",
+        env={"DEEPBENCH_FAULT": f"{fault}:all_reduce/train/000", "DEEPBENCH_FAULT_RANK": "1"},
+        timeout=300,
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     first, second = _results(out)
     assert first.id == "all_reduce/train/000/fp32" and first.status is status, first.reason
@@ -157,8 +193,20 @@ def _is_harness_of(proc_dir: Path, out: Path) -> bool:
 
 def test_launch_command_prints_engines(tmp_path: Path) -> None:
     out = tmp_path / "cluster"
-    proc = run_cli("deepbench", "launch-command", "--nodes", "2", "--gpus-per-node", "4", "--platform", "nvidia",
-                   "--out", str(out), "--image", "registry.example/deepbench-nvidia@sha256:abc")
+    proc = run_cli(
+        "deepbench",
+        "launch-command",
+        "--nodes",
+        "2",
+        "--gpus-per-node",
+        "4",
+        "--platform",
+        "nvidia",
+        "--out",
+        str(out),
+        "--image",
+        "registry.example/deepbench-nvidia@sha256:abc",
+    )
     assert proc.returncode == 0, proc.stderr
     text = proc.stdout
     assert "mpirun --hostfile hosts -np 8 --map-by ppr:4:node" in text
@@ -172,8 +220,19 @@ def test_launch_command_prints_engines(tmp_path: Path) -> None:
 @requires_gpu
 def test_single_gpu_nccl(tmp_path: Path) -> None:
     out = tmp_path / "nccl1"
-    proc = run_cli("deepbench-run", "--local", "--platform", "nvidia", "--suite", "smoke", "--ops", "all_reduce",
-                   "--out", str(out), *FAST)
+    proc = run_cli(
+        "deepbench-run",
+        "--local",
+        "--platform",
+        "nvidia",
+        "--suite",
+        "smoke",
+        "--ops",
+        "all_reduce",
+        "--out",
+        str(out),
+        *FAST,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (r,) = _results(out)
     assert r.status is Status.OK and r.info["library"]["collective_library"] in ("nccl", "rccl")
@@ -186,8 +245,16 @@ def test_failing_rank_is_named_with_its_reason_and_log(tmp_path: Path) -> None:
     print nothing the host reads, so rank 1 leaves its reason and log in its folder, and the run
     says which rank failed first, why, and where its log is, after starting the ranks again twice."""
     out = tmp_path / "unavailable"
-    proc = _run(out, "--ranks", "2", "--backend", "gloo", "--limit", "1",
-                env={"DEEPBENCH_FAULT": "unavailable:", "DEEPBENCH_FAULT_RANK": "1"})
+    proc = _run(
+        out,
+        "--ranks",
+        "2",
+        "--backend",
+        "gloo",
+        "--limit",
+        "1",
+        env={"DEEPBENCH_FAULT": "unavailable:", "DEEPBENCH_FAULT_RANK": "1"},
+    )
     log = out / "ranks" / "rank-1" / "harness.log"
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "rank 1 failed first: backend 'gloo' cannot run here" in proc.stderr
@@ -197,8 +264,16 @@ def test_failing_rank_is_named_with_its_reason_and_log(tmp_path: Path) -> None:
 
 def test_ranks_that_could_not_meet_are_started_again(tmp_path: Path) -> None:
     out = tmp_path / "once"
-    proc = _run(out, "--ranks", "2", "--backend", "gloo", "--limit", "1",
-                env={"DEEPBENCH_FAULT": "unavailable-once:", "DEEPBENCH_FAULT_RANK": "1"})
+    proc = _run(
+        out,
+        "--ranks",
+        "2",
+        "--backend",
+        "gloo",
+        "--limit",
+        "1",
+        env={"DEEPBENCH_FAULT": "unavailable-once:", "DEEPBENCH_FAULT_RANK": "1"},
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.count("starting the ranks again: rank 1 failed first") == 1
     assert [r.status for r in _results(out)] == [Status.OK]
@@ -210,10 +285,30 @@ def test_sigterm_stops_every_rank_and_the_run_resumes(tmp_path: Path) -> None:
     import subprocess
 
     out = tmp_path / "term"
-    proc = subprocess.Popen(["deepbench-run", "--local", "--suite", "train", "--ops", "all_reduce", "--limit", "3",
-                             "--ranks", "2", "--backend", "gloo", *FAST, "--quiet", "--out", str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "DEEPBENCH_FAULT": "hang:all_reduce/train/001"})
+    proc = subprocess.Popen(
+        [
+            "deepbench-run",
+            "--local",
+            "--suite",
+            "train",
+            "--ops",
+            "all_reduce",
+            "--limit",
+            "3",
+            "--ranks",
+            "2",
+            "--backend",
+            "gloo",
+            *FAST,
+            "--quiet",
+            "--out",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "DEEPBENCH_FAULT": "hang:all_reduce/train/001"},
+    )
     deadline = time.monotonic() + RUN_TIMEOUT_S
     while not _done(out) and time.monotonic() < deadline:
         assert proc.poll() is None, proc.communicate()

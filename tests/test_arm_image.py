@@ -32,8 +32,12 @@ TORCH_INT8_CONV = "requantizes to 8 bits"
 
 @pytest.fixture(scope="module")
 def arm_image(client):
-    proc = subprocess.run(["bash", str(REPO / "images" / "tools" / "local-base.sh"), ARM_BASE, "arm64"],
-                          capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
+    proc = subprocess.run(
+        ["bash", str(REPO / "images" / "tools" / "local-base.sh"), ARM_BASE, "arm64"],
+        capture_output=True,
+        text=True,
+        timeout=BUILD_TIMEOUT_S,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     tag = _build(client, "arm", ARM_BASE, _wheelhouse("arm", []))
     yield tag
@@ -49,8 +53,22 @@ def client(docker_client):
 def test_device_kernels_run_in_the_arm_image_marked_emulated(client, arm_image, backend: str, tmp_path: Path) -> None:
     assert client.images.get(arm_image).attrs["Architecture"] == "arm64"
     out = tmp_path / backend
-    proc = run_cli("deepbench-run", "--platform", "arm", "--image", arm_image, "--backend", backend, *SELECTION,
-                   "--fast", "--time-cap", "0.1", "--out", str(out), timeout=RUN_TIMEOUT_S)
+    proc = run_cli(
+        "deepbench-run",
+        "--platform",
+        "arm",
+        "--image",
+        arm_image,
+        "--backend",
+        backend,
+        *SELECTION,
+        "--fast",
+        "--time-cap",
+        "0.1",
+        "--out",
+        str(out),
+        timeout=RUN_TIMEOUT_S,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
     results = {(r.kernel.op, r.precision.name.value): r for r in read_results(out / "results.jsonl")}
     assert set(results) == {(op, p) for op in ("gemm", "conv") for p in ("fp32", "int8")}

@@ -90,8 +90,9 @@ def test_report_headline_says_emulated() -> None:
     line = headline(Source(label="r", kind="run", entries=(), specs=specs, ceilings={}, set=None, path=""))
     assert "EMULATED aarch64" in line
     specs["device.emulated"] = "False"
-    assert "EMULATED" not in headline(Source(label="r", kind="run", entries=(), specs=specs, ceilings={}, set=None,
-                                             path=""))
+    assert "EMULATED" not in headline(
+        Source(label="r", kind="run", entries=(), specs=specs, ceilings={}, set=None, path="")
+    )
 
 
 def test_emulated_arm_container_gets_an_arm_cpuinfo(tmp_path) -> None:
@@ -119,11 +120,13 @@ def test_emulated_arm_container_gets_an_arm_cpuinfo(tmp_path) -> None:
 @pytest.fixture
 def pi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """A copy of a recorded board tree, its vcgencmd (if it has one) first on PATH."""
+
     def make(name: str) -> Path:
         root = tmp_path / name
         shutil.copytree(BOARDS / name, root, symlinks=True)
         monkeypatch.setenv("PATH", f"{root / 'bin'}:/usr/bin:/bin")
         return root
+
     return make
 
 
@@ -134,11 +137,16 @@ def test_pi4_facts(pi) -> None:
     assert facts["revision"] == {"code": "c03114", "soc": "BCM2711", "memory_mb": 4096, "board_revision": "1.4"}
     assert facts["emulated"] is False and facts["memory_gib"] == pytest.approx(3.7, abs=0.05)
     assert facts["cores"] == {"count": 4, "types": ["Cortex-A72"]}
-    assert facts["clusters"] == [{"policy": "policy0", "cpus": [0, 1, 2, 3], "core": ["Cortex-A72"],
-                                  "min_mhz": 600.0, "max_mhz": 1800.0}]
+    assert facts["clusters"] == [
+        {"policy": "policy0", "cpus": [0, 1, 2, 3], "core": ["Cortex-A72"], "min_mhz": 600.0, "max_mhz": 1800.0}
+    ]
     before = facts["before"]
-    assert before["clocks_mhz"]["policy0"] == {"governor": "ondemand", "cur_mhz": 1800.0, "allowed_max_mhz": 1800.0,
-                                               "max_mhz": 1800.0}
+    assert before["clocks_mhz"]["policy0"] == {
+        "governor": "ondemand",
+        "cur_mhz": 1800.0,
+        "allowed_max_mhz": 1800.0,
+        "max_mhz": 1800.0,
+    }
     assert before["temperature_c"] == {"thermal_zone0:cpu-thermal": pytest.approx(47.712)}
     assert before["throttled"]["source"] == "vcgencmd get_throttled"
     assert before["throttled"]["now"] == [] and before["throttled"]["since_boot"] == []
@@ -166,8 +174,11 @@ def test_big_little_clusters(tmp_path: Path) -> None:
     1.8 GHz and two pairs of Cortex-A76 at 2.4 GHz)."""
     cores = [("0xd05", range(4)), ("0xd0b", range(4, 8))]
     (tmp_path / "proc").mkdir()
-    (tmp_path / "proc" / "cpuinfo").write_text("".join(
-        f"processor\t: {i}\nCPU implementer\t: 0x41\nCPU part\t: {part}\n\n" for part, cpus in cores for i in cpus))
+    (tmp_path / "proc" / "cpuinfo").write_text(
+        "".join(
+            f"processor\t: {i}\nCPU implementer\t: 0x41\nCPU part\t: {part}\n\n" for part, cpus in cores for i in cpus
+        )
+    )
     for policy, cpus, top in (("policy0", "0-3", 1800000), ("policy4", "4-5", 2400000), ("policy6", "6-7", 2400000)):
         d = tmp_path / "sys/devices/system/cpu/cpufreq" / policy
         d.mkdir(parents=True)
@@ -175,8 +186,11 @@ def test_big_little_clusters(tmp_path: Path) -> None:
             (d / key).write_text(f"{val}\n")
     cpuinfo = (tmp_path / "proc/cpuinfo").read_text()
     got = [(c["policy"], c["cpus"], c["core"], c["max_mhz"]) for c in board.clusters(tmp_path, cpuinfo)]
-    assert got == [("policy0", [0, 1, 2, 3], ["Cortex-A55"], 1800.0), ("policy4", [4, 5], ["Cortex-A76"], 2400.0),
-                   ("policy6", [6, 7], ["Cortex-A76"], 2400.0)]
+    assert got == [
+        ("policy0", [0, 1, 2, 3], ["Cortex-A55"], 1800.0),
+        ("policy4", [4, 5], ["Cortex-A76"], 2400.0),
+        ("policy6", [6, 7], ["Cortex-A76"], 2400.0),
+    ]
 
 
 def _part() -> TimedPart:
@@ -191,8 +205,12 @@ def test_a_pi_that_throttles_during_the_run_flags_the_kernel_and_the_run(pi) -> 
     assert "board_throttled" not in quiet.info
     (root / "bin" / "get_throttled.value").write_text("0x50005\n")  # under-voltage and throttled, now and since boot
     monitor.mark(hot.info)
-    assert hot.info["board_throttled"]["flags"] == ["throttled", "throttled occurred", "under-voltage",
-                                                    "under-voltage occurred"]
+    assert hot.info["board_throttled"]["flags"] == [
+        "throttled",
+        "throttled occurred",
+        "under-voltage",
+        "under-voltage occurred",
+    ]
     # the harness turns it into the kernel's `throttled` flag, as for a GPU under its power limit
     assert "throttled" in _flags(hot) and "throttled" not in _flags(quiet)
     after = monitor.after()
@@ -204,11 +222,20 @@ def _flags(part: TimedPart) -> tuple[str, ...]:
     """The flags the harness gives a kernel with this one part (measured for real, checked)."""
     measured = cpu_timer.measure(lambda: None, StopRule(0.5, 3, 5, 0.01), 1e-4)
     check = Check(passed=True, method="exact", error=0.0, tolerance=0.0)
-    result = PartResult(direction="fwd", measurement=measured, flops=1.0, min_bytes=1.0, check=check, tflops=None,
-                        gbps=1.0, info=part.info)
+    result = PartResult(
+        direction="fwd",
+        measurement=measured,
+        flops=1.0,
+        min_bytes=1.0,
+        check=check,
+        tflops=None,
+        gbps=1.0,
+        info=part.info,
+    )
     kernel = by_id()["gemm/inference_device/003"]
-    base = dict(id="x", kernel=kernel, precision=PRECISIONS[Precision.FP32], backend="tflite", library={},
-                started_at=utcnow())
+    base = dict(
+        id="x", kernel=kernel, precision=PRECISIONS[Precision.FP32], backend="tflite", library={}, started_at=utcnow()
+    )
     return finish(base, [result], {}, {}).flags
 
 
@@ -258,6 +285,9 @@ def test_a_vcgencmd_that_cannot_reach_the_firmware_falls_back_to_sysfs(pi) -> No
 
 
 def test_firmware_bits_decode() -> None:
-    assert throttling.decode(0x50005) == {"value": 0x50005, "now": ["under-voltage", "throttled"],
-                                          "since_boot": ["under-voltage", "throttled"]}
+    assert throttling.decode(0x50005) == {
+        "value": 0x50005,
+        "now": ["under-voltage", "throttled"],
+        "since_boot": ["under-voltage", "throttled"],
+    }
     assert throttling.new_flags({"since_boot": ["under-voltage"]}, {"now": [], "since_boot": ["under-voltage"]}) == []

@@ -18,8 +18,16 @@ from .conftest import REPO, run_cli
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 # Debian's Chromium, never a downloaded one (no `playwright install`); no network, no GPU.
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 SCREEN = {"width": 1400, "height": 900}
 H100_TRAIN = REPO / "runner" / "published" / "nvidia-h100" / "train"
 HTML_MB_MAX = 4.0  # plotly's basic bundle (1.2 MB) once, and the data
@@ -46,8 +54,9 @@ class Page:
         self.fetched: list[str] = []
         self.page.on("console", lambda m: self.messages.append(f"{m.type}: {m.text}"))
         self.page.on("pageerror", lambda e: self.messages.append(f"error: {e}"))
-        self.page.on("request", lambda r: None if r.url.startswith(("file:", "data:", "blob:")) else
-                     self.fetched.append(r.url))
+        self.page.on(
+            "request", lambda r: None if r.url.startswith(("file:", "data:", "blob:")) else self.fetched.append(r.url)
+        )
         self.page.goto(html.resolve().as_uri())
         self.page.wait_for_selector(".plotly-graph-div .main-svg", state="attached", timeout=60_000)
 
@@ -144,8 +153,10 @@ def test_h100_train_report_in_chromium(browser, tmp_path: Path) -> None:
     header = page.page.locator("#table-gemm th", has_text="median (us)")
     header.click()
     col = page.page.locator("#table-gemm th").all_inner_texts().index(header.inner_text())
-    first = [float(t.replace(",", "")) for t in page.page.locator(f"#table-gemm tbody tr td:nth-child({col + 1})")
-             .all_inner_texts()[:5]]
+    first = [
+        float(t.replace(",", ""))
+        for t in page.page.locator(f"#table-gemm tbody tr td:nth-child({col + 1})").all_inner_texts()[:5]
+    ]
     assert first == sorted(first)
     # the contents jump to a section
     page.page.locator("nav#toc a", has_text="All-reduce").click()
@@ -157,8 +168,12 @@ def test_h100_train_report_in_chromium(browser, tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_compare_and_fastest_pages_in_chromium(browser, smoke_run: Path, tmp_path: Path) -> None:
     cmp = tmp_path / "compare.html"
-    assert run_cli("deepbench", "compare", f"A={smoke_run}", "--reference", "V100", "--format", "html",
-                   "--out", str(cmp)).returncode == 0
+    assert (
+        run_cli(
+            "deepbench", "compare", f"A={smoke_run}", "--reference", "V100", "--format", "html", "--out", str(cmp)
+        ).returncode
+        == 0
+    )
     page = Page(browser, cmp)
     assert page.in_first_screen("nav#toc") and page.in_first_screen("#table-summary")
     answer = page.page.locator("p.answer").first.inner_text()
@@ -169,8 +184,12 @@ def test_compare_and_fastest_pages_in_chromium(browser, smoke_run: Path, tmp_pat
     page.screenshot(tmp_path, "compare-smoke-v100-first-screen.png")
     assert not page.messages and not page.fetched, (page.messages, page.fetched)
     fastest = tmp_path / "fastest.html"
-    assert run_cli("deepbench", "fastest", f"A={smoke_run}", "--reference", "V100", "--format", "html",
-                   "--out", str(fastest)).returncode == 0
+    assert (
+        run_cli(
+            "deepbench", "fastest", f"A={smoke_run}", "--reference", "V100", "--format", "html", "--out", str(fastest)
+        ).returncode
+        == 0
+    )
     page = Page(browser, fastest)
     assert page.in_first_screen("nav#toc") and page.in_first_screen("#table-wins")
     label = page.hover_a_point("wins")

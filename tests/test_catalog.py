@@ -65,7 +65,7 @@ def test_conv_flops_and_output_size() -> None:
 
 def test_rnn_and_sparse_costs() -> None:
     lstm = next(k for k in catalog() if k.op == "rnn" and k.cell == "lstm")
-    assert lstm.flops("fwd") == 2 * 4 * lstm.hidden ** 2 * lstm.batch * lstm.timesteps
+    assert lstm.flops("fwd") == 2 * 4 * lstm.hidden**2 * lstm.batch * lstm.timesteps
     assert lstm.flops("bwd") == 2 * lstm.flops("fwd")
     assert lstm.flops("fwd", input_projection=True) == 2 * lstm.flops("fwd")
     sp = by_id()["sparse_gemm/inference_server/000"]

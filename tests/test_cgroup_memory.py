@@ -32,8 +32,11 @@ def test_a_v2_container_reads_its_own_limit_at_the_mounts_root(tmp_path):
 
 
 def test_a_v2_host_process_takes_the_tightest_limit_along_its_ancestors(tmp_path):
-    mount, me = tree(tmp_path, {"jobs/memory.max": str(2048 * MIB), "jobs/run7/memory.max": "max",
-                                "other/memory.max": str(MIB)}, "0::/jobs/run7\n")
+    mount, me = tree(
+        tmp_path,
+        {"jobs/memory.max": str(2048 * MIB), "jobs/run7/memory.max": "max", "other/memory.max": str(MIB)},
+        "0::/jobs/run7\n",
+    )
     assert system.cgroup_memory_limit_bytes(mount, me) == 2048 * MIB  # not the sibling's 1 MiB
 
 

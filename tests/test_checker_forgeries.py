@@ -30,8 +30,20 @@ from deepbench.runner.submission.manifest import write_manifest
 from .conftest import local_bundle, run_cli
 
 FORGERIES = int(os.environ.get("DEEPBENCH_FORGERIES", "10000"))
-KINDS = ("flops", "bytes", "drop_direction", "duplicate_direction", "rename_direction", "unsupported", "stop_reason",
-         "timer", "check_method", "flag", "negative_error", "setting")
+KINDS = (
+    "flops",
+    "bytes",
+    "drop_direction",
+    "duplicate_direction",
+    "rename_direction",
+    "unsupported",
+    "stop_reason",
+    "timer",
+    "check_method",
+    "flag",
+    "negative_error",
+    "setting",
+)
 NOWHERE = Path("/nonexistent-bundle")  # no plan.json to hash: the forger re-made plan_sha256
 
 
@@ -45,10 +57,19 @@ def docs(base: Path) -> dict[str, Any]:
     report = check_bundle(base, allow_modified=True)  # a test tree may hold uncommitted changes
     assert report.ok, [str(p) for p in report.problems]
     b = report.bundle
-    texts = {"plan": (base / "plan.json").read_text(), "run": (base / "run.json").read_text(),
-             "results": [x for x in (base / "results.jsonl").read_text().splitlines() if x.strip()]}
-    return {"bundle": b, "texts": texts, "plan": json.loads(texts["plan"]), "run": json.loads(texts["run"]),
-            "results": [json.loads(x) for x in texts["results"]], "valid": {}}
+    texts = {
+        "plan": (base / "plan.json").read_text(),
+        "run": (base / "run.json").read_text(),
+        "results": [x for x in (base / "results.jsonl").read_text().splitlines() if x.strip()],
+    }
+    return {
+        "bundle": b,
+        "texts": texts,
+        "plan": json.loads(texts["plan"]),
+        "run": json.loads(texts["run"]),
+        "results": [json.loads(x) for x in texts["results"]],
+        "valid": {},
+    }
 
 
 def judge(docs: dict[str, Any], plan: dict, run: dict, results: list[dict]) -> Report:
@@ -135,17 +156,28 @@ def forgery(draw: st.DrawFn, docs: dict[str, Any]) -> tuple[str, dict, dict, lis
         others = ["fwd", "bwd", "bwd_data", "bwd_filter", "in_place", "out_of_place", label]
         new = draw(st.sampled_from([d for d in others if d != part["direction"]]))
         part["direction"] = new
-        if new in ("bwd_data", "bwd_filter", "bwd", "fwd") and r["op"] in ("conv", "rnn") and \
-                any(p is not part and p["direction"] == new for p in r["parts"]):
+        if (
+            new in ("bwd_data", "bwd_filter", "bwd", "fwd")
+            and r["op"] in ("conv", "rnn")
+            and any(p is not part and p["direction"] == new for p in r["parts"])
+        ):
             pass  # a duplicate, kept: also a forgery
         _rates(r)
     elif kind == "unsupported":
-        reason = draw(st.one_of(st.text(min_size=1, max_size=80), st.sampled_from([
-            "PyTorch has no int8 recurrent layer with 32-bit accumulate",
-            "onnxruntime has no sparse matrix product among the standard ONNX operators",
-            "fp8 GEMM needs an NVIDIA GPU of compute capability 8.9 or newer (cuBLASLt fp8)",
-            "TFLite has no builtin GRU operator",
-            "cublasGemmEx has no fp32 GEMM"])))
+        reason = draw(
+            st.one_of(
+                st.text(min_size=1, max_size=80),
+                st.sampled_from(
+                    [
+                        "PyTorch has no int8 recurrent layer with 32-bit accumulate",
+                        "onnxruntime has no sparse matrix product among the standard ONNX operators",
+                        "fp8 GEMM needs an NVIDIA GPU of compute capability 8.9 or newer (cuBLASLt fp8)",
+                        "TFLite has no builtin GRU operator",
+                        "cublasGemmEx has no fp32 GEMM",
+                    ]
+                ),
+            )
+        )
         for key in ("time_us", "tflops", "gbps", "check"):
             r[key] = None
         r.update(status="unsupported", reason=reason, parts=[], flags=[])
@@ -153,14 +185,21 @@ def forgery(draw: st.DrawFn, docs: dict[str, Any]) -> tuple[str, dict, dict, lis
     elif kind == "stop_reason":
         part["measurement"]["stop_reason"] = draw(st.sampled_from(["converged-ish", "stopped", "CONVERGED", label]))
     elif kind == "timer":
-        part["measurement"]["method"] = draw(st.sampled_from(["wall-clock", "fake", label]).filter(
-            lambda x: x not in ("cpu-perf-counter",)))
+        part["measurement"]["method"] = draw(
+            st.sampled_from(["wall-clock", "fake", label]).filter(lambda x: x not in ("cpu-perf-counter",))
+        )
     elif kind == "check_method":
         part["check"]["method"] = draw(st.sampled_from(["eyeballed", "none", label]))
         r["check"] = r["parts"][0]["check"]
     elif kind == "flag":
-        r["flags"] = [*r["flags"], draw(st.sampled_from(["fast", "verified", label]).filter(
-            lambda x: x not in ("unconverged", "noisy", "throttled", "timing-disagrees", "contended")))]
+        r["flags"] = [
+            *r["flags"],
+            draw(
+                st.sampled_from(["fast", "verified", label]).filter(
+                    lambda x: x not in ("unconverged", "noisy", "throttled", "timing-disagrees", "contended")
+                )
+            ),
+        ]
     elif kind == "negative_error":
         part["check"]["error"] = -draw(st.floats(1e-12, 1.0))
         r["check"] = r["parts"][0]["check"] if r["check"] is not None else None
@@ -168,8 +207,12 @@ def forgery(draw: st.DrawFn, docs: dict[str, Any]) -> tuple[str, dict, dict, lis
     else:  # a setting outside the command line's range, in the plan and the run alike
         name = draw(st.sampled_from(sorted(RANGES)))
         bound = RANGES[name]
-        value: float = draw(st.one_of(st.floats(bound.high * 1.01 + 1, bound.high * 1e6 + 10),
-                                      st.just(bound.low - 1 if not bound.low_open else bound.low)))
+        value: float = draw(
+            st.one_of(
+                st.floats(bound.high * 1.01 + 1, bound.high * 1e6 + 10),
+                st.just(bound.low - 1 if not bound.low_open else bound.low),
+            )
+        )
         if name in ("seed", "ranks", "min_samples", "max_samples"):
             value = int(min(value, 2**62))
             if value <= bound.high and value >= bound.low:
@@ -187,8 +230,9 @@ def tally() -> dict[str, int]:
 
 
 def test_no_semantic_forgery_is_accepted(docs: dict[str, Any], tally: dict[str, int]) -> None:
-    @settings(max_examples=FORGERIES, deadline=None, database=None, derandomize=True,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=FORGERIES, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck)
+    )
     @given(forgery(docs))
     def property_(forged: tuple[str, dict, dict, list[dict]]) -> None:
         kind, plan, run, results = forged
@@ -234,8 +278,11 @@ def test_checker_streams_results(base: Path, tmp_path: Path) -> None:
 
     bundle = tmp_path / "big"
     shutil.copytree(base, bundle)
-    record = next(json.loads(x) for x in (bundle / "results.jsonl").read_text().splitlines()
-                  if json.loads(x)["status"] == "ok" and len(json.loads(x)["parts"]) == 1)
+    record = next(
+        json.loads(x)
+        for x in (bundle / "results.jsonl").read_text().splitlines()
+        if json.loads(x)["status"] == "ok" and len(json.loads(x)["parts"]) == 1
+    )
     median = record["parts"][0]["measurement"]["stats"]["median"]
     samples = [median * (1 + (i % 7) * 1e-3) for i in range(20_000)]
     record["parts"][0]["measurement"]["samples_us"] = samples
@@ -257,8 +304,9 @@ def test_checker_streams_results(base: Path, tmp_path: Path) -> None:
     assert peak < size / 8, f"peak {peak / 2**20:.0f} MiB for a {size / 2**20:.0f} MiB results file"
 
 
-def _forge_files(base: Path, dst: Path, edit_plan_settings: dict | None = None,
-                 edit_provenance: dict | None = None) -> Path:
+def _forge_files(
+    base: Path, dst: Path, edit_plan_settings: dict | None = None, edit_provenance: dict | None = None
+) -> Path:
     """A copy of the bundle with plan and run settings (or the run's provenance) changed together,
     plan_sha256 and the manifest re-made: what a careful forger hands over."""
     from deepbench.kernels.provenance import sha256_file
@@ -284,8 +332,9 @@ def test_verify_local_never_runs_settings_outside_the_clis_ranges(base: Path, tm
     text = "\n".join(str(p) for p in report.problems)
     assert "min_time_s 1e+06 is outside" in text and "threads 100000 is outside" in text, text
     out = tmp_path / "again"
-    proc = run_cli("deepbench", "verify", str(bundle), "--local", "--allow-modified", "--out", str(out),
-                   env={"COLUMNS": "300"})
+    proc = run_cli(
+        "deepbench", "verify", str(bundle), "--local", "--allow-modified", "--out", str(out), env={"COLUMNS": "300"}
+    )
     assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
     assert "outside" in proc.stdout + proc.stderr
     assert not (out / "results.jsonl").exists()
@@ -294,10 +343,16 @@ def test_verify_local_never_runs_settings_outside_the_clis_ranges(base: Path, tm
 def test_a_modified_tree_no_longer_excuses_a_foreign_harness_hash(base: Path, tmp_path: Path) -> None:
     """Issue 42 case 3: a zeroed harness hash in a bundle that declares its tree modified fails
     plain check; --allow-modified accepts it with warnings that say so."""
-    source = {"state": "modified", "commit": "0" * 40, "changed": ["kernels/harness/execute.py"],
-              "changed_count": 1, "reason": ""}
-    bundle = _forge_files(base, tmp_path / "b", edit_provenance={"harness_sha256": "0" * 64, "source": source,
-                                                                  "harness_source": source})
+    source = {
+        "state": "modified",
+        "commit": "0" * 40,
+        "changed": ["kernels/harness/execute.py"],
+        "changed_count": 1,
+        "reason": "",
+    }
+    bundle = _forge_files(
+        base, tmp_path / "b", edit_provenance={"harness_sha256": "0" * 64, "source": source, "harness_source": source}
+    )
     plain = check_bundle(bundle)
     assert any("--allow-modified" in str(p) for p in plain.problems), [str(p) for p in plain.problems]
     allowed = check_bundle(bundle, allow_modified=True)
@@ -305,8 +360,9 @@ def test_a_modified_tree_no_longer_excuses_a_foreign_harness_hash(base: Path, tm
     assert any("modified source tree" in str(w) for w in allowed.warnings)
 
 
-def test_strict_refuses_unsupported_where_a_published_run_measured_it(docs: dict[str, Any], base: Path,
-                                                                    tmp_path: Path, monkeypatch) -> None:
+def test_strict_refuses_unsupported_where_a_published_run_measured_it(
+    docs: dict[str, Any], base: Path, tmp_path: Path, monkeypatch
+) -> None:
     """An `ok` kernel turned `unsupported` with a reason its backend does give: plain check cannot
     tell, but a published run of this tool measured that kernel on this platform with this backend,
     so check --strict (warnings fail) refuses it."""
@@ -318,8 +374,16 @@ def test_strict_refuses_unsupported_where_a_published_run_measured_it(docs: dict
     semantics.ran_before.cache_clear()
     plan, run, results = copy.deepcopy(docs["plan"]), copy.deepcopy(docs["run"]), copy.deepcopy(docs["results"])
     r = next(x for x in results if x["status"] == "ok" and x["op"] == "gemm")
-    r.update(status="unsupported", reason=f"{r['precision']['name']} is not available through PyTorch on cpu",
-             parts=[], flags=[], time_us=None, tflops=None, gbps=None, check=None)
+    r.update(
+        status="unsupported",
+        reason=f"{r['precision']['name']} is not available through PyTorch on cpu",
+        parts=[],
+        flags=[],
+        time_us=None,
+        tflops=None,
+        gbps=None,
+        check=None,
+    )
     _counts(run, results)
     try:
         report = judge(docs, plan, run, results)

@@ -43,12 +43,23 @@ FREE_FORM = {"info", "device", "host", "image", "labels"}
 def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("strict")
     run = root / "run"
-    proc = run_cli("deepbench-run", "--local", "--suite", "smoke", "--ops", "gemm,rnn", "--fast", "--threads", "1",
-                   "--quiet", "--out", str(run))
+    proc = run_cli(
+        "deepbench-run",
+        "--local",
+        "--suite",
+        "smoke",
+        "--ops",
+        "gemm,rnn",
+        "--fast",
+        "--threads",
+        "1",
+        "--quiet",
+        "--out",
+        str(run),
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     bundle = root / "bundle"
-    proc = run_cli("deepbench", "submit", str(run), "--out", str(bundle), "--submitter", "CI",
-                   "--system-name", "CI VM")
+    proc = run_cli("deepbench", "submit", str(run), "--out", str(bundle), "--submitter", "CI", "--system-name", "CI VM")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return bundle
 
@@ -98,21 +109,33 @@ def first_ok(docs: dict[str, Any]) -> dict:
 
 
 # ----- case 7, one by one ----------------------------------------------------------------------------
-@pytest.mark.parametrize("edit, words", [
-    (lambda r: r["time_us"].__setitem__("median", str(r["time_us"]["median"])), "time_us.median: Input should be"),
-    (lambda r: r["check"].__setitem__("passed", "true"), "check.passed: Input should be a valid boolean"),
-    (lambda r: r["parts"][0]["measurement"].__setitem__("calls_per_sample", 1.0), "Input should be a valid integer"),
-    (lambda r: r["parts"][0]["check"].__setitem__("passed", False), "an ok result cannot hold a failed check"),
-    (lambda r: [p["check"].__setitem__("error", p["check"]["tolerance"] * 5000) for p in r["parts"]],
-     "passed with error"),
-    (lambda r: [p["check"].__setitem__("tolerance", 0.5) for p in r["parts"]], "is above the"),
-    (lambda r: r["parts"][0].__setitem__("gbps", r["parts"][0]["gbps"] * 2), "gbps"),
-    (lambda r: r.__setitem__("tflops", r["tflops"] * 2), "tflops"),
-    # "noisy" turned over: set where the samples say quiet, or taken away where they say noisy (a loaded machine)
-    (lambda r: r.__setitem__("flags", [f for f in r["flags"] if f != "noisy"] if "noisy" in r["flags"]
-                             else [*r["flags"], "noisy"]), "flag"),
-    (lambda r: r.__setitem__("started_at", "2001-01-01T00:00:00Z"), "lie outside the run's segments"),
-])
+@pytest.mark.parametrize(
+    "edit, words",
+    [
+        (lambda r: r["time_us"].__setitem__("median", str(r["time_us"]["median"])), "time_us.median: Input should be"),
+        (lambda r: r["check"].__setitem__("passed", "true"), "check.passed: Input should be a valid boolean"),
+        (
+            lambda r: r["parts"][0]["measurement"].__setitem__("calls_per_sample", 1.0),
+            "Input should be a valid integer",
+        ),
+        (lambda r: r["parts"][0]["check"].__setitem__("passed", False), "an ok result cannot hold a failed check"),
+        (
+            lambda r: [p["check"].__setitem__("error", p["check"]["tolerance"] * 5000) for p in r["parts"]],
+            "passed with error",
+        ),
+        (lambda r: [p["check"].__setitem__("tolerance", 0.5) for p in r["parts"]], "is above the"),
+        (lambda r: r["parts"][0].__setitem__("gbps", r["parts"][0]["gbps"] * 2), "gbps"),
+        (lambda r: r.__setitem__("tflops", r["tflops"] * 2), "tflops"),
+        # "noisy" turned over: set where the samples say quiet, or taken away where they say noisy (a loaded machine)
+        (
+            lambda r: r.__setitem__(
+                "flags", [f for f in r["flags"] if f != "noisy"] if "noisy" in r["flags"] else [*r["flags"], "noisy"]
+            ),
+            "flag",
+        ),
+        (lambda r: r.__setitem__("started_at", "2001-01-01T00:00:00Z"), "lie outside the run's segments"),
+    ],
+)
 def test_wrong_results_are_problems(base: Path, tmp_path: Path, edit, words: str) -> None:
     bundle = copy_of(base, tmp_path)
     docs = load(bundle)
@@ -204,8 +227,22 @@ RESULT_NUMBERS = ("samples", "stats", "time_us", "tflops", "gbps")
 def wrong_bundles(draw: st.DrawFn, docs: dict[str, Any]) -> tuple[str, dict[str, Any], str]:
     """(document changed, the documents, what was done): one change a correct checker must reject."""
     docs = copy.deepcopy(docs)
-    kind = draw(st.sampled_from(["stringify", "number", "result-line", "check", "required", "extra-key",
-                                 "kernel", "run-record", "timestamp", "hash"]))
+    kind = draw(
+        st.sampled_from(
+            [
+                "stringify",
+                "number",
+                "result-line",
+                "check",
+                "required",
+                "extra-key",
+                "kernel",
+                "run-record",
+                "timestamp",
+                "hash",
+            ]
+        )
+    )
     oks = [i for i, r in enumerate(docs["results.jsonl"]) if r["status"] == "ok"]
     i = draw(st.sampled_from(oks))
     r = docs["results.jsonl"][i]
@@ -259,10 +296,12 @@ def wrong_bundles(draw: st.DrawFn, docs: dict[str, Any]) -> tuple[str, dict[str,
     if kind == "required":
         name = draw(st.sampled_from(["results.jsonl", "run.json", "plan.json", "submission.json"]))
         doc = docs[name][i] if name == "results.jsonl" else docs[name]
-        required = {"results.jsonl": ["id", "kernel", "precision", "backend", "status", "started_at", "ended_at"],
-                    "run.json": ["run_id", "tool_version", "state", "planned", "settings", "started_at", "ended_at"],
-                    "plan.json": ["run_id", "suite", "platform", "backend", "settings", "items"],
-                    "submission.json": ["run_id", "local", "reproduce", "files", "created_at"]}[name]
+        required = {
+            "results.jsonl": ["id", "kernel", "precision", "backend", "status", "started_at", "ended_at"],
+            "run.json": ["run_id", "tool_version", "state", "planned", "settings", "started_at", "ended_at"],
+            "plan.json": ["run_id", "suite", "platform", "backend", "settings", "items"],
+            "submission.json": ["run_id", "local", "reproduce", "files", "created_at"],
+        }[name]
         del doc[draw(st.sampled_from(required))]
         return name, docs, "a required key removed"
     if kind == "extra-key":
@@ -292,21 +331,28 @@ def wrong_bundles(draw: st.DrawFn, docs: dict[str, Any]) -> tuple[str, dict[str,
             run["run_id"] += "-x"
         return "run.json", docs, f"run {change}"
     if kind == "timestamp":
-        r[draw(st.sampled_from(["started_at", "ended_at"]))] = draw(st.sampled_from(
-            ["2001-01-01T00:00:00Z", "2999-01-01T00:00:00Z"]))
+        r[draw(st.sampled_from(["started_at", "ended_at"]))] = draw(
+            st.sampled_from(["2001-01-01T00:00:00Z", "2999-01-01T00:00:00Z"])
+        )
         return "results.jsonl", docs, "a timestamp moved"
     prov = docs["run.json"]["provenance"]
-    prov[draw(st.sampled_from(["harness_sha256", "runner_sha256"]))] = draw(st.text("0123456789abcdef", min_size=64,
-                                                                                       max_size=64))
+    prov[draw(st.sampled_from(["harness_sha256", "runner_sha256"]))] = draw(
+        st.text("0123456789abcdef", min_size=64, max_size=64)
+    )
     return "run.json", docs, "a source hash replaced"
 
 
-@settings(max_examples=FUZZ_EXAMPLES, deadline=None, derandomize="CI" in os.environ, database=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
-                                 HealthCheck.data_too_large])
+@settings(
+    max_examples=FUZZ_EXAMPLES,
+    deadline=None,
+    derandomize="CI" in os.environ,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(data=st.data())
-def test_fuzz_single_site_mutations_are_never_accepted(data: st.DataObject, base: Path, base_warnings: set[str],
-                                                       tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_fuzz_single_site_mutations_are_never_accepted(
+    data: st.DataObject, base: Path, base_warnings: set[str], tmp_path_factory: pytest.TempPathFactory
+) -> None:
     docs = load(base)
     name, changed, what = data.draw(wrong_bundles(docs))
     if changed == docs:  # a draw that changed nothing (a rate the result does not have, a hash drawn equal)
@@ -319,11 +365,17 @@ def test_fuzz_single_site_mutations_are_never_accepted(data: st.DataObject, base
     assert not accepted(report, base_warnings), f"accepted a bundle with {what}"
 
 
-@settings(max_examples=FUZZ_EXAMPLES, deadline=None, derandomize="CI" in os.environ, database=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=FUZZ_EXAMPLES,
+    deadline=None,
+    derandomize="CI" in os.environ,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(data=st.data())
-def test_fuzz_damaged_bytes_never_raise(data: st.DataObject, base: Path, tmp_path_factory: pytest.TempPathFactory
-                                        ) -> None:
+def test_fuzz_damaged_bytes_never_raise(
+    data: st.DataObject, base: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     """Bytes flipped, cut or inserted anywhere: never a traceback; without a re-hashed manifest never
     accepted (the manifest sees it); with one, whatever the checker says, it says it in problems."""
     bundle = copy_of(base, tmp_path_factory.mktemp("bytes"))
@@ -336,7 +388,7 @@ def test_fuzz_damaged_bytes_never_raise(data: st.DataObject, base: Path, tmp_pat
     if how == "flip" and raw:
         raw[at_] ^= data.draw(st.integers(1, 255))
     elif how == "cut":
-        del raw[at_:at_ + data.draw(st.integers(1, 64))]
+        del raw[at_ : at_ + data.draw(st.integers(1, 64))]
     else:
         raw[at_:at_] = data.draw(st.binary(min_size=1, max_size=64))
     if bytes(raw) == before:  # nothing damaged (an empty log cut, a byte inserted equal to itself ...)

@@ -42,8 +42,10 @@ def test_given_mhz_with_a_block() -> None:
     assert nvml.calls == ["lock 1500 1500", "reset"]
 
 
-@pytest.mark.parametrize(("error", "said"), [(NVML_ERROR_NO_PERMISSION, "NVML_ERROR_NO_PERMISSION"),
-                                             (NVML_ERROR_NOT_SUPPORTED, "NVML_ERROR_NOT_SUPPORTED")])
+@pytest.mark.parametrize(
+    ("error", "said"),
+    [(NVML_ERROR_NO_PERMISSION, "NVML_ERROR_NO_PERMISSION"), (NVML_ERROR_NOT_SUPPORTED, "NVML_ERROR_NOT_SUPPORTED")],
+)
 def test_refusal_is_recorded_and_nothing_is_reset(error: int, said: str) -> None:
     held, nvml, at_exit = lock("max", lock_error=error)
     assert held.record["granted"] is False and said in held.record["reason"] and not at_exit

@@ -62,12 +62,21 @@ def _login(c: Cluster, script: str, timeout: float = RUN_TIMEOUT_S, **env: str):
 
 def _printed(c: Cluster, engine: str, out: Path, extra: str = "", kernel_timeout: float = 120) -> str:
     """The launch-command line for 2 nodes x 2 ranks (run inside the allocation for srun)."""
-    return (f"deepbench launch-command --nodes {NODES} --gpus-per-node {PER_NODE} --engine {engine} "
-            f"--out {out} {FAST} --kernel-timeout {kernel_timeout:g} {extra}")
+    return (
+        f"deepbench launch-command --nodes {NODES} --gpus-per-node {PER_NODE} --engine {engine} "
+        f"--out {out} {FAST} --kernel-timeout {kernel_timeout:g} {extra}"
+    )
 
 
-def _run_printed(c: Cluster, engine: str, out: Path, extra: str = "", kernel_timeout: float = 120,
-                 timeout: float = RUN_TIMEOUT_S, **env: str):
+def _run_printed(
+    c: Cluster,
+    engine: str,
+    out: Path,
+    extra: str = "",
+    kernel_timeout: float = 120,
+    timeout: float = RUN_TIMEOUT_S,
+    **env: str,
+):
     """launch-command's output saved as a script and run by bash as it is (srun: in an allocation)."""
     script = out.parent / f"{out.name}.sh"
     both = f"{_printed(c, engine, out, extra, kernel_timeout)} > {script} && cat {script} && bash {script}"
@@ -127,11 +136,17 @@ def test_printed_commands_run_across_two_hosts(cluster: Cluster, engine: str, ba
     if backend == "gloo":  # rank 0's own name is 127.0.1.1 there: its sockets found the cluster's interface
         assert record["device"]["socket_ifname"] == "eth0"
     launcher = read_results(out / "results.jsonl")[0].library["launcher"]
-    assert (launcher.startswith("srun --nodes=2 --ntasks=4") if engine == "srun"
-            else "mpiexec -f hosts -n 4 -ppn 2" in launcher), launcher
+    assert (
+        launcher.startswith("srun --nodes=2 --ntasks=4")
+        if engine == "srun"
+        else "mpiexec -f hosts -n 4 -ppn 2" in launcher
+    ), launcher
     bundle = cluster.root / f"bundle-{engine}-{backend}"
-    sub = _login(cluster, f"deepbench submit {out} --out {bundle} --submitter CI --system-name 'two namespace hosts' "
-                          f"&& deepbench check {bundle}")
+    sub = _login(
+        cluster,
+        f"deepbench submit {out} --out {bundle} --submitter CI --system-name 'two namespace hosts' "
+        f"&& deepbench check {bundle}",
+    )
     assert sub.returncode == 0 and sub.stdout.count("check passed") == 2, sub.stdout[-3000:] + sub.stderr
     _nothing_left(cluster, out)
 
@@ -160,6 +175,7 @@ def _log(out: Path) -> str:
 # ----- failures across hosts ----------------------------------------------------------------------
 def _when_rank_3_has_measured(out: Path, then, timeout: float = 300) -> threading.Thread:
     """Act (in a thread) once rank 3, on the second host, has finished its first kernel."""
+
     def watch() -> None:
         deadline = time.monotonic() + timeout
         path = out / "ranks" / "rank-3" / "results.jsonl"
@@ -218,8 +234,7 @@ def test_rank_killed_on_second_host(cluster: Cluster, engine: str, backend: str,
     if engine == "mpirun":
         _write_hostfile(cluster)
     _when_rank_3_has_measured(out, kill)
-    proc = _run_printed(cluster, engine, out, f"--backend {backend} {FAULT_RUN}",
-                        kernel_timeout=FAULT_KERNEL_TIMEOUT_S)
+    proc = _run_printed(cluster, engine, out, f"--backend {backend} {FAULT_RUN}", kernel_timeout=FAULT_KERNEL_TIMEOUT_S)
     assert killed, "rank 3 was never seen running"
     _assert_one_failure_then_the_rest(out, proc, "rank 3 on dbn2")
     _nothing_left(cluster, out)
@@ -267,8 +282,9 @@ def test_rank_that_cannot_join_stops_every_rank(cluster: Cluster) -> None:
     assert not read_results(out / "results.jsonl")
     _nothing_left(cluster, out)
     # the command inside --launch alone: every rank's stderr is the terminal
-    launch = next(line for line in (out.parent / "nojoin.sh").read_text().splitlines()
-                  if line.startswith("deepbench-run "))
+    launch = next(
+        line for line in (out.parent / "nojoin.sh").read_text().splitlines() if line.startswith("deepbench-run ")
+    )
     bare = shlex.split(launch)[shlex.split(launch).index("--launch") + 1]
     exports = next(line for line in (out.parent / "nojoin.sh").read_text().splitlines() if line.startswith("export "))
     started = time.monotonic()
@@ -285,10 +301,18 @@ def test_launch_command_says_what_the_cluster_lacks(cluster: Cluster) -> None:
     """A folder only the login node sees (/run is each host's own here), a busy rendezvous port,
     and srun's PMIx (listed by this Slurm, but its library is not installed) are said in the output."""
     busy = cluster.root / "port-busy"
-    holder = cluster.popen(cluster.login, ["python3", "-c", "import socket, sys, time; s = socket.socket(); "
-                                           "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); "
-                                           "s.bind(('', 29500)); s.listen(); open(sys.argv[1], 'w').close(); "
-                                           "time.sleep(600)", str(busy)])
+    holder = cluster.popen(
+        cluster.login,
+        [
+            "python3",
+            "-c",
+            "import socket, sys, time; s = socket.socket(); "
+            "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); "
+            "s.bind(('', 29500)); s.listen(); open(sys.argv[1], 'w').close(); "
+            "time.sleep(600)",
+            str(busy),
+        ],
+    )
     try:
         deadline = time.monotonic() + 30
         while not busy.exists() and holder.poll() is None and time.monotonic() < deadline:

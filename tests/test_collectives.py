@@ -35,21 +35,42 @@ def _results(out: Path) -> list[KernelResult]:
 
 
 def _run(out: Path, *args: str, env: dict | None = None):
-    return run_cli("deepbench-run", "--local", "--suite", "collectives", "--out", str(out), *SIZES, *FAST, "--quiet",
-                   *args, env=env, timeout=RUN_TIMEOUT_S)
+    return run_cli(
+        "deepbench-run",
+        "--local",
+        "--suite",
+        "collectives",
+        "--out",
+        str(out),
+        *SIZES,
+        *FAST,
+        "--quiet",
+        *args,
+        env=env,
+        timeout=RUN_TIMEOUT_S,
+    )
 
 
 # ----- what each collective says about itself (nccl-tests' definitions) -----------------------------
 def test_layouts_and_bus_factors_follow_nccl_tests() -> None:
-    by_op = {cls.model_fields["op"].default: cls(set="collectives", index=0, floats=100_000, repeat=1)
-             for cls in COLLECTIVE_KERNELS}
+    by_op = {
+        cls.model_fields["op"].default: cls(set="collectives", index=0, floats=100_000, repeat=1)
+        for cls in COLLECTIVE_KERNELS
+    }
     # nccl-tests' size is the larger buffer; shares rounded down to 16 bytes (4 floats)
     assert by_op["all_gather"].layout(3).count == 33_332 and by_op["all_gather"].layout(3).recv == 99_996
     assert by_op["reduce_scatter"].layout(3).send == 99_996 and by_op["reduce_scatter"].layout(3).recv == 33_332
     assert by_op["all_to_all"].layout(2).bytes == 400_000 and by_op["sendrecv"].layout(7).bytes == 400_000
     factors = {op: k.bus_factor(4) for op, k in by_op.items()}
-    assert factors == {"all_reduce": 1.5, "all_gather": 0.75, "reduce_scatter": 0.75, "broadcast": 1.0,
-                       "reduce": 1.0, "all_to_all": 0.75, "sendrecv": 1.0}
+    assert factors == {
+        "all_reduce": 1.5,
+        "all_gather": 0.75,
+        "reduce_scatter": 0.75,
+        "broadcast": 1.0,
+        "reduce": 1.0,
+        "all_to_all": 0.75,
+        "sendrecv": 1.0,
+    }
     assert all(k.bus_factor(1) == 0.0 for k in by_op.values())
     assert [k.IN_PLACE for k in by_op.values()] == [True, True, True, True, True, False, False]
 
@@ -77,11 +98,15 @@ class _Ranks:
 def _model(op: str, inputs: list[np.ndarray], rank: int, count: int) -> np.ndarray | None:
     """What the collective leaves on `rank`, computed from every rank's input with numpy."""
     total = np.sum(inputs, axis=0, dtype=np.float32)
-    return {"all_reduce": total, "all_gather": np.concatenate(inputs),
-            "reduce_scatter": total[rank * count:(rank + 1) * count], "broadcast": inputs[0],
-            "reduce": total if rank == 0 else None,
-            "all_to_all": np.concatenate([i[rank * count:(rank + 1) * count] for i in inputs]),
-            "sendrecv": inputs[(rank - 1) % len(inputs)]}[op]
+    return {
+        "all_reduce": total,
+        "all_gather": np.concatenate(inputs),
+        "reduce_scatter": total[rank * count : (rank + 1) * count],
+        "broadcast": inputs[0],
+        "reduce": total if rank == 0 else None,
+        "all_to_all": np.concatenate([i[rank * count : (rank + 1) * count] for i in inputs]),
+        "sendrecv": inputs[(rank - 1) % len(inputs)],
+    }[op]
 
 
 @pytest.mark.parametrize("ranks", [2, 3, 5])
@@ -111,7 +136,7 @@ def test_inputs_depend_on_their_seeds_only(monkeypatch: pytest.MonkeyPatch) -> N
     assert np.array_equal(many, one) and one.dtype == np.float32 and one.min() == 1 and one.max() == values.VALUE_MAX
     others = [values.rank_values(floats, 2, 7), values.rank_values(floats, 1, 8), values.rank_values(floats, 1, 7, 0)]
     assert all(not np.array_equal(one, o) for o in others)
-    assert not np.array_equal(one[:values.CHUNK], one[values.CHUNK:2 * values.CHUNK])  # chunks differ
+    assert not np.array_equal(one[: values.CHUNK], one[values.CHUNK : 2 * values.CHUNK])  # chunks differ
 
 
 # ----- every collective over real ranks -------------------------------------------------------------
@@ -125,8 +150,11 @@ def _assert_exact(out: Path, ranks: int) -> None:
         for d in directions:
             d = d if isinstance(d, dict) else d.model_dump(mode="json")
             check, info = d["check"], d["info"]
-            held = (f"all {ranks} ranks hold the exact result" if not kernel.ROOTED
-                    else f"1 of {ranks} ranks hold a defined result, and it is exact")
+            held = (
+                f"all {ranks} ranks hold the exact result"
+                if not kernel.ROOTED
+                else f"1 of {ranks} ranks hold a defined result, and it is exact"
+            )
             assert check["passed"] and check["detail"] == held, (r.id, check)
             assert info["bytes"] == kernel.layout(ranks).bytes and info["bus_factor"] == kernel.bus_factor(ranks)
             assert info["busbw_gbps"] == pytest.approx(info["algbw_gbps"] * kernel.bus_factor(ranks))
@@ -151,8 +179,16 @@ def test_a_planted_wrong_value_on_one_rank_fails_the_check(tmp_path: Path, op: s
     target = f"{op}/collectives/016"  # 100,000 floats
     rank, other = (0, 1) if COLLECTIVES_BY_OP[op].ROOTED else (1, 0)  # a reduce's result is the root's only
     out = tmp_path / op
-    proc = _run(out, "--ranks", "2", "--backend", "gloo", "--ops", op,
-                env={"DEEPBENCH_FAULT": f"wrong:{target}", "DEEPBENCH_FAULT_RANK": str(rank)})
+    proc = _run(
+        out,
+        "--ranks",
+        "2",
+        "--backend",
+        "gloo",
+        "--ops",
+        op,
+        env={"DEEPBENCH_FAULT": f"wrong:{target}", "DEEPBENCH_FAULT_RANK": str(rank)},
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     ok, failed = _results(out)
     assert failed.id == f"{target}/fp32" and failed.status is Status.FAILED
@@ -170,19 +206,25 @@ def test_nccl_tests_output_is_read_exactly() -> None:
     assert (row.count, row.type, row.redop, row.root) == (100_000, "float", "sum", -1)
     assert row.out_of_place.time_us == 19.71 and row.out_of_place.busbw_gbps == 20.29 and row.in_place.wrong == 0
     mixed = nccl_tests.read(FIXTURES / "graph_mixed.txt")
-    assert [(o.op, o.graph, len(o.rows)) for o in mixed] == [("all_gather", True, 4), ("all_to_all", True, 2),
-                                                             ("broadcast", True, 2)]
+    assert [(o.op, o.graph, len(o.rows)) for o in mixed] == [
+        ("all_gather", True, 4),
+        ("all_to_all", True, 2),
+        ("broadcast", True, 2),
+    ]
     assert mixed[0].rows[0].bytes == 0  # two ranks leave no 16-byte share of 8 bytes
     assert mixed[1].rows[0].in_place.wrong is None and mixed[1].rows[0].out_of_place.wrong == 0
     assert mixed[2].rows[0].root == 0
 
 
-@pytest.mark.parametrize("text,message", [
-    ("      400000  100000  float  sum  -1  19.7  20.3  20.3  0  19.6  20.4  20.4  0\n", "before any header"),
-    ("# Collective test starting: all_reduce_perf\n 8 2 float sum -1 1.0 0.0\n", "7 fields, not nccl-tests' 13"),
-    ("# Collective test starting: all_reduce_perf\n 8 2 float sum -1 x 0 0 0 1 0 0 0\n", "'x' is not a number"),
-    ("# Collective test starting: hypercube_perf\n 8 2 float sum -1 1 0 0 0 1 0 0 0\n", "not one of nccl-tests'"),
-])
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("      400000  100000  float  sum  -1  19.7  20.3  20.3  0  19.6  20.4  20.4  0\n", "before any header"),
+        ("# Collective test starting: all_reduce_perf\n 8 2 float sum -1 1.0 0.0\n", "7 fields, not nccl-tests' 13"),
+        ("# Collective test starting: all_reduce_perf\n 8 2 float sum -1 x 0 0 0 1 0 0 0\n", "'x' is not a number"),
+        ("# Collective test starting: hypercube_perf\n 8 2 float sum -1 1 0 0 0 1 0 0 0\n", "not one of nccl-tests'"),
+    ],
+)
 def test_malformed_nccl_tests_output_is_one_line(text: str, message: str) -> None:
     with pytest.raises(nccl_tests.NcclTestsError, match=message):
         nccl_tests.parse(text, "f.txt")
@@ -191,26 +233,48 @@ def test_malformed_nccl_tests_output_is_one_line(text: str, message: str) -> Non
 def test_pairs_are_like_with_like_and_judged_by_the_targets() -> None:
     """Same collective, ranks, bytes, direction and method only; the targets: busbw within 5% from 4 MiB,
     time within 1.5x at 400,000 bytes (figures made up around the fixture's)."""
-    def fig(nbytes: int, direction: str, us: float, busbw: float, method: str = "eager", ranks: int = 2,
-            op: str = "all_reduce") -> HarnessFigure:
-        return HarnessFigure(op=op, bytes=nbytes, ranks=ranks, direction=direction, method=method,
-                             library="nccl (nccl4py)", time_us=us, busbw=busbw)
+
+    def fig(
+        nbytes: int,
+        direction: str,
+        us: float,
+        busbw: float,
+        method: str = "eager",
+        ranks: int = 2,
+        op: str = "all_reduce",
+    ) -> HarnessFigure:
+        return HarnessFigure(
+            op=op,
+            bytes=nbytes,
+            ranks=ranks,
+            direction=direction,
+            method=method,
+            library="nccl (nccl4py)",
+            time_us=us,
+            busbw=busbw,
+        )
 
     outputs = nccl_tests.read(FIXTURES / "all_reduce_perf.txt") + nccl_tests.read(FIXTURES / "graph_mixed.txt")
-    figures = [fig(400_000, "in_place", 29.0, 13.8), fig(400_000, "out_of_place", 30.0, 13.3),
-               fig(16_777_216, "in_place", 72.0, 233.0), fig(16_777_216, "out_of_place", 80.0, 209.7),
-               fig(16_777_216, "in_place", 71.0, 236.0, method="graph"),  # nccl-tests ran all-reduce eagerly only
-               fig(16_777_216, "in_place", 72.0, 233.0, ranks=4),  # other ranks
-               fig(16_777_216, "in_place", 41.0, 205.0, method="graph", op="all_gather"),
-               fig(400_000, "in_place", 15.0, 13.3, method="graph", op="all_to_all")]  # N/A there: no figure
+    figures = [
+        fig(400_000, "in_place", 29.0, 13.8),
+        fig(400_000, "out_of_place", 30.0, 13.3),
+        fig(16_777_216, "in_place", 72.0, 233.0),
+        fig(16_777_216, "out_of_place", 80.0, 209.7),
+        fig(16_777_216, "in_place", 71.0, 236.0, method="graph"),  # nccl-tests ran all-reduce eagerly only
+        fig(16_777_216, "in_place", 72.0, 233.0, ranks=4),  # other ranks
+        fig(16_777_216, "in_place", 41.0, 205.0, method="graph", op="all_gather"),
+        fig(400_000, "in_place", 15.0, 13.3, method="graph", op="all_to_all"),
+    ]  # N/A there: no figure
     pairs, alone = pair_up(figures, outputs)
     assert len(pairs) == 5 and len(alone) == 3
     judged = {(p.op, p.bytes, p.direction): (p.busbw_target, p.latency_target) for p in pairs}
-    assert judged == {("all_reduce", 400_000, "in_place"): (None, True),  # 29.0 / 19.64 = 1.48x
-                      ("all_reduce", 400_000, "out_of_place"): (None, False),  # 30.0 / 19.71 = 1.52x
-                      ("all_reduce", 16_777_216, "in_place"): (True, None),  # 233.0 / 236.23
-                      ("all_reduce", 16_777_216, "out_of_place"): (False, None),  # 209.7 / 234.98 = 0.892
-                      ("all_gather", 16_777_216, "in_place"): (True, None)}  # 205.0 / 209.19
+    assert judged == {
+        ("all_reduce", 400_000, "in_place"): (None, True),  # 29.0 / 19.64 = 1.48x
+        ("all_reduce", 400_000, "out_of_place"): (None, False),  # 30.0 / 19.71 = 1.52x
+        ("all_reduce", 16_777_216, "in_place"): (True, None),  # 233.0 / 236.23
+        ("all_reduce", 16_777_216, "out_of_place"): (False, None),  # 209.7 / 234.98 = 0.892
+        ("all_gather", 16_777_216, "in_place"): (True, None),
+    }  # 205.0 / 209.19
     line = summary(pairs, len(alone))
     assert "at >= 4 MiB: 2/3 (lowest 0.892: all_reduce out_of_place eager 16777216 B)" in line
     assert "within 1.5x: 1/2 (highest 1.52x: all_reduce out_of_place eager); 5 pairs, 3 harness figures" in line
@@ -219,22 +283,33 @@ def test_pairs_are_like_with_like_and_judged_by_the_targets() -> None:
 @pytest.mark.slow
 def test_report_sets_a_run_beside_nccl_tests(tmp_path: Path) -> None:
     out = tmp_path / "sbs"
-    proc = _run(out, "--ranks", "2", "--backend", "gloo", "--ops", "all_reduce,all_gather",
-                "--collective-timing", "eager")
+    proc = _run(
+        out, "--ranks", "2", "--backend", "gloo", "--ops", "all_reduce,all_gather", "--collective-timing", "eager"
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     pairs, alone = pair_up(harness_figures(_results(out)), nccl_tests.read(FIXTURES / "all_reduce_perf.txt"))
     # all-reduce at 400,000 B in both directions; 262,144 B has no nccl-tests row; all-gather none (graph there)
-    assert [(p.op, p.bytes, p.direction) for p in pairs] == [("all_reduce", 400_000, "in_place"),
-                                                            ("all_reduce", 400_000, "out_of_place")]
+    assert [(p.op, p.bytes, p.direction) for p in pairs] == [
+        ("all_reduce", 400_000, "in_place"),
+        ("all_reduce", 400_000, "out_of_place"),
+    ]
     assert len(alone) == 6 and pairs[0].nccl_tests_us == 19.64
     assert pairs[0].time_ratio == pytest.approx(pairs[0].harness_us / 19.64)
     line = summary(pairs, len(alone))  # gloo beside NCCL: shown, flagged, counted by no target
     assert not pairs[0].on_nccl and pairs[0].latency_target is None
-    assert line.startswith("SUMMARY: busbw within 5% of nccl-tests at >= 4 MiB: 0/0; "
-                           "time at 400,000 B within 1.5x: 0/0")
+    assert line.startswith(
+        "SUMMARY: busbw within 5% of nccl-tests at >= 4 MiB: 0/0; time at 400,000 B within 1.5x: 0/0"
+    )
     assert "2 pairs (2 not on NCCL: shown, not counted), 6 harness figures without" in line
-    report = run_cli("deepbench", "report", str(out), "--nccl-tests", str(FIXTURES / "all_reduce_perf.txt"),
-                     "--nccl-tests", str(FIXTURES / "graph_mixed.txt"))
+    report = run_cli(
+        "deepbench",
+        "report",
+        str(out),
+        "--nccl-tests",
+        str(FIXTURES / "all_reduce_perf.txt"),
+        "--nccl-tests",
+        str(FIXTURES / "graph_mixed.txt"),
+    )
     assert report.returncode == 0, report.stderr
     assert "All-reduce beside nccl-tests" in report.stdout and "SUMMARY:" in report.stdout
     bad = run_cli("deepbench", "report", str(out), "--nccl-tests", str(tmp_path / "none.txt"))
@@ -257,9 +332,25 @@ def test_every_collective_on_gpus(tmp_path: Path, timing: str) -> None:
     nccl4py where it loads), timed by graph replays or eagerly: all exact, the timing recorded."""
     ranks = min(2, _gpus())
     out = tmp_path / timing
-    proc = run_cli("deepbench-run", "--local", "--platform", "nvidia", "--suite", "collectives", "--where",
-                   "floats=100000", "--ranks", str(ranks), "--collective-timing", timing, *FAST, "--quiet",
-                   "--out", str(out), timeout=RUN_TIMEOUT_S)
+    proc = run_cli(
+        "deepbench-run",
+        "--local",
+        "--platform",
+        "nvidia",
+        "--suite",
+        "collectives",
+        "--where",
+        "floats=100000",
+        "--ranks",
+        str(ranks),
+        "--collective-timing",
+        timing,
+        *FAST,
+        "--quiet",
+        "--out",
+        str(out),
+        timeout=RUN_TIMEOUT_S,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     rs = _results(out)
     alone = [r for r in rs if ranks == 1 and r.op == "sendrecv" and r.status is Status.UNSUPPORTED]
@@ -268,18 +359,35 @@ def test_every_collective_on_gpus(tmp_path: Path, timing: str) -> None:
     assert len(rs) + len(alone) == len(OPS) and all(r.status is Status.OK for r in rs), [(r.id, r.reason) for r in rs]
     for r in rs:
         assert r.info["timing"] == timing and r.parts[0].check.passed, (r.id, r.parts[0].check)
-        assert r.parts[0].measurement.method == ("collective-cuda-graph-events" if timing == "graph"
-                                                 else "collective-host-clock")
+        assert r.parts[0].measurement.method == (
+            "collective-cuda-graph-events" if timing == "graph" else "collective-host-clock"
+        )
         assert r.library["collective_library"] in ("nccl", "nccl (nccl4py)")
 
 
 @pytest.mark.skipif(_gpus() < 2, reason="needs two GPUs")
 def test_a_planted_wrong_value_fails_on_gpus(tmp_path: Path) -> None:
     out = tmp_path / "wrong"
-    proc = run_cli("deepbench-run", "--local", "--platform", "nvidia", "--suite", "collectives", "--where",
-                   "floats=100000", "--ops", "all_gather,reduce_scatter", "--ranks", "2", *FAST, "--quiet",
-                   "--out", str(out), env={"DEEPBENCH_FAULT": "wrong:all_gather/collectives/016",
-                                           "DEEPBENCH_FAULT_RANK": "1"}, timeout=RUN_TIMEOUT_S)
+    proc = run_cli(
+        "deepbench-run",
+        "--local",
+        "--platform",
+        "nvidia",
+        "--suite",
+        "collectives",
+        "--where",
+        "floats=100000",
+        "--ops",
+        "all_gather,reduce_scatter",
+        "--ranks",
+        "2",
+        *FAST,
+        "--quiet",
+        "--out",
+        str(out),
+        env={"DEEPBENCH_FAULT": "wrong:all_gather/collectives/016", "DEEPBENCH_FAULT_RANK": "1"},
+        timeout=RUN_TIMEOUT_S,
+    )
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
     wrong, ok = _results(out)
     assert wrong.status is Status.FAILED and "rank 1: 1 of 100000 elements differ" in wrong.reason

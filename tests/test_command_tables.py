@@ -41,8 +41,13 @@ def _entries(source: Source, t: Table, row: list[str]) -> list[Entry]:
     two applications may share a shape)."""
     fields = row_fields(t)
     want = dict(zip(t.headers, row, strict=True))
-    return [e for e in source.entries if e.kernel.op == t.op and e.precision == want["prec"].split("/")[0] and all(
-            _param(v) == want[f] for f, v in e.kernel.params().items() if f in fields)]
+    return [
+        e
+        for e in source.entries
+        if e.kernel.op == t.op
+        and e.precision == want["prec"].split("/")[0]
+        and all(_param(v) == want[f] for f, v in e.kernel.params().items() if f in fields)
+    ]
 
 
 def row_fields(t: Table) -> set[str]:
@@ -77,8 +82,9 @@ def test_fastest_values_uncut_and_from_the_records(train_sources: list[Source], 
 @pytest.mark.slow
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("with_reference", [False, True])
-def test_compare_values_uncut_and_from_the_records(train_sources: list[Source], width: int,
-                                                    with_reference: bool) -> None:
+def test_compare_values_uncut_and_from_the_records(
+    train_sources: list[Source], width: int, with_reference: bool
+) -> None:
     sources = [train_sources[2], train_sources[0]] if with_reference else train_sources[:2]
     cmp = compare(sources)
     tables = compare_tables(cmp)
@@ -112,9 +118,17 @@ def check_times(tables: list[Table], sources: list[Source], on_of, every_cell: b
 @pytest.mark.parametrize("width", WIDTHS)
 def test_references_and_models_report_uncut(width: int) -> None:
     refs = references()
-    t = reference_table([{"name": n, "device": r.specs.get("GPU Model") or r.specs.get("CPU Model")
-                          or r.specs.get("CPU", ""), "kernels": {"fp32": 1}, "source": r.source}
-                         for n, r in refs.items()])
+    t = reference_table(
+        [
+            {
+                "name": n,
+                "device": r.specs.get("GPU Model") or r.specs.get("CPU Model") or r.specs.get("CPU", ""),
+                "kernels": {"fp32": 1},
+                "source": r.source,
+            }
+            for n, r in refs.items()
+        ]
+    )
     rows = check_table(t, width)
     assert [r["name"] for r in rows] == list(refs)  # every name --reference takes, whole
     run = load_model_run(RESNET)

@@ -34,11 +34,22 @@ def _samples(us: float, n: int = 21) -> tuple[float, ...]:
 def run_entry(kernel, parts: dict[str, float], ranks: int | None = None, gbps: float | None = None) -> Entry:
     total = sum(parts.values())
     extra = {"ranks": ranks} if ranks is not None else {}
-    return Entry(kernel=kernel, precision="fp32", precision_text="", status="ok", median_us=total,
-                 p25_us=total * 0.99, p75_us=total * 1.01, n=21, parts_us=dict(parts),
-                 part_samples={d: _samples(t) for d, t in parts.items()}, flops=sum(kernel.flops(d) for d in parts
-                                                                                    if d in kernel.DIRECTIONS),
-                 tflops=1.0, gbps=gbps, extra=extra)
+    return Entry(
+        kernel=kernel,
+        precision="fp32",
+        precision_text="",
+        status="ok",
+        median_us=total,
+        p25_us=total * 0.99,
+        p75_us=total * 1.01,
+        n=21,
+        parts_us=dict(parts),
+        part_samples={d: _samples(t) for d, t in parts.items()},
+        flops=sum(kernel.flops(d) for d in parts if d in kernel.DIRECTIONS),
+        tflops=1.0,
+        gbps=gbps,
+        extra=extra,
+    )
 
 
 def source(label: str, kind: str, *entries: Entry) -> Source:
@@ -47,8 +58,18 @@ def source(label: str, kind: str, *entries: Entry) -> Source:
 
 def reference_entry(kernel, parts: dict[str, float]) -> Entry:
     total = sum(parts.values())
-    return Entry(kernel=kernel, precision="fp32", precision_text="Float", status="ok", median_us=total,
-                 p25_us=total - 0.5, p75_us=total + 0.5, n=1, parts_us=dict(parts), check="published")
+    return Entry(
+        kernel=kernel,
+        precision="fp32",
+        precision_text="Float",
+        status="ok",
+        median_us=total,
+        p25_us=total - 0.5,
+        p75_us=total + 0.5,
+        n=1,
+        parts_us=dict(parts),
+        check="published",
+    )
 
 
 # The runs: slower than the V100 on all three directions summed, twice as fast on the two it published.
@@ -57,10 +78,16 @@ V100_PARTS = {"fwd": 160.0, "bwd_filter": 187.0}
 
 
 def _sources() -> list[Source]:
-    return [source("H100", "run", run_entry(CONV, RUN_PARTS), run_entry(ALL_REDUCE, {"fwd": 20.0}, 1, 12_777.0)),
-            source("H200", "run", run_entry(CONV, {d: t * 1.01 for d, t in RUN_PARTS.items()}),
-                   run_entry(ALL_REDUCE, {"fwd": 18.8}, 1, 13_000.0)),
-            source("DeepBench V100", "reference", reference_entry(CONV, V100_PARTS))]
+    return [
+        source("H100", "run", run_entry(CONV, RUN_PARTS), run_entry(ALL_REDUCE, {"fwd": 20.0}, 1, 12_777.0)),
+        source(
+            "H200",
+            "run",
+            run_entry(CONV, {d: t * 1.01 for d, t in RUN_PARTS.items()}),
+            run_entry(ALL_REDUCE, {"fwd": 18.8}, 1, 13_000.0),
+        ),
+        source("DeepBench V100", "reference", reference_entry(CONV, V100_PARTS)),
+    ]
 
 
 def _row(table, **params: str) -> dict[str, str]:
@@ -136,12 +163,23 @@ def test_fastest_needs_two_sources(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(not (PUBLISHED / "nvidia-h200" / "train").exists(), reason="published runs not in this tree")
 def test_fastest_on_the_published_runs_names_no_v100_win_on_700x161() -> None:
-    p = run_cli("deepbench", "fastest", f"H100={PUBLISHED / 'nvidia-h100' / 'train'}",
-                f"H200={PUBLISHED / 'nvidia-h200' / 'train'}", "--reference", "V100", "--format", "csv")
+    p = run_cli(
+        "deepbench",
+        "fastest",
+        f"H100={PUBLISHED / 'nvidia-h100' / 'train'}",
+        f"H200={PUBLISHED / 'nvidia-h200' / 'train'}",
+        "--reference",
+        "V100",
+        "--format",
+        "csv",
+    )
     assert p.returncode == 0, p.stderr
     rows = list(csv.DictReader(io.StringIO(p.stdout)))
-    first_layer = [r for r in rows if r["operation"] == "conv" and (r["w"], r["h"], r["c"]) == ("700", "161", "1")
-                   and r["DeepBench V100 (us)"]]
+    first_layer = [
+        r
+        for r in rows
+        if r["operation"] == "conv" and (r["w"], r["h"], r["c"]) == ("700", "161", "1") and r["DeepBench V100 (us)"]
+    ]
     assert first_layer and all(r["fastest"] != "DeepBench V100" for r in first_layer)
     assert all(r["on"] == "fwd+bwd_filter" for r in first_layer)
     one_rank = [r for r in rows if r["operation"] == "all_reduce" and r["ranks"] == "1"]
@@ -168,9 +206,14 @@ def test_short_unique_labels() -> None:
 
 @pytest.mark.skipif(not (PUBLISHED / "nvidia-h200" / "train").exists(), reason="published runs not in this tree")
 def test_compare_without_labels_names_the_devices() -> None:
-    p = run_cli("deepbench", "compare", str(PUBLISHED / "nvidia-h100" / "train"),
-                str(PUBLISHED / "nvidia-h200" / "train"),
-                "--format", "csv")
+    p = run_cli(
+        "deepbench",
+        "compare",
+        str(PUBLISHED / "nvidia-h100" / "train"),
+        str(PUBLISHED / "nvidia-h200" / "train"),
+        "--format",
+        "csv",
+    )
     assert p.returncode == 0, p.stderr
     header = next(csv.reader(io.StringIO(p.stdout)))
     assert "H100 (us)" in header and "H200 vs H100" in header

@@ -44,13 +44,17 @@ def test_a_compressed_run_reads_as_the_plain_one(smoke_run: Path, tmp_path: Path
 def test_every_command_opens_a_compressed_run(smoke_run: Path, tmp_path: Path) -> None:
     """report, compare, fastest and submit + check on a run stored compressed, as the published ones are."""
     packed = _compressed_copy(smoke_run, tmp_path / "packed")
-    for argv in (["report", str(packed), "--format", "csv"], ["compare", f"A={smoke_run}", f"B={packed}"],
-                 ["fastest", f"A={smoke_run}", f"B={packed}"]):
+    for argv in (
+        ["report", str(packed), "--format", "csv"],
+        ["compare", f"A={smoke_run}", f"B={packed}"],
+        ["fastest", f"A={smoke_run}", f"B={packed}"],
+    ):
         p = run_cli("deepbench", *argv)
         assert p.returncode == 0, (argv, p.stderr[-1500:])
     bundle = tmp_path / "bundle"
-    p = run_cli("deepbench", "submit", str(packed), "--out", str(bundle), "--submitter", "test",
-                "--system-name", "this machine")
+    p = run_cli(
+        "deepbench", "submit", str(packed), "--out", str(bundle), "--submitter", "test", "--system-name", "this machine"
+    )
     # 1: written, with problems (a working tree with uncommitted changes makes a "modified" run): not the results'
     assert p.returncode in (0, 1) and "results.jsonl" not in p.stdout + p.stderr, p.stdout[-1500:] + p.stderr[-1500:]
     assert (bundle / "results.jsonl").read_bytes() == (smoke_run / RESULTS_FILE).read_bytes()
@@ -88,8 +92,11 @@ def test_the_repository_holds_the_tool_not_the_lab() -> None:
     """Result data over 1 MB is stored compressed, and the tracked tree stays under 15 MB (a clone travels
     to a GPU machine whose limit is 64 MiB, with wheels beside it)."""
     tracked = _tracked()
-    big = [str(p.relative_to(REPO)) for p in tracked
-           if p.stat().st_size > LARGEST_PLAIN_FILE and not p.name.endswith(COMPRESSED_DATA)]
+    big = [
+        str(p.relative_to(REPO))
+        for p in tracked
+        if p.stat().st_size > LARGEST_PLAIN_FILE and not p.name.endswith(COMPRESSED_DATA)
+    ]
     assert not big, f"tracked files over {LARGEST_PLAIN_FILE:,} bytes that are not compressed result data: {big}"
     total = sum(p.stat().st_size for p in tracked)
     assert total < TREE_LIMIT, f"tracked files total {total:,} bytes (limit {TREE_LIMIT:,})"

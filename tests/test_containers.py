@@ -44,8 +44,16 @@ SESSION_TAG = f"deepbench-test/{{platform}}:{os.getpid()}"
 BUILD_TIMEOUT_S = 1500
 RUN_TIMEOUT_S = 900
 EXIT_USAGE = 2
-RESULT_FILES = {"plan.json", "results.jsonl", "run.json", "facts.json", "harness.log", ".container.json", ".lock",
-                ".harness.lock"}
+RESULT_FILES = {
+    "plan.json",
+    "results.jsonl",
+    "run.json",
+    "facts.json",
+    "harness.log",
+    ".container.json",
+    ".lock",
+    ".harness.lock",
+}
 SMOKE_GEMMS = [k.id for k in suite_kernels("smoke") if k.op == "gemm"]
 
 
@@ -56,8 +64,12 @@ def client(docker_client):
 
 @pytest.fixture(scope="session")
 def base_image(client) -> str:
-    proc = subprocess.run(["bash", str(REPO / "images" / "tools" / "local-base.sh"), BASE_IMAGE],
-                          capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
+    proc = subprocess.run(
+        ["bash", str(REPO / "images" / "tools" / "local-base.sh"), BASE_IMAGE],
+        capture_output=True,
+        text=True,
+        timeout=BUILD_TIMEOUT_S,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return BASE_IMAGE
 
@@ -70,8 +82,19 @@ def _wheelhouse(platform: str, wheels: Path | None = None) -> Path:
     out = CACHE / f"wheelhouse-{platform}-cp311-{key}"
     if not (out / ".complete").exists():
         shutil.rmtree(out, ignore_errors=True)
-        proc = run_cli("deepbench", "images", "wheelhouse", "--platform", platform, "--out", str(out),
-                       "--python", "3.11", *(["--wheels", str(wheels)] if wheels else []), timeout=BUILD_TIMEOUT_S)
+        proc = run_cli(
+            "deepbench",
+            "images",
+            "wheelhouse",
+            "--platform",
+            platform,
+            "--out",
+            str(out),
+            "--python",
+            "3.11",
+            *(["--wheels", str(wheels)] if wheels else []),
+            timeout=BUILD_TIMEOUT_S,
+        )
         assert proc.returncode == 0, proc.stdout + proc.stderr
         (out / ".complete").write_text("1\n")
     return out
@@ -79,15 +102,30 @@ def _wheelhouse(platform: str, wheels: Path | None = None) -> Path:
 
 @pytest.fixture(scope="session")
 def intel_wheelhouse() -> Path:
-    require("" if TORCH_WHEELS else "no CPU torch wheel for CPython 3.11 in /opt/wheels (the image installs it)",
-            "PyTorch's CPU wheel")
+    require(
+        "" if TORCH_WHEELS else "no CPU torch wheel for CPython 3.11 in /opt/wheels (the image installs it)",
+        "PyTorch's CPU wheel",
+    )
     return _wheelhouse("intel", TORCH_WHEELS[-1].parent)
 
 
 def _build(client, platform: str, base: str, wheelhouse: Path, *extra: str, tag: str | None = None) -> str:
     tag = tag or SESSION_TAG.format(platform=platform)
-    proc = run_cli("deepbench", "images", "build", "--platform", platform, "--base-image", base,
-                   "--wheelhouse", str(wheelhouse), "--tag", tag, *extra, timeout=BUILD_TIMEOUT_S)
+    proc = run_cli(
+        "deepbench",
+        "images",
+        "build",
+        "--platform",
+        platform,
+        "--base-image",
+        base,
+        "--wheelhouse",
+        str(wheelhouse),
+        "--tag",
+        tag,
+        *extra,
+        timeout=BUILD_TIMEOUT_S,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
     assert f"built {tag}" in proc.stdout
     return tag
@@ -105,31 +143,67 @@ def _image_id(client, tag: str) -> str:
 
 
 def _run(image: str, out: Path, *args: str, env: dict | None = None, timeout: float = RUN_TIMEOUT_S):
-    return run_cli("deepbench-run", "--platform", "intel", "--image", image, "--fast", "--time-cap", "0.1",
-                   "--out", str(out), *args, env=env, timeout=timeout)
+    return run_cli(
+        "deepbench-run",
+        "--platform",
+        "intel",
+        "--image",
+        image,
+        "--fast",
+        "--time-cap",
+        "0.1",
+        "--out",
+        str(out),
+        *args,
+        env=env,
+        timeout=timeout,
+    )
 
 
 # --- the Intel/CPU image, end to end ----------------------------------------------------------
 
-HOST_ONLY_PROBE = ("import importlib.util as u, sys; names = sys.argv[1:]; "
-                   "print(sorted(n for n in names if u.find_spec(n)))")
-FREEZE = ["python3", "-m", "pip", "--python", "/opt/deepbench/bin/python", "--disable-pip-version-check", "freeze",
-          "--all"]
+HOST_ONLY_PROBE = (
+    "import importlib.util as u, sys; names = sys.argv[1:]; print(sorted(n for n in names if u.find_spec(n)))"
+)
+FREEZE = [
+    "python3",
+    "-m",
+    "pip",
+    "--python",
+    "/opt/deepbench/bin/python",
+    "--disable-pip-version-check",
+    "freeze",
+    "--all",
+]
 
 
 def test_image_holds_the_harness_without_the_host_libraries(client, intel_image, intel_wheelhouse) -> None:
     """The image installs its lock (the harness's packages and its extras'), not the runner's
     terminal, Docker, workbook and chart libraries (runner/launch/image_lock.py HOST_ONLY), nor the
     wheels, the source or setuptools, which stay in the build stage."""
-    out = client.containers.run(intel_image, entrypoint=["/opt/deepbench/bin/python", "-c", HOST_ONLY_PROBE,
-                                                         *sorted(image_lock.HOST_ONLY)],
-                                network_mode="none", remove=True).decode().strip()
+    out = (
+        client.containers.run(
+            intel_image,
+            entrypoint=["/opt/deepbench/bin/python", "-c", HOST_ONLY_PROBE, *sorted(image_lock.HOST_ONLY)],
+            network_mode="none",
+            remove=True,
+        )
+        .decode()
+        .strip()
+    )
     assert out == "[]"
     wheels = {w.name.split("-")[0].lower() for w in intel_wheelhouse.glob("*.whl")}
     assert {"torch", "mpi4py", "pydantic", "numpy"} <= wheels and not wheels & image_lock.HOST_ONLY
-    listing = client.containers.run(intel_image,
-                                    entrypoint=["sh", "-c", "ls /tmp /opt; ls /opt/deepbench/lib/*/site-packages"],
-                                    network_mode="none", remove=True).decode().split()
+    listing = (
+        client.containers.run(
+            intel_image,
+            entrypoint=["sh", "-c", "ls /tmp /opt; ls /opt/deepbench/lib/*/site-packages"],
+            network_mode="none",
+            remove=True,
+        )
+        .decode()
+        .split()
+    )
     assert "wheelhouse" not in listing and "deepbench-src" not in listing and "setuptools" not in listing
     assert {"deepbench", "deepbench-harness"} <= set(listing)
     labels = client.images.get(intel_image).labels
@@ -142,12 +216,20 @@ def _installed(client, tag: str) -> list[str]:
 
 
 @pytest.mark.slow
-def test_two_builds_of_one_lock_and_base_hold_the_same_packages(client, base_image, intel_image,
-                                                                 intel_wheelhouse) -> None:
+def test_two_builds_of_one_lock_and_base_hold_the_same_packages(
+    client, base_image, intel_image, intel_wheelhouse
+) -> None:
     """A second build, every step run again (--no-cache), from the same lock and base: pip freeze
     inside both lists the same packages at the same versions, and they are the lock's."""
-    again = _build(client, "intel", base_image, intel_wheelhouse, "--no-cache", "--quiet",
-                   tag=SESSION_TAG.format(platform="intel-again"))
+    again = _build(
+        client,
+        "intel",
+        base_image,
+        intel_wheelhouse,
+        "--no-cache",
+        "--quiet",
+        tag=SESSION_TAG.format(platform="intel-again"),
+    )
     try:
         first, second = _installed(client, intel_image), _installed(client, again)
         assert first == second
@@ -191,8 +273,9 @@ def test_smoke_suite_in_a_container(client, intel_image, tmp_path: Path) -> None
     assert {p.name for p in out.iterdir()} <= RESULT_FILES
     assert out.stat().st_uid == _expected_uid() and (out / "results.jsonl").stat().st_uid == _expected_uid() != 0
     # No container is left behind.
-    assert not client.containers.list(all=True, filters={"label": "org.deepbench.role=harness",
-                                                         "ancestor": intel_image})
+    assert not client.containers.list(
+        all=True, filters={"label": "org.deepbench.role=harness", "ancestor": intel_image}
+    )
 
 
 PROBE = r"""
@@ -248,17 +331,22 @@ def test_container_sees_only_its_results_folder(client, intel_image, tmp_path: P
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("fault, memory, words", [
-    ("crash", None, "killed"),
-    ("oom", "600m", "out of memory"),
-])
-def test_kernel_killed_in_container_is_failed_and_run_goes_on(intel_image, tmp_path: Path, fault: str,
-                                                              memory: str | None, words: str) -> None:
+@pytest.mark.parametrize(
+    "fault, memory, words",
+    [
+        ("crash", None, "killed"),
+        ("oom", "600m", "out of memory"),
+    ],
+)
+def test_kernel_killed_in_container_is_failed_and_run_goes_on(
+    intel_image, tmp_path: Path, fault: str, memory: str | None, words: str
+) -> None:
     victim = SMOKE_GEMMS[1]
     out = tmp_path / fault
     extra = ["--memory", memory] if memory else []
-    proc = _run(intel_image, out, "--suite", "smoke", "--ops", "gemm", "--env", f"DEEPBENCH_FAULT={fault}:{victim}",
-                *extra)
+    proc = _run(
+        intel_image, out, "--suite", "smoke", "--ops", "gemm", "--env", f"DEEPBENCH_FAULT={fault}:{victim}", *extra
+    )
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr
     rs = {r.id.rsplit("/", 1)[0]: r for r in read_results(out / "results.jsonl")}
     assert set(rs) == set(SMOKE_GEMMS)
@@ -273,8 +361,24 @@ def test_interrupted_container_run_resumes(client, intel_image, tmp_path: Path) 
     """Ctrl-C stops the container and keeps what it measured; --resume continues in the same image."""
     out = tmp_path / "resume"
     last = SMOKE_GEMMS[-1]
-    cmd = ["deepbench-run", "--platform", "intel", "--image", intel_image, "--fast", "--time-cap", "0.1",
-           "--suite", "smoke", "--ops", "gemm", "--out", str(out), "--env", f"DEEPBENCH_FAULT=hang:{last}"]
+    cmd = [
+        "deepbench-run",
+        "--platform",
+        "intel",
+        "--image",
+        intel_image,
+        "--fast",
+        "--time-cap",
+        "0.1",
+        "--suite",
+        "smoke",
+        "--ops",
+        "gemm",
+        "--out",
+        str(out),
+        "--env",
+        f"DEEPBENCH_FAULT=hang:{last}",
+    ]
     proc = start_interruptible(cmd)
     deadline = time.monotonic() + RUN_TIMEOUT_S
     while len(read_results(out / "results.jsonl")) < 2 and time.monotonic() < deadline:
@@ -293,8 +397,9 @@ def test_interrupted_container_run_resumes(client, intel_image, tmp_path: Path) 
     assert len(rs) == 3 and all(r.status is Status.OK for r in rs)
     record = RunRecord.model_validate_json((out / "run.json").read_text())
     assert record.state == "complete" and record.provenance["image"]["id"] == _image_id(client, intel_image)
-    assert not client.containers.list(all=True, filters={"label": "org.deepbench.role=harness",
-                                                         "ancestor": intel_image})
+    assert not client.containers.list(
+        all=True, filters={"label": "org.deepbench.role=harness", "ancestor": intel_image}
+    )
 
 
 @pytest.mark.slow
@@ -304,9 +409,29 @@ def test_sigterm_stops_a_container_run_which_resumes_in_its_image(client, intel_
     (no marker file) continues in it."""
     out = tmp_path / "term"
     last = SMOKE_GEMMS[-1]
-    proc = subprocess.Popen(["deepbench-run", "--platform", "intel", "--image", intel_image, "--fast", "--time-cap",
-                             "0.1", "--suite", "smoke", "--ops", "gemm", "--out", str(out), "--env",
-                             f"DEEPBENCH_FAULT=hang:{last}"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            "deepbench-run",
+            "--platform",
+            "intel",
+            "--image",
+            intel_image,
+            "--fast",
+            "--time-cap",
+            "0.1",
+            "--suite",
+            "smoke",
+            "--ops",
+            "gemm",
+            "--out",
+            str(out),
+            "--env",
+            f"DEEPBENCH_FAULT=hang:{last}",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + RUN_TIMEOUT_S
     while len(read_results(out / "results.jsonl")) < 2 and time.monotonic() < deadline:
         assert proc.poll() is None, proc.communicate()
@@ -322,8 +447,9 @@ def test_sigterm_stops_a_container_run_which_resumes_in_its_image(client, intel_
     resumed = run_cli("deepbench-run", "--resume", str(out), timeout=RUN_TIMEOUT_S)
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr
     assert "(container" in resumed.stdout and "2 already done" in resumed.stdout
-    assert not client.containers.list(all=True, filters={"label": "org.deepbench.role=harness",
-                                                         "ancestor": intel_image})
+    assert not client.containers.list(
+        all=True, filters={"label": "org.deepbench.role=harness", "ancestor": intel_image}
+    )
 
 
 @pytest.mark.slow
@@ -332,8 +458,23 @@ def test_all_reduce_ranks_in_a_container(intel_image, tmp_path: Path, backend: s
     """Issue 6: two ranks inside the one CPU container (loopback only): gloo under torchrun, and
     MPI_Allreduce under the mpiexec of MPICH's wheel, which the intel image installs (extra mpi)."""
     out = tmp_path / "all_reduce"
-    proc = _run(intel_image, out, "--suite", "train", "--ops", "all_reduce", "--ranks", "2", "--limit", "3",
-                "--backend", backend, "--fast", "--time-cap", "0.05")
+    proc = _run(
+        intel_image,
+        out,
+        "--suite",
+        "train",
+        "--ops",
+        "all_reduce",
+        "--ranks",
+        "2",
+        "--limit",
+        "3",
+        "--backend",
+        backend,
+        "--fast",
+        "--time-cap",
+        "0.05",
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     rs = read_results(out / "results.jsonl")
     assert len(rs) == 3 and all(r.status is Status.OK for r in rs), [(r.id, r.reason) for r in rs]
@@ -351,6 +492,7 @@ def test_images_list_shows_built_image(intel_image) -> None:
 
 # --- the vendor Dockerfiles, built on the local base (their vendor bases cannot be pulled here) --
 
+
 @pytest.mark.slow
 @pytest.mark.parametrize("platform", ["nvidia", "amd"])
 def test_gpu_dockerfiles_build_on_a_local_base(client, base_image, platform: str) -> None:
@@ -359,10 +501,21 @@ def test_gpu_dockerfiles_build_on_a_local_base(client, base_image, platform: str
     try:
         names = {p.name.split("-")[0].lower() for p in wheelhouse.glob("*.whl")}
         assert "torch" not in names
-        out = client.containers.run(tag, entrypoint=["/opt/deepbench/bin/python", "-c",
-                                    "import os, deepbench.kernels.harness, deepbench.kernels.catalog as c; "
-                                    "print(os.getuid(), len(c.catalog()))"],
-                                    network_mode="none", remove=True).decode().split()
+        out = (
+            client.containers.run(
+                tag,
+                entrypoint=[
+                    "/opt/deepbench/bin/python",
+                    "-c",
+                    "import os, deepbench.kernels.harness, deepbench.kernels.catalog as c; "
+                    "print(os.getuid(), len(c.catalog()))",
+                ],
+                network_mode="none",
+                remove=True,
+            )
+            .decode()
+            .split()
+        )
         assert out[0] == "10001" and int(out[1]) > 600  # the image's non-root user; DeepBench's kernels
         labels = client.images.get(tag).labels
         assert labels["org.deepbench.platform"] == platform and labels["org.deepbench.base-image"] == base_image
@@ -371,6 +524,7 @@ def test_gpu_dockerfiles_build_on_a_local_base(client, base_image, platform: str
 
 
 # --- failures, said plainly -------------------------------------------------------------------
+
 
 def _one_line_error(proc: subprocess.CompletedProcess, *words: str) -> None:
     assert proc.returncode == EXIT_USAGE, proc.stdout + proc.stderr
@@ -381,17 +535,32 @@ def _one_line_error(proc: subprocess.CompletedProcess, *words: str) -> None:
 
 
 def test_no_daemon(tmp_path: Path) -> None:
-    proc = run_cli("deepbench-run", "--platform", "intel", "--suite", "smoke", "--out", str(tmp_path / "o"),
-                   env={"DOCKER_HOST": f"unix://{tmp_path}/absent.sock"})
+    proc = run_cli(
+        "deepbench-run",
+        "--platform",
+        "intel",
+        "--suite",
+        "smoke",
+        "--out",
+        str(tmp_path / "o"),
+        env={"DOCKER_HOST": f"unix://{tmp_path}/absent.sock"},
+    )
     _one_line_error(proc, "no Docker daemon answers", "--local")
 
 
 def test_docker_not_installed(tmp_path: Path) -> None:
     bindir = Path(sys.executable).parent  # deepbench-run is there, docker and dockerd are not
     assert not (bindir / "docker").exists()
-    proc = run_cli(str(bindir / "deepbench-run"), "--platform", "intel", "--suite", "smoke",
-                   "--out", str(tmp_path / "o"), env={"DOCKER_HOST": f"unix://{tmp_path}/absent.sock",
-                                                      "PATH": str(bindir)})
+    proc = run_cli(
+        str(bindir / "deepbench-run"),
+        "--platform",
+        "intel",
+        "--suite",
+        "smoke",
+        "--out",
+        str(tmp_path / "o"),
+        env={"DOCKER_HOST": f"unix://{tmp_path}/absent.sock", "PATH": str(bindir)},
+    )
     _one_line_error(proc, "Docker is not installed", "--local")
 
 
@@ -413,20 +582,48 @@ def test_no_permission_on_the_socket(tmp_path: Path) -> None:
 
 
 def test_image_missing_and_not_pullable(client, tmp_path: Path) -> None:
-    proc = run_cli("deepbench-run", "--platform", "intel", "--image", "deepbench-test/absent:none",
-                   "--suite", "smoke", "--out", str(tmp_path / "o"))
+    proc = run_cli(
+        "deepbench-run",
+        "--platform",
+        "intel",
+        "--image",
+        "deepbench-test/absent:none",
+        "--suite",
+        "smoke",
+        "--out",
+        str(tmp_path / "o"),
+    )
     _one_line_error(proc, "deepbench-test/absent:none is not here and cannot be pulled", "--base-image", "--local")
 
 
 def test_image_cannot_be_built_without_its_base(client, tmp_path: Path) -> None:
     tag = "deepbench-test/nobase:none"
-    proc = run_cli("deepbench", "images", "build", "--platform", "intel", "--tag", tag,
-                   "--base-image", "deepbench-test/no-such-base:none", "--quiet")
-    _one_line_error(proc, "base image deepbench-test/no-such-base:none is not here and cannot be pulled",
-                    "--local")
+    proc = run_cli(
+        "deepbench",
+        "images",
+        "build",
+        "--platform",
+        "intel",
+        "--tag",
+        tag,
+        "--base-image",
+        "deepbench-test/no-such-base:none",
+        "--quiet",
+    )
+    _one_line_error(proc, "base image deepbench-test/no-such-base:none is not here and cannot be pulled", "--local")
     # deepbench-run builds a missing platform image itself, and says the same when it cannot.
-    proc = run_cli("deepbench-run", "--platform", "intel", "--build", "--base-image",
-                   "deepbench-test/no-such-base:none", "--suite", "smoke", "--out", str(tmp_path / "o"))
+    proc = run_cli(
+        "deepbench-run",
+        "--platform",
+        "intel",
+        "--build",
+        "--base-image",
+        "deepbench-test/no-such-base:none",
+        "--suite",
+        "smoke",
+        "--out",
+        str(tmp_path / "o"),
+    )
     assert proc.returncode == EXIT_USAGE and "cannot be pulled" in proc.stderr, proc.stderr
 
 
@@ -441,6 +638,7 @@ def test_image_that_is_not_deepbench_is_refused(client, base_image, tmp_path: Pa
 
 # --- a container run as a submission (issue 8) -------------------------------------------------
 
+
 @pytest.fixture
 def tiny_image(client):
     """A one-file image with the platform label (made here: nothing to pull), for archive and registry tests."""
@@ -453,8 +651,12 @@ def tiny_image(client):
         entry.size = 3
         tar.addfile(entry, io.BytesIO(b"hi\n"))
     tag = f"deepbench-test/tiny:{os.getpid()}"
-    client.api.import_image_from_data(data.getvalue(), repository=tag.split(":")[0], tag=tag.split(":")[1],
-                                      changes=["LABEL org.deepbench.platform=intel"])
+    client.api.import_image_from_data(
+        data.getvalue(),
+        repository=tag.split(":")[0],
+        tag=tag.split(":")[1],
+        changes=["LABEL org.deepbench.platform=intel"],
+    )
     image_id = client.images.get(tag).id
     yield tag
     if images.find(client, image_id) is not None:
@@ -462,8 +664,9 @@ def tiny_image(client):
 
 
 @pytest.mark.slow
-def test_container_run_submits_checks_and_verifies_in_the_verifiers_own_image(client, intel_image,
-                                                                             tmp_path: Path) -> None:
+def test_container_run_submits_checks_and_verifies_in_the_verifiers_own_image(
+    client, intel_image, tmp_path: Path
+) -> None:
     """A container run becomes a bundle that passes `deepbench check`, names its image by id and
     writes it to an archive beside the bundle. `deepbench verify` never loads that archive nor
     pulls the image the bundle names (issue 42: a submission is data): it re-runs the plan in an
@@ -475,20 +678,50 @@ def test_container_run_submits_checks_and_verifies_in_the_verifiers_own_image(cl
     archive = tmp_path / "intel-image.tar"
     proc = _run(intel_image, run, "--suite", "smoke", "--threads", "1")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
-    proc = run_cli("deepbench", "submit", str(run), "--out", str(bundle), "--submitter", "CI",
-                   "--system-name", "CI VM", "--image-archive", str(archive), timeout=RUN_TIMEOUT_S)
+    proc = run_cli(
+        "deepbench",
+        "submit",
+        str(run),
+        "--out",
+        str(bundle),
+        "--submitter",
+        "CI",
+        "--system-name",
+        "CI VM",
+        "--image-archive",
+        str(archive),
+        timeout=RUN_TIMEOUT_S,
+    )
     assert proc.returncode == 0 and "check passed" in proc.stdout, proc.stdout + proc.stderr
     index = json.loads((bundle / "submission.json").read_text())
     image_id = _image_id(client, intel_image)
     assert index["local"] is False and index["image_digest"] == image_id  # built here: no registry digest
     assert f"--platform intel --image {image_id}" in index["reproduce"]
-    assert index["image"] == {"id": image_id, "registry": None, "archive": {
-        "name": archive.name, "sha256": image_archive.sha256_of(archive), "bytes": archive.stat().st_size}}
+    assert index["image"] == {
+        "id": image_id,
+        "registry": None,
+        "archive": {"name": archive.name, "sha256": image_archive.sha256_of(archive), "bytes": archive.stat().st_size},
+    }
     sums = f"{index['image']['archive']['sha256']}  {archive.name}\n"
     assert (tmp_path / "intel-image.tar.sha256").read_text() == sums
-    proc = run_cli("deepbench", "verify", str(bundle), "--image", intel_image, "--quiet", "--out", str(again),
-                   "--tolerance", "2", "--max-tolerance", "2", "--max-noise", "10", env={"COLUMNS": "300"},
-                   timeout=RUN_TIMEOUT_S)
+    proc = run_cli(
+        "deepbench",
+        "verify",
+        str(bundle),
+        "--image",
+        intel_image,
+        "--quiet",
+        "--out",
+        str(again),
+        "--tolerance",
+        "2",
+        "--max-tolerance",
+        "2",
+        "--max-noise",
+        "10",
+        env={"COLUMNS": "300"},
+        timeout=RUN_TIMEOUT_S,
+    )
     assert proc.returncode in (0, 1) and "Traceback" not in proc.stderr, proc.stdout[-3000:] + proc.stderr
     assert "loading" not in proc.stdout and "pulling" not in proc.stdout
     record = RunRecord.model_validate_json((again / "run.json").read_text())
@@ -516,8 +749,10 @@ def registry(tmp_path: Path):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     config = tmp_path / "registry.yml"
-    config.write_text(f"version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: {tmp_path / 'registry'}\n"
-                      f"http:\n  addr: 127.0.0.1:{port}\nlog:\n  level: error\n")
+    config.write_text(
+        f"version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: {tmp_path / 'registry'}\n"
+        f"http:\n  addr: 127.0.0.1:{port}\nlog:\n  level: error\n"
+    )
     server = subprocess.Popen([binary, "serve", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + REGISTRY_START_S
     while True:

@@ -28,8 +28,10 @@ RUN = ("deepbench-run", "--local", "--suite", "smoke", "--ops", "gemm", "--quiet
 def busy_core() -> Iterator[int]:
     """A process spinning on the run's first CPU (bounded in time)."""
     cpu = usable_cpus()[0]
-    code = f"import os, time\nos.sched_setaffinity(0, {{{cpu}}})\nend = time.time() + {BUSY_FOR_S}\n" \
-           "while time.time() < end:\n    pass\n"
+    code = (
+        f"import os, time\nos.sched_setaffinity(0, {{{cpu}}})\nend = time.time() + {BUSY_FOR_S}\n"
+        "while time.time() < end:\n    pass\n"
+    )
     proc = subprocess.Popen([sys.executable, "-c", code])
     try:
         yield cpu
@@ -44,8 +46,9 @@ def test_results_taken_beside_a_busy_process_are_contended(busy_core: int, tmp_p
     proc = run_cli(*RUN, "--threads", str(cpus), "--out", str(out))
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr
     results = [r for r in read_results(out / "results.jsonl") if r.status is Status.OK]
-    assert results and all(p.measurement.others_cores is not None and p.measurement.spare_cores == 0
-                           for r in results for p in r.parts)
+    assert results and all(
+        p.measurement.others_cores is not None and p.measurement.spare_cores == 0 for r in results for p in r.parts
+    )
     flagged = [r for r in results if "contended" in r.flags]
     assert flagged, [(r.id, [p.measurement.others_cores for p in r.parts]) for r in results]
     # The flag follows from the record: check re-derives it; --strict refuses to judge on it.
@@ -73,5 +76,9 @@ def test_default_threads_leave_a_busy_core_alone(busy_core: int, tmp_path: Path)
     device = json.loads((out / "run.json").read_text())["device"]
     assert device["threads"] <= cpus - 1, device
     kept: list[KernelResult] = read_results(out / "results.jsonl")
-    assert all(p.measurement.spare_cores and p.measurement.spare_cores >= 1 for r in kept
-               if r.status is Status.OK for p in r.parts)
+    assert all(
+        p.measurement.spare_cores and p.measurement.spare_cores >= 1
+        for r in kept
+        if r.status is Status.OK
+        for p in r.parts
+    )

@@ -26,8 +26,21 @@ OFF = 1.01  # an output this far from the right one fails any float check
 
 def _kernel(g: tuple[int, ...]) -> ConvKernel:
     n, c, h, w, k, r, s, pad_h, pad_w, stride_h, stride_w = g
-    return ConvKernel(set="train", index=0, n=n, c=c, h=h, w=w, k=k, r=r, s=s, pad_h=pad_h, pad_w=pad_w,
-                      stride_h=stride_h, stride_w=stride_w)
+    return ConvKernel(
+        set="train",
+        index=0,
+        n=n,
+        c=c,
+        h=h,
+        w=w,
+        k=k,
+        r=r,
+        s=s,
+        pad_h=pad_h,
+        pad_w=pad_w,
+        stride_h=stride_h,
+        stride_w=stride_w,
+    )
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -42,8 +55,11 @@ def test_sampled_checks_pass_right_outputs_and_fail_wrong_ones(g: tuple[int, ...
     x64, w64, dy64 = x.double(), w.double(), dy.double()
     y = F.conv2d(x64, w64, **geometry)
     assert y.shape == dy.shape
-    outputs = {"fwd": y, "bwd_data": conv2d_input(x.shape, w64, dy64, **geometry),
-               "bwd_filter": conv2d_weight(x64, w.shape, dy64, **geometry)}
+    outputs = {
+        "fwd": y,
+        "bwd_data": conv2d_input(x.shape, w64, dy64, **geometry),
+        "bwd_filter": conv2d_weight(x64, w.shape, dy64, **geometry),
+    }
     sampler = ConvSampler(TorchContext(torch.device("cpu"), seed=seed), kk, x, w, dy)
     checks = {"fwd": sampler.check_fwd, "bwd_data": sampler.check_bwd_data, "bwd_filter": sampler.check_bwd_filter}
     for direction, check in checks.items():

@@ -20,12 +20,24 @@ SLOWER_CLOCK = 1.08
 
 def _slower_card(e: Entry) -> Entry:
     """The kernel on a card whose SM clock is SLOWER_CLOCK lower: every sample that much longer."""
-    return replace(e, parts_us={d: t * SLOWER_CLOCK for d, t in e.parts_us.items()},
-                   part_samples={d: tuple(x * SLOWER_CLOCK for x in xs) for d, xs in e.part_samples.items()},
-                   median_us=e.median_us * SLOWER_CLOCK if e.median_us else None,
-                   extra={**e.extra, "sm_mhz": e.extra["sm_mhz"] / SLOWER_CLOCK, "clock_fell": {
-                       "from_mhz": e.extra["sm_mhz"], "to_mhz": e.extra["sm_mhz"] / SLOWER_CLOCK, "readings": 3,
-                       "reasons": ["sw_power_cap"]}} if "sm_mhz" in e.extra else e.extra)
+    return replace(
+        e,
+        parts_us={d: t * SLOWER_CLOCK for d, t in e.parts_us.items()},
+        part_samples={d: tuple(x * SLOWER_CLOCK for x in xs) for d, xs in e.part_samples.items()},
+        median_us=e.median_us * SLOWER_CLOCK if e.median_us else None,
+        extra={
+            **e.extra,
+            "sm_mhz": e.extra["sm_mhz"] / SLOWER_CLOCK,
+            "clock_fell": {
+                "from_mhz": e.extra["sm_mhz"],
+                "to_mhz": e.extra["sm_mhz"] / SLOWER_CLOCK,
+                "readings": 3,
+                "reasons": ["sw_power_cap"],
+            },
+        }
+        if "sm_mhz" in e.extra
+        else e.extra,
+    )
 
 
 def test_recorded_gemms_judged_in_cycles() -> None:
@@ -50,8 +62,13 @@ def test_recorded_gemms_judged_in_cycles() -> None:
 def test_close_clocks_and_missing_clocks_keep_the_time_verdict() -> None:
     run = load_run(PUBLISHED)
     base = replace(run, entries=tuple(e for e in run.entries if e.kernel.op == "gemm" and e.ok)[:20])
-    near = replace(base, label="near", entries=tuple(
-        replace(e, extra={**e.extra, "sm_mhz": e.extra["sm_mhz"] * (1 - CLOCK_THRESHOLD / 2)}) for e in base.entries))
+    near = replace(
+        base,
+        label="near",
+        entries=tuple(
+            replace(e, extra={**e.extra, "sm_mhz": e.extra["sm_mhz"] * (1 - CLOCK_THRESHOLD / 2)}) for e in base.entries
+        ),
+    )
     assert not cycle_ratios(compare([base, near]), 0)
     bare = replace(base, label="bare", entries=tuple(replace(e, extra={}) for e in base.entries))
     assert not cycle_ratios(compare([base, bare]), 0) and not clock_fell_lines(compare([base, bare]))
@@ -62,4 +79,3 @@ def test_clock_fell_names_nvml_reasons() -> None:
     assert clock_fell(steady) is None and clock_fell([ClockReading()]) is None
     fell = clock_fell([*steady, ClockReading(1710.0, ("sw_power_cap", "hw_slowdown")), ClockReading(1755.0, ())])
     assert fell == {"from_mhz": 1980.0, "to_mhz": 1710.0, "readings": 2, "reasons": ["hw_slowdown", "sw_power_cap"]}
-

@@ -107,8 +107,9 @@ def test_arm_binfmt_registered_by_the_runner_as_root(tmp_path: Path, monkeypatch
     bindir = tmp_path / "bin"
     bindir.mkdir()
     fake = bindir / "update-binfmts"
-    fake.write_text("#!/bin/sh\n"
-                    f"[ \"$1 $2\" = '--enable qemu-aarch64' ] && printf '{ENABLED}' > {folder}/qemu-aarch64\n")
+    fake.write_text(
+        f"#!/bin/sh\n[ \"$1 $2\" = '--enable qemu-aarch64' ] && printf '{ENABLED}' > {folder}/qemu-aarch64\n"
+    )
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
     monkeypatch.setattr(devices, "_is_root", lambda: True)

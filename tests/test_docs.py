@@ -48,21 +48,27 @@ def _mkdocs_or_skip() -> None:
 def test_site_builds_strict(tmp_path: Path) -> None:
     _mkdocs_or_skip()
     site = tmp_path / "site"
-    p = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)], cwd=ROOT,
-                       capture_output=True, text=True, timeout=BUILD_TIMEOUT_S,
-                       env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    p = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=BUILD_TIMEOUT_S,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     cli_page = (site / "cli" / "index.html").read_text()
     assert "deepbench images build" in cli_page and "--kernel-timeout" in cli_page
     assert not (site / "hooks").exists(), "the hook's source must not be published"
     for page in site.rglob("index.html"):
         html = page.read_text()
-        article = html[html.find("<article"):html.find("</article>")]
+        article = html[html.find("<article") : html.find("</article>")]
         # Python-Markdown needs a blank line before a list that follows a paragraph or a code block;
         # without it the items come out as one paragraph of "- " lines.
         stray = re.search(r"(?:<p>|\n)- (?:<strong>|<code>|[A-Za-z])", article)
-        assert stray is None, (f"{page.relative_to(site)}: a list was not rendered as a list: "
-                               f"{article[stray.start():][:120]!r}")
+        assert stray is None, (
+            f"{page.relative_to(site)}: a list was not rendered as a list: {article[stray.start() :][:120]!r}"
+        )
 
 
 def test_cli_reference_covers_every_command_and_option() -> None:
@@ -102,7 +108,7 @@ def test_cli_reference_is_option_tables_that_fit_the_page() -> None:
                 for row in group_rows:
                     assert row[0] in rows, (parser.prog, title, row[0])
             stack.extend(child for _, child in hook._subparsers(parser))
-    compare = page[page.index("## `deepbench compare`"):]
+    compare = page[page.index("## `deepbench compare`") :]
     assert "| `--threshold` | FRACTION | `0.05` |" in compare
 
 

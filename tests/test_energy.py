@@ -73,7 +73,8 @@ def test_counter_steps_do_not_bias_the_energy() -> None:
     assert e.before.mem_mhz == 2619 and e.after is not None and e.after.temperature_c == 61
     rated = e.rated(flops=2e9, min_bytes=4e6)
     assert rated.gflops_per_j == pytest.approx(2 / e.joules_per_call) and rated.gb_per_j == pytest.approx(
-        4e-3 / e.joules_per_call)
+        4e-3 / e.joules_per_call
+    )
     assert Energy.model_validate_json(rated.model_dump_json()) == rated
 
 
@@ -103,7 +104,8 @@ def test_no_counter_says_why() -> None:
 def test_update_period_is_measured() -> None:
     clock = FakeTime()
     assert update_period(gpu_meter(clock, period_s=0.025), now=clock, sleep=clock.sleep) == pytest.approx(
-        0.025, rel=0.05)
+        0.025, rel=0.05
+    )
 
 
 def test_rapl_reads_packages_and_unwraps(tmp_path: Path) -> None:
@@ -153,19 +155,43 @@ def test_boards_without_a_meter_say_why() -> None:
 
 
 def test_old_measurements_load_without_energy() -> None:
-    m = Measurement.of([1.0, 2.0], method="x", calls_per_sample=1, warmup_calls=0, stop_reason="converged",
-                       target_rel_precision=0.01)
+    m = Measurement.of(
+        [1.0, 2.0], method="x", calls_per_sample=1, warmup_calls=0, stop_reason="converged", target_rel_precision=0.01
+    )
     assert m.energy is None and Measurement.model_validate_json(m.model_dump_json(exclude={"energy"})) == m
     with pytest.raises(ValueError, match="watts is not joules"):
-        Energy(meter="m", joules=1.0, window_s=1.0, watts=2.0, calls=1, loop_us_per_call=1.0, joules_per_call=2e-6,
-               updates=10, before=PowerState())
+        Energy(
+            meter="m",
+            joules=1.0,
+            window_s=1.0,
+            watts=2.0,
+            calls=1,
+            loop_us_per_call=1.0,
+            joules_per_call=2e-6,
+            updates=10,
+            before=PowerState(),
+        )
 
 
 def test_cpu_run_records_energy_or_why(tmp_path: Path) -> None:
     """A real run: this machine's meter read (RAPL where readable), or each part says why not."""
     out = tmp_path / "run"
-    proc = run_cli("deepbench-run", "--local", "--suite", "smoke", "--fast", "--ops", "gemm", "--limit", "1",
-                   "--energy", "--energy-window", "0.2", "--out", str(out))
+    proc = run_cli(
+        "deepbench-run",
+        "--local",
+        "--suite",
+        "smoke",
+        "--fast",
+        "--ops",
+        "gemm",
+        "--limit",
+        "1",
+        "--energy",
+        "--energy-window",
+        "0.2",
+        "--out",
+        str(out),
+    )
     assert proc.returncode == 0, proc.stderr
     results = read_results(out / "results.jsonl")
     assert results and json.loads((out / "plan.json").read_text())["settings"]["energy"] is True
@@ -185,8 +211,9 @@ def _energy_run(folder: Path, power_bias: float) -> Path:
 
     clock = FakeTime()
     gpu = FakeGpu(clock, chunk_s=0.001)
-    energy = measure_energy(gpu.start, 100, 0.001, gpu_meter(clock, power_bias=power_bias), 0.5, now=clock,
-                            drain=gpu.drain)
+    energy = measure_energy(
+        gpu.start, 100, 0.001, gpu_meter(clock, power_bias=power_bias), 0.5, now=clock, drain=gpu.drain
+    )
     kernel = by_id()["gemm/train/000"]
     r = result(kernel, "fp16", lambda d: [10.0, 10.1, 9.9])
     part = r.parts[0]
@@ -246,8 +273,14 @@ class _SteadyPackage:
 def test_cpu_part_energy_on_a_counter(monkeypatch: pytest.MonkeyPatch) -> None:
     """The CPU backends' --energy (energy.with_cpu_energy): sample-sized chunks of real calls run
     back to back against a counter; without a meter, the reason goes into the part's info."""
-    m = Measurement.of([50.0, 51.0, 49.0], method="cpu-perf-counter", calls_per_sample=20, warmup_calls=0,
-                       stop_reason="converged", target_rel_precision=0.01)
+    m = Measurement.of(
+        [50.0, 51.0, 49.0],
+        method="cpu-perf-counter",
+        calls_per_sample=20,
+        warmup_calls=0,
+        stop_reason="converged",
+        target_rel_precision=0.01,
+    )
     x = np.ones((64, 64))
     monkeypatch.setattr(energy_mod, "machine_meter", _SteadyPackage)
     info: dict = {}
@@ -256,4 +289,5 @@ def test_cpu_part_energy_on_a_counter(monkeypatch: pytest.MonkeyPatch) -> None:
     assert got.energy.calls % 20 == 0 and got.energy.window_s >= 0.2 and got.stats == m.stats
     monkeypatch.setattr(energy_mod, "machine_meter", lambda: "no meter here")
     assert energy_mod.with_cpu_energy(m, lambda: None, info, 0.2).energy is None and info == {
-        "energy_error": "no meter here"}
+        "energy_error": "no meter here"
+    }

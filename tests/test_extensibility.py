@@ -18,7 +18,7 @@ TOY_OP = "toy_scale"
 
 TOY_PACKAGE = {
     "__init__.py": "",
-    "costs.py": '''
+    "costs.py": """
         FLOPS_PER_ELEMENT = 1
         BYTES_PER_ELEMENT = 4
 
@@ -27,8 +27,8 @@ TOY_PACKAGE = {
 
         def scale_bytes(elements: int) -> float:
             return float(2 * BYTES_PER_ELEMENT * elements)
-        ''',
-    "kernel.py": '''
+        """,
+    "kernel.py": """
         from typing import ClassVar, Literal
 
         from pydantic import Field
@@ -53,8 +53,8 @@ TOY_PACKAGE = {
 
             def min_bytes(self, direction, precision) -> float:
                 return costs.scale_bytes(self.elements)
-        ''',
-    "backend.py": '''
+        """,
+    "backend.py": """
         import numpy as np
 
         from deepbench.kernels.backends import register_backend
@@ -88,8 +88,8 @@ TOY_PACKAGE = {
 
 
         register_backend("toy", f"{__name__}:ToyBackend")
-        ''',
-    "format_shout.py": '''
+        """,
+    "format_shout.py": """
         from deepbench.runner.render.render_formats import REPORT, ReportFormat, emit, register_format
         from deepbench.runner.render.report_render import tables_of
 
@@ -100,7 +100,7 @@ TOY_PACKAGE = {
 
 
         register_format(ReportFormat("shout", {REPORT: shout}))
-        ''',
+        """,
 }
 
 
@@ -225,7 +225,6 @@ def test_the_check_finds_a_branch_on_an_op_name() -> None:
     assert op_name_branches('x = "GB/s" if op in ("gemm", "conv") else 1\n', names)
     assert op_name_branches("from a import WHOLE_MODEL_OP\n", names)
     assert not op_name_branches('PRECISIONS = {"gemm": ("int8",)}\nif k.op == op:\n    pass\n', names)
-
 
 
 def test_no_runner_module_branches_on_an_operation_name() -> None:

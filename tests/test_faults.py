@@ -35,8 +35,14 @@ def default_signals() -> None:
 
 
 def start(out: Path, *extra: str, env: dict | None = None) -> subprocess.Popen:
-    return subprocess.Popen([*RUN, "--out", str(out), *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env={**os.environ, **(env or {})}, preexec_fn=default_signals)
+    return subprocess.Popen(
+        [*RUN, "--out", str(out), *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+        preexec_fn=default_signals,
+    )
 
 
 def wait_for(out: Path, n: int, proc: subprocess.Popen) -> None:
@@ -55,8 +61,11 @@ def lock_holder(out: Path, name: str) -> int:
 
 def one_line_error(proc: subprocess.CompletedProcess | tuple, code: int, *words: str) -> str:
     rc, stderr = (proc.returncode, proc.stderr) if isinstance(proc, subprocess.CompletedProcess) else proc
-    lines = [line for line in stderr.splitlines() if line.strip() and "UserWarning" not in line
-             and "to_sparse_csr" not in line]
+    lines = [
+        line
+        for line in stderr.splitlines()
+        if line.strip() and "UserWarning" not in line and "to_sparse_csr" not in line
+    ]
     assert rc == code, (rc, stderr)
     assert "Traceback" not in stderr, stderr
     assert len(lines) == 1 and "error:" in lines[0], stderr
@@ -82,8 +91,18 @@ def submitted_and_checked(out: Path, tmp: Path, kept: list[KernelResult], planne
     record = RunRecord.model_validate_json((out / "run.json").read_text())
     assert record.state == "complete" and sum(record.counts.values()) == planned
     bundle = tmp / "bundle"
-    proc = run_cli("deepbench", "submit", str(out), "--out", str(bundle), "--submitter", "CI",
-                   "--system-name", "CI VM", env={"COLUMNS": "300"})
+    proc = run_cli(
+        "deepbench",
+        "submit",
+        str(out),
+        "--out",
+        str(bundle),
+        "--submitter",
+        "CI",
+        "--system-name",
+        "CI VM",
+        env={"COLUMNS": "300"},
+    )
     assert proc.returncode == 0 and "check passed" in proc.stdout, proc.stdout + proc.stderr
     proc = run_cli("deepbench", "check", str(bundle), env={"COLUMNS": "300"})
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -176,8 +195,12 @@ def test_stops_and_second_writers_then_resume_end_in_a_checked_bundle(tmp_path: 
     assert pid == resumed.pid
     one_line_error(run_cli(*RUN, "--out", str(out)), 2, f"PID {pid}", "one run writes a results folder at a time")
     one_line_error(run_cli("deepbench-run", "--resume", str(out)), 2, f"PID {pid}")
-    harness = subprocess.run([PYTHON, "-m", "deepbench.kernels.harness", str(out / "plan.json"), str(out)],
-                             capture_output=True, text=True, timeout=WAIT_S)
+    harness = subprocess.run(
+        [PYTHON, "-m", "deepbench.kernels.harness", str(out / "plan.json"), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=WAIT_S,
+    )
     assert harness.returncode == 75, harness.stdout + harness.stderr  # a second harness stops at once
     assert f"PID {lock_holder(out, '.harness.lock')}" in harness.stdout
     resumed.kill()  # kill -9: the harness is told its runner died, and stops after writing its record
@@ -201,9 +224,14 @@ def test_stops_and_second_writers_then_resume_end_in_a_checked_bundle(tmp_path: 
 
 
 def resume_in_background(out: Path) -> subprocess.Popen:
-    return subprocess.Popen(["deepbench-run", "--resume", str(out), "--quiet"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, **HANG_FOURTH},
-                            preexec_fn=default_signals)
+    return subprocess.Popen(
+        ["deepbench-run", "--resume", str(out), "--quiet"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **HANG_FOURTH},
+        preexec_fn=default_signals,
+    )
 
 
 def wait_for_harness(out: Path, held: bool = True) -> None:
@@ -266,8 +294,13 @@ def test_resume_refuses_duplicates(run_copy: Path) -> None:
     path = run_copy / "results.jsonl"
     lines = path.read_bytes().splitlines(keepends=True)
     path.write_bytes(b"".join([*lines, lines[0]]))
-    one_line_error(run_cli("deepbench-run", "--resume", str(run_copy)), 2, "holds 2 results for",
-                   f"lines 1, {len(lines) + 1}", "two runs wrote")
+    one_line_error(
+        run_cli("deepbench-run", "--resume", str(run_copy)),
+        2,
+        "holds 2 results for",
+        f"lines 1, {len(lines) + 1}",
+        "two runs wrote",
+    )
 
 
 def test_resume_refuses_results_the_plan_lacks(run_copy: Path) -> None:
@@ -289,20 +322,24 @@ def test_resume_refuses_a_changed_plan(run_copy: Path) -> None:
     one_line_error(run_cli("deepbench-run", "--resume", str(run_copy)), 2, "has changed since the run started")
 
 
-@pytest.mark.parametrize("extra, words", [
-    (["--suite", "train"], "--suite 'train' differs from the run's 'smoke'"),
-    (["--rigorous"], "--fast/--rigorous 'rigorous' differs from the run's 'fast'"),
-    (["--seed", "5"], "--seed 5 differs from the run's 0"),
-    (["--image", "x"], "--image applies to container runs"),
-    (["--ops", "rnn"], "--ops ('rnn',) differs"),
-])
+@pytest.mark.parametrize(
+    "extra, words",
+    [
+        (["--suite", "train"], "--suite 'train' differs from the run's 'smoke'"),
+        (["--rigorous"], "--fast/--rigorous 'rigorous' differs from the run's 'fast'"),
+        (["--seed", "5"], "--seed 5 differs from the run's 0"),
+        (["--image", "x"], "--image applies to container runs"),
+        (["--ops", "rnn"], "--ops ('rnn',) differs"),
+    ],
+)
 def test_options_that_contradict_the_run_are_refused(run_copy: Path, extra: list[str], words: str) -> None:
     one_line_error(run_cli("deepbench-run", "--resume", str(run_copy), *extra), 2, words)
 
 
 def test_options_that_agree_with_the_run_are_accepted(run_copy: Path) -> None:
-    proc = run_cli("deepbench-run", "--resume", str(run_copy), "--local", "--suite", "smoke", "--fast",
-                   "--threads", "1", "--quiet")
+    proc = run_cli(
+        "deepbench-run", "--resume", str(run_copy), "--local", "--suite", "smoke", "--fast", "--threads", "1", "--quiet"
+    )
     assert proc.returncode == 0, proc.stderr
     assert "(local, backend torch): 5 kernels, 5 already done" in proc.stdout
 
@@ -312,8 +349,9 @@ def test_run_mode_is_in_the_record_and_old_markers_still_read(run_copy: Path) ->
     Docker build); an older folder with only the .local marker and no run.json does too."""
     assert not (run_copy / ".local").exists()
     assert RunRecord.model_validate_json((run_copy / "run.json").read_text()).provenance.local is True
-    (run_copy / "results.jsonl").write_bytes(b"".join((run_copy / "results.jsonl").read_bytes()
-                                                      .splitlines(keepends=True)[:-1]))
+    (run_copy / "results.jsonl").write_bytes(
+        b"".join((run_copy / "results.jsonl").read_bytes().splitlines(keepends=True)[:-1])
+    )
     proc = resume(run_copy)
     assert "(local, backend torch)" in proc.stdout
     (run_copy / "run.json").unlink()
@@ -326,21 +364,24 @@ def test_run_mode_is_in_the_record_and_old_markers_still_read(run_copy: Path) ->
 
 
 # ----- case 6: input checked at the door ------------------------------------------------------------
-@pytest.mark.parametrize("args, words", [
-    (["--kernel-timeout", "nan"], "--kernel-timeout: must be a finite number"),
-    (["--time-cap", "inf"], "--time-cap: must be a finite number"),
-    (["--time-cap", "0"], "--time-cap: must be above 0"),
-    (["--target", "-1"], "--target: must be above 0"),
-    (["--warm-up", "-5"], "--warm-up: must be at least 0"),
-    (["--threads", "100000"], "--threads: must be at most"),
-    (["--threads", "0"], "--threads: must be at least 1"),
-    (["--seed", str(2**64)], "--seed: must be at most 9223372036854775807"),
-    (["--seed", "-1"], "--seed: must be at least 0"),
-    (["--precision", ""], "--precision is empty"),
-    (["--ops", ""], "--ops is empty"),
-    (["--ops", ","], "--ops is empty"),
-    (["--time-cap", "700"], "must be shorter than --kernel-timeout"),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--kernel-timeout", "nan"], "--kernel-timeout: must be a finite number"),
+        (["--time-cap", "inf"], "--time-cap: must be a finite number"),
+        (["--time-cap", "0"], "--time-cap: must be above 0"),
+        (["--target", "-1"], "--target: must be above 0"),
+        (["--warm-up", "-5"], "--warm-up: must be at least 0"),
+        (["--threads", "100000"], "--threads: must be at most"),
+        (["--threads", "0"], "--threads: must be at least 1"),
+        (["--seed", str(2**64)], "--seed: must be at most 9223372036854775807"),
+        (["--seed", "-1"], "--seed: must be at least 0"),
+        (["--precision", ""], "--precision is empty"),
+        (["--ops", ""], "--ops is empty"),
+        (["--ops", ","], "--ops is empty"),
+        (["--time-cap", "700"], "must be shorter than --kernel-timeout"),
+    ],
+)
 def test_run_options_are_checked_at_the_door(tmp_path: Path, args: list[str], words: str) -> None:
     out = tmp_path / "x"
     one_line_error(run_cli("deepbench-run", "--local", "--out", str(out), *args), 2, words)
@@ -351,21 +392,29 @@ def test_out_that_is_a_file_is_one_line_for_every_command(finished: Path, tmp_pa
     a_file = tmp_path / "a-file"
     a_file.write_text("x\n")
     one_line_error(run_cli("deepbench-run", "--local", "--out", str(a_file)), 2, "is a file, not a folder")
-    one_line_error(run_cli("deepbench", "report", str(finished), "--format", "md", "--out", str(a_file / "r.md")),
-                   2, "is a file, not a folder")
+    one_line_error(
+        run_cli("deepbench", "report", str(finished), "--format", "md", "--out", str(a_file / "r.md")),
+        2,
+        "is a file, not a folder",
+    )
     one_line_error(run_cli("deepbench", "submit", str(finished), "--out", str(a_file)), 2, "is a file, not a folder")
-    one_line_error(run_cli("deepbench", "report", str(finished), "--format", "md", "--out", str(tmp_path)), 2,
-                   "is a folder: give a file name")
+    one_line_error(
+        run_cli("deepbench", "report", str(finished), "--format", "md", "--out", str(tmp_path)),
+        2,
+        "is a folder: give a file name",
+    )
     bundle = tmp_path / "bundle"
     assert run_cli("deepbench", "submit", str(finished), "--out", str(bundle)).returncode == 0
-    one_line_error(run_cli("deepbench", "verify", str(bundle), "--local", "--out", str(a_file)), 2,
-                   "is a file, not a folder")
+    one_line_error(
+        run_cli("deepbench", "verify", str(bundle), "--local", "--out", str(a_file)), 2, "is a file, not a folder"
+    )
 
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-1"])
 def test_verify_tolerances_are_checked(tmp_path: Path, value: str) -> None:
-    one_line_error(run_cli("deepbench", "verify", str(tmp_path), "--local", "--tolerance", value), 2,
-                   "--tolerance: must be")
+    one_line_error(
+        run_cli("deepbench", "verify", str(tmp_path), "--local", "--tolerance", value), 2, "--tolerance: must be"
+    )
 
 
 @pytest.fixture
@@ -383,8 +432,9 @@ def test_read_only_out_is_one_line_for_every_command(finished: Path, read_only: 
     """A read-only filesystem (root is not stopped by permissions, so a read-only mount)."""
     words = "read-only filesystem"
     one_line_error(run_cli("deepbench-run", "--local", "--out", str(read_only / "run")), 2, words)
-    one_line_error(run_cli("deepbench", "report", str(finished), "--format", "md", "--out",
-                           str(read_only / "r.md")), 2, words)
+    one_line_error(
+        run_cli("deepbench", "report", str(finished), "--format", "md", "--out", str(read_only / "r.md")), 2, words
+    )
     one_line_error(run_cli("deepbench", "submit", str(finished), "--out", str(read_only / "b")), 2, words)
     bundle = tmp_path / "bundle"
     assert run_cli("deepbench", "submit", str(finished), "--out", str(bundle)).returncode == 0

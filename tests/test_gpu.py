@@ -65,7 +65,7 @@ def test_gemm_ok_timed_and_profiled(backend, precision) -> None:
     prof = part.info["profiler"]  # CUPTI's record of samples taken as the timed ones (whole replays), right after
     if m.method == METHOD_KERNELS:
         assert part.info["graph_events_us"] >= m.stats.median  # events count the gaps between calls
-        assert 1 <= m.calls_per_sample <= prof["calls"]            # a sample: a chunk of a replay's calls
+        assert 1 <= m.calls_per_sample <= prof["calls"]  # a sample: a chunk of a replay's calls
     else:
         assert m.method == METHOD_GRAPH and m.stats.median > 0.9 * KERNEL_TIMED_BELOW_US
         assert prof["calls"] == m.calls_per_sample
@@ -163,7 +163,7 @@ def test_a_run_captures_and_replays_on_its_one_work_stream() -> None:
     graph = capture(lambda: x.mul_(2.0), 3)
     graph.replay()
     torch.cuda.synchronize()
-    assert torch.cuda.current_stream() == work and x[0].item() == 2.0 ** 3  # the 3 captured calls, replayed once
+    assert torch.cuda.current_stream() == work and x[0].item() == 2.0**3  # the 3 captured calls, replayed once
     r = _run(b, "gemm/train/000", "fp16")
     assert r.status.value == "ok", r.reason
 
@@ -183,8 +183,8 @@ def test_a_calibrated_graphs_warm_up_counts_every_call_the_gpu_ran(min_sample_s:
     assert ran.item() == calibrated.warmup_calls > 0
 
 
-SLOW_HOST_S = 2e-3      # the host time each call of the slow-host test spends before its launch
-SPIN_S = 150e-6         # that call's kernel: a spin of about this long (over quick_us's EAGER_EXACT_US)
+SLOW_HOST_S = 2e-3  # the host time each call of the slow-host test spends before its launch
+SPIN_S = 150e-6  # that call's kernel: a spin of about this long (over quick_us's EAGER_EXACT_US)
 
 
 def test_quick_us_reads_the_gpu_not_a_slow_host() -> None:
@@ -217,6 +217,10 @@ def test_quick_us_reads_the_gpu_not_a_slow_host() -> None:
 
 @pytest.mark.slow
 def test_cublas_receives_deepbench_problem() -> None:
-    out = subprocess.run([sys.executable, str(REPO / "tests" / "benchmarks" / "cublas_layout.py")],
-                         capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [sys.executable, str(REPO / "tests" / "benchmarks" / "cublas_layout.py")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]

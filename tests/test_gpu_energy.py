@@ -13,8 +13,12 @@ import pytest
 
 from tests.conftest import requires_gpu, run_cli
 
-pytestmark = [requires_gpu, pytest.mark.skipif(importlib.util.find_spec("pynvml") is None,
-                                               reason="needs nvidia-ml-py (pip install 'deepbench[nvml]')")]
+pytestmark = [
+    requires_gpu,
+    pytest.mark.skipif(
+        importlib.util.find_spec("pynvml") is None, reason="needs nvidia-ml-py (pip install 'deepbench[nvml]')"
+    ),
+]
 
 QUICK = dict(device="cuda", min_samples=5, time_cap_s=0.2, warm_up_s=0.0)
 PLAUSIBLE_W = (20.0, 1500.0)  # an idle small card to a loaded SXM board
@@ -84,10 +88,28 @@ def test_clock_lock_granted_or_refused_and_given_back() -> None:
 
 def test_run_records_the_meter_and_the_lock(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    proc = run_cli("deepbench-run", "--local", "--platform", "nvidia", "--suite", "smoke", "--ops", "gemm",
-                   "--limit", "2", "--fast", "--energy", "--lock-clocks", "max", "--out", str(out), timeout=600)
+    proc = run_cli(
+        "deepbench-run",
+        "--local",
+        "--platform",
+        "nvidia",
+        "--suite",
+        "smoke",
+        "--ops",
+        "gemm",
+        "--limit",
+        "2",
+        "--fast",
+        "--energy",
+        "--lock-clocks",
+        "max",
+        "--out",
+        str(out),
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr
     device = json.loads((out / "run.json").read_text())["device"]
     assert device["energy_meter"]["meter"] == "nvml-total-energy" and device["energy_meter"]["update_period_s"]
-    assert "granted" in device["clock_lock"] and (not device["clock_lock"]["granted"]
-                                                  or device["clock_lock"]["restored"] is True)
+    assert "granted" in device["clock_lock"] and (
+        not device["clock_lock"]["granted"] or device["clock_lock"]["restored"] is True
+    )

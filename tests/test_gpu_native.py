@@ -10,9 +10,13 @@ import pytest
 
 from tests.conftest import requires_gpu
 
-pytestmark = [requires_gpu, pytest.mark.skipif(
-    importlib.util.find_spec("nvmath") is None or importlib.util.find_spec("cudnn") is None,
-    reason="needs nvmath-python and nvidia-cudnn-frontend (pip install 'deepbench[nvidia]')")]
+pytestmark = [
+    requires_gpu,
+    pytest.mark.skipif(
+        importlib.util.find_spec("nvmath") is None or importlib.util.find_spec("cudnn") is None,
+        reason="needs nvmath-python and nvidia-cudnn-frontend (pip install 'deepbench[nvidia]')",
+    ),
+]
 
 QUICK = dict(device="cuda", min_samples=5, time_cap_s=0.2, warm_up_s=0.0)
 
@@ -224,9 +228,25 @@ def test_nvidia_backend_names_the_library_of_each_kernel(tmp_path) -> None:
     from tests.conftest import run_cli
 
     out = tmp_path / "run"
-    proc = run_cli("deepbench-run", "--local", "--platform", "nvidia", "--suite", "inference-server", "--ops",
-                   "gemm,conv,sparse_gemm,rnn", "--limit", "1", "--fast", "--warm-up", "0", "--out", str(out),
-                   "--quiet", timeout=900)
+    proc = run_cli(
+        "deepbench-run",
+        "--local",
+        "--platform",
+        "nvidia",
+        "--suite",
+        "inference-server",
+        "--ops",
+        "gemm,conv,sparse_gemm,rnn",
+        "--limit",
+        "1",
+        "--fast",
+        "--warm-up",
+        "0",
+        "--out",
+        str(out),
+        "--quiet",
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     backends = {(r["op"], r["precision"]["name"]): r["backend"] for r in records}
@@ -242,8 +262,7 @@ def _sparse24(m: int, n: int, k: int):
 
 
 @pytest.mark.parametrize("precision", ["fp16", "int8"])
-@pytest.mark.parametrize("shape", [(7680, 1, 2560), (7860, 4, 2560), (1024, 256, 512)],
-                         ids=["n1", "m7860", "square"])
+@pytest.mark.parametrize("shape", [(7680, 1, 2560), (7860, 4, 2560), (1024, 256, 512)], ids=["n1", "m7860", "square"])
 def test_cusparselt_2of4_beside_the_dense_gemm(cuda, precision: str, shape) -> None:
     r = _run(_backend("cusparselt", cuda), _sparse24(*shape), precision)
     assert r.status.value == "ok", r.reason

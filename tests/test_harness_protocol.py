@@ -21,8 +21,15 @@ ROOT = Path(__file__).resolve().parents[1]
 # Harnesses in published images print these names and exit with these numbers: they never change.
 BACKEND_NAMES = {"backend", "_backend", "dense", "_current"}  # what code calls a Backend it holds
 PUBLISHED_EVENTS = {"facts", "start", "done", "error", "restart", "end"}
-PUBLISHED_STATUSES = {"OK": 0, "KERNEL_FAILURES": 1, "USAGE": 2, "BACKEND_UNAVAILABLE": 3, "WRITE_FAILED": 74,
-                      "LOCKED": 75, "INTERRUPTED": 130}
+PUBLISHED_STATUSES = {
+    "OK": 0,
+    "KERNEL_FAILURES": 1,
+    "USAGE": 2,
+    "BACKEND_UNAVAILABLE": 3,
+    "WRITE_FAILED": 74,
+    "LOCKED": 75,
+    "INTERRUPTED": 130,
+}
 
 
 def test_event_names_and_exit_statuses_are_those_published() -> None:
@@ -35,8 +42,10 @@ def test_an_event_line_is_what_the_harness_always_printed() -> None:
     """Byte for byte the line json.dumps({"event": name, ...}) wrote before the names were typed."""
     fields = {"id": "gemm/train/000/fp32", "index": 3, "total": 9}
     assert event_line(Event.START, **fields) == json.dumps({"event": "start", **fields})
-    assert event_line(Event.ERROR, kind=ErrorKind.WRITE.value, message="m") == \
-        '{"event": "error", "kind": "write", "message": "m"}'
+    assert (
+        event_line(Event.ERROR, kind=ErrorKind.WRITE.value, message="m")
+        == '{"event": "error", "kind": "write", "message": "m"}'
+    )
 
 
 def test_parse_event_reads_what_event_line_writes() -> None:
@@ -44,8 +53,18 @@ def test_parse_event_reads_what_event_line_writes() -> None:
     assert event is not None and event[EVENT_KEY] is Event.DONE and event["median_us"] == 1.5
 
 
-@pytest.mark.parametrize("line", ["", "loading cuBLAS ...", "{not json", "[1, 2]", '{"id": "x"}',
-                                  '{"event": "from-a-newer-harness"}', '{"event": null}'])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "",
+        "loading cuBLAS ...",
+        "{not json",
+        "[1, 2]",
+        '{"id": "x"}',
+        '{"event": "from-a-newer-harness"}',
+        '{"event": null}',
+    ],
+)
 def test_parse_event_skips_what_is_not_an_event(line: str) -> None:
     assert parse_event(line) is None
 
@@ -87,8 +106,12 @@ def test_nothing_probes_a_backend_for_what_it_can_do() -> None:
     probes = []
     for path in _python_files():
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Call) and getattr(node.func, "id", "") in ("hasattr", "getattr") and \
-                    node.args and ast.unparse(node.args[0]).split(".")[-1] in BACKEND_NAMES:
+            if (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "id", "") in ("hasattr", "getattr")
+                and node.args
+                and ast.unparse(node.args[0]).split(".")[-1] in BACKEND_NAMES
+            ):
                 probes.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}")
     assert not probes, probes
 
@@ -115,6 +138,7 @@ def test_collective_backends_declare_that_they_are_ranked() -> None:
 
 def test_prepared_parts_carry_their_precision() -> None:
     """The precision a GPU timer rates a part against travels with the part, not in the backend."""
+
     def part(direction: str) -> TimedPart:
         return TimedPart(direction, lambda: None, lambda: Check(passed=True, method="none", tolerance=0.0), 1.0, 1.0)
 

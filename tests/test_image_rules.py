@@ -76,9 +76,14 @@ def test_a_lock_whose_input_moved_is_stale(tmp_path: Path, monkeypatch) -> None:
     nvidia = get_platform("nvidia")
     with (tmp_path / "nvidia" / image_lock.INPUT_FILE).open("a") as f:
         f.write("pydantic>=99\nrich\n")
-    assert image_lock.stale(nvidia) == [next(f"pydantic>=99 is not met by the lock's pydantic=={p.version}"
-                                              for p in image_lock.read_lock(tmp_path / "nvidia" / image_lock.LOCK_FILE)
-                                              if p.name == "pydantic"), "rich is not in the lock"]
+    assert image_lock.stale(nvidia) == [
+        next(
+            f"pydantic>=99 is not met by the lock's pydantic=={p.version}"
+            for p in image_lock.read_lock(tmp_path / "nvidia" / image_lock.LOCK_FILE)
+            if p.name == "pydantic"
+        ),
+        "rich is not in the lock",
+    ]
 
 
 def test_uv_locks_with_hashes_for_the_image_interpreter(tmp_path: Path) -> None:
@@ -99,11 +104,14 @@ def _image(labels: dict) -> SimpleNamespace:
 OURS = {images.LABEL_PLATFORM: "intel", images.LABEL_VERSION: __version__, images.LABEL_HARNESS: harness_sha256()}
 
 
-@pytest.mark.parametrize("labels, words", [
-    ({}, "is not a deepbench image"),
-    ({**OURS, images.LABEL_PLATFORM: "arm"}, "for arm, not intel"),
-    ({**OURS, images.LABEL_VERSION: "0.0.1"}, "holds deepbench 0.0.1"),
-])
+@pytest.mark.parametrize(
+    "labels, words",
+    [
+        ({}, "is not a deepbench image"),
+        ({**OURS, images.LABEL_PLATFORM: "arm"}, "for arm, not intel"),
+        ({**OURS, images.LABEL_VERSION: "0.0.1"}, "holds deepbench 0.0.1"),
+    ],
+)
 def test_image_check_refuses_unless_forced(labels: dict, words: str) -> None:
     intel = get_platform("intel")
     with pytest.raises(UserError, match=words) as err:

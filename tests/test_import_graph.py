@@ -24,6 +24,8 @@ PACKAGE = "deepbench"
 TOP_LEVEL = {"kernels": f"{PACKAGE}.kernels", "runner": f"{PACKAGE}.runner"}
 BACKENDS = f"{PACKAGE}.kernels.backends"
 HARNESS = f"{PACKAGE}.kernels.harness"
+
+
 def module_files() -> dict[str, Path]:
     """Every deepbench module by its dotted name (a package by its __init__.py)."""
     found: dict[str, Path] = {}
@@ -46,8 +48,9 @@ def _resolve(name: str, path: Path, node: ast.ImportFrom) -> str:
 
 
 def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or \
-        (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def _runtime_imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
@@ -173,9 +176,9 @@ def test_backends_never_import_the_harness(module: str) -> None:
 def test_an_import_inside_a_function_counts_and_a_type_only_one_does_not(tmp_path: Path) -> None:
     """Moving an import into a function hides a circle without breaking it: it still counts."""
     module = tmp_path / "a.py"
-    module.write_text("from typing import TYPE_CHECKING\n"
-                      "if TYPE_CHECKING:\n    from . import c\n"
-                      "def f():\n    from . import b\n")
+    module.write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import c\ndef f():\n    from . import b\n"
+    )
     names = {"pkg.a", "pkg.b", "pkg.c"}
     assert imports_of("pkg.a", module, names) == {"pkg.b"}
 
@@ -188,6 +191,9 @@ UPPER_ROOMS = (f"{PACKAGE}.runner.launch", f"{PACKAGE}.runner.commands", f"{PACK
 
 def test_analysis_and_render_never_import_launch_or_commands() -> None:
     graph = import_graph()
-    wrong = {m: sorted(i for i in imports if i.startswith(UPPER_ROOMS))
-             for m, imports in graph.items() if m.startswith(LOWER_ROOMS)}
+    wrong = {
+        m: sorted(i for i in imports if i.startswith(UPPER_ROOMS))
+        for m, imports in graph.items()
+        if m.startswith(LOWER_ROOMS)
+    }
     assert not {m: i for m, i in wrong.items() if i}

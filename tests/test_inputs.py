@@ -21,11 +21,19 @@ from deepbench.kernels.results_file import read_results
 from .conftest import run_cli
 
 
-@pytest.mark.parametrize(("setting", "precision", "expected"), [
-    ("deepbench", Precision.FP16, "zeros"), ("deepbench", Precision.INT8, "zeros"),
-    ("deepbench", Precision.BF16, "zeros"), ("deepbench", Precision.FP32, "uniform"),
-    ("deepbench", Precision.TF32, "uniform"), ("normal", Precision.FP16, "normal"),
-    ("zeros", Precision.FP32, "zeros"), ("uniform", Precision.INT8, "uniform")])
+@pytest.mark.parametrize(
+    ("setting", "precision", "expected"),
+    [
+        ("deepbench", Precision.FP16, "zeros"),
+        ("deepbench", Precision.INT8, "zeros"),
+        ("deepbench", Precision.BF16, "zeros"),
+        ("deepbench", Precision.FP32, "uniform"),
+        ("deepbench", Precision.TF32, "uniform"),
+        ("normal", Precision.FP16, "normal"),
+        ("zeros", Precision.FP32, "zeros"),
+        ("uniform", Precision.INT8, "uniform"),
+    ],
+)
 def test_deepbench_rule_follows_the_storage_type(setting: str, precision: Precision, expected: str) -> None:
     assert drawn_for(setting, precision) == expected
 
@@ -33,6 +41,7 @@ def test_deepbench_rule_follows_the_storage_type(setting: str, precision: Precis
 def test_torch_operands() -> None:
     def ctx(inputs: str) -> TorchContext:
         return TorchContext(torch.device("cpu"), 0, inputs=inputs)
+
     assert not ctx("deepbench").random((64, 64), torch.float16).any()
     assert not ctx("deepbench").random((64, 64), torch.int8).any()
     u = ctx("deepbench").random((64, 64), torch.float32)
@@ -66,8 +75,20 @@ def test_zero_input_check_fails_on_an_unwritten_output() -> None:
 
 
 def run(out: Path, *extra: str) -> list:
-    proc = run_cli("deepbench-run", "--local", "--suite", "smoke", "--fast", "--ops", "gemm", "--limit", "2",
-                   "--out", str(out), *extra)
+    proc = run_cli(
+        "deepbench-run",
+        "--local",
+        "--suite",
+        "smoke",
+        "--fast",
+        "--ops",
+        "gemm",
+        "--limit",
+        "2",
+        "--out",
+        str(out),
+        *extra,
+    )
     assert proc.returncode == 0, proc.stderr
     return read_results(out / "results.jsonl")
 
@@ -97,15 +118,28 @@ def test_reproduce_command_keeps_inputs_energy_and_clock_lock() -> None:
 
     parser = argparse.ArgumentParser()
     add_arguments(parser)
-    for asked in ({"inputs": "deepbench", "energy": True, "energy_window_s": 1.0, "lock_clocks": "max"},
-                  {"inputs": "zeros", "lock_clocks": 1410}, {}):
+    for asked in (
+        {"inputs": "deepbench", "energy": True, "energy_window_s": 1.0, "lock_clocks": "max"},
+        {"inputs": "zeros", "lock_clocks": 1410},
+        {},
+    ):
         settings = Settings(device="cuda", warm_up_s=30.0, **asked)
-        plan = Plan(run_id="r", suite="train", platform="nvidia", backend=get_platform("nvidia").backend,
-                    settings=settings, items=())
+        plan = Plan(
+            run_id="r",
+            suite="train",
+            platform="nvidia",
+            backend=get_platform("nvidia").backend,
+            settings=settings,
+            items=(),
+        )
         command = reproduce_command(plan, local=True, image_digest=None)
         again = settings_from(parser.parse_args(shlex.split(command)[1:]), get_platform("nvidia"))
         assert (again.inputs, again.energy, again.energy_window_s, again.lock_clocks) == (
-            settings.inputs, settings.energy, settings.energy_window_s, settings.lock_clocks)
+            settings.inputs,
+            settings.energy,
+            settings.energy_window_s,
+            settings.lock_clocks,
+        )
 
 
 def test_resume_refuses_other_inputs(tmp_path: Path) -> None:

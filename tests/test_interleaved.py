@@ -39,11 +39,21 @@ PLAN = "eng34_k2=1"
 
 def conv_run(folder: Path, kernel_time: bool = True) -> Path:
     """A run folder with one fp16 convolution whose fwd recorded PLAN, and its plan.json."""
-    conv = with_parts(result(by_id()["conv/train/017"], "fp16", lambda d: [1.0]),
-                      {"fwd": cudnn_info(PLAN, [(PLAN, "chosen")])}, samples_us=40.0, padding={"c": 8})
+    conv = with_parts(
+        result(by_id()["conv/train/017"], "fp16", lambda d: [1.0]),
+        {"fwd": cudnn_info(PLAN, [(PLAN, "chosen")])},
+        samples_us=40.0,
+        padding={"c": 8},
+    )
     write_run(folder, [conv])
-    plan = Plan(run_id="r", suite="train", platform="nvidia", backend="nvidia",
-                settings=Settings(kernel_time=kernel_time, warm_up_s=30.0), items=())
+    plan = Plan(
+        run_id="r",
+        suite="train",
+        platform="nvidia",
+        backend="nvidia",
+        settings=Settings(kernel_time=kernel_time, warm_up_s=30.0),
+        items=(),
+    )
     (folder / PLAN_FILE).write_text(plan.model_dump_json())
     return folder
 
@@ -68,6 +78,7 @@ def test_conv_loop_reads_a_file_and_writes_one_and_the_descriptors_come_back(tmp
             data += chunk
         os.write(1, b"".join(line + b" 1 x eng1 10.0 9.0\n" for line in data.splitlines()))
         return 0
+
     loop.run_stdin = echo
     before = os.fstat(0).st_ino, os.fstat(1).st_ino
     assert loop.run(["a b", "c d"]) == ["a b 1 x eng1 10.0 9.0", "c d 1 x eng1 10.0 9.0"]
@@ -76,8 +87,10 @@ def test_conv_loop_reads_a_file_and_writes_one_and_the_descriptors_come_back(tmp
 
 
 def test_the_20_us_cut_is_on_the_recorded_figure(capsys):
-    rows = [{"op": "conv", "precision": "fp16", "recorded_us": 21.0, "harness_us": 19.0, "ratio": 1.0},
-            {"op": "conv", "precision": "fp16", "recorded_us": 19.0, "harness_us": 21.0, "ratio": 2.0}]
+    rows = [
+        {"op": "conv", "precision": "fp16", "recorded_us": 21.0, "harness_us": 19.0, "ratio": 1.0},
+        {"op": "conv", "precision": "fp16", "recorded_us": 19.0, "harness_us": 21.0, "ratio": 2.0},
+    ]
     summaries, ok = sbs.summarize(rows)
     assert summaries[0]["compared"] == 1 and ok
     assert "SUMMARY conv fp16: 1 parts" in capsys.readouterr().out
@@ -103,8 +116,14 @@ CALL_065 = {"transa": "N", "transb": "N", "m": 512, "n": 6000, "k": 2816, "lda":
 def test_turns_alternate_which_side_goes_first_and_rows_take_both_sides_medians(tmp_path, capsys, monkeypatch):
     folder = tmp_path / "run"
     write_run(folder, [gemm_result("gemm/inference_server/065", "fp16", CALL_065, samples_us=30.0)])
-    plan = Plan(run_id="r", suite="inference-server", platform="nvidia", backend="nvidia",
-                settings=Settings(kernel_time=False), items=())
+    plan = Plan(
+        run_id="r",
+        suite="inference-server",
+        platform="nvidia",
+        backend="nvidia",
+        settings=Settings(kernel_time=False),
+        items=(),
+    )
     (folder / PLAN_FILE).write_text(plan.model_dump_json())
     order: list[str] = []
     harness = iter([(30.0, 1500.0), (31.0, 1450.0), (29.0, 1520.0)])

@@ -34,8 +34,9 @@ from deepbench.kernels.suites import suite_kernels
 
 from .conftest import run_cli
 
-SETTINGS = Settings(mode="fast", target_rel_precision=0.05, min_samples=3, max_samples=50, time_cap_s=0.05,
-                    min_sample_s=0.0005)
+SETTINGS = Settings(
+    mode="fast", target_rel_precision=0.05, min_samples=3, max_samples=50, time_cap_s=0.05, min_sample_s=0.0005
+)
 # Lines per AI Matrix file (the data file keeps every line) and the sweeps of test_rnn_ops.sh.
 AI_MATRIX_LINES = {"conv": 109, "fc": 9, "pool": 24, "normal": 77, "active": 96}
 RNN_SWEEP = 2 * 2 * 10  # batch 16, 32 x sequence 32, 64 x units 256..2560 by 256
@@ -49,10 +50,15 @@ def layers() -> list:
 
 def test_suite_holds_every_ai_matrix_line_with_stable_unique_ids(layers) -> None:
     counts = Counter(k.op for k in layers)
-    assert counts == {"conv": AI_MATRIX_LINES["conv"], "gemm": AI_MATRIX_LINES["fc"], "rnn": 2 * RNN_SWEEP,
-                      "pooling": 2 * AI_MATRIX_LINES["pool"], "batch_norm": AI_MATRIX_LINES["normal"],
-                      "activation": AI_MATRIX_ACTIVATIONS * AI_MATRIX_LINES["active"],
-                      "softmax": AI_MATRIX_LINES["active"]}
+    assert counts == {
+        "conv": AI_MATRIX_LINES["conv"],
+        "gemm": AI_MATRIX_LINES["fc"],
+        "rnn": 2 * RNN_SWEEP,
+        "pooling": 2 * AI_MATRIX_LINES["pool"],
+        "batch_norm": AI_MATRIX_LINES["normal"],
+        "activation": AI_MATRIX_ACTIVATIONS * AI_MATRIX_LINES["active"],
+        "softmax": AI_MATRIX_LINES["active"],
+    }
     assert len({k.id for k in layers}) == len(layers) and all(k.set == "layers" for k in layers)
     assert layers[0].id == "conv/layers/000"
     assert kernels_sha256(layers) == kernels_sha256(suite_kernels("layers"))  # the frozen hash is reproducible
@@ -86,8 +92,24 @@ def test_known_layers_are_in_the_suite(layers) -> None:
 @pytest.mark.slow
 def test_small_layers_run_on_the_cpu_with_checks(tmp_path) -> None:
     out = tmp_path / "layers"
-    proc = run_cli("deepbench-run", "--local", "--suite", "layers", "--ops", "gemm,batch_norm,pooling",
-                   "--where", "n=1", "--limit", "2", "--fast", "--time-cap", "0.05", "--quiet", "--out", str(out))
+    proc = run_cli(
+        "deepbench-run",
+        "--local",
+        "--suite",
+        "layers",
+        "--ops",
+        "gemm,batch_norm,pooling",
+        "--where",
+        "n=1",
+        "--limit",
+        "2",
+        "--fast",
+        "--time-cap",
+        "0.05",
+        "--quiet",
+        "--out",
+        str(out),
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
     results = read_results(out / "results.jsonl")
     assert Counter(r.kernel.op for r in results) == {"gemm": 2, "batch_norm": 2, "pooling": 2}
@@ -95,6 +117,7 @@ def test_small_layers_run_on_the_cpu_with_checks(tmp_path) -> None:
 
 
 # --- element-wise and batched GEMM ---------------------------------------------------------------
+
 
 def test_elementwise_costs_and_broadcast_rule() -> None:
     k = ElementwiseKernel(set="model", index=0, function="mul", elements=4096, a_elements=4096, b_elements=64)
@@ -130,8 +153,15 @@ class _Attention(torch.nn.Module):
 def test_bmm_and_adds_map_to_kernels() -> None:
     b, h, s, d = 2, 3, 16, 8
     ops = capture(_Attention(), torch.empty(b, h, s, d, device="meta"))
-    ds = OperatorDataset(model="toy", source="test", batch=b, input_shape=(b, h, s, d), parameters=0,
-                         torch_version=torch.__version__, operators=tuple(ops))
+    ds = OperatorDataset(
+        model="toy",
+        source="test",
+        batch=b,
+        input_shape=(b, h, s, d),
+        parameters=0,
+        torch_version=torch.__version__,
+        operators=tuple(ops),
+    )
     kernels, unmapped = dataset_kernels(ds)
     assert unmapped == []
     bmms = {(k.batch, k.m, k.n, k.k) for k in kernels if isinstance(k, BatchedGemmKernel)}
@@ -148,14 +178,29 @@ def test_bmm_and_adds_map_to_kernels() -> None:
 @pytest.mark.slow
 def test_model_suite_runs_elementwise_on_the_cpu(tmp_path) -> None:
     out = tmp_path / "bert"
-    proc = run_cli("deepbench-run", "--local", "--suite", "model:bert-base", "--batch", "1", "--fast",
-                   "--time-cap", "0.05", "--ops", "elementwise", "--quiet", "--out", str(out))
+    proc = run_cli(
+        "deepbench-run",
+        "--local",
+        "--suite",
+        "model:bert-base",
+        "--batch",
+        "1",
+        "--fast",
+        "--time-cap",
+        "0.05",
+        "--ops",
+        "elementwise",
+        "--quiet",
+        "--out",
+        str(out),
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
     (r,) = read_results(out / "results.jsonl")
     assert r.status is Status.OK and r.check.passed and r.kernel.count == 26 and r.gbps > 0
 
 
 # --- named SDPA kernels ---------------------------------------------------------------------------
+
 
 def test_named_sdpa_backends_time_or_say_why() -> None:
     """On the CPU only the math kernel and PyTorch's CPU flash kernel exist: the others must come
@@ -165,8 +210,9 @@ def test_named_sdpa_backends_time_or_say_why() -> None:
     ref = torch.softmax(q.double() @ k.double().transpose(-1, -2) / math.sqrt(16), -1) @ v.double()
     check = lambda y: verdict(relative_error(y, ref), Precision.FP32, "reference-fp64")  # noqa: E731
     call = lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v)  # noqa: E731
-    entries = attention.time_named_backends(TorchBackend(SETTINGS), stop_rule(SETTINGS), call, check, 1.0, 1.0,
-                                            Precision.FP32)
+    entries = attention.time_named_backends(
+        TorchBackend(SETTINGS), stop_rule(SETTINGS), call, check, 1.0, 1.0, Precision.FP32
+    )
     assert set(entries) == {"fwd_flash", "fwd_efficient", "fwd_cudnn", "fwd_math"}
     assert entries["fwd_math"]["status"] == "ok" and entries["fwd_math"]["check"]["passed"]
     assert entries["fwd_math"]["time_us"]["median"] > 0

@@ -15,8 +15,9 @@ import pytest
 
 from .conftest import REPO
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0 and not os.environ.get("CI"),
-                                reason="mounts need root (CI runs as root)")
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0 and not os.environ.get("CI"), reason="mounts need root (CI runs as root)"
+)
 
 SCRIPT = REPO / "images" / "tools" / "local-base.sh"
 NAME = "deepbench-test/local-base-never-built:none"
@@ -32,7 +33,7 @@ mount --bind "$HOST_DIR" "$last/host"
 echo "W: Failure trying to run: chroot $last mount -t proc proc /proc (fork: Resource temporarily unavailable)"
 exit 1
 """
-FAILING_UMOUNT = "#!/bin/sh\necho \"umount: $*: target is busy\" >&2\nexit 32\n"
+FAILING_UMOUNT = '#!/bin/sh\necho "umount: $*: target is busy" >&2\nexit 32\n'
 
 
 def _mounts_under(root: str) -> list[str]:

@@ -75,8 +75,21 @@ def test_gpu_model_suites_plan_the_whole_model_per_precision() -> None:
 @pytest.mark.slow
 def test_torch_runs_the_whole_model_beside_its_operators(tmp_path: Path) -> None:
     out = tmp_path / "torch"
-    proc = run_cli("deepbench-run", "--local", "--suite", "model:resnet50", "--batch", "1", "--ops", "model,pooling",
-                   "--precision", "fp32,int8", *FAST, "--out", str(out))
+    proc = run_cli(
+        "deepbench-run",
+        "--local",
+        "--suite",
+        "model:resnet50",
+        "--batch",
+        "1",
+        "--ops",
+        "model,pooling",
+        "--precision",
+        "fp32,int8",
+        *FAST,
+        "--out",
+        str(out),
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "Whole model" in proc.stdout and "items/s" in proc.stdout
     results = read_results(out / "results.jsonl")
@@ -94,8 +107,11 @@ def test_torch_runs_the_whole_model_beside_its_operators(tmp_path: Path) -> None
     pools = [x for x in results if x.kernel.op == "pooling" and x.precision.name.value == "fp32"]
     assert len(pools) == 2 and all(x.status is Status.OK for x in pools)
     op_sum = sum(fwd_us(x) * x.kernel.count for x in pools)
-    assert (fp32.whole_us, fp32.operator_sum_us, fp32.operators_measured) == (pytest.approx(fwd_us(r)),
-                                                                              pytest.approx(op_sum), 2)
+    assert (fp32.whole_us, fp32.operator_sum_us, fp32.operators_measured) == (
+        pytest.approx(fwd_us(r)),
+        pytest.approx(op_sum),
+        2,
+    )
     assert fp32.ratio == pytest.approx(op_sum / fwd_us(r)) and fp32.throughput_per_s == pytest.approx(1e6 / fwd_us(r))
     assert (fp32.batch, fp32.seq, fp32.whole_status) == (1, None, "ok")
     assert levels["int8"].whole_us is None and levels["int8"].ratio is None and levels["int8"].throughput_per_s is None
@@ -105,8 +121,23 @@ def test_torch_runs_the_whole_model_beside_its_operators(tmp_path: Path) -> None
 @pytest.mark.slow
 def test_onnxruntime_runs_the_exported_whole_model(tmp_path: Path) -> None:
     out = tmp_path / "ort"
-    proc = run_cli("deepbench-run", "--local", "--suite", "model:resnet50", "--batch", "1", "--ops", "model",
-                   "--backend", "onnxruntime", "--precision", "fp32,fp16,bf16", *FAST, "--out", str(out))
+    proc = run_cli(
+        "deepbench-run",
+        "--local",
+        "--suite",
+        "model:resnet50",
+        "--batch",
+        "1",
+        "--ops",
+        "model",
+        "--backend",
+        "onnxruntime",
+        "--precision",
+        "fp32,fp16,bf16",
+        *FAST,
+        "--out",
+        str(out),
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     results = read_results(out / "results.jsonl")
     for prec in ("fp32", "fp16"):
@@ -134,10 +165,10 @@ def test_backends_without_whole_models_say_why() -> None:
         "item = PlanItem.model_validate_json(sys.argv[1])\n"
         "for name in ('tflite', 'onnxruntime'):\n"
         "    r = run_item(load_backend(name, Settings(threads=1)), item, Settings(threads=1))\n"
-        "    print(json.dumps({'backend': name, 'status': r.status.value, 'reason': r.reason}))\n")
+        "    print(json.dumps({'backend': name, 'status': r.status.value, 'reason': r.reason}))\n"
+    )
     item = PlanItem(kernel=kernel, precision="fp32").model_dump_json()
-    proc = subprocess.run([sys.executable, "-c", script, item], capture_output=True, text=True, timeout=300,
-                          cwd=REPO)
+    proc = subprocess.run([sys.executable, "-c", script, item], capture_output=True, text=True, timeout=300, cwd=REPO)
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = {d["backend"]: d for d in map(json.loads, proc.stdout.splitlines())}
     assert got["tflite"]["status"] == "unsupported" and "litert-torch" in got["tflite"]["reason"]
@@ -146,16 +177,38 @@ def test_backends_without_whole_models_say_why() -> None:
 
 # ----- the arithmetic --------------------------------------------------------------------------
 def test_model_level_is_the_arithmetic_of_its_results() -> None:
-    gemms = [GemmKernel(set="model", index=i, application="toy", count=c, m=m, n=64, k=512, a_t=False, b_t=False)
-             for i, (m, c) in enumerate(((1024, 2), (2048, 1)))]
-    toy = ModelKernel(set="model", index=0, application="toy", count=1, model="toy", batch=8, seq=16,
-                      parameters=1000, fwd_flops=round(4 * sum(g.flops() * g.count for g in gemms)))
-    fixed = lambda us: (lambda direction: [us, us, us])  # noqa: E731
-    results = [result(gemms[0], "fp32", fixed(100.0)), result(gemms[1], "fp32", fixed(150.0)),
-               result(toy, "fp32", fixed(200.0)), result(gemms[0], "fp16", fixed(60.0))]
-    unsupported = KernelResult(id="model/model/000/fp16", kernel=toy, precision=PRECISIONS[Precision.FP16],
-                               backend="synthetic", status=Status.UNSUPPORTED, reason="no fp16 here", started_at=T0,
-                               ended_at=T0)
+    gemms = [
+        GemmKernel(set="model", index=i, application="toy", count=c, m=m, n=64, k=512, a_t=False, b_t=False)
+        for i, (m, c) in enumerate(((1024, 2), (2048, 1)))
+    ]
+    toy = ModelKernel(
+        set="model",
+        index=0,
+        application="toy",
+        count=1,
+        model="toy",
+        batch=8,
+        seq=16,
+        parameters=1000,
+        fwd_flops=round(4 * sum(g.flops() * g.count for g in gemms)),
+    )
+    fixed = lambda us: lambda direction: [us, us, us]  # noqa: E731
+    results = [
+        result(gemms[0], "fp32", fixed(100.0)),
+        result(gemms[1], "fp32", fixed(150.0)),
+        result(toy, "fp32", fixed(200.0)),
+        result(gemms[0], "fp16", fixed(60.0)),
+    ]
+    unsupported = KernelResult(
+        id="model/model/000/fp16",
+        kernel=toy,
+        precision=PRECISIONS[Precision.FP16],
+        backend="synthetic",
+        status=Status.UNSUPPORTED,
+        reason="no fp16 here",
+        started_at=T0,
+        ended_at=T0,
+    )
     levels = {lv.precision: lv for lv in model_levels([*results, unsupported])}
     fp32, fp16 = levels["fp32"], levels["fp16"]
     assert fp32.operator_sum_us == pytest.approx(2 * 100.0 + 150.0) and fp32.whole_us == pytest.approx(200.0)

@@ -46,8 +46,9 @@ def gemm(index: int, m: int, count: int) -> GemmKernel:
 
 
 def relu(index: int, elements: int, count: int) -> ActivationKernel:
-    return ActivationKernel(set="model", index=index, application="toy", count=count, function="relu",
-                            elements=elements)
+    return ActivationKernel(
+        set="model", index=index, application="toy", count=count, function="relu", elements=elements
+    )
 
 
 def fixed(us: float):
@@ -56,9 +57,11 @@ def fixed(us: float):
 
 def toy_results(scale: dict[str, float]) -> list[KernelResult]:
     """Two GEMMs and a ReLU; each type's per-call time scaled by scale[op]."""
-    return [result(gemm(0, 1024, 2), "fp32", fixed(100.0 * scale["gemm"])),
-            result(gemm(1, 2048, 1), "fp32", fixed(150.0 * scale["gemm"])),
-            result(relu(0, 1 << 20, 3), "fp32", fixed(40.0 * scale["activation"]))]
+    return [
+        result(gemm(0, 1024, 2), "fp32", fixed(100.0 * scale["gemm"])),
+        result(gemm(1, 2048, 1), "fp32", fixed(150.0 * scale["gemm"])),
+        result(relu(0, 1 << 20, 3), "fp32", fixed(40.0 * scale["activation"])),
+    ]
 
 
 def test_departures_flag_reversed_ranking_and_far_ratios() -> None:
@@ -107,8 +110,13 @@ def test_carried_roofline_wins_and_whole_model_rows_are_no_type() -> None:
     part = base.parts[0]
     carried = part.model_copy(update={"info": {"roofline": {"bound": "memory", "bound_us": 25.0, "pct_of_peak": 25.0}}})
     r = base.model_copy(update={"parts": (carried,)})
-    whole = result(ModelKernel(set="model", index=0, application="toy", count=1, model="toy", batch=1,
-                               parameters=1000, fwd_flops=10**9), "fp32", fixed(500.0))  # the whole-model row
+    whole = result(
+        ModelKernel(
+            set="model", index=0, application="toy", count=1, model="toy", batch=1, parameters=1000, fwd_flops=10**9
+        ),
+        "fp32",
+        fixed(500.0),
+    )  # the whole-model row
     assert whole.kernel.op == WHOLE_MODEL_OP
     (rep,) = model_reports([r, whole], ceilings={"tflops_fp32": 1000.0, "gbps_copy": 1000.0})
     (t,) = rep.types
@@ -136,19 +144,34 @@ def test_compare_speedups_ratios_and_flags_synthetic() -> None:
     (bare,) = compare_results(a, b, {}, {"tflops_fp32": 40.0, "gbps_copy": 800.0})
     assert bare.flops_ratio is None and all(not t.flags for t in bare.types) and bare.ratio_note.startswith("A:")
     # a kernel B could not run is named with B's reason
-    failed = KernelResult(id="gemm/model/001/fp32", kernel=gemm(1, 2048, 1), precision=a[1].precision, backend="x",
-                          status=Status.UNSUPPORTED, reason="no such engine", started_at=a[1].started_at,
-                          ended_at=a[1].ended_at)
+    failed = KernelResult(
+        id="gemm/model/001/fp32",
+        kernel=gemm(1, 2048, 1),
+        precision=a[1].precision,
+        backend="x",
+        status=Status.UNSUPPORTED,
+        reason="no such engine",
+        started_at=a[1].started_at,
+        ended_at=a[1].ended_at,
+    )
     (pc2,) = compare_results(a, [b[0], b[2], failed], {}, {})
     assert pc2.only_a == ["gemm/model/001/fp32 (unsupported in B: no such engine)"]
     assert pc2.only_b == ["gemm/model/001/fp32 (ok in A)"]
 
 
 def test_compare_command_on_synthetic_folders(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    a = write_run(tmp_path / "a", toy_results({"gemm": 1.0, "activation": 1.0}), suite="model:toy",
-                  ceilings={"tflops_fp32": 10.0, "gbps_copy": 1000.0})
-    b = write_run(tmp_path / "b", toy_results({"gemm": 0.25, "activation": 1.5}), suite="model:toy",
-                  ceilings={"tflops_fp32": 40.0, "gbps_copy": 800.0})
+    a = write_run(
+        tmp_path / "a",
+        toy_results({"gemm": 1.0, "activation": 1.0}),
+        suite="model:toy",
+        ceilings={"tflops_fp32": 10.0, "gbps_copy": 1000.0},
+    )
+    b = write_run(
+        tmp_path / "b",
+        toy_results({"gemm": 0.25, "activation": 1.5}),
+        suite="model:toy",
+        ceilings={"tflops_fp32": 40.0, "gbps_copy": 800.0},
+    )
     assert main(["models", "compare", str(a), str(b), "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     (pd,) = data["precisions"]
@@ -171,9 +194,11 @@ def cpu_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     fewer: a kernel only A has), and at batch 32 for the comparison with the committed H200 run
     (a few kernels only)."""
     root = tmp_path_factory.mktemp("model-runs")
-    runs = {"a": (["--batch", "1", "--ops", "conv,gemm,model", "--limit", "4"]),
-            "b": (["--batch", "1", "--ops", "conv,gemm", "--limit", "3", "--threads", "1"]),
-            "b32": (["--batch", "32", "--ops", "gemm,activation,batch_norm", "--limit", "1"])}
+    runs = {
+        "a": (["--batch", "1", "--ops", "conv,gemm,model", "--limit", "4"]),
+        "b": (["--batch", "1", "--ops", "conv,gemm", "--limit", "3", "--threads", "1"]),
+        "b32": (["--batch", "32", "--ops", "gemm,activation,batch_norm", "--limit", "1"]),
+    }
     for name, args in runs.items():
         proc = run_cli(*CPU_RUN, *args, "--out", str(root / name))
         assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
@@ -199,8 +224,9 @@ def test_cpu_report_against_its_measured_peaks(cpu_runs: dict[str, Path]) -> Non
     (rep,) = json.loads(run_cli("deepbench", "models", "report", str(cpu_runs["a"]), "--format", "json").stdout)
     assert not rep["peaks_note"] and all(t["pct_peak_flops"] and t["bound"] for t in rep["types"])
     assert {t["op"] for t in rep["types"]} == {"conv", "gemm"}  # the whole-model row is no operator type
-    assert any(r.kernel.op == WHOLE_MODEL_OP and r.status is Status.OK
-               for r in read_results(cpu_runs["a"] / "results.jsonl"))
+    assert any(
+        r.kernel.op == WHOLE_MODEL_OP and r.status is Status.OK for r in read_results(cpu_runs["a"] / "results.jsonl")
+    )
 
 
 @pytest.mark.slow
@@ -223,10 +249,12 @@ def test_compare_two_thread_counts_on_cpu(cpu_runs: dict[str, Path], capsys: pyt
     shown = capsys.readouterr().out
     assert "speed-up" in shown and "only in A (1)" in shown
     # mistakes: one line, exit 2
-    for args, words in (([str(cpu_runs["a"]), str(cpu_runs["b32"])], "different batches"),
-                        ([str(cpu_runs["a"]), str(cpu_runs["a"] / "nothing")], "no results folder"),
-                        ([str(cpu_runs["a"]), str(cpu_runs["b"]), "--precision", "fp16"], "not in both runs"),
-                        ([str(H200_BERT), str(H200_RESNET)], "different models")):
+    for args, words in (
+        ([str(cpu_runs["a"]), str(cpu_runs["b32"])], "different batches"),
+        ([str(cpu_runs["a"]), str(cpu_runs["a"] / "nothing")], "no results folder"),
+        ([str(cpu_runs["a"]), str(cpu_runs["b"]), "--precision", "fp16"], "not in both runs"),
+        ([str(H200_BERT), str(H200_RESNET)], "different models"),
+    ):
         assert main(["models", "compare", *args]) == 2, args
         err = capsys.readouterr().err
         assert words in err and len(err.strip().splitlines()) == 1, err
@@ -244,11 +272,16 @@ def test_h200_report_against_its_measured_peaks() -> None:
             if t.flops:
                 assert t.pct_peak_flops == pytest.approx(100 * t.flops / t.time_us / 1e6 / rep.peak_tflops)
             assert t.pct_peak_bandwidth == pytest.approx(
-                100 * t.min_bytes / t.time_us / 1e3 / run.ceilings["gbps_copy"])
+                100 * t.min_bytes / t.time_us / 1e3 / run.ceilings["gbps_copy"]
+            )
             # the roof is the one the GPU backend wrote into each part
-            carried = sum(p.info["roofline"]["bound_us"] * r.kernel.count for r in run.results
-                          if r.kernel.op == t.op and r.precision.name.value == prec
-                          for p in r.parts if p.direction == "fwd")
+            carried = sum(
+                p.info["roofline"]["bound_us"] * r.kernel.count
+                for r in run.results
+                if r.kernel.op == t.op and r.precision.name.value == prec
+                for p in r.parts
+                if p.direction == "fwd"
+            )
             assert t.roof_us == pytest.approx(carried)
             assert 0 < t.pct_of_roof < 150  # on or under the roof, bar a part the backend measured a little over it
         types = {t.op: t for t in rep.types}

@@ -35,8 +35,13 @@ from deepbench.runner.cli import main, run_main
 
 from .conftest import run_cli
 
-PUBLISHED_PARAMS = {"resnet50": 25_557_032, "vgg16": 138_357_544, "densenet121": 7_978_856,
-                    "bert-base": 109_482_240, "gpt2": 124_439_808}
+PUBLISHED_PARAMS = {
+    "resnet50": 25_557_032,
+    "vgg16": 138_357_544,
+    "densenet121": 7_978_856,
+    "bert-base": 109_482_240,
+    "gpt2": 124_439_808,
+}
 PUBLISHED_GMACS = {"resnet50": 4.09, "vgg16": 15.47, "densenet121": 2.83}  # torchvision docs, per 224x224 image
 LLAMA3_8B_PARAMS = 8_030_261_248
 FLOPS_PER_MAC = 2
@@ -96,8 +101,9 @@ def test_resnet50_known_layers(datasets) -> None:
     ds = datasets["resnet50"]
     first = ds.operators[0]
     assert first.type == "conv" and first.count == 1
-    assert {k: params(first)[k] for k in ("n", "c", "h", "w", "k", "r", "s", "stride_h", "pad_h")} == \
-        dict(n=1, c=3, h=224, w=224, k=64, r=7, s=7, stride_h=2, pad_h=3)
+    assert {k: params(first)[k] for k in ("n", "c", "h", "w", "k", "r", "s", "stride_h", "pad_h")} == dict(
+        n=1, c=3, h=224, w=224, k=64, r=7, s=7, stride_h=2, pad_h=3
+    )
     assert (params(first)["out_h"], params(first)["out_w"]) == (112, 112)
     (fc,) = ds.of_type("gemm")
     assert {k: params(fc)[k] for k in ("m", "n", "k")} == dict(m=1000, n=1, k=2048)
@@ -126,7 +132,7 @@ def test_bert_base_known_layers_and_gemm_flops(datasets) -> None:
     assert not params(attn)["causal"]
     assert ds.calls("layer_norm") == 2 * layers + 1 and ds.calls("embedding") == 3
     encoder = sum(o.total_flops for o in ds.of_type("gemm") if params(o)["n"] == seq)
-    kaplan_n = 12 * layers * hidden ** 2
+    kaplan_n = 12 * layers * hidden**2
     assert encoder == pytest.approx(2 * kaplan_n * seq, rel=TOLERANCE)
 
 
@@ -146,8 +152,9 @@ def test_decoder_models_known_layers(datasets) -> None:
 def test_lstm_lm_runs_as_rnn_kernels(datasets) -> None:
     ds = datasets["lstm-lm"]
     (rnn,) = ds.of_type("rnn")
-    assert {k: params(rnn)[k] for k in ("cell", "hidden", "layers", "timesteps", "batch")} == \
-        dict(cell="lstm", hidden=650, layers=2, timesteps=35, batch=1)
+    assert {k: params(rnn)[k] for k in ("cell", "hidden", "layers", "timesteps", "batch")} == dict(
+        cell="lstm", hidden=650, layers=2, timesteps=35, batch=1
+    )
     kernels, _ = dataset_kernels(ds)
     (lstm,) = [k for k in kernels if isinstance(k, RnnKernel)]
     assert (lstm.hidden, lstm.timesteps, lstm.cell, lstm.count) == (650, 35, "lstm", 2)
@@ -193,12 +200,20 @@ def test_cli_extract_list_and_errors(tmp_path: Path, capsys: pytest.CaptureFixtu
     listing = capsys.readouterr().out
     assert all(name in listing for name in MODELS)
     # user mistakes: one line, exit 2 (in-process: the same entry points, without a torch import per case)
-    for args in (["models", "extract", "alexnet"], ["models", "extract", "bert-base", "--seq", "0"],
-                 ["models", "extract", "resnet50", "--seq", "8"], ["models", "report", str(tmp_path)]):
+    for args in (
+        ["models", "extract", "alexnet"],
+        ["models", "extract", "bert-base", "--seq", "0"],
+        ["models", "extract", "resnet50", "--seq", "8"],
+        ["models", "report", str(tmp_path)],
+    ):
         assert main(args) == 2, args
         assert "error:" in capsys.readouterr().err
-    for args in (["--suite", "train", "--batch", "4"], ["--suite", "model:alexnet"],
-                 ["--suite", "model:resnet50", "--batch", "0"], ["--suite", f"model:{out}", "--batch", "1"]):
+    for args in (
+        ["--suite", "train", "--batch", "4"],
+        ["--suite", "model:alexnet"],
+        ["--suite", "model:resnet50", "--batch", "0"],
+        ["--suite", f"model:{out}", "--batch", "1"],
+    ):
         assert run_main(["--local", "--out", str(tmp_path / "x"), *args]) == 2, args
         assert "error:" in capsys.readouterr().err
 
@@ -206,12 +221,25 @@ def test_cli_extract_list_and_errors(tmp_path: Path, capsys: pytest.CaptureFixtu
 @pytest.mark.slow
 def test_model_suite_runs_and_reports(tmp_path: Path) -> None:
     """The issue's acceptance runs on the CPU: every kernel checked, then the operator report."""
-    for suite, op_types in (("model:resnet50", {"conv", "gemm", "batch_norm", "activation", "pooling", "elementwise"}),
-                            ("model:bert-base", {"gemm", "attention", "norm", "activation", "embedding",
-                                                 "elementwise"})):
+    for suite, op_types in (
+        ("model:resnet50", {"conv", "gemm", "batch_norm", "activation", "pooling", "elementwise"}),
+        ("model:bert-base", {"gemm", "attention", "norm", "activation", "embedding", "elementwise"}),
+    ):
         out = tmp_path / suite.split(":")[1]
-        proc = run_cli("deepbench-run", "--local", "--suite", suite, "--batch", "1", "--fast", "--time-cap", "0.05",
-                       "--quiet", "--out", str(out))
+        proc = run_cli(
+            "deepbench-run",
+            "--local",
+            "--suite",
+            suite,
+            "--batch",
+            "1",
+            "--fast",
+            "--time-cap",
+            "0.05",
+            "--quiet",
+            "--out",
+            str(out),
+        )
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
         results = read_results(out / "results.jsonl")
         assert results and all(r.status is Status.OK and r.check.passed for r in results)
@@ -221,9 +249,12 @@ def test_model_suite_runs_and_reports(tmp_path: Path) -> None:
         assert {t.op for t in report.types} == op_types
         assert sum(t.share for t in report.types) == pytest.approx(1.0)
         assert sum(t.calls for t in report.types) == sum(r.kernel.count for r in results)
-        assert report.total_us == pytest.approx(sum(
-            r.kernel.count * next(p.measurement.stats.median for p in r.parts if p.direction == "fwd")
-            for r in results))
+        assert report.total_us == pytest.approx(
+            sum(
+                r.kernel.count * next(p.measurement.stats.median for p in r.parts if p.direction == "fwd")
+                for r in results
+            )
+        )
         shown = run_cli("deepbench", "models", "report", str(out))
         assert shown.returncode == 0 and "share" in shown.stdout, shown.stderr
         as_json = json.loads(run_cli("deepbench", "models", "report", str(out), "--format", "json").stdout)

@@ -35,8 +35,9 @@ def test_the_fastest_correct_engine_is_chosen_and_wrong_ones_are_listed() -> Non
     es = _engines(4)
     times = {0: 50.0, 1: 20.0, 2: 30.0, 3: 40.0}
     wrong = {1}  # the fastest computes a wrong result
-    choice = choose(es, lambda e, _: times[e.index],
-                    lambda e: _check(e.index not in wrong, 0.5 if e.index in wrong else 0))
+    choice = choose(
+        es, lambda e, _: times[e.index], lambda e: _check(e.index not in wrong, 0.5 if e.index in wrong else 0)
+    )
     assert choice.chosen.index == 2
     rows = {r["engine"]: r for r in choice.table}
     assert rows[es[1].spec]["status"] == "rejected" and "check failed" in rows[es[1].spec]["reason"]
@@ -143,8 +144,13 @@ def test_a_pinned_plan_name_is_found_among_the_heuristics_plans() -> None:
     cudnn = types.SimpleNamespace(heur_mode=types.SimpleNamespace(A="A", FALLBACK="FALLBACK"))
     plans = _Plans([None, "eng49_k2=5_k14=4", "eng49_k0=43_k2=5_k5=4_k14=4"])
     e = conv._pinned(cudnn, plans, "eng49_k0=43_k2=5_k5=4_k14=4")
-    assert (e.index, e.engine_id, e.knobs, e.name, e.workspace) == (2, 49, {"TILE_SIZE": 5},
-                                                                     "eng49_k0=43_k2=5_k5=4_k14=4", 16)
+    assert (e.index, e.engine_id, e.knobs, e.name, e.workspace) == (
+        2,
+        49,
+        {"TILE_SIZE": 5},
+        "eng49_k0=43_k2=5_k5=4_k14=4",
+        16,
+    )
     with pytest.raises(Unsupported, match="no plan named 'eng49_k0=1'"):
         conv._pinned(cudnn, plans, "eng49_k0=1")
 
@@ -155,12 +161,16 @@ def test_candidates_are_told_apart_by_plan_name() -> None:
     pytest.importorskip("torch")
     from deepbench.kernels.backends.cudnn import conv
 
-    cudnn = types.SimpleNamespace(heur_mode=types.SimpleNamespace(A="A", FALLBACK="FALLBACK"),
-                                  behavior_note=types.SimpleNamespace(RUNTIME_COMPILATION="rtc"))
+    cudnn = types.SimpleNamespace(
+        heur_mode=types.SimpleNamespace(A="A", FALLBACK="FALLBACK"),
+        behavior_note=types.SimpleNamespace(RUNTIME_COMPILATION="rtc"),
+    )
     plans = _Plans(["eng49_k2=5_k14=4", None, "eng49_k0=43_k2=5_k5=4_k14=4", "eng49_k2=5_k14=4"])
     found = conv._candidates(cudnn, plans, Precision.FP16, compiled=False)
-    assert [(e.index, e.name, e.rank) for e in found] == [(0, "eng49_k2=5_k14=4", 0),
-                                                          (2, "eng49_k0=43_k2=5_k5=4_k14=4", 1)]
+    assert [(e.index, e.name, e.rank) for e in found] == [
+        (0, "eng49_k2=5_k14=4", 0),
+        (2, "eng49_k0=43_k2=5_k5=4_k14=4", 1),
+    ]
     assert found[0].spec == found[1].spec == "49:TILE_SIZE=5"
 
 
@@ -209,8 +219,9 @@ def _nvidia(monkeypatch: pytest.MonkeyPatch, bindings: bool):
     if bindings:
         monkeypatch.setattr(native, "load_binding", lambda module, package: (types.ModuleType(module), ""))
     else:
-        monkeypatch.setattr(native, "load_binding",
-                            lambda module, package: (None, f"{package} is not installed; {native.INSTALL_HINT}"))
+        monkeypatch.setattr(
+            native, "load_binding", lambda module, package: (None, f"{package} is not installed; {native.INSTALL_HINT}")
+        )
     return nvidia.NvidiaBackend(Settings(device="cpu"))
 
 
@@ -236,12 +247,30 @@ def test_without_the_bindings_pytorch_runs_and_says_why(monkeypatch: pytest.Monk
 
 @pytest.mark.skipif(HAS_NVMATH, reason="nvmath-python is installed here: the backend would need a GPU instead")
 @pytest.mark.parametrize("backend,op", [("cublas", "gemm"), ("cudnn", "conv"), ("cusparse", "sparse_gemm")])
-def test_a_forced_native_backend_without_its_package_says_what_to_install(tmp_path: Path, backend: str,
-                                                                           op: str) -> None:
+def test_a_forced_native_backend_without_its_package_says_what_to_install(
+    tmp_path: Path, backend: str, op: str
+) -> None:
     suite = "inference-server" if op == "sparse_gemm" else "smoke"
     out = tmp_path / "run"
-    proc = run_cli("deepbench-run", "--local", "--backend", backend, "--suite", suite, "--ops", op, "--limit", "1",
-                   "--fast", "--precision", "fp32", "--out", str(out), "--quiet", timeout=300)
+    proc = run_cli(
+        "deepbench-run",
+        "--local",
+        "--backend",
+        backend,
+        "--suite",
+        suite,
+        "--ops",
+        op,
+        "--limit",
+        "1",
+        "--fast",
+        "--precision",
+        "fp32",
+        "--out",
+        str(out),
+        "--quiet",
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert records and all(r["status"] == "unsupported" for r in records)
@@ -255,14 +284,23 @@ def test_server_suite_runs_deepbenchs_precisions_per_operation() -> None:
     nvidia = get_platform("nvidia")
     kernels = [select("inference-server", [op])[0] for op in ("gemm", "conv", "rnn", "sparse_gemm")]
     items = {(i.kernel.op, i.precision) for i in plan_items(kernels, None, nvidia)}
-    assert items == {("gemm", "int8"), ("gemm", "fp16"), ("conv", "int8"), ("conv", "fp16"),
-                     ("rnn", "fp32"), ("rnn", "fp16"), ("sparse_gemm", "fp32"), ("sparse_gemm", "fp16")}
+    assert items == {
+        ("gemm", "int8"),
+        ("gemm", "fp16"),
+        ("conv", "int8"),
+        ("conv", "fp16"),
+        ("rnn", "fp32"),
+        ("rnn", "fp16"),
+        ("sparse_gemm", "fp32"),
+        ("sparse_gemm", "fp16"),
+    }
     recorded = default_precisions(kernels, nvidia)
     assert recorded["inference_server/rnn"] == ("fp32", "fp16")
     # a plan's recorded defaults win over the platform's (a checker re-deriving an older plan)
     old = dict.fromkeys(recorded, ("fp16", "int8"))
     assert {(i.kernel.op, i.precision) for i in plan_items(kernels, None, nvidia, old)} == {
-        (op, p) for op in ("gemm", "conv", "rnn", "sparse_gemm") for p in ("fp16", "int8")}
+        (op, p) for op in ("gemm", "conv", "rnn", "sparse_gemm") for p in ("fp16", "int8")
+    }
 
 
 def test_bad_engine_pins_and_pad_modes_are_usage_errors(tmp_path: Path) -> None:
@@ -276,14 +314,34 @@ def test_bad_engine_pins_and_pad_modes_are_usage_errors(tmp_path: Path) -> None:
 def test_pad_both_reports_the_alignment_penalty(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     out = tmp_path / "run"
-    proc = run_cli("deepbench-run", "--local", "--suite", "train", "--ops", "gemm", "--where", "m=35", "--limit", "1",
-                   "--precision", "fp16", "--fast", "--pad", "both", "--out", str(out), "--quiet", timeout=600)
+    proc = run_cli(
+        "deepbench-run",
+        "--local",
+        "--suite",
+        "train",
+        "--ops",
+        "gemm",
+        "--where",
+        "m=35",
+        "--limit",
+        "1",
+        "--precision",
+        "fp16",
+        "--fast",
+        "--pad",
+        "both",
+        "--out",
+        str(out),
+        "--quiet",
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     record = json.loads((out / "results.jsonl").read_text().splitlines()[0])
     assert record["padding"]  # 35 is off the multiple of 8
     unpadded = record["info"]["unpadded"]
-    assert math.isclose(record["info"]["alignment_penalty"],
-                        unpadded["time_us"]["median"] / record["time_us"]["median"])
+    assert math.isclose(
+        record["info"]["alignment_penalty"], unpadded["time_us"]["median"] / record["time_us"]["median"]
+    )
     assert "raw/padded" in proc.stdout
 
 

@@ -27,19 +27,43 @@ sbs = importlib.util.module_from_spec(spec)
 sys.modules["native_side_by_side"] = sbs  # dataclasses look their module up while the script loads
 spec.loader.exec_module(sbs)
 
-def with_parts(r, infos: dict[str, dict], samples_us: float = 100.0, n: int = 10, calls: int = 50,
-               clocks_mhz: tuple[float, ...] = (), **update):
+
+def with_parts(
+    r,
+    infos: dict[str, dict],
+    samples_us: float = 100.0,
+    n: int = 10,
+    calls: int = 50,
+    clocks_mhz: tuple[float, ...] = (),
+    **update,
+):
     """The synthetic result with each direction's info replaced and its samples set to n x samples_us
     (validated again, as a results.jsonl reader would)."""
     parts = []
     for p in r.parts:
-        m = Measurement.of([samples_us] * n, method="cuda-graph-events", calls_per_sample=calls, warmup_calls=0,
-                           stop_reason="converged", target_rel_precision=0.01, clocks_mhz=clocks_mhz)
-        parts.append(PartResult(direction=p.direction, measurement=m, flops=p.flops, min_bytes=p.min_bytes,
-                                check=p.check, info=infos.get(p.direction, {})))
+        m = Measurement.of(
+            [samples_us] * n,
+            method="cuda-graph-events",
+            calls_per_sample=calls,
+            warmup_calls=0,
+            stop_reason="converged",
+            target_rel_precision=0.01,
+            clocks_mhz=clocks_mhz,
+        )
+        parts.append(
+            PartResult(
+                direction=p.direction,
+                measurement=m,
+                flops=p.flops,
+                min_bytes=p.min_bytes,
+                check=p.check,
+                info=infos.get(p.direction, {}),
+            )
+        )
     total = TimeStats.total(p.measurement.stats for p in parts)
-    return KernelResult.model_validate({**r.model_dump(), "parts": [p.model_dump() for p in parts],
-                                        "time_us": total.model_dump(), **update})
+    return KernelResult.model_validate(
+        {**r.model_dump(), "parts": [p.model_dump() for p in parts], "time_us": total.model_dump(), **update}
+    )
 
 
 def gemm_result(kid: str, precision: str, call: dict, backend: str = "cublas", **kw):
@@ -49,8 +73,13 @@ def gemm_result(kid: str, precision: str, call: dict, backend: str = "cublas", *
 
 def cudnn_info(plan: str, candidates: list[tuple[str, str]]) -> dict:
     """A cuDNN record choosing `plan` among (plan name, status) candidates."""
-    return {"cudnn": {"engine": plan.removeprefix("eng").split("_")[0], "plan_name": plan,
-                      "candidates": [{"plan_name": e, "rank": i, "status": s} for i, (e, s) in enumerate(candidates)]}}
+    return {
+        "cudnn": {
+            "engine": plan.removeprefix("eng").split("_")[0],
+            "plan_name": plan,
+            "candidates": [{"plan_name": e, "rank": i, "status": s} for i, (e, s) in enumerate(candidates)],
+        }
+    }
 
 
 def test_gemm_line_is_the_padded_blas_call_with_the_harness_seconds():
@@ -72,16 +101,21 @@ def test_gemm_line_is_the_padded_blas_call_with_the_harness_seconds():
 def test_gemm_int8_at_n1_and_math_mode_by_backend():
     call = {"transa": "N", "transb": "N", "m": 7680, "n": 1, "k": 2560, "lda": 7680, "ldb": 2560, "ldc": 7680}
     assert sbs.gemm_problem(gemm_result("gemm/inference_server/008", "int8", call)).line.startswith(
-        "int8 N N 7680 1 2560 ")
+        "int8 N N 7680 1 2560 "
+    )
     # The PyTorch backend forbids fp16/bf16 split-K reductions in fp16; gemm_loop is told so.
-    assert sbs.gemm_problem(gemm_result("gemm/inference_server/008", "fp16", call, backend="torch")
-                            ).line.endswith(" strict")
+    assert sbs.gemm_problem(gemm_result("gemm/inference_server/008", "fp16", call, backend="torch")).line.endswith(
+        " strict"
+    )
 
 
-@pytest.mark.parametrize("call, why", [
-    ({"transa": "N", "transb": "N", "m": 64, "n": 1, "k": 1216}, "no lda/ldb/ldc"),
-    ({"transa": "T", "transb": "N", "m": 64, "n": 1, "k": 1216, "lda": 64, "ldb": 1216, "ldc": 64}, "differ"),
-])
+@pytest.mark.parametrize(
+    "call, why",
+    [
+        ({"transa": "N", "transb": "N", "m": 64, "n": 1, "k": 1216}, "no lda/ldb/ldc"),
+        ({"transa": "T", "transb": "N", "m": 64, "n": 1, "k": 1216, "lda": 64, "ldb": 1216, "ldc": 64}, "differ"),
+    ],
+)
 def test_gemm_records_the_loop_cannot_reproduce_are_skipped_with_a_note(call, why):
     problems, notes = sbs.build_problems([gemm_result("gemm/inference_device/003", "fp32", call)], 0.1)
     assert problems == [] and len(notes) == 1 and why in notes[0]
@@ -94,9 +128,15 @@ def test_conv_lines_apply_padding_and_pin_the_plan_by_its_name():
     # conv/train/017 (c = 3) in fp16: DeepBench padded c to 8; k = 64 already a multiple.
     r = result(by_id()["conv/train/017"], "fp16", lambda d: [1.0])
     infos = {
-        "fwd": cudnn_info("eng49_k0=43_k2=5_k5=4_k14=4", [("eng7", "passed"), ("eng49_k2=5_k5=4", "unchecked"),
-                                                         ("eng49_k0=43_k2=5_k5=4_k14=4", "chosen"),
-                                                         ("eng61", "rejected")]),
+        "fwd": cudnn_info(
+            "eng49_k0=43_k2=5_k5=4_k14=4",
+            [
+                ("eng7", "passed"),
+                ("eng49_k2=5_k5=4", "unchecked"),
+                ("eng49_k0=43_k2=5_k5=4_k14=4", "chosen"),
+                ("eng61", "rejected"),
+            ],
+        ),
         "bwd_data": cudnn_info("eng1", [("eng1", "chosen")]),
         "bwd_filter": cudnn_info("eng12_k12=7", [("eng12_k12=7", "chosen")]),
     }
@@ -108,8 +148,12 @@ def test_conv_lines_apply_padding_and_pin_the_plan_by_its_name():
     assert fwd.line == f"fp16 fwd {shape} eng49_k0=43_k2=5_k5=4_k14=4 {sbs.MIN_SECONDS:.3f}"
     assert fwd.candidates_line == f"fp16 fwd {shape} - 0.250"
     statuses = {e: fwd.status(e) for e in fwd.candidates}
-    assert statuses == {"eng7": "passed", "eng49_k2=5_k5=4": "unchecked", "eng49_k0=43_k2=5_k5=4_k14=4": "chosen",
-                        "eng61": "rejected"}
+    assert statuses == {
+        "eng7": "passed",
+        "eng49_k2=5_k5=4": "unchecked",
+        "eng49_k0=43_k2=5_k5=4_k14=4": "chosen",
+        "eng61": "rejected",
+    }
     assert fwd.status("eng99") == sbs.NOT_LISTED
     assert bwd_data.line.split()[13] == "eng1" and bwd_filter.line.split()[13] == "eng12_k12=7"
     for p in problems:
@@ -124,16 +168,23 @@ def test_find_first_runs_every_directions_candidates_before_its_pinned_plan():
     direction under --min-us runs its candidates (the harness raced them) but is neither pinned nor
     compared."""
     r = result(by_id()["conv/train/017"], "fp16", lambda d: [1.0])
-    infos = {d: cudnn_info(f"eng{i}_k2=1", [(f"eng{i}_k2=1", "chosen")]) for i, d in
-             enumerate(("fwd", "bwd_data", "bwd_filter"))}
+    infos = {
+        d: cudnn_info(f"eng{i}_k2=1", [(f"eng{i}_k2=1", "chosen")])
+        for i, d in enumerate(("fwd", "bwd_data", "bwd_filter"))
+    }
     short = with_parts(r, infos, samples_us=10.0, padding={"c": 8})
     long_ = with_parts(r, infos, samples_us=40.0, padding={"c": 8})
     problems, _ = sbs.build_problems([long_], 0.01, min_us=20.0, find_first=True)
     _, conv = sbs.loop_inputs(problems, find_first=True)
     shape = "8 8 224 224 64 3 3 1 1 1 1"
-    assert conv == [f"fp16 fwd {shape} - 0.010", f"fp16 fwd {shape} eng0_k2=1 {sbs.MIN_SECONDS:.3f}",
-                    f"fp16 bwd_data {shape} - 0.010", f"fp16 bwd_data {shape} eng1_k2=1 {sbs.MIN_SECONDS:.3f}",
-                    f"fp16 bwd_filter {shape} - 0.010", f"fp16 bwd_filter {shape} eng2_k2=1 {sbs.MIN_SECONDS:.3f}"]
+    assert conv == [
+        f"fp16 fwd {shape} - 0.010",
+        f"fp16 fwd {shape} eng0_k2=1 {sbs.MIN_SECONDS:.3f}",
+        f"fp16 bwd_data {shape} - 0.010",
+        f"fp16 bwd_data {shape} eng1_k2=1 {sbs.MIN_SECONDS:.3f}",
+        f"fp16 bwd_filter {shape} - 0.010",
+        f"fp16 bwd_filter {shape} eng2_k2=1 {sbs.MIN_SECONDS:.3f}",
+    ]
     problems, _ = sbs.build_problems([short], 0.01, min_us=20.0, find_first=True)
     assert [p.compared for p in problems] == [False] * 3
     assert sbs.loop_inputs(problems, find_first=True)[1] == conv[::2]  # candidates only
@@ -162,8 +213,11 @@ def test_conv_without_a_plan_name_is_skipped_with_a_note():
 def conv_problem() -> sbs.Problem:
     """conv/train/017 in fp16, its forward direction (the only one with a cuDNN record)."""
     r = result(by_id()["conv/train/017"], "fp16", lambda d: [1.0])
-    infos = {"fwd": cudnn_info("eng34_k2=1", [("eng7", "rejected"), ("eng34_k2=1", "chosen"),
-                                              ("eng12", "unchecked"), ("eng40", "passed")])}
+    infos = {
+        "fwd": cudnn_info(
+            "eng34_k2=1", [("eng7", "rejected"), ("eng34_k2=1", "chosen"), ("eng12", "unchecked"), ("eng40", "passed")]
+        )
+    }
     r = with_parts(r, infos, samples_us=50.0, padding={"c": 8})
     return sbs.build_problems([r], 0.1)[0][0]
 
@@ -172,11 +226,11 @@ def test_conv_rows_compare_with_the_better_native_figure_and_the_fastest_unrejec
     p = conv_problem()
     prefix = " ".join(p.candidates_line.split())
     out = [
-        f"{p.line} 34 2=1 eng34_k2=1 48.0000 47.5000",          # the pinned engine: graph better
-        f"{prefix} 7 - eng7 30.0000 29.0000",                   # fastest, but the harness rejected it
-        f"{prefix} 34 2=1 eng34_k2=1 48.0000 nan",              # chosen: graph not capturable -> host loop
+        f"{p.line} 34 2=1 eng34_k2=1 48.0000 47.5000",  # the pinned engine: graph better
+        f"{prefix} 7 - eng7 30.0000 29.0000",  # fastest, but the harness rejected it
+        f"{prefix} 34 2=1 eng34_k2=1 48.0000 nan",  # chosen: graph not capturable -> host loop
         f"{prefix} 12 - eng12 error execute: CUDNN_STATUS_EXECUTION_FAILED",
-        f"{prefix} 40 - eng40 46.0000 47.0000",                 # fastest the harness did not reject
+        f"{prefix} 40 - eng40 46.0000 47.0000",  # fastest the harness did not reject
     ]
     row = sbs.make_row(p, {}, sbs.parse_conv_output(out))
     assert row["native_us"] == 48.0 and row["native_graph_us"] == 47.5 and row["native_best_us"] == 47.5
@@ -227,12 +281,15 @@ def test_clocks_turn_a_ratio_into_cycles_and_older_loops_still_parse(capsys):
     assert "CLOCKS gemm fp16: 1 parts with both clocks, 1 timed at clocks more than 2% apart" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize(("span_s", "info", "rest_s"), [
-    (0.3, {"clock_settle": {"seconds": 0.05}}, 0.2),    # 0.3 s less 0.05 s measured, less 0.05 s settling
-    (31.0, {"device_warm_up": {"seconds": 30.9}}, 0.05),  # the first kernel's warm-up kept the GPU busy
-    (0.04, {}, 0.0),                                     # never below zero
-    (9.0, {}, sbs.MAX_REST_S),                           # nor above the cap
-])
+@pytest.mark.parametrize(
+    ("span_s", "info", "rest_s"),
+    [
+        (0.3, {"clock_settle": {"seconds": 0.05}}, 0.2),  # 0.3 s less 0.05 s measured, less 0.05 s settling
+        (31.0, {"device_warm_up": {"seconds": 30.9}}, 0.05),  # the first kernel's warm-up kept the GPU busy
+        (0.04, {}, 0.0),  # never below zero
+        (9.0, {}, sbs.MAX_REST_S),  # nor above the cap
+    ],
+)
 def test_rest_as_harness_is_the_kernels_time_outside_its_measurement(span_s, info, rest_s):
     call = {"transa": "N", "transb": "N", "m": 512, "n": 6000, "k": 2048, "lda": 512, "ldb": 2048, "ldc": 512}
     r = gemm_result("gemm/inference_server/066", "fp16", call)  # 10 samples x 100 us x 50 calls: 0.05 s
@@ -245,8 +302,10 @@ def test_rest_as_harness_is_the_kernels_time_outside_its_measurement(span_s, inf
 def test_summary_counts_against_issue_20s_bounds(capsys):
     rows = [{"op": "gemm", "precision": "fp16", "harness_us": 100.0, "ratio": x} for x in (1.0, 1.04, 0.96, 1.3)]
     rows += [{"op": "gemm", "precision": "fp16", "harness_us": 5.0, "ratio": 2.0}]  # under MIN_US: not counted
-    rows += [{"op": "conv", "precision": "int8", "harness_us": 30.0, "ratio": 1.0, "chosen_over_fastest": x}
-             for x in (1.0, 1.08)]
+    rows += [
+        {"op": "conv", "precision": "int8", "harness_us": 30.0, "ratio": 1.0, "chosen_over_fastest": x}
+        for x in (1.0, 1.08)
+    ]
     summaries, ok = sbs.summarize(rows)
     gemm = next(s for s in summaries if s["op"] == "gemm")
     assert (gemm["compared"], gemm["within"], gemm["outside"], gemm["max"]) == (4, 3, 1, 1.3)
@@ -258,9 +317,11 @@ def test_summary_counts_against_issue_20s_bounds(capsys):
 
 def test_dry_run_prints_the_loops_input_without_a_gpu(tmp_path, capsys):
     call = {"transa": "N", "transb": "T", "m": 4096, "n": 7136, "k": 4096, "lda": 4096, "ldb": 7136, "ldc": 4096}
-    conv = with_parts(result(by_id()["conv/train/017"], "fp16", lambda d: [1.0]),
-                      {d: cudnn_info("eng34_k2=1", [("eng34_k2=1", "chosen")]) for d in
-                       ("fwd", "bwd_data", "bwd_filter")}, padding={"c": 8})
+    conv = with_parts(
+        result(by_id()["conv/train/017"], "fp16", lambda d: [1.0]),
+        {d: cudnn_info("eng34_k2=1", [("eng34_k2=1", "chosen")]) for d in ("fwd", "bwd_data", "bwd_filter")},
+        padding={"c": 8},
+    )
     folder = write_run(tmp_path / "run", [gemm_result("gemm/train/043", "fp16", call, padding={"n": 7136}), conv])
     assert sbs.main([str(folder), "--dry-run", "--bin", str(tmp_path / "none")]) == 0
     out = capsys.readouterr().out
@@ -317,14 +378,18 @@ def fake_loops(folder: Path, gemm: str = FAKE_GEMM) -> Path:
 
 def test_a_run_reads_the_loops_and_writes_rows_that_merge(tmp_path, capsys, monkeypatch):
     call = {"transa": "N", "transb": "T", "m": 4096, "n": 7136, "k": 4096, "lda": 4096, "ldb": 7136, "ldc": 4096}
-    conv = with_parts(result(by_id()["conv/train/017"], "fp16", lambda d: [1.0]),
-                      {"fwd": cudnn_info("eng34_k2=1", [("eng7", "unchecked"), ("eng34_k2=1", "chosen")])},
-                      samples_us=40.0, padding={"c": 8})
+    conv = with_parts(
+        result(by_id()["conv/train/017"], "fp16", lambda d: [1.0]),
+        {"fwd": cudnn_info("eng34_k2=1", [("eng7", "unchecked"), ("eng34_k2=1", "chosen")])},
+        samples_us=40.0,
+        padding={"c": 8},
+    )
     gemm = gemm_result("gemm/train/043", "fp16", call, padding={"n": 7136})
     folder = write_run(tmp_path / "run", [gemm, conv])
     out_json = tmp_path / "rows.json"
-    code = sbs.main([str(folder), "--bin", str(fake_loops(tmp_path / "bin")), "--json", str(out_json),
-                     "--warm-up", "1"])
+    code = sbs.main(
+        [str(folder), "--bin", str(fake_loops(tmp_path / "bin")), "--json", str(out_json), "--warm-up", "1"]
+    )
     data = json.loads(out_json.read_text())
     assert data["versions"] == {"cublas": "13.0.2", "cudnn": "91900"}
     gemm_row, conv_row = data["rows"]

@@ -37,14 +37,17 @@ T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
 
 def snap(at: float, busy: float, own: float, load: float = 0.1, gpus: tuple = (), **cpu) -> Snapshot:
-    return Snapshot(at=T0 + timedelta(seconds=at), cpu=CpuState(load_avg=(load, load, load), **cpu), gpus=gpus,
-                    busy_s=busy, own_s=own)
+    return Snapshot(
+        at=T0 + timedelta(seconds=at),
+        cpu=CpuState(load_avg=(load, load, load), **cpu),
+        gpus=gpus,
+        busy_s=busy,
+        own_s=own,
+    )
 
 
 def test_busy_seconds_counts_only_the_runs_cpus() -> None:
-    stat = ("cpu  100 0 100 1000 0 0 0 0 0 0\n"
-            "cpu0 10 0 10 500 7 0 0 0 0 0\n"
-            "cpu1 90 5 90 500 0 1 2 3 0 0\n")
+    stat = "cpu  100 0 100 1000 0 0 0 0 0 0\ncpu0 10 0 10 500 7 0 0 0 0 0\ncpu1 90 5 90 500 0 1 2 3 0 0\n"
     tick = os.sysconf("SC_CLK_TCK")
     assert busy_seconds((0,), stat) == 20 / tick  # iowait (7) is idle time
     assert busy_seconds((1,), stat) == 191 / tick
@@ -89,9 +92,10 @@ class FakeNvml:
     NVML_TEMPERATURE_GPU = 0
 
     def __init__(self, own_pid: int) -> None:
-        self.procs = {0: [SimpleNamespace(pid=own_pid, usedGpuMemory=2 << 30),
-                          SimpleNamespace(pid=4242, usedGpuMemory=None)],
-                      1: []}
+        self.procs = {
+            0: [SimpleNamespace(pid=own_pid, usedGpuMemory=2 << 30), SimpleNamespace(pid=4242, usedGpuMemory=None)],
+            1: [],
+        }
 
     def nvmlDeviceGetCount(self) -> int:
         return 2
@@ -146,8 +150,18 @@ def test_a_run_beside_a_busy_core_warns_and_records_it(tmp_path: Path) -> None:
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
         out = tmp_path / "run"
-        p = run_cli("deepbench-run", "--local", "--suite", "smoke", "--ops", "gemm,conv", "--fast", "--out", str(out),
-                    timeout=600)
+        p = run_cli(
+            "deepbench-run",
+            "--local",
+            "--suite",
+            "smoke",
+            "--ops",
+            "gemm,conv",
+            "--fast",
+            "--out",
+            str(out),
+            timeout=600,
+        )
     finally:
         busy.kill()
         busy.wait()
@@ -170,14 +184,20 @@ def test_compare_names_the_side_measured_on_a_loaded_machine(tmp_path: Path) -> 
     quiet = write_run(tmp_path / "quiet", [result(k, "fp32", noisy(k, 1.0, 0.01, 10, rng)) for k in ks])
     busy = write_run(tmp_path / "busy", [result(k, "fp32", noisy(k, 1.3, 0.01, 10, rng)) for k in ks])
     record = json.loads((busy / RUN_FILE).read_text())
-    noise = NoiseRecord(before=snap(0, 0, 0), after=snap(10, 30, 10), cpus=(0, 1), others_cpu_cores=2.0,
-                        warnings=("other processes kept 2.00 CPU cores busy on average during the run",))
+    noise = NoiseRecord(
+        before=snap(0, 0, 0),
+        after=snap(10, 30, 10),
+        cpus=(0, 1),
+        others_cpu_cores=2.0,
+        warnings=("other processes kept 2.00 CPU cores busy on average during the run",),
+    )
     record["noise"] = noise.model_dump(mode="json")
     (busy / RUN_FILE).write_text(json.dumps(record))
     for fmt in ("table", "md", "html"):
         out = tmp_path / f"cmp.{fmt}"
-        p = run_cli("deepbench", "compare", str(quiet), str(busy), "--format", fmt, "--out", str(out),
-                    env={"COLUMNS": "160"})
+        p = run_cli(
+            "deepbench", "compare", str(quiet), str(busy), "--format", fmt, "--out", str(out), env={"COLUMNS": "160"}
+        )
         assert p.returncode == 0, p.stderr
         text = " ".join(out.read_text().split())
         assert "busy was measured on a loaded machine" in text and "quiet was measured" not in text

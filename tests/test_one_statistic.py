@@ -31,7 +31,7 @@ def text_tables(text: str) -> list[list[dict[str, str]]]:
             continue
         headers = [h.strip() for h in lines[i - 1].split(SEP)]
         rows = []
-        for row in lines[i + 1:]:
+        for row in lines[i + 1 :]:
             if SEP not in row:
                 break
             rows.append(dict(zip(headers, (c.strip() for c in row.split(SEP)), strict=False)))
@@ -110,8 +110,11 @@ def test_the_same_median_in_every_view(smoke: tuple[Path, str], tmp_path: Path) 
         assert any(rid in line and f"median {median} us" in line for line in run_output.splitlines()), rid
         end = _rows_of(run_rows, e)
         assert end, rid
-        views = {"report": _rows_of(report_tables_only(report_rows), e), "csv": [r for r in report_csv if
-                 r["operation"] == e.kernel.op and _matches(r, e)], "html": _rows_of(html_rows, e)}
+        views = {
+            "report": _rows_of(report_tables_only(report_rows), e),
+            "csv": [r for r in report_csv if r["operation"] == e.kernel.op and _matches(r, e)],
+            "html": _rows_of(html_rows, e),
+        }
         for view, rows in views.items():
             assert rows and all(r[TIME_HEADER] == median for r in rows), (view, rid, rows)
             assert all(r["status"] == status_text(e) for r in rows), (view, rid)  # marks included
@@ -149,4 +152,4 @@ def _title(e: Entry) -> str:
 
 def _params_match(values: tuple, e: Entry) -> bool:
     params = [("T" if v else "N") if isinstance(v, bool) else v for v in e.kernel.params().values()]
-    return list(values[2:2 + len(params)]) == params
+    return list(values[2 : 2 + len(params)]) == params

@@ -18,8 +18,13 @@ from deepbench.kernels.results_file import read_results
 
 from .conftest import run_cli
 
-SMALL = ["gemm/inference_device/003", "gemm/inference_device/007", "conv/inference_device/012",
-         "rnn/inference_device/001", "rnn/inference_device/002"]
+SMALL = [
+    "gemm/inference_device/003",
+    "gemm/inference_device/007",
+    "conv/inference_device/012",
+    "rnn/inference_device/001",
+    "rnn/inference_device/002",
+]
 
 
 @pytest.fixture(scope="module")
@@ -67,9 +72,27 @@ def test_sparse_is_unsupported_with_a_reason(backend) -> None:
 @pytest.mark.slow
 def test_device_suite_runs_locally(tmp_path: Path) -> None:
     out = tmp_path / "ort"
-    proc = run_cli("deepbench-run", "--local", "--suite", "inference-device", "--backend", "onnxruntime",
-                   "--precision", "fp32,int8", "--ops", "gemm,rnn,sparse_gemm", "--where", "n=1", "--fast",
-                   "--time-cap", "0.05", "--threads", "1", "--out", str(out))
+    proc = run_cli(
+        "deepbench-run",
+        "--local",
+        "--suite",
+        "inference-device",
+        "--backend",
+        "onnxruntime",
+        "--precision",
+        "fp32,int8",
+        "--ops",
+        "gemm,rnn,sparse_gemm",
+        "--where",
+        "n=1",
+        "--fast",
+        "--time-cap",
+        "0.05",
+        "--threads",
+        "1",
+        "--out",
+        str(out),
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
     results = read_results(out / "results.jsonl")
     assert results
@@ -90,35 +113,52 @@ def _layer_kernels() -> dict[str, object]:
 
     common = {"set": "model", "index": 0}
     return {
-        "pooling-max": L.PoolingKernel(**common, mode="max", n=2, c=3, h=12, w=12, r=3, s=3, pad_h=1, pad_w=1,
-                                       stride_h=2, stride_w=2),
-        "pooling-avg-padded": L.PoolingKernel(**common, mode="avg", n=2, c=3, h=9, w=9, r=3, s=3, pad_h=1, pad_w=1,
-                                              stride_h=2, stride_w=2),
-        "pooling-global": L.PoolingKernel(**common, mode="avg", n=2, c=4, h=7, w=7, r=7, s=7, pad_h=0, pad_w=0,
-                                          stride_h=1, stride_w=1),
+        "pooling-max": L.PoolingKernel(
+            **common, mode="max", n=2, c=3, h=12, w=12, r=3, s=3, pad_h=1, pad_w=1, stride_h=2, stride_w=2
+        ),
+        "pooling-avg-padded": L.PoolingKernel(
+            **common, mode="avg", n=2, c=3, h=9, w=9, r=3, s=3, pad_h=1, pad_w=1, stride_h=2, stride_w=2
+        ),
+        "pooling-global": L.PoolingKernel(
+            **common, mode="avg", n=2, c=4, h=7, w=7, r=7, s=7, pad_h=0, pad_w=0, stride_h=1, stride_w=1
+        ),
         "batch_norm": L.BatchNormKernel(**common, n=2, c=4, h=5, w=5),
         "norm-layer": L.NormKernel(**common, kind="layer", rows=6, cols=64),
         "norm-rms": L.NormKernel(**common, kind="rms", rows=6, cols=64),
         "softmax": L.SoftmaxKernel(**common, rows=6, cols=100),
         **{f"activation-{f}": L.ActivationKernel(**common, function=f, elements=1000) for f in L.ACTIVATIONS},
         "embedding": L.EmbeddingKernel(**common, vocab=1000, dim=32, lookups=50),
-        "attention-gqa-causal": L.AttentionKernel(**common, batch=2, heads=4, kv_heads=2, seq_q=16, seq_kv=16,
-                                                  head_dim=8, causal=True),
-        "attention-cross": L.AttentionKernel(**common, batch=2, heads=4, kv_heads=4, seq_q=5, seq_kv=9, head_dim=8,
-                                             causal=False),
+        "attention-gqa-causal": L.AttentionKernel(
+            **common, batch=2, heads=4, kv_heads=2, seq_q=16, seq_kv=16, head_dim=8, causal=True
+        ),
+        "attention-cross": L.AttentionKernel(
+            **common, batch=2, heads=4, kv_heads=4, seq_q=5, seq_kv=9, head_dim=8, causal=False
+        ),
         "elementwise-add": L.ElementwiseKernel(**common, function="add", elements=600, a_elements=600, b_elements=600),
-        "elementwise-mul-broadcast": L.ElementwiseKernel(**common, function="mul", elements=600, a_elements=600,
-                                                         b_elements=20),
+        "elementwise-mul-broadcast": L.ElementwiseKernel(
+            **common, function="mul", elements=600, a_elements=600, b_elements=20
+        ),
         "batched_gemm": L.BatchedGemmKernel(**common, batch=3, m=16, n=8, k=24, a_t=True, b_t=False),
     }
 
 
 LAYER_CASES = list(_layer_kernels())
-OPERATORS = {"pooling-max": "MaxPool", "pooling-avg-padded": "AveragePool", "pooling-global": "GlobalAveragePool",
-             "batch_norm": "BatchNormalization", "norm-layer": "LayerNormalization", "norm-rms": "RMSNormalization",
-             "softmax": "Softmax", "activation-gelu": "Gelu", "activation-silu": "Mul(x, Sigmoid(x))",
-             "embedding": "Gather", "attention-cross": "Attention", "elementwise-add": "Add",
-             "elementwise-mul-broadcast": "Mul", "batched_gemm": "MatMul"}
+OPERATORS = {
+    "pooling-max": "MaxPool",
+    "pooling-avg-padded": "AveragePool",
+    "pooling-global": "GlobalAveragePool",
+    "batch_norm": "BatchNormalization",
+    "norm-layer": "LayerNormalization",
+    "norm-rms": "RMSNormalization",
+    "softmax": "Softmax",
+    "activation-gelu": "Gelu",
+    "activation-silu": "Mul(x, Sigmoid(x))",
+    "embedding": "Gather",
+    "attention-cross": "Attention",
+    "elementwise-add": "Add",
+    "elementwise-mul-broadcast": "Mul",
+    "batched_gemm": "MatMul",
+}
 
 
 @pytest.mark.parametrize("case", LAYER_CASES)
@@ -158,9 +198,25 @@ def test_layer_precisions_other_than_fp32_are_unsupported_with_a_reason(backend)
 def test_model_suite_layers_run_locally(tmp_path: Path) -> None:
     """`deepbench-run --backend onnxruntime --suite model:resnet50` runs the layer kernels there."""
     out = tmp_path / "ort-model"
-    proc = run_cli("deepbench-run", "--local", "--suite", "model:resnet50", "--batch", "1", "--backend", "onnxruntime",
-                   "--ops", "pooling,batch_norm,activation,elementwise", "--fast", "--time-cap", "0.05",
-                   "--threads", "1", "--out", str(out))
+    proc = run_cli(
+        "deepbench-run",
+        "--local",
+        "--suite",
+        "model:resnet50",
+        "--batch",
+        "1",
+        "--backend",
+        "onnxruntime",
+        "--ops",
+        "pooling,batch_norm,activation,elementwise",
+        "--fast",
+        "--time-cap",
+        "0.05",
+        "--threads",
+        "1",
+        "--out",
+        str(out),
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
     results = read_results(out / "results.jsonl")
     assert {r.op for r in results} == {"pooling", "batch_norm", "activation", "elementwise"}

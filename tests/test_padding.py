@@ -13,12 +13,15 @@ from deepbench.kernels.suites import select
 ODD = dict(m=35, n=7133, k=2561)  # every dimension off every multiple
 
 
-@pytest.mark.parametrize("a_t,b_t,padded", [
-    (False, False, {"m": 40, "n": 7133, "k": 2568}),   # NN: m and k
-    (True, False, {"m": 40, "n": 7133, "k": 2568}),    # TN: m and k
-    (False, True, {"m": 40, "n": 7136, "k": 2561}),    # NT: m and n
-    (True, True, {"m": 40, "n": 7136, "k": 2568}),     # TT: m, n and k
-])
+@pytest.mark.parametrize(
+    "a_t,b_t,padded",
+    [
+        (False, False, {"m": 40, "n": 7133, "k": 2568}),  # NN: m and k
+        (True, False, {"m": 40, "n": 7133, "k": 2568}),  # TN: m and k
+        (False, True, {"m": 40, "n": 7136, "k": 2561}),  # NT: m and n
+        (True, True, {"m": 40, "n": 7136, "k": 2568}),  # TT: m, n and k
+    ],
+)
 @pytest.mark.parametrize("precision", [Precision.FP16, Precision.BF16])
 def test_half_gemms_pad_to_eight_by_layout(a_t: bool, b_t: bool, padded: dict[str, int], precision: Precision) -> None:
     assert padding.gemm_shape(**ODD, a_t=a_t, b_t=b_t, precision=precision) == padded
@@ -69,9 +72,14 @@ def test_modes_choose_the_shape() -> None:
 
 def test_deepbench_sets_have_the_kernels_the_issue_counts() -> None:
     """22 of the 160 fp16 training GEMMs and 8 of the 75 server GEMMs have a dimension DeepBench pads."""
+
     def padded(kernels, precision):
-        return sum(1 for k in kernels if padding.gemm_shape(k.m, k.n, k.k, k.a_t, k.b_t, precision)
-                   != {"m": k.m, "n": k.n, "k": k.k})
+        return sum(
+            1
+            for k in kernels
+            if padding.gemm_shape(k.m, k.n, k.k, k.a_t, k.b_t, precision) != {"m": k.m, "n": k.n, "k": k.k}
+        )
+
     train = select("train", ["gemm"])
     server = select("inference-server", ["gemm"])
     assert padded(train, Precision.FP16) == 22

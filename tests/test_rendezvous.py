@@ -76,14 +76,17 @@ def _fake_srun(bin_dir: Path, pmix_loads: bool) -> None:
     bin_dir.mkdir()
     script = bin_dir / "srun"
     fails = "echo 'srun: error: mpi/pmix_v4: init: can not load PMIx library' >&2; exit 1"
-    script.write_text(f"#!/bin/sh\ncase \"$1\" in\n  --mpi=pmix) {'exit 0' if pmix_loads else fails};;\n"
-                      "  --mpi=pmi2) exit 0;;\nesac\nexit 1\n")
+    script.write_text(
+        f'#!/bin/sh\ncase "$1" in\n  --mpi=pmix) {"exit 0" if pmix_loads else fails};;\n'
+        "  --mpi=pmi2) exit 0;;\nesac\nexit 1\n"
+    )
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
 
 
 @pytest.mark.parametrize("pmix_loads", [True, False])
-def test_srun_mpi_plugin_is_tried_not_read_from_the_list(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                          pmix_loads: bool) -> None:
+def test_srun_mpi_plugin_is_tried_not_read_from_the_list(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pmix_loads: bool
+) -> None:
     _fake_srun(tmp_path / "bin", pmix_loads)
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
     plugin, need = cluster_needs.srun_mpi()
@@ -119,8 +122,10 @@ def test_rank_the_engine_reports_first() -> None:
     Hydra by pid (mapped through the pids rank 0 recorded)."""
     srun = "srun: error: dbn2: task 3: Killed\nsrun: error: dbn1: tasks 0-2: Exited with exit code 130\n"
     assert engine_casualty(srun, {}) == "srun reports rank 3 on dbn2 first: Killed"
-    hydra = ("=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n=   PID 8434 RUNNING AT dbn2\n"
-             "=   EXIT CODE: 9\n=   CLEANING UP REMAINING PROCESSES\n")
+    hydra = (
+        "=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n=   PID 8434 RUNNING AT dbn2\n"
+        "=   EXIT CODE: 9\n=   CLEANING UP REMAINING PROCESSES\n"
+    )
     named = engine_casualty(hydra, {"rank_pids": [10, 11, 12, 8434]})
     assert named == "mpiexec reports rank 3 on dbn2 first: exit code 9"
     assert engine_casualty(hydra, {}) == "mpiexec reports the process 8434 on dbn2 first: exit code 9"
@@ -163,8 +168,10 @@ def test_a_rank_whose_store_is_gone_says_why_it_stops(capsys: pytest.CaptureFixt
     """Rank 0 held the store and exited: a rank still waiting says so on its terminal (no traceback)."""
     with pytest.raises(rendezvous.JoinFailed, match="stopped answering"):
         _rank(3, _Store(gone=True))._wait(["never"], "every rank to post its address")
-    assert "deepbench: rank 3 on dbn2 could not join: the rendezvous at 10.0.0.1:29500 stopped answering" \
+    assert (
+        "deepbench: rank 3 on dbn2 could not join: the rendezvous at 10.0.0.1:29500 stopped answering"
         in capsys.readouterr().err
+    )
 
 
 def test_rank_0_keeps_the_store_up_for_the_others_to_read_why(monkeypatch: pytest.MonkeyPatch) -> None:

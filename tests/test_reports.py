@@ -35,8 +35,11 @@ FORMATS = ("table", "md", "csv", "xlsx", "html")
 
 def _committed() -> list[str]:
     # a run folder has run.json (per-rank records of a multi-process run live under its ranks/)
-    runs = sorted(str(p.parent) for p in PUBLISHED.rglob("run.json") if p.parent.parent.name != "ranks") \
-        if PUBLISHED.exists() else []
+    runs = (
+        sorted(str(p.parent) for p in PUBLISHED.rglob("run.json") if p.parent.parent.name != "ranks")
+        if PUBLISHED.exists()
+        else []
+    )
     return [*runs, "train/V100"]  # a shipped reference: committed results in a workbook's layout
 
 
@@ -48,8 +51,12 @@ def _check_format(src_label_count: int, fmt: str, path: Path, stdout: str) -> No
         assert wb.sheetnames[-1] == "Specs" and all(s.startswith("Results ") for s in wb.sheetnames[:-1])
         # A data row: no section title in column A, and kernel parameters from column C on (layer
         # kernels have text parameters, e.g. kind=layer); the roofline note has nothing past column B.
-        data_rows = sum(1 for ws in wb.worksheets[:-1] for row in ws.iter_rows(values_only=True)
-                        if row[0] is None and len(row) > 2 and any(v is not None for v in row[2:]))
+        data_rows = sum(
+            1
+            for ws in wb.worksheets[:-1]
+            for row in ws.iter_rows(values_only=True)
+            if row[0] is None and len(row) > 2 and any(v is not None for v in row[2:])
+        )
         assert data_rows == src_label_count
     elif fmt == "csv":
         rows = list(csv.DictReader(io.StringIO(path.read_text())))
@@ -116,10 +123,10 @@ def test_roofline_columns_from_measured_ceilings(tmp_path: Path) -> None:
 
 # ----- references -----------------------------------------------------------------------------
 KNOWN = [  # (reference, kernel id, precision, direction, ms) read off the workbooks by hand
-    ("V100", "gemm/train/000", "fp32", "fwd", 0.038),          # 1760x16x1760 NN
+    ("V100", "gemm/train/000", "fp32", "fwd", 0.038),  # 1760x16x1760 NN
     ("V100", "gemm/train/000", "fp16", "fwd", 0.020),
-    ("MI25", "conv/train/000", "fp32", "bwd_data", 0.296),     # AMD layout: R before S, pad_h before pad_w
-    ("V100", "rnn/train/000", "fp32", "bwd", 2.881 + 0.588),   # backward wrt inputs + wrt weights
+    ("MI25", "conv/train/000", "fp32", "bwd_data", 0.296),  # AMD layout: R before S, pad_h before pad_w
+    ("V100", "rnn/train/000", "fp32", "bwd", 2.881 + 0.588),  # backward wrt inputs + wrt weights
     ("server/1080Ti", "gemm/inference_server/000", "int8", "fwd", 0.46),
 ]
 
@@ -163,8 +170,9 @@ def test_ambiguous_and_unknown_reference_names() -> None:
 def train_run(tmp_path_factory) -> Path:
     """A train-like run: every training kernel of the catalog in fp32 and fp16, synthetic times."""
     rng = np.random.default_rng(7)
-    results = [result(k, prec, noisy(k, 1.0, 0.02, 5, rng))
-               for k in catalog() if k.set == "train" for prec in ("fp32", "fp16")]
+    results = [
+        result(k, prec, noisy(k, 1.0, 0.02, 5, rng)) for k in catalog() if k.set == "train" for prec in ("fp32", "fp16")
+    ]
     return write_run(tmp_path_factory.mktemp("train") / "train-run", results)
 
 
@@ -178,11 +186,17 @@ def test_compare_with_v100_lines_up_every_training_kernel(train_run: Path) -> No
     assert len(wanted) > 500
     for e in wanted:  # every published training row lines up, with the published time
         params = {f: ("T" if v else "N") if isinstance(v, bool) else str(v) for f, v in e.kernel.params().items()}
-        hits = [r for r in rows if r["operation"] == e.kernel.op and r["prec"] == e.precision
-                and all(r[f] == v for f, v in params.items())]
+        hits = [
+            r
+            for r in rows
+            if r["operation"] == e.kernel.op and r["prec"] == e.precision and all(r[f] == v for f, v in params.items())
+        ]
         assert hits and all(r["DeepBench V100 (us)"] == fmt_us(e.total_ms * 1e3) for r in hits), (e.kernel_id, hits)
-    matched = {(r["operation"], r["prec"], tuple(r[f] for f in ("m", "n", "k", "a_t", "b_t"))): r
-               for r in rows if r["DeepBench V100 (us)"] and r["operation"] == "gemm"}
+    matched = {
+        (r["operation"], r["prec"], tuple(r[f] for f in ("m", "n", "k", "a_t", "b_t"))): r
+        for r in rows
+        if r["DeepBench V100 (us)"] and r["operation"] == "gemm"
+    }
     nn = matched[("gemm", "fp32", ("1760", "16", "1760", "N", "N"))]
     assert nn["DeepBench V100 (us)"] == "38.0" and nn["DeepBench V100 prec"] == "fp32 (Float)"
     fp16 = matched[("gemm", "fp16", ("1760", "16", "1760", "N", "N"))]
@@ -219,9 +233,9 @@ CASES = [  # (factor, relative noise, samples, verdict)
     (1.5, 0.02, 30, "slower"),
     (0.6, 0.02, 30, "faster"),
     (1.0, 0.01, 30, "same"),
-    (1.10, 0.40, 5, "unclear"),    # a real 10% difference drowned in 40% noise
-    (1.03, 0.002, 30, "same"),     # a real difference below the 5% threshold
-    (2.0, 0.01, 2, "unclear"),     # too few samples to know the noise
+    (1.10, 0.40, 5, "unclear"),  # a real 10% difference drowned in 40% noise
+    (1.03, 0.002, 30, "same"),  # a real difference below the 5% threshold
+    (2.0, 0.01, 2, "unclear"),  # too few samples to know the noise
 ]
 
 
@@ -287,10 +301,16 @@ def test_errors_are_one_line_and_exit_2(tmp_path: Path, smoke_run: Path) -> None
     (bad / "results.jsonl").write_text(lines[0] + "\n{not json\n" + lines[1] + "\n")
     empty = tmp_path / "empty"
     empty.mkdir()
-    for args in (["report", str(tmp_path / "missing")], ["report", str(bad)], ["report", str(empty)],
-                 ["compare", str(smoke_run)], ["compare", str(smoke_run), str(tmp_path / "missing")],
-                 ["compare", str(smoke_run), str(smoke_run), "--threshold", "3"], ["fastest"],
-                 ["report", str(smoke_run), "--format", "pdf"]):
+    for args in (
+        ["report", str(tmp_path / "missing")],
+        ["report", str(bad)],
+        ["report", str(empty)],
+        ["compare", str(smoke_run)],
+        ["compare", str(smoke_run), str(tmp_path / "missing")],
+        ["compare", str(smoke_run), str(smoke_run), "--threshold", "3"],
+        ["fastest"],
+        ["report", str(smoke_run), "--format", "pdf"],
+    ):
         p = run_cli("deepbench", *args)
         assert p.returncode == 2, (args, p.stdout, p.stderr)
         assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr, (args, p.stderr)

@@ -22,9 +22,16 @@ def result(reason: str = "not on this machine"):
     from deepbench.kernels.results import KernelResult, Status, utcnow
 
     now = utcnow()
-    return KernelResult(id="gemm/train/020/fp32", kernel=by_id()["gemm/train/020"],
-                        precision=PRECISIONS[Precision.FP32], backend="torch", status=Status.UNSUPPORTED,
-                        reason=reason, started_at=now, ended_at=now)
+    return KernelResult(
+        id="gemm/train/020/fp32",
+        kernel=by_id()["gemm/train/020"],
+        precision=PRECISIONS[Precision.FP32],
+        backend="torch",
+        status=Status.UNSUPPORTED,
+        reason=reason,
+        started_at=now,
+        ended_at=now,
+    )
 
 
 def record_bytes() -> bytes:

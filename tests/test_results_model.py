@@ -14,15 +14,30 @@ from deepbench.kernels.results_file import read_results
 
 
 def make_result(samples=(10.0, 11.0, 12.0, 10.5)) -> KernelResult:
-    m = Measurement.of(samples, method="cpu-perf-counter", calls_per_sample=4, warmup_calls=1,
-                       stop_reason="converged", target_rel_precision=0.01)
+    m = Measurement.of(
+        samples,
+        method="cpu-perf-counter",
+        calls_per_sample=4,
+        warmup_calls=1,
+        stop_reason="converged",
+        target_rel_precision=0.01,
+    )
     check = Check(passed=True, method="reference-fp64", error=1e-7, tolerance=1e-4)
     kernel = by_id()["gemm/train/000"]
     part = PartResult(direction="fwd", measurement=m, flops=kernel.flops(), min_bytes=1.0, check=check)
     now = utcnow()
-    return KernelResult(id="gemm/train/000/fp32", kernel=kernel, precision=PRECISIONS[Precision.FP32],
-                        backend="torch", status=Status.OK, time_us=m.stats, check=check, parts=(part,),
-                        started_at=now, ended_at=now)
+    return KernelResult(
+        id="gemm/train/000/fp32",
+        kernel=kernel,
+        precision=PRECISIONS[Precision.FP32],
+        backend="torch",
+        status=Status.OK,
+        time_us=m.stats,
+        check=check,
+        parts=(part,),
+        started_at=now,
+        ended_at=now,
+    )
 
 
 def test_round_trip_is_exact() -> None:
@@ -65,8 +80,15 @@ def test_results_are_immutable_and_strict() -> None:
 def test_non_ok_needs_reason_and_ok_needs_passed_check() -> None:
     now = utcnow()
     with pytest.raises(ValidationError, match="needs a reason"):
-        KernelResult(id="x", kernel=by_id()["gemm/train/000"], precision=PRECISIONS[Precision.FP32], backend="torch",
-                     status=Status.UNSUPPORTED, started_at=now, ended_at=now)
+        KernelResult(
+            id="x",
+            kernel=by_id()["gemm/train/000"],
+            precision=PRECISIONS[Precision.FP32],
+            backend="torch",
+            status=Status.UNSUPPORTED,
+            started_at=now,
+            ended_at=now,
+        )
     data = json.loads(make_result().model_dump_json())
     data["parts"][0]["check"]["passed"] = False
     with pytest.raises(ValidationError, match="failed check"):

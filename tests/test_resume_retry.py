@@ -36,8 +36,10 @@ def test_retry_measures_failed_kernels_again(tmp_path: Path) -> None:
 
 
 def test_retry_needs_resume_and_valid_statuses(tmp_path: Path) -> None:
-    for extra, words in ((("--retry", "failed"), "--resume"), (("--resume", str(tmp_path), "--retry", "ok"),
-                                                                  "choose from failed, timeout")):
+    for extra, words in (
+        (("--retry", "failed"), "--resume"),
+        (("--resume", str(tmp_path), "--retry", "ok"), "choose from failed, timeout"),
+    ):
         proc = run_cli(*RUN, *extra)
         lines = [x for x in proc.stderr.splitlines() if x.strip()]
         assert proc.returncode == 2 and len(lines) == 1 and words in lines[0], proc.stderr

@@ -78,8 +78,9 @@ def test_int8_gemm_is_exact_and_padded() -> None:
 
 def test_unsupported_says_why() -> None:
     settings = Settings(mode="fast")
-    r = run_item(TorchBackend(settings), PlanItem(kernel=by_id()["conv/inference_server/006"], precision="int8"),
-                 settings)
+    r = run_item(
+        TorchBackend(settings), PlanItem(kernel=by_id()["conv/inference_server/006"], precision="int8"), settings
+    )
     assert r.status is Status.UNSUPPORTED and "int8" in r.reason
 
 
@@ -96,8 +97,10 @@ def _wait_for_results(out: Path, n: int, proc: subprocess.Popen, limit: float = 
 def test_interrupt_then_resume(tmp_path: Path) -> None:
     out = tmp_path / "run"
     # The fourth kernel hangs, so the interrupt lands mid-run however fast the machine is.
-    proc = start_interruptible(["deepbench-run", "--local", "--suite", "smoke", "--fast", "--out", str(out)],
-                               env={"DEEPBENCH_FAULT": "hang:conv/inference_server/006"})
+    proc = start_interruptible(
+        ["deepbench-run", "--local", "--suite", "smoke", "--fast", "--out", str(out)],
+        env={"DEEPBENCH_FAULT": "hang:conv/inference_server/006"},
+    )
     _wait_for_results(out, 3, proc)
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=120)
@@ -119,8 +122,18 @@ def test_interrupt_then_resume(tmp_path: Path) -> None:
 
 def test_crashing_kernel_is_recorded_and_run_goes_on(tmp_path: Path) -> None:
     out = tmp_path / "crash"
-    proc = run_cli("deepbench-run", "--local", "--suite", "smoke", "--fast", "--ops", "gemm", "--out", str(out),
-                   env={"DEEPBENCH_FAULT": "crash:gemm/train/020"})
+    proc = run_cli(
+        "deepbench-run",
+        "--local",
+        "--suite",
+        "smoke",
+        "--fast",
+        "--ops",
+        "gemm",
+        "--out",
+        str(out),
+        env={"DEEPBENCH_FAULT": "crash:gemm/train/020"},
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     by = {r.id: r for r in results(out)}
     assert by["gemm/train/020/fp32"].status is Status.FAILED
@@ -131,26 +144,41 @@ def test_crashing_kernel_is_recorded_and_run_goes_on(tmp_path: Path) -> None:
 
 def test_hanging_kernel_times_out(tmp_path: Path) -> None:
     out = tmp_path / "hang"
-    proc = run_cli("deepbench-run", "--local", "--suite", "smoke", "--fast", "--ops", "gemm", "--out", str(out),
-                   "--kernel-timeout", "3", env={"DEEPBENCH_FAULT": "hang:gemm/train/020"})
+    proc = run_cli(
+        "deepbench-run",
+        "--local",
+        "--suite",
+        "smoke",
+        "--fast",
+        "--ops",
+        "gemm",
+        "--out",
+        str(out),
+        "--kernel-timeout",
+        "3",
+        env={"DEEPBENCH_FAULT": "hang:gemm/train/020"},
+    )
     assert proc.returncode == 1
     by = {r.id: r for r in results(out)}
     assert by["gemm/train/020/fp32"].status is Status.TIMEOUT
     assert by["gemm/train/138/fp32"].status is Status.OK
 
 
-@pytest.mark.parametrize("args, needle", [
-    (["--suite", "nope"], "unknown suite 'nope' (choose from: train, inference-server"),
-    (["--ops", "gemm,fft"], "unknown operation 'fft' (choose from: gemm, conv"),
-    (["--precision", "fp12"], "unknown precision 'fp12' (choose from: fp32"),
-    (["--platform", "tpu"], "unknown platform 'tpu' (choose from: cpu"),
-    (["--where", "m==="], "bad value"),
-    (["--where", "m 3"], "malformed filter"),
-    (["--where", "color=red"], "unknown field 'color'"),
-    (["--limit", "0"], "--limit must be at least 1"),
-    (["--limit", "x"], "invalid int value"),
-    (["--resume", "/nonexistent/dir"], "nothing to resume"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--suite", "nope"], "unknown suite 'nope' (choose from: train, inference-server"),
+        (["--ops", "gemm,fft"], "unknown operation 'fft' (choose from: gemm, conv"),
+        (["--precision", "fp12"], "unknown precision 'fp12' (choose from: fp32"),
+        (["--platform", "tpu"], "unknown platform 'tpu' (choose from: cpu"),
+        (["--where", "m==="], "bad value"),
+        (["--where", "m 3"], "malformed filter"),
+        (["--where", "color=red"], "unknown field 'color'"),
+        (["--limit", "0"], "--limit must be at least 1"),
+        (["--limit", "x"], "invalid int value"),
+        (["--resume", "/nonexistent/dir"], "nothing to resume"),
+    ],
+)
 def test_user_errors_are_one_line_exit_2(args: list[str], needle: str, tmp_path: Path) -> None:
     proc = run_cli("deepbench-run", "--local", "--out", str(tmp_path / "x"), *args)
     assert proc.returncode == 2, proc.stdout + proc.stderr

@@ -41,7 +41,7 @@ class FakeSource:
     def take(self) -> Step:
         self.samples.append(next(self.values))
         elapsed = float(len(self.samples))
-        judged = self.samples[self.judged_from:]
+        judged = self.samples[self.judged_from :]
         return Step(Progress(judged, elapsed) if judged else None, Progress(self.samples, elapsed))
 
     def pause(self) -> None:
@@ -88,8 +88,14 @@ def test_the_gpu_loop_never_settles_on_noise_and_stops_at_the_time_cap() -> None
     values = itertools.cycle([3.0, 7.0, 4.0, 9.0, 5.0])
     ticks = itertools.count()
     rule = StopRule(target_rel_precision=1e-3, min_samples=3, max_samples=10_000, time_cap_s=20.0)
-    got = run_samples(Sampler("fake", 1, take=lambda: next(values)), rule, lambda: ClockReading(1980.0, ()),
-                      now=lambda: float(next(ticks)), reference=lambda: 1980.0, rest=lambda s: None)
+    got = run_samples(
+        Sampler("fake", 1, take=lambda: next(values)),
+        rule,
+        lambda: ClockReading(1980.0, ()),
+        now=lambda: float(next(ticks)),
+        reference=lambda: 1980.0,
+        rest=lambda s: None,
+    )
     assert got.reason == TIME_CAP and len(got.samples) == 20  # one tick a sample: the cap at 20 s
 
 
@@ -121,14 +127,29 @@ class TwoRanks(Communicator):
             return [values, [1.0]]
         return [values, [next(self.other_us), values[1]]]
 
-    def buffer(self, values: np.ndarray) -> Any: return values
-    def empty(self, floats: int) -> Any: return np.zeros(floats, dtype=np.float32)
-    def all_reduce_in_place(self, buf: Any) -> None: pass
-    def all_reduce(self, send: Any, recv: Any) -> None: pass
-    def copy(self, dst: Any, src: Any) -> None: pass
-    def to_host(self, buf: Any) -> np.ndarray: return buf
-    def synchronize(self) -> None: pass
-    def barrier(self) -> None: pass
+    def buffer(self, values: np.ndarray) -> Any:
+        return values
+
+    def empty(self, floats: int) -> Any:
+        return np.zeros(floats, dtype=np.float32)
+
+    def all_reduce_in_place(self, buf: Any) -> None:
+        pass
+
+    def all_reduce(self, send: Any, recv: Any) -> None:
+        pass
+
+    def copy(self, dst: Any, src: Any) -> None:
+        pass
+
+    def to_host(self, buf: Any) -> np.ndarray:
+        return buf
+
+    def synchronize(self) -> None:
+        pass
+
+    def barrier(self) -> None:
+        pass
 
 
 def _collective(other_us: Iterator[float], rule: StopRule, max_calls: int) -> tuple[Any, dict[str, Any]]:

@@ -60,8 +60,7 @@ def test_committed_reports_flag_what_cannot_be_true(folder: Path) -> None:
 
 def test_one_rank_all_reduce_and_its_slow_twin() -> None:
     text = read_bytes(PUBLISHED / "nvidia-h100" / "train" / "results.jsonl").decode()
-    line = next(ln for ln in text.splitlines()
-                if '"op":"all_reduce"' in ln.replace(" ", ""))
+    line = next(ln for ln in text.splitlines() if '"op":"all_reduce"' in ln.replace(" ", ""))
     r = KernelResult.model_validate_json(line)
     entry = entry_of_result(r)
     names = {f.name for f in flags(entry, Context({}))}
@@ -71,8 +70,9 @@ def test_one_rank_all_reduce_and_its_slow_twin() -> None:
     twin = [f for f in flags(slow, Context({})) if f.name == SLOW_TWIN]
     assert twin and "682x" in twin[0].reason
     # a copy's worth slower (one-rank NCCL, 258 MB): not flagged when the bandwidth explains it
-    copy = entry.__class__(**{**entry.__dict__, "median_us": 20.0, "min_bytes": 258e6,
-                              "extra": {**entry.extra, "out_of_place_us": 150.0}})
+    copy = entry.__class__(
+        **{**entry.__dict__, "median_us": 20.0, "min_bytes": 258e6, "extra": {**entry.extra, "out_of_place_us": 150.0}}
+    )
     assert SLOW_TWIN not in {f.name for f in flags(copy, Context({"gbps_copy": 4800.0}))}
 
 
@@ -103,8 +103,10 @@ def test_a_smaller_kernel_slower_beyond_its_noise_is_flagged() -> None:
     factors = {16: 3.0, 32: 1.0, 64: 1.0}  # batch 16 three times its base time: slower than batch 32
     entries = [entry_of_result(result(k, "fp32", noisy(k, factors[k.batch], 0.01, 20, rng))) for k in family]
     breaks = trend_breaks(entries)
-    assert set(breaks) == {("rnn/train/008", "fp32")} and "batch=16 is slower than at batch=32" in breaks[
-        ("rnn/train/008", "fp32")]
+    assert (
+        set(breaks) == {("rnn/train/008", "fp32")}
+        and "batch=16 is slower than at batch=32" in breaks[("rnn/train/008", "fp32")]
+    )
     assert any(f.name == TREND for f in flags(entries[0], Context({}, trend=breaks)))
     # a 20% step drowned in batch 16's own noise (its 25th percentile under batch 32's 75th): not flagged
     spread = {16: np.linspace(0.5, 1.9, 21), 32: np.linspace(0.95, 1.05, 21), 64: np.linspace(1.45, 1.55, 21)}
@@ -120,6 +122,9 @@ def test_the_published_h100_rnn_008_is_flagged() -> None:
     source = load_run(folder)
     rnn = next(t for t in tables_of(source) if t.op == "rnn")
     col = {h: i for i, h in enumerate(rnn.headers)}
-    row = next(r for r in rnn.rows if (r[col["hidden"]], r[col["batch"]], r[col["cell"]], r[col["prec"]])
-               == ("2560", "16", "vanilla", "fp32"))
+    row = next(
+        r
+        for r in rnn.rows
+        if (r[col["hidden"]], r[col["batch"]], r[col["cell"]], r[col["prec"]]) == ("2560", "16", "vanilla", "fp32")
+    )
     assert "is slower than at batch=32" in row[col["notes"]]

@@ -31,8 +31,20 @@ def _args(*argv: str) -> argparse.Namespace:
 
 
 def test_the_command_line_is_parsed_once_into_typed_values() -> None:
-    chosen = KernelSelection.from_args(_args("--suite", "train", "--ops", "gemm, conv", "--where", "m=1760",
-                                             "--limit", "2", "--precision", "fp16,bf16,fp16"))
+    chosen = KernelSelection.from_args(
+        _args(
+            "--suite",
+            "train",
+            "--ops",
+            "gemm, conv",
+            "--where",
+            "m=1760",
+            "--limit",
+            "2",
+            "--precision",
+            "fp16,bf16,fp16",
+        )
+    )
     assert chosen.ops == ("gemm", "conv")
     assert chosen.precisions == (Precision.FP16, Precision.BF16, Precision.FP16)
     assert all(isinstance(p, Precision) for p in chosen.precisions)
@@ -40,9 +52,14 @@ def test_the_command_line_is_parsed_once_into_typed_values() -> None:
     assert list(chosen.kernels) == select("train", ["gemm", "conv"], chosen.conditions, 2)
 
 
-@pytest.mark.parametrize("argv, words", [(("--ops", "gemm,nope"), "unknown operation 'nope'"),
-                                         (("--precision", "fp64"), "unknown precision 'fp64'"),
-                                         (("--where", "m~3"), "malformed filter")])
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (("--ops", "gemm,nope"), "unknown operation 'nope'"),
+        (("--precision", "fp64"), "unknown precision 'fp64'"),
+        (("--where", "m~3"), "malformed filter"),
+    ],
+)
 def test_a_mistake_is_a_user_error_naming_it(argv: tuple[str, ...], words: str) -> None:
     with pytest.raises(UserError, match=words):
         KernelSelection.from_args(_args(*argv))
@@ -80,8 +97,11 @@ def test_the_record_keeps_the_platforms_defaults_only_where_no_precision_was_ask
 def test_plan_items_hold_precisions_and_write_them_by_name() -> None:
     kernels = select("train", ["gemm", "all_reduce"], limit=1)
     items = plan_items(kernels, [Precision.FP16, "bf16"], get_platform("cpu"))
-    assert [(i.kernel.op, i.precision) for i in items] == [("gemm", Precision.FP16), ("gemm", Precision.BF16),
-                                                          ("all_reduce", Precision.FP32)]
+    assert [(i.kernel.op, i.precision) for i in items] == [
+        ("gemm", Precision.FP16),
+        ("gemm", Precision.BF16),
+        ("all_reduce", Precision.FP32),
+    ]
     assert items[0].id == "gemm/train/000/fp16"
     assert json.loads(items[0].model_dump_json())["precision"] == "fp16"
     assert PlanItem.model_validate_json(items[0].model_dump_json()) == items[0]

@@ -63,8 +63,8 @@ def test_noise_below_uses_the_medians_relative_precision() -> None:
 
 def test_call_budget_stops_before_the_next_sample_would_pass_it() -> None:
     budget = CallBudget(max_calls=10, calls_per_sample=3)
-    assert not budget.met(Progress([1.0] * 2, 0.0))   # 9 timed calls would follow: within 10
-    assert budget.met(Progress([1.0] * 3, 0.0))       # the 4th sample would make 12
+    assert not budget.met(Progress([1.0] * 2, 0.0))  # 9 timed calls would follow: within 10
+    assert budget.met(Progress([1.0] * 3, 0.0))  # the 4th sample would make 12
 
 
 def test_a_stop_needs_all_its_conditions_and_the_first_stop_that_holds_wins() -> None:
@@ -94,8 +94,12 @@ def test_the_noise_is_judged_only_once_the_cheap_conditions_hold() -> None:
 
 def test_the_composed_rule_decides_as_the_rule_before_it() -> None:
     rng = random.Random(26)
-    rules = [StopRule(0.01, 5, 50, 1.0), StopRule(0.05, 3, 20, 0.5, min_time_s=0.2, limited_min_time_s=1.0),
-             StopRule(1e-6, 1, 1000, 10.0, min_time_s=4.0), StopRule(0.02, 10, 10, 2.0, limited_min_time_s=0.5)]
+    rules = [
+        StopRule(0.01, 5, 50, 1.0),
+        StopRule(0.05, 3, 20, 0.5, min_time_s=0.2, limited_min_time_s=1.0),
+        StopRule(1e-6, 1, 1000, 10.0, min_time_s=4.0),
+        StopRule(0.02, 10, 10, 2.0, limited_min_time_s=0.5),
+    ]
     series = [[5.0] * n for n in (0, 1, 4, 5, 10, 60)]
     series += [[rng.gauss(10.0, spread) for _ in range(n)] for spread in (0.01, 0.5, 3.0) for n in (2, 5, 12, 40)]
     times = [0.0, 0.1, 0.2, 0.5, 0.99, 1.0, 1.5, 2.0, 4.0, 5.0, 20.0, 25.0]

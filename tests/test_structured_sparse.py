@@ -24,8 +24,11 @@ def test_one_kernel_per_distinct_sparse_shape_in_first_occurrence_order() -> Non
     kernels = suite_kernels(SUITE)
     shapes: list[tuple[int, int, int]] = []
     for k in catalog():
-        if k.op == "sparse_gemm" and k.set in ("inference_server", "inference_device") \
-                and (k.m, k.n, k.k) not in shapes:
+        if (
+            k.op == "sparse_gemm"
+            and k.set in ("inference_server", "inference_device")
+            and (k.m, k.n, k.k) not in shapes
+        ):
             shapes.append((k.m, k.n, k.k))
     assert len(kernels) == 12 == len(shapes)
     assert [(k.m, k.n, k.k) for k in kernels] == shapes
@@ -50,17 +53,21 @@ def test_flops_are_the_products_made_and_bytes_the_compressed_operand() -> None:
     assert k.min_bytes("fwd", Precision.INT8) == kept * (1 + 2 / 8) + 128 * 8 * 1 + 64 * 8 * 4
 
 
-@pytest.mark.parametrize(("precision", "structured", "dense"),
-                         [(Precision.FP16, 16, 8), (Precision.BF16, 16, 8), (Precision.INT8, 32, 16),
-                          (Precision.FP8, 32, 16)])
+@pytest.mark.parametrize(
+    ("precision", "structured", "dense"),
+    [(Precision.FP16, 16, 8), (Precision.BF16, 16, 8), (Precision.INT8, 32, 16), (Precision.FP8, 32, 16)],
+)
 def test_padding_to_cusparselt_descriptor_multiples(precision: Precision, structured: int, dense: int) -> None:
     from deepbench.kernels.precision import INPUT_BYTES
 
     shape = padding.structured_sparse_shape(7860, 1, 2560, INPUT_BYTES[precision])
     assert shape == {"m": padding.pad_to(7860, structured), "n": dense, "k": 2560}
     assert padding.changed({"m": 7860, "n": 1, "k": 2560}, shape) == {"m": shape["m"], "n": dense}
-    assert padding.structured_sparse_shape(10752, 6000, 3584, INPUT_BYTES[precision]) == \
-        {"m": 10752, "n": padding.pad_to(6000, dense), "k": 3584}
+    assert padding.structured_sparse_shape(10752, 6000, 3584, INPUT_BYTES[precision]) == {
+        "m": 10752,
+        "n": padding.pad_to(6000, dense),
+        "k": 3584,
+    }
 
 
 def test_traits_show_the_dense_time_and_speedup() -> None:
@@ -106,8 +113,9 @@ def test_cusparselt_backend_without_its_binding_says_what_to_install() -> None:
 @pytest.fixture(scope="module")
 def cpu_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("sparse24") / "run"
-    proc = run_cli("deepbench-run", "--local", "--suite", SUITE, "--fast", "--warm-up", "0", "--out", str(out),
-                   "--quiet")
+    proc = run_cli(
+        "deepbench-run", "--local", "--suite", SUITE, "--fast", "--warm-up", "0", "--out", str(out), "--quiet"
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     return out
 

@@ -43,8 +43,19 @@ def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def bundle(smoke_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("bundle") / "b"
-    proc = run_cli("deepbench", "submit", str(smoke_run), "--out", str(out), "--submitter", "Test Lab",
-                   "--system-name", "CI virtual machine", "--notes", "shared 2-core VM")
+    proc = run_cli(
+        "deepbench",
+        "submit",
+        str(smoke_run),
+        "--out",
+        str(out),
+        "--submitter",
+        "Test Lab",
+        "--system-name",
+        "CI virtual machine",
+        "--notes",
+        "shared 2-core VM",
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "check passed" in proc.stdout
     return out
@@ -139,16 +150,31 @@ def test_harness_hash_names_the_package_content(tmp_path: Path) -> None:
 
 def test_vendor_fields_are_kept_apart(bundle: Path) -> None:
     system = json.loads((bundle / "system.json").read_text())
-    assert system["vendor"] == {"submitter": "Test Lab", "system_name": "CI virtual machine",
-                                "notes": "shared 2-core VM"}
+    assert system["vendor"] == {
+        "submitter": "Test Lab",
+        "system_name": "CI virtual machine",
+        "notes": "shared 2-core VM",
+    }
     record = json.loads((bundle / "run.json").read_text())
     assert system["measured"] == record["system"]["measured"]
 
 
 def test_selected_run_declares_its_scope(tmp_path: Path) -> None:
     run, out = tmp_path / "run", tmp_path / "bundle"
-    proc = run_cli("deepbench-run", "--local", "--suite", "smoke", "--ops", "gemm", "--limit", "1", "--fast",
-                   "--quiet", "--out", str(run))
+    proc = run_cli(
+        "deepbench-run",
+        "--local",
+        "--suite",
+        "smoke",
+        "--ops",
+        "gemm",
+        "--limit",
+        "1",
+        "--fast",
+        "--quiet",
+        "--out",
+        str(run),
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     proc = run_cli("deepbench", "submit", str(run), "--out", str(out))
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -196,8 +222,9 @@ def test_edited_system_description(copy: Path) -> None:
     (copy / "system.json").write_text(json.dumps(system))
     assert_fails(copy, "system.json: its SHA-256 differs from the manifest")
     write_manifest(copy)  # a careful forger re-hashes: the run record still disagrees
-    assert_fails(copy,
-                 "system.json: its measured description differs from the one the harness recorded in run.json (cpu)")
+    assert_fails(
+        copy, "system.json: its measured description differs from the one the harness recorded in run.json (cpu)"
+    )
 
 
 def test_vendor_fields_may_be_edited(copy: Path) -> None:
@@ -255,10 +282,14 @@ def test_malformed_json_and_wrong_types(copy: Path) -> None:
         f.write("[1, 2, NaN]\n")
         f.write("[" * 100_000 + "\n")
     write_manifest(copy)
-    assert_fails(copy, "run.json: is not valid JSON",
-                 "system.json: does not match its schema: measured.cpu.logical_cpus",
-                 "plan.json: schema_version 'deepbench.plan/99' is not one this checker reads",
-                 "non-standard JSON constant NaN", "nested too deeply")
+    assert_fails(
+        copy,
+        "run.json: is not valid JSON",
+        "system.json: does not match its schema: measured.cpu.logical_cpus",
+        "plan.json: schema_version 'deepbench.plan/99' is not one this checker reads",
+        "non-standard JSON constant NaN",
+        "nested too deeply",
+    )
 
 
 def test_oversized_file_is_not_read(copy: Path) -> None:
@@ -287,14 +318,24 @@ def scale_times(bundle: Path, factor: float, every: int = 1) -> list[str]:
         for p in r.parts:
             samples = tuple(x * factor for x in p.measurement.samples_us)
             stats = TimeStats.of(samples)
-            parts.append(p.model_copy(update={
-                "measurement": p.measurement.model_copy(update={"samples_us": samples, "stats": stats}),
-                "tflops": p.flops / stats.median / 1e6 if p.tflops is not None else None,
-                "gbps": p.min_bytes / stats.median / 1e3 if p.gbps is not None else None}))
+            parts.append(
+                p.model_copy(
+                    update={
+                        "measurement": p.measurement.model_copy(update={"samples_us": samples, "stats": stats}),
+                        "tflops": p.flops / stats.median / 1e6 if p.tflops is not None else None,
+                        "gbps": p.min_bytes / stats.median / 1e3 if p.gbps is not None else None,
+                    }
+                )
+            )
         total = TimeStats.total(p.measurement.stats for p in parts)
-        new = r.model_copy(update={"parts": tuple(parts), "time_us": total,
-                                   "tflops": r.tflops / factor if r.tflops else r.tflops,
-                                   "gbps": r.gbps / factor if r.gbps else r.gbps})
+        new = r.model_copy(
+            update={
+                "parts": tuple(parts),
+                "time_us": total,
+                "tflops": r.tflops / factor if r.tflops else r.tflops,
+                "gbps": r.gbps / factor if r.gbps else r.gbps,
+            }
+        )
         records[i] = json.loads(KernelResult.model_validate_json(new.model_dump_json()).model_dump_json())
         altered.append(r.id)
     write_lines(bundle / "results.jsonl", records)
@@ -304,8 +345,17 @@ def scale_times(bundle: Path, factor: float, every: int = 1) -> list[str]:
 
 @pytest.mark.slow
 def test_verify_agrees_with_itself(bundle: Path, tmp_path: Path) -> None:
-    proc = run_cli("deepbench", "verify", str(bundle), "--local", "--quiet", "--out", str(tmp_path / "v"),
-                   *AGREE_TOLERANCE, env={"COLUMNS": "400"})
+    proc = run_cli(
+        "deepbench",
+        "verify",
+        str(bundle),
+        "--local",
+        "--quiet",
+        "--out",
+        str(tmp_path / "v"),
+        *AGREE_TOLERANCE,
+        env={"COLUMNS": "400"},
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     report = json.loads((tmp_path / "v" / "verify.json").read_text())
     submitted = lines(bundle / "results.jsonl")
@@ -321,13 +371,25 @@ def test_verify_flags_altered_numbers(copy: Path, tmp_path: Path) -> None:
     altered = scale_times(copy, ALTERED_FACTOR)
     assert len(altered) >= 9
     assert check(copy).returncode == 0  # consistent and re-hashed: the checker cannot tell
-    proc = run_cli("deepbench", "verify", str(copy), "--local", "--quiet", "--out", str(tmp_path / "v"),
-                   *FLAG_TOLERANCE, env={"COLUMNS": "400"})
+    proc = run_cli(
+        "deepbench",
+        "verify",
+        str(copy),
+        "--local",
+        "--quiet",
+        "--out",
+        str(tmp_path / "v"),
+        *FLAG_TOLERANCE,
+        env={"COLUMNS": "400"},
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     report = json.loads((tmp_path / "v" / "verify.json").read_text())
     # Not agreed: disagree, or not judged because a run was contended (other processes held its CPUs).
-    flagged = {c["id"] for c in report["comparisons"] if c["verdict"] == "disagree"
-               or (c["verdict"] == "unverifiable" and "contended" in c["reason"])}
+    flagged = {
+        c["id"]
+        for c in report["comparisons"]
+        if c["verdict"] == "disagree" or (c["verdict"] == "unverifiable" and "contended" in c["reason"])
+    }
     # A loaded VM slows a re-run down (towards the altered numbers), so not every altered kernel
     # need be caught here, but most are; the rule itself is tested exactly in test_tolerance_rule,
     # and unaltered kernels agreeing in test_verify_agrees_with_itself.
@@ -365,8 +427,9 @@ def _synthetic(kid: str, median: float, rel_iqr: float, status: str = "ok") -> S
     if status != "ok":
         return SimpleNamespace(id=kid, status=Status(status), reason="why", time_us=None, flags=())
     half = median * rel_iqr / 2
-    stats = TimeStats(median=median, min=median - half, max=median + half, mean=median, p25=median - half,
-                      p75=median + half, n=20)
+    stats = TimeStats(
+        median=median, min=median - half, max=median + half, mean=median, p25=median - half, p75=median + half, n=20
+    )
     assert abs(stats.rel_iqr - rel_iqr) < 1e-9
     return SimpleNamespace(id=kid, status=Status.OK, reason="", time_us=stats, flags=())
 
@@ -396,8 +459,14 @@ def test_reproduce_command_keeps_the_gpu_timing_flags(kernel_time: bool) -> None
     from deepbench.runner.submission.bundle import reproduce_command
 
     settings = Settings(device="cuda", cold=True, verify_timing=True, kernel_time=kernel_time, warm_up_s=30.0)
-    plan = Plan(run_id="r", suite="train", platform="nvidia", backend=get_platform("nvidia").backend,
-                settings=settings, items=())
+    plan = Plan(
+        run_id="r",
+        suite="train",
+        platform="nvidia",
+        backend=get_platform("nvidia").backend,
+        settings=settings,
+        items=(),
+    )
     command = reproduce_command(plan, local=True, image_digest=None)
     parser = argparse.ArgumentParser()
     add_arguments(parser)
@@ -418,9 +487,20 @@ def test_a_different_image_is_reported_not_run() -> None:
     from deepbench.runner.submission.verify import image_difference
 
     theirs, mine = "sha256:" + "a" * 64, "sha256:" + "b" * 64
-    index = SubmissionIndex(created_at=datetime.now(timezone.utc), tool_version="x", run_id="r", suite="smoke",
-                            platform="cpu", backend="torch", local=False, image_digest=theirs,
-                            image=ImageSource(id=theirs), reproduce="", verify="", files={})
+    index = SubmissionIndex(
+        created_at=datetime.now(timezone.utc),
+        tool_version="x",
+        run_id="r",
+        suite="smoke",
+        platform="cpu",
+        backend="torch",
+        local=False,
+        image_digest=theirs,
+        image=ImageSource(id=theirs),
+        reproduce="",
+        verify="",
+        files={},
+    )
     text = image_difference(index, {"id": mine})
     assert text is not None and theirs[:19] in text and mine[:19] in text and "not run" in text
     assert image_difference(index, {"id": theirs}) is None

@@ -34,13 +34,17 @@ def sandbox(made_run: Path, tmp_path: Path) -> Path:
 
 def tree(root: Path) -> dict[str, str]:
     """Every file under `root` with its SHA-256 (what must stay in place)."""
-    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 def submit(run: Path, out: Path, *extra: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    proc = run_cli("deepbench", "submit", str(run), "--out", str(out), "--submitter", "Lab", "--system-name", "VM",
-                   *extra, env=env)
+    proc = run_cli(
+        "deepbench", "submit", str(run), "--out", str(out), "--submitter", "Lab", "--system-name", "VM", *extra, env=env
+    )
     assert "Traceback" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
     return proc
 
@@ -108,4 +112,3 @@ def test_full_disk_leaves_no_half_bundle(sandbox: Path, tmp_path: Path, root_or_
         assert list(disk.iterdir()) == []
     finally:
         subprocess.run(["umount", "-l", str(disk)], check=False)
-

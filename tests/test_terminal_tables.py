@@ -51,7 +51,7 @@ def read_back(text: str, wrapped: bool = True) -> tuple[list[dict[str, str]], li
     line is a row (a blank first cell is a blank value)."""
     lines = text.splitlines()
     rule = next(i for i, line in enumerate(lines) if RULE in line)
-    rest = lines[rule + 1:]
+    rest = lines[rule + 1 :]
     end = next((i for i, line in enumerate(rest) if SEP not in line and "─" not in line), len(rest))
     body, after = rest[:end], rest[end:]
     folded = next((int(m.group(1)) for line in after for m in [FOLDED.search(line)] if m), 1)
@@ -115,8 +115,12 @@ def check_table(t: Table, width: int) -> list[dict[str, str]]:
     assert len(rows) == len(t.rows), text
     assert set(left_out) == set(layout.dropped)
     visible = [t.headers[i] for i in layout.columns]
-    assert not set(t.headers) - set(visible) - set(left_out) - {h for i, h in enumerate(t.headers)
-                                                                if not any(r[i] for r in t.rows)}, text
+    assert (
+        not set(t.headers)
+        - set(visible)
+        - set(left_out)
+        - {h for i, h in enumerate(t.headers) if not any(r[i] for r in t.rows)}
+    ), text
     for got, want, ref in zip(rows, t.rows, shown.rows, strict=False):
         for h in visible:
             i = t.headers.index(h)
@@ -136,9 +140,16 @@ def compare_with_records(rows: list[dict[str, str]], t: Table, results_by_label:
     for row in rows:
         fields = results_by_label[t.op][0].kernel.FIELDS
         params = {h: row[h] for h in row if h in fields}
-        hits = [r for r in results_by_label.get(t.op, []) if r.precision.name.value == row.get("prec", "fp32")
-                and all((("T" if v else "N") if isinstance(v, bool) else str(v)) == params[f]
-                        for f, v in r.kernel.params().items() if f in params)]
+        hits = [
+            r
+            for r in results_by_label.get(t.op, [])
+            if r.precision.name.value == row.get("prec", "fp32")
+            and all(
+                (("T" if v else "N") if isinstance(v, bool) else str(v)) == params[f]
+                for f, v in r.kernel.params().items()
+                if f in params
+            )
+        ]
         assert hits, row
         if row.get("median (us)"):
             assert any(fmt_us(r.time_us.median) == row["median (us)"] for r in hits if r.time_us), row
@@ -178,7 +189,7 @@ def test_report_command_fits_columns_when_piped(width: int) -> None:
     p = run_cli("deepbench", "report", str(H100_TRAIN), env={"COLUMNS": str(width)})
     assert p.returncode == 0, p.stderr
     assert max(cell_len(line) for line in p.stdout.splitlines()) <= width
-    conv = p.stdout[p.stdout.index("Convolution"):]
+    conv = p.stdout[p.stdout.index("Convolution") :]
     assert all(h in conv.split("━")[0] for h in ("stride_w", "stride_h", "pad_w", "pad_h"))
     assert "700" in conv and "161" in conv  # w=700 h=161: never "70" / "16"
 
@@ -205,7 +216,7 @@ def test_fit_drops_then_compacts_then_folds() -> None:
     assert fit(t, 40).dropped == () and not fit(t, 40).compact
     assert fit(t, 20).dropped == ("extra",)
     assert fit(t, 13).compact and fit(t, 13).dropped == ("extra",)
-    wide = Table("y", "Y", [f"p{i}" for i in range(10)], [[str(10 ** 5 + i) for i in range(10)]])
+    wide = Table("y", "Y", [f"p{i}" for i in range(10)], [[str(10**5 + i) for i in range(10)]])
     layout = fit(wide, 40)
     assert layout.bands > 1
     rows, _, _ = read_back(draw(wide, 40))

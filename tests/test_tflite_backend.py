@@ -22,8 +22,14 @@ from deepbench.kernels.results_file import read_results
 
 from .conftest import run_cli
 
-SMALL = ["gemm/inference_device/003", "gemm/inference_device/007", "conv/inference_device/012",
-         "conv/inference_device/003", "rnn/inference_device/001", "rnn/inference_device/002"]
+SMALL = [
+    "gemm/inference_device/003",
+    "gemm/inference_device/007",
+    "conv/inference_device/012",
+    "conv/inference_device/003",
+    "rnn/inference_device/001",
+    "rnn/inference_device/002",
+]
 
 
 @pytest.fixture(scope="module")
@@ -38,10 +44,15 @@ def test_generated_model_loads_and_computes(xnnpack: bool) -> None:
     x = rng.standard_normal((3, 8), dtype=np.float32)
     w = rng.standard_normal((5, 8), dtype=np.float32)
     spec = F.ModelSpec(
-        tensors=[F.TensorSpec("x", (3, 8), np.float32), F.TensorSpec("w", (5, 8), np.float32, data=w),
-                 F.TensorSpec("y", (3, 5), np.float32)],
+        tensors=[
+            F.TensorSpec("x", (3, 8), np.float32),
+            F.TensorSpec("w", (5, 8), np.float32, data=w),
+            F.TensorSpec("y", (3, 5), np.float32),
+        ],
         op=F.OpSpec(S.BuiltinOperator.FULLY_CONNECTED, [0, 1, F.NO_TENSOR], [2], S.FullyConnectedOptionsT()),
-        inputs=[0], outputs=[2])
+        inputs=[0],
+        outputs=[2],
+    )
     model = LoadedModel(F.build(spec), threads=1, use_xnnpack=xnnpack)
     details = model.interp.get_input_details()[0], model.interp.get_output_details()[0]
     assert tuple(details[0]["shape"]) == (3, 8) and tuple(details[1]["shape"]) == (3, 5)
@@ -56,11 +67,15 @@ def test_int8_fully_connected_cannot_output_int32() -> None:
     unit = F.Quant([1.0], [0])
     w = np.ones((4, 8), dtype=np.int8)
     spec = F.ModelSpec(
-        tensors=[F.TensorSpec("x", (2, 8), np.int8, quant=unit), F.TensorSpec("w", (4, 8), np.int8, data=w, quant=unit),
-                 F.TensorSpec("y", (2, 4), np.int32, quant=unit)],
-        op=F.OpSpec(S.BuiltinOperator.FULLY_CONNECTED, [0, 1, F.NO_TENSOR], [2], S.FullyConnectedOptionsT(),
-                    version=4),
-        inputs=[0], outputs=[2])
+        tensors=[
+            F.TensorSpec("x", (2, 8), np.int8, quant=unit),
+            F.TensorSpec("w", (4, 8), np.int8, data=w, quant=unit),
+            F.TensorSpec("y", (2, 4), np.int32, quant=unit),
+        ],
+        op=F.OpSpec(S.BuiltinOperator.FULLY_CONNECTED, [0, 1, F.NO_TENSOR], [2], S.FullyConnectedOptionsT(), version=4),
+        inputs=[0],
+        outputs=[2],
+    )
     with pytest.raises(RuntimeError, match="kTfLiteInt8"):
         LoadedModel(F.build(spec), threads=1, use_xnnpack=False)
 
@@ -114,9 +129,9 @@ def test_every_requantization_rounding_passes_and_one_more_step_fails(seed: int,
     shift = int(rng.integers(4, 12))
     acc = rng.integers(-200 << shift, 200 << shift, size=4000).astype(np.int64)
     acc[:50] = (rng.integers(-100, 100, size=50) << shift) + (1 << (shift - 1))  # exact ties
-    real = acc / 2.0 ** shift
+    real = acc / 2.0**shift
     out = np.clip(ROUNDINGS[rounding](real), -128, 127)
-    check = check_requantized(out.astype(np.int8), acc, 2.0 ** -shift, 0, -128, 127)
+    check = check_requantized(out.astype(np.int8), acc, 2.0**-shift, 0, -128, 127)
     assert check.passed, check
     saturated = int(((np.rint(real) < -128) | (np.rint(real) > 127)).sum())
     assert check.detail.endswith(f"; {saturated} saturated") and saturated > 0
@@ -124,14 +139,14 @@ def test_every_requantization_rounding_passes_and_one_more_step_fails(seed: int,
     inside = np.flatnonzero((real > -120) & (real < 120) & (real != np.round(real)))
     bad = out.copy()
     bad[inside[0]] = np.ceil(real[inside[0]]) + 1
-    assert check_requantized(bad.astype(np.int8), acc, 2.0 ** -shift, 0, -128, 127).error == 1.0
+    assert check_requantized(bad.astype(np.int8), acc, 2.0**-shift, 0, -128, 127).error == 1.0
     bad[inside[1]] = np.floor(real[inside[1]]) - 1
-    assert check_requantized(bad.astype(np.int8), acc, 2.0 ** -shift, 0, -128, 127).error == 2.0
+    assert check_requantized(bad.astype(np.int8), acc, 2.0**-shift, 0, -128, 127).error == 2.0
     # A saturated element must hold the bound.
     high = np.flatnonzero(real > 128)[0]
     bad = out.copy()
     bad[high] = 126
-    assert not check_requantized(bad.astype(np.int8), acc, 2.0 ** -shift, 0, -128, 127).passed
+    assert not check_requantized(bad.astype(np.int8), acc, 2.0**-shift, 0, -128, 127).passed
 
 
 def test_xnnpack_still_misreads_sparse_weights() -> None:
@@ -187,9 +202,27 @@ def test_gru_is_unsupported(backend) -> None:
 @pytest.mark.slow
 def test_device_suite_runs_locally(tmp_path: Path) -> None:
     out = tmp_path / "tfl"
-    proc = run_cli(str(Path(sys.executable).parent / "deepbench-run"), "--local", "--suite",
-                   "inference-device", "--backend", "tflite", "--precision", "fp32,int8", "--ops", "gemm,conv",
-                   "--where", "k<=128", "--fast", "--time-cap", "0.05", "--threads", "1", "--out", str(out))
+    proc = run_cli(
+        str(Path(sys.executable).parent / "deepbench-run"),
+        "--local",
+        "--suite",
+        "inference-device",
+        "--backend",
+        "tflite",
+        "--precision",
+        "fp32,int8",
+        "--ops",
+        "gemm,conv",
+        "--where",
+        "k<=128",
+        "--fast",
+        "--time-cap",
+        "0.05",
+        "--threads",
+        "1",
+        "--out",
+        str(out),
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
     results = read_results(out / "results.jsonl")
     assert results
@@ -207,18 +240,22 @@ def _layer_kernels() -> dict:
 
     common = {"set": "model", "index": 0}
     return {
-        "pooling-max-same": L.PoolingKernel(**common, mode="max", n=2, c=3, h=12, w=12, r=3, s=3, pad_h=1,
-                                            pad_w=1, stride_h=1, stride_w=1),
-        "pooling-global": L.PoolingKernel(**common, mode="avg", n=2, c=4, h=7, w=7, r=7, s=7, pad_h=0, pad_w=0,
-                                          stride_h=1, stride_w=1),
+        "pooling-max-same": L.PoolingKernel(
+            **common, mode="max", n=2, c=3, h=12, w=12, r=3, s=3, pad_h=1, pad_w=1, stride_h=1, stride_w=1
+        ),
+        "pooling-global": L.PoolingKernel(
+            **common, mode="avg", n=2, c=4, h=7, w=7, r=7, s=7, pad_h=0, pad_w=0, stride_h=1, stride_w=1
+        ),
         "softmax": L.SoftmaxKernel(**common, rows=6, cols=100),
-        **{f"activation-{f}": L.ActivationKernel(**common, function=f, elements=1000)
-           for f in ("relu", "gelu", "gelu_tanh", "tanh", "sigmoid")},
+        **{
+            f"activation-{f}": L.ActivationKernel(**common, function=f, elements=1000)
+            for f in ("relu", "gelu", "gelu_tanh", "tanh", "sigmoid")
+        },
         "embedding": L.EmbeddingKernel(**common, vocab=1000, dim=32, lookups=50),
-        "elementwise-add": L.ElementwiseKernel(**common, function="add", elements=600, a_elements=600,
-                                               b_elements=600),
-        "elementwise-mul-broadcast": L.ElementwiseKernel(**common, function="mul", elements=600, a_elements=600,
-                                                         b_elements=20),
+        "elementwise-add": L.ElementwiseKernel(**common, function="add", elements=600, a_elements=600, b_elements=600),
+        "elementwise-mul-broadcast": L.ElementwiseKernel(
+            **common, function="mul", elements=600, a_elements=600, b_elements=20
+        ),
         "batched_gemm": L.BatchedGemmKernel(**common, batch=3, m=16, n=8, k=24, a_t=True, b_t=False),
     }
 
@@ -228,14 +265,46 @@ LAYER_UNSUPPORTED = {
     "batch_norm": ("BatchNormKernel", {"n": 2, "c": 4, "h": 5, "w": 5}, "no batch normalization operator"),
     "layer_norm": ("NormKernel", {"kind": "layer", "rows": 6, "cols": 64}, "no layer or RMS normalization"),
     "rms_norm": ("NormKernel", {"kind": "rms", "rows": 6, "cols": 64}, "no layer or RMS normalization"),
-    "attention": ("AttentionKernel", {"batch": 1, "heads": 2, "kv_heads": 2, "seq_q": 4, "seq_kv": 4,
-                                      "head_dim": 8, "causal": True}, "no attention operator"),
+    "attention": (
+        "AttentionKernel",
+        {"batch": 1, "heads": 2, "kv_heads": 2, "seq_q": 4, "seq_kv": 4, "head_dim": 8, "causal": True},
+        "no attention operator",
+    ),
     "silu": ("ActivationKernel", {"function": "silu", "elements": 100}, "LOGISTIC then MUL"),
-    "avg-pool-counting-padding": ("PoolingKernel", {"mode": "avg", "n": 1, "c": 2, "h": 9, "w": 9, "r": 3, "s": 3,
-                                                    "pad_h": 1, "pad_w": 1, "stride_h": 1, "stride_w": 1},
-                                  "count_include_pad"),
-    "resnet-max-pool": ("PoolingKernel", {"mode": "max", "n": 1, "c": 2, "h": 112, "w": 112, "r": 3, "s": 3,
-                                          "pad_h": 1, "pad_w": 1, "stride_h": 2, "stride_w": 2}, "SAME or VALID"),
+    "avg-pool-counting-padding": (
+        "PoolingKernel",
+        {
+            "mode": "avg",
+            "n": 1,
+            "c": 2,
+            "h": 9,
+            "w": 9,
+            "r": 3,
+            "s": 3,
+            "pad_h": 1,
+            "pad_w": 1,
+            "stride_h": 1,
+            "stride_w": 1,
+        },
+        "count_include_pad",
+    ),
+    "resnet-max-pool": (
+        "PoolingKernel",
+        {
+            "mode": "max",
+            "n": 1,
+            "c": 2,
+            "h": 112,
+            "w": 112,
+            "r": 3,
+            "s": 3,
+            "pad_h": 1,
+            "pad_w": 1,
+            "stride_h": 2,
+            "stride_w": 2,
+        },
+        "SAME or VALID",
+    ),
 }
 
 

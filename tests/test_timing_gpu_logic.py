@@ -15,16 +15,16 @@ from deepbench.kernels.timing.stopping import CONVERGED, TIME_CAP, StopRule
 
 
 def test_calls_for_reaches_min_sample_and_respects_cap() -> None:
-    assert events.calls_for(5.0, 0.001, 2000) == 200          # 200 x 5 us = 1 ms
-    assert events.calls_for(5000.0, 0.001, 2000) == 1          # a long kernel: one call
-    assert events.calls_for(0.001, 0.001, 2000) == 2000        # capped
-    assert events.calls_for(0.0, 0.001, 50) == 50              # no division by zero
+    assert events.calls_for(5.0, 0.001, 2000) == 200  # 200 x 5 us = 1 ms
+    assert events.calls_for(5000.0, 0.001, 2000) == 1  # a long kernel: one call
+    assert events.calls_for(0.001, 0.001, 2000) == 2000  # capped
+    assert events.calls_for(0.0, 0.001, 50) == 50  # no division by zero
 
 
 def test_replays_covering_keeps_the_gpu_busy_within_bounds() -> None:
     assert events.replays_covering(0.1, 0.001) == 100
-    assert events.replays_covering(0.1, 1.0) == 1                                   # at least one
-    assert events.replays_covering(10.0, 1e-6) == events.MAX_WARM_REPLAYS      # capped
+    assert events.replays_covering(0.1, 1.0) == 1  # at least one
+    assert events.replays_covering(10.0, 1e-6) == events.MAX_WARM_REPLAYS  # capped
 
 
 def test_flagged_samples_are_discarded_when_enough_remain() -> None:
@@ -52,17 +52,17 @@ def at(mhz: float | None, *reasons: str) -> ClockReading:
 
 
 def test_power_cap_alone_is_not_throttling_but_heat_or_an_unknown_reason_is() -> None:
-    assert not throttled(at(1440.0, "sw_power_cap"), 1980.0)        # the limiter's normal swing
+    assert not throttled(at(1440.0, "sw_power_cap"), 1980.0)  # the limiter's normal swing
     assert throttled(at(1440.0, "sw_power_cap", "sw_thermal"), 1980.0)
-    assert throttled(ClockReading(1440.0, None), 1980.0)             # NVML could not say why
-    assert not throttled(at(1600.0, "hw_slowdown"), 1980.0)          # above 75% of the reference
+    assert throttled(ClockReading(1440.0, None), 1980.0)  # NVML could not say why
+    assert not throttled(at(1600.0, "hw_slowdown"), 1980.0)  # above 75% of the reference
     assert not throttled(ClockReading(None, None), 1980.0)
 
 
 def test_settle_watch_fires_once_at_the_first_move_between_boost_and_below() -> None:
     watch = SettleWatch()
     states = [watch.observe(at(mhz), 1980.0) for mhz in (1980, 1965, 1650, 1980, 1500)]
-    assert states == [False, False, True, False, False]               # 1965 is within 2% of boost
+    assert states == [False, False, True, False, False]  # 1965 is within 2% of boost
     rising = SettleWatch()
     assert [rising.observe(at(mhz), 1980.0) for mhz in (1600, 1650, 1980)] == [False, False, True]
 
@@ -91,8 +91,9 @@ def test_throttled_samples_do_not_count_and_trigger_a_rest() -> None:
     rests: list[float] = []
     sampler = Sampler("fake", 1, take=lambda: 5.0)
     rule = StopRule(target_rel_precision=0.01, min_samples=3, max_samples=100, time_cap_s=1e9)
-    got = clocked.run_samples(sampler, rule, lambda: next(clocks), now=lambda: float(next(ticks)),
-                                 reference=lambda: 1980.0, rest=rests.append)
+    got = clocked.run_samples(
+        sampler, rule, lambda: next(clocks), now=lambda: float(next(ticks)), reference=lambda: 1980.0, rest=rests.append
+    )
     # The thermal dip is the clock's first move: the first two samples are left out as settling.
     assert got.reason == CONVERGED and got.settle_samples == 2 and got.low[0] is True
     assert rests == [clocked.RECOVERY_S] * 2
@@ -111,8 +112,14 @@ def test_samples_before_the_limiter_moves_the_clock_are_left_out() -> None:
 
     sampler = Sampler("fake", 1, take=take)
     rule = StopRule(target_rel_precision=0.01, min_samples=3, max_samples=100, time_cap_s=1e9, min_time_s=4)
-    got = clocked.run_samples(sampler, rule, lambda: current[0][1], now=lambda: float(next(ticks)),
-                                 reference=lambda: 1980.0, rest=lambda s: None)
+    got = clocked.run_samples(
+        sampler,
+        rule,
+        lambda: current[0][1],
+        now=lambda: float(next(ticks)),
+        reference=lambda: 1980.0,
+        rest=lambda s: None,
+    )
     assert got.settle_samples == 4 and set(got.samples) == {5.0} and not any(got.low)
     assert got.settle_s > 0 and got.reason == CONVERGED
 
@@ -121,8 +128,14 @@ def test_always_throttled_stops_at_twice_the_cap() -> None:
     ticks = itertools.count()
     sampler = Sampler("fake", 1, take=lambda: 5.0)
     rule = StopRule(target_rel_precision=0.01, min_samples=3, max_samples=100, time_cap_s=5)
-    got = clocked.run_samples(sampler, rule, lambda: ClockReading(1000.0, None), now=lambda: float(next(ticks)),
-                                 reference=lambda: 1980.0, rest=lambda s: None)
+    got = clocked.run_samples(
+        sampler,
+        rule,
+        lambda: ClockReading(1000.0, None),
+        now=lambda: float(next(ticks)),
+        reference=lambda: 1980.0,
+        rest=lambda s: None,
+    )
     assert got.reason == TIME_CAP and len(got.samples) <= 11
 
 
@@ -140,18 +153,23 @@ def test_kernel_spans_group_a_calls_kernels() -> None:
     assert cupti.kernel_spans(intervals, 0) == []
 
 
-
 def test_profiled_samples_are_split_at_the_spin_markers() -> None:
     # the warm replays' tail, then two samples of two calls each (one kernel a call), each sample
     # preceded by the harness's spin kernel; the second sample ran 10% slower
-    events = [(0.0, 3.0, "gemm"), (3.1, 203.0, "spin_kernel(long)"),
-              (203.2, 207.2, "gemm"), (207.5, 211.5, "gemm"),
-              (212.0, 412.0, "spin_kernel(long)"), (412.2, 416.6, "gemm"), (416.9, 421.3, "gemm")]
+    events = [
+        (0.0, 3.0, "gemm"),
+        (3.1, 203.0, "spin_kernel(long)"),
+        (203.2, 207.2, "gemm"),
+        (207.5, 211.5, "gemm"),
+        (212.0, 412.0, "spin_kernel(long)"),
+        (412.2, 416.6, "gemm"),
+        (416.9, 421.3, "gemm"),
+    ]
     groups = cupti.split_at_markers(events)
     assert [len(g) for g in groups] == [2, 2]
     figures = cupti.sample_figures(groups, calls=2, timed=[4.4, 4.84])
-    assert abs(figures["kernel_us"] - (4.0 + 4.4) / 2) < 1e-9        # median of the per-sample busy times
-    assert abs(figures["period_us"] - (4.15 + 4.55) / 2) < 1e-9      # adds the gap between calls
+    assert abs(figures["kernel_us"] - (4.0 + 4.4) / 2) < 1e-9  # median of the per-sample busy times
+    assert abs(figures["period_us"] - (4.15 + 4.55) / 2) < 1e-9  # adds the gap between calls
     assert figures["kernels_per_call"] == 1.0 and figures["kernel_names"] == ["gemm"]
     assert abs(figures["timer_ratio"] - 1.1) < 1e-9 and abs(figures["events_us"] - 4.62) < 1e-9
     assert cupti.split_at_markers(events[:1]) == []  # no marker: no sample
@@ -174,16 +192,18 @@ def test_chunk_times_cut_a_replay_into_samples_of_consecutive_calls() -> None:
 def test_kernel_times_take_spans_and_fall_back_to_events_for_a_record_it_cannot_split(monkeypatch) -> None:
     monkeypatch.setattr(cupti, "start_once", lambda: None)
     kt = KernelTimes(replay=lambda: None, calls=4, sample_s=0.05, chunk=2)
-    assert kt.per_batch == 1                                         # 0.05 s of 50 ms replays
+    assert kt.per_batch == 1  # 0.05 s of 50 ms replays
     replay = [(10.0 * i, 10.0 * i + 4.0 + (i // 2) * 0.2, "gemm") for i in range(4)]  # spans 4.0 4.0 4.2 4.2
-    batches = iter([
-        ([replay], [4.6]),                                           # the first batch: CUPTI can time these calls
-        ([replay], [4.5, 4.7]),                                      # one replay's marker missing
-    ])
+    batches = iter(
+        [
+            ([replay], [4.6]),  # the first batch: CUPTI can time these calls
+            ([replay], [4.5, 4.7]),  # one replay's marker missing
+        ]
+    )
     kt._batch = lambda replays: next(batches)
     assert kt.start() is None
     assert [round(kt.take(), 9), round(kt.take(), 9)] == [4.0, 4.2]  # chunks of kernel spans, not the events' 4.6
-    assert kt.notes["graph_events_us"] == 4.6                        # the events' period kept beside them
+    assert kt.notes["graph_events_us"] == 4.6  # the events' period kept beside them
     assert [kt.take(), kt.take()] == [4.5, 4.7]
     assert kt.notes["samples_timed_by_events"] == 2
     assert kt.notes["graph_events_us"] == 4.6
@@ -209,8 +229,13 @@ def _failing_part(error: float):
     from deepbench.kernels.backends.base import TimedPart
     from deepbench.kernels.results import Check
 
-    return TimedPart("bwd_filter", run=lambda: None, flops=1.0, min_bytes=1.0,
-                     check=lambda: Check(passed=False, method="sampled-fp64", error=error, tolerance=1e-4))
+    return TimedPart(
+        "bwd_filter",
+        run=lambda: None,
+        flops=1.0,
+        min_bytes=1.0,
+        check=lambda: Check(passed=False, method="sampled-fp64", error=error, tolerance=1e-4),
+    )
 
 
 def test_fp32_winograd_conv_is_held_to_the_transform_tolerance(monkeypatch) -> None:
@@ -230,8 +255,9 @@ def test_fp32_direct_conv_keeps_the_fp32_tolerance(monkeypatch) -> None:
     from deepbench.kernels.backends.pytorch import conv
     from deepbench.kernels.precision import Precision
 
-    monkeypatch.setattr(profiler_check, "profiler_kernel_us",
-                        lambda fn, calls: {"kernel_names": ["implicit_convolve_sgemm"]})
+    monkeypatch.setattr(
+        profiler_check, "profiler_kernel_us", lambda fn, calls: {"kernel_names": ["implicit_convolve_sgemm"]}
+    )
     result = conv.transform_aware(_failing_part(7.2e-4), Precision.FP32)()
     assert not result.passed and result.tolerance == 1e-4
 
@@ -243,23 +269,27 @@ def test_power_limited_needs_the_cap_and_a_clock_below_boost() -> None:
 
 
 def test_a_power_limited_stretch_is_measured_for_the_longer_minimum() -> None:
-    rule = StopRule(target_rel_precision=0.01, min_samples=3, max_samples=1000, time_cap_s=100, min_time_s=2,
-                    limited_min_time_s=6)
+    rule = StopRule(
+        target_rel_precision=0.01, min_samples=3, max_samples=1000, time_cap_s=100, min_time_s=2, limited_min_time_s=6
+    )
     ticks = itertools.count()
     sampler = Sampler("fake", 1, take=lambda: 5.0)
-    light = clocked.run_samples(sampler, rule, lambda: at(1980.0), now=lambda: float(next(ticks)),
-                                   reference=lambda: 1980.0)
+    light = clocked.run_samples(
+        sampler, rule, lambda: at(1980.0), now=lambda: float(next(ticks)), reference=lambda: 1980.0
+    )
     ticks = itertools.count()
-    heavy = clocked.run_samples(sampler, rule, lambda: at(1500.0, "sw_power_cap"), now=lambda: float(next(ticks)),
-                                   reference=lambda: 1980.0)  # a boost clock seen earlier in the process
+    heavy = clocked.run_samples(
+        sampler, rule, lambda: at(1500.0, "sw_power_cap"), now=lambda: float(next(ticks)), reference=lambda: 1980.0
+    )  # a boost clock seen earlier in the process
     assert len(light.samples) == 3 and len(heavy.samples) == 6 and heavy.reason == CONVERGED
 
 
 def test_a_stretch_limited_half_the_time_gets_the_longer_minimum() -> None:
     """A limiter that holds the clock for every other reading is swinging (a majority rule took
     such stretches for steady ones): the longer minimum applies; one reading in ten does not."""
-    rule = StopRule(target_rel_precision=0.01, min_samples=3, max_samples=1000, time_cap_s=100, min_time_s=4,
-                    limited_min_time_s=12)
+    rule = StopRule(
+        target_rel_precision=0.01, min_samples=3, max_samples=1000, time_cap_s=100, min_time_s=4, limited_min_time_s=12
+    )
     sampler = Sampler("fake", 1, take=lambda: 5.0)
 
     def samples_taken(every: int) -> int:
@@ -268,18 +298,21 @@ def test_a_stretch_limited_half_the_time_gets_the_longer_minimum() -> None:
         def reading() -> ClockReading:
             return at(1500.0, "sw_power_cap") if next(count) % every == 1 else at(1980.0)
 
-        return len(clocked.run_samples(sampler, rule, reading, now=lambda: float(next(ticks)),
-                                          reference=lambda: 1980.0).samples)
+        return len(
+            clocked.run_samples(
+                sampler, rule, reading, now=lambda: float(next(ticks)), reference=lambda: 1980.0
+            ).samples
+        )
 
-    assert samples_taken(2) == 11   # 12 s of samples, counted from the clock's first move
-    assert samples_taken(10) == 3   # the ordinary 4 s
+    assert samples_taken(2) == 11  # 12 s of samples, counted from the clock's first move
+    assert samples_taken(10) == 3  # the ordinary 4 s
 
 
 def test_warm_up_settles_when_the_temperature_stops_rising() -> None:
     rising = [(float(t), 40.0 + t) for t in range(12)]
     flat = [(float(t), 60.0 + (0.5 if t > 5 else 0.0)) for t in range(12)]
     assert not warmup.settled(rising) and warmup.settled(flat)
-    assert not warmup.settled(flat[:5])   # not yet a whole window of readings
+    assert not warmup.settled(flat[:5])  # not yet a whole window of readings
 
 
 class _Captured(BaseException):
@@ -299,6 +332,7 @@ def test_a_call_that_fills_a_sample_is_estimated_once(monkeypatch) -> None:
         def time_eager(fn, calls):
             asked.append(calls)
             return us
+
         return time_eager
 
     monkeypatch.setattr(graph, "capture", _no_capture)
@@ -324,6 +358,7 @@ def test_quick_us_keeps_the_eager_figure_of_a_candidate_out_of_contest(monkeypat
     def held(fn, calls):
         events_seen.append("timed")
         return _eager(500.0)
+
     monkeypatch.setattr(graph_events, "held_eager_figure", held)
     assert graph_events.quick_us(lambda: events_seen.append("call"), out_of_contest_us=300.0) == 500.0
     assert events_seen == ["call", "timed"]  # a first call, untimed, loads the candidate's kernels
@@ -360,6 +395,7 @@ def test_a_slow_host_is_timed_again_behind_a_longer_hold(monkeypatch) -> None:
     def figure(fn, calls, during=None, hold_s=events.HOLD_S):
         holds.append(hold_s)
         return _eager(20.0 if hold_s > events.HOLD_S else 900.0, enqueue_s=2e-3, hold_s=hold_s)
+
     monkeypatch.setattr(events, "eager_figure", figure)
     pace = events.HostPace()
     held = events.held_eager_figure(lambda: None, 2, pace)
@@ -368,7 +404,12 @@ def test_a_slow_host_is_timed_again_behind_a_longer_hold(monkeypatch) -> None:
     assert events.held_eager_figure(lambda: None, 2, pace).gpu_bound
     assert holds == [2e-3 * events.PACE_ROOM]
     holds.clear()  # a host slower still: the hold stops at MAX_HOLD_S, and the figure says it is not the GPU's
-    monkeypatch.setattr(events, "eager_figure", lambda fn, calls, during=None, hold_s=events.HOLD_S:
-                        holds.append(hold_s) or _eager(900.0, enqueue_s=1.0, hold_s=hold_s))
+    monkeypatch.setattr(
+        events,
+        "eager_figure",
+        lambda fn, calls, during=None, hold_s=events.HOLD_S: (
+            holds.append(hold_s) or _eager(900.0, enqueue_s=1.0, hold_s=hold_s)
+        ),
+    )
     assert not events.held_eager_figure(lambda: None, 2, events.HostPace()).gpu_bound
     assert holds[-1] == events.MAX_HOLD_S

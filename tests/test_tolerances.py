@@ -26,8 +26,9 @@ SEEN_ON_ANOTHER_H100 = [(1760, 16, 50, 0.00536), (2560, 16, 50, 0.00539)]
 
 
 @pytest.mark.parametrize("hidden, batch, steps, error", SEEN_ON_ANOTHER_H100)
-def test_the_rnn_that_failed_on_another_machine_passes_with_margin(hidden: int, batch: int, steps: int,
-                                                                   error: float) -> None:
+def test_the_rnn_that_failed_on_another_machine_passes_with_margin(
+    hidden: int, batch: int, steps: int, error: float
+) -> None:
     tol = recurrence_tolerance(Precision.FP16, hidden, batch, steps, "bwd")
     assert error > TOLERANCE[Precision.FP16]  # what failed it
     assert tol / error >= LEAST_MARGIN, tol

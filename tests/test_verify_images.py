@@ -42,8 +42,9 @@ def _image(client, tag: str, labels: dict[str, str]) -> str:
         entry.size, entry.mode = len(script), 0o755
         tar.addfile(entry, io.BytesIO(script))
     repo, name = tag.rsplit(":", 1)
-    client.api.import_image_from_data(data.getvalue(), repository=repo, tag=name,
-                                      changes=[f"LABEL {k}={v}" for k, v in labels.items()])
+    client.api.import_image_from_data(
+        data.getvalue(), repository=repo, tag=name, changes=[f"LABEL {k}={v}" for k, v in labels.items()]
+    )
     return client.images.get(tag).id
 
 
@@ -53,8 +54,11 @@ def hostile(client):
     is not this installation's: what a submitter would like the verifier to run."""
     made = {
         "plain": _image(client, f"deepbench-test/plain:{os.getpid()}", {}),
-        "labelled": _image(client, f"deepbench-test/labelled:{os.getpid()}", {
-            LABEL_PLATFORM: "cpu", LABEL_VERSION: __version__, LABEL_HARNESS: "0" * 64}),
+        "labelled": _image(
+            client,
+            f"deepbench-test/labelled:{os.getpid()}",
+            {LABEL_PLATFORM: "cpu", LABEL_VERSION: __version__, LABEL_HARNESS: "0" * 64},
+        ),
     }
     yield {k: f"deepbench-test/{k}:{os.getpid()}" for k in made} | {f"{k}_id": v for k, v in made.items()}
     for image_id in made.values():
@@ -66,12 +70,16 @@ def container_bundle(tmp_path_factory: pytest.TempPathFactory, hostile: dict[str
     """A real run's bundle, re-made as a container run on the hostile image (the image, digest and
     index changed together, the manifest re-hashed): it passes check, so only verify's own rule
     keeps the image from running."""
-    bundle = local_bundle(tmp_path_factory.mktemp("vimg"), "--suite", "smoke", "--ops", "gemm", "--fast",
-                          "--threads", "1", "--quiet")
+    bundle = local_bundle(
+        tmp_path_factory.mktemp("vimg"), "--suite", "smoke", "--ops", "gemm", "--fast", "--threads", "1", "--quiet"
+    )
     image_id = hostile["labelled_id"]
     record = json.loads((bundle / "run.json").read_text())
-    record["provenance"].update(local=False, image_digest=image_id, image={
-        "tag": hostile["labelled"], "id": image_id, "digest": image_id, "repo_digests": [], "tags": []})
+    record["provenance"].update(
+        local=False,
+        image_digest=image_id,
+        image={"tag": hostile["labelled"], "id": image_id, "digest": image_id, "repo_digests": [], "tags": []},
+    )
     (bundle / "run.json").write_text(json.dumps(record, indent=1) + "\n")
     index = json.loads((bundle / "submission.json").read_text())
     index.update(local=False, image_digest=image_id, image={"id": image_id, "archive": None, "registry": None})
@@ -86,15 +94,20 @@ def _containers_of(client, image_ids: list[str]) -> list[str]:
     return [c.id for c in client.containers.list(all=True) if c.image.id in image_ids]
 
 
-@pytest.mark.parametrize("which, words", [
-    ("plain", "is not a deepbench image"),
-    ("labelled", "holds another deepbench harness"),
-])
-def test_verify_refuses_an_image_that_is_not_its_own(client, hostile: dict[str, str], container_bundle: Path,
-                                                     tmp_path: Path, which: str, words: str) -> None:
+@pytest.mark.parametrize(
+    "which, words",
+    [
+        ("plain", "is not a deepbench image"),
+        ("labelled", "holds another deepbench harness"),
+    ],
+)
+def test_verify_refuses_an_image_that_is_not_its_own(
+    client, hostile: dict[str, str], container_bundle: Path, tmp_path: Path, which: str, words: str
+) -> None:
     out = tmp_path / "again"
-    proc = run_cli("deepbench", "verify", str(container_bundle), "--allow-modified", "--image", hostile[which],
-                   "--out", str(out))
+    proc = run_cli(
+        "deepbench", "verify", str(container_bundle), "--allow-modified", "--image", hostile[which], "--out", str(out)
+    )
     assert proc.returncode == EXIT_USAGE, proc.stdout + proc.stderr
     lines = [x for x in proc.stderr.splitlines() if x.strip()]
     assert len(lines) == 1 and words in lines[0] and "Traceback" not in proc.stderr, proc.stderr
@@ -103,8 +116,9 @@ def test_verify_refuses_an_image_that_is_not_its_own(client, hostile: dict[str, 
     assert _containers_of(client, [hostile["plain_id"], hostile["labelled_id"]]) == []
 
 
-def test_verify_never_takes_the_bundles_image_for_its_own(client, hostile: dict[str, str], container_bundle: Path,
-                                                          tmp_path: Path) -> None:
+def test_verify_never_takes_the_bundles_image_for_its_own(
+    client, hostile: dict[str, str], container_bundle: Path, tmp_path: Path
+) -> None:
     """The hostile labelled image under the platform's own tag (as if the verifier had it): the
     default path checks it as strictly and refuses it; the bundle's image id is never run."""
     own = get_platform("cpu").image

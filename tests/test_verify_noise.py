@@ -27,8 +27,9 @@ def result(kid: str, median: float, rel_iqr: float, status: str = "ok") -> Simpl
     if status != "ok":
         return SimpleNamespace(id=kid, status=Status(status), reason="why", time_us=None, flags=())
     half = median * rel_iqr / 2
-    stats = TimeStats(median=median, min=median - half, max=median + half, mean=median, p25=median - half,
-                      p75=median + half, n=20)
+    stats = TimeStats(
+        median=median, min=median - half, max=median + half, mean=median, p25=median - half, p75=median + half, n=20
+    )
     return SimpleNamespace(id=kid, status=Status.OK, reason="", time_us=stats, flags=())
 
 
@@ -57,10 +58,18 @@ def test_the_noise_limit_bounds_every_agreeing_tolerance() -> None:
 
 
 def test_noisy_or_disagreeing_kernels_are_measured_again_and_the_quieter_is_judged() -> None:
-    submitted = [result("quiet", 100.0, 0.02), result("noisy-rerun", 100.0, 0.02), result("off", 100.0, 0.02),
-                 result("gone", 100.0, 0.02)]
-    first = [result("quiet", 101.0, 0.02), result("noisy-rerun", 130.0, 0.30), result("off", 150.0, 0.02),
-             result("gone", 0, 0, "failed")]
+    submitted = [
+        result("quiet", 100.0, 0.02),
+        result("noisy-rerun", 100.0, 0.02),
+        result("off", 100.0, 0.02),
+        result("gone", 100.0, 0.02),
+    ]
+    first = [
+        result("quiet", 101.0, 0.02),
+        result("noisy-rerun", 130.0, 0.30),
+        result("off", 150.0, 0.02),
+        result("gone", 0, 0, "failed"),
+    ]
     asked: list[list[str]] = []
 
     def remeasure(ids: list[str]) -> list:
@@ -73,14 +82,19 @@ def test_noisy_or_disagreeing_kernels_are_measured_again_and_the_quieter_is_judg
     assert verdicts["noisy-rerun"].verdict == "agree" and verdicts["noisy-rerun"].remeasured
     assert verdicts["off"].verdict == "disagree" and verdicts["off"].rerun_us == 149.0  # the quieter re-run
     assert verdicts["gone"].verdict == "disagree"
-    nothing = judge([result("a", 10.0, 0.01)], [result("a", 10.1, 0.01)], DEFAULT,
-                    lambda ids: pytest.fail("nothing to measure again"))
+    nothing = judge(
+        [result("a", 10.0, 0.01)],
+        [result("a", 10.1, 0.01)],
+        DEFAULT,
+        lambda ids: pytest.fail("nothing to measure again"),
+    )
     assert nothing[0].verdict == "agree"
 
 
 def test_a_noisier_second_measurement_does_not_replace_the_first() -> None:
-    verdicts = judge([result("k", 100.0, 0.02)], [result("k", 180.0, 0.05)], DEFAULT,
-                     lambda ids: [result("k", 100.0, 0.50)])
+    verdicts = judge(
+        [result("k", 100.0, 0.02)], [result("k", 180.0, 0.05)], DEFAULT, lambda ids: [result("k", 100.0, 0.50)]
+    )
     assert verdicts[0].rerun_us == 180.0 and verdicts[0].verdict == "disagree"
 
 
@@ -94,12 +108,15 @@ def test_longer_settings() -> None:
     assert again.kernel_timeout_s > again.time_cap_s
 
 
-@pytest.mark.parametrize("args, words", [
-    (["--tolerance", "nan"], "--tolerance: must be a finite number"),
-    (["--max-noise", "inf"], "--max-noise: must be a finite number"),
-    (["--noise-factor", "-3"], "--noise-factor: must be at least 0"),
-    (["--tolerance", "0.5", "--max-tolerance", "0.2"], "--max-tolerance (0.2) must be at least --tolerance (0.5)"),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--tolerance", "nan"], "--tolerance: must be a finite number"),
+        (["--max-noise", "inf"], "--max-noise: must be a finite number"),
+        (["--noise-factor", "-3"], "--noise-factor: must be at least 0"),
+        (["--tolerance", "0.5", "--max-tolerance", "0.2"], "--max-tolerance (0.2) must be at least --tolerance (0.5)"),
+    ],
+)
 def test_rule_is_checked_at_the_door(tmp_path, args: list[str], words: str) -> None:
     proc = run_cli("deepbench", "verify", str(tmp_path), "--local", *args)
     assert proc.returncode == 2 and words in proc.stderr and "Traceback" not in proc.stderr, proc.stderr

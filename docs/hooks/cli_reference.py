@@ -136,11 +136,17 @@ def _sections(parser: argparse.ArgumentParser, level: int) -> Iterator[str]:
         parts.extend(description_blocks(parser.description))
     subs = _subparsers(parser)
     if subs:
-        parts.append("| command | what it does |\n| --- | --- |\n" + "\n".join(
-            f"| `{name}` | {_cell(_sub_help(parser, name))} |" for name, _ in subs) + "\n")
+        parts.append(
+            "| command | what it does |\n| --- | --- |\n"
+            + "\n".join(f"| `{name}` | {_cell(_sub_help(parser, name))} |" for name, _ in subs)
+            + "\n"
+        )
     for title, rows in option_rows(parser):
-        parts.append(f"**{title}**\n\n| option | value | default | what it does |\n| --- | --- | --- | --- |\n"
-                     + "\n".join("| " + " | ".join(r) + " |" for r in rows) + "\n")
+        parts.append(
+            f"**{title}**\n\n| option | value | default | what it does |\n| --- | --- | --- | --- |\n"
+            + "\n".join("| " + " | ".join(r) + " |" for r in rows)
+            + "\n"
+        )
     yield "\n".join(parts)
     for _, child in subs:
         yield from _sections(child, level + 1)
@@ -171,7 +177,7 @@ def fit_line(line: str) -> list[str]:
         return [line]
     if line.lstrip().startswith("#"):  # a comment continued under the one above: it keeps its words
         return [line.lstrip()]
-    indent = line[:len(line) - len(line.lstrip())]
+    indent = line[: len(line) - len(line.lstrip())]
     command, sep, comment = line.partition("  # ")
     out = [f"{indent}# {comment.strip()}"] if sep else []
     command = command.rstrip()

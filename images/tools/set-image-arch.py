@@ -18,8 +18,12 @@ import tempfile
 
 
 def main(name: str, arch: str) -> int:
-    current = subprocess.run(["docker", "image", "inspect", name, "--format", "{{.Architecture}}"],
-                             capture_output=True, text=True, check=True).stdout.strip()
+    current = subprocess.run(
+        ["docker", "image", "inspect", name, "--format", "{{.Architecture}}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     if current == arch:
         return 0
     with tempfile.TemporaryFile() as saved, tempfile.TemporaryFile() as fixed:
@@ -40,8 +44,12 @@ def main(name: str, arch: str) -> int:
         fixed.seek(0)
         subprocess.run(["docker", "rmi", "-f", name], capture_output=True, check=True)
         subprocess.run(["docker", "load", "-q"], stdin=fixed, check=True, capture_output=True)
-    after = subprocess.run(["docker", "image", "inspect", name, "--format", "{{.Architecture}}"],
-                           capture_output=True, text=True, check=True).stdout.strip()
+    after = subprocess.run(
+        ["docker", "image", "inspect", name, "--format", "{{.Architecture}}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     print(f"{name}: architecture {current} -> {after}")
     return 0 if after == arch else 1
 

@@ -38,12 +38,31 @@ X86_MACHINES = ("x86_64", "amd64", "i386", "i686")
 RASPBERRY_PI = "Raspberry Pi"
 ARM_IMPLEMENTER = "0x41"
 # Arm's part numbers (/proc/cpuinfo "CPU part", implementer 0x41), from Arm's technical reference manuals.
-ARM_PARTS = {"0xd03": "Cortex-A53", "0xd04": "Cortex-A35", "0xd05": "Cortex-A55", "0xd07": "Cortex-A57",
-             "0xd08": "Cortex-A72", "0xd09": "Cortex-A73", "0xd0a": "Cortex-A75", "0xd0b": "Cortex-A76",
-             "0xd0c": "Neoverse-N1", "0xd0d": "Cortex-A77", "0xd40": "Neoverse-V1", "0xd41": "Cortex-A78",
-             "0xd44": "Cortex-X1", "0xd46": "Cortex-A510", "0xd47": "Cortex-A710", "0xd48": "Cortex-X2",
-             "0xd49": "Neoverse-N2", "0xd4d": "Cortex-A715", "0xd4e": "Cortex-X3", "0xd4f": "Neoverse-V2",
-             "0xd80": "Cortex-A520", "0xd81": "Cortex-A720", "0xd82": "Cortex-X4"}
+ARM_PARTS = {
+    "0xd03": "Cortex-A53",
+    "0xd04": "Cortex-A35",
+    "0xd05": "Cortex-A55",
+    "0xd07": "Cortex-A57",
+    "0xd08": "Cortex-A72",
+    "0xd09": "Cortex-A73",
+    "0xd0a": "Cortex-A75",
+    "0xd0b": "Cortex-A76",
+    "0xd0c": "Neoverse-N1",
+    "0xd0d": "Cortex-A77",
+    "0xd40": "Neoverse-V1",
+    "0xd41": "Cortex-A78",
+    "0xd44": "Cortex-X1",
+    "0xd46": "Cortex-A510",
+    "0xd47": "Cortex-A710",
+    "0xd48": "Cortex-X2",
+    "0xd49": "Neoverse-N2",
+    "0xd4d": "Cortex-A715",
+    "0xd4e": "Cortex-X3",
+    "0xd4f": "Neoverse-V2",
+    "0xd80": "Cortex-A520",
+    "0xd81": "Cortex-A720",
+    "0xd82": "Cortex-X4",
+}
 # Raspberry Pi's new-style revision codes (its documentation, "Raspberry Pi revision codes"):
 # bit 23 new style, 22-20 memory, 19-16 maker, 15-12 processor, 11-4 type, 3-0 revision.
 REVISION_NEW_STYLE_BIT = 23
@@ -71,14 +90,14 @@ def cpuinfo_family(text: str) -> str | None:
     """Which processor family /proc/cpuinfo describes (the real kernel's), or None."""
     if re.search(r"^(CPU implementer|CPU architecture)\s*:", text, re.M):
         return "arm"
-    if re.search(r"^vendor_id\s*:\s*(GenuineIntel|AuthenticAMD|HygonGenuine)", text, re.M) or \
-            re.search(r"^flags\s*:.*\b(sse2|avx)\b", text, re.M):
+    if re.search(r"^vendor_id\s*:\s*(GenuineIntel|AuthenticAMD|HygonGenuine)", text, re.M) or re.search(
+        r"^flags\s*:.*\b(sse2|avx)\b", text, re.M
+    ):
         return "x86"
     return None
 
 
-def emulation(machine: str | None = None, cpuinfo: str | None = None, kernel_arch: str | None = None
-              ) -> dict[str, Any]:
+def emulation(machine: str | None = None, cpuinfo: str | None = None, kernel_arch: str | None = None) -> dict[str, Any]:
     """{'emulated': bool, 'evidence': [...]} for this process (arguments for tests)."""
     machine = machine if machine is not None else platform.machine()
     cpuinfo = cpuinfo if cpuinfo is not None else (_read(ROOT / CPUINFO) or "")
@@ -127,8 +146,12 @@ def pi_revision(code: str) -> dict[str, Any] | None:
         return None
     if not value >> REVISION_NEW_STYLE_BIT & 1:
         return None
-    return {"code": code, "soc": PI_PROCESSORS.get(value >> 12 & 0xF), "memory_mb": PI_MEMORY_MB.get(value >> 20 & 0x7),
-            "board_revision": f"1.{value & 0xF}"}
+    return {
+        "code": code,
+        "soc": PI_PROCESSORS.get(value >> 12 & 0xF),
+        "memory_mb": PI_MEMORY_MB.get(value >> 20 & 0x7),
+        "board_revision": f"1.{value & 0xF}",
+    }
 
 
 def soc(cpuinfo: str, root: Path = ROOT) -> str | None:
@@ -175,11 +198,18 @@ def clusters(root: Path = ROOT, cpuinfo: str = "") -> list[dict[str, Any]]:
     for policy in sorted(glob.glob(str(root / POLICY_GLOB)), key=lambda p: int(re.sub(r"\D", "", Path(p).name) or 0)):
         p = Path(policy)
         cpus = _cpu_list(_read(p / "related_cpus") or _read(p / "affected_cpus") or "")
-        entry: dict[str, Any] = {"policy": p.name, "cpus": cpus,
-                                 "core": sorted({types[c] for c in cpus if c in types}) or None,
-                                 "governor": _read(p / "scaling_governor")}
-        for key, name in (("cpuinfo_min_freq", "min_mhz"), ("cpuinfo_max_freq", "max_mhz"),
-                          ("scaling_max_freq", "allowed_max_mhz"), ("scaling_cur_freq", "cur_mhz")):
+        entry: dict[str, Any] = {
+            "policy": p.name,
+            "cpus": cpus,
+            "core": sorted({types[c] for c in cpus if c in types}) or None,
+            "governor": _read(p / "scaling_governor"),
+        }
+        for key, name in (
+            ("cpuinfo_min_freq", "min_mhz"),
+            ("cpuinfo_max_freq", "max_mhz"),
+            ("scaling_max_freq", "allowed_max_mhz"),
+            ("scaling_cur_freq", "cur_mhz"),
+        ):
             entry[name] = _khz_to_mhz(_read(p / key))
         out.append(entry)
     return out
@@ -204,13 +234,15 @@ def is_raspberry_pi(board: str | None) -> bool:
 
 
 # ----- a run's facts --------------------------------------------------------------------------
-def snapshot(root: Path = ROOT, cpuinfo: str = "", raspberry_pi: bool = False, throttle: bool = True
-             ) -> dict[str, Any]:
+def snapshot(root: Path = ROOT, cpuinfo: str = "", raspberry_pi: bool = False, throttle: bool = True) -> dict[str, Any]:
     """What changes during a run: each cluster's governor and clocks, temperatures, throttling."""
     snap: dict[str, Any] = {
-        "clocks_mhz": {c["policy"]: {k: c[k] for k in ("governor", "cur_mhz", "allowed_max_mhz", "max_mhz")}
-                       for c in clusters(root, cpuinfo)},
-        "temperature_c": temperatures_c(root)}
+        "clocks_mhz": {
+            c["policy"]: {k: c[k] for k in ("governor", "cur_mhz", "allowed_max_mhz", "max_mhz")}
+            for c in clusters(root, cpuinfo)
+        },
+        "temperature_c": temperatures_c(root),
+    }
     if throttle:
         snap["throttled"] = throttling.state(root, raspberry_pi)
     return snap
@@ -224,8 +256,12 @@ def cpu_facts(root: Path = ROOT, machine: str | None = None) -> dict[str, Any]:
     board = board_model(cpuinfo, root)
     facts: dict[str, Any] = {
         # The name follows the system description's rule (the submission checker compares them).
-        "kind": "cpu", "name": cpu_model(), "machine": machine or platform.machine(),
-        "logical_cpus": os.cpu_count(), "memory_gib": memory_gib(root), "emulated": emu["emulated"],
+        "kind": "cpu",
+        "name": cpu_model(),
+        "machine": machine or platform.machine(),
+        "logical_cpus": os.cpu_count(),
+        "memory_gib": memory_gib(root),
+        "emulated": emu["emulated"],
         "emulation": emu,
     }
     if board:
@@ -236,10 +272,13 @@ def cpu_facts(root: Path = ROOT, machine: str | None = None) -> dict[str, Any]:
     revision = pi_revision(_cpuinfo_field(cpuinfo, "Revision") or "")
     if revision:
         facts["revision"] = revision
-    facts["clusters"] = [{k: c[k] for k in ("policy", "cpus", "core", "min_mhz", "max_mhz")}
-                         for c in clusters(root, cpuinfo)]
-    facts["cores"] = {"count": len(core_types(cpuinfo)) or os.cpu_count(),
-                      "types": sorted(set(core_types(cpuinfo).values()))}
+    facts["clusters"] = [
+        {k: c[k] for k in ("policy", "cpus", "core", "min_mhz", "max_mhz")} for c in clusters(root, cpuinfo)
+    ]
+    facts["cores"] = {
+        "count": len(core_types(cpuinfo)) or os.cpu_count(),
+        "types": sorted(set(core_types(cpuinfo).values())),
+    }
     # An emulated run's /sys is the host's: its throttling says nothing about the board emulated.
     facts["before"] = snapshot(root, cpuinfo, is_raspberry_pi(board), throttle=not emu["emulated"])
     return facts
@@ -248,19 +287,26 @@ def cpu_facts(root: Path = ROOT, machine: str | None = None) -> dict[str, Any]:
 def emulation_warning(emu: dict[str, Any]) -> str | None:
     if not emu.get("emulated"):
         return None
-    return (f"this run was emulated ({emu.get('process_machine')} code on a host whose kernel is "
-            f"{emu.get('kernel_arch') or 'another architecture'}): its times are the emulator's, not the hardware's")
+    return (
+        f"this run was emulated ({emu.get('process_machine')} code on a host whose kernel is "
+        f"{emu.get('kernel_arch') or 'another architecture'}): its times are the emulator's, not the hardware's"
+    )
 
 
 def facts_after(before: dict[str, Any], root: Path = ROOT) -> dict[str, Any]:
     """The end-of-run snapshot and the warnings a reader must see (throttling, emulation)."""
     start = before.get("before", {})
-    after = snapshot(root, _read(root / CPUINFO) or "", is_raspberry_pi(before.get("board")),
-                     throttle="throttled" in start)
+    after = snapshot(
+        root, _read(root / CPUINFO) or "", is_raspberry_pi(before.get("board")), throttle="throttled" in start
+    )
     first, last = start.get("throttled", {}), after.get("throttled", {})
     warnings = [w for w in (throttling.warning(first, last), emulation_warning(before.get("emulation", {}))) if w]
-    return {"after": after, "throttled_during_run": bool(throttling.new_flags(first, last)),
-            "throttled_at_start": bool(first.get("now")), "warnings": warnings}
+    return {
+        "after": after,
+        "throttled_during_run": bool(throttling.new_flags(first, last)),
+        "throttled_at_start": bool(first.get("now")),
+        "warnings": warnings,
+    }
 
 
 class BoardMonitor:
@@ -271,8 +317,9 @@ class BoardMonitor:
     def __init__(self, root: Path = ROOT, machine: str | None = None) -> None:
         self.root = root
         self.facts = cpu_facts(root, machine)
-        self.watch = throttling.ThrottleWatch(root, is_raspberry_pi(self.facts.get("board")),
-                                              active=not self.facts["emulated"])
+        self.watch = throttling.ThrottleWatch(
+            root, is_raspberry_pi(self.facts.get("board")), active=not self.facts["emulated"]
+        )
 
     def mark(self, info: dict[str, Any]) -> None:
         self.watch.mark(info)

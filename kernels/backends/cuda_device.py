@@ -66,8 +66,11 @@ class CudaDevice:
         self._warmed = True
         if self.settings.warm_up_s > 0:
             info["device_warm_up"] = warm_up(
-                self.device, self.clocks.temperature_c, self.settings.warm_up_s,
-                meanwhile=cupti.start_once if self.settings.kernel_time and not self.settings.cold else lambda: None)
+                self.device,
+                self.clocks.temperature_c,
+                self.settings.warm_up_s,
+                meanwhile=cupti.start_once if self.settings.kernel_time and not self.settings.cold else lambda: None,
+            )
 
     def measure(self, fn: Callable[[], object], rule: StopRule, part: TimedPart, precision: Precision) -> Measurement:
         """Time `fn` (enqueued on torch's current stream) with the run's timer; the notes and the
@@ -83,8 +86,9 @@ class CudaDevice:
     def ceilings(self) -> dict[str, float]:
         if self._ceilings is None:
             self._ceilings = {}  # measured once; empty while measuring (no roofline for the ceilings)
-            self._ceilings = cuda_facts.measure_ceilings(self.device, self.settings, self.clocks,
-                                                         set_torch_precision_mode)
+            self._ceilings = cuda_facts.measure_ceilings(
+                self.device, self.settings, self.clocks, set_torch_precision_mode
+            )
         return self._ceilings
 
     def versions(self) -> dict[str, str]:
@@ -95,9 +99,15 @@ class CudaDevice:
     def facts(self) -> dict[str, Any]:
         facts = cuda_facts.device_facts(self.device, self.clocks)
         if self.meter is not None:  # --energy: how often the counter moves, measured here, or why no meter
-            facts["energy_meter"] = (self.meter if isinstance(self.meter, str) else
-                                     {"meter": self.meter.name, "update_period_s": update_period(self.meter),
-                                      "power_limit_w": self.meter.power_limit_w()})
+            facts["energy_meter"] = (
+                self.meter
+                if isinstance(self.meter, str)
+                else {
+                    "meter": self.meter.name,
+                    "update_period_s": update_period(self.meter),
+                    "power_limit_w": self.meter.power_limit_w(),
+                }
+            )
         if self.lock is not None:
             facts["clock_lock"] = dict(self.lock.record)
         return facts

@@ -19,8 +19,8 @@ from ..timing import cuda as cuda_timer
 from ..timing.clocks import ClockReader
 from ..timing.stopping import StopRule
 
-CEILING_GEMM = 8192           # square GEMM size for the compute ceilings
-COPY_BYTES = 1 << 30          # device-to-device copy of 1 GiB (read + write counted)
+CEILING_GEMM = 8192  # square GEMM size for the compute ceilings
+COPY_BYTES = 1 << 30  # device-to-device copy of 1 GiB (read + write counted)
 # Sustained, not first-burst, ceilings: samples for at least min_time_s (the power limiter settles).
 CEILING_RULE = StopRule(target_rel_precision=0.01, min_samples=5, max_samples=200, time_cap_s=0.5, min_time_s=0.2)
 CUBLAS_LIBS = ("libcublas.so.13", "libcublas.so.12", "libcublas.so")
@@ -93,9 +93,14 @@ def library_versions() -> dict[str, str]:
 def device_facts(device: torch.device, clocks: ClockReader) -> dict[str, Any]:
     p = torch.cuda.get_device_properties(device)
     facts: dict[str, Any] = {
-        "kind": "cuda", "name": p.name, "memory_bytes": int(p.total_memory), "sm_count": p.multi_processor_count,
-        "capability": f"{p.major}.{p.minor}", "l2_bytes": int(getattr(p, "L2_cache_size", 0) or 0),
-        "uuid": str(getattr(p, "uuid", "")), "cudnn_benchmark": True,
+        "kind": "cuda",
+        "name": p.name,
+        "memory_bytes": int(p.total_memory),
+        "sm_count": p.multi_processor_count,
+        "capability": f"{p.major}.{p.minor}",
+        "l2_bytes": int(getattr(p, "L2_cache_size", 0) or 0),
+        "uuid": str(getattr(p, "uuid", "")),
+        "cudnn_benchmark": True,
     }
     facts.update(clocks.max_clocks())
     now = clocks.sm_mhz()
@@ -131,8 +136,9 @@ def fp8_supported(device: torch.device) -> bool:
     return torch.cuda.get_device_capability(device) >= (8, 9) and hasattr(torch, "_scaled_mm")
 
 
-def measure_ceilings(device: torch.device, settings: Settings, clocks: ClockReader,
-                     set_mode: Callable[[Precision], None]) -> dict[str, float]:
+def measure_ceilings(
+    device: torch.device, settings: Settings, clocks: ClockReader, set_mode: Callable[[Precision], None]
+) -> dict[str, float]:
     """tflops_<precision> for a CEILING_GEMM^3 GEMM and gbps_copy for a device-to-device copy."""
     out: dict[str, float] = {}
     hot = settings.model_copy(update={"cold": False, "verify_timing": False, "kernel_time": False, "energy": False})
@@ -144,7 +150,7 @@ def measure_ceilings(device: torch.device, settings: Settings, clocks: ClockRead
                 continue
             fn()
             m, _ = cuda_timer.measure(fn, CEILING_RULE, hot, True, device, clocks)
-            out[f"tflops_{precision.value}"] = 2 * CEILING_GEMM ** 3 / (m.stats.median * 1e-6) / 1e12
+            out[f"tflops_{precision.value}"] = 2 * CEILING_GEMM**3 / (m.stats.median * 1e-6) / 1e12
         except Exception:  # noqa: BLE001 - a precision this card or build lacks has no ceiling
             continue
         finally:
@@ -170,8 +176,9 @@ def _copy_gbps(device: torch.device, hot: Settings, clocks: cuda_timer.ClockRead
     return out
 
 
-def roofline(flops: float, min_bytes: float, median_us: float, precision: Precision,
-             ceilings: dict[str, float]) -> dict[str, Any]:
+def roofline(
+    flops: float, min_bytes: float, median_us: float, precision: Precision, ceilings: dict[str, float]
+) -> dict[str, Any]:
     """The part's bound from the measured ceilings and the share of it the part reached."""
     peak = ceilings.get(f"tflops_{precision.value}")
     bw = ceilings.get("gbps_copy")

@@ -34,14 +34,16 @@ class DenseBeside:
             self._dense = CublasBackend(self.settings, self.cuda)
         return self._dense
 
-    def measure(self, kernel: SparseKernel, precision: Precision, rule: StopRule,
-                layout: tuple[bool, bool] | None = None) -> dict[str, Any]:
+    def measure(
+        self, kernel: SparseKernel, precision: Precision, rule: StopRule, layout: tuple[bool, bool] | None = None
+    ) -> dict[str, Any]:
         """The dense GEMM's time, rate, check and call; where cuBLAS has no such GEMM, why (the
         sparse result stands without a speedup). `layout` (a_t, b_t): the operands' layout where
         the sparse product runs another than the kernel's, so that both sides run the same one."""
         a_t, b_t = layout if layout is not None else (kernel.a_t, kernel.b_t)
-        dense_kernel = GemmKernel(set=kernel.set, index=kernel.index, m=kernel.m, n=kernel.n, k=kernel.k,
-                                  a_t=a_t, b_t=b_t)
+        dense_kernel = GemmKernel(
+            set=kernel.set, index=kernel.index, m=kernel.m, n=kernel.n, k=kernel.k, a_t=a_t, b_t=b_t
+        )
         dense = self.backend
         try:
             part = dense.prepare(dense_kernel, precision).parts[0]
@@ -49,5 +51,9 @@ class DenseBeside:
             return {"dense_unsupported": str(exc)}
         part.run()
         m = dense.measure(part.run, rule, part)
-        return {"dense_time_us": m.stats.model_dump(), "dense_tflops": dense_kernel.flops() / m.stats.median / 1e6,
-                "dense_check": part.check().model_dump(), "dense_call": part.info.get("blas_call", {})}
+        return {
+            "dense_time_us": m.stats.model_dump(),
+            "dense_tflops": dense_kernel.flops() / m.stats.median / 1e6,
+            "dense_check": part.check().model_dump(),
+            "dense_call": part.info.get("blas_call", {}),
+        }

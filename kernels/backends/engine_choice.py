@@ -47,8 +47,8 @@ from ..results import Check
 # two runs on two machines still agreed within 3% for 96-97% of the directions (as at 3%). The train
 # published with 1% (2026-11-25, GPU-bee61ecf): 413 of 413 directions within 5% of the fastest candidate.
 MARGIN = 0.01
-REFINE_WINDOW = 0.06      # candidates this close to the fastest are timed again, longer
-MAX_CANDIDATES = 12       # plans tried per direction, in cuDNN's heuristic order
+REFINE_WINDOW = 0.06  # candidates this close to the fastest are timed again, longer
+MAX_CANDIDATES = 12  # plans tried per direction, in cuDNN's heuristic order
 # A candidate whose first eager figure is this many times the fastest figure so far keeps that
 # figure (timing.graph_events.quick_us): far outside REFINE_WINDOW, it cannot be chosen.
 OUT_OF_CONTEST = 1.5
@@ -80,17 +80,25 @@ class Engine:
         return f"{self.engine_id}:{knobs}" if knobs else str(self.engine_id)
 
     def record(self) -> dict[str, Any]:
-        return {"engine": self.spec, "engine_id": self.engine_id, "knobs": dict(self.knobs), "plan_name": self.name,
-                "workspace_bytes": self.workspace, "heuristic_index": self.index}
+        return {
+            "engine": self.spec,
+            "engine_id": self.engine_id,
+            "knobs": dict(self.knobs),
+            "plan_name": self.name,
+            "workspace_bytes": self.workspace,
+            "heuristic_index": self.index,
+        }
 
 
 def parse_spec(spec: str) -> tuple[int, dict[str, int]]:
     """'34' or '34:TILE_SIZE=3,SPLIT_K_BUF=0' -> (34, {'TILE_SIZE': 3, 'SPLIT_K_BUF': 0})."""
     m = SPEC.match(spec)
     if not m:
-        raise EngineError(f"malformed cuDNN engine '{spec}' (expected ENGINE_ID or ENGINE_ID:KNOB=VALUE,..., as "
-                          "results record it in info.cudnn.engine, or a plan's name such as eng49_k0=43_k2=5, as "
-                          "info.cudnn.plan_name records it)")
+        raise EngineError(
+            f"malformed cuDNN engine '{spec}' (expected ENGINE_ID or ENGINE_ID:KNOB=VALUE,..., as "
+            "results record it in info.cudnn.engine, or a plan's name such as eng49_k0=43_k2=5, as "
+            "info.cudnn.plan_name records it)"
+        )
     knobs: dict[str, int] = {}
     for item in filter(None, (p.strip() for p in (m.group(2) or "").split(","))):
         name, eq, value = item.partition("=")
@@ -124,18 +132,27 @@ class Choice:
 
     def record(self) -> dict[str, Any]:
         rejected = [row for row in self.table if row["status"] == "rejected"]
-        return {**self.chosen.record(),
-                "chosen_by": f"fastest correct candidate, or one within {MARGIN:.0%} of it that cuDNN's heuristics "
-                             "rank higher (kernels/backends/engine_choice.py)",
-                "fastest_correct_us": self.fastest_correct_us, "candidates": self.table, "rejected": len(rejected)}
+        return {
+            **self.chosen.record(),
+            "chosen_by": f"fastest correct candidate, or one within {MARGIN:.0%} of it that cuDNN's heuristics "
+            "rank higher (kernels/backends/engine_choice.py)",
+            "fastest_correct_us": self.fastest_correct_us,
+            "candidates": self.table,
+            "rejected": len(rejected),
+        }
 
 
 class NoCorrectEngine(RuntimeError):
     """Every candidate failed to run or failed its check: the direction fails with this list."""
 
 
-def choose(engines: list[Engine], quick_us: Callable[[Engine, float], float], check: Callable[[Engine], Check],
-           margin: float = MARGIN, refine: Callable[[Engine], float] | None = None) -> Choice:
+def choose(
+    engines: list[Engine],
+    quick_us: Callable[[Engine, float], float],
+    check: Callable[[Engine], Check],
+    margin: float = MARGIN,
+    refine: Callable[[Engine], float] | None = None,
+) -> Choice:
     """The rule above. `quick_us(e, out_of_contest_us)` times a candidate (raising if it cannot
     run; it may stop at a first figure above `out_of_contest_us`, OUT_OF_CONTEST times the fastest
     so far), `refine` times a contender again for longer, `check` runs a candidate and checks its
@@ -170,11 +187,17 @@ def choose(engines: list[Engine], quick_us: Callable[[Engine, float], float], ch
 
     fastest = next(((t, e) for t, e in timed if passes(e)), None)
     if fastest is None:
-        raise NoCorrectEngine("no cuDNN engine computed this direction correctly: " +
-                              "; ".join(f"{r['engine']}: {r.get('reason', r['status'])}" for r in rows.values()))
+        raise NoCorrectEngine(
+            "no cuDNN engine computed this direction correctly: "
+            + "; ".join(f"{r['engine']}: {r.get('reason', r['status'])}" for r in rows.values())
+        )
     limit = fastest[0] * (1 + margin)
-    eligible = [e for t, e in timed if t <= limit and (rows[e.index]["status"] == "passed" or
-                                                      (rows[e.index]["status"] == "unchecked" and passes(e)))]
+    eligible = [
+        e
+        for t, e in timed
+        if t <= limit
+        and (rows[e.index]["status"] == "passed" or (rows[e.index]["status"] == "unchecked" and passes(e)))
+    ]
     chosen = min(eligible, key=lambda e: e.rank)
     rows[chosen.index]["status"] = "chosen"
     return Choice(chosen, [rows[e.index] for e in engines], fastest[0])

@@ -44,8 +44,18 @@ def compare(out: np.ndarray, ref: np.ndarray, precision: Precision, detail: str 
     return verdict(relative_error(out, ref), precision, METHOD, detail)
 
 
-def pool_nchw(x: np.ndarray, mode: str, r: int, s: int, pad_h: int, pad_w: int, stride_h: int, stride_w: int,
-              out_h: int, out_w: int) -> np.ndarray:
+def pool_nchw(
+    x: np.ndarray,
+    mode: str,
+    r: int,
+    s: int,
+    pad_h: int,
+    pad_w: int,
+    stride_h: int,
+    stride_w: int,
+    out_h: int,
+    out_w: int,
+) -> np.ndarray:
     """Max (padding -inf) or average (count_include_pad: padding counts as zeros) pooling."""
     fill = -np.inf if mode == "max" else 0.0
     xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad_h, pad_h), (pad_w, pad_w)), constant_values=fill)
@@ -54,23 +64,26 @@ def pool_nchw(x: np.ndarray, mode: str, r: int, s: int, pad_h: int, pad_w: int, 
     return win.max(axis=(-2, -1)) if mode == "max" else win.sum(axis=(-2, -1)) / (r * s)
 
 
-def batch_norm_nchw(x: np.ndarray, mean: np.ndarray, var: np.ndarray, weight: np.ndarray, bias: np.ndarray,
-                    eps: float = EPS) -> np.ndarray:
+def batch_norm_nchw(
+    x: np.ndarray, mean: np.ndarray, var: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float = EPS
+) -> np.ndarray:
     per_channel = lambda t: t.astype(np.float64).reshape(1, -1, 1, 1)  # noqa: E731
-    return (x.astype(np.float64) - per_channel(mean)) / np.sqrt(per_channel(var) + eps) * per_channel(weight) \
-        + per_channel(bias)
+    return (x.astype(np.float64) - per_channel(mean)) / np.sqrt(per_channel(var) + eps) * per_channel(
+        weight
+    ) + per_channel(bias)
 
 
 def layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float = EPS) -> np.ndarray:
     xd = x.astype(np.float64)
     centred = xd - xd.mean(-1, keepdims=True)
-    return centred / np.sqrt((centred ** 2).mean(-1, keepdims=True) + eps) * weight.astype(np.float64) \
-        + bias.astype(np.float64)
+    return centred / np.sqrt((centred**2).mean(-1, keepdims=True) + eps) * weight.astype(np.float64) + bias.astype(
+        np.float64
+    )
 
 
 def rms_norm(x: np.ndarray, weight: np.ndarray, eps: float = EPS) -> np.ndarray:
     xd = x.astype(np.float64)
-    return xd / np.sqrt((xd ** 2).mean(-1, keepdims=True) + eps) * weight.astype(np.float64)
+    return xd / np.sqrt((xd**2).mean(-1, keepdims=True) + eps) * weight.astype(np.float64)
 
 
 def softmax(x: np.ndarray) -> np.ndarray:
@@ -88,16 +101,18 @@ _erf = np.frompyfunc(math.erf, 1, 1)
 ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "relu": lambda x: np.where(x > 0, x, 0.0),
     "gelu": lambda x: 0.5 * x * (1.0 + np.asarray(_erf(x / math.sqrt(2.0)), dtype=np.float64)),
-    "gelu_tanh": lambda x: 0.5 * x * (1.0 + 2.0 * _sigmoid(2.0 * math.sqrt(2.0 / math.pi)
-                                                           * (x + GELU_TANH_COEFF * x ** 3)) - 1.0),
+    "gelu_tanh": lambda x: (
+        0.5 * x * (1.0 + 2.0 * _sigmoid(2.0 * math.sqrt(2.0 / math.pi) * (x + GELU_TANH_COEFF * x**3)) - 1.0)
+    ),
     "silu": lambda x: x * _sigmoid(x),
     "tanh": lambda x: 2.0 * _sigmoid(2.0 * x) - 1.0,
     "sigmoid": _sigmoid,
 }
 
 
-def check_activation(function: str, out: np.ndarray, x: np.ndarray, precision: Precision,
-                     rng: np.random.Generator) -> Check:
+def check_activation(
+    function: str, out: np.ndarray, x: np.ndarray, precision: Precision, rng: np.random.Generator
+) -> Check:
     """All elements when there are at most CHECK_ELEMENTS, else that many random ones."""
     flat_out, flat_x = out.reshape(-1), x.reshape(-1)
     if flat_x.size <= CHECK_ELEMENTS:
@@ -107,8 +122,7 @@ def check_activation(function: str, out: np.ndarray, x: np.ndarray, precision: P
     return compare_points(flat_out[idx].astype(np.float64), ref, precision)
 
 
-def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool, pairs: list[tuple[int, int]]
-              ) -> np.ndarray:
+def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool, pairs: list[tuple[int, int]]) -> np.ndarray:
     """softmax(Q K^T / sqrt(d) [+ top-left causal mask]) V for the (batch, head) pairs; query
     head h reads key/value head h // (heads / kv_heads). q (B, H, Sq, D), k and v (B, Hkv, Skv, D)."""
     group = q.shape[1] // k.shape[1]

@@ -26,8 +26,10 @@ from .cuda_device import CudaDevice
 from .pytorch.context import TorchContext
 
 # cuSPARSELt's library itself comes with PyTorch's CUDA 13 wheels (nvidia-cusparselt-cu13), and in NVIDIA's images.
-INSTALL_HINT = ("pip install 'deepbench[nvidia]' (nvmath-python, nvidia-cudnn-frontend; cuSPARSELt: "
-                "nvidia-cusparselt-cu13, which PyTorch's CUDA wheels install)")
+INSTALL_HINT = (
+    "pip install 'deepbench[nvidia]' (nvmath-python, nvidia-cudnn-frontend; cuSPARSELt: "
+    "nvidia-cusparselt-cu13, which PyTorch's CUDA wheels install)"
+)
 
 
 def load_binding(module: str, package: str) -> tuple[ModuleType | None, str]:
@@ -85,8 +87,9 @@ class NativeCudaBackend(Backend):
         if self.lib is None:
             raise Unsupported(f"the {self.name} backend cannot run here: {self.missing}")
         if kernel.op not in self.operations:
-            raise Unsupported(f"{kernel.op} is not run by the {self.name} backend "
-                              f"(it runs {', '.join(self.operations)})")
+            raise Unsupported(
+                f"{kernel.op} is not run by the {self.name} backend (it runs {', '.join(self.operations)})"
+            )
         return self.prepare_op(kernel, precision).in_precision(precision)
 
     def prepare_unpadded(self, kernel: Kernel, precision: Precision) -> Prepared | None:

@@ -35,12 +35,18 @@ def verdict(error: float, precision: Precision, method: str, detail: str = "", t
     """Pass when finite and within `tol` (default: the precision's floor, precision.tolerance())."""
     tol = tolerance(precision) if tol is None else tol
     passed = math.isfinite(error) and error <= tol
-    return Check(passed=passed, method=method, error=error if math.isfinite(error) else None, tolerance=tol,
-                 detail=detail if math.isfinite(error) else (detail + " non-finite output").strip())
+    return Check(
+        passed=passed,
+        method=method,
+        error=error if math.isfinite(error) else None,
+        tolerance=tol,
+        detail=detail if math.isfinite(error) else (detail + " non-finite output").strip(),
+    )
 
 
-def check_matmul(out: np.ndarray, x: np.ndarray, y: np.ndarray, precision: Precision,
-                 rng: np.random.Generator) -> Check:
+def check_matmul(
+    out: np.ndarray, x: np.ndarray, y: np.ndarray, precision: Precision, rng: np.random.Generator
+) -> Check:
     """out should equal x @ y (x: n x k, y: k x m). Integer results must match exactly."""
     n, k = x.shape
     m = y.shape[1]
@@ -50,8 +56,13 @@ def check_matmul(out: np.ndarray, x: np.ndarray, y: np.ndarray, precision: Preci
             # float64 BLAS is exact here: |x @ y| <= k * 128 * 128 < 2**53.
             ref = x.astype(np.float64) @ y.astype(np.float64)
             wrong = int((out.astype(np.float64) != ref).sum())
-            return Check(passed=wrong == 0, method="exact-int", error=float(wrong), tolerance=0.0,
-                         detail=f"{wrong} wrong elements")
+            return Check(
+                passed=wrong == 0,
+                method="exact-int",
+                error=float(wrong),
+                tolerance=0.0,
+                detail=f"{wrong} wrong elements",
+            )
         # Freivalds with small integer vectors, in float64: every sum stays below 2**53, so exact.
         r = rng.integers(-2, 3, size=(m, FREIVALDS_VECTORS)).astype(np.float64)
         lhs = out.astype(np.float64) @ r
@@ -66,7 +77,6 @@ def check_matmul(out: np.ndarray, x: np.ndarray, y: np.ndarray, precision: Preci
     return verdict(relative_error(np.asarray(out, np.float64) @ r, x64 @ (y64 @ r)), precision, "freivalds", tol=tol)
 
 
-
 def check_batch_ends(check_entry: Callable[[int], Check], batch: int) -> Check:
     """A batched operation checked at its first and last entry (a library that skipped or mixed
     up entries fails); the worse of the two is reported, naming the entries."""
@@ -75,10 +85,12 @@ def check_batch_ends(check_entry: Callable[[int], Check], batch: int) -> Check:
     return worst.model_copy(update={"detail": f"batch entries {entries} {worst.detail}".strip()})
 
 
-def check_batched_matmul(out: np.ndarray, x: np.ndarray, y: np.ndarray, precision: Precision,
-                         rng: np.random.Generator) -> Check:
+def check_batched_matmul(
+    out: np.ndarray, x: np.ndarray, y: np.ndarray, precision: Precision, rng: np.random.Generator
+) -> Check:
     """out[i] should equal x[i] @ y[i] (check_batch_ends)."""
     return check_batch_ends(lambda i: check_matmul(out[i], x[i], y[i], precision, rng), len(out))
+
 
 def conv_points(rng: np.random.Generator, n: int, k: int, oh: int, ow: int) -> list[tuple[int, int, int, int]]:
     """CONV_CHECK_POINTS random output positions (n, k, oh, ow) of an (N, K, OH, OW) output."""
@@ -86,19 +98,29 @@ def conv_points(rng: np.random.Generator, n: int, k: int, oh: int, ow: int) -> l
     return list(zip(*cols, strict=True))
 
 
-def conv_reference_at(x_padded: np.ndarray, w: np.ndarray, n: int, k: int, oh: int, ow: int,
-                      stride_h: int, stride_w: int) -> float:
+def conv_reference_at(
+    x_padded: np.ndarray, w: np.ndarray, n: int, k: int, oh: int, ow: int, stride_h: int, stride_w: int
+) -> float:
     """One output of an NCHW convolution (cross-correlation) from its definition, in float64:
     x_padded (N, C, H+2p, W+2p), w (K, C, R, S)."""
     r, s = w.shape[2], w.shape[3]
     h0, w0 = oh * stride_h, ow * stride_w
-    patch = x_padded[n, :, h0:h0 + r, w0:w0 + s].astype(np.float64)
+    patch = x_padded[n, :, h0 : h0 + r, w0 : w0 + s].astype(np.float64)
     return float((patch * w[k].astype(np.float64)).sum())
 
 
-def check_conv_nchw(y: np.ndarray, x: np.ndarray, w: np.ndarray, pad_h: int, pad_w: int, stride_h: int,
-                    stride_w: int, precision: Precision, rng: np.random.Generator,
-                    bias: np.ndarray | None = None) -> Check:
+def check_conv_nchw(
+    y: np.ndarray,
+    x: np.ndarray,
+    w: np.ndarray,
+    pad_h: int,
+    pad_w: int,
+    stride_h: int,
+    stride_w: int,
+    precision: Precision,
+    rng: np.random.Generator,
+    bias: np.ndarray | None = None,
+) -> Check:
     """y (N, K, OH, OW) at random points against the definition (plus bias[k] when given).
     int8: exact integers."""
     xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad_h, pad_h), (pad_w, pad_w)))
@@ -113,13 +135,17 @@ def check_conv_nchw(y: np.ndarray, x: np.ndarray, w: np.ndarray, pad_h: int, pad
 def compare_points(got: np.ndarray, ref: np.ndarray, precision: Precision) -> Check:
     if precision is Precision.INT8:
         wrong = int((got != ref).sum()) if np.isfinite(got).all() else len(got)
-        return Check(passed=wrong == 0, method="sampled-exact-int", error=float(wrong), tolerance=0.0,
-                     detail=f"{wrong} of {len(got)} random elements wrong")
+        return Check(
+            passed=wrong == 0,
+            method="sampled-exact-int",
+            error=float(wrong),
+            tolerance=0.0,
+            detail=f"{wrong} of {len(got)} random elements wrong",
+        )
     return verdict(relative_error(got, ref), precision, "sampled-fp64", f"{len(got)} random elements")
 
 
-def check_requantized(out_q: np.ndarray, acc: np.ndarray, scale: float, zero_point: int, qmin: int, qmax: int
-                      ) -> Check:
+def check_requantized(out_q: np.ndarray, acc: np.ndarray, scale: float, zero_point: int, qmin: int, qmax: int) -> Check:
     """An integer output that the runtime requantized from its int32 accumulator `acc` with the
     multiplier `scale`. The exact value is v = acc * scale + zero_point; a requantization rounds v
     to one of its two integer neighbours and saturates at [qmin, qmax], and which neighbour
@@ -143,6 +169,11 @@ def check_requantized(out_q: np.ndarray, acc: np.ndarray, scale: float, zero_poi
     nearest = np.rint(exact)
     saturated = int(((nearest < qmin) | (nearest > qmax)).sum())
     other_neighbour = int(((got != np.clip(nearest, qmin, qmax)) & ~outside).sum())
-    return Check(passed=wrong == 0, method="requantized-int", error=float(wrong), tolerance=0.0,
-                 detail=f"{wrong} of {out_q.size} outside the rounding of the exact value; {other_neighbour} "
-                        f"rounded to the other neighbour; {saturated} saturated")
+    return Check(
+        passed=wrong == 0,
+        method="requantized-int",
+        error=float(wrong),
+        tolerance=0.0,
+        detail=f"{wrong} of {out_q.size} outside the rounding of the exact value; {other_neighbour} "
+        f"rounded to the other neighbour; {saturated} saturated",
+    )

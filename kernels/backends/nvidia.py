@@ -101,8 +101,10 @@ class NvidiaBackend(Backend):
 
     def device_facts(self) -> dict[str, Any]:
         facts = self.cuda.facts()
-        facts["backends"] = {op: (name if not self.native(name).missing else f"torch ({self.native(name).missing})")
-                             for op, name in NATIVE_FOR_OPERATION.items()}
+        facts["backends"] = {
+            op: (name if not self.native(name).missing else f"torch ({self.native(name).missing})")
+            for op, name in NATIVE_FOR_OPERATION.items()
+        }
         return facts
 
     def ceilings(self, precisions: Iterable[Precision] = ()) -> dict[str, float]:

@@ -48,8 +48,11 @@ def _read(path: Path) -> str | None:
 
 def decode(value: int) -> dict[str, Any]:
     """The firmware's bits by name: `now` (set at this moment) and `since_boot`."""
-    return {"value": value, "now": [n for b, n in NOW_BITS.items() if value >> b & 1],
-            "since_boot": [n for b, n in NOW_BITS.items() if value >> (b + SINCE_BOOT_SHIFT) & 1]}
+    return {
+        "value": value,
+        "now": [n for b, n in NOW_BITS.items() if value >> b & 1],
+        "since_boot": [n for b, n in NOW_BITS.items() if value >> (b + SINCE_BOOT_SHIFT) & 1],
+    }
 
 
 def from_vcgencmd() -> dict[str, Any] | None:
@@ -57,8 +60,9 @@ def from_vcgencmd() -> dict[str, Any] | None:
     if not tool:
         return None
     try:
-        text = subprocess.run([tool, "get_throttled"], capture_output=True, text=True,
-                              timeout=VCGENCMD_TIMEOUT_S).stdout.strip()
+        text = subprocess.run(
+            [tool, "get_throttled"], capture_output=True, text=True, timeout=VCGENCMD_TIMEOUT_S
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError) as exc:
         return {"source": "vcgencmd get_throttled", "error": str(exc)}
     match = re.search(r"0x([0-9a-fA-F]+)", text)
@@ -118,10 +122,21 @@ def _trip_points(zone: Path) -> list[tuple[str, str]]:
 def from_sysfs(root: Path, raspberry_pi: bool) -> dict[str, Any]:
     """What the kernel shows (source 3 above); `now` holds the firmware's names for the same states."""
     capped, hot = _capped_policies(root), _hot_zones(root, raspberry_pi)
-    now = [name for name, on in (("under-voltage", _undervoltage(root)), ("arm frequency capped", bool(capped)),
-                                 ("throttled", bool(hot))) if on]
-    return {"source": "sysfs (hwmon rpi_volt, cpufreq caps, thermal zones)", "now": now, "since_boot": [],
-            "evidence": capped + hot}
+    now = [
+        name
+        for name, on in (
+            ("under-voltage", _undervoltage(root)),
+            ("arm frequency capped", bool(capped)),
+            ("throttled", bool(hot)),
+        )
+        if on
+    ]
+    return {
+        "source": "sysfs (hwmon rpi_volt, cpufreq caps, thermal zones)",
+        "now": now,
+        "since_boot": [],
+        "evidence": capped + hot,
+    }
 
 
 def state(root: Path = Path("/"), raspberry_pi: bool = False) -> dict[str, Any]:
@@ -136,8 +151,10 @@ def state(root: Path = Path("/"), raspberry_pi: bool = False) -> dict[str, Any]:
 
 def new_flags(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
     """What throttled between two looks: states set now, and since-boot bits that were not set."""
-    return sorted(set(after.get("now", [])) | {f"{n} occurred" for n in
-                                               set(after.get("since_boot", [])) - set(before.get("since_boot", []))})
+    return sorted(
+        set(after.get("now", []))
+        | {f"{n} occurred" for n in set(after.get("since_boot", [])) - set(before.get("since_boot", []))}
+    )
 
 
 def warning(before: dict[str, Any], after: dict[str, Any]) -> str | None:
@@ -145,8 +162,9 @@ def warning(before: dict[str, Any], after: dict[str, Any]) -> str | None:
     during, at_start = new_flags(before, after), before.get("now", [])
     if not during and not at_start:
         return None
-    parts = ([f"during the run: {', '.join(during)}"] if during else []) + \
-            ([f"at its start: {', '.join(at_start)}"] if at_start else [])
+    parts = ([f"during the run: {', '.join(during)}"] if during else []) + (
+        [f"at its start: {', '.join(at_start)}"] if at_start else []
+    )
     return f"the board was throttled {'; '.join(parts)} ({after.get('source') or before.get('source')})"
 
 

@@ -31,8 +31,9 @@ INPUT_PROJECTION_BACKENDS: Final = frozenset({"onnxruntime", "tflite"})
 INPUT_PROJECTION_DEVICES: Final = ("cuda",)  # the torch backend on a GPU: cuDNN's layers
 
 
-def timed_directions(kernel: Kernel, precision: str, backend: str,
-                     device: str) -> tuple[frozenset[str], tuple[str, ...]]:
+def timed_directions(
+    kernel: Kernel, precision: str, backend: str, device: str
+) -> tuple[frozenset[str], tuple[str, ...]]:
     """(directions a result must hold, directions it may hold)."""
     if kernel.op == "all_reduce":
         return frozenset(COLLECTIVE_REQUIRED), COLLECTIVE_ALLOWED
@@ -50,8 +51,9 @@ def counts_input_projection(backend: str, device: str) -> bool:
     return backend in INPUT_PROJECTION_BACKENDS or (backend == "torch" and device.startswith(INPUT_PROJECTION_DEVICES))
 
 
-def counted_costs(kernel: Kernel, precision: Precision, direction: str, backend: str,
-                  device: str) -> list[tuple[float, float]]:
+def counted_costs(
+    kernel: Kernel, precision: Precision, direction: str, backend: str, device: str
+) -> list[tuple[float, float]]:
     """(FLOPs, fewest bytes) the tool's own formulas give one direction of `kernel` as `backend`
     counts it on `device` (an RNN with or without its input projection; a collective moves bytes
     and counts no FLOPs); `deepbench check` compares a result's figures with these."""
@@ -59,6 +61,10 @@ def counted_costs(kernel: Kernel, precision: Precision, direction: str, backend:
     if kernel.op == "all_reduce":
         return [(0.0, nbytes)]
     if kernel.op == "rnn":
-        return [(kernel.flops(direction, input_projection=counts_input_projection(backend, device)),  # type: ignore[call-arg]
-                 nbytes)]
+        return [
+            (
+                kernel.flops(direction, input_projection=counts_input_projection(backend, device)),  # type: ignore[call-arg]
+                nbytes,
+            )
+        ]
     return [(kernel.flops(direction), nbytes)]

@@ -85,8 +85,11 @@ def _patterns(node: ast.expr, consts: dict[str, list[ast.expr]], depth: int = 0)
                 text += _PRECISION if src == "precision.value" else _OP if src == "kernel.op" else ANY
         return [(text, False)]
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        return [(a + b, ta or tb) for a, ta in _patterns(node.left, consts, depth + 1)
-                for b, tb in _patterns(node.right, consts, depth + 1)]
+        return [
+            (a + b, ta or tb)
+            for a, ta in _patterns(node.left, consts, depth + 1)
+            for b, tb in _patterns(node.right, consts, depth + 1)
+        ]
     if isinstance(node, ast.Name) and node.id in consts:
         return [p for v in consts[node.id] for p in _patterns(v, consts, depth + 1)]
     if isinstance(node, ast.Subscript):
@@ -126,8 +129,12 @@ def reasons_in(path: Path, ops: set[str]) -> list[Reason]:
     op = _op_of(path, ops)
     out = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Unsupported" \
-                and node.args:
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "Unsupported"
+            and node.args
+        ):
             for pattern, truncated in _patterns(node.args[0], consts):
                 if _literal_chars(pattern) >= MIN_LITERAL_CHARS:
                     out.append(Reason(pattern, op, truncated, f"{path.name}:{node.lineno}", _named(pattern)))
@@ -139,7 +146,7 @@ def _sources(backend: str) -> list[Path]:
     if target is None:
         return []
     module = target.split(":")[0].split(".")
-    rel = HERE.joinpath(*module[module.index("backends") + 1:])
+    rel = HERE.joinpath(*module[module.index("backends") + 1 :])
     files = sorted(rel.rglob("*.py")) if rel.is_dir() else [rel.with_suffix(".py")]
     return files + _shared_modules(files) + list(SHARED_SOURCES)
 

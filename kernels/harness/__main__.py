@@ -103,14 +103,14 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return ExitCode.INTERRUPTED
     except Locked as exc:
-        emit(Event.ERROR, kind=ErrorKind.LOCKED.value,
-             message=f"{exc}: a second harness must not write the same results")
+        emit(
+            Event.ERROR, kind=ErrorKind.LOCKED.value, message=f"{exc}: a second harness must not write the same results"
+        )
         return ExitCode.LOCKED
     except WriteFailed as exc:
         if rank_dir is not None:
             record_failure(rank_dir, where.rank, str(exc))
-        emit(Event.ERROR, kind=ErrorKind.WRITE.value, message=str(exc), needed_bytes=exc.needed,
-             free_bytes=exc.free)
+        emit(Event.ERROR, kind=ErrorKind.WRITE.value, message=str(exc), needed_bytes=exc.needed, free_bytes=exc.free)
         return ExitCode.WRITE_FAILED
     except BaseException as exc:
         if rank_dir is not None:  # rank 0 speaks to the host itself; the others leave a note
@@ -177,8 +177,13 @@ def _run(plan: Plan, run_dir: Path, rank_dir: Path | None) -> int:
                 exc.args = (f"{exc.args[0]}; {_space_for_the_rest(results_path, len(todo) - i, exc.needed)}",)
                 _write_record_if_possible(plan, outdir, "interrupted", started, facts)
                 raise
-            emit(Event.DONE, id=item.id, status=result.status.value,
-                 median_us=result.time_us.median if result.time_us else None, reason=result.reason[:200])
+            emit(
+                Event.DONE,
+                id=item.id,
+                status=result.status.value,
+                median_us=result.time_us.median if result.time_us else None,
+                reason=result.reason[:200],
+            )
             if backend.broken or lost:  # a rank is gone: this process group cannot go on
                 emit(Event.RESTART, reason=backend.broken or lost)
                 state = "interrupted"
@@ -187,8 +192,14 @@ def _run(plan: Plan, run_dir: Path, rank_dir: Path | None) -> int:
         state = "interrupted"
     backend.close()
     s = plan.settings
-    facts["noise"] = judge(noise_before, snapshot(), usable_cpus(), s.threads, gpu_run=s.device != "cpu",
-                           shared_cpus=s.ranks > 1 and s.device == "cpu").model_dump(mode="json")
+    facts["noise"] = judge(
+        noise_before,
+        snapshot(),
+        usable_cpus(),
+        s.threads,
+        gpu_run=s.device != "cpu",
+        shared_cpus=s.ranks > 1 and s.device == "cpu",
+    ).model_dump(mode="json")
     try:
         facts["device"].update(backend.device_facts_after())
         write_facts(outdir, facts)

@@ -22,14 +22,26 @@ US_PER_S = 1e6
 
 
 def stop_rule(settings: Settings) -> StopRule:
-    return StopRule(settings.target_rel_precision, settings.min_samples, settings.max_samples, settings.time_cap_s,
-                    settings.min_time_s, settings.limited_min_time_s)
+    return StopRule(
+        settings.target_rel_precision,
+        settings.min_samples,
+        settings.max_samples,
+        settings.time_cap_s,
+        settings.min_time_s,
+        settings.limited_min_time_s,
+    )
 
 
 def _base(item: PlanItem, backend: Backend, started: Any) -> dict[str, Any]:
-    return dict(id=item.id, kernel=item.kernel, precision=PRECISIONS[item.precision],
-                backend=backend.backend_for(item.kernel, item.precision), library=backend.library_versions(),
-                inputs=drawn_for(backend.settings.inputs, item.precision), started_at=started)
+    return dict(
+        id=item.id,
+        kernel=item.kernel,
+        precision=PRECISIONS[item.precision],
+        backend=backend.backend_for(item.kernel, item.precision),
+        library=backend.library_versions(),
+        inputs=drawn_for(backend.settings.inputs, item.precision),
+        started_at=started,
+    )
 
 
 def run_item(backend: Backend, item: PlanItem, settings: Settings) -> KernelResult:
@@ -41,10 +53,15 @@ def run_item(backend: Backend, item: PlanItem, settings: Settings) -> KernelResu
         parts, failed = _measure(backend, prepared, rule, base["inputs"] == "zeros")
         if failed is not None:
             part, check = failed
-            return KernelResult(**base, status=Status.FAILED, check=check, padding=prepared.padding,
-                                reason=f"{part.direction}: check failed ({check.method}: error {check.error} "
-                                       f"> tolerance {check.tolerance}) {check.detail}".strip(),
-                                ended_at=utcnow())
+            return KernelResult(
+                **base,
+                status=Status.FAILED,
+                check=check,
+                padding=prepared.padding,
+                reason=f"{part.direction}: check failed ({check.method}: error {check.error} "
+                f"> tolerance {check.tolerance}) {check.detail}".strip(),
+                ended_at=utcnow(),
+            )
         info = dict(prepared.info)
         if prepared.after is not None:
             info.update(prepared.after(backend, rule))
@@ -67,12 +84,18 @@ def failed_result(backend: Backend, item: PlanItem, exc: Exception, started: Any
     reason = f"{type(exc).__name__}: {exc}".strip()
     if "out of memory" in reason.lower():
         reason = f"out of device memory: {reason}"
-    return KernelResult(**_base(item, backend, started or utcnow()), status=Status.FAILED, reason=reason[:2000],
-                        info={"traceback": traceback.format_exc(limit=6)[-4000:]}, ended_at=utcnow())
+    return KernelResult(
+        **_base(item, backend, started or utcnow()),
+        status=Status.FAILED,
+        reason=reason[:2000],
+        info={"traceback": traceback.format_exc(limit=6)[-4000:]},
+        ended_at=utcnow(),
+    )
 
 
-def _measure(backend: Backend, prepared: Prepared, rule: StopRule, zeros: bool = False
-             ) -> tuple[list[PartResult], tuple[TimedPart, Check] | None]:
+def _measure(
+    backend: Backend, prepared: Prepared, rule: StopRule, zeros: bool = False
+) -> tuple[list[PartResult], tuple[TimedPart, Check] | None]:
     """Warm up, time and check each direction; stops at the first failed check (returned).
     `zeros`: the inputs are all zero, so the output is poisoned before one more call and the check
     says it is trivial (kernels/inputs.py)."""
@@ -95,11 +118,20 @@ def _measure(backend: Backend, prepared: Prepared, rule: StopRule, zeros: bool =
         seconds = measurement.stats.median / US_PER_S
         if measurement.energy is not None:  # --energy: the part's work per joule
             measurement = measurement.model_copy(
-                update={"energy": measurement.energy.rated(part.flops, part.min_bytes)})
-        parts.append(PartResult(
-            direction=part.direction, measurement=measurement, flops=part.flops, min_bytes=part.min_bytes,
-            check=check, tflops=part.flops / seconds / 1e12 if part.flops else None,
-            gbps=part.min_bytes / seconds / 1e9, info=part.info))
+                update={"energy": measurement.energy.rated(part.flops, part.min_bytes)}
+            )
+        parts.append(
+            PartResult(
+                direction=part.direction,
+                measurement=measurement,
+                flops=part.flops,
+                min_bytes=part.min_bytes,
+                check=check,
+                tflops=part.flops / seconds / 1e12 if part.flops else None,
+                gbps=part.min_bytes / seconds / 1e9,
+                info=part.info,
+            )
+        )
     return parts, None
 
 
@@ -112,13 +144,16 @@ def _unpadded(backend: Backend, item: PlanItem, rule: StopRule) -> dict[str, Any
     if failed is not None:
         part, check = failed
         return {"failed": f"{part.direction}: check failed (error {check.error} > tolerance {check.tolerance})"}
-    return {"time_us": TimeStats.total(p.measurement.stats for p in parts).model_dump(),
-            "parts": {p.direction: p.measurement.stats.median for p in parts},
-            "check": max((p.check for p in parts), key=lambda c: c.error or 0.0).model_dump()}
+    return {
+        "time_us": TimeStats.total(p.measurement.stats for p in parts).model_dump(),
+        "parts": {p.direction: p.measurement.stats.median for p in parts},
+        "check": max((p.check for p in parts), key=lambda c: c.error or 0.0).model_dump(),
+    }
 
 
-def finish(base: dict[str, Any], parts: list[PartResult], padding: dict[str, int], info: dict[str, Any]
-           ) -> KernelResult:
+def finish(
+    base: dict[str, Any], parts: list[PartResult], padding: dict[str, int], info: dict[str, Any]
+) -> KernelResult:
     total = TimeStats.total(p.measurement.stats for p in parts)
     seconds = total.median / US_PER_S
     flops = sum(p.flops for p in parts)
@@ -142,6 +177,16 @@ def finish(base: dict[str, Any], parts: list[PartResult], padding: dict[str, int
     if "items_per_call" in info:  # a whole model: inputs (images, sequences) per second at the median
         info["throughput_per_s"] = info["items_per_call"] / seconds
     worst = max(parts, key=lambda p: p.check.error or 0.0).check
-    return KernelResult(**base, status=Status.OK, time_us=total, tflops=flops / seconds / 1e12 if flops else None,
-                        gbps=sum(p.min_bytes for p in parts) / seconds / 1e9, check=worst, parts=tuple(parts),
-                        padding=padding, flags=tuple(flags), info=info, ended_at=utcnow())
+    return KernelResult(
+        **base,
+        status=Status.OK,
+        time_us=total,
+        tflops=flops / seconds / 1e12 if flops else None,
+        gbps=sum(p.min_bytes for p in parts) / seconds / 1e9,
+        check=worst,
+        parts=tuple(parts),
+        padding=padding,
+        flags=tuple(flags),
+        info=info,
+        ended_at=utcnow(),
+    )

@@ -27,8 +27,7 @@ def read_record(outdir: Path) -> RunRecord | None:
         return None
 
 
-def build_record(plan: Plan, outdir: Path, state: RunState, started_at: datetime,
-                 facts: dict[str, Any]) -> RunRecord:
+def build_record(plan: Plan, outdir: Path, state: RunState, started_at: datetime, facts: dict[str, Any]) -> RunRecord:
     """The run record now. Results count once per planned kernel (a duplicate line never counts
     twice); the run started when its first segment did."""
     by_id = {r.id: r for r in scan(outdir / RESULTS_FILE).results}
@@ -43,16 +42,28 @@ def build_record(plan: Plan, outdir: Path, state: RunState, started_at: datetime
         provenance = merge_provenance(prior.provenance.model_dump(mode="json", exclude_none=True), provenance)
         started_at = min(started_at, prior.started_at)
     return RunRecord(
-        run_id=plan.run_id, tool_version=__version__, suite=plan.suite, platform=plan.platform,
-        backend=plan.backend, settings=plan.settings, command=plan.command, state=state, planned=len(planned),
-        counts=dict(counts), device=facts.get("device") or (prior.device if prior else {}),
+        run_id=plan.run_id,
+        tool_version=__version__,
+        suite=plan.suite,
+        platform=plan.platform,
+        backend=plan.backend,
+        settings=plan.settings,
+        command=plan.command,
+        state=state,
+        planned=len(planned),
+        counts=dict(counts),
+        device=facts.get("device") or (prior.device if prior else {}),
         host=facts.get("host") or (prior.host if prior else {}),
         software=facts.get("software") or (prior.software if prior else {}),
         ceilings=facts.get("ceilings") or (prior.ceilings if prior else {}),
-        provenance=provenance, system=facts.get("system") or (prior.system if prior else None),
+        provenance=provenance,
+        system=facts.get("system") or (prior.system if prior else None),
         host_system=facts.get("host_system") or (prior.host_system if prior else None),
-        noise=facts.get("noise") or (prior.noise if prior else None), started_at=started_at, ended_at=utcnow(),
-        segments=prior.segments if prior else (), plan_sha256=prior.plan_sha256 if prior else None,
+        noise=facts.get("noise") or (prior.noise if prior else None),
+        started_at=started_at,
+        ended_at=utcnow(),
+        segments=prior.segments if prior else (),
+        plan_sha256=prior.plan_sha256 if prior else None,
     )
 
 

@@ -36,24 +36,58 @@ class ModelInfo:
         return getattr(import_module(f"{__name__}.{module}"), func)
 
 
-MODELS: dict[str, ModelInfo] = {m.name: m for m in (
-    ModelInfo("resnet50", "image", "vision:resnet50",
-              "He et al. 2016 (arXiv:1512.03385) Table 1, 50-layer; v1.5 stride on the 3x3 conv as in "
-              "torchvision/NVIDIA; plain PyTorch here"),
-    ModelInfo("vgg16", "image", "vision:vgg16",
-              "Simonyan & Zisserman 2015 (arXiv:1409.1556) Table 1, configuration D; plain PyTorch here"),
-    ModelInfo("densenet121", "image", "vision:densenet121",
-              "Huang et al. 2017 (arXiv:1608.06993) Table 1, DenseNet-BC-121 (k=32); plain PyTorch here"),
-    ModelInfo("lstm-lm", "tokens", "language:lstm_lm",
-              "Zaremba et al. 2014 (arXiv:1409.2329) medium LSTM LM: 2 layers x 650, vocab 10k, 35 steps; "
-              "torch.nn.LSTM", default_seq=35),
-    ModelInfo("bert-base", "tokens", "language:bert_base",
-              "Devlin et al. 2019 (arXiv:1810.04805) BERT-base: 12 layers, hidden 768, 12 heads, FFN 3072, "
-              "vocab 30522; plain PyTorch here", default_seq=128),
-    ModelInfo("gpt2", "tokens", "language:gpt2",
-              "Radford et al. 2019, GPT-2 small (OpenAI's released config: 12 layers, n_embd 768, 12 heads, "
-              "vocab 50257, tied LM head); plain PyTorch here", default_seq=128),
-    ModelInfo("llama3-8b-layer", "hidden", "language:llama3_8b_layer",
-              "Meta Llama 3 8B config (hidden 4096, FFN 14336 SwiGLU, 32 heads, 8 KV heads, RMSNorm, RoPE "
-              "theta 500000): one decoder layer; plain PyTorch here", default_seq=128),
-)}
+MODELS: dict[str, ModelInfo] = {
+    m.name: m
+    for m in (
+        ModelInfo(
+            "resnet50",
+            "image",
+            "vision:resnet50",
+            "He et al. 2016 (arXiv:1512.03385) Table 1, 50-layer; v1.5 stride on the 3x3 conv as in "
+            "torchvision/NVIDIA; plain PyTorch here",
+        ),
+        ModelInfo(
+            "vgg16",
+            "image",
+            "vision:vgg16",
+            "Simonyan & Zisserman 2015 (arXiv:1409.1556) Table 1, configuration D; plain PyTorch here",
+        ),
+        ModelInfo(
+            "densenet121",
+            "image",
+            "vision:densenet121",
+            "Huang et al. 2017 (arXiv:1608.06993) Table 1, DenseNet-BC-121 (k=32); plain PyTorch here",
+        ),
+        ModelInfo(
+            "lstm-lm",
+            "tokens",
+            "language:lstm_lm",
+            "Zaremba et al. 2014 (arXiv:1409.2329) medium LSTM LM: 2 layers x 650, vocab 10k, 35 steps; torch.nn.LSTM",
+            default_seq=35,
+        ),
+        ModelInfo(
+            "bert-base",
+            "tokens",
+            "language:bert_base",
+            "Devlin et al. 2019 (arXiv:1810.04805) BERT-base: 12 layers, hidden 768, 12 heads, FFN 3072, "
+            "vocab 30522; plain PyTorch here",
+            default_seq=128,
+        ),
+        ModelInfo(
+            "gpt2",
+            "tokens",
+            "language:gpt2",
+            "Radford et al. 2019, GPT-2 small (OpenAI's released config: 12 layers, n_embd 768, 12 heads, "
+            "vocab 50257, tied LM head); plain PyTorch here",
+            default_seq=128,
+        ),
+        ModelInfo(
+            "llama3-8b-layer",
+            "hidden",
+            "language:llama3_8b_layer",
+            "Meta Llama 3 8B config (hidden 4096, FFN 14336 SwiGLU, 32 heads, 8 KV heads, RMSNorm, RoPE "
+            "theta 500000): one decoder layer; plain PyTorch here",
+            default_seq=128,
+        ),
+    )
+}

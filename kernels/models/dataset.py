@@ -25,8 +25,19 @@ DATASET_SCHEMA: Final = "deepbench.operators/1"
 # products, SwiGLU's gate); `other` keeps the rest of element-wise, reductions and data movement
 # (concatenation, negation, sin/cos) under their aten names.
 OpType = Literal[
-    "gemm", "conv", "attention", "rnn", "pooling", "batch_norm", "layer_norm", "rms_norm", "softmax",
-    "activation", "embedding", "elementwise", "other",
+    "gemm",
+    "conv",
+    "attention",
+    "rnn",
+    "pooling",
+    "batch_norm",
+    "layer_norm",
+    "rms_norm",
+    "softmax",
+    "activation",
+    "embedding",
+    "elementwise",
+    "other",
 ]
 OP_TYPES: tuple[str, ...] = OpType.__args__  # type: ignore[attr-defined]
 
@@ -41,7 +52,8 @@ class Operator(BaseModel):
     type: OpType
     aten: str = Field(description="the aten operator as dispatched, e.g. aten.conv2d.default")
     params: dict[str, Param | tuple[int, ...]] = Field(
-        default_factory=dict, description="the shape parameters that define the work, by name (per type)")
+        default_factory=dict, description="the shape parameters that define the work, by name (per type)"
+    )
     inputs: tuple[tuple[int, ...], ...] = Field(description="shapes of the tensor arguments, in order")
     output: tuple[int, ...] = Field(description="shape of the (first) output")
     count: int = Field(ge=1, description="calls per forward pass")

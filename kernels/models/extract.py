@@ -30,29 +30,96 @@ from .dataset import Operator, OperatorDataset, OpType
 TYPE_OF: dict[str, OpType] = {
     **dict.fromkeys(("linear", "mm", "addmm", "bmm", "baddbmm", "matmul"), "gemm"),
     **dict.fromkeys(("conv1d", "conv2d", "conv3d", "convolution", "_convolution"), "conv"),
-    **dict.fromkeys(("scaled_dot_product_attention", "_scaled_dot_product_flash_attention",
-                     "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_efficient_attention",
-                     "_scaled_dot_product_cudnn_attention"), "attention"),
+    **dict.fromkeys(
+        (
+            "scaled_dot_product_attention",
+            "_scaled_dot_product_flash_attention",
+            "_scaled_dot_product_flash_attention_for_cpu",
+            "_scaled_dot_product_efficient_attention",
+            "_scaled_dot_product_cudnn_attention",
+        ),
+        "attention",
+    ),
     **dict.fromkeys(("lstm", "gru", "rnn_tanh", "rnn_relu"), "rnn"),
-    **dict.fromkeys(("max_pool2d", "max_pool2d_with_indices", "avg_pool2d", "adaptive_avg_pool2d",
-                     "_adaptive_avg_pool2d", "adaptive_max_pool2d"), "pooling"),
+    **dict.fromkeys(
+        (
+            "max_pool2d",
+            "max_pool2d_with_indices",
+            "avg_pool2d",
+            "adaptive_avg_pool2d",
+            "_adaptive_avg_pool2d",
+            "adaptive_max_pool2d",
+        ),
+        "pooling",
+    ),
     **dict.fromkeys(("batch_norm", "native_batch_norm", "_native_batch_norm_legit_no_training"), "batch_norm"),
     **dict.fromkeys(("layer_norm", "native_layer_norm"), "layer_norm"),
     **dict.fromkeys(("rms_norm", "_fused_rms_norm"), "rms_norm"),
     **dict.fromkeys(("softmax", "_softmax", "_safe_softmax", "log_softmax", "_log_softmax"), "softmax"),
-    **dict.fromkeys(("relu", "relu_", "gelu", "gelu_", "silu", "silu_", "sigmoid", "sigmoid_", "tanh", "tanh_",
-                     "hardtanh", "hardtanh_", "leaky_relu", "leaky_relu_"), "activation"),
+    **dict.fromkeys(
+        (
+            "relu",
+            "relu_",
+            "gelu",
+            "gelu_",
+            "silu",
+            "silu_",
+            "sigmoid",
+            "sigmoid_",
+            "tanh",
+            "tanh_",
+            "hardtanh",
+            "hardtanh_",
+            "leaky_relu",
+            "leaky_relu_",
+        ),
+        "activation",
+    ),
     **dict.fromkeys(("embedding",), "embedding"),
     **dict.fromkeys(("add", "add_", "mul", "mul_"), "elementwise"),
 }
 
 # Not work: metadata-only views, constant creation, and identity operators.
-IGNORED = frozenset((
-    "view", "_unsafe_view", "reshape", "t", "transpose", "permute", "expand", "unsqueeze", "squeeze", "select",
-    "slice", "split", "split_with_sizes", "chunk", "unbind", "flatten", "alias", "detach", "as_strided",
-    "unflatten", "lift_fresh", "empty", "empty_like", "zeros", "zeros_like", "ones", "ones_like", "full",
-    "full_like", "arange", "scalar_tensor", "randn", "rand", "_to_copy", "to", "identity",
-))
+IGNORED = frozenset(
+    (
+        "view",
+        "_unsafe_view",
+        "reshape",
+        "t",
+        "transpose",
+        "permute",
+        "expand",
+        "unsqueeze",
+        "squeeze",
+        "select",
+        "slice",
+        "split",
+        "split_with_sizes",
+        "chunk",
+        "unbind",
+        "flatten",
+        "alias",
+        "detach",
+        "as_strided",
+        "unflatten",
+        "lift_fresh",
+        "empty",
+        "empty_like",
+        "zeros",
+        "zeros_like",
+        "ones",
+        "ones_like",
+        "full",
+        "full_like",
+        "arange",
+        "scalar_tensor",
+        "randn",
+        "rand",
+        "_to_copy",
+        "to",
+        "identity",
+    )
+)
 IDENTITY_IN_EVAL = frozenset(("dropout", "feature_dropout", "alpha_dropout"))
 
 
@@ -103,6 +170,7 @@ def _pair(value: Any) -> tuple[int, int]:
 
 # --- per-type parameters and FLOPs -----------------------------------------------------------
 
+
 def _gemm(name: str, a: dict[str, Any]) -> tuple[dict, float]:
     """Parameters as the BLAS receives the problem, column-major (DeepBench's view): PyTorch's
     row-major out (M x N) = x (M x K) @ W is the column-major C (N x M); a_t/b_t say whether the
@@ -114,12 +182,24 @@ def _gemm(name: str, a: dict[str, Any]) -> tuple[dict, float]:
     elif name == "matmul" and a["other"].dim() <= 2 <= a["self"].dim():
         x, w = a["self"], a["other"]  # (..., K) @ (K, N): one GEMM over all leading rows
         cols = int(w.shape[-1]) if w.dim() == 2 else 1
-        p = dict(m=cols, n=math.prod(_shape(x)[:-1]), k=int(x.shape[-1]), a_t=w.dim() == 2 and w.stride(-1) != 1,
-                 b_t=x.stride(-1) != 1, batch=1)
+        p = dict(
+            m=cols,
+            n=math.prod(_shape(x)[:-1]),
+            k=int(x.shape[-1]),
+            a_t=w.dim() == 2 and w.stride(-1) != 1,
+            b_t=x.stride(-1) != 1,
+            batch=1,
+        )
     else:
-        left, right = (a["mat1"], a["mat2"]) if name == "addmm" else \
-            (a["batch1"], a["batch2"]) if name == "baddbmm" else \
-            (a["self"], a["other"]) if name == "matmul" else (a["self"], a["mat2"])
+        left, right = (
+            (a["mat1"], a["mat2"])
+            if name == "addmm"
+            else (a["batch1"], a["batch2"])
+            if name == "baddbmm"
+            else (a["self"], a["other"])
+            if name == "matmul"
+            else (a["self"], a["mat2"])
+        )
         batch = math.prod(torch.broadcast_shapes(_shape(left)[:-2], _shape(right)[:-2]))
         rows, inner = int(left.shape[-2]), int(left.shape[-1])
         cols = int(right.shape[-1])
@@ -143,8 +223,24 @@ def _conv(a: dict[str, Any]) -> tuple[dict, float]:
     groups = int(a.get("groups", 1))
     out_h = (h + 2 * pad_h - dil_h * (r - 1) - 1) // stride_h + 1
     out_w = (wd + 2 * pad_w - dil_w * (s - 1) - 1) // stride_w + 1
-    p = dict(n=n, c=c, h=h, w=wd, k=k, r=r, s=s, pad_h=pad_h, pad_w=pad_w, stride_h=stride_h, stride_w=stride_w,
-             dilation_h=dil_h, dilation_w=dil_w, groups=groups, out_h=out_h, out_w=out_w)
+    p = dict(
+        n=n,
+        c=c,
+        h=h,
+        w=wd,
+        k=k,
+        r=r,
+        s=s,
+        pad_h=pad_h,
+        pad_w=pad_w,
+        stride_h=stride_h,
+        stride_w=stride_w,
+        dilation_h=dil_h,
+        dilation_w=dil_w,
+        groups=groups,
+        out_h=out_h,
+        out_w=out_w,
+    )
     return p, float(FLOPS_PER_MAC) * n * k * out_h * out_w * c_per_group * r * s
 
 
@@ -154,8 +250,16 @@ def _attention(a: dict[str, Any]) -> tuple[dict, float]:
     kv_heads, s_kv = int(k.shape[-3]) if k.dim() >= 3 else 1, int(k.shape[-2])
     batch = int(lead[0]) if len(lead) == 2 else 1
     heads = int(lead[-1]) if lead else 1
-    p = dict(batch=batch, heads=heads, kv_heads=kv_heads, seq_q=s_q, seq_kv=s_kv, head_dim=d,
-             causal=bool(a.get("is_causal", False)), mask=a.get("attn_mask") is not None)
+    p = dict(
+        batch=batch,
+        heads=heads,
+        kv_heads=kv_heads,
+        seq_q=s_q,
+        seq_kv=s_kv,
+        head_dim=d,
+        causal=bool(a.get("is_causal", False)),
+        mask=a.get("attn_mask") is not None,
+    )
     # QK^T and PV: two GEMMs of s_q x s_kv x d per head (torch.utils.flop_counter's count)
     return p, 2.0 * FLOPS_PER_MAC * batch * heads * s_q * s_kv * d
 
@@ -168,8 +272,16 @@ def _rnn(name: str, a: dict[str, Any]) -> tuple[dict, float]:
     gates = GATES[cell]
     hidden = int(weights[1].shape[1])  # w_hh: (gates*hidden, hidden)
     layers, directions = int(a["num_layers"]), 2 if bidirectional else 1
-    p = dict(cell=cell, input_size=int(x.shape[-1]), hidden=hidden, layers=layers, bidirectional=bidirectional,
-             batch=batch, timesteps=steps, activation="tanh" if name == "rnn_tanh" else None)
+    p = dict(
+        cell=cell,
+        input_size=int(x.shape[-1]),
+        hidden=hidden,
+        layers=layers,
+        bidirectional=bidirectional,
+        batch=batch,
+        timesteps=steps,
+        activation="tanh" if name == "rnn_tanh" else None,
+    )
     macs = 0
     for layer in range(layers):
         inp = int(x.shape[-1]) if layer == 0 else hidden * directions
@@ -193,13 +305,19 @@ def _operator(func: Any, a: dict[str, Any], out: Any) -> Operator | None:
     elif op_type == "rnn":
         params, flops = _rnn(name, a)
     elif op_type == "pooling":
-        params = {k: (tuple(v) if isinstance(v, (list, tuple)) else v) for k, v in a.items()
-                  if k in ("kernel_size", "stride", "padding", "output_size", "ceil_mode", "count_include_pad")}
+        params = {
+            k: (tuple(v) if isinstance(v, (list, tuple)) else v)
+            for k, v in a.items()
+            if k in ("kernel_size", "stride", "padding", "output_size", "ceil_mode", "count_include_pad")
+        }
     elif op_type == "batch_norm":
         params = {"channels": int(a["input"].shape[1])}
     elif op_type == "embedding":
-        params = {"vocab": int(a["weight"].shape[0]), "dim": int(a["weight"].shape[1]),
-                  "lookups": int(a["indices"].numel())}
+        params = {
+            "vocab": int(a["weight"].shape[0]),
+            "dim": int(a["weight"].shape[1]),
+            "lookups": int(a["indices"].numel()),
+        }
     elif op_type in ("layer_norm", "rms_norm"):
         params = {"normalized": tuple(int(d) for d in a["normalized_shape"])}
     elif op_type == "softmax":
@@ -211,8 +329,16 @@ def _operator(func: Any, a: dict[str, Any], out: Any) -> Operator | None:
     inputs = tuple(_shape(t) for v in a.values() for t in _tensors(v))
     outs = _tensors(out)
     moved = sum(math.prod(s) for s in inputs) + sum(math.prod(_shape(t)) for t in outs[:1])
-    return Operator(type=op_type, aten=str(func), params=params, inputs=inputs,
-                    output=_shape(outs[0]) if outs else (), count=1, flops=flops, bytes=float(moved * FLOAT32_BYTES))
+    return Operator(
+        type=op_type,
+        aten=str(func),
+        params=params,
+        inputs=inputs,
+        output=_shape(outs[0]) if outs else (),
+        count=1,
+        flops=flops,
+        bytes=float(moved * FLOAT32_BYTES),
+    )
 
 
 def capture(model: torch.nn.Module, example: torch.Tensor) -> list[Operator]:
@@ -243,8 +369,9 @@ def example_input(info: ModelInfo, batch: int, seq: int | None) -> torch.Tensor:
     return torch.empty(batch, seq, LlamaConfig().hidden, device="meta")
 
 
-def extract(name: str, batch: int = 1, seq: int | None = None,
-            build: Callable[[], torch.nn.Module] | None = None) -> OperatorDataset:
+def extract(
+    name: str, batch: int = 1, seq: int | None = None, build: Callable[[], torch.nn.Module] | None = None
+) -> OperatorDataset:
     """The operator dataset of registered model `name` at this batch (and sequence length)."""
     info = MODELS[name]
     if batch < 1:
@@ -260,5 +387,13 @@ def extract(name: str, batch: int = 1, seq: int | None = None,
     example = example_input(info, batch, seq)
     operators = capture(model, example)
     params = sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
-    return OperatorDataset(model=name, source=info.source, batch=batch, seq=seq, input_shape=_shape(example),
-                           parameters=params, torch_version=torch.__version__, operators=tuple(operators))
+    return OperatorDataset(
+        model=name,
+        source=info.source,
+        batch=batch,
+        seq=seq,
+        input_shape=_shape(example),
+        parameters=params,
+        torch_version=torch.__version__,
+        operators=tuple(operators),
+    )

@@ -51,8 +51,9 @@ def vocabulary(model: nn.Module) -> int:
     return table.num_embeddings
 
 
-def model_input(kernel: ModelKernel, model: nn.Module, seed: int, device: torch.device,
-                dtype: torch.dtype) -> torch.Tensor:
+def model_input(
+    kernel: ModelKernel, model: nn.Module, seed: int, device: torch.device, dtype: torch.dtype
+) -> torch.Tensor:
     """Images (batch x 3 x 224 x 224) or hidden states: standard normal in `dtype`; token ids:
     uniform over the vocabulary (int64)."""
     info = MODELS[kernel.model]
@@ -93,8 +94,13 @@ def verdict(error: float, precision: Precision, detail: str = "") -> Check:
     """Pass when finite and within the whole-model tolerance of the precision (NaN never passes)."""
     tol = MODEL_TOLERANCE[precision]
     finite = math.isfinite(error)
-    return Check(passed=finite and error <= tol, method="reference-fp64-model", error=error if finite else None,
-                 tolerance=tol, detail=detail if finite else f"{detail} non-finite output".strip())
+    return Check(
+        passed=finite and error <= tol,
+        method="reference-fp64-model",
+        error=error if finite else None,
+        tolerance=tol,
+        detail=detail if finite else f"{detail} non-finite output".strip(),
+    )
 
 
 def parameter_count(model: nn.Module) -> int:

@@ -126,8 +126,9 @@ class Gpt2Block(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, s, h = x.shape
-        q, k, v = (t.view(b, s, self.heads, h // self.heads).transpose(1, 2)
-                   for t in self.qkv(self.norm1(x)).split(h, dim=2))
+        q, k, v = (
+            t.view(b, s, self.heads, h // self.heads).transpose(1, 2) for t in self.qkv(self.norm1(x)).split(h, dim=2)
+        )
         ctx = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         x = x + self.proj(ctx.transpose(1, 2).reshape(b, s, h))
         return x + self.fc_proj(F.gelu(self.fc(self.norm2(x)), approximate="tanh"))
@@ -229,4 +230,3 @@ class Llama(nn.Module):
 
 def llama3_8b_layer() -> nn.Module:
     return LlamaDecoderLayer()
-

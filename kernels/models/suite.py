@@ -66,15 +66,28 @@ def kernel_for(op: Operator, model: str) -> Kernel | str:
     if op.type == "gemm":
         g = params_as(op.params, GemmParams)
         if g["batch"] != 1:
-            return BatchedGemmKernel(batch=g["batch"], m=g["m"], n=g["n"], k=g["k"], a_t=g["a_t"], b_t=g["b_t"],
-                                     **common)
+            return BatchedGemmKernel(
+                batch=g["batch"], m=g["m"], n=g["n"], k=g["k"], a_t=g["a_t"], b_t=g["b_t"], **common
+            )
         return GemmKernel(m=g["m"], n=g["n"], k=g["k"], a_t=g["a_t"], b_t=g["b_t"], **common)
     if op.type == "conv":
         c = params_as(op.params, ConvParams)
         if c["groups"] != 1 or c["dilation_h"] != 1 or c["dilation_w"] != 1:
             return "grouped or dilated convolution has no kernel type yet"
-        return ConvKernel(w=c["w"], h=c["h"], c=c["c"], n=c["n"], k=c["k"], s=c["s"], r=c["r"], pad_w=c["pad_w"],
-                          pad_h=c["pad_h"], stride_w=c["stride_w"], stride_h=c["stride_h"], **common)
+        return ConvKernel(
+            w=c["w"],
+            h=c["h"],
+            c=c["c"],
+            n=c["n"],
+            k=c["k"],
+            s=c["s"],
+            r=c["r"],
+            pad_w=c["pad_w"],
+            pad_h=c["pad_h"],
+            stride_w=c["stride_w"],
+            stride_h=c["stride_h"],
+            **common,
+        )
     if op.type == "rnn":
         r = params_as(op.params, RnnParams)
         if r["bidirectional"] or r["input_size"] != r["hidden"] or r["activation"] == "tanh":
@@ -86,8 +99,13 @@ def kernel_for(op: Operator, model: str) -> Kernel | str:
 ActivationFunction = Literal["relu", "gelu", "gelu_tanh", "silu", "tanh", "sigmoid"]
 # (aten function, GELU's approximation) -> ActivationKernel's function
 ACTIVATION_KERNELS: dict[tuple[str, str | None], ActivationFunction] = {
-    ("relu", None): "relu", ("gelu", "none"): "gelu", ("gelu", "tanh"): "gelu_tanh",
-    ("silu", None): "silu", ("tanh", None): "tanh", ("sigmoid", None): "sigmoid"}
+    ("relu", None): "relu",
+    ("gelu", "none"): "gelu",
+    ("gelu", "tanh"): "gelu_tanh",
+    ("silu", None): "silu",
+    ("tanh", None): "tanh",
+    ("sigmoid", None): "sigmoid",
+}
 
 
 def _layer_kernel(op: Operator, common: _Common) -> Kernel | str:
@@ -102,8 +120,9 @@ def _layer_kernel(op: Operator, common: _Common) -> Kernel | str:
         return BatchNormKernel(n=x[0], c=x[1], h=x[2], w=x[3], **common)
     if op.type in ("layer_norm", "rms_norm"):
         cols = math.prod(params_as(op.params, NormParams)["normalized"])
-        return NormKernel(kind="layer" if op.type == "layer_norm" else "rms", rows=math.prod(x) // cols, cols=cols,
-                          **common)
+        return NormKernel(
+            kind="layer" if op.type == "layer_norm" else "rms", rows=math.prod(x) // cols, cols=cols, **common
+        )
     if op.type == "softmax":
         if params_as(op.params, SoftmaxParams)["dim"] not in (-1, len(x) - 1):
             return "SoftmaxKernel covers softmax over the last dimension"
@@ -121,8 +140,16 @@ def _layer_kernel(op: Operator, common: _Common) -> Kernel | str:
         t = params_as(op.params, AttentionParams)
         if t["mask"]:
             return "AttentionKernel covers causal or unmasked attention, not an explicit mask"
-        return AttentionKernel(batch=t["batch"], heads=t["heads"], kv_heads=t["kv_heads"], seq_q=t["seq_q"],
-                               seq_kv=t["seq_kv"], head_dim=t["head_dim"], causal=t["causal"], **common)
+        return AttentionKernel(
+            batch=t["batch"],
+            heads=t["heads"],
+            kv_heads=t["kv_heads"],
+            seq_q=t["seq_q"],
+            seq_kv=t["seq_kv"],
+            head_dim=t["head_dim"],
+            causal=t["causal"],
+            **common,
+        )
     if op.type == "elementwise":
         return _elementwise(op, common)
     return "element-wise operators other than binary add and mul, and data movement, have no kernel type yet"
@@ -139,8 +166,7 @@ def _elementwise(op: Operator, common: _Common) -> Kernel | str:
     function = ELEMENTWISE_KERNELS.get(params_as(op.params, FunctionParams).get("function", ""))
     if len(op.inputs) > 2 or any(elements % n for n in sizes[:2]) or function is None:
         return "ElementwiseKernel covers binary add and mul whose operands broadcast to the output"
-    return ElementwiseKernel(function=function, elements=elements, a_elements=sizes[0],
-                             b_elements=sizes[1], **common)
+    return ElementwiseKernel(function=function, elements=elements, a_elements=sizes[0], b_elements=sizes[1], **common)
 
 
 def _pooling(op: Operator, common: _Common) -> Kernel | str:
@@ -149,8 +175,9 @@ def _pooling(op: Operator, common: _Common) -> Kernel | str:
     if "adaptive" in name:
         if tuple(p["output_size"]) != (1, 1) or "max" in name:
             return "adaptive pooling is covered for global average pooling (output 1x1) only"
-        return PoolingKernel(mode="avg", n=n, c=c, h=h, w=w, r=h, s=w, pad_h=0, pad_w=0, stride_h=h, stride_w=w,
-                             **common)
+        return PoolingKernel(
+            mode="avg", n=n, c=c, h=h, w=w, r=h, s=w, pad_h=0, pad_w=0, stride_h=h, stride_w=w, **common
+        )
     window = _pair(p["kernel_size"])
     stride = _pair(p.get("stride") or p["kernel_size"])  # an empty stride means the window's
     pad = _pair(p.get("padding", 0))
@@ -159,8 +186,20 @@ def _pooling(op: Operator, common: _Common) -> Kernel | str:
         return "pooling with ceil_mode has no kernel yet"
     if mode == "avg" and any(pad) and not p.get("count_include_pad", True):
         return "average pooling that excludes padding from the count has no kernel yet"
-    return PoolingKernel(mode=mode, n=n, c=c, h=h, w=w, r=window[0], s=window[1], pad_h=pad[0], pad_w=pad[1],
-                         stride_h=stride[0], stride_w=stride[1], **common)
+    return PoolingKernel(
+        mode=mode,
+        n=n,
+        c=c,
+        h=h,
+        w=w,
+        r=window[0],
+        s=window[1],
+        pad_h=pad[0],
+        pad_w=pad[1],
+        stride_h=stride[0],
+        stride_w=stride[1],
+        **common,
+    )
 
 
 def _pair(value: int | tuple[int, ...]) -> tuple[int, int]:
@@ -202,8 +241,10 @@ def load_dataset(spec: str, batch: int | None = None, seq: int | None = None) ->
         try:
             from .extract import extract
         except ImportError as exc:
-            raise ValueError(f"extracting model '{spec}' needs torch here ({exc}); or pass a dataset file "
-                             f"made by `deepbench models extract` as model:FILE") from None
+            raise ValueError(
+                f"extracting model '{spec}' needs torch here ({exc}); or pass a dataset file "
+                f"made by `deepbench models extract` as model:FILE"
+            ) from None
         return extract(spec, batch=batch or 1, seq=seq)
     path = Path(spec)
     if not path.is_file():

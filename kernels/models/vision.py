@@ -29,11 +29,16 @@ class Bottleneck(nn.Module):
     def __init__(self, c_in: int, width: int, stride: int) -> None:
         super().__init__()
         c_out = width * BOTTLENECK_EXPANSION
-        self.body = nn.Sequential(*_conv_bn(c_in, width, 1), nn.ReLU(inplace=True),
-                                  *_conv_bn(width, width, 3, stride), nn.ReLU(inplace=True),
-                                  *_conv_bn(width, c_out, 1))
-        self.shortcut = (nn.Sequential(*_conv_bn(c_in, c_out, 1, stride))
-                         if stride != 1 or c_in != c_out else nn.Identity())
+        self.body = nn.Sequential(
+            *_conv_bn(c_in, width, 1),
+            nn.ReLU(inplace=True),
+            *_conv_bn(width, width, 3, stride),
+            nn.ReLU(inplace=True),
+            *_conv_bn(width, c_out, 1),
+        )
+        self.shortcut = (
+            nn.Sequential(*_conv_bn(c_in, c_out, 1, stride)) if stride != 1 or c_in != c_out else nn.Identity()
+        )
         self.relu = nn.ReLU(inplace=True)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -69,9 +74,16 @@ def vgg16() -> nn.Module:
         else:
             layers += [nn.Conv2d(c_in, int(v), 3, padding=1), nn.ReLU(inplace=True)]
             c_in = int(v)
-    layers += [nn.Flatten(), nn.Linear(c_in * VGG_FINAL_MAP * VGG_FINAL_MAP, VGG_FC), nn.ReLU(inplace=True),
-               nn.Dropout(), nn.Linear(VGG_FC, VGG_FC), nn.ReLU(inplace=True), nn.Dropout(),
-               nn.Linear(VGG_FC, IMAGENET_CLASSES)]
+    layers += [
+        nn.Flatten(),
+        nn.Linear(c_in * VGG_FINAL_MAP * VGG_FINAL_MAP, VGG_FC),
+        nn.ReLU(inplace=True),
+        nn.Dropout(),
+        nn.Linear(VGG_FC, VGG_FC),
+        nn.ReLU(inplace=True),
+        nn.Dropout(),
+        nn.Linear(VGG_FC, IMAGENET_CLASSES),
+    ]
     return nn.Sequential(*layers)
 
 
@@ -90,9 +102,14 @@ class DenseLayer(nn.Module):
     def __init__(self, c_in: int) -> None:
         super().__init__()
         inner = BOTTLENECK_FACTOR * GROWTH
-        self.body = nn.Sequential(nn.BatchNorm2d(c_in), nn.ReLU(inplace=True), nn.Conv2d(c_in, inner, 1, bias=False),
-                                  nn.BatchNorm2d(inner), nn.ReLU(inplace=True),
-                                  nn.Conv2d(inner, GROWTH, 3, padding=1, bias=False))
+        self.body = nn.Sequential(
+            nn.BatchNorm2d(c_in),
+            nn.ReLU(inplace=True),
+            nn.Conv2d(c_in, inner, 1, bias=False),
+            nn.BatchNorm2d(inner),
+            nn.ReLU(inplace=True),
+            nn.Conv2d(inner, GROWTH, 3, padding=1, bias=False),
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.cat([x, self.body(x)], 1)
@@ -109,6 +126,11 @@ def densenet121() -> nn.Module:
             c_out = int(c * COMPRESSION)
             layers += [nn.BatchNorm2d(c), nn.ReLU(inplace=True), nn.Conv2d(c, c_out, 1, bias=False), nn.AvgPool2d(2, 2)]
             c = c_out
-    layers += [nn.BatchNorm2d(c), nn.ReLU(inplace=True), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
-               nn.Linear(c, IMAGENET_CLASSES)]
+    layers += [
+        nn.BatchNorm2d(c),
+        nn.ReLU(inplace=True),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(c, IMAGENET_CLASSES),
+    ]
     return nn.Sequential(*layers)

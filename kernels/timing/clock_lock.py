@@ -26,9 +26,11 @@ from .clocks import ClockReader
 
 RELEASE_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 # NVML's return codes (nvmlReturn_t) a refusal names
-WHY = {3: "NVML_ERROR_NOT_SUPPORTED: this GPU or driver cannot lock its clocks",
-       4: "NVML_ERROR_NO_PERMISSION: locking clocks needs administrator rights (root, or a container run "
-          "with the SYS_ADMIN capability)"}
+WHY = {
+    3: "NVML_ERROR_NOT_SUPPORTED: this GPU or driver cannot lock its clocks",
+    4: "NVML_ERROR_NO_PERMISSION: locking clocks needs administrator rights (root, or a container run "
+    "with the SYS_ADMIN capability)",
+}
 
 
 def _why(exc: Exception) -> str:
@@ -50,8 +52,9 @@ def highest_clock(clocks: ClockReader) -> int:
 class ClockLock:
     """One run's request for locked SM clocks: `record` says what was asked and what happened."""
 
-    def __init__(self, clocks: ClockReader, asked: int | str,
-                 on_exit: Callable[[Callable[[], None]], Any] = atexit.register) -> None:
+    def __init__(
+        self, clocks: ClockReader, asked: int | str, on_exit: Callable[[Callable[[], None]], Any] = atexit.register
+    ) -> None:
         self.clocks = clocks
         self.record: dict[str, Any] = {"asked": asked, "granted": False}
         self.locked = False

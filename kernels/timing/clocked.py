@@ -24,8 +24,9 @@ from .stopping import Progress, StopRule
 RECOVERY_S = 0.05  # rest after a throttled sample (nvbench's throttle_recovery_delay)
 
 
-def select_unthrottled(samples: list[float], clocks: list[float | None], low: list[bool], min_keep: int
-                       ) -> tuple[list[float], list[float], int, int]:
+def select_unthrottled(
+    samples: list[float], clocks: list[float | None], low: list[bool], min_keep: int
+) -> tuple[list[float], list[float], int, int]:
     """(kept samples, their clocks, discarded, throttled-but-kept). The samples flagged `low`
     (settling.throttled) are dropped if at least `min_keep` remain."""
     n_low = sum(low)
@@ -52,16 +53,22 @@ class ClockedSamples:
     """A sampler's samples with a clock reading each; the rule judges the stretch since the clock
     first moved, less its throttled samples."""
 
-    def __init__(self, take: Callable[[], float], clock: Callable[[], ClockReading], now: Callable[[], float],
-                 reference: Callable[[], float], rest: Callable[[float], None]) -> None:
+    def __init__(
+        self,
+        take: Callable[[], float],
+        clock: Callable[[], ClockReading],
+        now: Callable[[], float],
+        reference: Callable[[], float],
+        rest: Callable[[float], None],
+    ) -> None:
         self.take_sample, self.clock, self.now, self.reference, self.rest = take, clock, now, reference, rest
         self.samples: list[float] = []
         self.readings: list[ClockReading] = []
         self.low: list[bool] = []
         self.counted: list[float] = []  # the stretch's unthrottled samples: what the rule judges
         self.watch = SettleWatch()
-        self.first = 0      # where the stretch begins
-        self.limited = 0    # power-limited readings in the stretch
+        self.first = 0  # where the stretch begins
+        self.limited = 0  # power-limited readings in the stretch
         self.start = self.stretch = now()
 
     def take(self) -> Step:
@@ -80,8 +87,9 @@ class ClockedSamples:
         t = self.now()
         judged = None
         if self.counted:
-            judged = Progress(self.counted, t - self.stretch,
-                              stretch_limited(self.limited, len(self.samples) - self.first))
+            judged = Progress(
+                self.counted, t - self.stretch, stretch_limited(self.limited, len(self.samples) - self.first)
+            )
         return Step(judged, Progress(self.samples, t - self.start))
 
     def pause(self) -> None:
@@ -89,14 +97,25 @@ class ClockedSamples:
             self.rest(RECOVERY_S)
 
 
-def run_samples(sampler: Sampler, rule: StopRule, clock: Callable[[], ClockReading],
-                now: Callable[[], float] = time.perf_counter, reference: Callable[[], float] = lambda: 0.0,
-                rest: Callable[[float], None] = time.sleep) -> Sampling:
+def run_samples(
+    sampler: Sampler,
+    rule: StopRule,
+    clock: Callable[[], ClockReading],
+    now: Callable[[], float] = time.perf_counter,
+    reference: Callable[[], float] = lambda: 0.0,
+    rest: Callable[[float], None] = time.sleep,
+) -> Sampling:
     """Take samples until the rule (or its hard limits) stops; the steady stretch's samples."""
     source = ClockedSamples(sampler.take, clock, now, reference, rest)
     reason = sample_until(source, rule.criteria, rule.hard_limits)
     first = source.first
     if first >= len(source.samples):  # stopped right at the move: keep what there is
         first = 0
-    return Sampling(source.samples[first:], source.readings[first:], source.low[first:], reason, first,
-                    source.stretch - source.start if first else 0.0)
+    return Sampling(
+        source.samples[first:],
+        source.readings[first:],
+        source.low[first:],
+        reason,
+        first,
+        source.stretch - source.start if first else 0.0,
+    )

@@ -15,8 +15,14 @@ import torch
 from .settling import ClockReading
 
 # NVML's clock event reason bits that slow the SM clock (idle and application-clock settings left out)
-SLOWDOWN_REASONS = {"sw_power_cap": 0x4, "hw_slowdown": 0x8, "sync_boost": 0x10, "sw_thermal": 0x20,
-                    "hw_thermal": 0x40, "hw_power_brake": 0x80}
+SLOWDOWN_REASONS = {
+    "sw_power_cap": 0x4,
+    "hw_slowdown": 0x8,
+    "sync_boost": 0x10,
+    "sw_thermal": 0x20,
+    "hw_thermal": 0x40,
+    "hw_power_brake": 0x80,
+}
 
 
 class ClockReader:
@@ -81,8 +87,10 @@ class ClockReader:
             return None
         n = self.nvml
         try:
-            fn = (getattr(n, "nvmlDeviceGetCurrentClocksEventReasons", None)
-                  or n.nvmlDeviceGetCurrentClocksThrottleReasons)
+            fn = (
+                getattr(n, "nvmlDeviceGetCurrentClocksEventReasons", None)
+                or n.nvmlDeviceGetCurrentClocksThrottleReasons
+            )
             mask = int(fn(self.handle))
         except Exception:  # noqa: BLE001
             return None

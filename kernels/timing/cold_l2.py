@@ -14,9 +14,9 @@ from .events import MS_TO_US, event_pair
 from .sampler import Sampler, no_probe
 
 METHOD_COLD = "cuda-events-cold"
-COLD_CALLS_PER_SYNC = 16     # event pairs recorded before one host synchronisation
-FLUSH_FACTOR = 2             # flush buffer = this x L2 size
-L2_GUESS_BYTES = 64 << 20    # where the device does not say its L2 size
+COLD_CALLS_PER_SYNC = 16  # event pairs recorded before one host synchronisation
+FLUSH_FACTOR = 2  # flush buffer = this x L2 size
+L2_GUESS_BYTES = 64 << 20  # where the device does not say its L2 size
 FLOAT32_BYTES = 4
 
 
@@ -40,5 +40,13 @@ def cold_sampler(fn: Callable[[], object], device: torch.device, during: Callabl
         return pending.pop(0)
 
     fn()
-    return Sampler(METHOD_COLD, 1, take, 1, {"flush_bytes": flush.numel() * FLOAT32_BYTES, **host_launch_notes()},
-                   replay=fn, replay_calls=1, before_replay=lambda: flush.fill_(1.0))
+    return Sampler(
+        METHOD_COLD,
+        1,
+        take,
+        1,
+        {"flush_bytes": flush.numel() * FLOAT32_BYTES, **host_launch_notes()},
+        replay=fn,
+        replay_calls=1,
+        before_replay=lambda: flush.fill_(1.0),
+    )

@@ -75,5 +75,11 @@ def measure(fn: Callable[[], object], rule: StopRule, min_sample_s: float) -> Me
         warmup -= calls
     source = _CpuSamples(fn, calls, first)
     reason = sample_until(source, rule.criteria)
-    return Measurement.of(source.samples, method=METHOD, calls_per_sample=calls, warmup_calls=warmup,
-                          stop_reason=reason, target_rel_precision=rule.target_rel_precision)
+    return Measurement.of(
+        source.samples,
+        method=METHOD,
+        calls_per_sample=calls,
+        warmup_calls=warmup,
+        stop_reason=reason,
+        target_rel_precision=rule.target_rel_precision,
+    )

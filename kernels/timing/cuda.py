@@ -24,9 +24,15 @@ from .stopping import StopRule
 from .strategy import sampler_for
 
 
-def measure(fn: Callable[[], object], rule: StopRule, settings: Settings, capturable: bool,
-            device: torch.device, clocks: ClockReader, meter: Meter | str | None = None
-            ) -> tuple[Measurement, dict[str, Any]]:
+def measure(
+    fn: Callable[[], object],
+    rule: StopRule,
+    settings: Settings,
+    capturable: bool,
+    device: torch.device,
+    clocks: ClockReader,
+    meter: Meter | str | None = None,
+) -> tuple[Measurement, dict[str, Any]]:
     """Time `fn` on the GPU; returns the measurement and notes for the part's info (with the
     profiler's figures beside it when `settings.verify_timing`; with --energy, the part's energy
     read from `meter` after the samples, or why not)."""
@@ -38,7 +44,8 @@ def measure(fn: Callable[[], object], rule: StopRule, settings: Settings, captur
     sampler = sampler_for(fn, settings, capturable, device, during)
     got = run_samples(sampler, rule, lambda: reading[0], reference=lambda: clocks.max_seen)
     kept, kept_clocks, discarded, throttled_kept = select_unthrottled(
-        got.samples, [r.mhz for r in got.readings], got.low, rule.min_samples)
+        got.samples, [r.mhz for r in got.readings], got.low, rule.min_samples
+    )
     notes = dict(sampler.notes)
     active = clocks.throttle_reasons()
     if active:
@@ -61,16 +68,31 @@ def measure(fn: Callable[[], object], rule: StopRule, settings: Settings, captur
     energy = None
     if settings.energy:
         energy = _energy(sampler, fn, statistics.median(kept), meter or "no meter was opened", settings, notes)
-    m = Measurement.of(kept, method=sampler.method, calls_per_sample=sampler.calls, warmup_calls=sampler.warmup_calls,
-                       stop_reason=got.reason, target_rel_precision=rule.target_rel_precision, discarded=discarded,
-                       clocks_mhz=tuple(kept_clocks), mem_clock_mhz=clocks.mem_mhz(), energy=energy)
+    m = Measurement.of(
+        kept,
+        method=sampler.method,
+        calls_per_sample=sampler.calls,
+        warmup_calls=sampler.warmup_calls,
+        stop_reason=got.reason,
+        target_rel_precision=rule.target_rel_precision,
+        discarded=discarded,
+        clocks_mhz=tuple(kept_clocks),
+        mem_clock_mhz=clocks.mem_mhz(),
+        energy=energy,
+    )
     if settings.verify_timing and sampler.replay is not None:
         notes["profiler"] = verify(sampler, m.stats.median, m.stats.n * m.stats.median * sampler.calls / US_PER_S)
     return m, notes
 
 
-def _energy(sampler: Sampler, fn: Callable[[], object], median_us: float, meter: Meter | str, settings: Settings,
-            notes: dict[str, Any]) -> Energy | None:
+def _energy(
+    sampler: Sampler,
+    fn: Callable[[], object],
+    median_us: float,
+    meter: Meter | str,
+    settings: Settings,
+    notes: dict[str, Any],
+) -> Energy | None:
     """The part's energy over back-to-back replays of what was timed (energy.py); None, with the
     reason in the notes, where the meter gives none."""
     if isinstance(meter, str):
@@ -86,8 +108,15 @@ def _energy(sampler: Sampler, fn: Callable[[], object], median_us: float, meter:
 
     note = "warm calls: the energy loop does not flush the L2 between calls" if settings.cold else ""
     try:
-        return measure_energy(start, calls, calls * median_us / US_PER_S, meter, settings.energy_window_s,
-                              drain=torch.cuda.synchronize, note=note)
+        return measure_energy(
+            start,
+            calls,
+            calls * median_us / US_PER_S,
+            meter,
+            settings.energy_window_s,
+            drain=torch.cuda.synchronize,
+            note=note,
+        )
     except NoEnergy as exc:
         notes["energy_error"] = str(exc)
         return None

@@ -28,7 +28,7 @@ import torch
 DeviceEvent = tuple[float, float, str]  # start us, end us, kernel name
 NS_TO_US = 1e-3
 MARKER_KERNEL = "spin_kernel"  # torch.cuda._sleep's kernel
-MARKER_CYCLES = 100            # a marker, not a rest: the GPU stays as loaded as when it was timed
+MARKER_CYCLES = 100  # a marker, not a rest: the GPU stays as loaded as when it was timed
 
 _started = False
 
@@ -76,8 +76,11 @@ def device_events(prof: Any) -> list[DeviceEvent]:
     """The GPU activities (kernels, memsets, copies) a finished recording holds, in start order."""
     from torch.autograd import DeviceType
 
-    return sorted((e.start_ns() * NS_TO_US, (e.start_ns() + e.duration_ns()) * NS_TO_US, e.name())
-                  for e in prof.profiler.kineto_results.events() if e.device_type() == DeviceType.CUDA)
+    return sorted(
+        (e.start_ns() * NS_TO_US, (e.start_ns() + e.duration_ns()) * NS_TO_US, e.name())
+        for e in prof.profiler.kineto_results.events()
+        if e.device_type() == DeviceType.CUDA
+    )
 
 
 def split_at_markers(events: list[DeviceEvent], marker: str = MARKER_KERNEL) -> list[list[DeviceEvent]]:
@@ -96,8 +99,7 @@ def kernel_spans(intervals: list[tuple[float, float]], per_call: int) -> list[fl
     """Per-call spans (first kernel's start to last kernel's end, us) of `per_call` kernels a call."""
     if per_call < 1:
         return []
-    return [intervals[i + per_call - 1][1] - intervals[i][0]
-            for i in range(0, len(intervals) - per_call + 1, per_call)]
+    return [intervals[i + per_call - 1][1] - intervals[i][0] for i in range(0, len(intervals) - per_call + 1, per_call)]
 
 
 def chunk_times_us(group: list[DeviceEvent], calls: int, chunk: int) -> list[float]:
@@ -111,7 +113,7 @@ def chunk_times_us(group: list[DeviceEvent], calls: int, chunk: int) -> list[flo
         return [(group[-1][1] - group[0][0]) / calls if group else float("nan")]
     chunk = chunk if chunk >= 1 else calls
     spans = kernel_spans([(a, b) for a, b, _ in group], len(group) // calls)
-    return [sum(spans[i:i + chunk]) / chunk for i in range(0, calls - chunk + 1, chunk)]
+    return [sum(spans[i : i + chunk]) / chunk for i in range(0, calls - chunk + 1, chunk)]
 
 
 def call_time_us(group: list[DeviceEvent], calls: int) -> float:
@@ -137,10 +139,15 @@ def sample_figures(groups: list[list[DeviceEvent]], calls: int, timed: list[floa
         for _, _, name in g:
             names[name] = names.get(name, 0) + 1
     top = sorted(names.items(), key=lambda kv: -kv[1])[:3]
-    return {"kernel_us": statistics.median(busy), "span_us": statistics.median(spans) if spans else None,
-            "period_us": statistics.median(period), "kernels_per_call": kernels / (calls * len(groups)),
-            "kernel_names": [n[:120] for n, _ in top], "events_us": statistics.median(timed),
-            "timer_ratio": statistics.median(t / b for t, b in zip(timed, busy, strict=False))}
+    return {
+        "kernel_us": statistics.median(busy),
+        "span_us": statistics.median(spans) if spans else None,
+        "period_us": statistics.median(period),
+        "kernels_per_call": kernels / (calls * len(groups)),
+        "kernel_names": [n[:120] for n, _ in top],
+        "events_us": statistics.median(timed),
+        "timer_ratio": statistics.median(t / b for t, b in zip(timed, busy, strict=False)),
+    }
 
 
 def call_us(prof: dict[str, Any]) -> float:

@@ -30,14 +30,14 @@ METHOD_KERNELS = "cuda-graph-cupti"
 # Calls shorter than this (per call, as a graph replay timed by events) are timed by CUPTI: below
 # it the gap between dependent kernels is a noticeable share of a call.
 KERNEL_TIMED_BELOW_US = 20.0
-KERNEL_BATCH_S = 0.05   # GPU time a batch records at most: the host reads it while replays run on
-BATCH_RECORDS = 4000    # kernel records a batch holds at most (the host reads records one by one)
+KERNEL_BATCH_S = 0.05  # GPU time a batch records at most: the host reads it while replays run on
+BATCH_RECORDS = 4000  # kernel records a batch holds at most (the host reads records one by one)
 KERNEL_SAMPLE_S = 100e-6  # GPU time of one CUPTI-timed sample (a replay's chunk of calls)
-PROBE_REPLAYS = 4       # replays in the first batch, which shows whether CUPTI can time the calls
+PROBE_REPLAYS = 4  # replays in the first batch, which shows whether CUPTI can time the calls
 # GPU time of replays run before the first batch: a short call's kernels keep speeding up for a
 # while after its first calls.
 KERNEL_WARM_S = 0.1
-HOST_S_GUESS = 0.003    # host time between two batches (a recording's start and stop), until one is measured
+HOST_S_GUESS = 0.003  # host time between two batches (a recording's start and stop), until one is measured
 
 
 class KernelTimes:
@@ -58,8 +58,9 @@ class KernelTimes:
     enqueued right after the batch keep the GPU busy, as graph_events.BackToBack does: as many as
     cover the host's time between the last two batches."""
 
-    def __init__(self, replay: Callable[[], None], calls: int, sample_s: float, chunk: int,
-                 during: Callable[[], None] = no_probe) -> None:
+    def __init__(
+        self, replay: Callable[[], None], calls: int, sample_s: float, chunk: int, during: Callable[[], None] = no_probe
+    ) -> None:
         self.replay, self.calls, self.chunk, self.during = replay, calls, chunk, during
         self.sample_s = max(sample_s, 1e-9)  # GPU time of one replay
         self.per_batch = self._replays_per_batch(1)
@@ -112,8 +113,10 @@ class KernelTimes:
         except Exception as exc:  # noqa: BLE001 - no CUPTI (or a profiler already running): events time it
             return f"CUPTI unavailable: {type(exc).__name__}: {exc}"[:300]
         if len(groups) != replays or not all(groups) or len(groups[0]) % self.calls:
-            return (f"CUPTI recorded {sum(len(g) for g in groups)} GPU activities in {len(groups)} replays "
-                    f"for {replays} replays of {self.calls} calls")
+            return (
+                f"CUPTI recorded {sum(len(g) for g in groups)} GPU activities in {len(groups)} replays "
+                f"for {replays} replays of {self.calls} calls"
+            )
         self.per_batch = self._replays_per_batch(len(groups[0]) // self.calls)
         self._add(groups, timed)
         return None
@@ -133,5 +136,12 @@ def kernel_sampler(calibrated: CalibratedGraph, during: Callable[[], None] = no_
     why_not = kernels.start()
     if why_not is not None:
         return why_not
-    return Sampler(METHOD_KERNELS, chunk, kernels.take, calibrated.warmup_calls + kernels.warm_replays * calls,
-                   kernels.notes, replay=graph.replay, replay_calls=calls)
+    return Sampler(
+        METHOD_KERNELS,
+        chunk,
+        kernels.take,
+        calibrated.warmup_calls + kernels.warm_replays * calls,
+        kernels.notes,
+        replay=graph.replay,
+        replay_calls=calls,
+    )

@@ -14,15 +14,17 @@ from .sampler import Sampler, no_probe
 METHOD_EAGER = "cuda-events-eager"
 MAX_CALLS_EAGER = 1 << 14
 EAGER_PROFILED_CALLS = 200  # an eager sample's calls profiled at once (--verify-timing)
-EAGER_ESTIMATE_CALLS = 2    # eager calls that size a sample
-EAGER_WARMUP_CALLS = 2      # the estimate's calls
+EAGER_ESTIMATE_CALLS = 2  # eager calls that size a sample
+EAGER_WARMUP_CALLS = 2  # the estimate's calls
 
 
 def eager_replay(fn: Callable[[], object], calls: int) -> Callable[[], None]:
     """`calls` eager calls of `fn`, as one replay for the profiler."""
+
     def replay() -> None:
         for _ in range(calls):
             fn()
+
     return replay
 
 
@@ -32,11 +34,19 @@ def host_launch_notes() -> dict[str, Any]:
     return {"cupti_attached": True} if cupti.attached() else {}
 
 
-def eager_sampler(fn: Callable[[], object], min_sample_s: float, reason: str,
-                  during: Callable[[], None] = no_probe) -> Sampler:
+def eager_sampler(
+    fn: Callable[[], object], min_sample_s: float, reason: str, during: Callable[[], None] = no_probe
+) -> Sampler:
     """Samples of eager calls lasting at least `min_sample_s`; `reason`: why not a graph."""
     per_call = time_eager(fn, EAGER_ESTIMATE_CALLS)
     calls = calls_for(per_call, min_sample_s, MAX_CALLS_EAGER)
     shown = min(calls, EAGER_PROFILED_CALLS)
-    return Sampler(METHOD_EAGER, calls, lambda: time_eager(fn, calls, during), EAGER_WARMUP_CALLS,
-                   {"eager_reason": reason, **host_launch_notes()}, replay=eager_replay(fn, shown), replay_calls=shown)
+    return Sampler(
+        METHOD_EAGER,
+        calls,
+        lambda: time_eager(fn, calls, during),
+        EAGER_WARMUP_CALLS,
+        {"eager_reason": reason, **host_launch_notes()},
+        replay=eager_replay(fn, shown),
+        replay_calls=shown,
+    )

@@ -32,12 +32,12 @@ import numpy as np
 from ..results import Energy, Measurement
 from .meters import Meter, cpu_meter
 
-MIN_UPDATES = 10        # meter updates a window spans at least (its step is then under a tenth of it)
-SKIPPED_UPDATES = 1     # the first update seen may count time before the loop
-QUEUE_AHEAD_S = 0.02    # device work kept queued ahead of the host's polling (GPU)
-MAX_QUEUED = 256        # chunks queued at most (a tiny eager call: launch queue's room)
-MAX_WINDOW_S = 30.0     # a meter that has not updated enough by then gives no figure
-PERIOD_PROBE_S = 1.0    # update_period's polling time
+MIN_UPDATES = 10  # meter updates a window spans at least (its step is then under a tenth of it)
+SKIPPED_UPDATES = 1  # the first update seen may count time before the loop
+QUEUE_AHEAD_S = 0.02  # device work kept queued ahead of the host's polling (GPU)
+MAX_QUEUED = 256  # chunks queued at most (a tiny eager call: launch queue's room)
+MAX_WINDOW_S = 30.0  # a meter that has not updated enough by then gives no figure
+PERIOD_PROBE_S = 1.0  # update_period's polling time
 US_PER_S = 1e6
 
 
@@ -75,9 +75,17 @@ def _period(times: list[float]) -> float | None:
     return statistics.median(np.diff(times).tolist()) if len(times) > 1 else None
 
 
-def run_loop(start_chunk: Chunk, chunk_calls: int, chunk_s: float, meter: Meter, min_window_s: float,
-             now: Callable[[], float] = time.perf_counter, drain: Callable[[], None] = lambda: None,
-             max_window_s: float = MAX_WINDOW_S, queue_ahead_s: float = QUEUE_AHEAD_S) -> Window:
+def run_loop(
+    start_chunk: Chunk,
+    chunk_calls: int,
+    chunk_s: float,
+    meter: Meter,
+    min_window_s: float,
+    now: Callable[[], float] = time.perf_counter,
+    drain: Callable[[], None] = lambda: None,
+    max_window_s: float = MAX_WINDOW_S,
+    queue_ahead_s: float = QUEUE_AHEAD_S,
+) -> Window:
     """Keep the device busy with chunks while reading the meter, until MIN_UPDATES updates (after
     the skipped ones) span at least `min_window_s`; see the module's docstring."""
     counter = meter.energy_j()
@@ -112,8 +120,10 @@ def run_loop(start_chunk: Chunk, chunk_calls: int, chunk_s: float, meter: Meter,
             break
         if t - start > max_window_s:
             drain()
-            raise NoEnergy(f"the {meter.name} meter updated {len(updates)} times in {max_window_s:g} s "
-                           f"(a figure needs {MIN_UPDATES + SKIPPED_UPDATES + 1})")
+            raise NoEnergy(
+                f"the {meter.name} meter updated {len(updates)} times in {max_window_s:g} s "
+                f"(a figure needs {MIN_UPDATES + SKIPPED_UPDATES + 1})"
+            )
     drain()
     loop_s = now() - start
     (t0, v0), (t1, v1) = used[0], used[-1]
@@ -126,27 +136,60 @@ def run_loop(start_chunk: Chunk, chunk_calls: int, chunk_s: float, meter: Meter,
     if counter is not None and len(power) > 1:
         times, watts_seen = zip(*power, strict=True)
         sampled = integral(list(times), list(watts_seen), t0, t1)
-    return Window(joules=joules, window_s=t1 - t0, updates=len(used) - 1, update_period_s=_period([u[0] for u in used]),
-                  calls=calls, loop_s=loop_s, sampled_joules=sampled, power_samples=len(power))
+    return Window(
+        joules=joules,
+        window_s=t1 - t0,
+        updates=len(used) - 1,
+        update_period_s=_period([u[0] for u in used]),
+        calls=calls,
+        loop_s=loop_s,
+        sampled_joules=sampled,
+        power_samples=len(power),
+    )
 
 
-def measure_energy(start_chunk: Chunk, chunk_calls: int, chunk_s: float, meter: Meter, min_window_s: float,
-                   now: Callable[[], float] = time.perf_counter, drain: Callable[[], None] = lambda: None,
-                   note: str = "", queue_ahead_s: float = QUEUE_AHEAD_S) -> Energy:
+def measure_energy(
+    start_chunk: Chunk,
+    chunk_calls: int,
+    chunk_s: float,
+    meter: Meter,
+    min_window_s: float,
+    now: Callable[[], float] = time.perf_counter,
+    drain: Callable[[], None] = lambda: None,
+    note: str = "",
+    queue_ahead_s: float = QUEUE_AHEAD_S,
+) -> Energy:
     """The part's Energy: the power state before, the loop, the power state after."""
     before = meter.state()
     limit = meter.power_limit_w()
     w = run_loop(start_chunk, chunk_calls, chunk_s, meter, min_window_s, now, drain, queue_ahead_s=queue_ahead_s)
     watts = w.joules / w.window_s
     loop_us = w.loop_s / w.calls * US_PER_S
-    return Energy(meter=meter.name, joules=w.joules, window_s=w.window_s, watts=watts, calls=w.calls,
-                  loop_us_per_call=loop_us, joules_per_call=watts * loop_us / US_PER_S, updates=w.updates,
-                  update_period_s=w.update_period_s, sampled_joules=w.sampled_joules, power_samples=w.power_samples,
-                  power_limit_w=limit, before=before, after=meter.state(), note=note)
+    return Energy(
+        meter=meter.name,
+        joules=w.joules,
+        window_s=w.window_s,
+        watts=watts,
+        calls=w.calls,
+        loop_us_per_call=loop_us,
+        joules_per_call=watts * loop_us / US_PER_S,
+        updates=w.updates,
+        update_period_s=w.update_period_s,
+        sampled_joules=w.sampled_joules,
+        power_samples=w.power_samples,
+        power_limit_w=limit,
+        before=before,
+        after=meter.state(),
+        note=note,
+    )
 
 
-def update_period(meter: Meter, now: Callable[[], float] = time.perf_counter, probe_s: float = PERIOD_PROBE_S,
-                  sleep: Callable[[float], None] = time.sleep) -> float | None:
+def update_period(
+    meter: Meter,
+    now: Callable[[], float] = time.perf_counter,
+    probe_s: float = PERIOD_PROBE_S,
+    sleep: Callable[[float], None] = time.sleep,
+) -> float | None:
     """How often the meter's counter changes (median seconds between changes), polled for `probe_s`;
     None where it has no counter or did not change twice."""
     last = meter.energy_j()
@@ -167,10 +210,12 @@ def update_period(meter: Meter, now: Callable[[], float] = time.perf_counter, pr
 
 def synchronous(fn: Callable[[], object], calls: int) -> Chunk:
     """A CPU's chunk: `calls` calls run at once, finished when they return."""
+
     def start() -> Callable[[], bool]:
         for _ in range(calls):
             fn()
         return lambda: True
+
     return start
 
 
@@ -180,8 +225,9 @@ def machine_meter() -> Meter | str:
     return cpu_meter()
 
 
-def with_cpu_energy(measured: Measurement, fn: Callable[[], object], info: dict[str, Any], min_window_s: float
-                    ) -> Measurement:
+def with_cpu_energy(
+    measured: Measurement, fn: Callable[[], object], info: dict[str, Any], min_window_s: float
+) -> Measurement:
     """A CPU part's measurement with its energy over sample-sized chunks of calls run back to back
     (the backends' --energy); where there is none, `info['energy_error']` says why."""
     meter = machine_meter()
@@ -190,8 +236,14 @@ def with_cpu_energy(measured: Measurement, fn: Callable[[], object], info: dict[
         return measured
     calls = measured.calls_per_sample
     try:
-        energy = measure_energy(synchronous(fn, calls), calls, calls * measured.stats.median / US_PER_S, meter,
-                                min_window_s, queue_ahead_s=0.0)
+        energy = measure_energy(
+            synchronous(fn, calls),
+            calls,
+            calls * measured.stats.median / US_PER_S,
+            meter,
+            min_window_s,
+            queue_ahead_s=0.0,
+        )
     except NoEnergy as exc:
         info["energy_error"] = str(exc)
         return measured

@@ -28,8 +28,8 @@ HOLD_CLOCK_HZ = 2.0e9  # cycles per second assumed when sizing the spin (it only
 HOLD_SHARE = 0.5
 # Or if the host's enqueue time is under this share of the eager figure: the GPU waited on it for no longer.
 HOST_SHARE = 0.05
-HOLD_ROOM = 4.0    # held_eager_figure's second hold: this many times what the host took to enqueue the first
-PACE_ROOM = 3.0    # its first hold: this many times what the host took to enqueue as many calls last time
+HOLD_ROOM = 4.0  # held_eager_figure's second hold: this many times what the host took to enqueue the first
+PACE_ROOM = 3.0  # its first hold: this many times what the host took to enqueue as many calls last time
 MAX_HOLD_S = 0.05  # and no longer than this
 MAX_WARM_REPLAYS = 1000  # replays_covering's cap
 
@@ -41,8 +41,9 @@ def event_pair() -> EventPair:
     return torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
 
 
-def enqueue_marked(pairs: list[EventPair], replay: Callable[[], object],
-                   before: Callable[[], object] = no_probe) -> None:
+def enqueue_marked(
+    pairs: list[EventPair], replay: Callable[[], object], before: Callable[[], object] = no_probe
+) -> None:
     """Samples for a CUPTI recording, one per event pair: the marker kernel that opens a sample in
     the record, `before` (untimed, e.g. the cold measurement's flush), then the replay between the
     pair's events."""
@@ -96,8 +97,9 @@ class EagerFigure:
         return self.us_per_call * self.calls / US_PER_S
 
 
-def eager_figure(fn: Callable[[], object], calls: int, during: Callable[[], None] = no_probe,
-                 hold_s: float = HOLD_S) -> EagerFigure:
+def eager_figure(
+    fn: Callable[[], object], calls: int, during: Callable[[], None] = no_probe, hold_s: float = HOLD_S
+) -> EagerFigure:
     """`calls` back-to-back eager calls between two events, behind a hold of `hold_s`."""
     start, end = event_pair()
     began = time.perf_counter()

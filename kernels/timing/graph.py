@@ -16,9 +16,9 @@ import torch
 from .events import MS_TO_US, US_PER_S, calls_for, event_pair, hold_stream, time_eager
 from .work_stream import capture_stream, on_work_stream
 
-MAX_CALLS_PER_GRAPH = 2000   # bounds capture time and graph memory for tiny kernels
-RECAPTURE_FACTOR = 1.5       # re-capture once when the graph's own figure asks for this many times the calls
-ESTIMATE_CALLS = 3           # eager calls that give the first estimate of a call shorter than a sample
+MAX_CALLS_PER_GRAPH = 2000  # bounds capture time and graph memory for tiny kernels
+RECAPTURE_FACTOR = 1.5  # re-capture once when the graph's own figure asks for this many times the calls
+ESTIMATE_CALLS = 3  # eager calls that give the first estimate of a call shorter than a sample
 
 
 def capture(fn: Callable[[], object], calls: int) -> torch.cuda.CUDAGraph:

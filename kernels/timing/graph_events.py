@@ -61,17 +61,29 @@ class BackToBack:
         return start.elapsed_time(end) * MS_TO_US / self.calls
 
 
-def graph_events_sampler(calibrated: CalibratedGraph, during: Callable[[], None] = no_probe,
-                         notes: dict[str, Any] | None = None) -> Sampler:
+def graph_events_sampler(
+    calibrated: CalibratedGraph, during: Callable[[], None] = no_probe, notes: dict[str, Any] | None = None
+) -> Sampler:
     """Back-to-back replays of the calibrated graph, timed by events."""
     graph, calls = calibrated.graph, calibrated.calls
     samples = BackToBack(graph.replay, calls, during)
-    return Sampler(METHOD_GRAPH, calls, samples.take, calibrated.warmup_calls, notes if notes is not None else {},
-                   replay=graph.replay, replay_calls=calls)
+    return Sampler(
+        METHOD_GRAPH,
+        calls,
+        samples.take,
+        calibrated.warmup_calls,
+        notes if notes is not None else {},
+        replay=graph.replay,
+        replay_calls=calls,
+    )
 
 
-def quick_us(fn: Callable[[], object], min_sample_s: float = QUICK_SAMPLE_S, samples: int = QUICK_SAMPLES,
-             out_of_contest_us: float = math.inf) -> float:
+def quick_us(
+    fn: Callable[[], object],
+    min_sample_s: float = QUICK_SAMPLE_S,
+    samples: int = QUICK_SAMPLES,
+    out_of_contest_us: float = math.inf,
+) -> float:
     """A short figure for choosing among candidate implementations (cuDNN engines), taken the
     way the measurement takes its samples: a CUDA graph of calls lasting `min_sample_s`, replayed
     back to back and timed by events; the median of `samples` replays after one untimed. Where

@@ -77,9 +77,13 @@ class NvmlMeter:
 
     def state(self) -> PowerState:
         reasons = self.clocks.throttle_reasons()
-        return PowerState(temperature_c=self.clocks.temperature_c(), sm_mhz=self.clocks.sm_mhz(),
-                          mem_mhz=self.clocks.mem_mhz(), power_w=self.power_w(),
-                          throttle=None if reasons is None else tuple(reasons))
+        return PowerState(
+            temperature_c=self.clocks.temperature_c(),
+            sm_mhz=self.clocks.sm_mhz(),
+            mem_mhz=self.clocks.mem_mhz(),
+            power_w=self.power_w(),
+            throttle=None if reasons is None else tuple(reasons),
+        )
 
 
 def nvml_meter(clocks: ClockReader) -> NvmlMeter | str:
@@ -134,12 +138,16 @@ def rapl_meter(powercap: Path = POWERCAP) -> RaplMeter | str:
     """The package counters under `powercap`, or why they cannot be read."""
     zones = sorted(z for z in powercap.glob("intel-rapl:*") if RAPL_PACKAGE.match(z.name)) if powercap.is_dir() else []
     if not zones:
-        return (f"no RAPL package counter: {powercap} has no intel-rapl:N zone (not an x86 CPU, the intel_rapl "
-                "driver not loaded, or a virtual machine)")
+        return (
+            f"no RAPL package counter: {powercap} has no intel-rapl:N zone (not an x86 CPU, the intel_rapl "
+            "driver not loaded, or a virtual machine)"
+        )
     unreadable = [z for z in zones if not os.access(z / "energy_uj", os.R_OK)]
     if unreadable:
-        return (f"RAPL's {unreadable[0] / 'energy_uj'} is readable by root only (Linux 5.10 and later, "
-                "CVE-2020-8694): run as root, or grant read access to energy_uj")
+        return (
+            f"RAPL's {unreadable[0] / 'energy_uj'} is readable by root only (Linux 5.10 and later, "
+            "CVE-2020-8694): run as root, or grant read access to energy_uj"
+        )
     try:
         return RaplMeter(zones)
     except (OSError, ValueError) as exc:
@@ -184,16 +192,18 @@ class PmicMeter:
 
 
 def run_pmic_read_adc() -> str:
-    return subprocess.run(PMIC_COMMAND, capture_output=True, text=True, timeout=VCGENCMD_TIMEOUT_S,
-                          check=True).stdout
+    return subprocess.run(PMIC_COMMAND, capture_output=True, text=True, timeout=VCGENCMD_TIMEOUT_S, check=True).stdout
 
 
-def pi_meter(model: str, read: Callable[[], str] = run_pmic_read_adc,
-             which: Callable[[str], str | None] = shutil.which) -> PmicMeter | str:
+def pi_meter(
+    model: str, read: Callable[[], str] = run_pmic_read_adc, which: Callable[[str], str | None] = shutil.which
+) -> PmicMeter | str:
     """A Raspberry Pi's meter (`model`: the device tree's model line), or why it has none."""
     if "Raspberry Pi 5" not in model:
-        return (f"a {model.split(' Rev')[0]} has no power meter (only the Raspberry Pi 5's PMIC reports its "
-                "rails, through vcgencmd pmic_read_adc)")
+        return (
+            f"a {model.split(' Rev')[0]} has no power meter (only the Raspberry Pi 5's PMIC reports its "
+            "rails, through vcgencmd pmic_read_adc)"
+        )
     if which(PMIC_COMMAND[0]) is None:
         return "vcgencmd is not installed here (Raspberry Pi OS ships it; a container needs it mounted)"
     meter = PmicMeter(read)

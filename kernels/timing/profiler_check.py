@@ -18,7 +18,7 @@ from .eager import eager_replay
 from .events import US_PER_S, enqueue_marked, event_pair, replays_covering, us_per_call
 from .sampler import Sampler, no_probe
 
-VERIFY_TOLERANCE = 0.05      # flag harness/profiler disagreement beyond 5%
+VERIFY_TOLERANCE = 0.05  # flag harness/profiler disagreement beyond 5%
 MAX_RECORDED_CALLS = 20_000  # calls whose records one cross-check reads at once
 # Replays kept running while the profiler starts (see profile_samples).
 PROFILE_WARM_S = 0.1
@@ -28,8 +28,13 @@ PROFILE_MAX_SAMPLES = 1000
 MIN_SAMPLE_S = 1e-9  # a sample's time is never taken as zero
 
 
-def profile_samples(replay: Callable[[], object], calls: int, samples: int = 1, warm_replays: int = 1,
-                    before: Callable[[], object] = no_probe) -> dict[str, Any]:
+def profile_samples(
+    replay: Callable[[], object],
+    calls: int,
+    samples: int = 1,
+    warm_replays: int = 1,
+    before: Callable[[], object] = no_probe,
+) -> dict[str, Any]:
     """CUPTI's record of `samples` samples taken back to back as the harness takes them: the marker
     kernel, then `before` (the cold measurement's flush: exactly one kernel, not counted), and the
     replay of `calls` calls between two events. Returns cupti.sample_figures: the kernels' figures
@@ -52,8 +57,15 @@ def profile_samples(replay: Callable[[], object], calls: int, samples: int = 1, 
         groups = [g[1:] for g in groups]
     timed = us_per_call(pairs, calls)
     if len(groups) != samples or not all(groups):
-        return {"kernel_us": math.nan, "kernels_per_call": 0.0, "kernel_names": [], "calls": calls,
-                "samples": samples, "events_us": statistics.median(timed), "timer_ratio": math.nan}
+        return {
+            "kernel_us": math.nan,
+            "kernels_per_call": 0.0,
+            "kernel_names": [],
+            "calls": calls,
+            "samples": samples,
+            "events_us": statistics.median(timed),
+            "timer_ratio": math.nan,
+        }
     return {**cupti.sample_figures(groups, calls, timed), "calls": calls, "samples": samples}
 
 
@@ -68,8 +80,9 @@ def verify(sampler: Sampler, harness_us: float, window_s: float) -> dict[str, An
     when they part by more than VERIFY_TOLERANCE."""
     assert sampler.replay is not None
     sample_s = max(harness_us * sampler.replay_calls / US_PER_S, MIN_SAMPLE_S)
-    samples = max(1, min(PROFILE_MAX_SAMPLES, math.ceil(window_s / sample_s),
-                         MAX_RECORDED_CALLS // sampler.replay_calls))
+    samples = max(
+        1, min(PROFILE_MAX_SAMPLES, math.ceil(window_s / sample_s), MAX_RECORDED_CALLS // sampler.replay_calls)
+    )
     warm = replays_covering(PROFILE_WARM_S, sample_s)
     prof = profile_samples(sampler.replay, sampler.replay_calls, samples, warm, sampler.before_replay)
     per_call = cupti.call_us(prof)

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 # nvbench's default throttle threshold. A tighter one took the power limiter's ordinary dips for
 # throttling: the rests that followed cooled the chip, and a second run disagreed.
 THROTTLE_FRACTION = 0.75
-BOOST_TOLERANCE = 0.02     # within 2% of the highest clock seen counts as boost (readings step by 15 MHz)
+BOOST_TOLERANCE = 0.02  # within 2% of the highest clock seen counts as boost (readings step by 15 MHz)
 POWER_CAP = "sw_power_cap"
 # A stretch counts as power-limited when this share of its readings is: a swinging limiter is
 # what the longer minimum is for, and a majority rule missed half-limited stretches.
@@ -65,8 +65,12 @@ def at_boost(mhz: float, reference_mhz: float) -> bool:
 def power_limited(reading: ClockReading, reference_mhz: float) -> bool:
     """The power limiter holds the clock below boost now (NVML keeps naming the power cap for a
     while after a heavy kernel, also at full clock: the clock has to be down too)."""
-    return (reading.power_capped and reading.mhz is not None and reference_mhz > 0
-            and not at_boost(reading.mhz, reference_mhz))
+    return (
+        reading.power_capped
+        and reading.mhz is not None
+        and reference_mhz > 0
+        and not at_boost(reading.mhz, reference_mhz)
+    )
 
 
 def stretch_limited(limited_readings: int, readings: int) -> bool:
@@ -110,5 +114,9 @@ def clock_fell(readings: list[ClockReading]) -> dict[str, object] | None:
     if not low:
         return None
     reasons = sorted({reason for r in low for reason in (r.reasons or ())})
-    return {"from_mhz": first, "to_mhz": min(r.mhz for r in low if r.mhz is not None), "readings": len(low),
-            "reasons": reasons}
+    return {
+        "from_mhz": first,
+        "to_mhz": min(r.mhz for r in low if r.mhz is not None),
+        "readings": len(low),
+        "reasons": reasons,
+    }

@@ -154,18 +154,26 @@ class StopRule:
     def criteria(self) -> tuple[Stop, ...]:
         """The rule as criteria, in the order they are tested."""
         enough = MinSamples(self.min_samples)
-        return (Stop(MAX_SAMPLES, MinSamples(self.max_samples)),
-                Stop(CONVERGED, enough, MinTime(self.min_time_s, self.limited_min_time_s),
-                     NoiseBelow(self.target_rel_precision)),
-                Stop(TIME_CAP, enough, MinTime(self.time_cap_s)),
-                Stop(TIME_CAP, MinSamples(1), MinTime(HARD_CAP_FACTOR * self.time_cap_s)))
+        return (
+            Stop(MAX_SAMPLES, MinSamples(self.max_samples)),
+            Stop(
+                CONVERGED,
+                enough,
+                MinTime(self.min_time_s, self.limited_min_time_s),
+                NoiseBelow(self.target_rel_precision),
+            ),
+            Stop(TIME_CAP, enough, MinTime(self.time_cap_s)),
+            Stop(TIME_CAP, MinSamples(1), MinTime(HARD_CAP_FACTOR * self.time_cap_s)),
+        )
 
     @cached_property
     def hard_limits(self) -> tuple[Stop, ...]:
         """Limits on every sample taken, also those the rule is not shown (a throttled or settling
         GPU's): the sample cap, and twice the time cap."""
-        return (Stop(MAX_SAMPLES, MinSamples(self.max_samples)),
-                Stop(TIME_CAP, MinTime(HARD_CAP_FACTOR * self.time_cap_s)))
+        return (
+            Stop(MAX_SAMPLES, MinSamples(self.max_samples)),
+            Stop(TIME_CAP, MinTime(HARD_CAP_FACTOR * self.time_cap_s)),
+        )
 
     def decide(self, samples: Sequence[float], elapsed_s: float, limited: bool = False) -> str | None:
         """The reason to stop now, or None to take another sample. `limited`: the power limiter

@@ -25,8 +25,9 @@ from .sampler import Sampler, no_probe
 REASON_CHARS = 300  # an exception's text kept in the notes
 
 
-def graph_sampler(fn: Callable[[], object], min_sample_s: float, during: Callable[[], None] = no_probe,
-                  kernel_time: bool = False) -> Sampler:
+def graph_sampler(
+    fn: Callable[[], object], min_sample_s: float, during: Callable[[], None] = no_probe, kernel_time: bool = False
+) -> Sampler:
     """Replays of a calibrated graph; with `kernel_time`, calls shorter than KERNEL_TIMED_BELOW_US
     are timed by CUPTI where it can."""
     calibrated = calibrated_graph(fn, min_sample_s)
@@ -39,8 +40,13 @@ def graph_sampler(fn: Callable[[], object], min_sample_s: float, during: Callabl
     return graph_events_sampler(calibrated, during, notes)
 
 
-def sampler_for(fn: Callable[[], object], settings: Settings, capturable: bool, device: torch.device,
-                during: Callable[[], None] = no_probe) -> Sampler:
+def sampler_for(
+    fn: Callable[[], object],
+    settings: Settings,
+    capturable: bool,
+    device: torch.device,
+    during: Callable[[], None] = no_probe,
+) -> Sampler:
     """The strategy that times `fn` under `settings` (see the module's docstring)."""
     if settings.cold:
         return cold_sampler(fn, device, during)
@@ -50,5 +56,6 @@ def sampler_for(fn: Callable[[], object], settings: Settings, capturable: bool, 
         return graph_sampler(fn, settings.min_sample_s, during, settings.kernel_time)
     except Exception as exc:  # noqa: BLE001 - capture refused (host sync, unsupported op): time eagerly
         torch.cuda.synchronize()
-        return eager_sampler(fn, settings.min_sample_s,
-                             f"graph capture failed: {type(exc).__name__}: {exc}"[:REASON_CHARS], during)
+        return eager_sampler(
+            fn, settings.min_sample_s, f"graph capture failed: {type(exc).__name__}: {exc}"[:REASON_CHARS], during
+        )

@@ -16,9 +16,9 @@ from typing import Any
 
 import torch
 
-WARM_GEMM = 8192           # fp16 8192^3: milliseconds a call, enough to hold a GPU at its power limit
-WARM_STEP_S = 0.5          # GEMMs enqueued between two temperature readings
-WARM_WINDOW_S = 10.0       # the temperature settles when it rose less than WARM_RISE_C over this
+WARM_GEMM = 8192  # fp16 8192^3: milliseconds a call, enough to hold a GPU at its power limit
+WARM_STEP_S = 0.5  # GEMMs enqueued between two temperature readings
+WARM_WINDOW_S = 10.0  # the temperature settles when it rose less than WARM_RISE_C over this
 WARM_RISE_C = 1.0
 
 
@@ -35,8 +35,13 @@ def _nothing() -> None:
     """Default for `meanwhile`."""
 
 
-def warm_up(device: torch.device, temperature: Callable[[], float | None], max_s: float,
-            now: Callable[[], float] = time.perf_counter, meanwhile: Callable[[], None] = _nothing) -> dict[str, Any]:
+def warm_up(
+    device: torch.device,
+    temperature: Callable[[], float | None],
+    max_s: float,
+    now: Callable[[], float] = time.perf_counter,
+    meanwhile: Callable[[], None] = _nothing,
+) -> dict[str, Any]:
     """Run fp16 GEMMs until the temperature settles or `max_s` passes; what it did, for the record.
     `meanwhile` runs once on the host after the first GEMMs are enqueued (CUPTI's seconds-long first
     start, with kernel time): its time counts towards `max_s` instead of delaying the first kernel."""
@@ -66,5 +71,9 @@ def warm_up(device: torch.device, temperature: Callable[[], float | None], max_s
                 break
     del a, b, out
     torch.cuda.empty_cache()
-    return {"seconds": round(elapsed, 1), "temp_c_start": first, "temp_c_end": temps[-1][1] if temps else None,
-            "settled": settled(temps)}
+    return {
+        "seconds": round(elapsed, 1),
+        "temp_c_start": first,
+        "temp_c_end": temps[-1][1] if temps else None,
+        "settled": settled(temps),
+    }

@@ -93,14 +93,26 @@ class Comparison:
         out = []
         for i, other in enumerate(self.others):
             for op in (*KERNEL_CLASSES, "all"):
-                rs = [ratio for r in self.rows
-                      if (ratio := r.ratios[i]) is not None and (op == "all" or r.any.kernel.op == op)]
+                rs = [
+                    ratio
+                    for r in self.rows
+                    if (ratio := r.ratios[i]) is not None and (op == "all" or r.any.kernel.op == op)
+                ]
                 if not rs:
                     continue
                 counts = {v: sum(1 for r in rs if r.verdict == v) for v in VERDICTS}
                 gm = geomean([r.ratio for r in rs])
-                out.append({"source": other.label, "versus": versus(other, self.base), "op": op, "kernels": len(rs),
-                            "geomean": gm, "answer": speed(gm), **counts})
+                out.append(
+                    {
+                        "source": other.label,
+                        "versus": versus(other, self.base),
+                        "op": op,
+                        "kernels": len(rs),
+                        "geomean": gm,
+                        "answer": speed(gm),
+                        **counts,
+                    }
+                )
         return out
 
 
@@ -203,19 +215,36 @@ def directions_of(entries: list[Entry]) -> Directions | None:
     return None
 
 
-def ratio_of(base_us: float, other_us: float, base_draws: np.ndarray | None, other_draws: np.ndarray | None,
-             threshold: float, directions: tuple[str, ...], note: str, why: str = "") -> Ratio | None:
+def ratio_of(
+    base_us: float,
+    other_us: float,
+    base_draws: np.ndarray | None,
+    other_draws: np.ndarray | None,
+    threshold: float,
+    directions: tuple[str, ...],
+    note: str,
+    why: str = "",
+) -> Ratio | None:
     """The ratio other/baseline with its bootstrap interval and verdict (None: a time of zero)."""
     if base_us <= 0 or other_us <= 0:
         return None
     ratio = other_us / base_us
     if base_draws is None or other_draws is None:
-        return Ratio(base_us, other_us, ratio, math.nan, math.nan, "unclear", directions,
-                     "; ".join(n for n in (note, why) if n))
+        return Ratio(
+            base_us, other_us, ratio, math.nan, math.nan, "unclear", directions, "; ".join(n for n in (note, why) if n)
+        )
     tail = (1 - CONFIDENCE) / 2 * 100
     low, high = np.percentile(other_draws / base_draws, [tail, 100 - tail])
-    return Ratio(base_us, other_us, ratio, float(low), float(high),
-                 verdict(ratio, float(low), float(high), threshold), directions, note)
+    return Ratio(
+        base_us,
+        other_us,
+        ratio,
+        float(low),
+        float(high),
+        verdict(ratio, float(low), float(high), threshold),
+        directions,
+        note,
+    )
 
 
 class Draws:
@@ -256,8 +285,9 @@ class Draws:
         return self._done.get((id(entry), directions))
 
 
-def compare(sources: list[Source], threshold: float = DEFAULT_THRESHOLD, by: str | None = None,
-            any_precision: bool = False) -> Comparison:
+def compare(
+    sources: list[Source], threshold: float = DEFAULT_THRESHOLD, by: str | None = None, any_precision: bool = False
+) -> Comparison:
     """Every other source against the first, kernel by kernel, on the directions all the
     sources that ran a kernel timed (so a row's times and its verdicts are of the same work)."""
     by = by or match_mode(sources)
@@ -288,8 +318,16 @@ def compare(sources: list[Source], threshold: float = DEFAULT_THRESHOLD, by: str
             b_dirs = dirs.per_entry[at[0]]
             for i, e in ok[1:]:
                 o_dirs = dirs.per_entry[at[i]]
-                ratios[i - 1] = ratio_of(dirs.us(at[0], base), dirs.us(at[i], e), draws.of(base, b_dirs),
-                                         draws.of(e, o_dirs), threshold, dirs.common, dirs.note, why[0] or why[i])
+                ratios[i - 1] = ratio_of(
+                    dirs.us(at[0], base),
+                    dirs.us(at[i], e),
+                    draws.of(base, b_dirs),
+                    draws.of(e, o_dirs),
+                    threshold,
+                    dirs.common,
+                    dirs.note,
+                    why[0] or why[i],
+                )
         cmp.rows.append(Row(entries[0], tuple(entries[1:]), tuple(ratios)))
     for i in range(1, len(sources)):
         cmp.only_base.append([r.base for r in cmp.rows if r.others[i - 1] is None and r.base is not None])

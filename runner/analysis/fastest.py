@@ -35,8 +35,9 @@ def _rate(e: Entry, directions: tuple[str, ...], us: float, rated_in: Rate) -> f
     return flops / us / 1e6 if flops and us > 0 else None
 
 
-def fastest_tables(sources: list[Source], by: str | None = None, any_precision: bool = False,
-                   all_kernels: bool = False) -> list[Table]:
+def fastest_tables(
+    sources: list[Source], by: str | None = None, any_precision: bool = False, all_kernels: bool = False
+) -> list[Table]:
     """One table per operation. With runs among the sources, only the kernels some run has
     (the references then say how fast others were on them) unless `all_kernels`."""
     by = by or match_mode(sources)
@@ -52,14 +53,18 @@ def fastest_tables(sources: list[Source], by: str | None = None, any_precision: 
         ok = [(i, e) for i, e in enumerate(entries) if e is not None and e.ok]
         dirs = directions_of([e for _, e in ok])
         times: dict[int, float] = {i: dirs.us(j, e) for j, (i, e) in enumerate(ok)} if dirs else {}
-        row = [SET_SHORT.get(first.kernel.set, first.kernel.set),
-               first.kernel.application or first.extra.get("application", "")]
+        row = [
+            SET_SHORT.get(first.kernel.set, first.kernel.set),
+            first.kernel.application or first.extra.get("application", ""),
+        ]
         row += [_param(v) for v in first.kernel.params().values()]
         if traits.collective:
             row.append(str(first.extra.get("ranks", "")))
         row.append("/".join(sorted({e.precision for e in entries if e is not None})))
-        row += [("" if e is None else fmt_us(times.get(i, e.median_us)) if e.ok else e.status)
-                for i, e in enumerate(entries)]
+        row += [
+            ("" if e is None else fmt_us(times.get(i, e.median_us)) if e.ok else e.status)
+            for i, e in enumerate(entries)
+        ]
         row.append("+".join(dirs.common) if dirs and dirs.note else "")
         note = ONE_RANK_NOTE if one_rank(first) else NOTHING_COMMON if len(ok) > 1 and dirs is None else ""
         ranked = sorted(times.items(), key=lambda t: t[1]) if not note else []
@@ -78,12 +83,23 @@ def fastest_tables(sources: list[Source], by: str | None = None, any_precision: 
         if not rows:
             continue
         traits = traits_of(op)
-        headers = (["set", "application"] + list(KERNEL_CLASSES[op].FIELDS)
-                   + (["ranks"] if traits.collective else []) + ["prec"]
-                   + [f"{s.label} (us)" for s in sources]
-                   + ["on", "fastest", "time (us)", traits.rated_in.column, "runner-up", "note"])
-        out.append(Table(op, f"{traits.title}: fastest per kernel", headers, rows,
-                         ("set", "application", *(f"{s.label} (us)" for s in sources))))
+        headers = (
+            ["set", "application"]
+            + list(KERNEL_CLASSES[op].FIELDS)
+            + (["ranks"] if traits.collective else [])
+            + ["prec"]
+            + [f"{s.label} (us)" for s in sources]
+            + ["on", "fastest", "time (us)", traits.rated_in.column, "runner-up", "note"]
+        )
+        out.append(
+            Table(
+                op,
+                f"{traits.title}: fastest per kernel",
+                headers,
+                rows,
+                ("set", "application", *(f"{s.label} (us)" for s in sources)),
+            )
+        )
     return out
 
 

@@ -53,10 +53,15 @@ def input_warnings(cmp: Comparison) -> list[str]:
             if key[0] != key[1]:
                 pairs[key] = pairs.get(key, 0) + 1
         for (base_drew, other_drew), n in sorted(pairs.items()):
-            why = ("zeros draw less power and may hold a higher clock" if "zeros" in (base_drew, other_drew)
-                   else "the data moves a GPU's power draw and so its clock")
-            out.append(f"{other.label} drew {other_drew} inputs where {cmp.base.label} drew {base_drew} ({n} kernels): "
-                       f"{why}, so these times are not like with like")
+            why = (
+                "zeros draw less power and may hold a higher clock"
+                if "zeros" in (base_drew, other_drew)
+                else "the data moves a GPU's power draw and so its clock"
+            )
+            out.append(
+                f"{other.label} drew {other_drew} inputs where {cmp.base.label} drew {base_drew} ({n} kernels): "
+                f"{why}, so these times are not like with like"
+            )
     return out
 
 
@@ -65,7 +70,7 @@ class CycleRatio:
     """other / baseline in cycles (time x clock) of one kernel, where the clocks differed."""
 
     time: Ratio
-    clock: str          # "sm" or "memory"
+    clock: str  # "sm" or "memory"
     base_mhz: float
     other_mhz: float
     ratio: float
@@ -113,9 +118,11 @@ def clock_fell_lines(cmp: Comparison) -> list[str]:
         if fell:
             first = fell[0].extra["clock_fell"]
             reasons = sorted({r for e in fell for r in e.extra["clock_fell"].get("reasons", ())}) or ["none given"]
-            out.append(f"{source.label}: the clock fell while {len(fell)} kernel(s) were sampled (e.g. "
-                       f"{fell[0].kernel.id} {first['from_mhz']:.0f} -> {first['to_mhz']:.0f} MHz); "
-                       f"NVML's reasons: {', '.join(reasons)}")
+            out.append(
+                f"{source.label}: the clock fell while {len(fell)} kernel(s) were sampled (e.g. "
+                f"{fell[0].kernel.id} {first['from_mhz']:.0f} -> {first['to_mhz']:.0f} MHz); "
+                f"NVML's reasons: {', '.join(reasons)}"
+            )
     return out
 
 
@@ -129,15 +136,22 @@ def cycle_lines(cmp: Comparison, rows_shown: int = 10) -> list[str]:
             continue
         counts = {v: sum(c.verdict == v for _, c in judged) for v in ("same", "faster", "slower", "unclear")}
         before = {v: sum(c.time.verdict == v for _, c in judged) for v in counts}
-        out.append(f"{other.label} vs {cmp.base.label}: {len(judged)} kernels ran at clocks more than "
-                   f"{CLOCK_THRESHOLD:.0%} apart, judged in cycles (time x clock; memory-bound ones by the memory "
-                   f"clock): " + ", ".join(f"{v} {counts[v]}" for v in counts) + " (in time: "
-                   + ", ".join(f"{v} {before[v]}" for v in before) + ")")
+        out.append(
+            f"{other.label} vs {cmp.base.label}: {len(judged)} kernels ran at clocks more than "
+            f"{CLOCK_THRESHOLD:.0%} apart, judged in cycles (time x clock; memory-bound ones by the memory "
+            f"clock): "
+            + ", ".join(f"{v} {counts[v]}" for v in counts)
+            + " (in time: "
+            + ", ".join(f"{v} {before[v]}" for v in before)
+            + ")"
+        )
         changed = [(e, c) for e, c in judged if c.verdict != c.time.verdict]
         for e, c in changed[:rows_shown]:
-            out.append(f"  {e.kernel.id}/{e.precision}: time {speed(c.time.ratio) or 'as fast'} ({c.time.verdict}), "
-                       f"{c.clock} clock {c.other_mhz:.0f} vs {c.base_mhz:.0f} MHz, cycles "
-                       f"{speed(c.ratio) or 'as many'} ({c.verdict})")
+            out.append(
+                f"  {e.kernel.id}/{e.precision}: time {speed(c.time.ratio) or 'as fast'} ({c.time.verdict}), "
+                f"{c.clock} clock {c.other_mhz:.0f} vs {c.base_mhz:.0f} MHz, cycles "
+                f"{speed(c.ratio) or 'as many'} ({c.verdict})"
+            )
         if len(changed) > rows_shown:
             out.append(f"  ... and {len(changed) - rows_shown} more whose verdict the clocks changed")
     return out
@@ -148,17 +162,24 @@ def energy_lines(cmp: Comparison) -> list[str]:
     the kernels both sides measured energy for (--energy), and of their time ratios."""
     out = []
     for i, other in enumerate(cmp.others):
-        pairs = [(o.extra["joules_per_call"] / row.base.extra["joules_per_call"], t.ratio) for row in cmp.rows
-                 if row.base is not None and (o := row.others[i]) is not None and (t := row.ratios[i]) is not None
-                 and row.base.extra.get("joules_per_call") and o.extra.get("joules_per_call")]
+        pairs = [
+            (o.extra["joules_per_call"] / row.base.extra["joules_per_call"], t.ratio)
+            for row in cmp.rows
+            if row.base is not None
+            and (o := row.others[i]) is not None
+            and (t := row.ratios[i]) is not None
+            and row.base.extra.get("joules_per_call")
+            and o.extra.get("joules_per_call")
+        ]
         if pairs:
             energy, time = geomean([e for e, _ in pairs]), geomean([t for _, t in pairs])
-            out.append(f"{other.label} vs {cmp.base.label}: energy per call {energy:.3f}x the baseline's "
-                       f"(geomean of {len(pairs)} kernels with energy on both sides; time {time:.3f}x)")
+            out.append(
+                f"{other.label} vs {cmp.base.label}: energy per call {energy:.3f}x the baseline's "
+                f"(geomean of {len(pairs)} kernels with energy on both sides; time {time:.3f}x)"
+            )
     return out
 
 
 def notes(cmp: Comparison) -> list[str]:
     """Everything this module says about a comparison, warnings first."""
-    return ([f"warning: {w}" for w in input_warnings(cmp) + clock_fell_lines(cmp)]
-            + cycle_lines(cmp) + energy_lines(cmp))
+    return [f"warning: {w}" for w in input_warnings(cmp) + clock_fell_lines(cmp)] + cycle_lines(cmp) + energy_lines(cmp)

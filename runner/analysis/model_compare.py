@@ -51,8 +51,10 @@ def departures(speedup: float, flops_ratio: float | None, factor: float = DEPART
         flags.append(f"{REVERSED}: {faster} is faster on this type, {more} has more peak FLOPS")
     off = speedup / flops_ratio
     if off > factor or off < 1.0 / factor:
-        flags.append(f"{DEPARTS}: speed-up {speedup:.3g}x is {max(off, 1 / off):.3g}x "
-                     f"{'above' if off > 1 else 'below'} the peak FLOPS ratio {flops_ratio:.3g}x")
+        flags.append(
+            f"{DEPARTS}: speed-up {speedup:.3g}x is {max(off, 1 / off):.3g}x "
+            f"{'above' if off > 1 else 'below'} the peak FLOPS ratio {flops_ratio:.3g}x"
+        )
     return flags
 
 
@@ -117,8 +119,9 @@ class ModelComparison:
             for td, tc in zip(pd["types"], pc.types, strict=False):
                 td["speedup"] = tc.speedup
                 td["vs_flops_ratio"] = tc.speedup / pc.flops_ratio if tc.speedup and pc.flops_ratio else None
-                td["vs_bandwidth_ratio"] = (tc.speedup / pc.bandwidth_ratio
-                                            if tc.speedup and pc.bandwidth_ratio else None)
+                td["vs_bandwidth_ratio"] = (
+                    tc.speedup / pc.bandwidth_ratio if tc.speedup and pc.bandwidth_ratio else None
+                )
         return d
 
 
@@ -130,20 +133,30 @@ def _unmatched(r: KernelResult, other: dict, side: str) -> str:
 
 
 def _ratio_note(ceilings_a: dict[str, float], ceilings_b: dict[str, float], precision: str) -> str:
-    notes = [f"{side}: {note}" for side, c in (("A", ceilings_a), ("B", ceilings_b))
-             if (note := peaks_note(c, precision))]
+    notes = [
+        f"{side}: {note}" for side, c in (("A", ceilings_a), ("B", ceilings_b)) if (note := peaks_note(c, precision))
+    ]
     return "; ".join(notes)
 
 
-def compare_results(results_a: list[KernelResult], results_b: list[KernelResult], ceilings_a: dict[str, float],
-                    ceilings_b: dict[str, float], precision: str | None = None, directions: str = FORWARD,
-                    factor: float = DEPARTURE_FACTOR) -> list[PrecisionComparison]:
+def compare_results(
+    results_a: list[KernelResult],
+    results_b: list[KernelResult],
+    ceilings_a: dict[str, float],
+    ceilings_b: dict[str, float],
+    precision: str | None = None,
+    directions: str = FORWARD,
+    factor: float = DEPARTURE_FACTOR,
+) -> list[PrecisionComparison]:
     """Per precision present in both (or the one asked for), the per-type comparison of the kernels
     both measured; whole-model rows (a composite operation) are not operator types and are left out."""
 
     def operators(results: list[KernelResult]) -> dict:
-        return {kernel_key(r): r for r in results
-                if not is_whole_model(r) and (precision is None or precision_name(r) == precision)}
+        return {
+            kernel_key(r): r
+            for r in results
+            if not is_whole_model(r) and (precision is None or precision_name(r) == precision)
+        }
 
     by_a, by_b = operators(results_a), operators(results_b)
     ok_a = {k: r for k, r in by_a.items() if r.status is Status.OK}
@@ -152,9 +165,12 @@ def compare_results(results_a: list[KernelResult], results_b: list[KernelResult]
     out = []
     for prec in dict.fromkeys(k[2] for k in [*by_a, *by_b]):
         keys = [k for k in ok_a if k in both and k[2] == prec]
-        pc = PrecisionComparison(prec, ratio(compute_peak(ceilings_a, prec), compute_peak(ceilings_b, prec)),
-                                 ratio(bandwidth(ceilings_a), bandwidth(ceilings_b)),
-                                 _ratio_note(ceilings_a, ceilings_b, prec))
+        pc = PrecisionComparison(
+            prec,
+            ratio(compute_peak(ceilings_a, prec), compute_peak(ceilings_b, prec)),
+            ratio(bandwidth(ceilings_a), bandwidth(ceilings_b)),
+            _ratio_note(ceilings_a, ceilings_b, prec),
+        )
         pc.only_a = [_unmatched(r, by_b, "B") for k, r in by_a.items() if k[2] == prec and k not in both]
         pc.only_b = [_unmatched(r, by_a, "A") for k, r in by_b.items() if k[2] == prec and k not in both]
         reps_a = model_reports([ok_a[k] for k in keys], directions, ceilings_a)
@@ -172,20 +188,26 @@ def compare_results(results_a: list[KernelResult], results_b: list[KernelResult]
 
 
 def _describe(run: ModelRun) -> str:
-    return f"{run.path} ({', '.join(run.models) or 'no model-suite results'}, batch {run.batch or '?'}" + \
-        (f", seq {run.seq}" if run.seq else "") + ")"
+    return (
+        f"{run.path} ({', '.join(run.models) or 'no model-suite results'}, batch {run.batch or '?'}"
+        + (f", seq {run.seq}" if run.seq else "")
+        + ")"
+    )
 
 
-def compare_runs(a: ModelRun, b: ModelRun, precision: str | None = None, directions: str = FORWARD,
-                 factor: float = DEPARTURE_FACTOR) -> ModelComparison:
+def compare_runs(
+    a: ModelRun, b: ModelRun, precision: str | None = None, directions: str = FORWARD, factor: float = DEPARTURE_FACTOR
+) -> ModelComparison:
     """Two runs of one model suite on two devices; runs of different models or batches are a UserError."""
     for run, side in ((a, "A"), (b, "B")):
         if not run.models:
-            raise UserError(f"run {side} {run.path} holds no model-suite results "
-                            "(run deepbench-run --suite model:NAME)")
+            raise UserError(
+                f"run {side} {run.path} holds no model-suite results (run deepbench-run --suite model:NAME)"
+            )
         if len(run.models) > 1:
-            raise UserError(f"run {side} {run.path} holds several models ({', '.join(run.models)}): "
-                            "compare one model's runs")
+            raise UserError(
+                f"run {side} {run.path} holds several models ({', '.join(run.models)}): compare one model's runs"
+            )
     if a.models != b.models:
         raise UserError(f"the runs are of different models: A {_describe(a)}, B {_describe(b)}")
     for what, va, vb in (("batches", a.batch, b.batch), ("sequence lengths", a.seq, b.seq)):
@@ -196,16 +218,37 @@ def compare_runs(a: ModelRun, b: ModelRun, precision: str | None = None, directi
     prec_a, prec_b = ({precision_name(r) for r in run.results if not is_whole_model(r)} for run in (a, b))
     precisions = prec_a & prec_b
     if precision is not None and precision not in precisions:
-        raise UserError(f"precision {precision} is not in both runs "
-                        f"(both have: {', '.join(sorted(precisions)) or 'none'})")
+        raise UserError(
+            f"precision {precision} is not in both runs (both have: {', '.join(sorted(precisions)) or 'none'})"
+        )
     if not precisions:
         raise UserError(f"the runs share no precision: A {_describe(a)}, B {_describe(b)}")
-    per_precision = [pc for pc in compare_results(a.results, b.results, a.ceilings, b.ceilings, precision, directions,
-                                                  factor) if pc.precision in precisions]
+    per_precision = [
+        pc
+        for pc in compare_results(a.results, b.results, a.ceilings, b.ceilings, precision, directions, factor)
+        if pc.precision in precisions
+    ]
     if not any(pc.types for pc in per_precision):
-        raise UserError(f"the runs have no measured kernel in common (same parameters and precision): "
-                        f"A {_describe(a)}, B {_describe(b)}")
-    notes = [f"{p} only in {side}: not compared" for side, own, other in (("A", prec_a, prec_b), ("B", prec_b, prec_a))
-             if precision is None for p in sorted(own - other)]
-    return ModelComparison(a.models[0], a.batch or b.batch, a.seq or b.seq, a.device, b.device, str(a.path),
-                           str(b.path), directions, factor, per_precision, notes)
+        raise UserError(
+            f"the runs have no measured kernel in common (same parameters and precision): "
+            f"A {_describe(a)}, B {_describe(b)}"
+        )
+    notes = [
+        f"{p} only in {side}: not compared"
+        for side, own, other in (("A", prec_a, prec_b), ("B", prec_b, prec_a))
+        if precision is None
+        for p in sorted(own - other)
+    ]
+    return ModelComparison(
+        a.models[0],
+        a.batch or b.batch,
+        a.seq or b.seq,
+        a.device,
+        b.device,
+        str(a.path),
+        str(b.path),
+        directions,
+        factor,
+        per_precision,
+        notes,
+    )

@@ -56,8 +56,12 @@ class ModelLevel:
         return self.operator_flops / self.model_flops if self.model_flops else None
 
     def as_dict(self) -> dict:
-        return {**asdict(self), "ratio": self.ratio, "throughput_per_s": self.throughput_per_s,
-                "flops_covered": self.flops_covered}
+        return {
+            **asdict(self),
+            "ratio": self.ratio,
+            "throughput_per_s": self.throughput_per_s,
+            "flops_covered": self.flops_covered,
+        }
 
 
 def model_levels(results: list[KernelResult], directions: str = FORWARD) -> list[ModelLevel]:
@@ -77,8 +81,9 @@ def model_levels(results: list[KernelResult], directions: str = FORWARD) -> list
         k = r.kernel
         lv.batch, lv.seq, lv.model_flops = k.batch, k.seq, k.flops()
         lv.whole_status, lv.whole_reason = r.status.value, r.reason
-        lv.whole_us = (sum(p.measurement.stats.median for p in timed_parts(r, directions))
-                       if r.status is Status.OK else None)
+        lv.whole_us = (
+            sum(p.measurement.stats.median for p in timed_parts(r, directions)) if r.status is Status.OK else None
+        )
     for rep in model_reports(results, directions):
         lv = level(rep.model, rep.precision)
         lv.operator_sum_us = rep.total_us

@@ -131,8 +131,11 @@ def timed_parts(r: KernelResult, directions: str) -> list[PartResult]:
 
 def _time_flops_bytes(r: KernelResult, directions: str) -> tuple[float, float, float]:
     parts = timed_parts(r, directions)
-    return (sum(p.measurement.stats.median for p in parts), sum(p.flops for p in parts),
-            sum(p.min_bytes for p in parts))
+    return (
+        sum(p.measurement.stats.median for p in parts),
+        sum(p.flops for p in parts),
+        sum(p.min_bytes for p in parts),
+    )
 
 
 def part_roof(part: PartResult, precision: str, ceilings: dict[str, float]) -> tuple[str, float] | None:
@@ -157,13 +160,20 @@ def peaks_note(ceilings: dict[str, float], precision: str) -> str:
     """Why the report has no peak figure for this precision ('' when it has both)."""
     if not ceilings:
         return no_roof_reason(ceilings, "run")
-    missing = [name for name, value in ((f"tflops_{precision}", compute_peak(ceilings, precision)),
-                                        ("gbps_copy", bandwidth(ceilings))) if not value]
+    missing = [
+        name
+        for name, value in (
+            (f"tflops_{precision}", compute_peak(ceilings, precision)),
+            ("gbps_copy", bandwidth(ceilings)),
+        )
+        if not value
+    ]
     return f"the run measured no {' or '.join(missing)}" if missing else ""
 
 
-def model_reports(results: list[KernelResult], directions: str = FORWARD, ceilings: dict[str, float] | None = None,
-                  device: str = "") -> list[ModelReport]:
+def model_reports(
+    results: list[KernelResult], directions: str = FORWARD, ceilings: dict[str, float] | None = None, device: str = ""
+) -> list[ModelReport]:
     """One report per (model, precision) among the results of model suites, in first-seen order;
     `ceilings` (the run's measured peaks) add the throughput against the device's peaks."""
     ceilings = ceilings or {}
@@ -176,8 +186,14 @@ def model_reports(results: list[KernelResult], directions: str = FORWARD, ceilin
         rep = reports.get((model, prec))
         if rep is None:
             rep = reports[(model, prec)] = ModelReport(
-                model, prec, directions, device=device, peak_tflops=compute_peak(ceilings, prec),
-                peak_gbps=bandwidth(ceilings), peaks_note=peaks_note(ceilings, prec))
+                model,
+                prec,
+                directions,
+                device=device,
+                peak_tflops=compute_peak(ceilings, prec),
+                peak_gbps=bandwidth(ceilings),
+                peaks_note=peaks_note(ceilings, prec),
+            )
         count = r.kernel.count or 1
         if r.status is not Status.OK:
             rep.not_measured.append(f"{r.id} ({r.status.value}{': ' + r.reason if r.reason else ''})")

@@ -100,9 +100,18 @@ def harness_figures(results: Iterable[KernelResult]) -> list[HarnessFigure]:
             measured[twin["direction"]] = (twin["measurement"]["stats"]["median"], twin["info"])
         for direction, (median, info) in measured.items():
             if direction in DIRECTIONS and info.get("busbw_gbps") is not None:
-                out.append(HarnessFigure(op=r.op, bytes=int(info["bytes"]), ranks=int(info["ranks"]),
-                                         direction=direction, method=method, library=str(library), time_us=median,
-                                         busbw=float(info["busbw_gbps"])))
+                out.append(
+                    HarnessFigure(
+                        op=r.op,
+                        bytes=int(info["bytes"]),
+                        ranks=int(info["ranks"]),
+                        direction=direction,
+                        method=method,
+                        library=str(library),
+                        time_us=median,
+                        busbw=float(info["busbw_gbps"]),
+                    )
+                )
     return out
 
 
@@ -123,9 +132,20 @@ def pair_up(figures: Iterable[HarnessFigure], outputs: Iterable[Output]) -> tupl
         if theirs is None:
             alone.append(f)
             continue
-        pairs.append(Pair(op=f.op, bytes=f.bytes, ranks=f.ranks, direction=f.direction, method=f.method,
-                          library=f.library, harness_us=f.time_us, harness_busbw=f.busbw,
-                          nccl_tests_us=theirs.time_us, nccl_tests_busbw=theirs.busbw_gbps))
+        pairs.append(
+            Pair(
+                op=f.op,
+                bytes=f.bytes,
+                ranks=f.ranks,
+                direction=f.direction,
+                method=f.method,
+                library=f.library,
+                harness_us=f.time_us,
+                harness_busbw=f.busbw,
+                nccl_tests_us=theirs.time_us,
+                nccl_tests_busbw=theirs.busbw_gbps,
+            )
+        )
     pairs.sort(key=lambda p: (p.op, p.method, p.direction, p.bytes))
     return pairs, alone
 
@@ -137,14 +157,20 @@ def summary(pairs: list[Pair], unmatched: int) -> str:
     busbw_ok = sum(1 for p in busbw if p.busbw_target)
     latency_ok = sum(1 for p in latency if p.latency_target)
     worst = min(busbw, key=lambda p: p.busbw_ratio, default=None)
-    worst_text = (f" (lowest {worst.busbw_ratio:.3f}: {worst.op} {worst.direction} {worst.method} {worst.bytes} B)"
-                  if worst else "")
+    worst_text = (
+        f" (lowest {worst.busbw_ratio:.3f}: {worst.op} {worst.direction} {worst.method} {worst.bytes} B)"
+        if worst
+        else ""
+    )
     slowest = max(latency, key=lambda p: p.time_ratio, default=None)
-    slow_text = (f" (highest {slowest.time_ratio:.2f}x: {slowest.op} {slowest.direction} {slowest.method})"
-                 if slowest else "")
-    return (f"SUMMARY: busbw within {BUSBW_WITHIN:.0%} of nccl-tests at >= {BUSBW_MIN_BYTES // 2**20} MiB: "
-            f"{busbw_ok}/{len(busbw)}{worst_text}; time at {LATENCY_BYTES:,} B within {LATENCY_RATIO}x: "
-            f"{latency_ok}/{len(latency)}{slow_text}; {len(pairs)} pairs"
-            + (f" ({off} not on NCCL: shown, not counted)" if (off := sum(1 for p in pairs if not p.on_nccl)) else "")
-            + f", {unmatched} harness figures without an nccl-tests figure of the same collective, ranks, size "
-            "and method")
+    slow_text = (
+        f" (highest {slowest.time_ratio:.2f}x: {slowest.op} {slowest.direction} {slowest.method})" if slowest else ""
+    )
+    return (
+        f"SUMMARY: busbw within {BUSBW_WITHIN:.0%} of nccl-tests at >= {BUSBW_MIN_BYTES // 2**20} MiB: "
+        f"{busbw_ok}/{len(busbw)}{worst_text}; time at {LATENCY_BYTES:,} B within {LATENCY_RATIO}x: "
+        f"{latency_ok}/{len(latency)}{slow_text}; {len(pairs)} pairs"
+        + (f" ({off} not on NCCL: shown, not counted)" if (off := sum(1 for p in pairs if not p.on_nccl)) else "")
+        + f", {unmatched} harness figures without an nccl-tests figure of the same collective, ranks, size "
+        "and method"
+    )

@@ -20,9 +20,15 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 # nccl-tests' binary -> the collective's operation name here (kernels/collective_kernels.py)
-BINARIES = {"all_reduce_perf": "all_reduce", "all_gather_perf": "all_gather", "reduce_scatter_perf": "reduce_scatter",
-            "broadcast_perf": "broadcast", "reduce_perf": "reduce", "alltoall_perf": "all_to_all",
-            "sendrecv_perf": "sendrecv"}
+BINARIES = {
+    "all_reduce_perf": "all_reduce",
+    "all_gather_perf": "all_gather",
+    "reduce_scatter_perf": "reduce_scatter",
+    "broadcast_perf": "broadcast",
+    "reduce_perf": "reduce",
+    "alltoall_perf": "all_to_all",
+    "sendrecv_perf": "sendrecv",
+}
 STARTING = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
 PARAMS = re.compile(r"^#\s*nThread\s+(\d+)\s+nGpus\s+(\d+).*?graph:\s*(\d+)")
 VERSION = re.compile(r"^#\s*nccl-tests version\s+(\S+)\s+nccl-headers=(\d+)\s+nccl-library=(\d+)")
@@ -81,8 +87,12 @@ def _number(text: str, where: str) -> float:
 
 def _figures(fields: list[str], where: str) -> Figures:
     time_us, algbw, busbw, wrong = fields
-    return Figures(time_us=_number(time_us, where), algbw_gbps=_number(algbw, where), busbw_gbps=_number(busbw, where),
-                   wrong=None if wrong == "N/A" else int(_number(wrong, where)))
+    return Figures(
+        time_us=_number(time_us, where),
+        algbw_gbps=_number(algbw, where),
+        busbw_gbps=_number(busbw, where),
+        wrong=None if wrong == "N/A" else int(_number(wrong, where)),
+    )
 
 
 def _nccl_version(code: str) -> str:
@@ -105,11 +115,20 @@ class _Reading:
     def done(self) -> Output:
         op = BINARIES.get(self.binary)
         if op is None:
-            raise NcclTestsError(f"{self.source}: '{self.binary}' is not one of nccl-tests' collectives "
-                                 f"({', '.join(BINARIES)})")
+            raise NcclTestsError(
+                f"{self.source}: '{self.binary}' is not one of nccl-tests' collectives ({', '.join(BINARIES)})"
+            )
         ranks = self.ranks or self.threads * self.gpus
-        return Output(binary=self.binary, op=op, ranks=ranks, graph=self.graph, version=self.version, nccl=self.nccl,
-                      source=self.source, rows=tuple(self.rows))
+        return Output(
+            binary=self.binary,
+            op=op,
+            ranks=ranks,
+            graph=self.graph,
+            version=self.version,
+            nccl=self.nccl,
+            source=self.source,
+            rows=tuple(self.rows),
+        )
 
 
 def parse(text: str, source: str = "", binary: str = "") -> list[Output]:
@@ -141,16 +160,31 @@ def parse(text: str, source: str = "", binary: str = "") -> list[Output]:
             continue
         fields = stripped.split()
         if current is None:
-            raise NcclTestsError(f"{where}: a result before any header naming the collective "
-                                 "(pass the binary's name, e.g. all_reduce_perf)")
+            raise NcclTestsError(
+                f"{where}: a result before any header naming the collective "
+                "(pass the binary's name, e.g. all_reduce_perf)"
+            )
         if len(fields) != LINE_FIELDS:
-            raise NcclTestsError(f"{where}: {len(fields)} fields, not nccl-tests' {LINE_FIELDS} "
-                                 "(per-iteration columns, -I 1, are not read)")
-        pre, out, inp = (fields[:PREAMBLE_FIELDS], fields[PREAMBLE_FIELDS:PREAMBLE_FIELDS + DIRECTION_FIELDS],
-                         fields[PREAMBLE_FIELDS + DIRECTION_FIELDS:])
-        current.rows.append(Row(bytes=int(_number(pre[0], where)), count=int(_number(pre[1], where)), type=pre[2],
-                                redop=pre[3], root=int(_number(pre[4], where)), out_of_place=_figures(out, where),
-                                in_place=_figures(inp, where)))
+            raise NcclTestsError(
+                f"{where}: {len(fields)} fields, not nccl-tests' {LINE_FIELDS} "
+                "(per-iteration columns, -I 1, are not read)"
+            )
+        pre, out, inp = (
+            fields[:PREAMBLE_FIELDS],
+            fields[PREAMBLE_FIELDS : PREAMBLE_FIELDS + DIRECTION_FIELDS],
+            fields[PREAMBLE_FIELDS + DIRECTION_FIELDS :],
+        )
+        current.rows.append(
+            Row(
+                bytes=int(_number(pre[0], where)),
+                count=int(_number(pre[1], where)),
+                type=pre[2],
+                redop=pre[3],
+                root=int(_number(pre[4], where)),
+                out_of_place=_figures(out, where),
+                in_place=_figures(inp, where),
+            )
+        )
     if current is not None and current.rows:
         outputs.append(current.done())
     return outputs

@@ -124,7 +124,7 @@ def trend_breaks(entries: Iterable[Entry]) -> dict[tuple[str, str], str]:
             continue
         members.sort(key=lambda m: m[0])
         for i, (value, small) in enumerate(members):
-            for big_value, big in members[i + 1:]:
+            for big_value, big in members[i + 1 :]:
                 if big_value <= value:
                     continue
                 for d in small.parts_us:
@@ -133,10 +133,14 @@ def trend_breaks(entries: Iterable[Entry]) -> dict[tuple[str, str], str]:
                     t_small, t_big = small.parts_us[d], big.parts_us[d]
                     if t_small > t_big * (1 + TREND_MARGIN) and _spread(small, d)[0] > _spread(big, d)[1]:
                         key = (small.kernel.id, small.precision)
-                        out.setdefault(key, (
-                            f"{d} {t_small:,.0f} us at {name}={value} is slower than at {name}={big_value} "
-                            f"({t_big:,.0f} us, more work), beyond both times' noise: a state of the machine "
-                            "or a library's choice for this shape, not the kernel's cost"))
+                        out.setdefault(
+                            key,
+                            (
+                                f"{d} {t_small:,.0f} us at {name}={value} is slower than at {name}={big_value} "
+                                f"({t_big:,.0f} us, more work), beyond both times' noise: a state of the machine "
+                                "or a library's choice for this shape, not the kernel's cost"
+                            ),
+                        )
     return out
 
 
@@ -151,8 +155,12 @@ def flags(entry: Entry, ctx: Context) -> tuple[Flag, ...]:
     if not entry.ok:
         return ()
     if one_rank(entry):
-        out.append(Flag(ONE_RANK, "one rank: no data crosses a link, so no bandwidth is reported "
-                                  "(the time is the library's local cost)"))
+        out.append(
+            Flag(
+                ONE_RANK,
+                "one rank: no data crosses a link, so no bandwidth is reported (the time is the library's local cost)",
+            )
+        )
     r = roof(entry, ctx.ceilings)
     if r is not None and r.pct_of_peak > PEAK_PCT:
         out.append(Flag(ABOVE_PEAK, _above_peak_reason(entry, r.bound, ctx)))
@@ -164,18 +172,29 @@ def flags(entry: Entry, ctx: Context) -> tuple[Flag, ...]:
         bw = bandwidth(ctx.ceilings)
         copy_us = COPY_FACTOR * entry.min_bytes / (bw * GB) / US if bw else 0.0
         if twin - entry.median_us > SLOW_TWIN_RATIO * max(entry.median_us, copy_us):
-            out.append(Flag(SLOW_TWIN, f"out of place {twin / entry.median_us:,.0f}x the in-place time, far beyond "
-                                       "its extra copy: the time went elsewhere (on a CPU, threads of a busy machine "
-                                       "or of the copy delay the library's worker: see the run's system noise)"))
+            out.append(
+                Flag(
+                    SLOW_TWIN,
+                    f"out of place {twin / entry.median_us:,.0f}x the in-place time, far beyond "
+                    "its extra copy: the time went elsewhere (on a CPU, threads of a busy machine "
+                    "or of the copy delay the library's worker: see the run's system noise)",
+                )
+            )
     return tuple(out)
 
 
 def _above_peak_reason(entry: Entry, bound: str, ctx: Context) -> str:
     if bound == "memory":
         if ctx.cache_bytes and entry.min_bytes <= ctx.cache_bytes:
-            return (f"above the measured bandwidth: its data fit the {ctx.cache_bytes / MB:,.0f} MB {ctx.cache_name} "
-                    "and stay there between calls, while the ceiling is a copy from memory")
-        return ("above the measured bandwidth: the copy ceiling was measured too low, or the kernel moves "
-                "fewer bytes than its fewest-bytes count (operands reused from cache)")
-    return (f"above the measured {entry.precision} compute ceiling: the ceiling's GEMM ran slower than this "
-            "shape (measured too low in a clock or power state of that moment, or a faster algorithm here)")
+            return (
+                f"above the measured bandwidth: its data fit the {ctx.cache_bytes / MB:,.0f} MB {ctx.cache_name} "
+                "and stay there between calls, while the ceiling is a copy from memory"
+            )
+        return (
+            "above the measured bandwidth: the copy ceiling was measured too low, or the kernel moves "
+            "fewer bytes than its fewest-bytes count (operands reused from cache)"
+        )
+    return (
+        f"above the measured {entry.precision} compute ceiling: the ceiling's GEMM ran slower than this "
+        "shape (measured too low in a clock or power state of that moment, or a faster algorithm here)"
+    )

@@ -125,14 +125,25 @@ def entry_of_result(r: KernelResult) -> Entry:
     extra.update(result_extras(r))  # inputs and clocks, for like_for_like.py
     t = r.time_us
     return Entry(
-        kernel=r.kernel, precision=r.precision.name.value, precision_text=r.precision.description,
-        status=r.status.value, reason=r.reason,
-        median_us=t.median if t else None, p25_us=t.p25 if t else None, p75_us=t.p75 if t else None,
+        kernel=r.kernel,
+        precision=r.precision.name.value,
+        precision_text=r.precision.description,
+        status=r.status.value,
+        reason=r.reason,
+        median_us=t.median if t else None,
+        p25_us=t.p25 if t else None,
+        p75_us=t.p75 if t else None,
         n=t.n if t else 0,
         parts_us={p.direction: p.measurement.stats.median for p in r.parts},
         part_samples={p.direction: p.measurement.samples_us for p in r.parts},
-        flops=sum(p.flops for p in r.parts), min_bytes=sum(p.min_bytes for p in r.parts),
-        tflops=r.tflops, gbps=r.gbps, check=_check_text(r), flags=r.flags, extra=extra)
+        flops=sum(p.flops for p in r.parts),
+        min_bytes=sum(p.min_bytes for p in r.parts),
+        tflops=r.tflops,
+        gbps=r.gbps,
+        check=_check_text(r),
+        flags=r.flags,
+        extra=extra,
+    )
 
 
 def _flatten(prefix: str, value: Any, out: dict[str, str]) -> None:
@@ -144,8 +155,9 @@ def _flatten(prefix: str, value: Any, out: dict[str, str]) -> None:
 
 
 # Settings that mean something only on a GPU: a CPU run's specs leave them out.
-GPU_ONLY_SETTINGS = frozenset(name for name, f in Settings.model_fields.items()
-                              if "GPU" in (f.description or "") and name != "device")
+GPU_ONLY_SETTINGS = frozenset(
+    name for name, f in Settings.model_fields.items() if "GPU" in (f.description or "") and name != "device"
+)
 
 
 def settings_shown(settings: Settings) -> dict[str, Any]:
@@ -160,10 +172,15 @@ def noise_specs(noise: NoiseRecord | None) -> dict[str, Any]:
     if noise is None:
         return {}
     after = noise.after.cpu if noise.after else None
-    return {"others_cpu_cores": None if noise.others_cpu_cores is None else round(noise.others_cpu_cores, 2),
-            "load_avg_before": noise.before.cpu.load_avg, "load_avg_after": after.load_avg if after else None,
-            "governors": ", ".join(f"{g} ({n} CPUs)" for g, n in noise.before.cpu.governors.items()),
-            "turbo": noise.before.cpu.turbo, "warnings": list(noise.warnings), "notes": list(noise.notes)}
+    return {
+        "others_cpu_cores": None if noise.others_cpu_cores is None else round(noise.others_cpu_cores, 2),
+        "load_avg_before": noise.before.cpu.load_avg,
+        "load_avg_after": after.load_avg if after else None,
+        "governors": ", ".join(f"{g} ({n} CPUs)" for g, n in noise.before.cpu.governors.items()),
+        "turbo": noise.before.cpu.turbo,
+        "warnings": list(noise.warnings),
+        "notes": list(noise.notes),
+    }
 
 
 def read_run_folder(path: Path) -> tuple[list[KernelResult], RunRecord | None]:
@@ -195,20 +212,43 @@ def load_run(path: Path) -> Source:
     results, run = read_run_folder(path)
     specs: dict[str, str] = {}
     if run:
-        _flatten("", {"run": {"id": run.run_id, "suite": run.suite, "platform": run.platform, "backend": run.backend,
-                              "state": run.state, "started": run.started_at.isoformat(), "command": run.command,
-                              "tool": run.tool_version},
-                      "device": run.device, "host": run.host, "software": run.software,
-                      "settings": settings_shown(run.settings), "ceilings": run.ceilings,
-                      "noise": noise_specs(run.noise)}, specs)
+        _flatten(
+            "",
+            {
+                "run": {
+                    "id": run.run_id,
+                    "suite": run.suite,
+                    "platform": run.platform,
+                    "backend": run.backend,
+                    "state": run.state,
+                    "started": run.started_at.isoformat(),
+                    "command": run.command,
+                    "tool": run.tool_version,
+                },
+                "device": run.device,
+                "host": run.host,
+                "software": run.software,
+                "settings": settings_shown(run.settings),
+                "ceilings": run.ceilings,
+                "noise": noise_specs(run.noise),
+            },
+            specs,
+        )
     libraries: dict[str, str] = {}
     for r in results:
         libraries.update(r.library)
     _flatten("library", libraries, specs)
     label = run.run_id if run else path.name
-    return Source(label=label, kind="run", entries=tuple(entry_of_result(r) for r in results), specs=specs,
-                  ceilings=dict(run.ceilings) if run else {}, set=SUITE_SET.get(run.suite) if run else None,
-                  path=str(path), noise=run.noise if run else None)
+    return Source(
+        label=label,
+        kind="run",
+        entries=tuple(entry_of_result(r) for r in results),
+        specs=specs,
+        ceilings=dict(run.ceilings) if run else {},
+        set=SUITE_SET.get(run.suite) if run else None,
+        path=str(path),
+        noise=run.noise if run else None,
+    )
 
 
 def _min_bytes(kernel: Kernel, directions: dict, precision: str) -> float:
@@ -226,23 +266,43 @@ def entries_of_reference(ref: Reference) -> tuple[Entry, ...]:
         parts = {d: t * MS for d, t in e.times_ms.items()}
         total = e.total_ms * MS if e.total_ms is not None else None
         half = PUBLISHED_RESOLUTION_US / 2
-        out.append(Entry(
-            kernel=k, precision=e.precision, precision_text=e.precision_text, status=e.status, reason=e.reason,
-            median_us=total, p25_us=None if total is None else total - half,
-            p75_us=None if total is None else total + half, n=1 if total else 0, parts_us=parts,
-            flops=sum(k.flops(d) for d in parts if d in k.DIRECTIONS),  # 0 for what is rated in bytes
-            min_bytes=_min_bytes(k, parts, e.precision), tflops=e.throughput.get("tflops"),
-            gbps=e.throughput.get("gbps"),
-            check="published", extra={**e.extra, "sheet": e.sheet, "row": e.row}))
+        out.append(
+            Entry(
+                kernel=k,
+                precision=e.precision,
+                precision_text=e.precision_text,
+                status=e.status,
+                reason=e.reason,
+                median_us=total,
+                p25_us=None if total is None else total - half,
+                p75_us=None if total is None else total + half,
+                n=1 if total else 0,
+                parts_us=parts,
+                flops=sum(k.flops(d) for d in parts if d in k.DIRECTIONS),  # 0 for what is rated in bytes
+                min_bytes=_min_bytes(k, parts, e.precision),
+                tflops=e.throughput.get("tflops"),
+                gbps=e.throughput.get("gbps"),
+                check="published",
+                extra={**e.extra, "sheet": e.sheet, "row": e.row},
+            )
+        )
     return tuple(out)
 
 
 def reference_source(ref: Reference) -> Source:
     specs = {f"published.{k}": v for k, v in ref.specs.items()}
-    specs.update({"reference.name": ref.name, "reference.source": ref.source,
-                  **{f"sheet.{s}": t for s, t in ref.sheets.items()}})
-    return Source(label=f"DeepBench {ref.processor}", kind="reference", entries=entries_of_reference(ref),
-                  specs=specs, ceilings={}, set=ref.set, path=ref.name)
+    specs.update(
+        {"reference.name": ref.name, "reference.source": ref.source, **{f"sheet.{s}": t for s, t in ref.sheets.items()}}
+    )
+    return Source(
+        label=f"DeepBench {ref.processor}",
+        kind="reference",
+        entries=entries_of_reference(ref),
+        specs=specs,
+        ceilings={},
+        set=ref.set,
+        path=ref.name,
+    )
 
 
 def load_source(spec: str, prefer_set: str | None = None) -> Source:
@@ -259,8 +319,9 @@ def load_source(spec: str, prefer_set: str | None = None) -> Source:
     try:
         return reference_source(find_reference(spec, prefer_set))
     except UserError:
-        raise UserError(f"no results folder at {spec}, and no reference of that name "
-                        f"(see deepbench references)") from None
+        raise UserError(
+            f"no results folder at {spec}, and no reference of that name (see deepbench references)"
+        ) from None
 
 
 # Words of a device's name that say who made it, not which it is ("NVIDIA H100 80GB HBM3" is "H100").

@@ -46,8 +46,10 @@ def geomean(values: list[float]) -> float | None:
 def groups(entries: list[Entry], ctx: Context) -> list[Group]:
     out = []
     order = operations()
-    keys = sorted({(e.kernel.op, e.precision) for e in entries},
-                  key=lambda k: (order.index(k[0]) if k[0] in order else len(order), precision_order(k[1])))
+    keys = sorted(
+        {(e.kernel.op, e.precision) for e in entries},
+        key=lambda k: (order.index(k[0]) if k[0] in order else len(order), precision_order(k[1])),
+    )
     for op, prec in keys:
         es = tuple(e for e in entries if e.kernel.op == op and e.precision == prec)
         ok = [e for e in es if e.ok]
@@ -56,10 +58,20 @@ def groups(entries: list[Entry], ctx: Context) -> list[Group]:
         pcts = [(e, r.pct_of_peak) for e in ok for r in [roof(e, ctx.ceilings)] if r]
         marks = Counter(f for e in ok for f in e.flags)
         marks.update(f.name for e in ok for f in sanity_flags(e, ctx))
-        out.append(Group(op, prec, es, Counter(e.status for e in es), rate.value,
-                         geomean([r for r in rates if r]), geomean([p for _, p in pcts]), marks,
-                         max(pcts, key=lambda t: t[1]) if pcts else None,
-                         min(pcts, key=lambda t: t[1]) if pcts else None))
+        out.append(
+            Group(
+                op,
+                prec,
+                es,
+                Counter(e.status for e in es),
+                rate.value,
+                geomean([r for r in rates if r]),
+                geomean([p for _, p in pcts]),
+                marks,
+                max(pcts, key=lambda t: t[1]) if pcts else None,
+                min(pcts, key=lambda t: t[1]) if pcts else None,
+            )
+        )
     return out
 
 
@@ -74,21 +86,46 @@ def _pct(value: float | None) -> str:
 def summary_table(gs: list[Group]) -> Table:
     """Counts of a status left blank where none (a column of blanks is left out of a narrow terminal)."""
     headers = ["op", "prec", "kernels", "ok", "unsupported", "failed", "timeout", "TFLOP/s", "GB/s", "% peak", "flags"]
-    rows = [[g.op, g.precision, str(len(g.entries)), str(g.counts.get("ok", 0))]
-            + [str(g.counts[s]) if g.counts.get(s) else "" for s in STATUSES[1:]]
-            + [fmt_sig(g.geomean_rate) if g.rate_unit == "TFLOP/s" else "",
-               fmt_sig(g.geomean_rate) if g.rate_unit == "GB/s" else "", _pct(g.geomean_pct), flags_text(g.flags)]
-            for g in gs]
-    return Table("summary", "Summary per operation and precision (TFLOP/s, GB/s, % peak: geometric means)",
-                 headers, rows, wrap=("flags",))
+    rows = [
+        [g.op, g.precision, str(len(g.entries)), str(g.counts.get("ok", 0))]
+        + [str(g.counts[s]) if g.counts.get(s) else "" for s in STATUSES[1:]]
+        + [
+            fmt_sig(g.geomean_rate) if g.rate_unit == "TFLOP/s" else "",
+            fmt_sig(g.geomean_rate) if g.rate_unit == "GB/s" else "",
+            _pct(g.geomean_pct),
+            flags_text(g.flags),
+        ]
+        for g in gs
+    ]
+    return Table(
+        "summary",
+        "Summary per operation and precision (TFLOP/s, GB/s, % peak: geometric means)",
+        headers,
+        rows,
+        wrap=("flags",),
+    )
 
 
 def roof_table(gs: list[Group]) -> Table:
     """Per operation and precision, the kernel closest to the roof and the one furthest from it."""
-    rows = [[g.op, g.precision, _pct(g.closest[1]), g.closest[0].kernel.label(), _pct(g.furthest[1]),
-             g.furthest[0].kernel.label()] for g in gs if g.closest and g.furthest]
-    return Table("roof", "Closest to and furthest from the roof (% of the measured peak)",
-                 ["op", "prec", "closest % peak", "closest kernel", "furthest % peak", "furthest kernel"], rows)
+    rows = [
+        [
+            g.op,
+            g.precision,
+            _pct(g.closest[1]),
+            g.closest[0].kernel.label(),
+            _pct(g.furthest[1]),
+            g.furthest[0].kernel.label(),
+        ]
+        for g in gs
+        if g.closest and g.furthest
+    ]
+    return Table(
+        "roof",
+        "Closest to and furthest from the roof (% of the measured peak)",
+        ["op", "prec", "closest % peak", "closest kernel", "furthest % peak", "furthest kernel"],
+        rows,
+    )
 
 
 def summary_line(gs: list[Group], suite: str = "") -> str:

@@ -30,11 +30,19 @@ EXIT_PROBLEMS = 1
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("bundle", type=Path, metavar="BUNDLE", help="the folder deepbench submit wrote")
-    parser.add_argument("--strict", action="store_true", help="treat warnings as problems, and refuse noisy, "
-                        "unconverged, throttled or contended results and unsupported results of kernels this tool's "
-                        "published runs measured on the same platform")
-    parser.add_argument("--allow-modified", action="store_true", help="accept a run made from a modified source "
-                        "tree (its harness hash is then not this version's; a warning says so)")
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="treat warnings as problems, and refuse noisy, "
+        "unconverged, throttled or contended results and unsupported results of kernels this tool's "
+        "published runs measured on the same platform",
+    )
+    parser.add_argument(
+        "--allow-modified",
+        action="store_true",
+        help="accept a run made from a modified source "
+        "tree (its harness hash is then not this version's; a warning says so)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -36,25 +36,46 @@ TERMINAL_ONLY_ROWS = 40
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("runs", nargs="+", metavar="RUN",
-                        help="results folders (or reference names), LABEL=FOLDER to name one (default: "
-                             "the device's model, e.g. H100, with A, B ... when two are equal); the first is the "
-                             "baseline")
-    parser.add_argument("--reference", action="append", default=[], metavar="NAME",
-                        help="compare against a DeepBench reference (e.g. V100, train/T4; see deepbench references): "
-                             "the first one is the baseline; repeatable")
-    parser.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD, metavar="FRACTION",
-                        help=f"smallest difference that counts (default {DEFAULT_THRESHOLD})")
-    parser.add_argument("--match", choices=("auto", "id", "params"), default="auto",
-                        help="kernel id (runs of one catalog) or DeepBench parameters "
-                             "(auto: params when a reference takes part)")
-    parser.add_argument("--any-precision", action="store_true",
-                        help="pair a kernel across precisions (the other's row in the baseline's precision "
-                             "where it has one)")
-    parser.add_argument("--format", choices=render_formats.choices(render_formats.COMPARE),
-                        default=render_formats.DEFAULT_FORMAT)
-    parser.add_argument("--out", type=Path, metavar="FILE",
-                        help="write here (default: standard output; html: comparison.html)")
+    parser.add_argument(
+        "runs",
+        nargs="+",
+        metavar="RUN",
+        help="results folders (or reference names), LABEL=FOLDER to name one (default: "
+        "the device's model, e.g. H100, with A, B ... when two are equal); the first is the "
+        "baseline",
+    )
+    parser.add_argument(
+        "--reference",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="compare against a DeepBench reference (e.g. V100, train/T4; see deepbench references): "
+        "the first one is the baseline; repeatable",
+    )
+    parser.add_argument(
+        "--threshold",
+        type=float,
+        default=DEFAULT_THRESHOLD,
+        metavar="FRACTION",
+        help=f"smallest difference that counts (default {DEFAULT_THRESHOLD})",
+    )
+    parser.add_argument(
+        "--match",
+        choices=("auto", "id", "params"),
+        default="auto",
+        help="kernel id (runs of one catalog) or DeepBench parameters (auto: params when a reference takes part)",
+    )
+    parser.add_argument(
+        "--any-precision",
+        action="store_true",
+        help="pair a kernel across precisions (the other's row in the baseline's precision where it has one)",
+    )
+    parser.add_argument(
+        "--format", choices=render_formats.choices(render_formats.COMPARE), default=render_formats.DEFAULT_FORMAT
+    )
+    parser.add_argument(
+        "--out", type=Path, metavar="FILE", help="write here (default: standard output; html: comparison.html)"
+    )
     add_columns_argument(parser)
 
 
@@ -73,8 +94,10 @@ def run(args: argparse.Namespace) -> int:
     sources = short_labels(sources)
     cmp = compare(sources, args.threshold, None if args.match == "auto" else args.match, args.any_precision)
     if not any(any(x is not None for x in r.others) for r in cmp.rows):
-        raise UserError(f"no kernel of {sources[0].label} (the baseline) is in the other sources in the same precision "
-                        "(try --any-precision, or --match params for runs of different suites)")
+        raise UserError(
+            f"no kernel of {sources[0].label} (the baseline) is in the other sources in the same precision "
+            "(try --any-precision, or --match params for runs of different suites)"
+        )
     written = render(cmp, args.format, args.out, max_only=TERMINAL_ONLY_ROWS, columns=args.columns)
     if written:
         print(f"wrote {written}")

@@ -25,15 +25,20 @@ HELP = "the fastest run or reference per kernel"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("runs", nargs="*", metavar="RUN",
-                        help="results folders (or reference names); LABEL=FOLDER names a column")
+    parser.add_argument(
+        "runs", nargs="*", metavar="RUN", help="results folders (or reference names); LABEL=FOLDER names a column"
+    )
     parser.add_argument("--reference", action="append", default=[], metavar="NAME", help="add a reference; repeatable")
     parser.add_argument("--match", choices=("auto", "id", "params"), default="auto")
     parser.add_argument("--any-precision", action="store_true", help="one row per kernel whatever the precision")
-    parser.add_argument("--all-kernels", action="store_true",
-                        help="every kernel of every source (default with runs given: the kernels the runs have)")
-    parser.add_argument("--format", choices=render_formats.choices(render_formats.FASTEST),
-                        default=render_formats.DEFAULT_FORMAT)
+    parser.add_argument(
+        "--all-kernels",
+        action="store_true",
+        help="every kernel of every source (default with runs given: the kernels the runs have)",
+    )
+    parser.add_argument(
+        "--format", choices=render_formats.choices(render_formats.FASTEST), default=render_formats.DEFAULT_FORMAT
+    )
     parser.add_argument("--out", type=Path, metavar="FILE")
     add_columns_argument(parser)
 
@@ -47,14 +52,16 @@ def run(args: argparse.Namespace) -> int:
     prefer = sources[0].set if sources else None
     sources += [load_source(f"ref:{n}", prefer) for n in args.reference]
     if len(sources) < MIN_SOURCES:
-        raise UserError(f"fastest needs at least {MIN_SOURCES} sources to rank (got {len(sources)}): give more runs "
-                        "or add --reference NAME (see deepbench references)")
+        raise UserError(
+            f"fastest needs at least {MIN_SOURCES} sources to rank (got {len(sources)}): give more runs "
+            "or add --reference NAME (see deepbench references)"
+        )
     sources = short_labels(sources)
-    tables = fastest_tables(sources, None if args.match == "auto" else args.match, args.any_precision,
-                            args.all_kernels)
+    tables = fastest_tables(sources, None if args.match == "auto" else args.match, args.any_precision, args.all_kernels)
     summary = wins(tables, sources)
-    written = render_formats.write(render_formats.FASTEST, args.format, tables, summary, sources, args.out,
-                                   columns=args.columns)
+    written = render_formats.write(
+        render_formats.FASTEST, args.format, tables, summary, sources, args.out, columns=args.columns
+    )
     if written:
         print(f"wrote {written}")
     return 0

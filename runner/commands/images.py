@@ -36,8 +36,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="images_command", metavar="ACTION", parser_class=type(parser))
     b = sub.add_parser("build", help="build a platform's image")
     b.add_argument("--platform", required=True, metavar="P", help=", ".join(PLATFORMS))
-    b.add_argument("--base-image", metavar="IMAGE", help="base to build on (default: the Dockerfile's pinned "
-                   "vendor image)")
+    b.add_argument(
+        "--base-image", metavar="IMAGE", help="base to build on (default: the Dockerfile's pinned vendor image)"
+    )
     b.add_argument("--wheelhouse", type=Path, metavar="DIR", help="install from the wheels in DIR only, offline")
     b.add_argument("--tag", metavar="REF", help="tag of the image (default: deepbench/<platform>:<version>)")
     b.add_argument("--no-cache", action="store_true", help="build every step again, reusing no cached layer")
@@ -46,18 +47,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     w.add_argument("--platform", required=True, metavar="P", help=", ".join(PLATFORMS))
     w.add_argument("--out", type=Path, required=True, metavar="DIR", help="folder for the wheels")
     w.add_argument("--python", metavar="X.Y", help="CPython version of the image (default: the lock's, uv.toml)")
-    w.add_argument("--wheels", type=Path, metavar="DIR", help="take what the Dockerfile's extra index holds "
-                   "(PyTorch's CPU wheels for intel) from the wheels in DIR instead")
+    w.add_argument(
+        "--wheels",
+        type=Path,
+        metavar="DIR",
+        help="take what the Dockerfile's extra index holds "
+        "(PyTorch's CPU wheels for intel) from the wheels in DIR instead",
+    )
     w.add_argument("pip_args", nargs=argparse.REMAINDER, help="after --: more for pip download")
-    lk = sub.add_parser("lock", help="re-lock a platform image's packages (uv pip compile --generate-hashes) and "
-                        "pin its base by digest when its registry answers")
+    lk = sub.add_parser(
+        "lock",
+        help="re-lock a platform image's packages (uv pip compile --generate-hashes) and "
+        "pin its base by digest when its registry answers",
+    )
     lk.add_argument("--platform", required=True, metavar="P", help=f"{', '.join(PLATFORMS)} or {ALL}")
-    lk.add_argument("--upgrade", action="store_true", help="take the newest versions requirements.in allows "
-                    "(default: keep the locked ones that still fit)")
-    lk.add_argument("--wheels", type=Path, metavar="DIR", help="resolve what the Dockerfile's extra index holds "
-                    "from the wheels in DIR instead (offline, or where that index cannot be reached)")
-    lk.add_argument("--check", action="store_true", help="change nothing: exit 1 if a lock does not meet its "
-                    "requirements.in")
+    lk.add_argument(
+        "--upgrade",
+        action="store_true",
+        help="take the newest versions requirements.in allows (default: keep the locked ones that still fit)",
+    )
+    lk.add_argument(
+        "--wheels",
+        type=Path,
+        metavar="DIR",
+        help="resolve what the Dockerfile's extra index holds "
+        "from the wheels in DIR instead (offline, or where that index cannot be reached)",
+    )
+    lk.add_argument(
+        "--check", action="store_true", help="change nothing: exit 1 if a lock does not meet its requirements.in"
+    )
     lk.add_argument("uv_args", nargs=argparse.REMAINDER, help="after --: more for uv pip compile")
     e = sub.add_parser("export", help="write an image to a file (docker save), with its SHA-256 beside it")
     e.add_argument("image", metavar="IMAGE", help="tag or id of the image")
@@ -70,11 +88,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     action = getattr(args, "images_command", None)
-    actions = {"build": _build, "wheelhouse": _wheelhouse, "lock": _lock, "export": _export, "push": _push,
-               "list": lambda _: _list()}
+    actions = {
+        "build": _build,
+        "wheelhouse": _wheelhouse,
+        "lock": _lock,
+        "export": _export,
+        "push": _push,
+        "list": lambda _: _list(),
+    }
     if action not in actions:
-        raise UserError("say what to do: deepbench images build | wheelhouse | lock | export | push | list "
-                        "(see deepbench images --help)")
+        raise UserError(
+            "say what to do: deepbench images build | wheelhouse | lock | export | push | list "
+            "(see deepbench images --help)"
+        )
     return actions[action](args)
 
 
@@ -88,8 +114,15 @@ def _build(args: argparse.Namespace) -> int:
     platform = get_platform(args.platform)
     tag = args.tag or platform.image
     client = connect()
-    image = images.build(client, platform, tag, args.base_image, args.wheelhouse,
-                         (lambda line: None) if args.quiet else say, no_cache=args.no_cache)
+    image = images.build(
+        client,
+        platform,
+        tag,
+        args.base_image,
+        args.wheelhouse,
+        (lambda line: None) if args.quiet else say,
+        no_cache=args.no_cache,
+    )
     info = images.provenance(image, tag)
     say(f"built {tag}: {info['id']} ({info['architecture']}, on {info['labels'].get(images.LABEL_BASE)})")
     return 0
@@ -100,8 +133,10 @@ def _wheelhouse(args: argparse.Namespace) -> int:
     platform = get_platform(args.platform)
     extra = [a for a in args.pip_args if a != "--"]
     count = image_lock.make_wheelhouse(platform, args.out, args.python, args.wheels, extra, log=say)
-    say(f"{count} wheels in {args.out}: build with deepbench images build --platform {platform.name} "
-        f"--wheelhouse {args.out} --base-image IMAGE")
+    say(
+        f"{count} wheels in {args.out}: build with deepbench images build --platform {platform.name} "
+        f"--wheelhouse {args.out} --base-image IMAGE"
+    )
     return 0
 
 
@@ -132,9 +167,11 @@ def _lock(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     say = _printer()
     archive = image_archive.export(connect(), args.image, args.out, log=say)
-    say(f"wrote {archive.path} ({archive.bytes / 1e6:.0f} MB, sha256 {archive.sha256}) holding image "
+    say(
+        f"wrote {archive.path} ({archive.bytes / 1e6:.0f} MB, sha256 {archive.sha256}) holding image "
         f"{archive.image_id}; elsewhere: docker load -i {archive.path.name}, or deepbench verify BUNDLE "
-        f"--image-archive {archive.path.name}")
+        f"--image-archive {archive.path.name}"
+    )
     return 0
 
 
@@ -162,9 +199,20 @@ def _list() -> int:
             continue
         labels = image.labels or {}
         rows.append(list(_row(labels.get(images.LABEL_PLATFORM, "?"), ", ".join(image.tags) or "(untagged)", image)))
-    print_tables(console, [Table("images", "deepbench images", ["platform", "tag", "id", "arch", "created", "size",
-                                                                "base"], rows, ("base", "created"), ("tag",))],
-                 how_to_see="docker image inspect")
+    print_tables(
+        console,
+        [
+            Table(
+                "images",
+                "deepbench images",
+                ["platform", "tag", "id", "arch", "created", "size", "base"],
+                rows,
+                ("base", "created"),
+                ("tag",),
+            )
+        ],
+        how_to_see="docker image inspect",
+    )
     return 0
 
 

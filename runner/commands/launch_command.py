@@ -55,8 +55,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     run.add_arguments(parser)
     g = parser.add_argument_group("cluster")
     g.add_argument("--nodes", type=int, required=True, metavar="N", help="nodes")
-    g.add_argument("--gpus-per-node", type=int, required=True, metavar="G",
-                   help="ranks per node: one per GPU (CPU-only: processes per node)")
+    g.add_argument(
+        "--gpus-per-node",
+        type=int,
+        required=True,
+        metavar="G",
+        help="ranks per node: one per GPU (CPU-only: processes per node)",
+    )
     g.add_argument("--engine", choices=("mpirun", "srun", "all"), default="all", help="which commands to print")
     g.add_argument("--hostfile", default="hosts", metavar="FILE", help="mpirun's host file (default: hosts)")
     g.add_argument("--master-port", type=int, default=DEFAULT_PORT, help="torch.distributed rendezvous port")
@@ -77,8 +82,10 @@ def run(args: argparse.Namespace) -> int:
     out = str(outdir.resolve())
     mpi = plan.backend == "mpi"
     layout = Layout(args, platform, out, mpi)
-    print(f"# plan: {out}/plan.json  ({len(plan.items)} collective kernels, backend {plan.backend}, "
-          f"{args.ranks} ranks = {args.nodes} nodes x {args.gpus_per_node})")
+    print(
+        f"# plan: {out}/plan.json  ({len(plan.items)} collective kernels, backend {plan.backend}, "
+        f"{args.ranks} ranks = {args.nodes} nodes x {args.gpus_per_node})"
+    )
     print("# what the commands need, checked from here:")
     needs = [shared_folder(outdir.resolve(), args.nodes)]
     if not mpi:  # the MPI backend meets through its own launcher, not at MASTER_ADDR:MASTER_PORT
@@ -112,8 +119,10 @@ class Layout:
     def exports(self, master: str) -> str:
         if self.mpi:
             return f"export {THREADS}"
-        return (f"export MASTER_ADDR={master} MASTER_PORT={self.args.master_port} "
-                f"NCCL_NVLS_ENABLE=${{NCCL_NVLS_ENABLE:-0}} {THREADS}")
+        return (
+            f"export MASTER_ADDR={master} MASTER_PORT={self.args.master_port} "
+            f"NCCL_NVLS_ENABLE=${{NCCL_NVLS_ENABLE:-0}} {THREADS}"
+        )
 
     def mpirun(self) -> str:
         hostfile = self.args.hostfile
@@ -122,8 +131,12 @@ class Layout:
         try:
             mpiexec = find_mpiexec()
             flavour, version = mpi_flavour(mpiexec)
-            needs.append(Need("ok", f"{mpiexec}: {flavour} {version}".strip()
-                              + (" (the MPI mpi4py loads here)" if self.mpi else "")))
+            needs.append(
+                Need(
+                    "ok",
+                    f"{mpiexec}: {flavour} {version}".strip() + (" (the MPI mpi4py loads here)" if self.mpi else ""),
+                )
+            )
         except UserError as exc:
             mpiexec, flavour = "mpirun", "unknown"
             needs.append(Need("missing", str(exc)))
@@ -131,25 +144,39 @@ class Layout:
         name = os.path.basename(mpiexec)
         shown = name if _same_file(mpiexec, name) else mpiexec
         hydra = f"{shown} -f {shlex.quote(hostfile)} -n {self.n} -ppn {self.g} {self.harness}"
-        openmpi = (f"{shown if flavour == 'openmpi' else 'mpirun'} --hostfile {shlex.quote(hostfile)} -np {self.n} "
-                   f"--map-by ppr:{self.g}:node " + " ".join(f"-x {v}" for v in OPENMPI_PASS) + f" {self.harness}")
-        main, other, other_name = (openmpi, hydra, "MPICH (Hydra)") if flavour == "openmpi" else \
-            (hydra, openmpi, "Open MPI")
-        lines = ["# --- mpirun over ssh, with a host file (one line per node; MPICH: 'node:G', Open MPI: "
-                 "'node slots=G') ---", *(n.line() for n in needs),
-                 self.exports(first), self.supervised(main),
-                 f"# with {other_name} instead: {self.supervised(other)}"]
+        openmpi = (
+            f"{shown if flavour == 'openmpi' else 'mpirun'} --hostfile {shlex.quote(hostfile)} -np {self.n} "
+            f"--map-by ppr:{self.g}:node " + " ".join(f"-x {v}" for v in OPENMPI_PASS) + f" {self.harness}"
+        )
+        main, other, other_name = (
+            (openmpi, hydra, "MPICH (Hydra)") if flavour == "openmpi" else (hydra, openmpi, "Open MPI")
+        )
+        lines = [
+            "# --- mpirun over ssh, with a host file (one line per node; MPICH: 'node:G', Open MPI: "
+            "'node slots=G') ---",
+            *(n.line() for n in needs),
+            self.exports(first),
+            self.supervised(main),
+            f"# with {other_name} instead: {self.supervised(other)}",
+        ]
         if self.mpi:
-            lines.append("# the mpi backend in containers needs the MPI's process manager in the container "
-                         "(PMIx): use srun --mpi=pmix with pyxis")
+            lines.append(
+                "# the mpi backend in containers needs the MPI's process manager in the container "
+                "(PMIx): use srun --mpi=pmix with pyxis"
+            )
         else:
             rank_vars = ["OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"]
             docker = _docker(self.platform, self.image, self.out, [*RENDEZVOUS_ENV, "OMP_NUM_THREADS", *rank_vars])
-            per_rank = (f"mpirun --hostfile {shlex.quote(hostfile)} -np {self.n} --map-by ppr:{self.g}:node "
-                        + " ".join(f"-x {v}" for v in RENDEZVOUS_ENV) + f" {docker} {self.in_image}")
+            per_rank = (
+                f"mpirun --hostfile {shlex.quote(hostfile)} -np {self.n} --map-by ppr:{self.g}:node "
+                + " ".join(f"-x {v}" for v in RENDEZVOUS_ENV)
+                + f" {docker} {self.in_image}"
+            )
             lines.append(f"# Open MPI, one container per rank: {self.supervised(per_rank)}")
-        lines.append("# (the command inside --launch alone starts the same ranks, without deepbench-run's "
-                     "progress, per-kernel timeout and restarts)")
+        lines.append(
+            "# (the command inside --launch alone starts the same ranks, without deepbench-run's "
+            "progress, per-kernel timeout and restarts)"
+        )
         return "\n".join(lines)
 
     def srun(self) -> str:
@@ -162,15 +189,19 @@ class Layout:
         gpus = f" --gpus-per-node={self.g}" if self.platform.gpus or self.platform.devices else ""
         base = f"srun --nodes={self.args.nodes} --ntasks={self.n} --ntasks-per-node={self.g}{gpus}{pmi}"
         pyxis = f"{base} --container-image={self.image} --container-mounts={self.out}:{self.out} {self.in_image}"
-        return "\n".join([
-            f"# --- Slurm, in an allocation (salloc --nodes={self.args.nodes} --ntasks-per-node={self.g}, "
-            "or an sbatch script) ---", *(n.line() for n in needs),
-            self.exports('$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n1)'),
-            self.supervised(f"{base} {self.harness}"),
-            f"# in the image, through enroot/pyxis (ranks read SLURM_PROCID / SLURM_LOCALID): {self.supervised(pyxis)}",
-            "# (the command inside --launch alone starts the same ranks, without deepbench-run's progress, "
-            "per-kernel timeout and restarts)",
-        ])
+        return "\n".join(
+            [
+                f"# --- Slurm, in an allocation (salloc --nodes={self.args.nodes} --ntasks-per-node={self.g}, "
+                "or an sbatch script) ---",
+                *(n.line() for n in needs),
+                self.exports('$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n1)'),
+                self.supervised(f"{base} {self.harness}"),
+                "# in the image, through enroot/pyxis (ranks read SLURM_PROCID / SLURM_LOCALID): "
+                f"{self.supervised(pyxis)}",
+                "# (the command inside --launch alone starts the same ranks, without deepbench-run's progress, "
+                "per-kernel timeout and restarts)",
+            ]
+        )
 
 
 def _same_file(path: str, name: str) -> bool:
@@ -181,8 +212,12 @@ def _same_file(path: str, name: str) -> bool:
 
 
 def _docker(platform: Platform, image: str, out: str, env: list[str]) -> str:
-    parts = ["docker run --rm --network host --ipc host",
-             "--gpus all" if platform.gpus else " ".join(f"--device {d}" for d in platform.devices),
-             " ".join(f"--group-add {g}" for g in platform.group_add), f"-v {out}:{out}",
-             " ".join(f"-e {v}" for v in env), image]
+    parts = [
+        "docker run --rm --network host --ipc host",
+        "--gpus all" if platform.gpus else " ".join(f"--device {d}" for d in platform.devices),
+        " ".join(f"--group-add {g}" for g in platform.group_add),
+        f"-v {out}:{out}",
+        " ".join(f"-e {v}" for v in env),
+        image,
+    ]
     return " ".join(p for p in parts if p)

@@ -1,7 +1,7 @@
 """Show the kernels a suite and selection would run, in DeepBench's order.
 
-  deepbench list --suite train --ops gemm --where m=1760
-  deepbench list --suite inference-device --format json   # one object per kernel, DeepBench's fields"""
+deepbench list --suite train --ops gemm --where m=1760
+deepbench list --suite inference-device --format json   # one object per kernel, DeepBench's fields"""
 
 from __future__ import annotations
 
@@ -20,8 +20,12 @@ HELP = "show the kernels a suite would run"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_selection_arguments(parser, default_suite="smoke")
-    parser.add_argument("--format", choices=("table", "json"), default="table",
-                        help="table (default) or json: one object per line with op, set and DeepBench's fields")
+    parser.add_argument(
+        "--format",
+        choices=("table", "json"),
+        default="table",
+        help="table (default) or json: one object per line with op, set and DeepBench's fields",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -30,9 +34,27 @@ def run(args: argparse.Namespace) -> int:
         for k in kernels:
             print(json.dumps(k.listing()))
         return 0
-    rows = [[k.id, k.application or "", k.label(),
-             f"{k.flops() / 1e9:.3f}" if traits_of(k.op).rated_in is Rate.TFLOPS else ""] for k in kernels]
-    print_tables(make_console(), [Table("list", f"suite {args.suite}: {len(kernels)} kernels",
-                                        ["id", "application", "parameters", "GFLOP"], rows, ("application",),
-                                        ("parameters",))], how_to_see="--format json")
+    rows = [
+        [
+            k.id,
+            k.application or "",
+            k.label(),
+            f"{k.flops() / 1e9:.3f}" if traits_of(k.op).rated_in is Rate.TFLOPS else "",
+        ]
+        for k in kernels
+    ]
+    print_tables(
+        make_console(),
+        [
+            Table(
+                "list",
+                f"suite {args.suite}: {len(kernels)} kernels",
+                ["id", "application", "parameters", "GFLOP"],
+                rows,
+                ("application",),
+                ("parameters",),
+            )
+        ],
+        how_to_see="--format json",
+    )
     return 0

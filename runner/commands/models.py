@@ -44,23 +44,44 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ex.add_argument("--batch", type=int, default=1, metavar="N", help="batch size (default 1)")
     ex.add_argument("--seq", type=int, metavar="N", help="sequence length for language models (default: the model's)")
     ex.add_argument("--out", type=Path, metavar="FILE", help="write the dataset here (JSON)")
-    ex.add_argument("--format", choices=("table", "json"), default="table",
-                    help="what to print: a summary table (default) or the dataset as JSON")
+    ex.add_argument(
+        "--format",
+        choices=("table", "json"),
+        default="table",
+        help="what to print: a summary table (default) or the dataset as JSON",
+    )
     rep = sub.add_parser("report", help="time share per operator type of a model-suite run")
     rep.add_argument("run", type=Path, metavar="RUN", help="a results folder of deepbench-run --suite model:NAME")
-    rep.add_argument("--directions", choices=(FORWARD, "all"), default=FORWARD,
-                     help="fwd: inference, forward only (default); all: every timed direction summed")
+    rep.add_argument(
+        "--directions",
+        choices=(FORWARD, "all"),
+        default=FORWARD,
+        help="fwd: inference, forward only (default); all: every timed direction summed",
+    )
     rep.add_argument("--format", choices=("table", "json"), default="table")
     cmp = sub.add_parser("compare", help="two devices per operator type: speed-up next to the peak FLOPS ratio")
     cmp.add_argument("run_a", type=Path, metavar="RUN_A", help="results folder of a model suite on device A")
     cmp.add_argument("run_b", type=Path, metavar="RUN_B", help="the same model suite and batch on device B")
-    cmp.add_argument("--precision", choices=[p.value for p in Precision], metavar="P",
-                     help="compare this precision only (default: every precision both runs measured)")
-    cmp.add_argument("--directions", choices=(FORWARD, "all"), default=FORWARD,
-                     help="fwd: inference, forward only (default); all: every timed direction summed")
-    cmp.add_argument("--factor", type=float, default=DEPARTURE_FACTOR, metavar="F",
-                     help=f"flag a type whose speed-up is more than F times above or below the peak FLOPS ratio "
-                          f"(default {DEPARTURE_FACTOR:g})")
+    cmp.add_argument(
+        "--precision",
+        choices=[p.value for p in Precision],
+        metavar="P",
+        help="compare this precision only (default: every precision both runs measured)",
+    )
+    cmp.add_argument(
+        "--directions",
+        choices=(FORWARD, "all"),
+        default=FORWARD,
+        help="fwd: inference, forward only (default); all: every timed direction summed",
+    )
+    cmp.add_argument(
+        "--factor",
+        type=float,
+        default=DEPARTURE_FACTOR,
+        metavar="F",
+        help=f"flag a type whose speed-up is more than F times above or below the peak FLOPS ratio "
+        f"(default {DEPARTURE_FACTOR:g})",
+    )
     cmp.add_argument("--format", choices=("table", "json"), default="table")
 
 
@@ -82,9 +103,18 @@ def _list() -> int:
     for m in MODELS.values():
         shape = "image 3x224x224" if m.input == "image" else "token ids" if m.input == "tokens" else "hidden states"
         rows.append([m.name, shape, str(m.default_seq or ""), m.source])
-    print_tables(make_console(), [Table("models", "models (deepbench models extract NAME; deepbench-run --suite "
-                                                      "model:NAME)", ["name", "input", "default seq", "definition"],
-                                            rows, wrap=("definition",))])
+    print_tables(
+        make_console(),
+        [
+            Table(
+                "models",
+                "models (deepbench models extract NAME; deepbench-run --suite model:NAME)",
+                ["name", "input", "default seq", "definition"],
+                rows,
+                wrap=("definition",),
+            )
+        ],
+    )
     return 0
 
 
@@ -114,15 +144,29 @@ def _extract(args: argparse.Namespace) -> int:
     for op_type in dict.fromkeys(o.type for o in ds.operators):
         mapped = [kernel_for(o, ds.model) for o in ds.of_type(op_type)]
         runs = "; ".join(dict.fromkeys(m if isinstance(m, str) else f"{m.op} kernel" for m in mapped))
-        rows.append([op_type, str(len(ds.of_type(op_type))), str(ds.calls(op_type)),
-                     f"{ds.total_flops(op_type) / 1e9:.3f}", runs])
-    title = (f"{ds.model}: batch {ds.batch}" + (f", seq {ds.seq}" if ds.seq else "")
-             + f", {ds.parameters / 1e6:.1f}M parameters, {ds.total_flops() / 1e9:.2f} GFLOP per forward pass")
+        rows.append(
+            [
+                op_type,
+                str(len(ds.of_type(op_type))),
+                str(ds.calls(op_type)),
+                f"{ds.total_flops(op_type) / 1e9:.3f}",
+                runs,
+            ]
+        )
+    title = (
+        f"{ds.model}: batch {ds.batch}"
+        + (f", seq {ds.seq}" if ds.seq else "")
+        + f", {ds.parameters / 1e6:.1f}M parameters, {ds.total_flops() / 1e9:.2f} GFLOP per forward pass"
+    )
     console = make_console()
-    print_tables(console, [Table("model-extract", title, ["type", "distinct", "calls", "GFLOP", "runs as"], rows,
-                                     wrap=("runs as",))])
-    console.print(f"{len(kernels)} distinct kernels for --suite model:{ds.model}" +
-                  (f"; dataset in {args.out}" if args.out else ""))
+    print_tables(
+        console,
+        [Table("model-extract", title, ["type", "distinct", "calls", "GFLOP", "runs as"], rows, wrap=("runs as",))],
+    )
+    console.print(
+        f"{len(kernels)} distinct kernels for --suite model:{ds.model}"
+        + (f"; dataset in {args.out}" if args.out else "")
+    )
     return 0
 
 
@@ -133,8 +177,20 @@ def _report(args: argparse.Namespace) -> int:
         raise UserError(f"{args.run} holds no model-suite results (run deepbench-run --suite model:NAME)")
     levels = {(lv.model, lv.precision): lv for lv in model_levels(run.results, args.directions)}
     if args.format == "json":
-        print(json.dumps([{**r.as_dict(), "model_level": levels[(r.model, r.precision)].as_dict()
-                           if (r.model, r.precision) in levels else None} for r in reports], indent=1))
+        print(
+            json.dumps(
+                [
+                    {
+                        **r.as_dict(),
+                        "model_level": levels[(r.model, r.precision)].as_dict()
+                        if (r.model, r.precision) in levels
+                        else None,
+                    }
+                    for r in reports
+                ],
+                indent=1,
+            )
+        )
         return 0
     console = make_console()
     for rep in reports:
@@ -154,27 +210,34 @@ def _print_model_level(console: Console, lv: ModelLevel) -> None:
         console.print(f"whole model: {lv.whole_status}{': ' + escape(lv.whole_reason) if lv.whole_reason else ''}")
         return
     covered = f", the operators hold {100 * lv.flops_covered:.0f}% of its FLOPs" if lv.flops_covered else ""
-    console.print(f"whole model ({lv.model}, batch {lv.batch}, {lv.precision}): {lv.whole_us / 1e3:.3f} ms a forward "
-                  f"pass, {lv.throughput_per_s:.1f} inputs/s; operator sum {lv.operator_sum_us / 1e3:.3f} ms "
-                  f"= {ratio_text(lv.ratio)} the whole model{covered} (above 1: fusion and overlap win; below 1: "
-                  f"overhead and unmeasured operators cost)")
+    console.print(
+        f"whole model ({lv.model}, batch {lv.batch}, {lv.precision}): {lv.whole_us / 1e3:.3f} ms a forward "
+        f"pass, {lv.throughput_per_s:.1f} inputs/s; operator sum {lv.operator_sum_us / 1e3:.3f} ms "
+        f"= {ratio_text(lv.ratio)} the whole model{covered} (above 1: fusion and overlap win; below 1: "
+        f"overhead and unmeasured operators cost)"
+    )
 
 
 def _print_peaks(console: Console, rep: ModelReport) -> None:
     """The measured peaks the percentages are of, or why there are none."""
-    peaks = [f"compute {rep.peak_tflops:.1f} TFLOP/s ({rep.precision})" if rep.peak_tflops else "",
-             f"copy bandwidth {rep.peak_gbps:.0f} GB/s" if rep.peak_gbps else ""]
+    peaks = [
+        f"compute {rep.peak_tflops:.1f} TFLOP/s ({rep.precision})" if rep.peak_tflops else "",
+        f"copy bandwidth {rep.peak_gbps:.0f} GB/s" if rep.peak_gbps else "",
+    ]
     shown = ", ".join(p for p in peaks if p)
     if shown:
-        console.print(f"[dim]measured peaks of this run: {shown}; bound: the roofline limit most of the type's "
-                      f"time falls under; % of roof: time on the roofline over the measured time[/]")
+        console.print(
+            f"[dim]measured peaks of this run: {shown}; bound: the roofline limit most of the type's "
+            f"time falls under; % of roof: time on the roofline over the measured time[/]"
+        )
     if rep.peaks_note:
         console.print(f"[dim]no % of peak{' for the rest' if shown else ''}: {escape(rep.peaks_note)}[/]")
 
 
 def _compare(args: argparse.Namespace) -> int:
-    cmp = compare_runs(load_model_run(args.run_a), load_model_run(args.run_b), args.precision, args.directions,
-                       args.factor)
+    cmp = compare_runs(
+        load_model_run(args.run_a), load_model_run(args.run_b), args.precision, args.directions, args.factor
+    )
     if args.format == "json":
         print(json.dumps(cmp.as_dict(), indent=1))
         return 0
@@ -187,9 +250,11 @@ def _print_comparison(cmp: ModelComparison) -> None:
     console.print(f"A: {escape(cmp.device_a)} ({escape(cmp.run_a)})\nB: {escape(cmp.device_b)} ({escape(cmp.run_b)})")
     for pc in cmp.precisions:
         print_tables(console, [comparison_table(cmp, pc)], how_to_see=HOW_TO_SEE)
-        console.print(f"[dim]speed-up: A's time over B's (above 1: B is faster), matched kernels weighted by calls "
-                      f"per forward pass; flagged where the device with more peak FLOPS is slower on the type, or the "
-                      f"speed-up is more than {cmp.factor:g}x above or below the peak FLOPS ratio[/]")
+        console.print(
+            f"[dim]speed-up: A's time over B's (above 1: B is faster), matched kernels weighted by calls "
+            f"per forward pass; flagged where the device with more peak FLOPS is slower on the type, or the "
+            f"speed-up is more than {cmp.factor:g}x above or below the peak FLOPS ratio[/]"
+        )
         if pc.ratio_note:
             console.print(f"[yellow]no peak ratio, no flags:[/] {escape(pc.ratio_note)}")
         for side, ids in (("A", pc.only_a), ("B", pc.only_b)):

@@ -33,8 +33,16 @@ def run(args: argparse.Namespace) -> int:
         for e in ref.entries:
             counts[e.precision] = counts.get(e.precision, 0) + 1
         device = ref.specs.get("GPU Model") or ref.specs.get("CPU Model") or ref.specs.get("CPU", "")
-        rows.append({"name": name, "processor": ref.processor, "device": device, "set": ref.set,
-                     "kernels": counts, "source": ref.source})
+        rows.append(
+            {
+                "name": name,
+                "processor": ref.processor,
+                "device": device,
+                "set": ref.set,
+                "kernels": counts,
+                "source": ref.source,
+            }
+        )
     if args.format == "json":
         for r in rows:
             print(json.dumps(r))
@@ -46,7 +54,11 @@ def run(args: argparse.Namespace) -> int:
 def reference_table(rows: list[dict[str, Any]]) -> Table:
     """The references as a table drawn by the reports' fit-or-fold rule: the name that --reference
     takes is never cut (the source file is the first column a narrow terminal leaves out)."""
-    return Table("references", f"{len(rows)} references (DeepBench's published results)",
-                 ["name", "device", "kernels per precision", "source"],
-                 [[r["name"], r["device"], ", ".join(f"{n} {p}" for p, n in r["kernels"].items()), r["source"]]
-                  for r in rows], ("source",), ("device", "kernels per precision"))
+    return Table(
+        "references",
+        f"{len(rows)} references (DeepBench's published results)",
+        ["name", "device", "kernels per precision", "source"],
+        [[r["name"], r["device"], ", ".join(f"{n} {p}" for p, n in r["kernels"].items()), r["source"]] for r in rows],
+        ("source",),
+        ("device", "kernels per precision"),
+    )

@@ -37,13 +37,26 @@ HELP = "tables, workbook or HTML report of a run or reference"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run", metavar="RUN", help="a results folder written by deepbench-run, or a reference name")
-    parser.add_argument("--format", choices=render_formats.choices(render_formats.REPORT),
-                        default=render_formats.DEFAULT_FORMAT, help="default: table (terminal)")
-    parser.add_argument("--out", type=Path, metavar="FILE",
-                        help="write here (default: standard output; xlsx/html: report-<run>.<ext> here)")
-    parser.add_argument("--nccl-tests", action="append", type=Path, metavar="FILE",
-                        help="nccl-tests' text output (all_reduce_perf ..., one binary or several per file; "
-                             "repeatable): the run's collectives beside it, for a results folder, terminal format")
+    parser.add_argument(
+        "--format",
+        choices=render_formats.choices(render_formats.REPORT),
+        default=render_formats.DEFAULT_FORMAT,
+        help="default: table (terminal)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        metavar="FILE",
+        help="write here (default: standard output; xlsx/html: report-<run>.<ext> here)",
+    )
+    parser.add_argument(
+        "--nccl-tests",
+        action="append",
+        type=Path,
+        metavar="FILE",
+        help="nccl-tests' text output (all_reduce_perf ..., one binary or several per file; "
+        "repeatable): the run's collectives beside it, for a results folder, terminal format",
+    )
     add_columns_argument(parser)
 
 

@@ -33,19 +33,33 @@ EXIT_PROBLEMS = 1
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", type=Path, metavar="RUN", help="a finished deepbench-run results folder")
     parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="the bundle folder to write")
-    parser.add_argument("--force", action="store_true", help="replace DIR if it holds a bundle deepbench submit "
-                        "wrote and nothing else (never a run, its parent or a folder with other files)")
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="replace DIR if it holds a bundle deepbench submit "
+        "wrote and nothing else (never a run, its parent or a folder with other files)",
+    )
     i = parser.add_argument_group("the run's image, so that others can verify it (container runs)")
-    i.add_argument("--image-archive", type=Path, metavar="FILE", help="write the image to FILE (.tar or .tar.gz; "
-                   "kept beside the bundle), or record FILE when deepbench images export made it already")
-    i.add_argument("--push", metavar="REF", help="push the image to a registry as REF (REGISTRY/REPO:TAG) and "
-                   "record it by digest")
+    i.add_argument(
+        "--image-archive",
+        type=Path,
+        metavar="FILE",
+        help="write the image to FILE (.tar or .tar.gz; "
+        "kept beside the bundle), or record FILE when deepbench images export made it already",
+    )
+    i.add_argument(
+        "--push", metavar="REF", help="push the image to a registry as REF (REGISTRY/REPO:TAG) and record it by digest"
+    )
     v = parser.add_argument_group("vendor fields (typed in, never measured)")
     v.add_argument("--submitter", help="who submits")
     v.add_argument("--system-name", help="the system's name as the vendor sells it")
     v.add_argument("--notes", help="anything a reader needs: BIOS, power settings, cooling ...")
-    v.add_argument("--vendor-file", type=Path, metavar="JSON",
-                   help='the same as a JSON object: {"submitter": ..., "system_name": ..., "notes": ...}')
+    v.add_argument(
+        "--vendor-file",
+        type=Path,
+        metavar="JSON",
+        help='the same as a JSON object: {"submitter": ..., "system_name": ..., "notes": ...}',
+    )
 
 
 def vendor_fields(args: argparse.Namespace) -> VendorFields:
@@ -73,9 +87,19 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--out {args.out} is a file, not a folder: give a folder (it is created if missing)")
     # The bundle is written beside DIR, then renamed DIR: its parent must be writable.
     writable_folder(args.out.parent if str(args.out.parent) else Path("."))
-    index = make_bundle(args.run_dir, args.out, vendor, force=args.force, image_archive=args.image_archive,
-                        push_to=args.push, log=lambda line: console.print(line, highlight=False, markup=False))
-    console.print(f"wrote submission {index.run_id} to {args.out}; reproduce with: {index.reproduce}",
-                  highlight=False, soft_wrap=True)
+    index = make_bundle(
+        args.run_dir,
+        args.out,
+        vendor,
+        force=args.force,
+        image_archive=args.image_archive,
+        push_to=args.push,
+        log=lambda line: console.print(line, highlight=False, markup=False),
+    )
+    console.print(
+        f"wrote submission {index.run_id} to {args.out}; reproduce with: {index.reproduce}",
+        highlight=False,
+        soft_wrap=True,
+    )
     console.print(flagged_line(read_run_folder(args.run_dir)[0]), highlight=False, markup=False)
     return 0 if print_report(console, check_bundle(args.out)) else EXIT_PROBLEMS

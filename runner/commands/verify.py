@@ -46,34 +46,70 @@ MAX_RELATIVE = 1000.0  # a relative tolerance beyond 1000x is a typo
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("bundle", type=Path, metavar="BUNDLE", help="the folder deepbench submit wrote")
     parser.add_argument("--local", action="store_true", help="re-run in a subprocess on this machine, no container")
-    parser.add_argument("--out", type=Path, metavar="DIR",
-                        help="folder for the re-run (default: ./deepbench-verify/RUN_ID-TIME)")
+    parser.add_argument(
+        "--out", type=Path, metavar="DIR", help="folder for the re-run (default: ./deepbench-verify/RUN_ID-TIME)"
+    )
     relative = real(0, MAX_RELATIVE)
-    parser.add_argument("--tolerance", type=relative, default=DEFAULT_FLOOR, metavar="REL",
-                        help=f"smallest relative difference allowed (default {DEFAULT_FLOOR:g})")
-    parser.add_argument("--noise-factor", type=relative, default=DEFAULT_NOISE_FACTOR, metavar="K",
-                        help=f"room per unit of combined relative IQR (default {DEFAULT_NOISE_FACTOR:g})")
-    parser.add_argument("--max-tolerance", type=relative, default=DEFAULT_CAP, metavar="REL",
-                        help=f"largest relative difference allowed, however noisy (default {DEFAULT_CAP:g})")
-    parser.add_argument("--max-noise", type=relative, default=DEFAULT_MAX_NOISE, metavar="REL",
-                        help=f"a kernel whose combined relative IQR is above this is unverifiable (default "
-                             f"{DEFAULT_MAX_NOISE:g})")
+    parser.add_argument(
+        "--tolerance",
+        type=relative,
+        default=DEFAULT_FLOOR,
+        metavar="REL",
+        help=f"smallest relative difference allowed (default {DEFAULT_FLOOR:g})",
+    )
+    parser.add_argument(
+        "--noise-factor",
+        type=relative,
+        default=DEFAULT_NOISE_FACTOR,
+        metavar="K",
+        help=f"room per unit of combined relative IQR (default {DEFAULT_NOISE_FACTOR:g})",
+    )
+    parser.add_argument(
+        "--max-tolerance",
+        type=relative,
+        default=DEFAULT_CAP,
+        metavar="REL",
+        help=f"largest relative difference allowed, however noisy (default {DEFAULT_CAP:g})",
+    )
+    parser.add_argument(
+        "--max-noise",
+        type=relative,
+        default=DEFAULT_MAX_NOISE,
+        metavar="REL",
+        help=f"a kernel whose combined relative IQR is above this is unverifiable (default {DEFAULT_MAX_NOISE:g})",
+    )
     parser.add_argument("--quiet", action="store_true", help="no per-kernel lines while re-running")
-    parser.add_argument("--image", metavar="REF", help="re-run in this image, present here and built from this "
-                        "tool's recipe (its labels and harness hash are checked; default: the platform's own image, "
-                        "built here when missing). The image a bundle names is never pulled, loaded or run")
-    parser.add_argument("--allow-modified", action="store_true", help="accept a bundle run from a modified source "
-                        "tree (deepbench check --allow-modified)")
+    parser.add_argument(
+        "--image",
+        metavar="REF",
+        help="re-run in this image, present here and built from this "
+        "tool's recipe (its labels and harness hash are checked; default: the platform's own image, "
+        "built here when missing). The image a bundle names is never pulled, loaded or run",
+    )
+    parser.add_argument(
+        "--allow-modified",
+        action="store_true",
+        help="accept a bundle run from a modified source tree (deepbench check --allow-modified)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     if args.max_tolerance < args.tolerance:
         raise UserError(f"--max-tolerance ({args.max_tolerance}) must be at least --tolerance ({args.tolerance})")
     console = make_console()
-    rule = ToleranceRule(floor=args.tolerance, noise_factor=args.noise_factor, cap=args.max_tolerance,
-                         max_noise=args.max_noise)
+    rule = ToleranceRule(
+        floor=args.tolerance, noise_factor=args.noise_factor, cap=args.max_tolerance, max_noise=args.max_noise
+    )
     with stop_on_signals():
-        result = verify_bundle(args.bundle, local=args.local, out=args.out, rule=rule, console=console,
-                               quiet=args.quiet, image=args.image, allow_modified=args.allow_modified)
+        result = verify_bundle(
+            args.bundle,
+            local=args.local,
+            out=args.out,
+            rule=rule,
+            console=console,
+            quiet=args.quiet,
+            image=args.image,
+            allow_modified=args.allow_modified,
+        )
     print_verify(console, result)
     return 0 if not result.disagree and not result.unverifiable else EXIT_DISAGREE

@@ -17,9 +17,33 @@ from dataclasses import dataclass
 from pathlib import Path
 
 # Filesystems that several machines mount at once.
-NETWORK_FS = {"nfs", "nfs4", "lustre", "gpfs", "beegfs", "ceph", "cephfs", "cifs", "smb3", "glusterfs", "9p",
-              "virtiofs", "panfs", "wekafs", "orangefs", "afs", "ocfs2", "gfs2", "pvfs2", "fuse.sshfs",
-              "fuse.glusterfs", "fuse.juicefs", "fuse.weka", "fuse.s3fs", "fuse.gcsfuse"}
+NETWORK_FS = {
+    "nfs",
+    "nfs4",
+    "lustre",
+    "gpfs",
+    "beegfs",
+    "ceph",
+    "cephfs",
+    "cifs",
+    "smb3",
+    "glusterfs",
+    "9p",
+    "virtiofs",
+    "panfs",
+    "wekafs",
+    "orangefs",
+    "afs",
+    "ocfs2",
+    "gfs2",
+    "pvfs2",
+    "fuse.sshfs",
+    "fuse.glusterfs",
+    "fuse.juicefs",
+    "fuse.weka",
+    "fuse.s3fs",
+    "fuse.gcsfuse",
+}
 PROBE_TIMEOUT_S = 60.0
 # The MPI plugins of srun that MPICH and Open MPI ranks can use, best first.
 SRUN_MPI = ("pmix", "pmi2")
@@ -72,23 +96,30 @@ def shared_folder(out: Path, nodes: int) -> Need:
     names = allocation_nodes()
     if len(names) >= nodes and shutil.which("srun"):
         script = 'if test -r "$0"; then echo "seen $(hostname)"; else echo "unseen $(hostname)"; fi'
-        done = _run(["srun", f"--nodes={nodes}", f"--ntasks={nodes}", "--ntasks-per-node=1", "sh", "-c", script,
-                     str(plan)])
+        done = _run(
+            ["srun", f"--nodes={nodes}", f"--ntasks={nodes}", "--ntasks-per-node=1", "sh", "-c", script, str(plan)]
+        )
         if done is None or done.returncode != 0:
             why = (done.stderr.strip().splitlines() or ["no answer"])[-1] if done else "srun did not answer"
             return Need("unchecked", f"could not ask the nodes whether they see {out} (srun: {why})")
         unseen = sorted(line.split()[1] for line in done.stdout.splitlines() if line.startswith("unseen "))
         seen = sorted(line.split()[1] for line in done.stdout.splitlines() if line.startswith("seen "))
         if unseen:
-            return Need("missing", f"{', '.join(unseen)} cannot read {plan}: --out must be on a filesystem every "
-                                   "node shares, at the same path")
+            return Need(
+                "missing",
+                f"{', '.join(unseen)} cannot read {plan}: --out must be on a filesystem every "
+                "node shares, at the same path",
+            )
         return Need("ok", f"{out} is seen by every node of this allocation ({', '.join(seen)}, asked with srun)")
     kind = filesystem_type(out)
     if kind in NETWORK_FS or kind.startswith("fuse."):
         return Need("ok", f"{out} is on {kind}, a shared filesystem (every node must mount it at this path)")
-    return Need("unchecked", f"{out} is on {kind}, which is local to this machine unless the nodes share it: "
-                             f"every node must see it at this path (run this inside an allocation to have the "
-                             "nodes asked)")
+    return Need(
+        "unchecked",
+        f"{out} is on {kind}, which is local to this machine unless the nodes share it: "
+        f"every node must see it at this path (run this inside an allocation to have the "
+        "nodes asked)",
+    )
 
 
 def first_node(names: list[str], hostfile: str) -> str | None:
@@ -126,12 +157,18 @@ def rendezvous_port(port: int, master: str | None) -> Need:
     here = socket.gethostname()
     where = "this host" if master is None else master
     if master not in (None, here, socket.getfqdn()):
-        return Need("unchecked", f"port {port} must be free on {master}, where rank 0 hosts the rendezvous "
-                                 f"(checked only where launch-command runs: {here})")
+        return Need(
+            "unchecked",
+            f"port {port} must be free on {master}, where rank 0 hosts the rendezvous "
+            f"(checked only where launch-command runs: {here})",
+        )
     if port_free(port):
         return Need("ok", f"rendezvous port {port} is free on {where}")
-    return Need("missing", f"rendezvous port {port} is in use on {where}: another job's? choose a free one with "
-                           f"--master-port (e.g. {free_port()}, free here now)")
+    return Need(
+        "missing",
+        f"rendezvous port {port} is in use on {where}: another job's? choose a free one with "
+        f"--master-port (e.g. {free_port()}, free here now)",
+    )
 
 
 def srun_mpi() -> tuple[str, Need]:
@@ -139,8 +176,11 @@ def srun_mpi() -> tuple[str, Need]:
     is not enough (`srun --mpi=list` names pmix where the PMIx library is missing), so each is
     tried on a job that is checked but never submitted (--test-only)."""
     if not shutil.which("srun"):
-        return SRUN_MPI[0], Need("unchecked", "srun is not here: the MPI backend under srun needs Slurm's PMIx "
-                                              "plugin working on the cluster, else PMI-2 (--mpi=pmi2)")
+        return SRUN_MPI[0], Need(
+            "unchecked",
+            "srun is not here: the MPI backend under srun needs Slurm's PMIx "
+            "plugin working on the cluster, else PMI-2 (--mpi=pmi2)",
+        )
     failures: list[str] = []
     for name in SRUN_MPI:
         done = _run(["srun", f"--mpi={name}", "--test-only", "--nodes=1", "--ntasks=1", "--ntasks-per-node=1", "true"])
@@ -148,20 +188,30 @@ def srun_mpi() -> tuple[str, Need]:
             instead = f", since this cluster lacks {SRUN_MPI[0]} ({'; '.join(failures)})" if failures else ""
             return name, Need("ok", f"srun --mpi={name} starts the MPI ranks{instead}")
         why = [line for line in (done.stderr if done else "").splitlines() if "error" in line] or ["no answer"]
-        failures.append(f"srun --mpi={name}: " + " / ".join(line.removeprefix("srun: error: ").strip()
-                                                             for line in why[:2]))
-    return SRUN_MPI[0], Need("missing", f"{'; '.join(failures)}: the MPI backend cannot start under srun here; "
-                                        "use mpirun with a host file")
+        failures.append(
+            f"srun --mpi={name}: " + " / ".join(line.removeprefix("srun: error: ").strip() for line in why[:2])
+        )
+    return SRUN_MPI[0], Need(
+        "missing", f"{'; '.join(failures)}: the MPI backend cannot start under srun here; use mpirun with a host file"
+    )
 
 
 def hostfile_need(path: str, nodes: int) -> Need:
     try:
-        hosts = [line.split()[0] for line in Path(path).read_text().splitlines()
-                 if line.strip() and not line.lstrip().startswith("#")]
+        hosts = [
+            line.split()[0]
+            for line in Path(path).read_text().splitlines()
+            if line.strip() and not line.lstrip().startswith("#")
+        ]
     except OSError:
-        return Need("missing", f"host file {path} is not here: write one line per node (MPICH: 'node:G', "
-                               "Open MPI: 'node slots=G')")
+        return Need(
+            "missing",
+            f"host file {path} is not here: write one line per node (MPICH: 'node:G', Open MPI: 'node slots=G')",
+        )
     if len(hosts) < nodes:
         return Need("missing", f"{path} lists {len(hosts)} host(s), the plan needs {nodes}")
-    return Need("ok", f"{path} lists {', '.join(h.split(':')[0] for h in hosts[:nodes])}"
-                      + (f" (and {len(hosts) - nodes} more, unused)" if len(hosts) > nodes else ""))
+    return Need(
+        "ok",
+        f"{path} lists {', '.join(h.split(':')[0] for h in hosts[:nodes])}"
+        + (f" (and {len(hosts) - nodes} more, unused)" if len(hosts) > nodes else ""),
+    )

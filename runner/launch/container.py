@@ -54,8 +54,12 @@ DEFAULT_PIDS_LIMIT = 16384
 MEMORY_SHARE = 0.9  # of the host's memory, by default: an out-of-memory kill ends the container, not the host's work
 NO_LIMIT = ("none", "0")
 FALLBACK_USER = "65534:65534"  # nobody: for an image whose own user is root or only a name
-NO_NVIDIA_RUNTIME = ("could not select device driver", "nvidia-container-cli", "unknown runtime",
-                     "nvidia-container-runtime")
+NO_NVIDIA_RUNTIME = (
+    "could not select device driver",
+    "nvidia-container-cli",
+    "unknown runtime",
+    "nvidia-container-runtime",
+)
 
 
 def container_user(image_user: str) -> str:
@@ -115,9 +119,17 @@ def _devices(platform: Platform) -> tuple[list[str], list[str]]:
     return [f"{d}:{d}:rwm" for d in found], groups
 
 
-def run_options(platform: Platform, image_id: str, plan_path: Path, outdir: Path,
-                env: dict[str, str] | None = None, memory: str | None = None, *, user: str = FALLBACK_USER,
-                pids_limit: int | None = None) -> dict[str, Any]:
+def run_options(
+    platform: Platform,
+    image_id: str,
+    plan_path: Path,
+    outdir: Path,
+    env: dict[str, str] | None = None,
+    memory: str | None = None,
+    *,
+    user: str = FALLBACK_USER,
+    pids_limit: int | None = None,
+) -> dict[str, Any]:
     """Everything `containers.create` is given: one place, so tests check what runs. `memory`
     None is the default limit ("none" lifts it), `pids_limit` None the default (0 lifts it)."""
     from docker.types import DeviceRequest
@@ -129,8 +141,10 @@ def run_options(platform: Platform, image_id: str, plan_path: Path, outdir: Path
     opts: dict[str, Any] = dict(
         image=image_id,
         command=[PLAN_IN_CONTAINER, RESULTS_IN_CONTAINER],
-        volumes={str(plan_path.resolve()): {"bind": PLAN_IN_CONTAINER, "mode": "ro"},
-                 str(outdir.resolve()): {"bind": RESULTS_IN_CONTAINER, "mode": "rw"}},
+        volumes={
+            str(plan_path.resolve()): {"bind": PLAN_IN_CONTAINER, "mode": "ro"},
+            str(outdir.resolve()): {"bind": RESULTS_IN_CONTAINER, "mode": "rw"},
+        },
         network_mode="none",
         read_only=True,
         tmpfs=dict(TMPFS),
@@ -250,12 +264,16 @@ class ContainerHarness:
 def _start_failure(exc: Exception) -> UserError:
     text = str(getattr(exc, "explanation", None) or exc)
     if any(s in text for s in NO_NVIDIA_RUNTIME):
-        return UserError(f"Docker cannot give containers the NVIDIA GPUs here ({text.splitlines()[0]}): install the "
-                         f"NVIDIA driver and the NVIDIA Container Toolkit (then: sudo nvidia-ctk runtime configure "
-                         f"--runtime=docker && sudo systemctl restart docker); {LOCAL_HINT}")
+        return UserError(
+            f"Docker cannot give containers the NVIDIA GPUs here ({text.splitlines()[0]}): install the "
+            f"NVIDIA driver and the NVIDIA Container Toolkit (then: sudo nvidia-ctk runtime configure "
+            f"--runtime=docker && sudo systemctl restart docker); {LOCAL_HINT}"
+        )
     if "/dev/kfd" in text or "/dev/dri" in text:
-        return UserError(f"Docker cannot give the container the GPU devices ({text.splitlines()[0]}): check the "
-                         f"driver is loaded and you may use /dev/kfd and /dev/dri; {LOCAL_HINT}")
+        return UserError(
+            f"Docker cannot give the container the GPU devices ({text.splitlines()[0]}): check the "
+            f"driver is loaded and you may use /dev/kfd and /dev/dri; {LOCAL_HINT}"
+        )
     return UserError(f"the harness container could not start: {text.splitlines()[0]}; {LOCAL_HINT}")
 
 
@@ -282,12 +300,24 @@ def parse_env(pairs: list[str] | None) -> dict[str, str]:
     return env
 
 
-def container_starter(plan_path: Path, outdir: Path, platform: Platform, *, image: str | None = None,
-                      want_pull: bool = False, want_build: bool = False, env: dict[str, str] | None = None,
-                      memory: str | None = None, pids_limit: int | None = None, base_image: str | None = None,
-                      wheelhouse: Path | None = None, force_image: bool = False,
-                      log: Callable[[str], None] = print, recorded: dict[str, Any] | None = None,
-                      own_only: bool = False) -> ContainerStarter:
+def container_starter(
+    plan_path: Path,
+    outdir: Path,
+    platform: Platform,
+    *,
+    image: str | None = None,
+    want_pull: bool = False,
+    want_build: bool = False,
+    env: dict[str, str] | None = None,
+    memory: str | None = None,
+    pids_limit: int | None = None,
+    base_image: str | None = None,
+    wheelhouse: Path | None = None,
+    force_image: bool = False,
+    log: Callable[[str], None] = print,
+    recorded: dict[str, Any] | None = None,
+    own_only: bool = False,
+) -> ContainerStarter:
     """Check the host's devices, reach Docker, find (or build, or pull) the image and check it,
     and prepare the container's options. A resumed run uses the very image its first part ran in
     (by id: `recorded`, from its run.json, else the folder's older .container.json), unless
@@ -300,22 +330,41 @@ def container_starter(plan_path: Path, outdir: Path, platform: Platform, *, imag
     if recorded and not (image or want_pull or want_build):
         found = images.find(client, recorded["id"])
         if found is None:
-            raise UserError(f"this run started in image {recorded['tag']} ({recorded['id'][:19]}), which is no longer "
-                            f"here: rebuild or pull it, or continue in another with --image REF")
+            raise UserError(
+                f"this run started in image {recorded['tag']} ({recorded['id'][:19]}), which is no longer "
+                f"here: rebuild or pull it, or continue in another with --image REF"
+            )
         ref, img = recorded["tag"], found
     else:
         ref = image or platform.image
         existed = not (want_build or want_pull) and images.find(client, ref) is not None
-        img = images.ensure(client, platform, ref, want_pull=want_pull, want_build=want_build,
-                            base_image=base_image, wheelhouse=wheelhouse, log=log)
+        img = images.ensure(
+            client,
+            platform,
+            ref,
+            want_pull=want_pull,
+            want_build=want_build,
+            base_image=base_image,
+            wheelhouse=wheelhouse,
+            log=log,
+        )
         built = want_build or (not existed and ref == platform.image)
         if not built:  # an image built just now is what was asked for
             images.check_image(img, ref, platform, own=image is None, force=force_image, log=log)
     return _starter(client, img, ref, plan_path, outdir, platform, env, memory, pids_limit)
 
 
-def _starter(client: Any, img: Any, ref: str, plan_path: Path, outdir: Path, platform: Platform,
-             env: dict[str, str] | None, memory: str | None, pids_limit: int | None) -> ContainerStarter:
+def _starter(
+    client: Any,
+    img: Any,
+    ref: str,
+    plan_path: Path,
+    outdir: Path,
+    platform: Platform,
+    env: dict[str, str] | None,
+    memory: str | None,
+    pids_limit: int | None,
+) -> ContainerStarter:
     user = container_user((img.attrs.get("Config") or {}).get("User", ""))
     options = run_options(platform, img.id, plan_path, outdir, env, memory, user=user, pids_limit=pids_limit)
     give_results_folder(outdir, user)
@@ -324,9 +373,17 @@ def _starter(client: Any, img: Any, ref: str, plan_path: Path, outdir: Path, pla
     return ContainerStarter(client, options, outdir, provenance=info)
 
 
-def _own_starter(client: Any, plan_path: Path, outdir: Path, platform: Platform, image: str | None,
-                 env: dict[str, str] | None, memory: str | None, pids_limit: int | None,
-                 log: Callable[[str], None]) -> ContainerStarter:
+def _own_starter(
+    client: Any,
+    plan_path: Path,
+    outdir: Path,
+    platform: Platform,
+    image: str | None,
+    env: dict[str, str] | None,
+    memory: str | None,
+    pids_limit: int | None,
+    log: Callable[[str], None],
+) -> ContainerStarter:
     """The verifier's own image: the platform's tag (built here from the project's recipe when
     missing) or the image the verifier names, present here (never pulled); either must carry this
     version's platform label and harness hash, else a hard refusal (no --force-image)."""
@@ -334,8 +391,10 @@ def _own_starter(client: Any, plan_path: Path, outdir: Path, platform: Platform,
     if image is not None:
         img = images.find(client, ref)
         if img is None:
-            raise UserError(f"--image {ref} is not here: verify runs only an image built here (deepbench images build "
-                            f"--platform {platform.name}), never one it would have to pull")
+            raise UserError(
+                f"--image {ref} is not here: verify runs only an image built here (deepbench images build "
+                f"--platform {platform.name}), never one it would have to pull"
+            )
     else:
         img = images.ensure(client, platform, ref, log=log)
     images.check_image(img, ref, platform, own=True, force=False, log=log, hint="verify runs only this tool's image")

@@ -32,8 +32,10 @@ CDI_DIRS = (Path("/etc/cdi"), Path("/var/run/cdi"))
 BINFMT_DIR = Path("/proc/sys/fs/binfmt_misc")
 QEMU_ARM64 = "qemu-aarch64"
 REGISTER_TIMEOUT_S = 20.0
-BINFMT_FIX = ("sudo apt-get install qemu-user-static binfmt-support && sudo update-binfmts --enable qemu-aarch64 "
-              "(docs/containers.md)")
+BINFMT_FIX = (
+    "sudo apt-get install qemu-user-static binfmt-support && sudo update-binfmts --enable qemu-aarch64 "
+    "(docs/containers.md)"
+)
 
 Log = Callable[[str], None]
 
@@ -51,21 +53,27 @@ def check_host(platform: Platform, log: Log = print) -> None:
         _check_nvidia()
     missing = [d for d in platform.devices if not os.path.exists(d)]
     if missing:
-        raise UserError(f"this host has no {' or '.join(missing)}, which {platform.name} containers need: install "
-                        f"the GPU driver (ROCm: amdgpu-dkms) and check the GPU is visible; {LOCAL_HINT}")
+        raise UserError(
+            f"this host has no {' or '.join(missing)}, which {platform.name} containers need: install "
+            f"the GPU driver (ROCm: amdgpu-dkms) and check the GPU is visible; {LOCAL_HINT}"
+        )
     check_can_run(platform, log)
 
 
 def _check_nvidia() -> None:
     if not any(p.exists() for p in NVIDIA_DRIVER):
-        raise UserError(f"this host has no NVIDIA driver ({NVIDIA_DRIVER[0]} is absent), which nvidia containers "
-                        f"need: run on a host with NVIDIA GPUs and their driver; {LOCAL_HINT}")
+        raise UserError(
+            f"this host has no NVIDIA driver ({NVIDIA_DRIVER[0]} is absent), which nvidia containers "
+            f"need: run on a host with NVIDIA GPUs and their driver; {LOCAL_HINT}"
+        )
     cdi = any(d.is_dir() and any(d.glob("nvidia*")) for d in CDI_DIRS)
     if not cdi and not any(shutil.which(tool) for tool in NVIDIA_TOOLKIT):
-        raise UserError("the NVIDIA driver is here but not the NVIDIA Container Toolkit (no nvidia-container-cli or "
-                        "nvidia-container-runtime-hook on PATH, no CDI spec), through which Docker gives containers "
-                        "GPUs: install it, then sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl "
-                        f"restart docker; {LOCAL_HINT}")
+        raise UserError(
+            "the NVIDIA driver is here but not the NVIDIA Container Toolkit (no nvidia-container-cli or "
+            "nvidia-container-runtime-hook on PATH, no CDI spec), through which Docker gives containers "
+            "GPUs: install it, then sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl "
+            f"restart docker; {LOCAL_HINT}"
+        )
 
 
 def check_can_run(platform: Platform, log: Log = print) -> None:
@@ -79,8 +87,10 @@ def check_can_run(platform: Platform, log: Log = print) -> None:
         return
     if _register(log):
         return
-    raise UserError(f"arm64 images cannot run on this {host.machine()} host: {problem}; register qemu-user for "
-                    f"arm64: {BINFMT_FIX}, or run on an arm64 machine")
+    raise UserError(
+        f"arm64 images cannot run on this {host.machine()} host: {problem}; register qemu-user for "
+        f"arm64: {BINFMT_FIX}, or run on an arm64 machine"
+    )
 
 
 def binfmt_problem() -> str | None:
@@ -95,8 +105,10 @@ def binfmt_problem() -> str | None:
         return "qemu-aarch64 is registered with binfmt_misc but disabled"
     flags = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("flags:")), "")
     if "F" not in flags:
-        return ("qemu-aarch64 is registered without the F flag, so a container cannot reach the emulator "
-                "(Debian's qemu-user-static registers it with F)")
+        return (
+            "qemu-aarch64 is registered without the F flag, so a container cannot reach the emulator "
+            "(Debian's qemu-user-static registers it with F)"
+        )
     return None
 
 
@@ -111,8 +123,11 @@ def _register(log: Log) -> bool:
         return False
     try:
         if not (BINFMT_DIR / "register").exists():
-            subprocess.run(["mount", "-t", "binfmt_misc", "binfmt_misc", str(BINFMT_DIR)], capture_output=True,
-                           timeout=REGISTER_TIMEOUT_S)
+            subprocess.run(
+                ["mount", "-t", "binfmt_misc", "binfmt_misc", str(BINFMT_DIR)],
+                capture_output=True,
+                timeout=REGISTER_TIMEOUT_S,
+            )
         subprocess.run([tool, "--enable", QEMU_ARM64], capture_output=True, timeout=REGISTER_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired):
         return False

@@ -21,7 +21,7 @@ LOCAL_HINT = "or run on this machine without a container: --local"
 def _socket_path() -> str:
     host = os.environ.get("DOCKER_HOST", "")
     if host.startswith("unix://"):
-        return host[len("unix://"):]
+        return host[len("unix://") :]
     return "" if host else DEFAULT_SOCKET
 
 
@@ -48,19 +48,29 @@ def explain(exc: BaseException) -> UserError:
     where = os.environ.get("DOCKER_HOST") or f"unix://{DEFAULT_SOCKET}"
     cause = _root_cause(exc)
     if isinstance(cause, PermissionError) or "Permission denied" in text:
-        return UserError(f"no permission to use the Docker socket {where}: add yourself to the docker group "
-                         f"(sudo usermod -aG docker $USER, then log in again) or run as root; {LOCAL_HINT}")
+        return UserError(
+            f"no permission to use the Docker socket {where}: add yourself to the docker group "
+            f"(sudo usermod -aG docker $USER, then log in again) or run as root; {LOCAL_HINT}"
+        )
     socket = _socket_path()
     installed = shutil.which("docker") or shutil.which("dockerd")
     if not installed and (not socket or not os.path.exists(socket)):
-        return UserError(f"Docker is not installed here: install it (Debian/Ubuntu: sudo apt-get install docker.io) "
-                         f"and start it; {LOCAL_HINT}")
-    if isinstance(cause, (FileNotFoundError, ConnectionRefusedError)) or "Connection refused" in text \
-            or "No such file" in text:
-        return UserError(f"no Docker daemon answers at {where}: start it (sudo systemctl start docker, or "
-                         f"sudo dockerd &) or point DOCKER_HOST at one; {LOCAL_HINT}")
-    return UserError(f"cannot reach Docker at {where}: {text.splitlines()[0] if text else type(exc).__name__}; "
-                     f"{LOCAL_HINT}")
+        return UserError(
+            f"Docker is not installed here: install it (Debian/Ubuntu: sudo apt-get install docker.io) "
+            f"and start it; {LOCAL_HINT}"
+        )
+    if (
+        isinstance(cause, (FileNotFoundError, ConnectionRefusedError))
+        or "Connection refused" in text
+        or "No such file" in text
+    ):
+        return UserError(
+            f"no Docker daemon answers at {where}: start it (sudo systemctl start docker, or "
+            f"sudo dockerd &) or point DOCKER_HOST at one; {LOCAL_HINT}"
+        )
+    return UserError(
+        f"cannot reach Docker at {where}: {text.splitlines()[0] if text else type(exc).__name__}; {LOCAL_HINT}"
+    )
 
 
 def connect() -> docker.DockerClient:

@@ -30,9 +30,11 @@ QEMU_CPU_ENV = "QEMU_CPU"
 EMULATED_CPU = "cortex-a72"  # a Raspberry Pi 4's cores, as the cpuinfo below
 ARCH_FAMILY = {"linux/arm64": ("aarch64", "arm64"), "linux/amd64": ("x86_64", "amd64")}
 # One core's block, as a Raspberry Pi 4 (Cortex-A72, part 0xd08) kernel writes it.
-ARMV8_CORE = ("processor\t: {i}\nBogoMIPS\t: 108.00\nFeatures\t: fp asimd evtstrm crc32 cpuid\n"
-              "CPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: 0xd08\n"
-              "CPU revision\t: 3\n\n")
+ARMV8_CORE = (
+    "processor\t: {i}\nBogoMIPS\t: 108.00\nFeatures\t: fp asimd evtstrm crc32 cpuid\n"
+    "CPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: 0xd08\n"
+    "CPU revision\t: 3\n\n"
+)
 
 
 def is_emulated(platform: Platform) -> bool:
@@ -56,6 +58,11 @@ def container_additions(platform: Platform) -> tuple[dict[str, Any], dict[str, s
     """(volumes, environment) to add to an emulated arm64 container; empty when native."""
     if not is_emulated(platform) or not platform.platform_arch.endswith("arm64"):
         return {}, {}
-    return ({str(_cpuinfo_file()): {"bind": "/proc/cpuinfo", "mode": "ro"}},
-            {CPUINFO_ENV: f"armv8 cpuinfo mounted by the runner: the host's describes x86 processors; qemu emulates a "
-                          f"{EMULATED_CPU}", QEMU_CPU_ENV: EMULATED_CPU})
+    return (
+        {str(_cpuinfo_file()): {"bind": "/proc/cpuinfo", "mode": "ro"}},
+        {
+            CPUINFO_ENV: f"armv8 cpuinfo mounted by the runner: the host's describes x86 processors; qemu emulates a "
+            f"{EMULATED_CPU}",
+            QEMU_CPU_ENV: EMULATED_CPU,
+        },
+    )

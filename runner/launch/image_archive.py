@@ -70,8 +70,11 @@ def export(client: docker.DockerClient, ref: str, out: Path, log: Log = print) -
     partial = out.with_name(out.name + ".partial")
     log(f"saving {ref} ({image.id[:19]}) to {out} ...")
     try:
-        with (gzip.GzipFile(partial, "wb", compresslevel=GZIP_LEVEL, mtime=0) if out.name.endswith(".gz")
-              else partial.open("wb")) as f:
+        with (
+            gzip.GzipFile(partial, "wb", compresslevel=GZIP_LEVEL, mtime=0)
+            if out.name.endswith(".gz")
+            else partial.open("wb")
+        ) as f:
             for chunk in image.save(chunk_size=CHUNK, named=named):
                 f.write(chunk)
         os.replace(partial, out)
@@ -96,14 +99,17 @@ def archive_image_id(path: Path) -> str:
     return "sha256:" + configs.pop()
 
 
-def load(client: docker.DockerClient, path: Path, expect_id: str, expect_sha256: str | None = None,
-         log: Log = print) -> Image:
+def load(
+    client: docker.DockerClient, path: Path, expect_id: str, expect_sha256: str | None = None, log: Log = print
+) -> Image:
     """Load the archive at `path` if it holds image `expect_id` (and has the recorded SHA-256)."""
     if expect_sha256 is not None:
         found = sha256_of(path)
         if found != expect_sha256:
-            raise UserError(f"{path} is not the archive recorded (its SHA-256 is {found[:16]}..., the record says "
-                            f"{expect_sha256[:16]}...): it changed or is another file")
+            raise UserError(
+                f"{path} is not the archive recorded (its SHA-256 is {found[:16]}..., the record says "
+                f"{expect_sha256[:16]}...): it changed or is another file"
+            )
     held = archive_image_id(path)
     if held != expect_id:
         raise UserError(f"{path} holds image {held[:19]}, not the one expected ({expect_id[:19]}): refused")
@@ -140,8 +146,10 @@ def push(client: docker.DockerClient, ref: str, to: str, log: Log = print) -> st
     except APIError as exc:
         error, digest = str(getattr(exc, "explanation", None) or exc), ""
     if error or not digest:
-        raise UserError(f"pushing to {repo}:{tag} failed: {(error or 'no digest returned').splitlines()[0]} "
-                        f"(log in with docker login, or check the registry's name)")
+        raise UserError(
+            f"pushing to {repo}:{tag} failed: {(error or 'no digest returned').splitlines()[0]} "
+            f"(log in with docker login, or check the registry's name)"
+        )
     return f"{repo}@{digest}"
 
 

@@ -62,8 +62,11 @@ def lock_path(platform: Platform) -> Path:
 
 
 def _logical_lines(text: str) -> list[str]:
-    return [line.split(" #", 1)[0].strip() for line in text.replace("\\\n", " ").splitlines()
-            if line.strip() and not line.lstrip().startswith("#")]
+    return [
+        line.split(" #", 1)[0].strip()
+        for line in text.replace("\\\n", " ").splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
 
 
 def read_lock(path: Path) -> list[Pin]:
@@ -78,8 +81,9 @@ def read_lock(path: Path) -> list[Pin]:
         try:
             req = Requirement(spec)
         except InvalidRequirement:
-            raise UserError(f"{path}: '{spec}' is not a requirement; "
-                            "regenerate it with deepbench images lock") from None
+            raise UserError(
+                f"{path}: '{spec}' is not a requirement; regenerate it with deepbench images lock"
+            ) from None
         pinned = [s.version for s in req.specifier if s.operator == "=="]
         hashes = frozenset(HASH.findall(line))
         if len(pinned) != 1 or not hashes:
@@ -137,19 +141,33 @@ def uv_binary() -> str:
         found = shutil.which("uv")
         if found:
             return found
-    raise UserError("locking needs uv, which resolves for the image's interpreter and platform: "
-                    "pip install uv (or pip install 'deepbench[lock]')")
+    raise UserError(
+        "locking needs uv, which resolves for the image's interpreter and platform: "
+        "pip install uv (or pip install 'deepbench[lock]')"
+    )
 
 
-def lock_command(platform: Platform, out: Path, wheels: Path | None = None, upgrade: bool = False,
-                 extra: list[str] | None = None) -> list[str]:
+def lock_command(
+    platform: Platform, out: Path, wheels: Path | None = None, upgrade: bool = False, extra: list[str] | None = None
+) -> list[str]:
     """uv pip compile for the platform's lock, run from the repository root. The Dockerfile's
     EXTRA_INDEX_URL (PyTorch's CPU index for Intel) is searched too, unless `wheels` holds the
     packages found there (a folder of wheels: offline, or where that index cannot be reached)."""
     rel = vendor_dir(platform).relative_to(REPO)
     again = f"deepbench images lock --platform {platform.name}" + (f" --wheels {wheels}" if wheels else "")
-    cmd = [uv_binary(), "pip", "compile", "--config-file", str(rel / UV_CONFIG), str(rel / INPUT_FILE),
-           "--output-file", str(out), "--custom-compile-command", again, "--quiet"]
+    cmd = [
+        uv_binary(),
+        "pip",
+        "compile",
+        "--config-file",
+        str(rel / UV_CONFIG),
+        str(rel / INPUT_FILE),
+        "--output-file",
+        str(out),
+        "--custom-compile-command",
+        again,
+        "--quiet",
+    ]
     index = dockerfile_arg(platform, "EXTRA_INDEX_URL")
     if wheels is not None:
         cmd += ["--find-links", str(wheels.resolve())]
@@ -158,8 +176,14 @@ def lock_command(platform: Platform, out: Path, wheels: Path | None = None, upgr
     return cmd + (["--upgrade"] if upgrade else []) + list(extra or [])
 
 
-def lock(platform: Platform, out: Path | None = None, wheels: Path | None = None, upgrade: bool = False,
-         extra: list[str] | None = None, log: Log = print) -> Path:
+def lock(
+    platform: Platform,
+    out: Path | None = None,
+    wheels: Path | None = None,
+    upgrade: bool = False,
+    extra: list[str] | None = None,
+    log: Log = print,
+) -> Path:
     """(Re)write the platform's lock (or `out`); uv keeps the pins it can unless `upgrade`."""
     path = (out or lock_path(platform)).resolve()
     if wheels is not None and not wheels.is_dir():
@@ -169,8 +193,10 @@ def lock(platform: Platform, out: Path | None = None, wheels: Path | None = None
     proc = subprocess.run(cmd, cwd=REPO, text=True, capture_output=True)
     if proc.returncode != 0:
         last = [line for line in proc.stderr.splitlines() if line.strip()][-3:]
-        raise UserError(f"uv could not lock {platform.name}'s packages: {' / '.join(last) or proc.returncode} "
-                        f"(is the package index reachable? offline, pass --wheels DIR)")
+        raise UserError(
+            f"uv could not lock {platform.name}'s packages: {' / '.join(last) or proc.returncode} "
+            f"(is the package index reachable? offline, pass --wheels DIR)"
+        )
     read_lock(path)  # what was written is a usable lock
     return path
 
@@ -183,19 +209,36 @@ def lock(platform: Platform, out: Path | None = None, wheels: Path | None = None
 # therefore run with `platform.machine()` answering the target's machine, which is all its marker
 # environment takes from this host that differs (platform_system and sys_platform are Linux on
 # both); resolution, Requires-Python and the wheel tags stay pip's own.
-PIP_FOR_MACHINE = ("import platform, runpy, sys; platform.machine = lambda: {machine!r}; sys.argv[0] = 'pip'; "
-                   "runpy.run_module('pip', run_name='__main__', alter_sys=True)")
+PIP_FOR_MACHINE = (
+    "import platform, runpy, sys; platform.machine = lambda: {machine!r}; sys.argv[0] = 'pip'; "
+    "runpy.run_module('pip', run_name='__main__', alter_sys=True)"
+)
 
-def wheelhouse_command(platform: Platform, out: Path, python: str | None = None, wheels: Path | None = None,
-                       extra: list[str] | None = None) -> list[str]:
+
+def wheelhouse_command(
+    platform: Platform, out: Path, python: str | None = None, wheels: Path | None = None, extra: list[str] | None = None
+) -> list[str]:
     arch = ARCH_OF.get(platform.platform_arch)
     if arch is None:
         raise UserError(f"no wheel platform known for {platform.platform_arch}")
     python = python or target(platform)[0]
     tags = [f"manylinux2014_{arch}"] + [f"manylinux_2_{m}_{arch}" for m in GLIBC_MINORS]
     pip = ["-m", "pip"] if arch == host_machine.machine().lower() else ["-c", PIP_FOR_MACHINE.format(machine=arch)]
-    cmd = [sys.executable, *pip, "download", "--dest", str(out), "--only-binary=:all:",
-           "--implementation", "cp", "--python-version", python, "--require-hashes", "-r", str(lock_path(platform))]
+    cmd = [
+        sys.executable,
+        *pip,
+        "download",
+        "--dest",
+        str(out),
+        "--only-binary=:all:",
+        "--implementation",
+        "cp",
+        "--python-version",
+        python,
+        "--require-hashes",
+        "-r",
+        str(lock_path(platform)),
+    ]
     for tag in tags:
         cmd += ["--platform", tag]
     index = dockerfile_arg(platform, "EXTRA_INDEX_URL")
@@ -206,17 +249,25 @@ def wheelhouse_command(platform: Platform, out: Path, python: str | None = None,
     return cmd + list(extra or [])
 
 
-def make_wheelhouse(platform: Platform, out: Path, python: str | None = None, wheels: Path | None = None,
-                    extra: list[str] | None = None, log: Log = print) -> int:
+def make_wheelhouse(
+    platform: Platform,
+    out: Path,
+    python: str | None = None,
+    wheels: Path | None = None,
+    extra: list[str] | None = None,
+    log: Log = print,
+) -> int:
     read_lock(lock_path(platform))
     out.mkdir(parents=True, exist_ok=True)
     cmd = wheelhouse_command(platform, out, python, wheels, extra)
     log("$ " + " ".join(cmd))
     proc = subprocess.run(cmd, text=True)
     if proc.returncode != 0:
-        raise UserError(f"pip download failed (status {proc.returncode}, its output is above): check the "
-                        f"package index is reachable from this host (or pass --wheels DIR) and the locked files "
-                        f"exist for CPython {python or target(platform)[0]} on {platform.platform_arch}")
+        raise UserError(
+            f"pip download failed (status {proc.returncode}, its output is above): check the "
+            f"package index is reachable from this host (or pass --wheels DIR) and the locked files "
+            f"exist for CPython {python or target(platform)[0]} on {platform.platform_arch}"
+        )
     return sum(1 for p in out.iterdir() if p.name.endswith(WHEEL_SUFFIXES))
 
 
@@ -232,8 +283,10 @@ def select_wheels(platform: Platform, wheelhouse: Path) -> list[Path]:
     """The wheelhouse's files that the lock names (by hash), one or more per pin; a pin with
     none is said before any build starts. Other files stay out of the build context."""
     if not wheelhouse.is_dir():
-        raise UserError(f"--wheelhouse {wheelhouse} is not a folder (make one with: deepbench images "
-                        f"wheelhouse --platform {platform.name} --out {wheelhouse})")
+        raise UserError(
+            f"--wheelhouse {wheelhouse} is not a folder (make one with: deepbench images "
+            f"wheelhouse --platform {platform.name} --out {wheelhouse})"
+        )
     pins = read_lock(lock_path(platform))
     wanted = {h for p in pins for h in p.hashes}
     chosen = {_sha256(p): p for p in sorted(wheelhouse.iterdir()) if p.name.endswith(WHEEL_SUFFIXES)}
@@ -241,6 +294,8 @@ def select_wheels(platform: Platform, wheelhouse: Path) -> list[Path]:
     missing = [f"{p.name}=={p.version}" for p in pins if not p.hashes & set(chosen)]
     if missing:
         shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-        raise UserError(f"--wheelhouse {wheelhouse} lacks the locked files of {shown}: make it from the lock with "
-                        f"deepbench images wheelhouse --platform {platform.name} --out {wheelhouse}")
+        raise UserError(
+            f"--wheelhouse {wheelhouse} lacks the locked files of {shown}: make it from the lock with "
+            f"deepbench images wheelhouse --platform {platform.name} --out {wheelhouse}"
+        )
     return sorted(chosen.values())

@@ -17,8 +17,10 @@ REPO = Path(__file__).resolve().parents[2]
 IMAGES_DIR = REPO / "images"
 COMMON_DIR = IMAGES_DIR / "common"
 BASE_LOCK = "base.lock"
-BASE_LOCK_HEADER = ("# Base images by digest: written when a base tag was first pulled (or by deepbench images lock),\n"
-                    "# read by deepbench images build, which then builds FROM tag@digest. Commit it beside the lock.\n")
+BASE_LOCK_HEADER = (
+    "# Base images by digest: written when a base tag was first pulled (or by deepbench images lock),\n"
+    "# read by deepbench images build, which then builds FROM tag@digest. Commit it beside the lock.\n"
+)
 
 
 def vendor_dir(platform: Platform) -> Path:
@@ -28,8 +30,10 @@ def vendor_dir(platform: Platform) -> Path:
 def dockerfile(platform: Platform) -> Path:
     path = vendor_dir(platform) / "Dockerfile"
     if not path.exists():
-        raise UserError(f"no Dockerfile for {platform.name} at {path}: images are built from a source checkout "
-                        f"of deepbench (or use --image with an image you have, or --local)")
+        raise UserError(
+            f"no Dockerfile for {platform.name} at {path}: images are built from a source checkout "
+            f"of deepbench (or use --image with an image you have, or --local)"
+        )
     return path
 
 

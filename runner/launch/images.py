@@ -47,10 +47,21 @@ LABEL_HARNESS = LABEL_PREFIX + "harness-sha256"  # the harness source the image 
 OCI_PREFIX = "org.opencontainers.image."
 OCI_VERSION = OCI_PREFIX + "version"
 # Where a registry cannot be reached, the daemon says one of these.
-PULL_FAILURES = ("pull access denied", "no such host", "dial tcp", "TLS handshake", "i/o timeout",
-                 "manifest unknown", "manifest for", "connection refused", "Temporary failure")
-NO_REGISTRY_HINT = ("build it on a local base instead: deepbench images build --platform {p} --base-image LOCAL "
-                    "--wheelhouse DIR (docs/containers.md), or run without a container: --local")
+PULL_FAILURES = (
+    "pull access denied",
+    "no such host",
+    "dial tcp",
+    "TLS handshake",
+    "i/o timeout",
+    "manifest unknown",
+    "manifest for",
+    "connection refused",
+    "Temporary failure",
+)
+NO_REGISTRY_HINT = (
+    "build it on a local base instead: deepbench images build --platform {p} --base-image LOCAL "
+    "--wheelhouse DIR (docs/containers.md), or run without a container: --local"
+)
 
 Log = Callable[[str], None]
 
@@ -92,8 +103,15 @@ def _revision() -> str:
     return (state.commit or "unknown") + ("+modified" if state.state == "modified" else "")
 
 
-def build(client: docker.DockerClient, platform: Platform, tag: str, base_image: str | None = None,
-          wheelhouse: Path | None = None, log: Log = print, no_cache: bool = False) -> Image:
+def build(
+    client: docker.DockerClient,
+    platform: Platform,
+    tag: str,
+    base_image: str | None = None,
+    wheelhouse: Path | None = None,
+    log: Log = print,
+    no_cache: bool = False,
+) -> Image:
     """Build the platform's image under `tag` from its lock, streaming the builder's output to `log`."""
     from docker.errors import APIError, BuildError
 
@@ -105,22 +123,38 @@ def build(client: docker.DockerClient, platform: Platform, tag: str, base_image:
     asked = base_image or dockerfile_arg(platform, "BASE_IMAGE")
     base = pinned_base(platform, asked)
     present = find(client, base)
-    labels = {LABEL_PLATFORM: platform.name, LABEL_BASE: base, LABEL_VERSION: __version__,
-              LABEL_INSTALL: "wheelhouse (offline)" if wheelhouse else "online", LABEL_HARNESS: harness_sha256(),
-              LABEL_LOCK: image_lock.lock_sha256(platform)}
+    labels = {
+        LABEL_PLATFORM: platform.name,
+        LABEL_BASE: base,
+        LABEL_VERSION: __version__,
+        LABEL_INSTALL: "wheelhouse (offline)" if wheelhouse else "online",
+        LABEL_HARNESS: harness_sha256(),
+        LABEL_LOCK: image_lock.lock_sha256(platform),
+    }
     if present is not None:
         labels[LABEL_BASE_ID] = present.id
     buildargs = {"BASE_IMAGE": base, "VERSION": __version__, "REVISION": _revision()}
     with tempfile.TemporaryFile() as context:
         build_context(platform, wheels, context)
-        log(f"building {tag} for {platform.name} ({platform.platform_arch}) on {base}"
-            + (f", offline from {len(wheels)} locked wheels" if wheelhouse else ", online"))
+        log(
+            f"building {tag} for {platform.name} ({platform.platform_arch}) on {base}"
+            + (f", offline from {len(wheels)} locked wheels" if wheelhouse else ", online")
+        )
         image_id = ""
         error = ""
         try:
-            for chunk in client.api.build(fileobj=context, custom_context=True, tag=tag, buildargs=buildargs,
-                                          labels=labels, platform=platform.platform_arch, rm=True,
-                                          forcerm=True, nocache=no_cache, decode=True):
+            for chunk in client.api.build(
+                fileobj=context,
+                custom_context=True,
+                tag=tag,
+                buildargs=buildargs,
+                labels=labels,
+                platform=platform.platform_arch,
+                rm=True,
+                forcerm=True,
+                nocache=no_cache,
+                decode=True,
+            ):
                 if "stream" in chunk:
                     line = chunk["stream"].rstrip()
                     if line:
@@ -144,11 +178,16 @@ def _record_base_digest(client: docker.DockerClient, platform: Platform, ref: st
 
     image = find(client, ref) if "@" not in ref else None
     repo, _ = parse_repository_tag(ref)
-    digests = [d.split("@", 1)[1] for d in (image.attrs.get("RepoDigests") or []) if d.split("@", 1)[0] == repo] \
-        if image is not None else []
+    digests = (
+        [d.split("@", 1)[1] for d in (image.attrs.get("RepoDigests") or []) if d.split("@", 1)[0] == repo]
+        if image is not None
+        else []
+    )
     if digests and record_base(platform, ref, digests[0]):
-        log(f"recorded {ref}@{digests[0]} in images/{platform.image_dir}/base.lock: later builds use that digest "
-            f"(commit the file beside the lock)")
+        log(
+            f"recorded {ref}@{digests[0]} in images/{platform.image_dir}/base.lock: later builds use that digest "
+            f"(commit the file beside the lock)"
+        )
 
 
 def pin_base(client: docker.DockerClient, platform: Platform, log: Log = print) -> None:
@@ -172,10 +211,14 @@ def pin_base(client: docker.DockerClient, platform: Platform, log: Log = print) 
 def _build_failure(platform: Platform, tag: str, base: str, error: str) -> UserError:
     first = error.strip().splitlines()[0] if error.strip() else error
     if any(s.lower() in error.lower() for s in PULL_FAILURES):
-        return UserError(f"cannot build {tag}: its base image {base} is not here and cannot be pulled ({first}); "
-                         + NO_REGISTRY_HINT.format(p=platform.name))
-    return UserError(f"building {tag} failed: {first} (the build output above says where); fix it, pass another "
-                     f"--base-image, or run without a container: --local")
+        return UserError(
+            f"cannot build {tag}: its base image {base} is not here and cannot be pulled ({first}); "
+            + NO_REGISTRY_HINT.format(p=platform.name)
+        )
+    return UserError(
+        f"building {tag} failed: {first} (the build output above says where); fix it, pass another "
+        f"--base-image, or run without a container: --local"
+    )
 
 
 def pull(client: docker.DockerClient, ref: str, platform: Platform) -> Image:
@@ -187,8 +230,10 @@ def pull(client: docker.DockerClient, ref: str, platform: Platform) -> Image:
         return client.images.pull(repo, tag=tag or "latest", platform=platform.platform_arch)
     except (APIError, ImageNotFound) as exc:
         reason = getattr(exc, "explanation", None) or str(exc)
-        raise UserError(f"image {ref} is not here and cannot be pulled ({str(reason).splitlines()[0]}); "
-                        + NO_REGISTRY_HINT.format(p=platform.name)) from None
+        raise UserError(
+            f"image {ref} is not here and cannot be pulled ({str(reason).splitlines()[0]}); "
+            + NO_REGISTRY_HINT.format(p=platform.name)
+        ) from None
 
 
 def find(client: docker.DockerClient, ref: str) -> Image | None:
@@ -200,9 +245,17 @@ def find(client: docker.DockerClient, ref: str) -> Image | None:
         return None
 
 
-def ensure(client: docker.DockerClient, platform: Platform, ref: str, *, want_pull: bool = False,
-           want_build: bool = False, base_image: str | None = None, wheelhouse: Path | None = None,
-           log: Log = print) -> Image:
+def ensure(
+    client: docker.DockerClient,
+    platform: Platform,
+    ref: str,
+    *,
+    want_pull: bool = False,
+    want_build: bool = False,
+    base_image: str | None = None,
+    wheelhouse: Path | None = None,
+    log: Log = print,
+) -> Image:
     """The image to run: built (--build) or pulled (--pull) when asked, else the one present;
     a missing image is built when it is the platform's own tag, pulled when the user named it."""
     if want_build:
@@ -245,27 +298,41 @@ def local_images(client: docker.DockerClient) -> Iterable[Image]:
     return client.images.list(filters={"label": LABEL_PLATFORM})
 
 
-def check_image(image: Image, ref: str, platform: Platform, *, own: bool, force: bool = False,
-                log: Log = print, hint: str = "or pass --force-image to run it anyway") -> None:
+def check_image(
+    image: Image,
+    ref: str,
+    platform: Platform,
+    *,
+    own: bool,
+    force: bool = False,
+    log: Log = print,
+    hint: str = "or pass --force-image to run it anyway",
+) -> None:
     """An image this host may run the plan in: a deepbench image (its labels), for this platform,
     from this deepbench version. --force-image runs any image anyway. The harness source itself
     must match for the platform's own tag (rebuild it); an image the user named that holds
     other source of the same version is run with a warning."""
     labels = image.labels or {}
     theirs = labels.get(LABEL_PLATFORM)
-    rebuild = (f"rebuild it (deepbench images build --platform {platform.name}, with --base-image/--wheelhouse "
-               f"as before) or run with --local")
+    rebuild = (
+        f"rebuild it (deepbench images build --platform {platform.name}, with --base-image/--wheelhouse "
+        f"as before) or run with --local"
+    )
     problem = ""
     if theirs is None:
-        problem = (f"{ref} is not a deepbench image (no {LABEL_PLATFORM} label): build one with deepbench images "
-                   f"build --platform {platform.name}")
+        problem = (
+            f"{ref} is not a deepbench image (no {LABEL_PLATFORM} label): build one with deepbench images "
+            f"build --platform {platform.name}"
+        )
     elif theirs not in PLATFORMS or PLATFORMS[theirs].image_dir != platform.image_dir:
         problem = f"{ref} is a deepbench image for {theirs}, not {platform.name}"
     else:
         version = labels.get(LABEL_VERSION) or labels.get(OCI_VERSION)
         if version != __version__:
-            problem = (f"{ref} holds deepbench {version or '(unlabelled version)'}, this host {__version__}: the plan "
-                       f"this host writes may not be read by that harness; {rebuild}")
+            problem = (
+                f"{ref} holds deepbench {version or '(unlabelled version)'}, this host {__version__}: the plan "
+                f"this host writes may not be read by that harness; {rebuild}"
+            )
     if problem:
         if not force:
             raise UserError(f"{problem} ({hint})")

@@ -27,8 +27,9 @@ def default_stop_signals() -> None:
 class LocalHarness:
     """The harness as a child process in its own session (Ctrl-C reaches it through us)."""
 
-    def __init__(self, plan_path: Path, outdir: Path, env: dict[str, str] | None = None,
-                 argv: list[str] | None = None) -> None:
+    def __init__(
+        self, plan_path: Path, outdir: Path, env: dict[str, str] | None = None, argv: list[str] | None = None
+    ) -> None:
         """`argv` replaces the plain harness command (e.g. an MPI or torchrun engine starting ranks).
         The plain harness is told our PID so that it stops if we are killed (kernels/lifeline.py)."""
         self.log_path = outdir / LOG_FILE
@@ -36,7 +37,10 @@ class LocalHarness:
         lifeline = {} if argv else {PARENT_ENV: str(os.getpid())}
         self.proc = subprocess.Popen(
             argv or [sys.executable, "-m", HARNESS_MODULE, str(plan_path), str(outdir)],
-            stdout=subprocess.PIPE, stderr=self._log, text=True, start_new_session=True,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            text=True,
+            start_new_session=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1", **lifeline, **(env or {})},
             preexec_fn=default_stop_signals,
         )

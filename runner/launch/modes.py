@@ -28,10 +28,27 @@ class Preset(TypedDict, total=False):
 # (docs/evidence/timer-constants.md), and two passes over the 640 training GEMMs within 3% for 97.5%
 # (tests/benchmarks/fidelity.py). Rigorous takes 1 s, twice nvbench's default 0.5 s.
 MODES: dict[str, Preset] = {
-    "fast": Preset(target_rel_precision=0.05, min_samples=3, max_samples=200, time_cap_s=0.2, min_sample_s=0.0005,
-                   min_time_s=0.0),
-    "default": Preset(target_rel_precision=0.01, min_samples=5, max_samples=1000, time_cap_s=1.0, min_sample_s=0.001,
-                      min_time_s=0.2, limited_min_time_s=1.0, warm_up_s=30.0),
-    "rigorous": Preset(target_rel_precision=0.005, min_samples=20, max_samples=10000, time_cap_s=10.0,
-                       min_sample_s=0.005, min_time_s=1.0, limited_min_time_s=2.0, warm_up_s=120.0),
+    "fast": Preset(
+        target_rel_precision=0.05, min_samples=3, max_samples=200, time_cap_s=0.2, min_sample_s=0.0005, min_time_s=0.0
+    ),
+    "default": Preset(
+        target_rel_precision=0.01,
+        min_samples=5,
+        max_samples=1000,
+        time_cap_s=1.0,
+        min_sample_s=0.001,
+        min_time_s=0.2,
+        limited_min_time_s=1.0,
+        warm_up_s=30.0,
+    ),
+    "rigorous": Preset(
+        target_rel_precision=0.005,
+        min_samples=20,
+        max_samples=10000,
+        time_cap_s=10.0,
+        min_sample_s=0.005,
+        min_time_s=1.0,
+        limited_min_time_s=2.0,
+        warm_up_s=120.0,
+    ),
 }

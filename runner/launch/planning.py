@@ -22,8 +22,12 @@ def default_precisions(kernels: Sequence[Kernel], platform: Platform) -> dict[st
     return {f"{k.set}/{k.op}": platform.precisions_for(k.set, k.op) for k in kernels}
 
 
-def plan_items(kernels: Sequence[Kernel], precisions: Sequence[Precision | str] | None, platform: Platform,
-               defaults: dict[str, tuple[str, ...]] | None = None) -> list[PlanItem]:
+def plan_items(
+    kernels: Sequence[Kernel],
+    precisions: Sequence[Precision | str] | None,
+    platform: Platform,
+    defaults: dict[str, tuple[str, ...]] | None = None,
+) -> list[PlanItem]:
     """One item per kernel and precision: `precisions` if given, else the recorded `defaults`
     (a plan's), else the platform's."""
     items: list[PlanItem] = []

@@ -26,9 +26,13 @@ def command_line() -> str:
 def host_provenance(local: bool, command: str | None = None) -> dict[str, Any]:
     """What only the host knows: how the run was launched and from which source tree."""
     part: dict[str, Any] = {
-        "tool_version": __version__, "runner_sha256": package_sha256(RUNNER_DIR), "local": local,
-        "command": command or command_line(), "source": source_state(RUNNER_DIR).model_dump(mode="json"),
-        "timestamps": {"recorded": utcnow().isoformat()}, "python": {"runner": platform.python_version()},
+        "tool_version": __version__,
+        "runner_sha256": package_sha256(RUNNER_DIR),
+        "local": local,
+        "command": command or command_line(),
+        "source": source_state(RUNNER_DIR).model_dump(mode="json"),
+        "timestamps": {"recorded": utcnow().isoformat()},
+        "python": {"runner": platform.python_version()},
     }
     if local:
         part["image"] = None  # no container: nothing but the source tree identifies the code
@@ -43,8 +47,6 @@ def with_host_facts(facts: dict[str, Any], plan: Plan, local: bool, command: str
     if not local:
         host_part.pop("image", None)
     out = dict(facts)
-    out["provenance"] = merge_provenance(harness_part, host_part,
-                                         {"seeds": {"inputs": plan.settings.seed}})
+    out["provenance"] = merge_provenance(harness_part, host_part, {"seeds": {"inputs": plan.settings.seed}})
     out["host_system"] = collect_system().model_dump(mode="json")
     return out
-

@@ -69,20 +69,32 @@ def mpi_flavour(mpiexec: str) -> tuple[str, str]:
     return ("mpich" if "HYDRA" in out or "MPICH" in out else "unknown"), m.group(1) if m else ""
 
 
-def launch_argv(backend: str, ranks: int, plan_path: Path, outdir: Path, python: str = sys.executable
-                ) -> tuple[list[str], dict[str, str]]:
+def launch_argv(
+    backend: str, ranks: int, plan_path: Path, outdir: Path, python: str = sys.executable
+) -> tuple[list[str], dict[str, str]]:
     """The engine's command line that starts `ranks` harness ranks on this node, and the
     environment it needs (also what a container runner runs inside the container)."""
     harness = [python, "-m", HARNESS_MODULE, str(plan_path), str(outdir)]
     if engine_for(backend) == "mpirun":
         mpiexec = find_mpiexec()
         flavour, version = mpi_flavour(mpiexec)
-        extra = ["--oversubscribe"] + (["--allow-run-as-root"] if os.geteuid() == 0 else []) \
-            if flavour == "openmpi" else []
+        extra = (
+            ["--oversubscribe"] + (["--allow-run-as-root"] if os.geteuid() == 0 else []) if flavour == "openmpi" else []
+        )
         env = {"DEEPBENCH_LAUNCHER": f"{mpiexec} ({flavour} {version})".strip()}
         return [mpiexec, "-n", str(ranks), *extra, *harness], env
-    argv = [python, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={ranks}", "--max-restarts=0",
-            "-m", HARNESS_MODULE, str(plan_path), str(outdir)]
+    argv = [
+        python,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc-per-node={ranks}",
+        "--max-restarts=0",
+        "-m",
+        HARNESS_MODULE,
+        str(plan_path),
+        str(outdir),
+    ]
     return argv, {"DEEPBENCH_LAUNCHER": f"torchrun --standalone --nproc-per-node={ranks}"}
 
 
@@ -96,14 +108,17 @@ def launched_argv(command: str, plan_path: Path, outdir: Path) -> tuple[list[str
         raise UserError(f"--launch: {exc}") from None
     want = [str(plan_path.resolve()), str(outdir.resolve())]
     if HARNESS_MODULE not in argv:
-        raise UserError(f"--launch must start the harness on this run: ... -m {HARNESS_MODULE} {shlex.join(want)} "
-                        "(deepbench launch-command prints the command)")
+        raise UserError(
+            f"--launch must start the harness on this run: ... -m {HARNESS_MODULE} {shlex.join(want)} "
+            "(deepbench launch-command prints the command)"
+        )
     at = argv.index(HARNESS_MODULE)
-    given = [str(Path(a).resolve()) for a in argv[at + 1:at + 3]]
+    given = [str(Path(a).resolve()) for a in argv[at + 1 : at + 3]]
     if given != want:
-        raise UserError(f"--launch runs the harness on {shlex.join(argv[at + 1:])}, not on this run "
-                        f"({shlex.join(want)})")
-    return argv, {"DEEPBENCH_LAUNCHER": shlex.join(argv[:max(0, at - 2)])}  # the words before `python -m`
+        raise UserError(
+            f"--launch runs the harness on {shlex.join(argv[at + 1 :])}, not on this run ({shlex.join(want)})"
+        )
+    return argv, {"DEEPBENCH_LAUNCHER": shlex.join(argv[: max(0, at - 2)])}  # the words before `python -m`
 
 
 # The harness's Python in the platform images (images/*/Dockerfile: a venv at /opt/deepbench).
@@ -116,16 +131,29 @@ def container_entrypoint(backend: str, ranks: int, python: str = IMAGE_PYTHON) -
     image built with the `mpi` extra (mpiexec beside the harness's Python)."""
     if engine_for(backend) == "mpirun":
         mpiexec = str(Path(python).parent / "mpiexec")
-        return [mpiexec, "-n", str(ranks), python, "-m", HARNESS_MODULE], \
-            {"DEEPBENCH_LAUNCHER": f"{mpiexec} (in the container)", "OMP_NUM_THREADS": "1",
-             # MPICH copies between ranks with process_vm_readv (CMA) by default, which needs
-             # CAP_SYS_PTRACE; the container has no capabilities, so use shared memory instead.
-             "MPIR_CVAR_CH4_CMA_ENABLE": "0"}
-    return [python, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={ranks}", "--max-restarts=0",
-            "--local-addr=127.0.0.1", "-m", HARNESS_MODULE], {
-                "DEEPBENCH_LAUNCHER": f"torchrun --nproc-per-node={ranks} (in the container)",
-                # no network but the loopback: the ranks' sockets must use it
-                "GLOO_SOCKET_IFNAME": "lo", "NCCL_SOCKET_IFNAME": "lo"}
+        return [mpiexec, "-n", str(ranks), python, "-m", HARNESS_MODULE], {
+            "DEEPBENCH_LAUNCHER": f"{mpiexec} (in the container)",
+            "OMP_NUM_THREADS": "1",
+            # MPICH copies between ranks with process_vm_readv (CMA) by default, which needs
+            # CAP_SYS_PTRACE; the container has no capabilities, so use shared memory instead.
+            "MPIR_CVAR_CH4_CMA_ENABLE": "0",
+        }
+    return [
+        python,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc-per-node={ranks}",
+        "--max-restarts=0",
+        "--local-addr=127.0.0.1",
+        "-m",
+        HARNESS_MODULE,
+    ], {
+        "DEEPBENCH_LAUNCHER": f"torchrun --nproc-per-node={ranks} (in the container)",
+        # no network but the loopback: the ranks' sockets must use it
+        "GLOO_SOCKET_IFNAME": "lo",
+        "NCCL_SOCKET_IFNAME": "lo",
+    }
 
 
 def with_ranks(options: dict, plan) -> dict:  # docker create options (runner/launch/container.py), Plan
@@ -163,11 +191,20 @@ class RankedHarness(LocalHarness):
     """N harness ranks under an engine: the HarnessProcess protocol (supervise.py). Killing must
     reach every rank, wherever the engine put them (their own sessions included)."""
 
-    def __init__(self, backend: str, ranks: int, plan_path: Path, outdir: Path, threads: int | None,
-                 env: dict[str, str] | None = None, launch: str | None = None) -> None:
+    def __init__(
+        self,
+        backend: str,
+        ranks: int,
+        plan_path: Path,
+        outdir: Path,
+        threads: int | None,
+        env: dict[str, str] | None = None,
+        launch: str | None = None,
+    ) -> None:
         """`launch`: the user's engine command across nodes (launched_argv) instead of this node's."""
-        argv, engine_env = (launched_argv(launch, plan_path, outdir) if launch
-                            else launch_argv(backend, ranks, plan_path, outdir))
+        argv, engine_env = (
+            launched_argv(launch, plan_path, outdir) if launch else launch_argv(backend, ranks, plan_path, outdir)
+        )
         log = outdir / LOG_FILE  # appended to by every start: this start's part begins here
         self.log_offset = log.stat().st_size if log.exists() else 0
         # N ranks share the cores: one thread each unless the user said otherwise (torchrun's default too).
@@ -229,13 +266,21 @@ def process_alive(pid: int) -> bool:
 # ----- command line ---------------------------------------------------------------------------
 def add_rank_arguments(parser) -> None:  # argparse.ArgumentParser
     g = parser.add_argument_group("collectives (all-reduce, all-gather, ...: --suite collectives)")
-    g.add_argument("--ranks", type=integer(1, MAX_RANKS), default=1, metavar="N",
-                   help="processes for the collectives on this node: one per GPU, or N CPU processes (default 1); "
-                        "started by torchrun (--backend gloo/nccl/rccl, the default) or mpirun (--backend mpi)")
-    g.add_argument("--launch", metavar="COMMAND",
-                   help="with --resume OUT: start the ranks across nodes with COMMAND, as `deepbench "
-                        "launch-command` prints it (srun/mpirun ... -m deepbench.kernels.harness PLAN OUT), "
-                        "with the progress, per-kernel timeout and restarts of a local run")
+    g.add_argument(
+        "--ranks",
+        type=integer(1, MAX_RANKS),
+        default=1,
+        metavar="N",
+        help="processes for the collectives on this node: one per GPU, or N CPU processes (default 1); "
+        "started by torchrun (--backend gloo/nccl/rccl, the default) or mpirun (--backend mpi)",
+    )
+    g.add_argument(
+        "--launch",
+        metavar="COMMAND",
+        help="with --resume OUT: start the ranks across nodes with COMMAND, as `deepbench "
+        "launch-command` prints it (srun/mpirun ... -m deepbench.kernels.harness PLAN OUT), "
+        "with the progress, per-kernel timeout and restarts of a local run",
+    )
 
 
 def plan_backend(args, platform, kernels) -> str:  # (argparse.Namespace, Platform, list[Kernel])
@@ -250,8 +295,10 @@ def plan_backend(args, platform, kernels) -> str:  # (argparse.Namespace, Platfo
     others = sorted({k.op for k in kernels if not traits_of(k.op).collective})
     if others:
         collectives = ",".join(op for op in operations() if traits_of(op).collective)
-        raise UserError(f"--ranks {ranks} runs collectives only, and the selection also has {', '.join(others)}: "
-                        f"add --ops {collectives}")
+        raise UserError(
+            f"--ranks {ranks} runs collectives only, and the selection also has {', '.join(others)}: "
+            f"add --ops {collectives}"
+        )
     if backend in DEVICE_BACKENDS:
         return "nccl" if platform.device.startswith("cuda") else "gloo"
     if backend not in (*MPI_BACKENDS, *TORCH_BACKENDS):

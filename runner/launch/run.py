@@ -72,102 +72,196 @@ DEFAULT_RESULTS = Path("deepbench-results")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     where = parser.add_argument_group("where to run")
-    where.add_argument("--platform", metavar="P",
-                       help=f"{', '.join(PLATFORMS)} (default: cpu with --local, else required)")
-    where.add_argument("--local", action="store_true",
-                       help="run the harness in a subprocess on this machine, with no container")
-    where.add_argument("--backend", help="harness backend (default: the platform's; on nvidia each operation on its "
-                       "own library: cublas, cudnn, cusparse, else torch; name one to force it for every kernel)")
+    where.add_argument(
+        "--platform", metavar="P", help=f"{', '.join(PLATFORMS)} (default: cpu with --local, else required)"
+    )
+    where.add_argument(
+        "--local", action="store_true", help="run the harness in a subprocess on this machine, with no container"
+    )
+    where.add_argument(
+        "--backend",
+        help="harness backend (default: the platform's; on nvidia each operation on its "
+        "own library: cublas, cudnn, cusparse, else torch; name one to force it for every kernel)",
+    )
     image = parser.add_argument_group("container (without --local)")
-    image.add_argument("--image", metavar="REF", help="image to run in (default: deepbench/<platform>:<version>, "
-                       "built from images/<vendor>/ when missing)")
+    image.add_argument(
+        "--image",
+        metavar="REF",
+        help="image to run in (default: deepbench/<platform>:<version>, built from images/<vendor>/ when missing)",
+    )
     fetch = image.add_mutually_exclusive_group()
     fetch.add_argument("--pull", action="store_true", help="pull the image before running")
     fetch.add_argument("--build", action="store_true", help="(re)build the image before running")
     image.add_argument("--base-image", metavar="IMAGE", help="when building: the base (default: the vendor's)")
     image.add_argument("--wheelhouse", type=Path, metavar="DIR", help="when building: install from DIR, offline")
-    image.add_argument("--memory", metavar="SIZE", help="memory limit of the container, e.g. 8g, or none "
-                       f"(default: {MEMORY_SHARE * 100:.0f}%% of this host's memory)")
-    image.add_argument("--pids-limit", type=int, metavar="N", help="processes and threads the container may hold "
-                       f"(default {DEFAULT_PIDS_LIMIT}; 0: no limit)")
-    image.add_argument("--force-image", action="store_true", help="run --image even when it is not a deepbench "
-                       "image of this platform and version (its labels)")
-    image.add_argument("--env", action="append", metavar="NAME=VALUE",
-                       help="environment variable for the harness (repeatable)")
+    image.add_argument(
+        "--memory",
+        metavar="SIZE",
+        help="memory limit of the container, e.g. 8g, or none "
+        f"(default: {MEMORY_SHARE * 100:.0f}%% of this host's memory)",
+    )
+    image.add_argument(
+        "--pids-limit",
+        type=int,
+        metavar="N",
+        help=f"processes and threads the container may hold (default {DEFAULT_PIDS_LIMIT}; 0: no limit)",
+    )
+    image.add_argument(
+        "--force-image",
+        action="store_true",
+        help="run --image even when it is not a deepbench image of this platform and version (its labels)",
+    )
+    image.add_argument(
+        "--env", action="append", metavar="NAME=VALUE", help="environment variable for the harness (repeatable)"
+    )
     add_selection_arguments(parser)
     add_rank_arguments(parser)
-    parser.add_argument("--precision", metavar="P",
-                        help="comma-separated: fp32, tf32, fp16, bf16, int8, fp8 (default: the platform's "
-                             "DeepBench precisions for the suite)")
+    parser.add_argument(
+        "--precision",
+        metavar="P",
+        help="comma-separated: fp32, tf32, fp16, bf16, int8, fp8 (default: the platform's "
+        "DeepBench precisions for the suite)",
+    )
     m = parser.add_argument_group("measurement")
     mode = m.add_mutually_exclusive_group()
-    mode.add_argument("--fast", dest="mode", action="store_const", const="fast",
-                      help="5%% precision, 0.2 s cap per direction, no minimum time (default: 1%% precision, "
-                           "at least 0.2 s of samples, 1 s under the GPU's power limiter, 1 s cap)")
-    mode.add_argument("--rigorous", dest="mode", action="store_const", const="rigorous",
-                      help="0.5%% precision, 20+ samples, at least 1 s of samples, 10 s cap per direction")
-    m.add_argument("--time-cap", type=ranged("time_cap_s"), metavar="S",
-                   help="seconds per direction before giving up on precision")
-    m.add_argument("--warm-up", type=ranged("warm_up_s"), metavar="S",
-                   help="GPU: at most this long, a large GEMM before the first kernel until the temperature settles "
-                        "(default 30, --rigorous 120, --fast 0; 0 skips it)")
-    m.add_argument("--target", type=ranged("target_rel_precision"), metavar="REL",
-                   help="relative precision of the median to reach (0.01 = 1%%)")
-    m.add_argument("--kernel-timeout", type=ranged("kernel_timeout_s"), default=600.0, metavar="S",
-                   help="kill and record as timeout a kernel running longer than this (default 600)")
-    m.add_argument("--threads", type=integer(1, usable_cpus, " (the CPUs this process may use)"), metavar="N",
-                   help="CPU threads (default: all)")
-    m.add_argument("--seed", type=integer(int(RANGES["seed"].low), int(RANGES["seed"].high)), default=0,
-                   help=f"seed of the random inputs, 0 to {MAX_SEED} (default 0)")
+    mode.add_argument(
+        "--fast",
+        dest="mode",
+        action="store_const",
+        const="fast",
+        help="5%% precision, 0.2 s cap per direction, no minimum time (default: 1%% precision, "
+        "at least 0.2 s of samples, 1 s under the GPU's power limiter, 1 s cap)",
+    )
+    mode.add_argument(
+        "--rigorous",
+        dest="mode",
+        action="store_const",
+        const="rigorous",
+        help="0.5%% precision, 20+ samples, at least 1 s of samples, 10 s cap per direction",
+    )
+    m.add_argument(
+        "--time-cap", type=ranged("time_cap_s"), metavar="S", help="seconds per direction before giving up on precision"
+    )
+    m.add_argument(
+        "--warm-up",
+        type=ranged("warm_up_s"),
+        metavar="S",
+        help="GPU: at most this long, a large GEMM before the first kernel until the temperature settles "
+        "(default 30, --rigorous 120, --fast 0; 0 skips it)",
+    )
+    m.add_argument(
+        "--target",
+        type=ranged("target_rel_precision"),
+        metavar="REL",
+        help="relative precision of the median to reach (0.01 = 1%%)",
+    )
+    m.add_argument(
+        "--kernel-timeout",
+        type=ranged("kernel_timeout_s"),
+        default=600.0,
+        metavar="S",
+        help="kill and record as timeout a kernel running longer than this (default 600)",
+    )
+    m.add_argument(
+        "--threads",
+        type=integer(1, usable_cpus, " (the CPUs this process may use)"),
+        metavar="N",
+        help="CPU threads (default: all)",
+    )
+    m.add_argument(
+        "--seed",
+        type=integer(int(RANGES["seed"].low), int(RANGES["seed"].high)),
+        default=0,
+        help=f"seed of the random inputs, 0 to {MAX_SEED} (default 0)",
+    )
     m.add_argument("--cold", action="store_true", help="GPU: flush the L2 cache before every call")
-    m.add_argument("--verify-timing", action="store_true",
-                   help="GPU: cross-check each time with the profiler's kernel durations")
-    m.add_argument("--pad", choices=[p.value for p in PadMode], default=PadMode.DEEPBENCH.value,
-                   help="the problem handed to the library: deepbench (default) pads as DeepBench did (tensor-core "
-                        "GEMMs to multiples of 8 by layout, int8 GEMM m to 4, half convolution channels to 8, int8 "
-                        "ones to 4 then 32); none runs the listed shape; both measures the padded shape and the raw "
-                        "one beside it (the alignment penalty, raw over padded)")
-    m.add_argument("--cudnn-engine", action="append", metavar="[ID/DIR=]ENGINE",
-                   help="GPU: run this cuDNN plan instead of choosing one: its name as results record it in "
-                        "info.cudnn.plan_name (e.g. eng34_k2=3, every knob: the exact plan), or an engine and "
-                        "knobs as in info.cudnn.engine (e.g. 34:TILE_SIZE=3, re-created from those knobs); for one "
-                        "direction of one kernel with 'conv/train/052/fp32/bwd_filter=eng34_k2=3' (repeatable), "
-                        "else for every convolution")
-    m.add_argument("--engine-race", choices=ENGINE_RACES, default=Settings.model_fields["engine_race"].default,
-                   help="GPU: where cuDNN's candidate plans are raced: apart (default) in a process of its own, so "
-                        "that the measuring process runs only the chosen plans, as a native loop pinned to them "
-                        "does (racing some candidates left later short convolutions ~1 us a call slower on an "
-                        "H100 for the rest of the process); inline in the measuring process")
-    m.add_argument("--collective-timing", choices=COLLECTIVE_TIMINGS,
-                   default=Settings.model_fields["collective_timing"].default,
-                   help="GPU collectives: graph (default) captures the timed calls in a CUDA graph per rank and "
-                        "replays them together, timed by events, as nccl-tests -G does; eager launches each call "
-                        "from Python and times the loop by the host clock")
-    m.add_argument("--kernel-time", action=argparse.BooleanOptionalAction, default=True,
-                   help="GPU: time calls under 20 us by their kernels' own durations (CUPTI), without the GPU's "
-                        "0.1-0.3 us between two dependent kernels that back-to-back calls pay (default); "
-                        "--no-kernel-time times them by events of back-to-back graph replays, as a native loop "
-                        "would, and starts no CUPTI (unless --verify-timing)")
-    m.add_argument("--inputs", choices=INPUT_DISTRIBUTIONS, default=Settings.model_fields["inputs"].default,
-                   help="what the operands are drawn from: normal (default), uniform [0, 1), zeros, or deepbench "
-                        "(what DeepBench's binaries drew: zeros for half and int8, uniform [0, 1) for float); "
-                        "zeros draw less power, so a GPU holds a higher clock. Recorded in every result")
-    m.add_argument("--energy", action="store_true",
-                   help="after each part's time, read the energy meter around a loop of its calls (NVML's counter "
-                        "on NVIDIA, RAPL or a Raspberry Pi 5's PMIC on a CPU): joules per call, watts, GFLOP/J")
-    m.add_argument("--energy-window", type=ranged("energy_window_s"), metavar="S",
-                   default=Settings.model_fields["energy_window_s"].default,
-                   help="--energy: read the meter over at least this long per part (default %(default)s; at least "
-                        "10 of the meter's updates in any case)")
-    m.add_argument("--lock-clocks", type=lock_clocks, metavar="max|MHZ",
-                   help="GPU: ask NVML to lock the SM clock for the run (max: the highest supported), restored at "
-                        "the end; needs root, and the run records whether it was granted")
+    m.add_argument(
+        "--verify-timing", action="store_true", help="GPU: cross-check each time with the profiler's kernel durations"
+    )
+    m.add_argument(
+        "--pad",
+        choices=[p.value for p in PadMode],
+        default=PadMode.DEEPBENCH.value,
+        help="the problem handed to the library: deepbench (default) pads as DeepBench did (tensor-core "
+        "GEMMs to multiples of 8 by layout, int8 GEMM m to 4, half convolution channels to 8, int8 "
+        "ones to 4 then 32); none runs the listed shape; both measures the padded shape and the raw "
+        "one beside it (the alignment penalty, raw over padded)",
+    )
+    m.add_argument(
+        "--cudnn-engine",
+        action="append",
+        metavar="[ID/DIR=]ENGINE",
+        help="GPU: run this cuDNN plan instead of choosing one: its name as results record it in "
+        "info.cudnn.plan_name (e.g. eng34_k2=3, every knob: the exact plan), or an engine and "
+        "knobs as in info.cudnn.engine (e.g. 34:TILE_SIZE=3, re-created from those knobs); for one "
+        "direction of one kernel with 'conv/train/052/fp32/bwd_filter=eng34_k2=3' (repeatable), "
+        "else for every convolution",
+    )
+    m.add_argument(
+        "--engine-race",
+        choices=ENGINE_RACES,
+        default=Settings.model_fields["engine_race"].default,
+        help="GPU: where cuDNN's candidate plans are raced: apart (default) in a process of its own, so "
+        "that the measuring process runs only the chosen plans, as a native loop pinned to them "
+        "does (racing some candidates left later short convolutions ~1 us a call slower on an "
+        "H100 for the rest of the process); inline in the measuring process",
+    )
+    m.add_argument(
+        "--collective-timing",
+        choices=COLLECTIVE_TIMINGS,
+        default=Settings.model_fields["collective_timing"].default,
+        help="GPU collectives: graph (default) captures the timed calls in a CUDA graph per rank and "
+        "replays them together, timed by events, as nccl-tests -G does; eager launches each call "
+        "from Python and times the loop by the host clock",
+    )
+    m.add_argument(
+        "--kernel-time",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="GPU: time calls under 20 us by their kernels' own durations (CUPTI), without the GPU's "
+        "0.1-0.3 us between two dependent kernels that back-to-back calls pay (default); "
+        "--no-kernel-time times them by events of back-to-back graph replays, as a native loop "
+        "would, and starts no CUPTI (unless --verify-timing)",
+    )
+    m.add_argument(
+        "--inputs",
+        choices=INPUT_DISTRIBUTIONS,
+        default=Settings.model_fields["inputs"].default,
+        help="what the operands are drawn from: normal (default), uniform [0, 1), zeros, or deepbench "
+        "(what DeepBench's binaries drew: zeros for half and int8, uniform [0, 1) for float); "
+        "zeros draw less power, so a GPU holds a higher clock. Recorded in every result",
+    )
+    m.add_argument(
+        "--energy",
+        action="store_true",
+        help="after each part's time, read the energy meter around a loop of its calls (NVML's counter "
+        "on NVIDIA, RAPL or a Raspberry Pi 5's PMIC on a CPU): joules per call, watts, GFLOP/J",
+    )
+    m.add_argument(
+        "--energy-window",
+        type=ranged("energy_window_s"),
+        metavar="S",
+        default=Settings.model_fields["energy_window_s"].default,
+        help="--energy: read the meter over at least this long per part (default %(default)s; at least "
+        "10 of the meter's updates in any case)",
+    )
+    m.add_argument(
+        "--lock-clocks",
+        type=lock_clocks,
+        metavar="max|MHZ",
+        help="GPU: ask NVML to lock the SM clock for the run (max: the highest supported), restored at "
+        "the end; needs root, and the run records whether it was granted",
+    )
     out = parser.add_argument_group("results")
     out.add_argument("--out", type=Path, metavar="DIR", help="results folder (default: ./deepbench-results/RUN_ID)")
     out.add_argument("--resume", type=Path, metavar="DIR", help="continue the run in DIR where it stopped")
-    out.add_argument("--retry", type=retry_statuses, metavar="STATUSES",
-                     help="with --resume: measure again the kernels whose result is one of these (comma-separated: "
-                          f"{', '.join(RETRY_STATUSES)}); their old results are kept in {REJECTED_FILE}")
+    out.add_argument(
+        "--retry",
+        type=retry_statuses,
+        metavar="STATUSES",
+        help="with --resume: measure again the kernels whose result is one of these (comma-separated: "
+        f"{', '.join(RETRY_STATUSES)}); their old results are kept in {REJECTED_FILE}",
+    )
     out.add_argument("--quiet", action="store_true", help="no per-kernel lines, only the tables")
     parser.set_defaults(mode="default")
 
@@ -187,8 +281,9 @@ def _open_folder(args: argparse.Namespace) -> RunFolder:
     if args.launch and not args.resume:
         raise UserError("--launch starts the plan that deepbench launch-command wrote: name its folder with --resume")
     if args.retry and not args.resume:
-        raise UserError("--retry measures again the failed or timed-out kernels of a run: name its folder with "
-                        "--resume")
+        raise UserError(
+            "--retry measures again the failed or timed-out kernels of a run: name its folder with --resume"
+        )
     if args.resume:
         return run_folder.reopen(args.resume, args, getattr(args, "explicit", set()))
     platform = get_platform(args.platform or ("cpu" if args.local else _no_platform()))
@@ -206,9 +301,11 @@ def _run(folder: RunFolder, args: argparse.Namespace, console) -> int:
     start = None
     try:
         start = _starter(folder, platform, args)
-        console.print(f"[bold]deepbench-run[/] {plan.suite} on {platform.name} "
-                      f"({_where(args, local)}, backend {plan.backend}): "
-                      f"{len(plan.items)} kernels, {folder.done} already done -> {outdir}")
+        console.print(
+            f"[bold]deepbench-run[/] {plan.suite} on {platform.name} "
+            f"({_where(args, local)}, backend {plan.backend}): "
+            f"{len(plan.items)} kernels, {folder.done} already done -> {outdir}"
+        )
         with RunProgress(console, total=len(plan.items), done=folder.done) as progress:
             if args.quiet:
                 progress.finished = lambda event: progress.bar.advance(progress.task)  # type: ignore[method-assign]
@@ -231,9 +328,12 @@ def _run(folder: RunFolder, args: argparse.Namespace, console) -> int:
         console.print(f"[yellow]warning: {warning}[/]")
     print_noise(console, record.noise)
     if record.state == "interrupted":
-        console.print(f"[yellow]interrupted: {sum(record.counts.values())} of {record.planned} kernels done; "
-                      f"continue with: deepbench-run --resume {shlex.quote(str(outdir))}"
-                      + (f" --launch {shlex.quote(args.launch)}" if args.launch else "") + "[/]")
+        console.print(
+            f"[yellow]interrupted: {sum(record.counts.values())} of {record.planned} kernels done; "
+            f"continue with: deepbench-run --resume {shlex.quote(str(outdir))}"
+            + (f" --launch {shlex.quote(args.launch)}" if args.launch else "")
+            + "[/]"
+        )
         return exit_status(signum=outcome.signum)
     return ExitCode.KERNEL_FAILURES if record.counts.get("failed") or record.counts.get("timeout") else ExitCode.OK
 
@@ -274,8 +374,9 @@ def retry_statuses(text: str) -> tuple[str, ...]:
 
 
 def _no_platform() -> str:
-    raise UserError(f"say where to run: --local (this machine, no container) or --platform P "
-                    f"(one of: {', '.join(PLATFORMS)})")
+    raise UserError(
+        f"say where to run: --local (this machine, no container) or --platform P (one of: {', '.join(PLATFORMS)})"
+    )
 
 
 def settings_from(args: argparse.Namespace, platform: Platform) -> Settings:
@@ -287,16 +388,32 @@ def settings_from(args: argparse.Namespace, platform: Platform) -> Settings:
     if args.warm_up is not None:
         preset["warm_up_s"] = args.warm_up
     if preset["time_cap_s"] >= args.kernel_timeout:
-        raise UserError(f"--time-cap ({preset['time_cap_s']:g} s per direction) must be shorter than --kernel-timeout "
-                        f"({args.kernel_timeout:g} s), or every kernel would be killed as a timeout")
+        raise UserError(
+            f"--time-cap ({preset['time_cap_s']:g} s per direction) must be shorter than --kernel-timeout "
+            f"({args.kernel_timeout:g} s), or every kernel would be killed as a timeout"
+        )
     if args.lock_clocks is not None and platform.device == "cpu":
         raise UserError("--lock-clocks locks a GPU's clocks (NVML): this run is on a CPU")
-    return Settings(mode=args.mode, threads=args.threads, seed=args.seed, device=platform.device, cold=args.cold,
-                    verify_timing=args.verify_timing, kernel_time=args.kernel_time,
-                    kernel_timeout_s=args.kernel_timeout, pad=args.pad, cudnn_engines=engine_pins(args.cudnn_engine),
-                    engine_race=args.engine_race, collective_timing=args.collective_timing,
-                    ranks=getattr(args, "ranks", 1), inputs=args.inputs,
-                    energy=args.energy, energy_window_s=args.energy_window, lock_clocks=args.lock_clocks, **preset)
+    return Settings(
+        mode=args.mode,
+        threads=args.threads,
+        seed=args.seed,
+        device=platform.device,
+        cold=args.cold,
+        verify_timing=args.verify_timing,
+        kernel_time=args.kernel_time,
+        kernel_timeout_s=args.kernel_timeout,
+        pad=args.pad,
+        cudnn_engines=engine_pins(args.cudnn_engine),
+        engine_race=args.engine_race,
+        collective_timing=args.collective_timing,
+        ranks=getattr(args, "ranks", 1),
+        inputs=args.inputs,
+        energy=args.energy,
+        energy_window_s=args.energy_window,
+        lock_clocks=args.lock_clocks,
+        **preset,
+    )
 
 
 def lock_clocks(value: str) -> int | str:
@@ -336,11 +453,17 @@ def _new_plan(args: argparse.Namespace, platform: Platform) -> tuple[Plan, Path]
 
 def plan_for(args: argparse.Namespace, platform: Platform) -> tuple[Plan, Path]:
     """The plan the command line asks for, and the folder it goes to (nothing is written)."""
-    for flag, value in (("--ops", args.ops), ("--precision", args.precision), ("--suite", args.suite),
-                        *(("--where", w) for w in args.where or ())):
+    for flag, value in (
+        ("--ops", args.ops),
+        ("--precision", args.precision),
+        ("--suite", args.suite),
+        *(("--where", w) for w in args.where or ()),
+    ):
         if value is not None and not value.strip(" ,"):
-            raise UserError(f"{flag} is empty: name at least one, or leave the option out for its default "
-                            f"(see deepbench-run --help)")
+            raise UserError(
+                f"{flag} is empty: name at least one, or leave the option out for its default "
+                f"(see deepbench-run --help)"
+            )
     chosen = KernelSelection.from_args(args)
     try:
         kernels = chosen.kernels
@@ -352,11 +475,17 @@ def plan_for(args: argparse.Namespace, platform: Platform) -> tuple[Plan, Path]:
     run_id = f"{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{platform.name}-{suite_name}"
     outdir = args.out or DEFAULT_RESULTS / run_id
     selection = chosen.record(default_precisions(kernels, platform))
-    plan = Plan(run_id=run_id, suite=args.suite, platform=platform.name,
-                backend=plan_backend(args, platform, list(kernels)), settings=settings_from(args, platform),
-                items=tuple(plan_items(kernels, chosen.precisions, platform)),
-                command=shlex.join([os.path.basename(sys.argv[0]), *sys.argv[1:]]), selection=selection,
-                frozen_suite_sha256=chosen.frozen_suite_sha256)
+    plan = Plan(
+        run_id=run_id,
+        suite=args.suite,
+        platform=platform.name,
+        backend=plan_backend(args, platform, list(kernels)),
+        settings=settings_from(args, platform),
+        items=tuple(plan_items(kernels, chosen.precisions, platform)),
+        command=shlex.join([os.path.basename(sys.argv[0]), *sys.argv[1:]]),
+        selection=selection,
+        frozen_suite_sha256=chosen.frozen_suite_sha256,
+    )
     return plan, outdir
 
 
@@ -365,17 +494,29 @@ def _starter(folder: RunFolder, platform: Platform, args: argparse.Namespace):
     env = parse_env(args.env)
     if args.launch:  # ranks across nodes, started by the cluster's engine
         launched_argv(args.launch, plan_path, outdir)  # a wrong command is said now, not at the first start
-        return lambda: RankedHarness(plan.backend, plan.settings.ranks, plan_path, outdir, plan.settings.threads, env,
-                                     launch=args.launch)
+        return lambda: RankedHarness(
+            plan.backend, plan.settings.ranks, plan_path, outdir, plan.settings.threads, env, launch=args.launch
+        )
     if folder.local and needs_engine(plan):  # all-reduce over several ranks: torchrun or mpirun starts them
         return lambda: RankedHarness(plan.backend, plan.settings.ranks, plan_path, outdir, plan.settings.threads, env)
     if folder.local:
         return lambda: LocalHarness(plan_path, outdir, env)
-    starter = container_starter(plan_path, outdir, platform, image=args.image, want_pull=args.pull,
-                                want_build=args.build, env=env, memory=args.memory, pids_limit=args.pids_limit,
-                                base_image=args.base_image, wheelhouse=args.wheelhouse, force_image=args.force_image,
-                                recorded=folder.image,
-                                log=lambda line: make_console().print(line, highlight=False, markup=False))
+    starter = container_starter(
+        plan_path,
+        outdir,
+        platform,
+        image=args.image,
+        want_pull=args.pull,
+        want_build=args.build,
+        env=env,
+        memory=args.memory,
+        pids_limit=args.pids_limit,
+        base_image=args.base_image,
+        wheelhouse=args.wheelhouse,
+        force_image=args.force_image,
+        recorded=folder.image,
+        log=lambda line: make_console().print(line, highlight=False, markup=False),
+    )
     run_folder.record_image(folder, starter.provenance)
     if needs_engine(plan):  # all ranks of this node in the one container, under torchrun or mpiexec
         with_ranks(starter.options, plan)

@@ -83,9 +83,11 @@ def _lock(outdir: Path, role: str) -> FolderLock:
     try:
         return FolderLock(outdir, RUN_LOCK, role).acquire()
     except Locked as exc:
-        raise UserError(f"{outdir} is in use by {describe(exc.holder)}: one run writes a results folder at a "
-                        f"time; wait for it to end (or stop it: kill {exc.holder.get('pid', 'PID')}), or "
-                        "choose another --out") from None
+        raise UserError(
+            f"{outdir} is in use by {describe(exc.holder)}: one run writes a results folder at a "
+            f"time; wait for it to end (or stop it: kill {exc.holder.get('pid', 'PID')}), or "
+            "choose another --out"
+        ) from None
     except OSError as exc:
         raise UserError(f"{outdir}: cannot lock the folder ({exc.strerror})") from None
 
@@ -93,8 +95,11 @@ def _lock(outdir: Path, role: str) -> FolderLock:
 def write_failure(outdir: Path, what: Any) -> UserError:
     """A write that failed in the results folder, as one line: what (a full disk: the space needed),
     that nothing is lost, and how to go on; exit status 74."""
-    return UserError(f"results folder {outdir}: {what}; nothing measured is lost: make room, then continue with "
-                     f"deepbench-run --resume {shlex.quote(str(outdir))}", exit_code=ExitCode.WRITE_FAILED)
+    return UserError(
+        f"results folder {outdir}: {what}; nothing measured is lost: make room, then continue with "
+        f"deepbench-run --resume {shlex.quote(str(outdir))}",
+        exit_code=ExitCode.WRITE_FAILED,
+    )
 
 
 def _writing(fn: Any, path: Path, *args: Any) -> Any:
@@ -106,8 +111,7 @@ def _writing(fn: Any, path: Path, *args: Any) -> Any:
 
 
 # ----- a new run ------------------------------------------------------------------------------
-def create(outdir: Path, plan: Plan, local: bool, role: str = "deepbench-run", resume_hint: bool = True
-           ) -> RunFolder:
+def create(outdir: Path, plan: Plan, local: bool, role: str = "deepbench-run", resume_hint: bool = True) -> RunFolder:
     writable_folder(outdir)
     lock = _lock(outdir, role)
     for name in (RESULTS_FILE, PLAN_FILE):
@@ -117,8 +121,12 @@ def create(outdir: Path, plan: Plan, local: bool, role: str = "deepbench-run", r
     folder = RunFolder(outdir, plan, local, lock)
     _writing(write_atomic, folder.plan_path, plan.model_dump_json(indent=1) + "\n")
     record = build_record(plan, outdir, "running", folder.started_at, {"provenance": host_provenance(local)})
-    record = record.model_copy(update={"plan_sha256": sha256_of(folder.plan_path),
-                                       "segments": (Segment(started_at=folder.started_at, command=command_line()),)})
+    record = record.model_copy(
+        update={
+            "plan_sha256": sha256_of(folder.plan_path),
+            "segments": (Segment(started_at=folder.started_at, command=command_line()),),
+        }
+    )
     _writing(write_record, outdir, record)
     return folder
 
@@ -144,8 +152,10 @@ def reopen(outdir: Path, args: argparse.Namespace, explicit: set[str]) -> RunFol
     if not (outdir / PLAN_FILE).exists():
         raise UserError(f"nothing to resume in {outdir}: it has no {PLAN_FILE} (was it made by deepbench-run?)")
     if only_compressed(outdir / RESULTS_FILE):
-        raise UserError(f"{outdir} holds a finished run stored compressed ({RESULTS_FILE}{COMPRESSED_SUFFIX}): "
-                        f"nothing to resume (gunzip it first to add to it)")
+        raise UserError(
+            f"{outdir} holds a finished run stored compressed ({RESULTS_FILE}{COMPRESSED_SUFFIX}): "
+            f"nothing to resume (gunzip it first to add to it)"
+        )
     writable_folder(outdir, "--resume")
     lock = _lock(outdir, "deepbench-run --resume")
     _wait_for_harness(outdir)  # nothing is read, let alone repaired, while a harness may still write
@@ -158,8 +168,10 @@ def reopen(outdir: Path, args: argparse.Namespace, explicit: set[str]) -> RunFol
     local = _launch_mode(outdir, prior, args, explicit)
     problems = conflicts(args, explicit, plan, local, outdir)
     if problems:
-        raise UserError(f"--resume continues the run as it was planned and launched, but {'; '.join(problems)}: "
-                        "resume without them, or start a new run (another --out) to change them")
+        raise UserError(
+            f"--resume continues the run as it was planned and launched, but {'; '.join(problems)}: "
+            "resume without them, or start a new run (another --out) to change them"
+        )
     folder = RunFolder(outdir, plan, local, lock)
     image = prior.provenance.image if prior is not None else None
     folder.image = image if isinstance(image, dict) and {"id", "tag"} <= set(image) else None
@@ -169,8 +181,10 @@ def reopen(outdir: Path, args: argparse.Namespace, explicit: set[str]) -> RunFol
         again = _writing(set_aside_for_retry, outdir / RESULTS_FILE, retry)
         folder.done -= again
         if again:
-            folder.notes.append(f"--retry {','.join(sorted(retry))}: {again} result(s) set aside in {REJECTED_FILE}; "
-                                "their kernels are measured again")
+            folder.notes.append(
+                f"--retry {','.join(sorted(retry))}: {again} result(s) set aside in {REJECTED_FILE}; "
+                "their kernels are measured again"
+            )
     _writing(write_record, outdir, _new_segment(plan, outdir, prior, local, folder.started_at))
     return folder
 
@@ -178,18 +192,23 @@ def reopen(outdir: Path, args: argparse.Namespace, explicit: set[str]) -> RunFol
 def _check_plan(outdir: Path, plan: Plan, prior: RunRecord | None) -> None:
     if prior is None:
         return
-    fix = ("restore the plan the run started with, or start a new run (another --out) for this plan")
+    fix = "restore the plan the run started with, or start a new run (another --out) for this plan"
     if prior.plan_sha256 and prior.plan_sha256 != sha256_of(outdir / PLAN_FILE):
-        raise UserError(f"{outdir / PLAN_FILE} has changed since the run started (its SHA-256 differs from the one "
-                        f"in run.json): {fix}")
+        raise UserError(
+            f"{outdir / PLAN_FILE} has changed since the run started (its SHA-256 differs from the one "
+            f"in run.json): {fix}"
+        )
     recorded = prior.provenance.suite_sha256
     if recorded and recorded != items_sha256(plan.items):
-        raise UserError(f"{outdir / PLAN_FILE} lists other kernels than the run recorded (provenance.suite_sha256): "
-                        f"{fix}")
+        raise UserError(
+            f"{outdir / PLAN_FILE} lists other kernels than the run recorded (provenance.suite_sha256): {fix}"
+        )
     for attr in ("run_id", "suite", "platform", "backend"):
         if getattr(prior, attr) != getattr(plan, attr):
-            raise UserError(f"{outdir / PLAN_FILE} says {attr} {getattr(plan, attr)!r} but the run recorded "
-                            f"{getattr(prior, attr)!r}: {fix}")
+            raise UserError(
+                f"{outdir / PLAN_FILE} says {attr} {getattr(plan, attr)!r} but the run recorded "
+                f"{getattr(prior, attr)!r}: {fix}"
+            )
 
 
 def _launch_mode(outdir: Path, prior: RunRecord | None, args: argparse.Namespace, explicit: set[str]) -> bool:
@@ -205,22 +224,41 @@ def _launch_mode(outdir: Path, prior: RunRecord | None, args: argparse.Namespace
         return True
     if "platform" in explicit:
         return False
-    raise UserError(f"{outdir} does not say whether it ran locally or in a container (no run.json): resume with "
-                    "--local, or with --platform P for a container")
+    raise UserError(
+        f"{outdir} does not say whether it ran locally or in a container (no run.json): resume with "
+        "--local, or with --platform P for a container"
+    )
 
 
 # Options that define the plan: dest -> how the plan holds it.
 def _plan_values(plan: Plan) -> dict[str, Any]:
     s, sel = plan.settings, plan.selection
     return {
-        "suite": plan.suite, "platform": plan.platform, "backend": plan.backend,
-        "ops": sel.ops if sel else None, "where": sel.where if sel else (), "limit": sel.limit if sel else None,
-        "precision": sel.precisions if sel else None, "batch": sel.batch if sel else None,
-        "seq": sel.seq if sel else None, "mode": s.mode, "time_cap": s.time_cap_s,
-        "target": s.target_rel_precision, "warm_up": s.warm_up_s, "kernel_timeout": s.kernel_timeout_s,
-        "threads": s.threads, "seed": s.seed, "cold": s.cold, "verify_timing": s.verify_timing,
-        "kernel_time": s.kernel_time, "ranks": s.ranks, "engine_race": s.engine_race, "inputs": s.inputs,
-        "energy": s.energy, "energy_window": s.energy_window_s, "lock_clocks": s.lock_clocks,
+        "suite": plan.suite,
+        "platform": plan.platform,
+        "backend": plan.backend,
+        "ops": sel.ops if sel else None,
+        "where": sel.where if sel else (),
+        "limit": sel.limit if sel else None,
+        "precision": sel.precisions if sel else None,
+        "batch": sel.batch if sel else None,
+        "seq": sel.seq if sel else None,
+        "mode": s.mode,
+        "time_cap": s.time_cap_s,
+        "target": s.target_rel_precision,
+        "warm_up": s.warm_up_s,
+        "kernel_timeout": s.kernel_timeout_s,
+        "threads": s.threads,
+        "seed": s.seed,
+        "cold": s.cold,
+        "verify_timing": s.verify_timing,
+        "kernel_time": s.kernel_time,
+        "ranks": s.ranks,
+        "engine_race": s.engine_race,
+        "inputs": s.inputs,
+        "energy": s.energy,
+        "energy_window": s.energy_window_s,
+        "lock_clocks": s.lock_clocks,
         "collective_timing": s.collective_timing,
     }
 
@@ -261,8 +299,9 @@ def conflicts(args: argparse.Namespace, explicit: set[str], plan: Plan, local: b
     if "local" in explicit and args.local and not local:
         out.append("--local was given, but the run ran in a container")
     if local:
-        out += [f"{_flag(d)} applies to container runs, and this run ran locally" for d in CONTAINER_ONLY
-                if d in explicit]
+        out += [
+            f"{_flag(d)} applies to container runs, and this run ran locally" for d in CONTAINER_ONLY if d in explicit
+        ]
     if "out" in explicit and args.out is not None and args.out.resolve() != outdir.resolve():
         out.append(f"--out {args.out} is not the resumed folder")
     return out
@@ -279,35 +318,47 @@ def _verify_and_repair(outdir: Path, plan: Plan) -> tuple[list[str], int]:
     if twice:
         i, ns = next(iter(twice.items()))
         more = f" (and {len(twice) - 1} more kernels)" if len(twice) > 1 else ""
-        raise UserError(f"{path} holds {len(ns)} results for {i} (lines {', '.join(map(str, ns))}){more}: two runs "
-                        "wrote to this folder; keep the line you trust, delete the others, and resume again")
+        raise UserError(
+            f"{path} holds {len(ns)} results for {i} (lines {', '.join(map(str, ns))}){more}: two runs "
+            "wrote to this folder; keep the line you trust, delete the others, and resume again"
+        )
     stray = {i: ns for i, ns in lines.items() if i not in planned}
     if stray:
         i, ns = next(iter(stray.items()))
         more = f" (and {len(stray) - 1} more)" if len(stray) > 1 else ""
-        raise UserError(f"{path} line {ns[0]} holds a result for {i}, which plan.json does not list{more}: the plan "
-                        "was changed or the results come from another run; restore the plan, or start a new run "
-                        "(another --out)")
+        raise UserError(
+            f"{path} line {ns[0]} holds a result for {i}, which plan.json does not list{more}: the plan "
+            "was changed or the results come from another run; restore the plan, or start a new run "
+            "(another --out)"
+        )
     items = {item.id: item for item in plan.items}
     for n, r, _ in found.records:
         item = items[r.id]
         if kernel_identity(r.kernel) != kernel_identity(item.kernel) or r.precision.name.value != item.precision.value:
-            raise UserError(f"{path} line {n} holds a result for {r.id} whose kernel or precision differs from "
-                            "plan.json's: the results come from another run or were edited; restore them, or start a "
-                            "new run (another --out)")
+            raise UserError(
+                f"{path} line {n} holds a result for {r.id} whose kernel or precision differs from "
+                "plan.json's: the results come from another run or were edited; restore them, or start a "
+                "new run (another --out)"
+            )
     notes = []
     if found.fragment is not None:
         kid = _kernel_id(found.fragment.raw)
-        notes.append(f"{RESULTS_FILE} ended in a partial record ({len(found.fragment.raw):,} bytes"
-                     f"{', of ' + kid if kid else ''}, from a write cut short): set aside in {REJECTED_FILE}; "
-                     "its kernel is measured again")
+        notes.append(
+            f"{RESULTS_FILE} ended in a partial record ({len(found.fragment.raw):,} bytes"
+            f"{', of ' + kid if kid else ''}, from a write cut short): set aside in {REJECTED_FILE}; "
+            "its kernel is measured again"
+        )
     for bad in found.damaged:
         if bad.line in found.salvaged:
-            notes.append(f"{RESULTS_FILE} line {bad.line} began with a partial record before a complete one: "
-                         f"the partial one set aside in {REJECTED_FILE}, the complete one kept")
+            notes.append(
+                f"{RESULTS_FILE} line {bad.line} began with a partial record before a complete one: "
+                f"the partial one set aside in {REJECTED_FILE}, the complete one kept"
+            )
         else:
-            notes.append(f"{RESULTS_FILE} line {bad.line} is damaged ({bad.reason[:160]}): set aside in "
-                         f"{REJECTED_FILE}; its kernel is measured again")
+            notes.append(
+                f"{RESULTS_FILE} line {bad.line} is damaged ({bad.reason[:160]}): set aside in "
+                f"{REJECTED_FILE}; its kernel is measured again"
+            )
     if not found.clean:
         _writing(rewrite, path, found)
     return notes, len(found.records)
@@ -318,8 +369,11 @@ def set_aside_for_retry(path: Path, statuses: set[str]) -> int:
     the side file (kept, never deleted), so that the harness measures their kernels again."""
     found = scan(path)
     keep = [(n, r, raw) for n, r, raw in found.records if r.status.value not in statuses]
-    again = [Rejected(n, f"--retry: a {r.status.value} result, measured again", raw) for n, r, raw in found.records
-             if r.status.value in statuses]
+    again = [
+        Rejected(n, f"--retry: a {r.status.value} result, measured again", raw)
+        for n, r, raw in found.records
+        if r.status.value in statuses
+    ]
     if again:
         set_aside(path, again)
         write_atomic(path, b"".join(raw.strip() + b"\n" for _, _, raw in keep))
@@ -340,9 +394,11 @@ def _wait_for_harness(outdir: Path) -> None:
         if holder is None:
             return
         if time.monotonic() > deadline:
-            raise UserError(f"{outdir} is still being written by {describe(holder)}, left running by an earlier "
-                            f"deepbench-run: wait for it to end or stop it (kill {holder.get('pid', 'PID')}; in a "
-                            "container: docker ps --filter label=org.deepbench.role=harness), then resume")
+            raise UserError(
+                f"{outdir} is still being written by {describe(holder)}, left running by an earlier "
+                f"deepbench-run: wait for it to end or stop it (kill {holder.get('pid', 'PID')}; in a "
+                "container: docker ps --filter label=org.deepbench.role=harness), then resume"
+            )
         time.sleep(0.5)
 
 
@@ -352,8 +408,13 @@ def _new_segment(plan: Plan, outdir: Path, prior: RunRecord | None, local: bool,
     results = scan(outdir / RESULTS_FILE).results
     segments = list(prior.segments) if prior else []
     if prior is not None and not segments:  # made before segments were recorded
-        segments = [Segment(started_at=prior.started_at, ended_at=prior.ended_at,
-                            state="killed" if prior.state == "running" else prior.state)]
+        segments = [
+            Segment(
+                started_at=prior.started_at,
+                ended_at=prior.ended_at,
+                state="killed" if prior.state == "running" else prior.state,
+            )
+        ]
     elif prior is None and results:  # killed before it wrote any record
         segments = [Segment(started_at=min(r.started_at for r in results), state="running")]
     if segments and segments[-1].ended_at is None:
@@ -361,14 +422,21 @@ def _new_segment(plan: Plan, outdir: Path, prior: RunRecord | None, local: bool,
         ends = [r.ended_at for r in results if r.ended_at >= last.started_at]
         if prior is not None and prior.ended_at >= last.started_at and prior.state != "running":
             ends.append(prior.ended_at)
-        segments[-1] = last.model_copy(update={"ended_at": max(ends, default=last.started_at),
-                                               "state": prior.state if prior and prior.state != "running"
-                                               else "killed"})
+        segments[-1] = last.model_copy(
+            update={
+                "ended_at": max(ends, default=last.started_at),
+                "state": prior.state if prior and prior.state != "running" else "killed",
+            }
+        )
     segments.append(Segment(started_at=now, command=command_line()))
     facts: dict[str, Any] = {"provenance": host_provenance(local)}
     if prior is None:
         facts["provenance"]["local"] = local
     record = build_record(plan, outdir, "running", segments[0].started_at, facts)
-    return record.model_copy(update={"segments": tuple(segments), "started_at": segments[0].started_at,
-                                     "plan_sha256": (prior.plan_sha256 if prior and prior.plan_sha256
-                                                     else sha256_of(outdir / PLAN_FILE))})
+    return record.model_copy(
+        update={
+            "segments": tuple(segments),
+            "started_at": segments[0].started_at,
+            "plan_sha256": (prior.plan_sha256 if prior and prior.plan_sha256 else sha256_of(outdir / PLAN_FILE)),
+        }
+    )

@@ -71,8 +71,16 @@ def _reader(proc: HarnessProcess, q: queue.Queue[str | None]) -> None:
 
 def host_result(item: PlanItem, status: Status, reason: str, backend: str) -> KernelResult:
     now = utcnow()
-    return KernelResult(id=item.id, kernel=item.kernel, precision=PRECISIONS[item.precision],
-                        backend=backend, status=status, reason=reason, started_at=now, ended_at=now)
+    return KernelResult(
+        id=item.id,
+        kernel=item.kernel,
+        precision=PRECISIONS[item.precision],
+        backend=backend,
+        status=status,
+        reason=reason,
+        started_at=now,
+        ended_at=now,
+    )
 
 
 def supervise(plan: Plan, outdir: Path, start: Starter, progress: Progress) -> Outcome:
@@ -105,8 +113,15 @@ def supervise(plan: Plan, outdir: Path, start: Starter, progress: Progress) -> O
                     if deadline is not None and time.monotonic() > deadline:
                         proc.kill()
                         proc.wait(GRACE_S)
-                        _record(plan, outdir, current, Status.TIMEOUT, _with_casualty(
-                            proc, f"still running after the per-kernel timeout of {timeout:g} s (--kernel-timeout)"))
+                        _record(
+                            plan,
+                            outdir,
+                            current,
+                            Status.TIMEOUT,
+                            _with_casualty(
+                                proc, f"still running after the per-kernel timeout of {timeout:g} s (--kernel-timeout)"
+                            ),
+                        )
                         progress.finished({"id": current, "status": "timeout"})
                         break
                     continue
@@ -122,8 +137,11 @@ def supervise(plan: Plan, outdir: Path, start: Starter, progress: Progress) -> O
                     if code == ExitCode.WRITE_FAILED:
                         return Outcome("failed", _write_failure(error, outdir), exit_code=ExitCode.WRITE_FAILED)
                     if code == ExitCode.LOCKED:
-                        return Outcome("failed", error.get("message", "another harness writes to this folder"),
-                                       exit_code=ExitCode.USAGE)
+                        return Outcome(
+                            "failed",
+                            error.get("message", "another harness writes to this folder"),
+                            exit_code=ExitCode.USAGE,
+                        )
                     if code == ExitCode.INTERRUPTED and not ranks:
                         return Outcome("interrupted")
                     if current is None and finished_here and code != ExitCode.BACKEND_UNAVAILABLE:
@@ -174,8 +192,9 @@ def _rank_reason(ranks: list[dict], error: dict, proc: HarnessProcess, code: int
     said = [_first_rank(ranks)] if ranks else []
     if error.get("message"):
         said.append(f"rank 0: {error['message']}" if ranks else str(error["message"]))
-    return ("; ".join(said) or _tail(proc.stderr_tail())
-            or f"the harness stopped with status {code} before it ran a kernel")
+    return (
+        "; ".join(said) or _tail(proc.stderr_tail()) or f"the harness stopped with status {code} before it ran a kernel"
+    )
 
 
 def _first_rank(ranks: list[dict]) -> str:

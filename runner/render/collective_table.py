@@ -16,13 +16,35 @@ from typing import Any
 from deepbench.kernels.catalog import traits_of
 from deepbench.kernels.results import KernelResult, Status
 
-HEADERS = ["set", "floats", "bytes", "ranks", "library", "timing",
-           "in-place median (us)", "in-place slowest rank mean (us)", "in-place algbw GB/s", "in-place busbw GB/s",
-           "out-of-place median (us)", "out-of-place slowest rank mean (us)", "out-of-place algbw GB/s",
-           "out-of-place busbw GB/s", "status"]
+HEADERS = [
+    "set",
+    "floats",
+    "bytes",
+    "ranks",
+    "library",
+    "timing",
+    "in-place median (us)",
+    "in-place slowest rank mean (us)",
+    "in-place algbw GB/s",
+    "in-place busbw GB/s",
+    "out-of-place median (us)",
+    "out-of-place slowest rank mean (us)",
+    "out-of-place algbw GB/s",
+    "out-of-place busbw GB/s",
+    "status",
+]
 # What a narrow terminal leaves out first (runner/render/tables.py Table.droppable).
-DROP_ORDER = ("set", "timing", "bytes", "library", "out-of-place algbw GB/s", "in-place algbw GB/s",
-              "out-of-place slowest rank mean (us)", "in-place slowest rank mean (us)", "out-of-place busbw GB/s")
+DROP_ORDER = (
+    "set",
+    "timing",
+    "bytes",
+    "library",
+    "out-of-place algbw GB/s",
+    "in-place algbw GB/s",
+    "out-of-place slowest rank mean (us)",
+    "in-place slowest rank mean (us)",
+    "out-of-place busbw GB/s",
+)
 
 
 def _figures(direction: tuple[float | None, dict[str, Any]] | None, fmt_us, fmt_num, ranks: Any) -> list[str]:
@@ -43,7 +65,8 @@ def _directions(r: KernelResult) -> dict[str, tuple[float | None, dict[str, Any]
     if r.status is not Status.OK:
         return {}
     found: dict[str, tuple[float | None, dict[str, Any]]] = {
-        p.direction: (p.measurement.stats.median, p.info) for p in r.parts}
+        p.direction: (p.measurement.stats.median, p.info) for p in r.parts
+    }
     twin = r.info.get("out_of_place")
     if isinstance(twin, dict) and twin.get("info"):
         median = twin.get("measurement", {}).get("stats", {}).get("median")
@@ -51,8 +74,9 @@ def _directions(r: KernelResult) -> dict[str, tuple[float | None, dict[str, Any]
     return found
 
 
-def collective_rows(results: Iterable[KernelResult], set_short: dict[str, str], status, fmt_us, fmt_num
-                    ) -> list[list[str]]:
+def collective_rows(
+    results: Iterable[KernelResult], set_short: dict[str, str], status, fmt_us, fmt_num
+) -> list[list[str]]:
     rows = []
     for r in results:
         if not traits_of(r.op).collective:
@@ -62,8 +86,17 @@ def collective_rows(results: Iterable[KernelResult], set_short: dict[str, str], 
         library = library.get("collective_library", r.backend) if isinstance(library, dict) else (library or r.backend)
         ranks = r.info.get("ranks", "")
         nbytes = r.info.get("bytes")
-        rows.append([set_short.get(r.set, r.set), str(r.kernel.floats), f"{nbytes:,}" if nbytes else "", str(ranks),
-                     str(library), str(r.info.get("timing", "")),
-                     *_figures(found.get("in_place"), fmt_us, fmt_num, ranks),
-                     *_figures(found.get("out_of_place"), fmt_us, fmt_num, ranks), status(r)])
+        rows.append(
+            [
+                set_short.get(r.set, r.set),
+                str(r.kernel.floats),
+                f"{nbytes:,}" if nbytes else "",
+                str(ranks),
+                str(library),
+                str(r.info.get("timing", "")),
+                *_figures(found.get("in_place"), fmt_us, fmt_num, ranks),
+                *_figures(found.get("out_of_place"), fmt_us, fmt_num, ranks),
+                status(r),
+            ]
+        )
     return rows

@@ -23,12 +23,14 @@ from .html import Section, page, table_html, table_section, warnings_html
 from .tables import SET_SHORT, Table, _param, fmt_us
 from .textformats import csv_text, markdown, markdown_table
 
-RULE = ("times are medians (a reference: its published figure), summed over the directions every source timed "
-        "(a row's note names them when one is left out); ratio = time / baseline time, and the verdict says the "
-        "other side's speed: '2.00x faster' is half the baseline's time (ratio 0.5); "
-        "interval: 95% bootstrap of both sides' raw samples (published figures: their 1 us rounding); "
-        "same = interval within ±{t:.0%}, faster/slower = interval excludes 1 and the ratio is beyond ±{t:.0%}, "
-        "else unclear")
+RULE = (
+    "times are medians (a reference: its published figure), summed over the directions every source timed "
+    "(a row's note names them when one is left out); ratio = time / baseline time, and the verdict says the "
+    "other side's speed: '2.00x faster' is half the baseline's time (ratio 0.5); "
+    "interval: 95% bootstrap of both sides' raw samples (published figures: their 1 us rounding); "
+    "same = interval within ±{t:.0%}, faster/slower = interval excludes 1 and the ratio is beyond ±{t:.0%}, "
+    "else unclear"
+)
 
 
 def _fmt_ratio(r: Ratio | None) -> tuple[str, str, str]:
@@ -47,8 +49,11 @@ def compare_tables(cmp: Comparison) -> list[Table]:
     multi = len(cmp.others) > 1
     base = cmp.base.label
     for op in KERNEL_CLASSES:
-        rows_in = [r for r in cmp.rows if r.any.kernel.op == op
-                   and (cmp.base.kind != "reference" or any(o is not None for o in r.others))]
+        rows_in = [
+            r
+            for r in cmp.rows
+            if r.any.kernel.op == op and (cmp.base.kind != "reference" or any(o is not None for o in r.others))
+        ]
         if not rows_in:
             continue
         collective = traits_of(op).collective  # matched by rank count: the ranks are a column
@@ -58,10 +63,19 @@ def compare_tables(cmp: Comparison) -> list[Table]:
         droppable = ["set", "application"] + ([f"{base} prec"] if words else [])
         for o in cmp.others:
             tag = f" [{o.label}]" if multi else ""
-            headers += [f"{o.label} prec" if not multi else f"prec{tag}", f"{o.label} (us)",
-                        f"ratio {o.label}/{base}", f"95% interval{tag}", versus(o, cmp.base), f"note{tag}"]
-            droppable += [f"95% interval{tag}", f"{o.label} prec" if not multi else f"prec{tag}",
-                          f"ratio {o.label}/{base}"]
+            headers += [
+                f"{o.label} prec" if not multi else f"prec{tag}",
+                f"{o.label} (us)",
+                f"ratio {o.label}/{base}",
+                f"95% interval{tag}",
+                versus(o, cmp.base),
+                f"note{tag}",
+            ]
+            droppable += [
+                f"95% interval{tag}",
+                f"{o.label} prec" if not multi else f"prec{tag}",
+                f"ratio {o.label}/{base}",
+            ]
         rows = []
         for r in rows_in:
             e = r.any
@@ -75,13 +89,26 @@ def compare_tables(cmp: Comparison) -> list[Table]:
             row += [_time(b, compared.base_us if compared else None)]
             for other, ratio, label in zip(r.others, r.ratios, (o.label for o in cmp.others), strict=False):
                 ratio_txt, interval, verdict = _fmt_ratio(ratio)
-                note = ratio.note if ratio else ("missing" if other is None else
-                                                 f"{other.status}: {other.reason}" if not other.ok else
-                                                 f"baseline {b.status}" if b and not b.ok else "")
+                note = (
+                    ratio.note
+                    if ratio
+                    else (
+                        "missing"
+                        if other is None
+                        else f"{other.status}: {other.reason}"
+                        if not other.ok
+                        else f"baseline {b.status}"
+                        if b and not b.ok
+                        else ""
+                    )
+                )
                 prec = ""
                 if other is not None:
-                    prec = other.precision + (f" ({other.precision_text})" if other.precision_text and
-                                              other.precision_text != (b.precision_text if b else "") else "")
+                    prec = other.precision + (
+                        f" ({other.precision_text})"
+                        if other.precision_text and other.precision_text != (b.precision_text if b else "")
+                        else ""
+                    )
                 doubts = "; ".join(d for d in (flagged_text(cmp.base.label, b), flagged_text(label, other)) if d)
                 note = "; ".join(n for n in (note, doubts) if n)
                 row += [prec, _time(other, ratio.other_us if ratio else None), ratio_txt, interval, verdict, note]
@@ -103,10 +130,23 @@ def _time(e: Entry | None, compared_us: float | None) -> str:
 
 def summary_table(cmp: Comparison) -> Table:
     headers = ["comparison", "op", "kernels", "geomean ratio", "answer", "faster", "slower", "same", "unclear"]
-    rows = [[s["versus"], s["op"], str(s["kernels"]), f"{s['geomean']:.3f}", s["answer"], str(s["faster"]),
-             str(s["slower"]), str(s["same"]), str(s["unclear"])] for s in cmp.summary()]
-    return Table("summary", f"Summary against the baseline {cmp.base.label} (geometric mean of time ratios)",
-                 headers, rows)
+    rows = [
+        [
+            s["versus"],
+            s["op"],
+            str(s["kernels"]),
+            f"{s['geomean']:.3f}",
+            s["answer"],
+            str(s["faster"]),
+            str(s["slower"]),
+            str(s["same"]),
+            str(s["unclear"]),
+        ]
+        for s in cmp.summary()
+    ]
+    return Table(
+        "summary", f"Summary against the baseline {cmp.base.label} (geometric mean of time ratios)", headers, rows
+    )
 
 
 def answers(cmp: Comparison) -> list[str]:
@@ -125,15 +165,23 @@ def only_tables(cmp: Comparison) -> list[Table]:
     for i, other in enumerate(cmp.others):
         lacks = cmp.only_base[i]
         what = "the reference lacks" if other.kind == "reference" else f"{other.label} lacks"
-        out.append(Table("only_base_ref" if cmp.base.kind == "reference" else "only_base",
-                         f"Kernels {what} ({len(lacks)} of {cmp.base.label}'s)",
-                         ["kernel", "prec", "parameters", "status"],
-                         [[e.kernel.id, e.precision, e.kernel.label(), e.status] for e in lacks]))
+        out.append(
+            Table(
+                "only_base_ref" if cmp.base.kind == "reference" else "only_base",
+                f"Kernels {what} ({len(lacks)} of {cmp.base.label}'s)",
+                ["kernel", "prec", "parameters", "status"],
+                [[e.kernel.id, e.precision, e.kernel.label(), e.status] for e in lacks],
+            )
+        )
         extra = cmp.only_other[i]
-        out.append(Table("only_other_ref" if other.kind == "reference" else "only_other",
-                         f"Kernels only {other.label} has ({len(extra)})",
-                         ["kernel", "prec", "parameters", "status"],
-                         [[e.kernel.id, e.precision, e.kernel.label(), e.status] for e in extra]))
+        out.append(
+            Table(
+                "only_other_ref" if other.kind == "reference" else "only_other",
+                f"Kernels only {other.label} has ({len(extra)})",
+                ["kernel", "prec", "parameters", "status"],
+                [[e.kernel.id, e.precision, e.kernel.label(), e.status] for e in extra],
+            )
+        )
     return out
 
 
@@ -146,11 +194,17 @@ def _kind(source: Source) -> str:
 def heading(cmp: Comparison) -> str:
     others = ", ".join(f"{o.label} ({_kind(o)})" for o in cmp.others)
     emulated = [s.label for s in cmp.sources if s.specs.get("device.emulated") == "True"]
-    return (f"baseline: {cmp.base.label} ({_kind(cmp.base)}); compared with it: {others}; matched by "
-            f"{'kernel id' if cmp.by == 'id' else 'DeepBench parameters'}"
-            + (" across precisions" if cmp.any_precision else " and precision")
-            + (f"; {', '.join(emulated)} ran emulated: faster/slower there says nothing of the hardware"
-               if emulated else "") + f"; {label_line(cmp.sources)}")
+    return (
+        f"baseline: {cmp.base.label} ({_kind(cmp.base)}); compared with it: {others}; matched by "
+        f"{'kernel id' if cmp.by == 'id' else 'DeepBench parameters'}"
+        + (" across precisions" if cmp.any_precision else " and precision")
+        + (
+            f"; {', '.join(emulated)} ran emulated: faster/slower there says nothing of the hardware"
+            if emulated
+            else ""
+        )
+        + f"; {label_line(cmp.sources)}"
+    )
 
 
 def loaded(cmp: Comparison) -> list[str]:
@@ -167,41 +221,56 @@ def _html(cmp: Comparison, tables: list[Table], summary: Table, only: list[Table
         charts = []
         for i, other in enumerate(cmp.others):
             rs = [(r, x) for r in cmp.rows if r.any.kernel.op == t.op and (x := r.ratios[i]) is not None]
-            chart = speedups(f"{t.op}: {versus(other, cmp.base)}<br>per kernel; above 1: {other.label} is faster",
-                             [f"{r.any.kernel.label()} {r.any.precision}" for r, _ in rs], [x.base_us for _, x in rs],
-                             [x.ratio for _, x in rs], [x.verdict for _, x in rs], [phrase(x) for _, x in rs],
-                             other.label, cmp.base.label,
-                             f"speed-{t.op}-{i}")
+            chart = speedups(
+                f"{t.op}: {versus(other, cmp.base)}<br>per kernel; above 1: {other.label} is faster",
+                [f"{r.any.kernel.label()} {r.any.precision}" for r, _ in rs],
+                [x.base_us for _, x in rs],
+                [x.ratio for _, x in rs],
+                [x.verdict for _, x in rs],
+                [phrase(x) for _, x in rs],
+                other.label,
+                cmp.base.label,
+                f"speed-{t.op}-{i}",
+            )
             if chart:
                 charts.append(chart)
         section = table_section(t, f"table-{t.op}", charts, anchor=f"op-{t.op}")
         sections.append(Section(section.anchor, f"{t.title} ({len(t.rows)})", section.html))
     for i, t in enumerate(only):
         sections.append(Section(f"only-{i}", t.title, table_html(t.headers, t.rows, f"table-only-{i}")))
-    return page("DeepBench comparison", sections, subtitle=f"{heading(cmp)}. {rule}.", lead=lead,
-                charts=any("plotly-graph-div" in s.html for s in sections))
+    return page(
+        "DeepBench comparison",
+        sections,
+        subtitle=f"{heading(cmp)}. {rule}.",
+        lead=lead,
+        charts=any("plotly-graph-div" in s.html for s in sections),
+    )
 
 
-def render(cmp: Comparison, fmt: str, out: Path | None, max_only: int | None = None,
-           columns: list[str] | None = None) -> str | None:
+def render(
+    cmp: Comparison, fmt: str, out: Path | None, max_only: int | None = None, columns: list[str] | None = None
+) -> str | None:
     """Write or print the comparison in a registered format (runner/render/render_formats.py)."""
     return render_formats.write(render_formats.COMPARE, fmt, cmp, out, max_only=max_only, columns=columns)
 
 
 # ----- the built-in formats' comparison writers (registered by runner/format_*.py) ----------------
-def csv_comparison(cmp: Comparison, out: Path | None, max_only: int | None = None,
-                   columns: list[str] | None = None) -> str | None:
+def csv_comparison(
+    cmp: Comparison, out: Path | None, max_only: int | None = None, columns: list[str] | None = None
+) -> str | None:
     return render_formats.emit(csv_text(compare_tables(cmp)), out)
 
 
-def html_comparison(cmp: Comparison, out: Path | None, max_only: int | None = None,
-                    columns: list[str] | None = None) -> str | None:
+def html_comparison(
+    cmp: Comparison, out: Path | None, max_only: int | None = None, columns: list[str] | None = None
+) -> str | None:
     text = _html(cmp, compare_tables(cmp), summary_table(cmp), only_tables(cmp), RULE.format(t=cmp.threshold))
     return render_formats.emit(text, out or Path("comparison.html"))
 
 
-def markdown_comparison(cmp: Comparison, out: Path | None, max_only: int | None = None,
-                        columns: list[str] | None = None) -> str | None:
+def markdown_comparison(
+    cmp: Comparison, out: Path | None, max_only: int | None = None, columns: list[str] | None = None
+) -> str | None:
     tables, summary, only = compare_tables(cmp), summary_table(cmp), only_tables(cmp)
     rule = RULE.format(t=cmp.threshold)
     parts = ["# Comparison", heading(cmp)] + [f"**{a}**" for a in answers(cmp)]
@@ -211,8 +280,9 @@ def markdown_comparison(cmp: Comparison, out: Path | None, max_only: int | None 
     return render_formats.emit("\n\n".join(parts) + "\n", out)
 
 
-def terminal_comparison(cmp: Comparison, out: Path | None, max_only: int | None = None,
-                        columns: list[str] | None = None) -> str | None:
+def terminal_comparison(
+    cmp: Comparison, out: Path | None, max_only: int | None = None, columns: list[str] | None = None
+) -> str | None:
     tables, summary, only = compare_tables(cmp), summary_table(cmp), only_tables(cmp)
     rule = RULE.format(t=cmp.threshold)
     check_columns(tables, columns)
@@ -228,8 +298,13 @@ def terminal_comparison(cmp: Comparison, out: Path | None, max_only: int | None 
         print_tables(console, tables, columns)
         print_tables(console, [summary], columns)
         for t in only:
-            shown = t if max_only is None or len(t.rows) <= max_only else Table(
-                t.op, t.title + f", first {max_only} shown (all with --format md/csv)", t.headers, t.rows[:max_only])
+            shown = (
+                t
+                if max_only is None or len(t.rows) <= max_only
+                else Table(
+                    t.op, t.title + f", first {max_only} shown (all with --format md/csv)", t.headers, t.rows[:max_only]
+                )
+            )
             if t.rows and not t.op.endswith("_ref"):  # a reference's other kernels: the count is enough here
                 print_tables(console, [shown], columns)
             else:

@@ -21,22 +21,64 @@ from .table_fit import Layout, column_widths, fit, footnoted, match_columns
 from .tables import Table, fmt_us
 
 STATUS_STYLE = {"ok": "green", "unsupported": "yellow", "failed": "red", "timeout": "red"}
-LEFT = ("set", "application", "prec", "status", "cell", "library", "kernel", "source", "op", "fastest", "verdict",
-        "check", "bound", "notes", "note", "parameters", "flags", "closest", "furthest", "baseline", "side",
-        "comparison", "answer", "runner-up", "type", "name", "input", "definition", "shape", "id", "device", "runs",
-        "platform", "tag", "arch", "created", "base", "on", "sources")
-MARKS = ("~ unconverged (stopped at the time cap), ± noisy (IQR over 10% of the median), ! throttled, "
-         "c contended (other processes held its CPUs), ↓ clock fell while sampled; "
-         "times are medians of the samples, IQR their interquartile range over the median")
+LEFT = (
+    "set",
+    "application",
+    "prec",
+    "status",
+    "cell",
+    "library",
+    "kernel",
+    "source",
+    "op",
+    "fastest",
+    "verdict",
+    "check",
+    "bound",
+    "notes",
+    "note",
+    "parameters",
+    "flags",
+    "closest",
+    "furthest",
+    "baseline",
+    "side",
+    "comparison",
+    "answer",
+    "runner-up",
+    "type",
+    "name",
+    "input",
+    "definition",
+    "shape",
+    "id",
+    "device",
+    "runs",
+    "platform",
+    "tag",
+    "arch",
+    "created",
+    "base",
+    "on",
+    "sources",
+)
+MARKS = (
+    "~ unconverged (stopped at the time cap), ± noisy (IQR over 10% of the median), ! throttled, "
+    "c contended (other processes held its CPUs), ↓ clock fell while sampled; "
+    "times are medians of the samples, IQR their interquartile range over the median"
+)
 HOW_TO_SEE = "--columns all, or --format md|csv"
 
 
 def add_columns_argument(parser: Any) -> None:
-    parser.add_argument("--columns", metavar="NAMES",
-                        type=lambda text: [n.strip() for n in text.split(",") if n.strip()],
-                        help="terminal tables: 'all' shows every column (rows fold when they do not fit); "
-                             "NAME,... adds those columns (e.g. check,IQR) to the ones always shown; "
-                             "default: what fits the terminal's width")
+    parser.add_argument(
+        "--columns",
+        metavar="NAMES",
+        type=lambda text: [n.strip() for n in text.split(",") if n.strip()],
+        help="terminal tables: 'all' shows every column (rows fold when they do not fit); "
+        "NAME,... adds those columns (e.g. check,IQR) to the ones always shown; "
+        "default: what fits the terminal's width",
+    )
 
 
 def check_columns(tables: list[Table], names: list[str] | None) -> None:
@@ -55,27 +97,39 @@ def rich_table(t: Table, layout: Layout) -> RichTable:
     narrowed: fit() chose columns that fit); folded rows stack their bands in each cell."""
     bands = layout.band_columns()
     natural = column_widths(t)
-    rt = RichTable(title=t.title, title_justify="left", header_style="bold", box=box.MINIMAL_HEAVY_HEAD,
-                   show_edge=False, pad_edge=False, padding=(0, 0 if layout.compact else 1),
-                   show_lines=layout.bands > 1)
+    rt = RichTable(
+        title=t.title,
+        title_justify="left",
+        header_style="bold",
+        box=box.MINIMAL_HEAVY_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        padding=(0, 0 if layout.compact else 1),
+        show_lines=layout.bands > 1,
+    )
     for i in range(len(bands[0])):
         cols = [band[i] for band in bands if i < len(band)]
         left = t.headers[cols[0]].split(" ")[0] in LEFT
         fixed = any(c in layout.widths for c in cols)
         width = max(layout.widths.get(c, natural[c]) for c in cols) if fixed else None
         # A header may wrap at its spaces; values never wrap, except columns of words (Table.wrap).
-        header = Text("\n".join(t.headers[band[i]] if i < len(band) else "" for band in bands),
-                      no_wrap=layout.bands > 1, overflow="fold")
+        header = Text(
+            "\n".join(t.headers[band[i]] if i < len(band) else "" for band in bands),
+            no_wrap=layout.bands > 1,
+            overflow="fold",
+        )
         words = any(t.headers[c] in t.wrap for c in cols)
         rt.add_column(header, justify="left" if left else "right", no_wrap=not words, overflow="fold", width=width)
     for row in t.rows:  # cells are data (reasons hold brackets), not markup
-        rt.add_row(*("\n".join(escape(row[band[i]]) if i < len(band) else "" for band in bands)
-                     for i in range(len(bands[0]))))
+        rt.add_row(
+            *("\n".join(escape(row[band[i]]) if i < len(band) else "" for band in bands) for i in range(len(bands[0])))
+        )
     return rt
 
 
-def print_tables(console: Console, tables: list[Table], columns: list[str] | None = None,
-                 how_to_see: str = HOW_TO_SEE) -> None:
+def print_tables(
+    console: Console, tables: list[Table], columns: list[str] | None = None, how_to_see: str = HOW_TO_SEE
+) -> None:
     """One table per operation, fitted to the console's width (runner/render/table_fit.py): numbers and
     parameters are never cut; columns left out are named with how to see them. `columns`: the
     user's --columns (["all"], or names)."""
@@ -88,8 +142,9 @@ def print_tables(console: Console, tables: list[Table], columns: list[str] | Non
             console.print(f"[dim]\\[{n}] {escape(text)}[/]")
         if layout.dropped:
             why = f" to fit {console.width} columns" if columns is None else ""
-            console.print(f"[dim]left out{why}: {escape(', '.join(layout.dropped))} "
-                          f"(see them with {escape(how_to_see)})[/]")
+            console.print(
+                f"[dim]left out{why}: {escape(', '.join(layout.dropped))} (see them with {escape(how_to_see)})[/]"
+            )
         if layout.bands > 1:
             console.print(f"[dim]each row folded onto {layout.bands} lines to fit {console.width} columns[/]")
     if any(t.headers.count("status") for t in tables):
@@ -101,16 +156,23 @@ class RunProgress:
 
     def __init__(self, console: Console, total: int, done: int = 0) -> None:
         self.console = console
-        self.bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                            TimeElapsedColumn(), console=console, transient=True)
+        self.bar = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        )
         self.task = self.bar.add_task("starting", total=total, completed=done)
 
     def __enter__(self) -> RunProgress:
         self.bar.__enter__()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.bar.__exit__(exc_type, exc, tb)
 
     def started(self, event: dict) -> None:
@@ -137,6 +199,7 @@ def print_noise(console: Console, noise: NoiseRecord | None) -> None:
         console.print(f"[yellow]warning: {escape(text)}[/]")
     for text in noise.notes:
         console.print(f"[dim]note: {escape(text)}[/]")
+
 
 # Output to a file or pipe with no COLUMNS set: as wide as the widest table (nothing folds or is
 # left out; an editor or `less -S` shows it whole).

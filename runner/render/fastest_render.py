@@ -15,8 +15,9 @@ from .tables import Table
 from .textformats import csv_text, markdown
 
 
-def terminal_fastest(tables: list[Table], summary: Table, sources: list[Source], out: Path | None,
-                     columns: list[str] | None = None) -> str | None:
+def terminal_fastest(
+    tables: list[Table], summary: Table, sources: list[Source], out: Path | None, columns: list[str] | None = None
+) -> str | None:
     check_columns(tables, columns)
     f = out.open("w") if out else None
     try:
@@ -32,18 +33,21 @@ def terminal_fastest(tables: list[Table], summary: Table, sources: list[Source],
     return str(out) if out else None
 
 
-def csv_fastest(tables: list[Table], summary: Table, sources: list[Source], out: Path | None,
-                columns: list[str] | None = None) -> str | None:
+def csv_fastest(
+    tables: list[Table], summary: Table, sources: list[Source], out: Path | None, columns: list[str] | None = None
+) -> str | None:
     return render_formats.emit(csv_text(tables), out)
 
 
-def markdown_fastest(tables: list[Table], summary: Table, sources: list[Source], out: Path | None,
-                     columns: list[str] | None = None) -> str | None:
+def markdown_fastest(
+    tables: list[Table], summary: Table, sources: list[Source], out: Path | None, columns: list[str] | None = None
+) -> str | None:
     return render_formats.emit(f"{label_line(sources)}\n\n" + markdown([*tables, summary]) + "\n", out)
 
 
-def html_fastest(tables: list[Table], summary: Table, sources: list[Source], out: Path | None,
-                 columns: list[str] | None = None) -> str | None:
+def html_fastest(
+    tables: list[Table], summary: Table, sources: list[Source], out: Path | None, columns: list[str] | None = None
+) -> str | None:
     return render_formats.emit(html_page(tables, summary, sources), out)
 
 
@@ -52,14 +56,19 @@ def html_page(tables: list[Table], summary: Table, sources: list[Source]) -> str
     from .plots import grouped_bars  # plotly: loaded only for HTML
 
     ops = [t.op for t in tables]
-    series = {s.label: [float(r[2]) for op in ops for r in summary.rows if r[0] == op and r[1] == s.label]
-              for s in sources}
+    series = {
+        s.label: [float(r[2]) for op in ops for r in summary.rows if r[0] == op and r[1] == s.label] for s in sources
+    }
     chart = grouped_bars("Kernels each source ran fastest, per operation", ops, series, "kernels", "wins")
-    sections = [Section("summary", summary.title,
-                        f'<div class="charts">{chart}</div>' + table_html(summary.headers, summary.rows, "table-wins"))]
+    sections = [
+        Section(
+            "summary",
+            summary.title,
+            f'<div class="charts">{chart}</div>' + table_html(summary.headers, summary.rows, "table-wins"),
+        )
+    ]
     for t in tables:
         section = table_section(t, f"table-{t.op}", anchor=f"op-{t.op}")
         sections.append(Section(section.anchor, f"{t.title} ({len(t.rows)})", section.html))
     lead = warnings_html([f"{s.label} was measured on a loaded machine: {w}" for s in sources for w in s.warnings])
-    return page("DeepBench: fastest per kernel", sections,
-                subtitle=label_line(sources), lead=lead, charts=True)
+    return page("DeepBench: fastest per kernel", sections, subtitle=label_line(sources), lead=lead, charts=True)

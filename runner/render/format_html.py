@@ -19,7 +19,10 @@ def html_report(source: Source, out: Path | None, columns: list[str] | None = No
     return render_formats.emit(render_html(source), out or default_path(source, "html"))
 
 
-register_format(ReportFormat(
-    "html",
-    {REPORT: html_report, COMPARE: compare_render.html_comparison, FASTEST: fastest_render.html_fastest},
-    help="one offline HTML page: sortable tables, charts"))
+register_format(
+    ReportFormat(
+        "html",
+        {REPORT: html_report, COMPARE: compare_render.html_comparison, FASTEST: fastest_render.html_fastest},
+        help="one offline HTML page: sortable tables, charts",
+    )
+)

@@ -8,8 +8,14 @@ from __future__ import annotations
 from . import compare_render, fastest_render, report_render
 from .render_formats import COMPARE, FASTEST, REPORT, ReportFormat, register_format
 
-register_format(ReportFormat(
-    "md",
-    {REPORT: report_render.markdown_report, COMPARE: compare_render.markdown_comparison,
-     FASTEST: fastest_render.markdown_fastest},
-    help="markdown"))
+register_format(
+    ReportFormat(
+        "md",
+        {
+            REPORT: report_render.markdown_report,
+            COMPARE: compare_render.markdown_comparison,
+            FASTEST: fastest_render.markdown_fastest,
+        },
+        help="markdown",
+    )
+)

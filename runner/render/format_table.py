@@ -8,8 +8,14 @@ from __future__ import annotations
 from . import compare_render, fastest_render, report_render
 from .render_formats import COMPARE, FASTEST, REPORT, ReportFormat, register_format
 
-register_format(ReportFormat(
-    "table",
-    {REPORT: report_render.terminal_report, COMPARE: compare_render.terminal_comparison,
-     FASTEST: fastest_render.terminal_fastest},
-    help="terminal tables, fitted to the terminal's width"))
+register_format(
+    ReportFormat(
+        "table",
+        {
+            REPORT: report_render.terminal_report,
+            COMPARE: compare_render.terminal_comparison,
+            FASTEST: fastest_render.terminal_fastest,
+        },
+        help="terminal tables, fitted to the terminal's width",
+    )
+)

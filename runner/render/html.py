@@ -105,9 +105,33 @@ SCRIPT = """
 })();
 """
 
-TEXT_COLUMNS = {"set", "application", "prec", "status", "check", "cell", "verdict", "note", "fact", "value", "source",
-                "op", "fastest", "a_t", "b_t", "kernel", "directions", "bound", "library", "closest", "furthest",
-                "side", "baseline", "against", "answer"}
+TEXT_COLUMNS = {
+    "set",
+    "application",
+    "prec",
+    "status",
+    "check",
+    "cell",
+    "verdict",
+    "note",
+    "fact",
+    "value",
+    "source",
+    "op",
+    "fastest",
+    "a_t",
+    "b_t",
+    "kernel",
+    "directions",
+    "bound",
+    "library",
+    "closest",
+    "furthest",
+    "side",
+    "baseline",
+    "against",
+    "answer",
+}
 WRAP_COLUMNS = {"notes", "flags", "note", "value", "answer"}
 FILTER_MIN_ROWS = 8  # tables shorter than this need no filter box
 VERDICT_CELL = re.compile(r"^(?:[\d,.]+x (faster|slower)|(unclear) \()")
@@ -139,20 +163,28 @@ def _header(h: str) -> str:
 
 def table_html(headers: list[str], rows: list[list[str]], table_id: str) -> str:
     head = "".join(f"<th{_cell_class(h, '')}>{_header(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td{_cell_class(h, str(c))}>{escape(str(c))}</td>"
-                                    for h, c in zip(headers, row, strict=False))
-                   + "</tr>" for row in rows)
+    body = "".join(
+        "<tr>"
+        + "".join(f"<td{_cell_class(h, str(c))}>{escape(str(c))}</td>" for h, c in zip(headers, row, strict=False))
+        + "</tr>"
+        for row in rows
+    )
     filter_box = ""
     if len(rows) >= FILTER_MIN_ROWS:
-        filter_box = (f'<input class="filter" type="search" placeholder="filter rows: words, e.g. fp16 7000" '
-                      f'data-table="{escape(table_id)}" aria-label="filter {escape(table_id)}">'
-                      f'<span class="count" id="{escape(table_id)}-count">{len(rows)} rows</span>')
-    return (f'{filter_box}<div class="scroll"><table class="sortable" id="{escape(table_id)}"><thead><tr>{head}</tr>'
-            f"</thead><tbody>{body}</tbody></table></div>")
+        filter_box = (
+            f'<input class="filter" type="search" placeholder="filter rows: words, e.g. fp16 7000" '
+            f'data-table="{escape(table_id)}" aria-label="filter {escape(table_id)}">'
+            f'<span class="count" id="{escape(table_id)}-count">{len(rows)} rows</span>'
+        )
+    return (
+        f'{filter_box}<div class="scroll"><table class="sortable" id="{escape(table_id)}"><thead><tr>{head}</tr>'
+        f"</thead><tbody>{body}</tbody></table></div>"
+    )
 
 
-def table_section(t: Table, table_id: str, charts: list[str] | None = None, note: str = "",
-                  anchor: str | None = None) -> Section:
+def table_section(
+    t: Table, table_id: str, charts: list[str] | None = None, note: str = "", anchor: str | None = None
+) -> Section:
     parts = []
     if note:
         parts.append(f'<p class="note">{escape(note)}</p>')
@@ -188,11 +220,17 @@ def page(title: str, sections: list[Section], subtitle: str = "", lead: str = ""
     """The page: title, subtitle, `lead` (raw HTML: the answer, warnings), the table of contents,
     then each section; plotly's bundle once in the head when the page has charts."""
     sub = f'<p class="note">{escape(subtitle)}</p>' if subtitle else ""
-    toc = ('<nav id="toc"><b>Contents:</b> '
-           + " ".join(f'<a href="#{escape(s.anchor)}">{escape(s.title)}</a>' for s in sections) + "</nav>")
-    body = "\n".join(f'<section id="{escape(s.anchor)}"><h2>{escape(s.title)}</h2>\n{s.html}</section>'
-                     for s in sections)
+    toc = (
+        '<nav id="toc"><b>Contents:</b> '
+        + " ".join(f'<a href="#{escape(s.anchor)}">{escape(s.title)}</a>' for s in sections)
+        + "</nav>"
+    )
+    body = "\n".join(
+        f'<section id="{escape(s.anchor)}"><h2>{escape(s.title)}</h2>\n{s.html}</section>' for s in sections
+    )
     bundle = f'<script type="text/javascript">{plotly_bundle()}</script>' if charts else ""
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
-            f"<style>{CSS}</style>{bundle}</head><body><h1>{escape(title)}</h1>{sub}{lead}{toc}\n{body}"
-            f"\n<script>{SCRIPT}</script></body></html>\n")
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
+        f"<style>{CSS}</style>{bundle}</head><body><h1>{escape(title)}</h1>{sub}{lead}{toc}\n{body}"
+        f"\n<script>{SCRIPT}</script></body></html>\n"
+    )

@@ -10,8 +10,20 @@ from deepbench.kernels.catalog import traits_of
 from ..analysis.nccl_side_by_side import Pair
 from .tables import Table
 
-SIDE_BY_SIDE_HEADERS = ["size (B)", "ranks", "method", "direction", "library", "harness (us)", "nccl-tests (us)",
-                        "time ratio", "harness busbw", "nccl-tests busbw", "busbw ratio", "target"]
+SIDE_BY_SIDE_HEADERS = [
+    "size (B)",
+    "ranks",
+    "method",
+    "direction",
+    "library",
+    "harness (us)",
+    "nccl-tests (us)",
+    "time ratio",
+    "harness busbw",
+    "nccl-tests busbw",
+    "busbw ratio",
+    "target",
+]
 
 
 def side_by_side_table(op: str, pairs: Iterable[Pair]) -> Table:
@@ -22,10 +34,22 @@ def side_by_side_table(op: str, pairs: Iterable[Pair]) -> Table:
         if p.op != op:
             continue
         target = p.busbw_target if p.busbw_target is not None else p.latency_target
-        rows.append([f"{p.bytes:,}", str(p.ranks), p.method, p.direction.replace("_", " "), p.library,
-                     f"{p.harness_us:,.2f}", f"{p.nccl_tests_us:,.2f}", f"{p.time_ratio:.3f}",
-                     f"{p.harness_busbw:.2f}", f"{p.nccl_tests_busbw:.2f}", f"{p.busbw_ratio:.3f}",
-                     "not NCCL" if not p.on_nccl else "" if target is None else "yes" if target else "NO"])
+        rows.append(
+            [
+                f"{p.bytes:,}",
+                str(p.ranks),
+                p.method,
+                p.direction.replace("_", " "),
+                p.library,
+                f"{p.harness_us:,.2f}",
+                f"{p.nccl_tests_us:,.2f}",
+                f"{p.time_ratio:.3f}",
+                f"{p.harness_busbw:.2f}",
+                f"{p.nccl_tests_busbw:.2f}",
+                f"{p.busbw_ratio:.3f}",
+                "not NCCL" if not p.on_nccl else "" if target is None else "yes" if target else "NO",
+            ]
+        )
     return Table(op, f"{traits_of(op).title} beside nccl-tests", SIDE_BY_SIDE_HEADERS, rows, ("library", "method"))
 
 

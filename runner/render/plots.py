@@ -30,8 +30,14 @@ TOP_N = 25
 BAR_PX = 18  # height per bar of a bar chart
 ROOF_POINTS = 64
 HEADROOM = 1.6
-COLORS = {"fp32": "#1f77b4", "tf32": "#17becf", "fp16": "#ff7f0e", "bf16": "#d62728", "int8": "#2ca02c",
-          "fp8": "#9467bd"}
+COLORS = {
+    "fp32": "#1f77b4",
+    "tf32": "#17becf",
+    "fp16": "#ff7f0e",
+    "bf16": "#d62728",
+    "int8": "#2ca02c",
+    "fp8": "#9467bd",
+}
 VERDICT_COLORS = {"faster": "#2ca02c", "slower": "#d62728", "same": "#7f7f7f", "unclear": "#bcbd22"}
 CONFIG = {"displaylogo": False, "responsive": True, "modeBarButtonsToRemove": ["select2d", "lasso2d"]}
 TEMPLATE = "plotly_white"
@@ -39,17 +45,29 @@ TEMPLATE = "plotly_white"
 
 def div(fig: go.Figure, div_id: str) -> str:
     """The chart as a <div> and the script that draws it (the bundle is in the page once)."""
-    fig.update_layout(template=TEMPLATE, margin={"l": 60, "r": 20, "t": 50, "b": 50}, hovermode="closest",
-                      font={"size": 11}, legend={"font": {"size": 10}})
-    return fig.to_html(full_html=False, include_plotlyjs=False, div_id=div_id, config=CONFIG,
-                       default_width=f"{fig.layout.width or WIDTH}px",
-                       default_height=f"{fig.layout.height or HEIGHT}px")
+    fig.update_layout(
+        template=TEMPLATE,
+        margin={"l": 60, "r": 20, "t": 50, "b": 50},
+        hovermode="closest",
+        font={"size": 11},
+        legend={"font": {"size": 10}},
+    )
+    return fig.to_html(
+        full_html=False,
+        include_plotlyjs=False,
+        div_id=div_id,
+        config=CONFIG,
+        default_width=f"{fig.layout.width or WIDTH}px",
+        default_height=f"{fig.layout.height or HEIGHT}px",
+    )
 
 
 def short_label(e: Entry) -> str:
     """The kernel's parameters' values and its precision (the axis title names the fields)."""
-    return " ".join(("T" if v else "N") if isinstance(v, bool) else str(v) for v in e.kernel.params().values()) + \
-        f" {e.precision}"
+    return (
+        " ".join(("T" if v else "N") if isinstance(v, bool) else str(v) for v in e.kernel.params().values())
+        + f" {e.precision}"
+    )
 
 
 def hover(e: Entry) -> str:
@@ -72,21 +90,41 @@ def roofline(op: str, entries: list[Entry], ctx: Context, div_id: str) -> str | 
         es = [e for e in points if e.precision == prec]
         pcts = [roof(e, ctx.ceilings) for e in es]
         flagged = [bool(sanity_flags(e, ctx)) for e in es]
-        fig.add_trace(go.Scatter(
-            x=[intensity(e) for e in es], y=[e.tflops for e in es], mode="markers", name=f"{prec} kernels",
-            marker={"color": COLORS.get(prec), "size": 7, "opacity": 0.75,
-                    "symbol": ["x" if f else "circle" for f in flagged]},
-            text=[hover(e) for e in es],
-            customdata=[[e.median_us, "" if r is None else f"{r.pct_of_peak:.0f}% of the {r.bound} roof"]
-                        for e, r in zip(es, pcts, strict=False)],
-            hovertemplate="%{text}<br>%{y:.3g} TFLOP/s, %{customdata[0]:,.1f} us<br>%{customdata[1]}<extra></extra>"))
+        fig.add_trace(
+            go.Scatter(
+                x=[intensity(e) for e in es],
+                y=[e.tflops for e in es],
+                mode="markers",
+                name=f"{prec} kernels",
+                marker={
+                    "color": COLORS.get(prec),
+                    "size": 7,
+                    "opacity": 0.75,
+                    "symbol": ["x" if f else "circle" for f in flagged],
+                },
+                text=[hover(e) for e in es],
+                customdata=[
+                    [e.median_us, "" if r is None else f"{r.pct_of_peak:.0f}% of the {r.bound} roof"]
+                    for e, r in zip(es, pcts, strict=False)
+                ],
+                hovertemplate="%{text}<br>%{y:.3g} TFLOP/s, %{customdata[0]:,.1f} us<br>%{customdata[1]}"
+                "<extra></extra>",
+            )
+        )
         peak = compute_peak(ctx.ceilings, prec)
         if peak:
             xs = [lo * (hi / lo) ** (i / ROOF_POINTS) for i in range(ROOF_POINTS + 1)]
             ys = [min(peak, x * bw / 1e3) if bw else peak for x in xs]
-            fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line={"color": COLORS.get(prec, "#000"), "dash": "dash"},
-                                     name=f"{prec} roof: {peak:,.3g} TFLOP/s" + (f", {bw:,.0f} GB/s" if bw else ""),
-                                     hoverinfo="name"))
+            fig.add_trace(
+                go.Scatter(
+                    x=xs,
+                    y=ys,
+                    mode="lines",
+                    line={"color": COLORS.get(prec, "#000"), "dash": "dash"},
+                    name=f"{prec} roof: {peak:,.3g} TFLOP/s" + (f", {bw:,.0f} GB/s" if bw else ""),
+                    hoverinfo="name",
+                )
+            )
     peaks = [compute_peak(ctx.ceilings, p) or 0 for p in precisions]
     top = max([e.tflops or 0 for e in points] + peaks) * HEADROOM
     bottom = min(e.tflops or top for e in points) / 2
@@ -111,25 +149,55 @@ def time_bars(op: str, entries: list[Entry], div_id: str, top_n: int = TOP_N) ->
     fig = go.Figure()
     for prec in dict.fromkeys(e.precision for e in shown):
         es = [e for e in shown if e.precision == prec]
-        fig.add_trace(go.Bar(
-            y=[short_label(e) for e in es], x=[e.median_us for e in es], orientation="h",
-            name=prec, marker={"color": COLORS.get(prec)}, hovertext=[hover(e) for e in es],
-            error_x={"type": "data", "symmetric": False, "thickness": 1,
-                     "array": [max(0.0, (e.p75_us or e.median_us or 0) - (e.median_us or 0)) for e in es],
-                     "arrayminus": [max(0.0, (e.median_us or 0) - (e.p25_us or e.median_us or 0)) for e in es]},
-            hovertemplate="%{hovertext}<br>median %{x:,.1f} us<extra></extra>"))
+        fig.add_trace(
+            go.Bar(
+                y=[short_label(e) for e in es],
+                x=[e.median_us for e in es],
+                orientation="h",
+                name=prec,
+                marker={"color": COLORS.get(prec)},
+                hovertext=[hover(e) for e in es],
+                error_x={
+                    "type": "data",
+                    "symmetric": False,
+                    "thickness": 1,
+                    "array": [max(0.0, (e.p75_us or e.median_us or 0) - (e.median_us or 0)) for e in es],
+                    "arrayminus": [max(0.0, (e.median_us or 0) - (e.p25_us or e.median_us or 0)) for e in es],
+                },
+                hovertemplate="%{hovertext}<br>median %{x:,.1f} us<extra></extra>",
+            )
+        )
     what = f"the {len(shown)} longest of {len(ok)} kernels" if len(ok) > len(shown) else f"{len(ok)} kernels"
     fields = " ".join(shown[0].kernel.params())
-    fig.update_yaxes(categoryorder="array", categoryarray=[short_label(e) for e in shown][::-1],
-                     tickfont={"size": 9}, automargin=True, title=f"{fields} prec")
+    fig.update_yaxes(
+        categoryorder="array",
+        categoryarray=[short_label(e) for e in shown][::-1],
+        tickfont={"size": 9},
+        automargin=True,
+        title=f"{fields} prec",
+    )
     fig.update_xaxes(title="median time per call (us), p25-p75 bars", rangemode="tozero")
-    fig.update_layout(title=f"{op}: time of {what}", width=WIDTH, height=max(HEIGHT, 120 + BAR_PX * len(shown)),
-                      barmode="overlay", showlegend=True)
+    fig.update_layout(
+        title=f"{op}: time of {what}",
+        width=WIDTH,
+        height=max(HEIGHT, 120 + BAR_PX * len(shown)),
+        barmode="overlay",
+        showlegend=True,
+    )
     return div(fig, div_id)
 
 
-def speedups(title: str, labels: Sequence[str], base_us: Sequence[float], ratios: Sequence[float],
-             verdicts: Sequence[str], phrases: Sequence[str], other: str, base: str, div_id: str) -> str | None:
+def speedups(
+    title: str,
+    labels: Sequence[str],
+    base_us: Sequence[float],
+    ratios: Sequence[float],
+    verdicts: Sequence[str],
+    phrases: Sequence[str],
+    other: str,
+    base: str,
+    div_id: str,
+) -> str | None:
     """Per kernel the speedup of `other` over the baseline (baseline time / other time; log
     axis, so twice as fast and twice as slow lie as far from 1), against the baseline's time."""
     if not ratios:
@@ -137,12 +205,21 @@ def speedups(title: str, labels: Sequence[str], base_us: Sequence[float], ratios
     fig = go.Figure()
     for verdict in dict.fromkeys(verdicts):
         idx = [i for i, v in enumerate(verdicts) if v == verdict]
-        fig.add_trace(go.Scatter(
-            x=[base_us[i] for i in idx], y=[1 / ratios[i] for i in idx], mode="markers", name=verdict,
-            marker={"color": VERDICT_COLORS.get(verdict, "#888"), "size": 7, "opacity": 0.8},
-            text=[labels[i] for i in idx], customdata=[[base_us[i] * ratios[i], phrases[i]] for i in idx],
-            hovertemplate=(f"%{{text}}<br>{base} %{{x:,.1f}} us, {other} %{{customdata[0]:,.1f}} us"
-                           f"<br>{other} vs {base}: %{{customdata[1]}}<extra></extra>")))
+        fig.add_trace(
+            go.Scatter(
+                x=[base_us[i] for i in idx],
+                y=[1 / ratios[i] for i in idx],
+                mode="markers",
+                name=verdict,
+                marker={"color": VERDICT_COLORS.get(verdict, "#888"), "size": 7, "opacity": 0.8},
+                text=[labels[i] for i in idx],
+                customdata=[[base_us[i] * ratios[i], phrases[i]] for i in idx],
+                hovertemplate=(
+                    f"%{{text}}<br>{base} %{{x:,.1f}} us, {other} %{{customdata[0]:,.1f}} us"
+                    f"<br>{other} vs {base}: %{{customdata[1]}}<extra></extra>"
+                ),
+            )
+        )
     fig.add_hline(y=1, line={"color": "#444", "width": 1})
     fig.update_xaxes(type="log", title=f"{base} (baseline) median time (us)")
     fig.update_yaxes(type="log", title=f"speedup of {other} (baseline time / its time)")
@@ -150,8 +227,9 @@ def speedups(title: str, labels: Sequence[str], base_us: Sequence[float], ratios
     return div(fig, div_id)
 
 
-def grouped_bars(title: str, groups: Sequence[str], series: Mapping[str, Sequence[float]], axis: str,
-                 div_id: str) -> str:
+def grouped_bars(
+    title: str, groups: Sequence[str], series: Mapping[str, Sequence[float]], axis: str, div_id: str
+) -> str:
     """Counts side by side per group (e.g. kernels each source ran fastest, per operation)."""
     fig = go.Figure([go.Bar(x=list(groups), y=list(values), name=name) for name, values in series.items()])
     fig.update_yaxes(title=axis, rangemode="tozero")

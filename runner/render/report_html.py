@@ -37,22 +37,26 @@ def render_html(source: Source) -> str:
         parts += [f"<h3>{escape(roof.title)}</h3>", table_html(roof.headers, roof.rows, "table-roof")]
     reasons = flag_reasons(source)
     if reasons:
-        parts += ["<h3>Figures that cannot be true as they stand (flagged in the notes column)</h3>",
-                  table_html(["flag", "kernels", "answer"], reasons, "table-flags")]
+        parts += [
+            "<h3>Figures that cannot be true as they stand (flagged in the notes column)</h3>",
+            table_html(["flag", "kernels", "answer"], reasons, "table-flags"),
+        ]
     note = no_roof_reason(source.ceilings, source.kind)
     if note:
         parts.append(f'<p class="note">Roofline columns are blank: {escape(note)}.</p>')
     sections = [Section("summary", "Summary", "\n".join(parts))]
     for t in tables_of(source):
         entries = [e for e in source.entries if e.kernel.op == t.op]
-        charts = [c for c in (roofline(t.op, entries, ctx, f"roof-{t.op}"), time_bars(t.op, entries, f"time-{t.op}"))
-                  if c]
+        charts = [
+            c for c in (roofline(t.op, entries, ctx, f"roof-{t.op}"), time_bars(t.op, entries, f"time-{t.op}")) if c
+        ]
         section = table_section(t, f"table-{t.op}", charts, anchor=f"op-{t.op}")
         sections.append(Section(section.anchor, f"{t.title} ({len(t.rows)})", section.html))
-    specs = [[k, v] for k, v in source.specs.items()] + [[f"measured ceiling {k}", f"{v:,.4g}"]
-                                                         for k, v in source.ceilings.items()]
+    specs = [[k, v] for k, v in source.specs.items()] + [
+        [f"measured ceiling {k}", f"{v:,.4g}"] for k, v in source.ceilings.items()
+    ]
     sections.append(Section("specs", "Specs", table_html(["fact", "value"], specs, "table-specs")))
-    lead = (f'<p class="answer">{escape(summary_line(gs, suite_of(source)))}</p>'
-            + warnings_html(list(source.warnings)))
-    return page(f"DeepBench report: {source.label}", sections, subtitle=f"{headline(source)}. {LEGEND}.",
-                lead=lead, charts=True)
+    lead = f'<p class="answer">{escape(summary_line(gs, suite_of(source)))}</p>' + warnings_html(list(source.warnings))
+    return page(
+        f"DeepBench report: {source.label}", sections, subtitle=f"{headline(source)}. {LEGEND}.", lead=lead, charts=True
+    )

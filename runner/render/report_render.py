@@ -16,9 +16,11 @@ from .display import check_columns, make_console, print_tables
 from .tables import Table, report_tables, without_empty_columns
 from .textformats import csv_text, markdown, markdown_table, specs_markdown
 
-LEGEND = ("time: median per call over the directions' medians (us); IQR: interquartile range over the median; "
-          "bound/% peak: roofline from the measured ceilings; marks: ~ unconverged, ± noisy, ! throttled; "
-          "notes: figures that cannot be true as they stand, with their likely cause")
+LEGEND = (
+    "time: median per call over the directions' medians (us); IQR: interquartile range over the median; "
+    "bound/% peak: roofline from the measured ceilings; marks: ~ unconverged, ± noisy, ! throttled; "
+    "notes: figures that cannot be true as they stand, with their likely cause"
+)
 
 
 def tables_of(source: Source) -> list[Table]:
@@ -26,11 +28,18 @@ def tables_of(source: Source) -> list[Table]:
 
 
 def device_of(source: Source) -> str:
-    device = source.specs.get("device.name") or source.specs.get("published.GPU Model") or \
-        source.specs.get("published.CPU Model") or source.specs.get("published.CPU") or ""
+    device = (
+        source.specs.get("device.name")
+        or source.specs.get("published.GPU Model")
+        or source.specs.get("published.CPU Model")
+        or source.specs.get("published.CPU")
+        or ""
+    )
     if source.specs.get("device.emulated", "").lower() == "true":  # an arm64 image on an x86 host, say
-        device = f"{device or 'a CPU'} (EMULATED {source.specs.get('device.machine', '')}: the emulator's times, " \
-                 "not the hardware's)"
+        device = (
+            f"{device or 'a CPU'} (EMULATED {source.specs.get('device.machine', '')}: the emulator's times, "
+            "not the hardware's)"
+        )
     return device
 
 

@@ -46,7 +46,7 @@ class Layout:
 
     def band_columns(self) -> list[tuple[int, ...]]:
         per = math.ceil(len(self.columns) / self.bands)
-        return [self.columns[i:i + per] for i in range(0, len(self.columns), per)]
+        return [self.columns[i : i + per] for i in range(0, len(self.columns), per)]
 
 
 def column_widths(t: Table) -> list[int]:
@@ -63,6 +63,7 @@ def table_width(widths: list[int], columns: tuple[int, ...], compact: bool, band
 
 def match_columns(t: Table, names: list[str]) -> set[str]:
     """The headers the user named with --columns (case and units ignored: "time" is "time (us)")."""
+
     def norm(text: str) -> str:
         return "".join(c for c in text.lower().split("(")[0] if c.isalnum())
 
@@ -77,9 +78,12 @@ def fit(t: Table, width: int, wanted: set[str] | None = None) -> Layout:
     """The layout of `t` in `width` cells. `wanted`: droppable columns the user asked for (kept,
     folding rows if need be); None: drop as needed. Columns empty in every row are left out."""
     natural = column_widths(t)
-    capped = [max([max(map(cell_len, t.headers[i].split(" ")))] + [cell_len(r[i]) for r in t.rows])
-              if t.headers[i] not in t.wrap else min(w, max(WRAP_WIDTH, *map(cell_len, t.headers[i].split(" "))))
-              for i, w in enumerate(natural)]
+    capped = [
+        max([max(map(cell_len, t.headers[i].split(" ")))] + [cell_len(r[i]) for r in t.rows])
+        if t.headers[i] not in t.wrap
+        else min(w, max(WRAP_WIDTH, *map(cell_len, t.headers[i].split(" "))))
+        for i, w in enumerate(natural)
+    ]
     wrapped = {i: w for i, w in enumerate(capped) if w < natural[i]}
     empty = {i for i in range(len(t.headers)) if t.rows and not any(r[i] for r in t.rows)}
     drop_order = [h for h in t.droppable if h in t.headers]

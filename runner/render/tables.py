@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from ..analysis.sources import Entry
 
 
-
 def op_title(op: str) -> str:
     """The operation's title (its traits), or its name where this version does not know it."""
     return traits_of(op).title
@@ -45,8 +44,14 @@ class Table:
 def without_empty_columns(t: Table) -> Table:
     """`t` without the columns blank in every row (a summary's failed column when none failed)."""
     keep = [i for i in range(len(t.headers)) if any(r[i] for r in t.rows)]
-    return Table(t.op, t.title, [t.headers[i] for i in keep], [[r[i] for i in keep] for r in t.rows],
-                 tuple(h for h in t.droppable if h in t.headers), t.wrap)
+    return Table(
+        t.op,
+        t.title,
+        [t.headers[i] for i in keep],
+        [[r[i] for i in keep] for r in t.rows],
+        tuple(h for h in t.droppable if h in t.headers),
+        t.wrap,
+    )
 
 
 def fmt_us(value: float | None) -> str:
@@ -102,11 +107,16 @@ def op_table(op: str, results: Iterable[KernelResult], ctx: Context | None = Non
     results = [r for r in results if r.op == op]
     traits = traits_of(op)
     if traits.collective:  # DeepBench's size, ranks, time; nccl-tests' bandwidths
-        return Table(op, traits.title, [*list(ALL_REDUCE_HEADERS), "notes"],
-                     [[*row, notes(entry_of_result(r), ctx)]
-                      for r, row in zip(results, collective_rows(results, SET_SHORT, _status, fmt_us, fmt_num),
-                                        strict=False)],
-                     ALL_REDUCE_DROP)
+        return Table(
+            op,
+            traits.title,
+            [*list(ALL_REDUCE_HEADERS), "notes"],
+            [
+                [*row, notes(entry_of_result(r), ctx)]
+                for r, row in zip(results, collective_rows(results, SET_SHORT, _status, fmt_us, fmt_num), strict=False)
+            ],
+            ALL_REDUCE_DROP,
+        )
     cls = KERNEL_CLASSES[op]
     fields = list(cls.FIELDS)
     directions = [d for d in cls.DIRECTIONS if len(cls.DIRECTIONS) > 1]
@@ -114,9 +124,15 @@ def op_table(op: str, results: Iterable[KernelResult], ctx: Context | None = Non
     # --pad both: the raw shape's time over the padded one's (kernels/harness/execute.py)
     penalty = any("alignment_penalty" in r.info for r in results)
     extra += ["raw/padded"] if penalty else []
-    headers = (["set"] + fields + ["prec"] + [f"{d} (us)" for d in directions] + [TIME_HEADER, IQR_HEADER,
-                                                                                   traits.rated_in.column]
-               + extra + ["status", "notes"])
+    headers = (
+        ["set"]
+        + fields
+        + ["prec"]
+        + [f"{d} (us)" for d in directions]
+        + [TIME_HEADER, IQR_HEADER, traits.rated_in.column]
+        + extra
+        + ["status", "notes"]
+    )
     rows = []
     for r in results:
         row = [SET_SHORT.get(r.set, r.set)] + [_param(v) for v in r.params.values()] + [r.precision.name.value]
@@ -128,8 +144,12 @@ def op_table(op: str, results: Iterable[KernelResult], ctx: Context | None = Non
             row.append(fmt_num(r.info.get("alignment_penalty")))
         row += [_status(r), notes(entry, ctx)]
         rows.append(row)
-    droppable = ("set", IQR_HEADER, *(c.header for c in traits.run_columns if c.droppable),
-                 *(f"{d} (us)" for d in reversed(directions)))
+    droppable = (
+        "set",
+        IQR_HEADER,
+        *(c.header for c in traits.run_columns if c.droppable),
+        *(f"{d} (us)" for d in reversed(directions)),
+    )
     return Table(op, traits.title, headers, rows, droppable)
 
 
@@ -189,19 +209,49 @@ def report_table(op: str, entries: Iterable[Entry], ctx: Context) -> Table:
         if e.kernel.op != op:
             continue
         r = roof(e, ctx.ceilings)
-        rows.append([SET_SHORT.get(e.kernel.set, e.kernel.set), e.kernel.application or e.extra.get("application", "")]
-                    + [_param(v) for v in e.kernel.params().values()] + [e.precision]
-                    + [fmt_us(e.parts_us.get(d)) for d in directions]
-                    + ([str(e.extra.get("ranks", "")), fmt_us(e.extra.get("out_of_place_us")),
-                        "" if one_rank(e) else fmt_sig(e.extra.get("busbw_gbps"))] if collective else [])
-                    + [fmt_us(e.median_us), _rate(e), iqr_text(e),
-                       r.bound if r else "", _pct(r.pct_of_peak if r else None), status_text(e), e.check,
-                       notes(e, ctx)])
-    headers = (["set", "application"] + list(cls.FIELDS) + ["prec"] + [f"{d} (us)" for d in directions]
-               + (["ranks", OUT_OF_PLACE_HEADER, "bus GB/s"] if collective else [])
-               + [TIME_HEADER, traits.rated_in.column, IQR_HEADER, "bound", "% peak", "status", "check", "notes"])
-    droppable = ("check", "set", "application", "bound", IQR_HEADER, OUT_OF_PLACE_HEADER,
-                 *(f"{d} (us)" for d in reversed(directions)), "% peak")
+        rows.append(
+            [SET_SHORT.get(e.kernel.set, e.kernel.set), e.kernel.application or e.extra.get("application", "")]
+            + [_param(v) for v in e.kernel.params().values()]
+            + [e.precision]
+            + [fmt_us(e.parts_us.get(d)) for d in directions]
+            + (
+                [
+                    str(e.extra.get("ranks", "")),
+                    fmt_us(e.extra.get("out_of_place_us")),
+                    "" if one_rank(e) else fmt_sig(e.extra.get("busbw_gbps")),
+                ]
+                if collective
+                else []
+            )
+            + [
+                fmt_us(e.median_us),
+                _rate(e),
+                iqr_text(e),
+                r.bound if r else "",
+                _pct(r.pct_of_peak if r else None),
+                status_text(e),
+                e.check,
+                notes(e, ctx),
+            ]
+        )
+    headers = (
+        ["set", "application"]
+        + list(cls.FIELDS)
+        + ["prec"]
+        + [f"{d} (us)" for d in directions]
+        + (["ranks", OUT_OF_PLACE_HEADER, "bus GB/s"] if collective else [])
+        + [TIME_HEADER, traits.rated_in.column, IQR_HEADER, "bound", "% peak", "status", "check", "notes"]
+    )
+    droppable = (
+        "check",
+        "set",
+        "application",
+        "bound",
+        IQR_HEADER,
+        OUT_OF_PLACE_HEADER,
+        *(f"{d} (us)" for d in reversed(directions)),
+        "% peak",
+    )
     return Table(op, traits.title, headers, rows, droppable)
 
 

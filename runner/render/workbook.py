@@ -21,8 +21,12 @@ from .tables import notes, status_text
 BOLD = Font(bold=True)
 # DeepBench's column titles for direction names (its workbooks' words); an operation's traits
 # name its fields and any direction it words differently.
-DIRECTION_HEADERS = {"fwd": "Forward (msec)", "bwd_data": "wrt Inputs (msec)", "bwd_filter": "wrt Parameters (msec)",
-                     "bwd": "Time Backward (msec)"}
+DIRECTION_HEADERS = {
+    "fwd": "Forward (msec)",
+    "bwd_data": "wrt Inputs (msec)",
+    "bwd_filter": "wrt Parameters (msec)",
+    "bwd": "Time Backward (msec)",
+}
 MAX_WIDTH = 60
 
 
@@ -52,11 +56,22 @@ def _write_precision_sheet(ws, source: Source, precision: str) -> None:
         bandwidth = traits.rated_in is Rate.GBPS
         directions = list(cls.DIRECTIONS) if len(cls.DIRECTIONS) > 1 else []
         ws.append([])
-        headers = ([traits.title, "Application"] + [traits.field_header(f) for f in cls.FIELDS] + [None]
-                   + [_direction_header(traits, d) for d in directions]
-                   + ["Median total time (msec)" if directions else "Median time (msec)",
-                      traits.rated_in.workbook_column,
-                      "IQR (%)", "Bound", "% of peak", "Status", "Check", "Notes"])
+        headers = (
+            [traits.title, "Application"]
+            + [traits.field_header(f) for f in cls.FIELDS]
+            + [None]
+            + [_direction_header(traits, d) for d in directions]
+            + [
+                "Median total time (msec)" if directions else "Median time (msec)",
+                traits.rated_in.workbook_column,
+                "IQR (%)",
+                "Bound",
+                "% of peak",
+                "Status",
+                "Check",
+                "Notes",
+            ]
+        )
         ws.append(headers)
         for cell in ws[ws.max_row]:
             cell.font = BOLD
@@ -65,12 +80,22 @@ def _write_precision_sheet(ws, source: Source, precision: str) -> None:
             params = [("T" if v else "N") if isinstance(v, bool) else v for v in e.kernel.params().values()]
             ms = lambda us: None if us is None else us / MS  # noqa: E731 - a unit, read inline
             iqr = e.rel_iqr if e.n > 1 else None
-            ws.append([None, e.kernel.application or e.extra.get("application")] + params + [None]
-                      + [ms(e.parts_us.get(d)) for d in directions]
-                      + [ms(e.median_us), (None if one_rank(e) else e.gbps) if bandwidth else e.tflops,
-                         None if iqr is None else round(100 * iqr, 2), r.bound if r else None,
-                         None if r is None else round(r.pct_of_peak, 1),
-                         status_text(e), e.check, notes(e, ctx) or None])
+            ws.append(
+                [None, e.kernel.application or e.extra.get("application")]
+                + params
+                + [None]
+                + [ms(e.parts_us.get(d)) for d in directions]
+                + [
+                    ms(e.median_us),
+                    (None if one_rank(e) else e.gbps) if bandwidth else e.tflops,
+                    None if iqr is None else round(100 * iqr, 2),
+                    r.bound if r else None,
+                    None if r is None else round(r.pct_of_peak, 1),
+                    status_text(e),
+                    e.check,
+                    notes(e, ctx) or None,
+                ]
+            )
 
 
 def _fit_columns(ws) -> None:

@@ -99,16 +99,24 @@ def load_run(run_dir: Path) -> tuple[Plan, RunRecord]:
     except ValidationError as exc:
         raise UserError(f"{run_dir}: {str(exc).splitlines()[0]}") from None
     if record.state != "complete":
-        raise UserError(f"the run in {run_dir} is {record.state}: finish it first "
-                        f"(deepbench-run --resume {shlex.quote(str(run_dir))})")
+        raise UserError(
+            f"the run in {run_dir} is {record.state}: finish it first "
+            f"(deepbench-run --resume {shlex.quote(str(run_dir))})"
+        )
     if record.system is None or record.host_system is None:
         raise UserError(f"{run_dir}/run.json has no system description: it was made by an older deepbench; run again")
     return plan, record
 
 
-def make_bundle(run_dir: Path, out: Path, vendor: VendorFields, force: bool = False,
-                image_archive: Path | None = None, push_to: str | None = None,
-                log: Callable[[str], None] = print) -> layout.SubmissionIndex:
+def make_bundle(
+    run_dir: Path,
+    out: Path,
+    vendor: VendorFields,
+    force: bool = False,
+    image_archive: Path | None = None,
+    push_to: str | None = None,
+    log: Callable[[str], None] = print,
+) -> layout.SubmissionIndex:
     """Write the bundle; with `image_archive` / `push_to` the run's image is exported / pushed
     too, and the bundle records where to get it (image.py)."""
     plan, record = load_run(run_dir)
@@ -128,25 +136,37 @@ def make_bundle(run_dir: Path, out: Path, vendor: VendorFields, force: bool = Fa
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)  # the tool's own temporary folder, made just above
         kept = "" if replacing is None else " (the bundle there is kept)"
-        raise UserError(f"--out {out}: the bundle could not be written ({why_failed(exc)}); its partial copy was "
-                        f"removed and nothing was written under {out}{kept}; fix that and submit again",
-                        exit_code=ExitCode.WRITE_FAILED) from None
+        raise UserError(
+            f"--out {out}: the bundle could not be written ({why_failed(exc)}); its partial copy was "
+            f"removed and nothing was written under {out}{kept}; fix that and submit again",
+            exit_code=ExitCode.WRITE_FAILED,
+        ) from None
     _publish(staging, out, replacing)
     return index
 
 
-def _write_bundle(out: Path, run_dir: Path, plan: Plan, record: RunRecord, vendor: VendorFields,
-                  source: layout.ImageSource | None) -> layout.SubmissionIndex:
+def _write_bundle(
+    out: Path, run_dir: Path, plan: Plan, record: RunRecord, vendor: VendorFields, source: layout.ImageSource | None
+) -> layout.SubmissionIndex:
     (out / "logs").mkdir()
 
     system: SystemDescription = record.system.model_copy(update={"vendor": vendor})  # type: ignore[union-attr]
     local = bool(record.provenance.local) if record.provenance.local is not None else _was_local(run_dir)
     digest = record.provenance.image_digest
     index = layout.SubmissionIndex(
-        created_at=utcnow(), tool_version=__version__, run_id=plan.run_id, suite=plan.suite, platform=plan.platform,
-        backend=plan.backend, local=local, image_digest=digest, image=source,
+        created_at=utcnow(),
+        tool_version=__version__,
+        run_id=plan.run_id,
+        suite=plan.suite,
+        platform=plan.platform,
+        backend=plan.backend,
+        local=local,
+        image_digest=digest,
+        image=source,
         reproduce=reproduce_command(plan, local, digest),
-        verify=f"deepbench verify BUNDLE{' --local' if local else ''}", files=dict(layout.LAYOUT))
+        verify=f"deepbench verify BUNDLE{' --local' if local else ''}",
+        files=dict(layout.LAYOUT),
+    )
 
     _write_json(out / layout.SYSTEM, system.model_dump(mode="json"))
     if record.host_system is not None:
@@ -190,8 +210,10 @@ def _existing_output(run_dir: Path, out: Path, force: bool) -> Path | None:
     if not any(out.iterdir()):
         return None
     if not force:
-        raise UserError(f"{out} exists and is not empty: choose another --out, or --force to replace a bundle "
-                        "deepbench submit wrote there")
+        raise UserError(
+            f"{out} exists and is not empty: choose another --out, or --force to replace a bundle "
+            "deepbench submit wrote there"
+        )
     check_replaceable(out, bundle_files(out), keep=(run_dir,), what="a submission bundle", option="--out")
     return out
 
@@ -232,8 +254,9 @@ def readme(plan: Plan, record: RunRecord, system: SystemDescription, index: layo
     if index.image and index.image.registry:
         image += f"; in the registry as {index.image.registry}"
     vendor = system.vendor
-    by = (f"Submitted by {vendor.submitter}. " if vendor.submitter else "") + \
-        (f"System: {vendor.system_name}. " if vendor.system_name else "")
+    by = (f"Submitted by {vendor.submitter}. " if vendor.submitter else "") + (
+        f"System: {vendor.system_name}. " if vendor.system_name else ""
+    )
     return f"""# DeepBench submission {plan.run_id}
 
 {by}
@@ -243,15 +266,15 @@ def readme(plan: Plan, record: RunRecord, system: SystemDescription, index: layo
 | --- | --- |
 | suite | {plan.suite} ({len(plan.items)} kernels x precisions: {counts}) |
 | platform / backend | {plan.platform} / {plan.backend} |
-| device | {record.device.get('name', '?')} |
+| device | {record.device.get("name", "?")} |
 | CPU | {m.cpu.model}, {m.cpu.logical_cpus} logical CPUs, {m.memory_gib} GiB |
 | accelerators | {accel} |
-| board | {m.board.model if m.board else 'n/a'} |
+| board | {m.board.model if m.board else "n/a"} |
 | OS / kernel | {m.os.name} / {m.os.kernel} |
 | libraries | {libs} |
 | image | {image} |
-| tool | deepbench {record.tool_version}, harness sha256 {record.provenance.harness_sha256 or '?'} |
-| source tree | {source.state if source else 'unknown'}{' at ' + source.commit if source and source.commit else ''} |
+| tool | deepbench {record.tool_version}, harness sha256 {record.provenance.harness_sha256 or "?"} |
+| source tree | {source.state if source else "unknown"}{" at " + source.commit if source and source.commit else ""} |
 | measured | {record.started_at:%Y-%m-%d %H:%M:%S} to {record.ended_at:%Y-%m-%d %H:%M:%S} UTC |
 
 ## Reproduce
@@ -271,7 +294,7 @@ sha256sum -c {layout.MANIFEST}   # the manifest alone, without deepbench
 ```
 
 ## Layout
-{chr(10).join(f'- `{path}`: {layout.ROLE_TEXT[role]}' for role, path in layout.LAYOUT.items())}
+{chr(10).join(f"- `{path}`: {layout.ROLE_TEXT[role]}" for role, path in layout.LAYOUT.items())}
 - `{layout.INDEX}`: this bundle's index (schema {layout.SUBMISSION_SCHEMA})
 - `{layout.MANIFEST}`: SHA-256 of every other file
 """

@@ -167,8 +167,10 @@ def check_documents(b: Bundle, report: Report) -> None:
         try:
             step(b, report)
         except Exception as exc:  # noqa: BLE001 - input no rule foresaw: a problem, never a traceback
-            report.add(step.__name__.strip("_").replace("_", " "),
-                       f"could not be completed on this bundle ({type(exc).__name__}: {exc})"[:500])
+            report.add(
+                step.__name__.strip("_").replace("_", " "),
+                f"could not be completed on this bundle ({type(exc).__name__}: {exc})"[:500],
+            )
 
 
 # ----- loading ------------------------------------------------------------------------------------
@@ -232,8 +234,9 @@ def _validate(model: type[M], data: Any, schema: str, where: str, report: Report
     return None
 
 
-def _load(root: Path, rel: str, model: type[M], schema: str, files: dict[str, int], limits: Limits,
-          report: Report) -> M | None:
+def _load(
+    root: Path, rel: str, model: type[M], schema: str, files: dict[str, int], limits: Limits, report: Report
+) -> M | None:
     if rel not in files:
         return None
     if files[rel] > limits.max_json_bytes:
@@ -306,8 +309,9 @@ class ResultStream:
         return _stream_results(self.path, self.limits, Report(self.path))
 
 
-def _load_results(root: Path, files: dict[str, int], limits: Limits, report: Report
-                  ) -> tuple[Iterable[KernelResult], bool]:
+def _load_results(
+    root: Path, files: dict[str, int], limits: Limits, report: Report
+) -> tuple[Iterable[KernelResult], bool]:
     rel = layout.RESULTS
     if rel not in files:
         return [], False
@@ -329,12 +333,13 @@ def _check_index(b: Bundle, report: Report) -> None:
             continue
         for attr in ("run_id", "suite", "platform", "backend"):
             if getattr(doc, attr) != getattr(idx, attr):
-                report.add(layout.INDEX, f"{attr} {getattr(idx, attr)!r} differs from {name}'s "
-                                         f"{getattr(doc, attr)!r}")
+                report.add(layout.INDEX, f"{attr} {getattr(idx, attr)!r} differs from {name}'s {getattr(doc, attr)!r}")
     if b.run is not None:
         if b.run.provenance.image_digest != idx.image_digest:
-            report.add(layout.INDEX, f"image_digest {idx.image_digest!r} differs from the run's "
-                                     f"{b.run.provenance.image_digest!r}")
+            report.add(
+                layout.INDEX,
+                f"image_digest {idx.image_digest!r} differs from the run's {b.run.provenance.image_digest!r}",
+            )
         if b.run.provenance.local is not None and b.run.provenance.local != idx.local:
             report.add(layout.INDEX, f"local={idx.local} differs from the run's provenance")
         ran = b.run.provenance.image.get("id") if isinstance(b.run.provenance.image, dict) else None
@@ -356,12 +361,17 @@ def _check_run(b: Bundle, report: Report) -> None:
             report.add(layout.RUN, f"planned={run.planned} but plan.json holds {len(plan.items)} kernels")
         for attr in ("run_id", "suite", "platform", "backend"):
             if getattr(run, attr) != getattr(plan, attr):
-                report.add(layout.RUN,
-                           f"{attr} {getattr(run, attr)!r} differs from plan.json's {getattr(plan, attr)!r}")
-    if run.plan_sha256 is not None and (report.root / layout.PLAN).is_file() \
-            and sha256_file(report.root / layout.PLAN) != run.plan_sha256:
-        report.add(layout.PLAN, "is not the plan the run started with (its SHA-256 differs from run.json's "
-                                "plan_sha256)")
+                report.add(
+                    layout.RUN, f"{attr} {getattr(run, attr)!r} differs from plan.json's {getattr(plan, attr)!r}"
+                )
+    if (
+        run.plan_sha256 is not None
+        and (report.root / layout.PLAN).is_file()
+        and sha256_file(report.root / layout.PLAN) != run.plan_sha256
+    ):
+        report.add(
+            layout.PLAN, "is not the plan the run started with (its SHA-256 differs from run.json's plan_sha256)"
+        )
     spans = _segments(run, report)
     if b.results_valid:
         counts = dict(Counter(r.status.value for r in b.results))
@@ -369,8 +379,11 @@ def _check_run(b: Bundle, report: Report) -> None:
             report.add(layout.RUN, f"counts {run.counts} differ from results.jsonl's {counts}")
         for r in b.results:
             if not any(a - CLOCK_SLACK <= r.started_at and r.ended_at <= b + CLOCK_SLACK for a, b in spans):
-                report.add(r.id, f"its timestamps ({r.started_at:%H:%M:%S}-{r.ended_at:%H:%M:%S}) lie outside the "
-                                 f"run's segments ({_spans_text(spans)})")
+                report.add(
+                    r.id,
+                    f"its timestamps ({r.started_at:%H:%M:%S}-{r.ended_at:%H:%M:%S}) lie outside the "
+                    f"run's segments ({_spans_text(spans)})",
+                )
             if r.ended_at < r.started_at:
                 report.add(r.id, "ended before it started")
 
@@ -431,9 +444,12 @@ def _check_scope(b: Bundle, report: Report) -> None:
             report.add(layout.PLAN, "its kernels differ from those the run recorded (provenance.suite_sha256)")
         frozen_sha = frozen_suite_sha256(plan.suite, plan.selection)
         if frozen_sha is not None and prov.frozen_suite_sha256 != frozen_sha:
-            report.add(layout.RUN, f"suite {plan.suite} was defined differently when this was run "
-                                   f"(deepbench {prov.tool_version}) than in this checker's "
-                                   f"(frozen_suite_sha256 differs): completeness cannot be judged")
+            report.add(
+                layout.RUN,
+                f"suite {plan.suite} was defined differently when this was run "
+                f"(deepbench {prov.tool_version}) than in this checker's "
+                f"(frozen_suite_sha256 differs): completeness cannot be judged",
+            )
 
 
 def _check_results(b: Bundle, report: Report) -> None:
@@ -466,47 +482,85 @@ def _check_one_result(r: KernelResult, plan: Plan | None, report: Report) -> Non
     check_result(r, plan, report.add)
     ran = unsupported_but_ran(r, plan) if plan is not None else None
     if plan is not None and ran is not None:
-        report.warn(r.id, f"is unsupported, but this tool's published run {ran} measured it on platform "
-                          f"{plan.platform} with backend {plan.backend}")
+        report.warn(
+            r.id,
+            f"is unsupported, but this tool's published run {ran} measured it on platform "
+            f"{plan.platform} with backend {plan.backend}",
+        )
     if r.status in (Status.FAILED, Status.TIMEOUT):
         report.add(r.id, f"{r.status.value}: {r.reason[:300]}")
     elif r.status is Status.OK:
         _check_flags(r, report)
         if "contended" in r.flags:
-            report.warn(r.id, "contended: other processes held CPUs its threads used while it was measured; its "
-                              "figure reads slow and is not judged (check --strict refuses it; re-run it on a "
-                              "quiet machine)")
+            report.warn(
+                r.id,
+                "contended: other processes held CPUs its threads used while it was measured; its "
+                "figure reads slow and is not judged (check --strict refuses it; re-run it on a "
+                "quiet machine)",
+            )
         if r.check is not None and r.check not in [p.check for p in r.parts]:
             report.add(r.id, "its check is none of its parts' checks")
         for p in r.parts:
             _check_samples(r, p, plan, report)
             if not p.check.passed:
                 report.add(r.id, f"{p.direction}: its check did not pass")
-            elif p.check.error is None or not math.isfinite(p.check.error) or p.check.tolerance < 0 \
-                    or p.check.error > p.check.tolerance:
-                report.add(r.id, f"{p.direction}: its check passed with error {p.check.error} against a "
-                                 f"tolerance of {p.check.tolerance}: a passed check has its error within it")
+            elif (
+                p.check.error is None
+                or not math.isfinite(p.check.error)
+                or p.check.tolerance < 0
+                or p.check.error > p.check.tolerance
+            ):
+                report.add(
+                    r.id,
+                    f"{p.direction}: its check passed with error {p.check.error} against a "
+                    f"tolerance of {p.check.tolerance}: a passed check has its error within it",
+                )
             elif p.check.tolerance > (bound := tolerance_bound(r, p.direction)) * TOLERANCE_SLACK:
-                report.add(r.id, f"{p.direction}: its tolerance {p.check.tolerance:g} is above the {bound:g} "
-                                 f"this tool allows a {r.precision.name.value} {r.op} check")
-            _check_rates(r, f"{p.direction}: ", p.tflops, p.gbps, p.flops, p.min_bytes,
-                         p.measurement.stats.median, report)
+                report.add(
+                    r.id,
+                    f"{p.direction}: its tolerance {p.check.tolerance:g} is above the {bound:g} "
+                    f"this tool allows a {r.precision.name.value} {r.op} check",
+                )
+            _check_rates(
+                r, f"{p.direction}: ", p.tflops, p.gbps, p.flops, p.min_bytes, p.measurement.stats.median, report
+            )
         if r.time_us is not None:
-            _check_rates(r, "", r.tflops, r.gbps, sum(p.flops for p in r.parts),
-                         sum(p.min_bytes for p in r.parts), r.time_us.median, report)
+            _check_rates(
+                r,
+                "",
+                r.tflops,
+                r.gbps,
+                sum(p.flops for p in r.parts),
+                sum(p.min_bytes for p in r.parts),
+                r.time_us.median,
+                report,
+            )
 
 
-def _check_rates(r: KernelResult, where: str, tflops: float | None, gbps: float | None, flops: float,
-                 min_bytes: float, median_us: float, report: Report) -> None:
+def _check_rates(
+    r: KernelResult,
+    where: str,
+    tflops: float | None,
+    gbps: float | None,
+    flops: float,
+    min_bytes: float,
+    median_us: float,
+    report: Report,
+) -> None:
     """TFLOP/s and GB/s re-derived from the FLOPs, the fewest bytes and the median time."""
     if median_us <= 0:
         return
-    for name, value, derived in (("tflops", tflops, flops / median_us / 1e6),
-                                 ("gbps", gbps, min_bytes / median_us / 1e3)):
+    for name, value, derived in (
+        ("tflops", tflops, flops / median_us / 1e6),
+        ("gbps", gbps, min_bytes / median_us / 1e3),
+    ):
         if value is not None and (value or derived) and not math.isclose(value, derived, rel_tol=DERIVED_RTOL):
-            report.add(r.id, f"{where}{name} {value:g} does not follow from its "
-                             f"{'FLOPs' if name == 'tflops' else 'fewest bytes'} and median time ({derived:g}): "
-                             "the figures were edited")
+            report.add(
+                r.id,
+                f"{where}{name} {value:g} does not follow from its "
+                f"{'FLOPs' if name == 'tflops' else 'fewest bytes'} and median time ({derived:g}): "
+                "the figures were edited",
+            )
 
 
 def tolerance_bound(r: KernelResult, direction: str) -> float:
@@ -525,13 +579,18 @@ def tolerance_bound(r: KernelResult, direction: str) -> float:
 
 def _check_flags(r: KernelResult, report: Report) -> None:
     """The flags that follow from the measurements alone must be there exactly when they follow."""
-    derived = {"unconverged": any(p.measurement.stop_reason != "converged" for p in r.parts),
-               "noisy": any(p.measurement.stats.rel_iqr > NOISY_REL_IQR for p in r.parts),
-               "contended": any(contended(p.measurement.others_cores, p.measurement.spare_cores) for p in r.parts)}
+    derived = {
+        "unconverged": any(p.measurement.stop_reason != "converged" for p in r.parts),
+        "noisy": any(p.measurement.stats.rel_iqr > NOISY_REL_IQR for p in r.parts),
+        "contended": any(contended(p.measurement.others_cores, p.measurement.spare_cores) for p in r.parts),
+    }
     for flag, due in derived.items():
         if due != (flag in r.flags):
-            report.add(r.id, f"flag {flag!r} is {'missing' if due else 'set'}, but its measurements say "
-                             f"{'it is' if due else 'it is not'} {flag}")
+            report.add(
+                r.id,
+                f"flag {flag!r} is {'missing' if due else 'set'}, but its measurements say "
+                f"{'it is' if due else 'it is not'} {flag}",
+            )
 
 
 def _check_samples(r: KernelResult, p: Any, plan: Plan | None, report: Report) -> None:
@@ -547,11 +606,17 @@ def _check_samples(r: KernelResult, p: Any, plan: Plan | None, report: Report) -
         return
     spent_s = sum(m.samples_us) * m.calls_per_sample / 1e6
     if m.stop_reason == "time-cap" and spent_s >= TIME_CAP_EVIDENCE * plan.settings.time_cap_s:
-        report.warn(r.id, f"{p.direction} rests on {n} sample(s) ({spent_s:.2f} s, stopped at the time cap; "
-                          f"--min-samples is {plan.settings.min_samples}): a longer --time-cap gives a firmer figure")
+        report.warn(
+            r.id,
+            f"{p.direction} rests on {n} sample(s) ({spent_s:.2f} s, stopped at the time cap; "
+            f"--min-samples is {plan.settings.min_samples}): a longer --time-cap gives a firmer figure",
+        )
     else:
-        report.add(r.id, f"{p.direction} rests on {n} sample(s) over {spent_s:.3f} s: the run's stop rule needs "
-                         f"{plan.settings.min_samples}, or a time cap of {plan.settings.time_cap_s:g} s spent")
+        report.add(
+            r.id,
+            f"{p.direction} rests on {n} sample(s) over {spent_s:.3f} s: the run's stop rule needs "
+            f"{plan.settings.min_samples}, or a time cap of {plan.settings.time_cap_s:g} s spent",
+        )
 
 
 def _precision_info(name: str) -> Any:
@@ -568,10 +633,14 @@ def _check_system(b: Bundle, report: Report) -> None:
     if run.system is None:
         report.add(layout.RUN, "holds no system description (made by an older deepbench)")
     elif run.system.measured != sysd.measured:
-        fields = [f for f in type(sysd.measured).model_fields
-                  if getattr(sysd.measured, f) != getattr(run.system.measured, f)]
-        report.add(layout.SYSTEM, f"its measured description differs from the one the harness recorded in run.json "
-                                  f"({', '.join(fields)}): only the vendor fields may be edited")
+        fields = [
+            f for f in type(sysd.measured).model_fields if getattr(sysd.measured, f) != getattr(run.system.measured, f)
+        ]
+        report.add(
+            layout.SYSTEM,
+            f"its measured description differs from the one the harness recorded in run.json "
+            f"({', '.join(fields)}): only the vendor fields may be edited",
+        )
     if b.host_system is not None and run.host_system is not None and b.host_system.measured != run.host_system.measured:
         report.add(layout.HOST_SYSTEM, "differs from the host description recorded in run.json")
     libs = sysd.measured.libraries
@@ -580,17 +649,24 @@ def _check_system(b: Bundle, report: Report) -> None:
     for r in b.results:
         wrong = {k: v for k, v in r.library.items() if libs.get(k) != v}
         if wrong:
-            report.add(r.id, f"used libraries {wrong} but the system description says "
-                             f"{ {k: libs.get(k) for k in wrong} }")
+            report.add(
+                r.id, f"used libraries {wrong} but the system description says { {k: libs.get(k) for k in wrong} }"
+            )
     device = run.device.get("name") if isinstance(run.device, dict) else None
     m = sysd.measured
     names = {m.cpu.model, *(a.name for a in m.accelerators), *([m.board.model] if m.board else [])}
     if device and device not in names:
-        report.add(layout.SYSTEM, f"the run's device {device!r} is none of the system's CPU, accelerators or board "
-                                  f"({', '.join(sorted(names))})")
+        report.add(
+            layout.SYSTEM,
+            f"the run's device {device!r} is none of the system's CPU, accelerators or board "
+            f"({', '.join(sorted(names))})",
+        )
     if not (sysd.vendor.submitter and sysd.vendor.system_name):
-        report.warn(layout.SYSTEM, "the vendor fields submitter and system_name are empty "
-                                   "(deepbench submit --submitter ... --system-name ...)")
+        report.warn(
+            layout.SYSTEM,
+            "the vendor fields submitter and system_name are empty "
+            "(deepbench submit --submitter ... --system-name ...)",
+        )
 
 
 def _check_provenance(b: Bundle, report: Report) -> None:
@@ -609,12 +685,18 @@ def _check_provenance(b: Bundle, report: Report) -> None:
         report.add(layout.RUN, "a container run must record its image digest (provenance.image)")
     if b.plan is not None and prov.seeds.get("inputs") != b.plan.settings.seed:
         report.add(layout.RUN, f"provenance.seeds {prov.seeds} differ from the plan's seed {b.plan.settings.seed}")
-    if prov.harness_source is not None and prov.harness_source.state == "modified" and not report.allow_modified \
-            and (prov.source is None or prov.source.state != "modified"):
+    if (
+        prov.harness_source is not None
+        and prov.harness_source.state == "modified"
+        and not report.allow_modified
+        and (prov.source is None or prov.source.state != "modified")
+    ):
         report.add(layout.RUN, "its harness ran from a modified source tree; accepted only with --allow-modified")
     if prov.source is not None and prov.source.state == "modified":
-        text = (f"it was run from a modified source tree ({prov.source.changed_count} changed paths at "
-                f"{(prov.source.commit or '?')[:12]}): the harness hash identifies the code")
+        text = (
+            f"it was run from a modified source tree ({prov.source.changed_count} changed paths at "
+            f"{(prov.source.commit or '?')[:12]}): the harness hash identifies the code"
+        )
         if report.allow_modified:
             report.warn(layout.RUN, text)
         else:
@@ -634,11 +716,15 @@ def _check_source_hashes(run: RunRecord, report: Report) -> None:
     cannot be (not verifiable: a warning); a run from a modified tree says so itself (a warning)."""
     prov = run.provenance
     if run.tool_version != __version__:
-        report.warn(layout.RUN, f"provenance hashes are not verifiable: the run was made by deepbench "
-                                f"{run.tool_version}, this is {__version__} (check it with that version)")
+        report.warn(
+            layout.RUN,
+            f"provenance hashes are not verifiable: the run was made by deepbench "
+            f"{run.tool_version}, this is {__version__} (check it with that version)",
+        )
         return
-    modified = (prov.source is not None and prov.source.state == "modified") or \
-        (prov.harness_source is not None and prov.harness_source.state == "modified")
+    modified = (prov.source is not None and prov.source.state == "modified") or (
+        prov.harness_source is not None and prov.harness_source.state == "modified"
+    )
     for key, ours in own_hashes().items():
         theirs = getattr(prov, key)
         if theirs == ours:
@@ -647,7 +733,8 @@ def _check_source_hashes(run: RunRecord, report: Report) -> None:
         if modified and report.allow_modified:
             report.warn(layout.RUN, f"{text}: the run was made from a modified source tree (--allow-modified)")
         elif modified:
-            report.add(layout.RUN, f"{text}: the run was made from a modified source tree; accepted only with "
-                                   "--allow-modified")
+            report.add(
+                layout.RUN, f"{text}: the run was made from a modified source tree; accepted only with --allow-modified"
+            )
         else:
             report.add(layout.RUN, f"{text} ({ours[:16]}...): the code that ran is not this version's")

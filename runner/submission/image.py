@@ -20,8 +20,9 @@ def run_image_id(run_image: Any) -> str | None:
     return run_image.get("id") if isinstance(run_image, dict) else None
 
 
-def image_source(run_image: Any, archive: Path | None = None, push_to: str | None = None,
-                 log: Log = print) -> ImageSource | None:
+def image_source(
+    run_image: Any, archive: Path | None = None, push_to: str | None = None, log: Log = print
+) -> ImageSource | None:
     """What the bundle records of the run's image; exports and pushes it when asked."""
     image_id = run_image_id(run_image)
     if image_id is None:
@@ -41,8 +42,7 @@ def image_source(run_image: Any, archive: Path | None = None, push_to: str | Non
                 held = image_archive.archive_image_id(archive)
                 if held != image_id:
                     raise UserError(f"{archive} holds image {held[:19]}, not the run's ({image_id[:19]})")
-                written = image_archive.Archive(archive, image_archive.sha256_of(archive), archive.stat().st_size,
-                                                held)
+                written = image_archive.Archive(archive, image_archive.sha256_of(archive), archive.stat().st_size, held)
             else:
                 written = image_archive.export(client, image_id, archive, log)
             recorded = ImageArchive(name=archive.name, sha256=written.sha256, bytes=written.bytes)

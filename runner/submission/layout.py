@@ -1,15 +1,15 @@
 """The bundle's fixed layout, its index (submission.json) and the limits the checker enforces.
 
-    BUNDLE/
-      MANIFEST.sha256     sha256sum-compatible: "<sha256>  <path>" for every other file
-      submission.json     this index: schema, run id, the command that reproduces it
-      README.md           what was run, on what, and how to reproduce and verify it
-      system.json         the system description (measured by the harness + vendor-filled fields)
-      host_system.json    the host that launched the harness (the runner's view)
-      plan.json           the plan: suite, declared selection, settings, every kernel
-      run.json            the run record: counts, device, provenance
-      results.jsonl       one result per kernel (raw samples, statistics, checks)
-      logs/harness.log    the harness's stderr
+BUNDLE/
+  MANIFEST.sha256     sha256sum-compatible: "<sha256>  <path>" for every other file
+  submission.json     this index: schema, run id, the command that reproduces it
+  README.md           what was run, on what, and how to reproduce and verify it
+  system.json         the system description (measured by the harness + vendor-filled fields)
+  host_system.json    the host that launched the harness (the runner's view)
+  plan.json           the plan: suite, declared selection, settings, every kernel
+  run.json            the run record: counts, device, provenance
+  results.jsonl       one result per kernel (raw samples, statistics, checks)
+  logs/harness.log    the harness's stderr
 """
 
 from __future__ import annotations
@@ -33,16 +33,23 @@ HARNESS_LOG = "logs/harness.log"
 
 # role -> path; every role is required (an empty log is still a file).
 LAYOUT: dict[str, str] = {
-    "readme": README, "system": SYSTEM, "host_system": HOST_SYSTEM, "plan": PLAN, "run": RUN,
-    "results": RESULTS, "harness_log": HARNESS_LOG,
+    "readme": README,
+    "system": SYSTEM,
+    "host_system": HOST_SYSTEM,
+    "plan": PLAN,
+    "run": RUN,
+    "results": RESULTS,
+    "harness_log": HARNESS_LOG,
 }
 
 ROLE_TEXT: dict[str, str] = {
-    "readme": "this page", "system": "the system description: measured by the harness, plus the vendor's fields",
+    "readme": "this page",
+    "system": "the system description: measured by the harness, plus the vendor's fields",
     "host_system": "the host that launched the harness, as the runner saw it",
-    "plan": "the plan: suite, declared selection, settings and every kernel", "run": "the run record: counts, "
-    "device, software, provenance (hashes, command, image, seeds, timestamps)",
-    "results": "one result per kernel: raw samples, statistics, checks", "harness_log": "the harness's stderr",
+    "plan": "the plan: suite, declared selection, settings and every kernel",
+    "run": "the run record: counts, device, software, provenance (hashes, command, image, seeds, timestamps)",
+    "results": "one result per kernel: raw samples, statistics, checks",
+    "harness_log": "the harness's stderr",
 }
 
 # Fewer samples than this per direction draw a warning (the check requires what the run's own stop

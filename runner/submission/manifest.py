@@ -35,8 +35,9 @@ def scan(root: Path, limits: Limits) -> Scan:
         for name in sorted(dirnames):
             rel = (base / name).relative_to(root).as_posix()
             if (base / name).is_symlink():
-                out.problems.append((rel, f"is a symbolic link (to {os.readlink(base / name)}): links are not "
-                                          "allowed in a bundle"))
+                out.problems.append(
+                    (rel, f"is a symbolic link (to {os.readlink(base / name)}): links are not allowed in a bundle")
+                )
                 dirnames.remove(name)  # os.walk does not follow it; make sure nothing below is read
         for name in sorted(filenames):
             path = base / name
@@ -47,8 +48,9 @@ def scan(root: Path, limits: Limits) -> Scan:
                 out.problems.append((rel, f"cannot be read: {exc.strerror}"))
                 continue
             if stat.S_ISLNK(st.st_mode):
-                out.problems.append((rel, f"is a symbolic link (to {os.readlink(path)}): links are not allowed "
-                                          "in a bundle"))
+                out.problems.append(
+                    (rel, f"is a symbolic link (to {os.readlink(path)}): links are not allowed in a bundle")
+                )
                 continue
             if not stat.S_ISREG(st.st_mode):
                 out.problems.append((rel, "is not a regular file (a device, socket or pipe)"))
@@ -87,8 +89,11 @@ def _canonical(digests: dict[str, str]) -> str:
 
 def write_manifest(root: Path) -> list[str]:
     """Hash every file under `root` (but the manifest) into MANIFEST.sha256; returns the paths."""
-    paths = sorted(p.relative_to(root).as_posix() for p in root.rglob("*")
-                   if p.is_file() and not p.is_symlink() and p.name != MANIFEST)
+    paths = sorted(
+        p.relative_to(root).as_posix()
+        for p in root.rglob("*")
+        if p.is_file() and not p.is_symlink() and p.name != MANIFEST
+    )
     (root / MANIFEST).write_text(_canonical({rel: sha256_file(root / rel) for rel in paths}))
     return paths
 
@@ -127,13 +132,24 @@ def check_manifest(root: Path, found: Scan, limits: Limits) -> list[tuple[str, s
         else:
             listed[rel] = digest
     if not problems and text != _canonical(listed):
-        problems.append((MANIFEST, "is not in the form deepbench submit writes ('<sha256>  <path>' lines, sorted by "
-                                   "path, each ending in a newline): it was edited"))
+        problems.append(
+            (
+                MANIFEST,
+                "is not in the form deepbench submit writes ('<sha256>  <path>' lines, sorted by "
+                "path, each ending in a newline): it was edited",
+            )
+        )
     for rel, digest in listed.items():
         if rel not in found.files:
             exists = os.path.lexists(root / rel)
-            problems.append((rel, "is listed in the manifest but is not a readable regular file in the bundle"
-                             if exists else "is listed in the manifest but missing from the bundle (file removed?)"))
+            problems.append(
+                (
+                    rel,
+                    "is listed in the manifest but is not a readable regular file in the bundle"
+                    if exists
+                    else "is listed in the manifest but missing from the bundle (file removed?)",
+                )
+            )
         elif _digest(root / rel) != digest:
             problems.append((rel, "its SHA-256 differs from the manifest's (the file changed after submission)"))
     for rel in found.files:

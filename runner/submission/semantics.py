@@ -49,8 +49,11 @@ def check_result(r: KernelResult, plan: Plan | None, add: Add) -> None:
         if r.parts or r.time_us is not None:
             add(r.id, "is unsupported but holds measurements")
         if not could_give(r.backend, r.reason, r.op, r.precision.name.value):
-            add(r.id, f"unsupported with a reason backend {r.backend!r} does not give for a {r.precision.name.value} "
-                      f"{r.op} kernel ({r.reason[:120]!r})")
+            add(
+                r.id,
+                f"unsupported with a reason backend {r.backend!r} does not give for a {r.precision.name.value} "
+                f"{r.op} kernel ({r.reason[:120]!r})",
+            )
         return
     device = plan.settings.device if plan is not None else "cpu"
     _check_directions(r, device, add)
@@ -71,8 +74,11 @@ def _check_directions(r: KernelResult, device: str, add: Add) -> None:
         add(r.id, f"directions {unknown} are not among those its backend times for a {r.op} kernel ({list(allowed)})")
     missing = sorted(required - set(names))
     if missing:
-        add(r.id, f"lacks the direction(s) {missing}: backend {r.backend!r} times {sorted(required)} for this "
-                  f"{r.precision.name.value} {r.op} kernel, and its time is their sum")
+        add(
+            r.id,
+            f"lacks the direction(s) {missing}: backend {r.backend!r} times {sorted(required)} for this "
+            f"{r.precision.name.value} {r.op} kernel, and its time is their sum",
+        )
 
 
 def _check_part(r: KernelResult, p: PartResult, device: str, add: Add) -> None:
@@ -90,11 +96,16 @@ def _check_part(r: KernelResult, p: PartResult, device: str, add: Add) -> None:
     except (KeyError, ValueError, TypeError, NotImplementedError):
         return  # a direction the kernel has no formula for is reported by _check_directions
     if not any(_close(p.flops, f) for f, _ in costs):
-        add(r.id, f"{p.direction}: {p.flops:g} FLOPs is not what its parameters give ({costs[0][0]:g}, "
-                  "kernels/costs.py)")
+        add(
+            r.id,
+            f"{p.direction}: {p.flops:g} FLOPs is not what its parameters give ({costs[0][0]:g}, kernels/costs.py)",
+        )
     if not any(_close(p.min_bytes, b) for _, b in costs):
-        add(r.id, f"{p.direction}: {p.min_bytes:g} fewest bytes is not what its parameters give ({costs[0][1]:g}, "
-                  "kernels/costs.py)")
+        add(
+            r.id,
+            f"{p.direction}: {p.min_bytes:g} fewest bytes is not what its parameters give ({costs[0][1]:g}, "
+            "kernels/costs.py)",
+        )
 
 
 def check_settings(plan: Plan, add: Add, where: str, cpus: int | None = None) -> None:
@@ -123,8 +134,9 @@ def ran_before(platform: str, backend: str) -> dict[str, str]:
             continue
         for r in results:
             if r.status is Status.OK:
-                out.setdefault(f"{r.kernel.id}/{r.precision.name.value}", plan_file.parent.relative_to(PUBLISHED)
-                               .as_posix())
+                out.setdefault(
+                    f"{r.kernel.id}/{r.precision.name.value}", plan_file.parent.relative_to(PUBLISHED).as_posix()
+                )
     return out
 
 
@@ -133,4 +145,3 @@ def unsupported_but_ran(r: KernelResult, plan: Plan) -> str | None:
     if r.status is not Status.UNSUPPORTED:
         return None
     return ran_before(plan.platform, plan.backend).get(f"{r.kernel.id}/{r.precision.name.value}")
-

@@ -23,6 +23,9 @@ def print_report(console: Console, report: Report, strict: bool = False) -> bool
         return False
     tally = b.run.counts if b.run else {}  # equal to results.jsonl's (checked)
     counts = ", ".join(f"{n} {s}" for s, n in sorted(tally.items()))
-    console.print(f"[bold green]check passed[/]: {escape(str(report.root))}: suite {b.plan.suite if b.plan else '?'}, "
-                  f"{sum(tally.values())} results ({counts}), {report.files} files match the manifest", highlight=False)
+    console.print(
+        f"[bold green]check passed[/]: {escape(str(report.root))}: suite {b.plan.suite if b.plan else '?'}, "
+        f"{sum(tally.values())} results ({counts}), {report.files} files match the manifest",
+        highlight=False,
+    )
     return True

@@ -78,8 +78,13 @@ NOISY_RERUN = 0.10  # a re-run noisier than this (relative IQR) is measured agai
 def recorded_engines(results: list[KernelResult]) -> dict[str, str]:
     """'<item id>/<direction>' -> the cuDNN plan each ok direction ran: its name (info.cudnn.plan_name,
     every knob included), else its engine and listed knobs (info.cudnn.engine)."""
-    return {f"{r.id}/{p.direction}": _exact_pin(p.info["cudnn"]) for r in results if r.status is Status.OK
-            for p in r.parts if isinstance(p.info.get("cudnn"), dict) and "engine" in p.info["cudnn"]}
+    return {
+        f"{r.id}/{p.direction}": _exact_pin(p.info["cudnn"])
+        for r in results
+        if r.status is Status.OK
+        for p in r.parts
+        if isinstance(p.info.get("cudnn"), dict) and "engine" in p.info["cudnn"]
+    }
 
 
 def _exact_pin(record: dict[str, Any]) -> str:
@@ -136,8 +141,9 @@ class _Figures(TypedDict):
     remeasured: bool
 
 
-def compare(submitted: list[KernelResult], rerun: list[KernelResult], rule: ToleranceRule,
-            remeasured: set[str] = frozenset()) -> list[Comparison]:  # type: ignore[assignment]
+def compare(
+    submitted: list[KernelResult], rerun: list[KernelResult], rule: ToleranceRule, remeasured: set[str] = frozenset()
+) -> list[Comparison]:  # type: ignore[assignment]
     again = {r.id: r for r in rerun}
     out = []
     for s in submitted:
@@ -146,32 +152,62 @@ def compare(submitted: list[KernelResult], rerun: list[KernelResult], rule: Tole
             out.append(Comparison(id=s.id, verdict="disagree", reason="not re-run (the re-run stopped early)"))
         elif CONTENDED in s.flags or CONTENDED in r.flags:
             where = "the submission" if CONTENDED in s.flags else "this re-run"
-            out.append(Comparison(id=s.id, verdict="unverifiable", reason=(
-                f"contended in {where}: other processes held CPUs its threads used, so its time says little; "
-                "not judged (re-run on a quiet machine, or with --threads 1 in both)"),
-                submitted_us=s.time_us.median if s.time_us else None, rerun_us=r.time_us.median if r.time_us else None,
-                remeasured=s.id in remeasured))
+            out.append(
+                Comparison(
+                    id=s.id,
+                    verdict="unverifiable",
+                    reason=(
+                        f"contended in {where}: other processes held CPUs its threads used, so its time says little; "
+                        "not judged (re-run on a quiet machine, or with --threads 1 in both)"
+                    ),
+                    submitted_us=s.time_us.median if s.time_us else None,
+                    rerun_us=r.time_us.median if r.time_us else None,
+                    remeasured=s.id in remeasured,
+                )
+            )
         elif s.status is Status.OK and r.status is Status.OK and s.time_us and r.time_us:
             ratio = r.time_us.median / s.time_us.median
             noise = math.hypot(s.time_us.rel_iqr, r.time_us.rel_iqr)
             tol = rule.tolerance(s.time_us, r.time_us)
             off = max(ratio, 1 / ratio) - 1 if ratio > 0 else math.inf
-            figures = _Figures(submitted_us=s.time_us.median, rerun_us=r.time_us.median, ratio=ratio,
-                               noise=noise if math.isfinite(noise) else None, remeasured=s.id in remeasured)
+            figures = _Figures(
+                submitted_us=s.time_us.median,
+                rerun_us=r.time_us.median,
+                ratio=ratio,
+                noise=noise if math.isfinite(noise) else None,
+                remeasured=s.id in remeasured,
+            )
             if not noise <= rule.max_noise:
-                out.append(Comparison(id=s.id, verdict="unverifiable", **figures, reason=(
-                    f"too noisy to verify: combined relative IQR {noise:.0%} is over the limit of "
-                    f"{rule.max_noise:.0%} (submitted {s.time_us.rel_iqr:.0%}, here {r.time_us.rel_iqr:.0%}); "
-                    "re-run on a quiet machine")))
+                out.append(
+                    Comparison(
+                        id=s.id,
+                        verdict="unverifiable",
+                        **figures,
+                        reason=(
+                            f"too noisy to verify: combined relative IQR {noise:.0%} is over the limit of "
+                            f"{rule.max_noise:.0%} (submitted {s.time_us.rel_iqr:.0%}, here {r.time_us.rel_iqr:.0%}); "
+                            "re-run on a quiet machine"
+                        ),
+                    )
+                )
             else:
                 reason = "" if off <= tol else f"differs by {off:.0%}, over the tolerance of {tol:.0%}"
-                out.append(Comparison(id=s.id, verdict="agree" if off <= tol else "disagree", tolerance=tol, **figures,
-                                      reason=reason))
+                out.append(
+                    Comparison(
+                        id=s.id, verdict="agree" if off <= tol else "disagree", tolerance=tol, **figures, reason=reason
+                    )
+                )
         elif s.status is r.status is Status.UNSUPPORTED:
             out.append(Comparison(id=s.id, verdict="agree", reason="unsupported in both"))
         else:
-            out.append(Comparison(id=s.id, verdict="disagree", reason=f"{s.status.value} in the submission, "
-                                  f"{r.status.value} here{': ' + r.reason[:200] if r.reason else ''}"))
+            out.append(
+                Comparison(
+                    id=s.id,
+                    verdict="disagree",
+                    reason=f"{s.status.value} in the submission, "
+                    f"{r.status.value} here{': ' + r.reason[:200] if r.reason else ''}",
+                )
+            )
     return out
 
 
@@ -199,13 +235,20 @@ def quieter(first: list[KernelResult], second: list[KernelResult]) -> list[Kerne
             out.append(b)  # an uncontended second measurement beats a contended first, however quiet
             continue
         # b.time_us is set (`better` holds only those); said again for the type checker
-        out.append(b if b is not None and b.time_us is not None
-                   and (r.time_us is None or b.time_us.rel_iqr < r.time_us.rel_iqr) else r)
+        out.append(
+            b
+            if b is not None and b.time_us is not None and (r.time_us is None or b.time_us.rel_iqr < r.time_us.rel_iqr)
+            else r
+        )
     return out
 
 
-def judge(submitted: list[KernelResult], rerun: list[KernelResult], rule: ToleranceRule,
-          remeasure: Callable[[list[str]], list[KernelResult]]) -> list[Comparison]:
+def judge(
+    submitted: list[KernelResult],
+    rerun: list[KernelResult],
+    rule: ToleranceRule,
+    remeasure: Callable[[list[str]], list[KernelResult]],
+) -> list[Comparison]:
     """Compare; measure again what did not agree or was noisy; compare with the quieter re-run."""
     first = compare(submitted, rerun, rule)
     ids = to_remeasure(first, rerun)
@@ -229,8 +272,9 @@ def environment_differences(submitted: SystemDescription | None, here: SystemDes
     return out
 
 
-def _container_starter(plan: Plan, plan_path: Path, outdir: Path, console: Console,
-                       image: str | None) -> Callable[[], Any]:
+def _container_starter(
+    plan: Plan, plan_path: Path, outdir: Path, console: Console, image: str | None
+) -> Callable[[], Any]:
     """A container on the verifier's own image: the platform's image this installation built (or
     pulled) from the project's recipe, or the one the verifier names with --image; either must carry
     this version's labels and harness hash (a hard refusal otherwise: there is no --force-image
@@ -243,8 +287,9 @@ def _container_starter(plan: Plan, plan_path: Path, outdir: Path, console: Conso
     def log(line: str) -> None:
         console.print(line, highlight=False, markup=False)
 
-    return container.container_starter(plan_path, outdir, get_platform(plan.platform), image=image, own_only=True,
-                                       log=log)
+    return container.container_starter(
+        plan_path, outdir, get_platform(plan.platform), image=image, own_only=True, log=log
+    )
 
 
 def image_difference(index: SubmissionIndex, ours: dict[str, Any] | None) -> str | None:
@@ -254,12 +299,23 @@ def image_difference(index: SubmissionIndex, ours: dict[str, Any] | None) -> str
     mine = (ours or {}).get("id")
     if theirs is None or mine is None or theirs == mine:
         return None
-    return (f"image: the submission ran in {theirs[:19]}, this verifier re-ran in its own {mine[:19]} (built from "
-            f"this tool's recipe); the submission's image was not run")
+    return (
+        f"image: the submission ran in {theirs[:19]}, this verifier re-ran in its own {mine[:19]} (built from "
+        f"this tool's recipe); the submission's image was not run"
+    )
 
 
-def verify_bundle(root: Path, *, local: bool, out: Path | None, rule: ToleranceRule, console: Console,
-                  quiet: bool = False, image: str | None = None, allow_modified: bool = False) -> VerifyReport:
+def verify_bundle(
+    root: Path,
+    *,
+    local: bool,
+    out: Path | None,
+    rule: ToleranceRule,
+    console: Console,
+    quiet: bool = False,
+    image: str | None = None,
+    allow_modified: bool = False,
+) -> VerifyReport:
     report = check_bundle(root, allow_modified=allow_modified)
     if not report.ok:
         print_report(console, report)
@@ -273,39 +329,63 @@ def verify_bundle(root: Path, *, local: bool, out: Path | None, rule: ToleranceR
     if local:
         problems = out_of_range(bundle.plan.settings, cpus=usable_cpus())
         if problems:
-            raise UserError(f"the bundle's run settings are outside what deepbench-run accepts here "
-                            f"({'; '.join(problems)}): not re-run")
+            raise UserError(
+                f"the bundle's run settings are outside what deepbench-run accepts here "
+                f"({'; '.join(problems)}): not re-run"
+            )
     stamp = f"{datetime.now(timezone.utc):%Y%m%d-%H%M%S}"
     outdir = out or DEFAULT_VERIFY_DIR / f"{bundle.plan.run_id}-{stamp}"
     # The very cuDNN engines the submission ran (its results name them), not a fresh choice.
-    settings = bundle.plan.settings.model_copy(update={"cudnn_engines": {
-        **recorded_engines(submitted), **bundle.plan.settings.cudnn_engines}})
-    plan = bundle.plan.model_copy(update={"run_id": f"{bundle.plan.run_id}-verify-{stamp}",
-                                          "command": command_line(), "settings": settings})
+    settings = bundle.plan.settings.model_copy(
+        update={"cudnn_engines": {**recorded_engines(submitted), **bundle.plan.settings.cudnn_engines}}
+    )
+    plan = bundle.plan.model_copy(
+        update={"run_id": f"{bundle.plan.run_id}-verify-{stamp}", "command": command_line(), "settings": settings}
+    )
     folder = run_folder.create(outdir, plan, local, role="deepbench verify", resume_hint=False)
 
     def container_for(plan: Plan, plan_path: Path, outdir: Path) -> Callable[[], Any]:
         return _container_starter(plan, plan_path, outdir, console, image)
-    console.print(f"[bold]deepbench verify[/] re-running {len(plan.items)} kernels of {escape(bundle.plan.run_id)} "
-                  f"({'local' if local else 'container'}) -> {escape(str(outdir))}", highlight=False)
+
+    console.print(
+        f"[bold]deepbench verify[/] re-running {len(plan.items)} kernels of {escape(bundle.plan.run_id)} "
+        f"({'local' if local else 'container'}) -> {escape(str(outdir))}",
+        highlight=False,
+    )
     record, rerun = _rerun(folder, container_for, console, quiet)
 
     def remeasure(ids: list[str]) -> list[KernelResult]:
-        console.print(f"measuring {len(ids)} kernel(s) again with {REMEASURE_FACTOR:g}x longer samples before "
-                      "judging (they did not agree, or their re-run was noisy)", highlight=False)
-        again = plan.model_copy(update={"run_id": f"{plan.run_id}-{REMEASURE_DIR}", "settings": longer(plan.settings),
-                                        "items": tuple(i for i in plan.items if i.id in set(ids))})
+        console.print(
+            f"measuring {len(ids)} kernel(s) again with {REMEASURE_FACTOR:g}x longer samples before "
+            "judging (they did not agree, or their re-run was noisy)",
+            highlight=False,
+        )
+        again = plan.model_copy(
+            update={
+                "run_id": f"{plan.run_id}-{REMEASURE_DIR}",
+                "settings": longer(plan.settings),
+                "items": tuple(i for i in plan.items if i.id in set(ids)),
+            }
+        )
         sub = run_folder.create(outdir / REMEASURE_DIR, again, local, role="deepbench verify", resume_hint=False)
         return _rerun(sub, container_for, console, quiet)[1]
 
     comparisons = judge(submitted, rerun, rule, remeasure)
     count = Counter(c.verdict for c in comparisons)
     result = VerifyReport(
-        bundle=str(root), rerun=str(outdir), local=local, rule=vars(rule).copy(), agree=count["agree"],
-        disagree=count["disagree"], unverifiable=count["unverifiable"],
-        environment_differences=[*environment_differences(bundle.system, record.system),
-                                 *filter(None, [None if local else image_difference(index, record.provenance.image)])],
-        comparisons=comparisons)
+        bundle=str(root),
+        rerun=str(outdir),
+        local=local,
+        rule=vars(rule).copy(),
+        agree=count["agree"],
+        disagree=count["disagree"],
+        unverifiable=count["unverifiable"],
+        environment_differences=[
+            *environment_differences(bundle.system, record.system),
+            *filter(None, [None if local else image_difference(index, record.provenance.image)]),
+        ],
+        comparisons=comparisons,
+    )
     write_atomic(outdir / REPORT_FILE, result.model_dump_json(indent=1) + "\n")
     return result
 
@@ -313,19 +393,27 @@ def verify_bundle(root: Path, *, local: bool, out: Path | None, rule: ToleranceR
 def longer(settings: Settings) -> Settings:
     """The plan's settings with samples and time cap REMEASURE_FACTOR times longer."""
     cap = settings.time_cap_s * REMEASURE_FACTOR
-    return settings.model_copy(update={
-        "time_cap_s": cap, "min_sample_s": settings.min_sample_s * REMEASURE_FACTOR,
-        "min_time_s": settings.min_time_s * REMEASURE_FACTOR,
-        "kernel_timeout_s": max(settings.kernel_timeout_s, cap * REMEASURE_FACTOR * 3)})
+    return settings.model_copy(
+        update={
+            "time_cap_s": cap,
+            "min_sample_s": settings.min_sample_s * REMEASURE_FACTOR,
+            "min_time_s": settings.min_time_s * REMEASURE_FACTOR,
+            "kernel_timeout_s": max(settings.kernel_timeout_s, cap * REMEASURE_FACTOR * 3),
+        }
+    )
 
 
-def _rerun(folder: RunFolder, container_for: Callable[[Plan, Path, Path], Callable[[], Any]], console: Console,
-           quiet: bool) -> tuple[RunRecord, list[KernelResult]]:
+def _rerun(
+    folder: RunFolder, container_for: Callable[[Plan, Path, Path], Callable[[], Any]], console: Console, quiet: bool
+) -> tuple[RunRecord, list[KernelResult]]:
     """Run a plan in its folder to the end (or the user's stop), in a container on the submission's
     image unless the folder is local; its record and results."""
     plan, outdir = folder.plan, folder.path
-    start = (lambda: LocalHarness(folder.plan_path, outdir)) if folder.local else \
-        container_for(plan, folder.plan_path, outdir)
+    start = (
+        (lambda: LocalHarness(folder.plan_path, outdir))
+        if folder.local
+        else container_for(plan, folder.plan_path, outdir)
+    )
     with RunProgress(console, total=len(plan.items)) as progress:
         if quiet:
             progress.finished = lambda event: progress.bar.advance(progress.task)  # type: ignore[method-assign]
@@ -350,9 +438,14 @@ def print_verify(console: Console, result: VerifyReport) -> None:
         table.add_column(col, justify="left" if col in ("kernel", "verdict") else "right")
     for c in result.comparisons:
         style = {"agree": "green", "disagree": "red"}.get(c.verdict, "yellow")
-        table.add_row(c.id + (" *" if c.remeasured else ""), _fmt(c.submitted_us), _fmt(c.rerun_us),
-                      f"{c.ratio:.3f}" if c.ratio else "", f"±{c.tolerance:.0%}" if c.tolerance is not None else "",
-                      f"[{style}]{c.verdict}[/]" + (f" ({escape(c.reason)})" if c.reason else ""))
+        table.add_row(
+            c.id + (" *" if c.remeasured else ""),
+            _fmt(c.submitted_us),
+            _fmt(c.rerun_us),
+            f"{c.ratio:.3f}" if c.ratio else "",
+            f"±{c.tolerance:.0%}" if c.tolerance is not None else "",
+            f"[{style}]{c.verdict}[/]" + (f" ({escape(c.reason)})" if c.reason else ""),
+        )
     console.print(table)
     if any(c.remeasured for c in result.comparisons):
         console.print("* measured again with longer samples; the quieter re-run is compared", highlight=False)
@@ -360,10 +453,14 @@ def print_verify(console: Console, result: VerifyReport) -> None:
         console.print(f"[yellow]warning[/] this machine differs from the submission's: {escape(d)}", highlight=False)
     verified = not result.disagree and not result.unverifiable
     verdict = "[bold green]verified[/]" if verified else "[bold red]not verified[/]"
-    console.print(f"{verdict}: {result.agree} agree, {result.disagree} disagree, {result.unverifiable} unverifiable "
-                  f"(tolerance: max({result.rule['floor']:.0%}, {result.rule['noise_factor']:g} x combined relative "
-                  f"IQR), at most {result.rule['cap']:.0%}; unverifiable above {result.rule['max_noise']:.0%} combined "
-                  f"relative IQR); report in {escape(result.rerun)}/{REPORT_FILE}", highlight=False, soft_wrap=True)
+    console.print(
+        f"{verdict}: {result.agree} agree, {result.disagree} disagree, {result.unverifiable} unverifiable "
+        f"(tolerance: max({result.rule['floor']:.0%}, {result.rule['noise_factor']:g} x combined relative "
+        f"IQR), at most {result.rule['cap']:.0%}; unverifiable above {result.rule['max_noise']:.0%} combined "
+        f"relative IQR); report in {escape(result.rerun)}/{REPORT_FILE}",
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 def _fmt(us: float | None) -> str:

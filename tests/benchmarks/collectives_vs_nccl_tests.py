@@ -30,8 +30,9 @@ from deepbench.runner.render.nccl_side_by_side_table import side_by_side_tables
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", nargs="+", type=Path, metavar="RUN", help="deepbench-run results folders")
-    parser.add_argument("--nccl-tests", nargs="+", type=Path, required=True, metavar="FILE",
-                        help="nccl-tests' output files")
+    parser.add_argument(
+        "--nccl-tests", nargs="+", type=Path, required=True, metavar="FILE", help="nccl-tests' output files"
+    )
     parser.add_argument("--json", type=Path, metavar="OUT", help="also write the pairs and the summary here")
     args = parser.parse_args(argv)
     try:
@@ -44,13 +45,24 @@ def main(argv: list[str] | None = None) -> int:
     console = make_console()
     print_tables(console, side_by_side_tables(pairs), ["all"])
     for f in alone:
-        console.print(f"no nccl-tests figure: {f.op} {f.bytes} B {f.direction} {f.method} on {f.ranks} ranks",
-                      highlight=False, soft_wrap=True)
+        console.print(
+            f"no nccl-tests figure: {f.op} {f.bytes} B {f.direction} {f.method} on {f.ranks} ranks",
+            highlight=False,
+            soft_wrap=True,
+        )
     line = summary(pairs, len(alone))
     console.print(line, highlight=False, soft_wrap=True)
     if args.json:
-        args.json.write_text(json.dumps({"summary": line, "pairs": [p.model_dump() for p in pairs],
-                                         "unmatched": [f.model_dump() for f in alone]}, indent=1))
+        args.json.write_text(
+            json.dumps(
+                {
+                    "summary": line,
+                    "pairs": [p.model_dump() for p in pairs],
+                    "unmatched": [f.model_dump() for f in alone],
+                },
+                indent=1,
+            )
+        )
     return 0
 
 

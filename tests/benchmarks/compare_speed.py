@@ -22,8 +22,11 @@ PUBLISHED = Path(__file__).resolve().parents[2] / "runner" / "published"
 
 def main_bench() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("runs", nargs="*", default=[f"H100={PUBLISHED / 'nvidia-h100' / 'train'}",
-                                                    f"H200={PUBLISHED / 'nvidia-h200' / 'train'}"])
+    parser.add_argument(
+        "runs",
+        nargs="*",
+        default=[f"H100={PUBLISHED / 'nvidia-h100' / 'train'}", f"H200={PUBLISHED / 'nvidia-h200' / 'train'}"],
+    )
     args = parser.parse_args()
     start = time.perf_counter()
     with contextlib.redirect_stdout(io.StringIO()):
@@ -33,8 +36,10 @@ def main_bench() -> None:
     start = time.perf_counter()
     cmp = compare(sources)
     alone = time.perf_counter() - start
-    print(f"deepbench compare {' '.join(args.runs)}: exit {status}, {whole:.2f} s in all; "
-          f"the comparison of {len(cmp.rows)} kernels alone {alone:.2f} s")
+    print(
+        f"deepbench compare {' '.join(args.runs)}: exit {status}, {whole:.2f} s in all; "
+        f"the comparison of {len(cmp.rows)} kernels alone {alone:.2f} s"
+    )
 
 
 if __name__ == "__main__":

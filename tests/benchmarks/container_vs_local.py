@@ -36,13 +36,25 @@ IMPORT = "import deepbench.kernels.harness, deepbench.kernels.backends.pytorch"
 
 def run_suite(args: argparse.Namespace, out: Path, local: bool) -> dict[str, float]:
     where = ["--local", "--platform", "intel"] if local else ["--platform", "intel", "--image", args.image]
-    cmd = ["deepbench-run", *where, "--suite", args.suite, "--threads", str(args.threads), "--quiet",
-           "--out", str(out)] + (["--ops", args.ops] if args.ops else [])
+    cmd = [
+        "deepbench-run",
+        *where,
+        "--suite",
+        args.suite,
+        "--threads",
+        str(args.threads),
+        "--quiet",
+        "--out",
+        str(out),
+    ] + (["--ops", args.ops] if args.ops else [])
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode not in (0, 1):
         sys.exit(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
-    return {r.id: r.time_us.median for r in read_results(out / "results.jsonl")
-            if r.status is Status.OK and r.time_us is not None}
+    return {
+        r.id: r.time_us.median
+        for r in read_results(out / "results.jsonl")
+        if r.status is Status.OK and r.time_us is not None
+    }
 
 
 def start_overhead(image: str, starts: int, workdir: Path) -> tuple[float, float]:
@@ -79,15 +91,17 @@ def main() -> int:
     root.mkdir(parents=True, exist_ok=True)
     times: dict[str, dict[str, list[float]]] = {"local": defaultdict(list), "container": defaultdict(list)}
     for r in range(args.rounds):
-        for side in (("local", "container") if r % 2 == 0 else ("container", "local")):
+        for side in ("local", "container") if r % 2 == 0 else ("container", "local"):
             got = run_suite(args, root / f"{side}-{r}", local=side == "local")
             for kid, us in got.items():
                 times[side][kid].append(us)
             print(f"round {r + 1}/{args.rounds} {side}: {len(got)} kernels ok", flush=True)
 
     both = [k for k in times["local"] if k in times["container"]]
-    print(f"\n{'kernel':44} {'local us':>12} {'container us':>13} {'ratio':>7}  (medians over rounds; ratio: median "
-          f"of the rounds' container/local)")
+    print(
+        f"\n{'kernel':44} {'local us':>12} {'container us':>13} {'ratio':>7}  (medians over rounds; ratio: median "
+        f"of the rounds' container/local)"
+    )
     ratios = []
     for kid in both:
         loc = statistics.median(times["local"][kid])
@@ -98,16 +112,20 @@ def main() -> int:
         print(f"{kid:44} {loc:12.1f} {con:13.1f} {ratios[-1]:7.3f}")
     med = statistics.median(ratios)
     geo = statistics.geometric_mean(ratios)
-    print(f"\n{len(ratios)} kernels, {args.rounds} rounds, --threads {args.threads}: median ratio container/local "
-          f"{med:.3f} (goal {GOAL_RATIO[0]}-{GOAL_RATIO[1]}: "
-          f"{'met' if GOAL_RATIO[0] <= med <= GOAL_RATIO[1] else 'NOT met'}), "
-          f"geometric mean {geo:.3f}, range {min(ratios):.3f}-{max(ratios):.3f}")
+    print(
+        f"\n{len(ratios)} kernels, {args.rounds} rounds, --threads {args.threads}: median ratio container/local "
+        f"{med:.3f} (goal {GOAL_RATIO[0]}-{GOAL_RATIO[1]}: "
+        f"{'met' if GOAL_RATIO[0] <= med <= GOAL_RATIO[1] else 'NOT met'}), "
+        f"geometric mean {geo:.3f}, range {min(ratios):.3f}-{max(ratios):.3f}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         con_s, loc_s = start_overhead(args.image, args.starts, Path(tmp))
     over = con_s - loc_s
-    print(f"start-up: container {con_s:.2f} s, local subprocess {loc_s:.2f} s (median of {args.starts}, harness "
-          f"import included): overhead {over:.2f} s (goal < {GOAL_START_S:g} s: "
-          f"{'met' if over < GOAL_START_S else 'NOT met'})")
+    print(
+        f"start-up: container {con_s:.2f} s, local subprocess {loc_s:.2f} s (median of {args.starts}, harness "
+        f"import included): overhead {over:.2f} s (goal < {GOAL_START_S:g} s: "
+        f"{'met' if over < GOAL_START_S else 'NOT met'})"
+    )
     print(f"cpu: {os.cpu_count()} cores visible; load average {os.getloadavg()[0]:.2f}; results in {root}")
     return 0
 

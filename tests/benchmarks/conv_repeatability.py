@@ -21,7 +21,7 @@ from pathlib import Path
 from deepbench.kernels.results import RESULTS_FILE, KernelResult, Status
 from deepbench.kernels.results_file import read_results
 
-WITHIN = 0.03      # two times agree when they differ by at most 3%
+WITHIN = 0.03  # two times agree when they differ by at most 3%
 TARGET_SHARE = 0.95  # issue 20: at least 95% of the directions agree
 
 
@@ -72,17 +72,27 @@ def main(argv: list[str] | None = None) -> int:
     same_engine = sum(row[4] == row[5] for row in rows)
     share = len(within) / len(rows)
     verdict = "PASS" if share >= TARGET_SHARE else "FAIL"
-    summary = (f"SUMMARY conv repeatability: {len(within)} of {len(rows)} directions ({100 * share:.1f}%) within "
-               f"{100 * WITHIN:.0f}%; the same engine for {same_engine}; target {100 * TARGET_SHARE:.0f}%  {verdict}")
+    summary = (
+        f"SUMMARY conv repeatability: {len(within)} of {len(rows)} directions ({100 * share:.1f}%) within "
+        f"{100 * WITHIN:.0f}%; the same engine for {same_engine}; target {100 * TARGET_SHARE:.0f}%  {verdict}"
+    )
     outside = sorted((row for row in rows if abs(row[3] - 1) > WITHIN), key=lambda row: -abs(row[3] - 1))
     lines = ["| id | direction | A us | B us | B/A | engine A | engine B |", "|---|---|---:|---:|---:|---|---|"]
-    lines += [f"| {rid} | {d} | {ta:.1f} | {tb:.1f} | {ratio:.3f} | {ea} | {eb} |"
-              for (rid, d), ta, tb, ratio, ea, eb in outside]
+    lines += [
+        f"| {rid} | {d} | {ta:.1f} | {tb:.1f} | {ratio:.3f} | {ea} | {eb} |"
+        for (rid, d), ta, tb, ratio, ea, eb in outside
+    ]
     print("\n".join(lines))
     print(summary)
     if args.md:
-        head = [f"# Convolution directions on two machines: {args.run_a} (A) and {args.run_b} (B)", "",
-                f"**{summary.removeprefix('SUMMARY ')}**", "", "The directions outside the band:", ""]
+        head = [
+            f"# Convolution directions on two machines: {args.run_a} (A) and {args.run_b} (B)",
+            "",
+            f"**{summary.removeprefix('SUMMARY ')}**",
+            "",
+            "The directions outside the band:",
+            "",
+        ]
         args.md.write_text("\n".join(head + lines) + "\n")
     return 0
 

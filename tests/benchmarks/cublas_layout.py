@@ -59,22 +59,32 @@ def main() -> int:
     kernels = pick_kernels()
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "cublas.log"
-        env = {**os.environ, "CUBLAS_LOGINFO_DBG": "1", "CUBLAS_LOGDEST_DBG": str(log),
-               "CUBLASLT_LOG_LEVEL": "5", "CUBLASLT_LOG_FILE": str(Path(tmp) / "cublaslt.log")}
+        env = {
+            **os.environ,
+            "CUBLAS_LOGINFO_DBG": "1",
+            "CUBLAS_LOGDEST_DBG": str(log),
+            "CUBLASLT_LOG_LEVEL": "5",
+            "CUBLASLT_LOG_FILE": str(Path(tmp) / "cublaslt.log"),
+        }
         subprocess.run([sys.executable, "-c", CHILD, json.dumps(kernels)], env=env, check=True)
         text = log.read_text(errors="replace") if log.exists() else ""
-        lt = (Path(tmp) / "cublaslt.log")
+        lt = Path(tmp) / "cublaslt.log"
         lt_text = lt.read_text(errors="replace") if lt.exists() else ""
     # The child marks each kernel on stderr, not in the log; split the log into API calls instead.
     calls = [c for c in re.split(r"\n(?=I! cuBLAS \(v[\d.]+\) function )", text) if "gemm" in c.lower()[:200]]
-    print(f"cuBLAS log: {len(text.splitlines())} lines, {len(calls)} GEMM calls; cuBLASLt log: "
-          f"{len(lt_text.splitlines())} lines")
+    print(
+        f"cuBLAS log: {len(text.splitlines())} lines, {len(calls)} GEMM calls; cuBLASLt log: "
+        f"{len(lt_text.splitlines())} lines"
+    )
     ok = True
     for (kid, prec), call in zip(kernels, calls, strict=False):
         k = by_id()[kid]
         padded = gemm_shape(k.m, k.n, k.k, k.a_t, k.b_t, Precision(prec))  # the default --pad deepbench
-        want = {"transa": "T" if k.a_t else "N", "transb": "T" if k.b_t else "N",
-                **{dim: str(padded[dim]) for dim in ("m", "n", "k")}}
+        want = {
+            "transa": "T" if k.a_t else "N",
+            "transb": "T" if k.b_t else "N",
+            **{dim: str(padded[dim]) for dim in ("m", "n", "k")},
+        }
         got = {}
         for name, val in ARG.findall(call):
             got.setdefault(name.lower(), val[0] if name.lower().startswith("trans") else val)

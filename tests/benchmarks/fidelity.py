@@ -74,14 +74,14 @@ from deepbench.runner.launch.modes import MODES
 HERE = Path(__file__).resolve().parent
 GEMM_PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
 CONV_PRECISIONS = ("fp32", "fp16")
-CONV_SAMPLE_EVERY = 8          # every 8th training convolution
+CONV_SAMPLE_EVERY = 8  # every 8th training convolution
 PROFILER_TARGET = 1.05
 PROFILER_MEDIAN_TARGET = 1.02
 NATIVE_TARGET = 1.05
 REPEAT_TOLERANCE = 0.03
 REPEAT_SHARE = 0.95
 WARM_UP_S = 60.0  # the repeatability passes start from a GPU near its working temperature (H100: 34 -> 69 C)
-SMALL_US = 10.0   # kernels this short: a 0.1-0.3 us gap between graph nodes is several percent
+SMALL_US = 10.0  # kernels this short: a 0.1-0.3 us gap between graph nodes is several percent
 NAMED = ((1760, 128, 1760, False, False), (5124, 9124, 2560, True, False))  # DeepBench README's V100 rows
 
 
@@ -96,8 +96,10 @@ def build_native(workdir: Path) -> Path:
 def native_times(binary: Path, problems: list[tuple], seconds: list[float]) -> dict[tuple, tuple[float, float]]:
     """The native loop's us per call (host loop, CUDA graph), each problem measured both ways for as
     long as the harness measured it."""
-    text = "".join(f"{p} {'T' if at else 'N'} {'T' if bt else 'N'} {m} {n} {k} {s:.3f}\n"
-                   for (p, m, n, k, at, bt), s in zip(problems, seconds, strict=False))
+    text = "".join(
+        f"{p} {'T' if at else 'N'} {'T' if bt else 'N'} {m} {n} {k} {s:.3f}\n"
+        for (p, m, n, k, at, bt), s in zip(problems, seconds, strict=False)
+    )
     out = subprocess.run([str(binary)], input=text, capture_output=True, text=True, check=True).stdout
     times = {}
     for line in out.splitlines():
@@ -116,19 +118,31 @@ def harness_pass(backend: TorchBackend, items: list[tuple], settings: Settings) 
         for part in prepared.parts:
             part.run()
             m, notes = cuda_timer.measure(part.run, rule, settings, part.capturable, backend.device, backend.clocks)
-            row = {"harness_us": m.stats.median, "method": m.method, "calls": m.calls_per_sample,
-                   "samples": m.stats.n, "discarded": m.discarded,
-                   "sm_mhz": statistics.median(m.clocks_mhz) if m.clocks_mhz else None,
-                   "settle_s": notes.get("clock_settle", {}).get("seconds", 0.0),
-                   "power_capped_samples": notes.get("power_capped_samples", 0), "temp_c": notes.get("gpu_temp_c"),
-                   "measured_s": m.stats.n * m.stats.median * m.calls_per_sample / 1e6,
-                   "graph_events_us": notes.get("graph_events_us")}
+            row = {
+                "harness_us": m.stats.median,
+                "method": m.method,
+                "calls": m.calls_per_sample,
+                "samples": m.stats.n,
+                "discarded": m.discarded,
+                "sm_mhz": statistics.median(m.clocks_mhz) if m.clocks_mhz else None,
+                "settle_s": notes.get("clock_settle", {}).get("seconds", 0.0),
+                "power_capped_samples": notes.get("power_capped_samples", 0),
+                "temp_c": notes.get("gpu_temp_c"),
+                "measured_s": m.stats.n * m.stats.median * m.calls_per_sample / 1e6,
+                "graph_events_us": notes.get("graph_events_us"),
+            }
             prof = notes.get("profiler")
             if prof:
-                row.update(profiler_us=prof["kernel_us"], span_us=prof["span_us"], period_us=prof["period_us"],
-                           events_us=prof["events_us"], profiled_samples=prof["samples"],
-                           kernels_per_call=prof["kernels_per_call"], kernels=prof["kernel_names"],
-                           ratio_timer=prof["timer_ratio"])
+                row.update(
+                    profiler_us=prof["kernel_us"],
+                    span_us=prof["span_us"],
+                    period_us=prof["period_us"],
+                    events_us=prof["events_us"],
+                    profiled_samples=prof["samples"],
+                    kernels_per_call=prof["kernels_per_call"],
+                    kernels=prof["kernel_names"],
+                    ratio_timer=prof["timer_ratio"],
+                )
             out[(*key, part.direction)] = row
         del prepared
         backend.release()
@@ -159,10 +173,18 @@ def native_graph_ratio(row: dict[str, Any]) -> float:
     return row["native_graph_us"] / profiler_call_us(row)
 
 
-def ratio_summary(name: str, ratios: list[float], limit: float, median_limit: float | None = None,
-                  informational: bool = False) -> dict[str, Any]:
-    s = {"name": name, "n": len(ratios), "max": max(ratios), "median": statistics.median(ratios),
-         "min": min(ratios), "limit": limit, "over_limit": sum(r > limit for r in ratios)}
+def ratio_summary(
+    name: str, ratios: list[float], limit: float, median_limit: float | None = None, informational: bool = False
+) -> dict[str, Any]:
+    s = {
+        "name": name,
+        "n": len(ratios),
+        "max": max(ratios),
+        "median": statistics.median(ratios),
+        "min": min(ratios),
+        "limit": limit,
+        "over_limit": sum(r > limit for r in ratios),
+    }
     s["pass"] = informational or (s["over_limit"] == 0 and (median_limit is None or s["median"] <= median_limit))
     if median_limit is not None:
         s["median_limit"] = median_limit
@@ -174,31 +196,57 @@ def ratio_summary(name: str, ratios: list[float], limit: float, median_limit: fl
 def gemm_rows(items: list[tuple], first: dict, second: dict | None, native: dict) -> list[dict[str, Any]]:
     """One row per GEMM: pass 1 (with the profiler's figures when it ran), pass 2 and the native loop."""
     rows = []
-    print(f"{'prec':5} {'ta':2} {'tb':2} {'M':>6} {'N':>6} {'K':>6} {'by':6} {'harness_us':>11} {'native_us':>10} "
-          f"{'profiler_us':>11} {'k/call':>6} {'h/prof':>7} {'h/busy':>7} {'timer':>6} {'ng/prof':>7} {'h/native':>8} "
-          f"{'h/ngraph':>8} {'repeat':>7} {'MHz':>9} {'C':>5}")
+    print(
+        f"{'prec':5} {'ta':2} {'tb':2} {'M':>6} {'N':>6} {'K':>6} {'by':6} {'harness_us':>11} {'native_us':>10} "
+        f"{'profiler_us':>11} {'k/call':>6} {'h/prof':>7} {'h/busy':>7} {'timer':>6} {'ng/prof':>7} {'h/native':>8} "
+        f"{'h/ngraph':>8} {'repeat':>7} {'MHz':>9} {'C':>5}"
+    )
     for key, _, _ in items:
         a = first[(*key, "fwd")]
         p, m, n, k, at, bt = key
         native_us, native_graph_us = native[key]
-        row = {"precision": p, "m": m, "n": n, "k": k, "a_t": at, "b_t": bt, **a, "native_us": native_us,
-               "native_graph_us": native_graph_us, "ratio_native": a["harness_us"] / native_us,
-               "ratio_native_graph": a["harness_us"] / native_graph_us, "named": (m, n, k, at, bt) in NAMED}
+        row = {
+            "precision": p,
+            "m": m,
+            "n": n,
+            "k": k,
+            "a_t": at,
+            "b_t": bt,
+            **a,
+            "native_us": native_us,
+            "native_graph_us": native_graph_us,
+            "ratio_native": a["harness_us"] / native_us,
+            "ratio_native_graph": a["harness_us"] / native_graph_us,
+            "named": (m, n, k, at, bt) in NAMED,
+        }
         b = second[(*key, "fwd")] if second else {"harness_us": None, "sm_mhz": None, "settle_s": None, "temp_c": None}
-        row.update(harness_us_second=b["harness_us"], sm_mhz_second=b["sm_mhz"], settle_s_second=b["settle_s"],
-                   temp_c_second=b["temp_c"], repeat=b["harness_us"] / a["harness_us"] if second else None)
+        row.update(
+            harness_us_second=b["harness_us"],
+            sm_mhz_second=b["sm_mhz"],
+            settle_s_second=b["settle_s"],
+            temp_c_second=b["temp_c"],
+            repeat=b["harness_us"] / a["harness_us"] if second else None,
+        )
         prof = "-"
         if "profiler_us" in a:
-            row.update(ratio_profiler=profiler_ratio(row), ratio_busy=busy_ratio(row),
-                       ratio_native_graph_profiler=native_graph_ratio(row))
-            prof = (f"{row['profiler_us']:11.2f} {row['kernels_per_call']:6.1f} {row['ratio_profiler']:7.3f} "
-                    f"{row['ratio_busy']:7.3f} {row['ratio_timer']:6.3f} {row['ratio_native_graph_profiler']:7.3f}")
+            row.update(
+                ratio_profiler=profiler_ratio(row),
+                ratio_busy=busy_ratio(row),
+                ratio_native_graph_profiler=native_graph_ratio(row),
+            )
+            prof = (
+                f"{row['profiler_us']:11.2f} {row['kernels_per_call']:6.1f} {row['ratio_profiler']:7.3f} "
+                f"{row['ratio_busy']:7.3f} {row['ratio_timer']:6.3f} {row['ratio_native_graph_profiler']:7.3f}"
+            )
         rows.append(row)
-        print(f"{p:5} {'T' if at else 'N':2} {'T' if bt else 'N':2} {m:6d} {n:6d} {k:6d} {timer_name(a['method']):6} "
-              f"{a['harness_us']:11.2f} {native_us:10.2f} {prof:>51} {row['ratio_native']:8.3f} "
-              f"{row['ratio_native_graph']:8.3f} {row['repeat'] or math.nan:7.3f} "
-              f"{a['sm_mhz'] or 0:4.0f}/{b['sm_mhz'] or 0:4.0f} {a['temp_c'] or 0:2.0f}/{b['temp_c'] or 0:2.0f}"
-              f"{'  <- DeepBench README' if row['named'] else ''}", flush=True)
+        print(
+            f"{p:5} {'T' if at else 'N':2} {'T' if bt else 'N':2} {m:6d} {n:6d} {k:6d} {timer_name(a['method']):6} "
+            f"{a['harness_us']:11.2f} {native_us:10.2f} {prof:>51} {row['ratio_native']:8.3f} "
+            f"{row['ratio_native_graph']:8.3f} {row['repeat'] or math.nan:7.3f} "
+            f"{a['sm_mhz'] or 0:4.0f}/{b['sm_mhz'] or 0:4.0f} {a['temp_c'] or 0:2.0f}/{b['temp_c'] or 0:2.0f}"
+            f"{'  <- DeepBench README' if row['named'] else ''}",
+            flush=True,
+        )
     return rows
 
 
@@ -212,8 +260,10 @@ def conv_rows_of(results: dict) -> list[dict[str, Any]]:
     print(f"\n{'prec':5} {'conv':16} {'dir':10} {'harness_us':>11} {'profiler_us':>11} {'h/prof':>7} {'timer':>6}")
     for (p, cid, direction), r in results.items():
         rows.append({"precision": p, "id": cid, "direction": direction, **r, "ratio_profiler": profiler_ratio(r)})
-        print(f"{p:5} {cid:16} {direction:10} {r['harness_us']:11.2f} {r['profiler_us']:11.2f} "
-              f"{profiler_ratio(r):7.3f} {r['ratio_timer']:6.3f}")
+        print(
+            f"{p:5} {cid:16} {direction:10} {r['harness_us']:11.2f} {r['profiler_us']:11.2f} "
+            f"{profiler_ratio(r):7.3f} {r['ratio_timer']:6.3f}"
+        )
     return rows
 
 
@@ -229,42 +279,69 @@ def summarize(rows: list[dict], conv_rows: list[dict], device: str, elapsed: flo
             summaries.append(ratio_summary("gemm harness/native-graph", graphed, NATIVE_TARGET, informational=True))
     if profiled:
         summaries += [
-            ratio_summary("gemm harness/profiler", [profiler_ratio(r) for r in profiled], PROFILER_TARGET,
-                          PROFILER_MEDIAN_TARGET),
-            ratio_summary("gemm timer/profiler, same samples", [r["ratio_timer"] for r in profiled],
-                          PROFILER_TARGET, informational=True),
-            ratio_summary("gemm harness/profiler-busy", [busy_ratio(r) for r in profiled], PROFILER_TARGET,
-                          informational=True),
+            ratio_summary(
+                "gemm harness/profiler", [profiler_ratio(r) for r in profiled], PROFILER_TARGET, PROFILER_MEDIAN_TARGET
+            ),
+            ratio_summary(
+                "gemm timer/profiler, same samples",
+                [r["ratio_timer"] for r in profiled],
+                PROFILER_TARGET,
+                informational=True,
+            ),
+            ratio_summary(
+                "gemm harness/profiler-busy", [busy_ratio(r) for r in profiled], PROFILER_TARGET, informational=True
+            ),
         ]
-        for size, part in ((f"{SMALL_US:g} us and over", [r for r in profiled if r["profiler_us"] >= SMALL_US]),
-                           (f"under {SMALL_US:g} us", [r for r in profiled if r["profiler_us"] < SMALL_US])):
+        for size, part in (
+            (f"{SMALL_US:g} us and over", [r for r in profiled if r["profiler_us"] >= SMALL_US]),
+            (f"under {SMALL_US:g} us", [r for r in profiled if r["profiler_us"] < SMALL_US]),
+        ):
             if part:
-                summaries.append(ratio_summary(f"gemm harness/profiler, {size}", [profiler_ratio(r) for r in part],
-                                               PROFILER_TARGET, informational=True))
+                summaries.append(
+                    ratio_summary(
+                        f"gemm harness/profiler, {size}",
+                        [profiler_ratio(r) for r in part],
+                        PROFILER_TARGET,
+                        informational=True,
+                    )
+                )
             graphed = [native_graph_ratio(r) for r in part if "native_graph_us" in r]
             if graphed:
-                summaries.append(ratio_summary(f"gemm native-graph/profiler, {size}", graphed, PROFILER_TARGET,
-                                               informational=True))
+                summaries.append(
+                    ratio_summary(f"gemm native-graph/profiler, {size}", graphed, PROFILER_TARGET, informational=True)
+                )
         over = [r for r in profiled if profiler_ratio(r) > PROFILER_TARGET]
-        print(f"\nover {PROFILER_TARGET} harness/profiler: {len(over)} GEMMs; of them "
-              f"{sum(r.get('kernels_per_call', 1) > 1 for r in over)} launch more than one kernel a call and "
-              f"{sum(r['profiler_us'] < SMALL_US for r in over)} run under {SMALL_US:g} us")
+        print(
+            f"\nover {PROFILER_TARGET} harness/profiler: {len(over)} GEMMs; of them "
+            f"{sum(r.get('kernels_per_call', 1) > 1 for r in over)} launch more than one kernel a call and "
+            f"{sum(r['profiler_us'] < SMALL_US for r in over)} run under {SMALL_US:g} us"
+        )
     if conv_rows:
-        summaries.append(ratio_summary("conv harness/profiler", [profiler_ratio(r) for r in conv_rows],
-                                       PROFILER_TARGET))
+        summaries.append(
+            ratio_summary("conv harness/profiler", [profiler_ratio(r) for r in conv_rows], PROFILER_TARGET)
+        )
     print()
     for s in summaries:
-        print(f"SUMMARY {s['name']}: n={s['n']} median={s['median']:.4f} max={s['max']:.4f} min={s['min']:.4f} "
-              f"over {s['limit']}: {s['over_limit']}  "
-              f"{'(informational)' if s.get('informational') else 'PASS' if s['pass'] else 'FAIL'}")
+        print(
+            f"SUMMARY {s['name']}: n={s['n']} median={s['median']:.4f} max={s['max']:.4f} min={s['min']:.4f} "
+            f"over {s['limit']}: {s['over_limit']}  "
+            f"{'(informational)' if s.get('informational') else 'PASS' if s['pass'] else 'FAIL'}"
+        )
     repeated = [r for r in rows if r.get("repeat") is not None]
     if repeated:
         within = sum(abs(r["repeat"] - 1) <= REPEAT_TOLERANCE for r in repeated)
-        repeat = {"name": "gemm repeatability", "n": len(repeated), "within_3pct": within,
-                  "share": within / len(repeated), "pass": within / len(repeated) >= REPEAT_SHARE,
-                  "max_abs_dev": max(abs(r["repeat"] - 1) for r in repeated)}
-        print(f"SUMMARY gemm repeatability: {within}/{len(repeated)} ({100 * repeat['share']:.1f}%) within 3%, "
-              f"max deviation {100 * repeat['max_abs_dev']:.2f}%  {'PASS' if repeat['pass'] else 'FAIL'}")
+        repeat = {
+            "name": "gemm repeatability",
+            "n": len(repeated),
+            "within_3pct": within,
+            "share": within / len(repeated),
+            "pass": within / len(repeated) >= REPEAT_SHARE,
+            "max_abs_dev": max(abs(r["repeat"] - 1) for r in repeated),
+        }
+        print(
+            f"SUMMARY gemm repeatability: {within}/{len(repeated)} ({100 * repeat['share']:.1f}%) within 3%, "
+            f"max deviation {100 * repeat['max_abs_dev']:.2f}%  {'PASS' if repeat['pass'] else 'FAIL'}"
+        )
         summaries.append(repeat)
     print(f"SUMMARY elapsed {elapsed:.0f} s on {device}")
     return summaries, all(s["pass"] for s in summaries)
@@ -295,13 +372,22 @@ def main() -> int:
     ap.add_argument("--precisions", default=",".join(GEMM_PRECISIONS))
     ap.add_argument("--no-conv", action="store_true", help="leave out the convolution sample")
     ap.add_argument("--no-gemm", action="store_true", help="the convolution sample only")
-    ap.add_argument("--no-profiler", action="store_true",
-                    help="leave out the profiler's samples after each GEMM's measurement")
+    ap.add_argument(
+        "--no-profiler", action="store_true", help="leave out the profiler's samples after each GEMM's measurement"
+    )
     ap.add_argument("--no-repeat", action="store_true", help="with --no-profiler: leave out pass 2 (repeatability)")
-    ap.add_argument("--no-kernel-time", action="store_true",
-                    help="time short calls by events too, as deepbench-run --no-kernel-time does")
-    ap.add_argument("--warm-up", type=float, default=WARM_UP_S, metavar="S",
-                    help=f"seconds of a large GEMM at most before the first pass (default {WARM_UP_S:g})")
+    ap.add_argument(
+        "--no-kernel-time",
+        action="store_true",
+        help="time short calls by events too, as deepbench-run --no-kernel-time does",
+    )
+    ap.add_argument(
+        "--warm-up",
+        type=float,
+        default=WARM_UP_S,
+        metavar="S",
+        help=f"seconds of a large GEMM at most before the first pass (default {WARM_UP_S:g})",
+    )
     ap.add_argument("--merge", type=Path, nargs="+", metavar="JSON", help="summarize parts written with --out")
     args = ap.parse_args()
     if args.merge:
@@ -314,8 +400,11 @@ def main() -> int:
     settings = Settings(device="cuda", kernel_time=not args.no_kernel_time, **MODES["default"])
     profiling = settings.model_copy(update={"verify_timing": True})
     backend = TorchBackend(settings)
-    facts = {"device": backend.device_facts(), "software": backend.library_versions(),
-             "settings": settings.model_dump()}
+    facts = {
+        "device": backend.device_facts(),
+        "software": backend.library_versions(),
+        "settings": settings.model_dump(),
+    }
     print(f"# device {facts['device']['name']}  {json.dumps(facts['software'])}", flush=True)
 
     gemms = [] if args.no_gemm else select("train", ops=["gemm"], limit=args.limit)
@@ -345,8 +434,13 @@ def main() -> int:
     elapsed = time.time() - started
     summaries, ok = summarize(rows, conv_rows, facts["device"]["name"], elapsed)
     if args.out:
-        args.out.write_text(json.dumps({"facts": facts, "gemm": rows, "conv": conv_rows, "summary": summaries,
-                                        "elapsed_s": elapsed}, indent=1, default=str))
+        args.out.write_text(
+            json.dumps(
+                {"facts": facts, "gemm": rows, "conv": conv_rows, "summary": summaries, "elapsed_s": elapsed},
+                indent=1,
+                default=str,
+            )
+        )
     return 0 if ok else 1
 
 

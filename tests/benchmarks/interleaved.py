@@ -68,14 +68,20 @@ def harness_settings(folder: Path, results: list[KernelResult], warm_up_s: float
         plan = Plan.model_validate_json(path.read_text())
     except (OSError, ValueError) as exc:
         raise sbs.UsageError(f"{path}: not a deepbench-run plan ({str(exc).splitlines()[0]})") from None
-    return plan.settings.model_copy(update={"cudnn_engines": recorded_engines(results), "warm_up_s": warm_up_s,
-                                            "kernel_time": plan.settings.kernel_time and kernel_time})
+    return plan.settings.model_copy(
+        update={
+            "cudnn_engines": recorded_engines(results),
+            "warm_up_s": warm_up_s,
+            "kernel_time": plan.settings.kernel_time and kernel_time,
+        }
+    )
 
 
 def harness_figures(backend: Any, r: KernelResult, settings: Settings) -> dict[str, tuple[float, float]]:
     """direction -> the harness's median us and median SM clock (NaN where unread) for result `r`'s
     kernel, measured now (run_item)."""
     from deepbench.kernels.harness.execute import run_item
+
     again = run_item(backend, PlanItem(kernel=r.kernel, precision=r.precision.name), settings)
     if again.status is not Status.OK:
         raise RuntimeError(f"{r.id}: {again.status.value}: {again.reason}")
@@ -101,8 +107,12 @@ def kernel_trace(events: list[tuple[float, float, str]]) -> dict[str, Any]:
     name, count = Counter(e[2] for e in events).most_common(1)[0]
     runs = [e for e in events if e[2] == name]
     gaps = [b[0] - a[1] for a, b in itertools.pairwise(runs) if 0 <= b[0] - a[1] < TRACE_GAP_US]
-    return {"kernel": name, "runs": count, "kernel_us": statistics.median(e[1] - e[0] for e in runs),
-            "gap_us": statistics.median(gaps) if gaps else math.nan}
+    return {
+        "kernel": name,
+        "runs": count,
+        "kernel_us": statistics.median(e[1] - e[0] for e in runs),
+        "gap_us": statistics.median(gaps) if gaps else math.nan,
+    }
 
 
 def recording(trace: bool) -> AbstractContextManager[Any]:
@@ -110,6 +120,7 @@ def recording(trace: bool) -> AbstractContextManager[Any]:
     if not trace:
         return nullcontext()
     from deepbench.kernels.timing import cupti
+
     return cupti.recording()
 
 
@@ -117,14 +128,26 @@ def traced(trace: bool, prof: Any) -> dict[str, Any]:
     if not trace:
         return {}
     from deepbench.kernels.timing import cupti
+
     return kernel_trace(cupti.device_events(prof))
 
 
-def summary_row(p: sbs.Problem, harness: list[tuple[float, float]], native: list[dict[str, Any]], error: str,
-                traces: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+def summary_row(
+    p: sbs.Problem,
+    harness: list[tuple[float, float]],
+    native: list[dict[str, Any]],
+    error: str,
+    traces: dict[str, list[dict[str, Any]]],
+) -> dict[str, Any]:
     """One part's row over its turns: medians of both sides' figures and clocks."""
-    row = {"id": p.result_id, "op": p.op, "precision": p.precision, "direction": p.direction,
-           "recorded_us": p.harness_us, "line": p.line}
+    row = {
+        "id": p.result_id,
+        "op": p.op,
+        "precision": p.precision,
+        "direction": p.direction,
+        "recorded_us": p.harness_us,
+        "line": p.line,
+    }
     if p.op == "conv":
         row.update(plan_name=p.plan, engine=p.engine)
     turns = [n for n in native if "native_best_us" in n]
@@ -132,10 +155,13 @@ def summary_row(p: sbs.Problem, harness: list[tuple[float, float]], native: list
         row["error"] = error or next((n["error"] for n in native if "error" in n), "no rounds")
         row["harness_us"] = p.harness_us  # where no turn ran: the recorded figure
         return row
-    row.update(harness_us=statistics.median(h for h, _ in harness), harness_rounds=[h for h, _ in harness],
-               native_us=statistics.median(n["native_us"] for n in turns),
-               native_graph_us=statistics.median(n["native_graph_us"] for n in turns),
-               native_rounds=[n["native_best_us"] for n in turns])
+    row.update(
+        harness_us=statistics.median(h for h, _ in harness),
+        harness_rounds=[h for h, _ in harness],
+        native_us=statistics.median(n["native_us"] for n in turns),
+        native_graph_us=statistics.median(n["native_graph_us"] for n in turns),
+        native_rounds=[n["native_best_us"] for n in turns],
+    )
     row["native_best_us"] = statistics.median(row["native_rounds"])
     row["ratio"] = row["harness_us"] / row["native_best_us"]
     clocks = [mhz for _, mhz in harness if not math.isnan(mhz)]
@@ -148,8 +174,9 @@ def summary_row(p: sbs.Problem, harness: list[tuple[float, float]], native: list
     return row
 
 
-def interleave(folder: Path, results: list[KernelResult], problems: list[sbs.Problem], args: argparse.Namespace
-               ) -> list[dict[str, Any]]:
+def interleave(
+    folder: Path, results: list[KernelResult], problems: list[sbs.Problem], args: argparse.Namespace
+) -> list[dict[str, Any]]:
     """ROUNDS turns per result of the harness's measurement and the loop's, alternating which goes
     first; a row per part."""
     settings = harness_settings(folder, results, args.warm_up, not args.no_kernel_time)
@@ -168,10 +195,17 @@ def interleave(folder: Path, results: list[KernelResult], problems: list[sbs.Pro
     return rows
 
 
-def interleave_result(r: KernelResult, mine: list[sbs.Problem], settings: Settings, loops: dict[str, LoopLibrary],
-                      backends: dict[str, Any], args: argparse.Namespace) -> list[dict[str, Any]]:
+def interleave_result(
+    r: KernelResult,
+    mine: list[sbs.Problem],
+    settings: Settings,
+    loops: dict[str, LoopLibrary],
+    backends: dict[str, Any],
+    args: argparse.Namespace,
+) -> list[dict[str, Any]]:
     """One result's turns; its rows."""
     from deepbench.kernels.backends import load_backend
+
     if r.op not in loops:
         try:
             loops[r.op] = LoopLibrary(r.op, getattr(args, f"{r.op}_library"))
@@ -209,15 +243,19 @@ def print_recorded(rows: list[dict[str, Any]]) -> None:
     print(f"\n{'id':44} {'dir':10} {'recorded':>9} {'harness':>9} {'native':>9} {'h/native':>8} {'rec/native':>10}")
     for r in rows:
         if "ratio" in r:
-            print(f"{r['id']:44} {r['direction']:10} {r['recorded_us']:9.2f} {r['harness_us']:9.2f} "
-                  f"{r['native_best_us']:9.2f} {r['ratio']:8.3f} {r['recorded_us'] / r['native_best_us']:10.3f}")
+            print(
+                f"{r['id']:44} {r['direction']:10} {r['recorded_us']:9.2f} {r['harness_us']:9.2f} "
+                f"{r['native_best_us']:9.2f} {r['ratio']:8.3f} {r['recorded_us'] / r['native_best_us']:10.3f}"
+            )
 
 
 def print_traces(rows: list[dict[str, Any]]) -> None:
     """--trace: per result, both sides' commonest kernel under CUPTI, medians over the turns."""
-    print(f"\nTRACE (CUPTI attached: these figures, not the SUMMARY, are the comparison)\n"
-          f"{'id':44} {'h_kernel_us':>11} {'n_kernel_us':>11} {'h/n':>6} {'h_gap_us':>8} {'n_gap_us':>8} "
-          f"same  kernel")
+    print(
+        f"\nTRACE (CUPTI attached: these figures, not the SUMMARY, are the comparison)\n"
+        f"{'id':44} {'h_kernel_us':>11} {'n_kernel_us':>11} {'h/n':>6} {'h_gap_us':>8} {'n_gap_us':>8} "
+        f"same  kernel"
+    )
     for r in rows:
         t = r.get("trace")
         if not t or not all(t[side] and all(t[side]) for side in SIDES):
@@ -225,31 +263,59 @@ def print_traces(rows: list[dict[str, Any]]) -> None:
         h = {k: statistics.median(x[k] for x in t["harness"]) for k in ("kernel_us", "gap_us")}
         n = {k: statistics.median(x[k] for x in t["native"]) for k in ("kernel_us", "gap_us")}
         names = {x["kernel"] for side in SIDES for x in t[side]}
-        print(f"{r['id']:44} {h['kernel_us']:11.2f} {n['kernel_us']:11.2f} {h['kernel_us'] / n['kernel_us']:6.3f} "
-              f"{sbs.fmt(h['gap_us'], '8.2f')} {sbs.fmt(n['gap_us'], '8.2f')} {'yes ' if len(names) == 1 else 'NO  '}"
-              f"  {' | '.join(sorted(name[:100] for name in names))}")
+        print(
+            f"{r['id']:44} {h['kernel_us']:11.2f} {n['kernel_us']:11.2f} {h['kernel_us'] / n['kernel_us']:6.3f} "
+            f"{sbs.fmt(h['gap_us'], '8.2f')} {sbs.fmt(n['gap_us'], '8.2f')} {'yes ' if len(names) == 1 else 'NO  '}"
+            f"  {' | '.join(sorted(name[:100] for name in names))}"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("folder", type=Path, help="a deepbench-run results folder (results.jsonl, plan.json)")
     ap.add_argument("--only", metavar="GLOB", help="results whose id matches, e.g. 'gemm/inference_server/*/fp16'")
-    ap.add_argument("--shard", type=sbs.parse_shard, default=(0, 1), metavar="I/N",
-                    help="every N-th result from the I-th (native_side_by_side.py --merge sums parts up)")
+    ap.add_argument(
+        "--shard",
+        type=sbs.parse_shard,
+        default=(0, 1),
+        metavar="I/N",
+        help="every N-th result from the I-th (native_side_by_side.py --merge sums parts up)",
+    )
     ap.add_argument("--rounds", type=int, default=ROUNDS, help=f"turns per result (default {ROUNDS})")
-    ap.add_argument("--min-us", type=float, default=sbs.MIN_US, metavar="US",
-                    help=f"leave out parts recorded under US (default {sbs.MIN_US:g}, the targets' cut)")
-    ap.add_argument("--max-seconds", type=float, default=sbs.MIN_SECONDS, metavar="S",
-                    help=f"the loop times each part this long each way per turn (default {sbs.MIN_SECONDS:g})")
-    ap.add_argument("--warm-up", type=float, default=sbs.WARM_UP_S, metavar="S",
-                    help=f"the harness's warm-up before its first measurement (default {sbs.WARM_UP_S:g}; 0: none)")
-    ap.add_argument("--no-kernel-time", action="store_true",
-                    help="the harness times with its CUDA graph and events, CUPTI never started (deepbench-run "
-                         "--no-kernel-time); once started, CUPTI stays in the process and adds to the loops' "
-                         "event-timed figures")
-    ap.add_argument("--trace", action="store_true",
-                    help="record every turn with CUPTI and print both sides' kernel, its duration and the gap "
-                         "between calls (a diagnosis: CUPTI then slows the event-timed figures)")
+    ap.add_argument(
+        "--min-us",
+        type=float,
+        default=sbs.MIN_US,
+        metavar="US",
+        help=f"leave out parts recorded under US (default {sbs.MIN_US:g}, the targets' cut)",
+    )
+    ap.add_argument(
+        "--max-seconds",
+        type=float,
+        default=sbs.MIN_SECONDS,
+        metavar="S",
+        help=f"the loop times each part this long each way per turn (default {sbs.MIN_SECONDS:g})",
+    )
+    ap.add_argument(
+        "--warm-up",
+        type=float,
+        default=sbs.WARM_UP_S,
+        metavar="S",
+        help=f"the harness's warm-up before its first measurement (default {sbs.WARM_UP_S:g}; 0: none)",
+    )
+    ap.add_argument(
+        "--no-kernel-time",
+        action="store_true",
+        help="the harness times with its CUDA graph and events, CUPTI never started (deepbench-run "
+        "--no-kernel-time); once started, CUPTI stays in the process and adds to the loops' "
+        "event-timed figures",
+    )
+    ap.add_argument(
+        "--trace",
+        action="store_true",
+        help="record every turn with CUPTI and print both sides' kernel, its duration and the gap "
+        "between calls (a diagnosis: CUPTI then slows the event-timed figures)",
+    )
     for op, (path, _) in LIBRARIES.items():
         ap.add_argument(f"--{op}-library", type=Path, default=path, help=f"{op}'s loop as a library (default {path})")
     ap.add_argument("--json", type=Path, metavar="OUT", help="write the rows and the summary here")
@@ -263,8 +329,9 @@ def main(argv: list[str] | None = None) -> int:
         for note in notes:
             print(f"# skipped: {note}")
         if not problems:
-            raise sbs.UsageError("no GEMM with a cublasGemmEx record or convolution with a cuDNN plan name to run "
-                                 "(see the notes above)")
+            raise sbs.UsageError(
+                "no GEMM with a cublasGemmEx record or convolution with a cuDNN plan name to run (see the notes above)"
+            )
         rows = interleave(args.folder, results, problems, args)
     except sbs.UsageError as exc:
         print(f"interleaved: {exc}", file=sys.stderr)
@@ -275,9 +342,20 @@ def main(argv: list[str] | None = None) -> int:
         print_traces(rows)
     summaries, ok = sbs.summarize(rows)
     if args.json:
-        args.json.write_text(json.dumps({"folder": str(args.folder), "rounds": args.rounds,
-                                         "kernel_time": not args.no_kernel_time, "trace": args.trace, "rows": rows,
-                                         "summary": summaries, "skipped": notes}, indent=1))
+        args.json.write_text(
+            json.dumps(
+                {
+                    "folder": str(args.folder),
+                    "rounds": args.rounds,
+                    "kernel_time": not args.no_kernel_time,
+                    "trace": args.trace,
+                    "rows": rows,
+                    "summary": summaries,
+                    "skipped": notes,
+                },
+                indent=1,
+            )
+        )
     return 0 if ok else 1
 
 

@@ -14,8 +14,10 @@ from pathlib import Path
 
 BUILD = Path(__file__).resolve().parents[2] / "build" / "native"
 # op -> the library build_native.sh makes of its loop, and the loop's entry point there
-LIBRARIES = {"gemm": (BUILD / "libgemm_loop.so", "gemm_loop_run_stdin"),
-             "conv": (BUILD / "libconv_loop.so", "conv_loop_run_stdin")}
+LIBRARIES = {
+    "gemm": (BUILD / "libgemm_loop.so", "gemm_loop_run_stdin"),
+    "conv": (BUILD / "libconv_loop.so", "conv_loop_run_stdin"),
+}
 
 
 class LoopLibrary:

@@ -73,20 +73,20 @@ from deepbench.kernels.results_file import read_results
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_BIN = HERE.parent.parent / "build" / "native"
-MIN_SECONDS = 0.2             # a native problem runs at least this long each way
-CANDIDATE_SECONDS = 0.1       # each candidate engine, each way
-MIN_US = 20.0                 # issue 20's targets hold for parts this long or longer
+MIN_SECONDS = 0.2  # a native problem runs at least this long each way
+CANDIDATE_SECONDS = 0.1  # each candidate engine, each way
+MIN_US = 20.0  # issue 20's targets hold for parts this long or longer
 WITHIN = (0.95, 1.05)
 OUTSIDE = (0.8, 1.25)
 WITHIN_SHARE = 0.95
-CHOICE_MARGIN = 1.05          # chosen engine within 5% of the fastest candidate
-CLOCK_APART = 0.02            # the CLOCKS line counts parts whose two sides' median clocks differ more
-MAX_REST_S = 1.0              # --rest-as-harness: the longest pause before a problem
-WARM_UP_S = 20.0              # seconds of a large fp16 GEMM before the first native problem
+CHOICE_MARGIN = 1.05  # chosen engine within 5% of the fastest candidate
+CLOCK_APART = 0.02  # the CLOCKS line counts parts whose two sides' median clocks differ more
+MAX_REST_S = 1.0  # --rest-as-harness: the longest pause before a problem
+WARM_UP_S = 20.0  # seconds of a large fp16 GEMM before the first native problem
 WARM_UP_LINE = "fp16 N N 8192 8192 8192 {seconds:.1f} default"  # kernels/timing/warmup.py's WARM_GEMM
 GRAPH_FIRST_ENV = "LOOP_GRAPH_FIRST"  # loop_timing.h: time the graph before the host loop (--graph-first)
-PROGRESS_EVERY = 20           # loop output lines between progress lines on stderr
-CONV_FIELDS = 15              # conv_loop's input fields, echoed at the start of its output lines
+PROGRESS_EVERY = 20  # loop output lines between progress lines on stderr
+CONV_FIELDS = 15  # conv_loop's input fields, echoed at the start of its output lines
 GEMM_PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "int8")
 # cuBLAS math mode per harness backend (gemm_loop's MATH field): the PyTorch backend forbids
 # fp16/bf16 split-K reductions (pytorch/context.py), the cuBLAS backend leaves the handle's default.
@@ -103,19 +103,19 @@ class UsageError(Exception):
 class Problem:
     """One native problem: the line a loop reads, and what the harness measured for it."""
 
-    op: str                 # gemm | conv
+    op: str  # gemm | conv
     result_id: str
     precision: str
     direction: str
     harness_us: float
-    line: str               # the pinned problem (gemm_loop or conv_loop input)
+    line: str  # the pinned problem (gemm_loop or conv_loop input)
     harness_mhz: float = math.nan  # the median SM clock beside the harness's samples (NaN where not read)
     candidates_line: str = ""  # conv: the same problem with ENGINE `-`
-    engine: str = ""        # conv: the harness's engine as recorded (ENGINE_ID:KNOBS, knobs by name)
-    plan: str = ""          # conv: the chosen plan's name, which conv_loop is pinned to and prints
+    engine: str = ""  # conv: the harness's engine as recorded (ENGINE_ID:KNOBS, knobs by name)
+    plan: str = ""  # conv: the chosen plan's name, which conv_loop is pinned to and prints
     # conv: plan name -> the harness's record of that candidate (its engine spec, status ...)
     candidates: dict[str, dict[str, Any]] = field(default_factory=dict)
-    compared: bool = True   # False: a part under --min-us whose candidates run only as history (--find-first)
+    compared: bool = True  # False: a part under --min-us whose candidates run only as history (--find-first)
 
     def status(self, plan: str) -> str:
         """The harness's verdict on a candidate: chosen, passed, rejected, unchecked (or not listed)."""
@@ -123,6 +123,7 @@ class Problem:
 
 
 # ----- from results to the loops' input -----------------------------------------------------
+
 
 def harness_seconds(part: Any) -> float:
     """How long the harness measured a part: samples x median x calls per sample."""
@@ -153,8 +154,11 @@ def harness_rest(r: KernelResult) -> float:
     for what follows: --rest-as-harness gives the native loop the same pause, to see whether that
     explains a difference (measured: it did not, on its own; results/fp16-gemm-clocks-h100)."""
     part = r.parts[0]
-    busy = (harness_seconds(part) + part.info.get("clock_settle", {}).get("seconds", 0.0)
-            + part.info.get("device_warm_up", {}).get("seconds", 0.0))
+    busy = (
+        harness_seconds(part)
+        + part.info.get("clock_settle", {}).get("seconds", 0.0)
+        + part.info.get("device_warm_up", {}).get("seconds", 0.0)
+    )
     return min(MAX_REST_S, max(0.0, (r.ended_at - r.started_at).total_seconds() - busy))
 
 
@@ -178,12 +182,24 @@ def gemm_problem(r: KernelResult, max_seconds: float | None = None, rest_as_harn
     line = f"{r.precision.name.value} {ta} {tb} {m} {n} {k} {measured_seconds(part, max_seconds):.3f} {math_mode}"
     if rest_as_harness:
         line += f" {harness_rest(r):.3f}"
-    return Problem("gemm", r.id, r.precision.name.value, part.direction, part.measurement.stats.median, line,
-                   harness_mhz=median_clock(part))
+    return Problem(
+        "gemm",
+        r.id,
+        r.precision.name.value,
+        part.direction,
+        part.measurement.stats.median,
+        line,
+        harness_mhz=median_clock(part),
+    )
 
 
-def conv_problems(r: KernelResult, candidate_seconds: float, min_us: float = 0.0, max_seconds: float | None = None,
-                  find_first: bool = False) -> tuple[list[Problem], list[str]]:
+def conv_problems(
+    r: KernelResult,
+    candidate_seconds: float,
+    min_us: float = 0.0,
+    max_seconds: float | None = None,
+    find_first: bool = False,
+) -> tuple[list[Problem], list[str]]:
     """conv_loop's lines for each direction of a convolution result, and notes on the directions
     skipped. Plans are named as cuDNN names them (info.cudnn.plan_name, every knob included): the
     engine id and cudnn-frontend's knob list can miss a knob (engine 49's split-K), so they could
@@ -191,8 +207,10 @@ def conv_problems(r: KernelResult, candidate_seconds: float, min_us: float = 0.0
     `min_us` still runs its candidates (not compared): the harness raced them too."""
     kk = r.kernel
     sizes = {d: r.padding.get(d, getattr(kk, d)) for d in ("n", "c", "h", "w", "k")}
-    shape = (f"{sizes['n']} {sizes['c']} {sizes['h']} {sizes['w']} {sizes['k']} {kk.r} {kk.s} "
-             f"{kk.pad_h} {kk.pad_w} {kk.stride_h} {kk.stride_w}")
+    shape = (
+        f"{sizes['n']} {sizes['c']} {sizes['h']} {sizes['w']} {sizes['k']} {kk.r} {kk.s} "
+        f"{kk.pad_h} {kk.pad_w} {kk.stride_h} {kk.stride_w}"
+    )
     problems, notes = [], []
     for part in r.parts:
         short = part.measurement.stats.median < min_us
@@ -204,12 +222,21 @@ def conv_problems(r: KernelResult, candidate_seconds: float, min_us: float = 0.0
             notes.append(f"{r.id} {part.direction}: no cuDNN plan name in its record (not the cuDNN backend)")
             continue
         head = f"{r.precision.name.value} {part.direction} {shape}"
-        problems.append(Problem(
-            "conv", r.id, r.precision.name.value, part.direction, part.measurement.stats.median,
-            line=f"{head} {plan} {measured_seconds(part, max_seconds):.3f}",
-            candidates_line=f"{head} - {candidate_seconds:.3f}" if candidate_seconds > 0 else "",
-            engine=str(rec.get("engine", "")), plan=plan,
-            candidates={str(c.get("plan_name")): c for c in rec.get("candidates", [])}, compared=not short))
+        problems.append(
+            Problem(
+                "conv",
+                r.id,
+                r.precision.name.value,
+                part.direction,
+                part.measurement.stats.median,
+                line=f"{head} {plan} {measured_seconds(part, max_seconds):.3f}",
+                candidates_line=f"{head} - {candidate_seconds:.3f}" if candidate_seconds > 0 else "",
+                engine=str(rec.get("engine", "")),
+                plan=plan,
+                candidates={str(c.get("plan_name")): c for c in rec.get("candidates", [])},
+                compared=not short,
+            )
+        )
     return problems, notes
 
 
@@ -229,9 +256,14 @@ def select_results(folders: list[Path], only: str | None, shard: tuple[int, int]
     return [r for i, r in enumerate(out) if i % count == index]
 
 
-def build_problems(results: Iterable[KernelResult], candidate_seconds: float, min_us: float = 0.0,
-                   max_seconds: float | None = None, find_first: bool = False, rest_as_harness: bool = False
-                   ) -> tuple[list[Problem], list[str]]:
+def build_problems(
+    results: Iterable[KernelResult],
+    candidate_seconds: float,
+    min_us: float = 0.0,
+    max_seconds: float | None = None,
+    find_first: bool = False,
+    rest_as_harness: bool = False,
+) -> tuple[list[Problem], list[str]]:
     """The loops' problems for `results` and notes on what was skipped; parts the harness timed under
     `min_us` are left out (--min-us), native timings last at most `max_seconds` (--max-seconds)."""
     problems: list[Problem] = []
@@ -259,14 +291,22 @@ def loop_inputs(problems: list[Problem], find_first: bool = False) -> tuple[list
     a convolution's candidates after its pinned plan, or before it with `find_first`. A part that is not
     compared has no pinned line."""
     gemm = list(dict.fromkeys(p.line for p in problems if p.op == "gemm"))
-    conv = list(dict.fromkeys(
-        line for p in problems if p.op == "conv"
-        for line in ((p.candidates_line, p.line if p.compared else "") if find_first else (p.line, p.candidates_line))
-        if line))
+    conv = list(
+        dict.fromkeys(
+            line
+            for p in problems
+            if p.op == "conv"
+            for line in (
+                (p.candidates_line, p.line if p.compared else "") if find_first else (p.line, p.candidates_line)
+            )
+            if line
+        )
+    )
     return gemm, conv
 
 
 # ----- running the loops ---------------------------------------------------------------------
+
 
 def run_loop(binary: Path, lines: list[str], what: str, env: dict[str, str] | None = None) -> tuple[list[str], str]:
     """The loop's output lines and its stderr, with progress on stderr (`env`: the loop's environment,
@@ -274,8 +314,15 @@ def run_loop(binary: Path, lines: list[str], what: str, env: dict[str, str] | No
     the other waits."""
     if not binary.is_file():
         raise UsageError(f"no {binary}: build the native loops first (bash tests/benchmarks/build_native.sh)")
-    proc = subprocess.Popen([str(binary)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, bufsize=1, env=env)
+    proc = subprocess.Popen(
+        [str(binary)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        bufsize=1,
+        env=env,
+    )
     assert proc.stdin and proc.stdout and proc.stderr
 
     def feed() -> None:
@@ -294,8 +341,9 @@ def run_loop(binary: Path, lines: list[str], what: str, env: dict[str, str] | No
             print(f"# {what}: {len(out)} lines, {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
     proc.wait()
     reader.join()
-    print(f"# {what}: {len(out)} lines for {len(lines)} problems in {time.monotonic() - started:.0f} s",
-          file=sys.stderr)
+    print(
+        f"# {what}: {len(out)} lines for {len(lines)} problems in {time.monotonic() - started:.0f} s", file=sys.stderr
+    )
     if proc.returncode != 0:
         print(f"# {what} ended with status {proc.returncode}: {''.join(errors[-3:]).strip()}", file=sys.stderr)
     return out, "".join(errors)
@@ -310,7 +358,7 @@ def loop_version(stderr: str, library: str) -> str | None:
     return None
 
 
-GEMM_FIELDS = 9         # gemm_loop's figures: the problem (6), us, calls, graph us
+GEMM_FIELDS = 9  # gemm_loop's figures: the problem (6), us, calls, graph us
 GEMM_CLOCK_FIELDS = 11  # then the median SM clock each way (older builds print none)
 
 
@@ -353,14 +401,21 @@ def parse_conv_output(lines: list[str]) -> dict[str, dict[str, Any]]:
 
 # ----- rows and summaries -----------------------------------------------------------------------
 
+
 def best(host_us: float, graph_us: float) -> float:
     """The better of the two native figures (NaN graph: the host loop's)."""
     return min(x for x in (host_us, graph_us) if not math.isnan(x))
 
 
 def make_row(p: Problem, gemm: dict[str, dict], conv: dict[str, dict]) -> dict[str, Any]:
-    row: dict[str, Any] = {"id": p.result_id, "op": p.op, "precision": p.precision, "direction": p.direction,
-                           "harness_us": p.harness_us, "line": p.line}
+    row: dict[str, Any] = {
+        "id": p.result_id,
+        "op": p.op,
+        "precision": p.precision,
+        "direction": p.direction,
+        "harness_us": p.harness_us,
+        "line": p.line,
+    }
     if not math.isnan(p.harness_mhz):
         row["harness_mhz"] = p.harness_mhz
     if p.op == "gemm":
@@ -405,9 +460,11 @@ def choice(p: Problem, entry: dict[str, Any] | None) -> dict[str, Any]:
     times = {e: best(f["us"], f["graph_us"]) for e, f in timed.items()}
     eligible = {e: t for e, t in times.items() if p.status(e) != "rejected"}
     out: dict[str, Any] = {
-        "candidates_native": len(entry["order"]), "candidates_harness": len(p.candidates),
+        "candidates_native": len(entry["order"]),
+        "candidates_harness": len(p.candidates),
         "candidates_common": len(set(entry["order"]) & set(p.candidates)),
-        "candidates": [{"plan": e, "status": p.status(e), **entry["engines"][e]} for e in entry["order"]]}
+        "candidates": [{"plan": e, "status": p.status(e), **entry["engines"][e]} for e in entry["order"]],
+    }
     if not eligible:
         out["choice_error"] = "no candidate the harness did not reject ran here"
         return out
@@ -426,22 +483,28 @@ def fmt(x: Any, spec: str = "9.2f") -> str:
 
 
 def print_rows(rows: list[dict[str, Any]]) -> None:
-    print(f"{'id':44} {'prec':5} {'dir':10} {'harness_us':>10} {'native_us':>10} {'graph_us':>10} {'h/native':>8} "
-          f"{'h_MHz':>5} {'n_MHz':>5} {'cycles':>6}  "
-          f"conv: chosen plan, its candidate us / fastest's (plan, harness status)")
+    print(
+        f"{'id':44} {'prec':5} {'dir':10} {'harness_us':>10} {'native_us':>10} {'graph_us':>10} {'h/native':>8} "
+        f"{'h_MHz':>5} {'n_MHz':>5} {'cycles':>6}  "
+        f"conv: chosen plan, its candidate us / fastest's (plan, harness status)"
+    )
     for r in rows:
         tail = r.get("error", "")
         if r["op"] == "conv" and not tail:
             tail = r["plan_name"]
             if "chosen_over_fastest" in r:
-                tail += (f"  {r['chosen_candidate_us']:.2f} / {r['fastest_us']:.2f} = {r['chosen_over_fastest']:.3f} "
-                         f"({r['fastest_engine']}, {r['fastest_status']})")
+                tail += (
+                    f"  {r['chosen_candidate_us']:.2f} / {r['fastest_us']:.2f} = {r['chosen_over_fastest']:.3f} "
+                    f"({r['fastest_engine']}, {r['fastest_status']})"
+                )
             elif "choice_error" in r:
                 tail += f"  choice: {r['choice_error']}"
-        print(f"{r['id']:44} {r['precision']:5} {r['direction']:10} {fmt(r['harness_us'], '10.2f')} "
-              f"{fmt(r.get('native_us'), '10.2f')} {fmt(r.get('native_graph_us'), '10.2f')} "
-              f"{fmt(r.get('ratio'), '8.3f')} {fmt(r.get('harness_mhz'), '5.0f')} "
-              f"{fmt(r.get('native_best_mhz'), '5.0f')} {fmt(r.get('cycle_ratio'), '6.3f')}  {tail}")
+        print(
+            f"{r['id']:44} {r['precision']:5} {r['direction']:10} {fmt(r['harness_us'], '10.2f')} "
+            f"{fmt(r.get('native_us'), '10.2f')} {fmt(r.get('native_graph_us'), '10.2f')} "
+            f"{fmt(r.get('ratio'), '8.3f')} {fmt(r.get('harness_mhz'), '5.0f')} "
+            f"{fmt(r.get('native_best_mhz'), '5.0f')} {fmt(r.get('cycle_ratio'), '6.3f')}  {tail}"
+        )
 
 
 def summarize(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], bool]:
@@ -455,46 +518,71 @@ def summarize(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], bool]:
         # The cut is on the figure the run recorded (interleaved.py's rows measure the harness again).
         long_ = [r for r in group if r.get("recorded_us", r["harness_us"]) >= MIN_US]
         ratios = [r["ratio"] for r in long_ if "ratio" in r]
-        s: dict[str, Any] = {"op": op, "precision": precision, "parts": len(group), "parts_min_us": len(long_),
-                             "compared": len(ratios), "errors": sum("ratio" not in r for r in group)}
+        s: dict[str, Any] = {
+            "op": op,
+            "precision": precision,
+            "parts": len(group),
+            "parts_min_us": len(long_),
+            "compared": len(ratios),
+            "errors": sum("ratio" not in r for r in group),
+        }
         if ratios:
             within = sum(WITHIN[0] <= x <= WITHIN[1] for x in ratios)
             outside = sum(not OUTSIDE[0] <= x <= OUTSIDE[1] for x in ratios)
-            s.update(within=within, outside=outside, min=min(ratios), median=statistics.median(ratios),
-                     max=max(ratios), passed=within >= WITHIN_SHARE * len(ratios) and outside == 0)
+            s.update(
+                within=within,
+                outside=outside,
+                min=min(ratios),
+                median=statistics.median(ratios),
+                max=max(ratios),
+                passed=within >= WITHIN_SHARE * len(ratios) and outside == 0,
+            )
             ok &= s["passed"]
-            print(f"SUMMARY {op} {precision}: {len(ratios)} parts >= {MIN_US:g} us compared ({s['errors']} without a "
-                  f"native figure); harness/native within [{WITHIN[0]}, {WITHIN[1]}]: {within} "
-                  f"({100 * within / len(ratios):.1f}%); "
-                  f"min {s['min']:.3f} median {s['median']:.3f} max {s['max']:.3f}; "
-                  f"outside [{OUTSIDE[0]}, {OUTSIDE[1]}]: {outside}  {'PASS' if s['passed'] else 'FAIL'}")
+            print(
+                f"SUMMARY {op} {precision}: {len(ratios)} parts >= {MIN_US:g} us compared ({s['errors']} without a "
+                f"native figure); harness/native within [{WITHIN[0]}, {WITHIN[1]}]: {within} "
+                f"({100 * within / len(ratios):.1f}%); "
+                f"min {s['min']:.3f} median {s['median']:.3f} max {s['max']:.3f}; "
+                f"outside [{OUTSIDE[0]}, {OUTSIDE[1]}]: {outside}  {'PASS' if s['passed'] else 'FAIL'}"
+            )
         else:
-            print(f"SUMMARY {op} {precision}: no part >= {MIN_US:g} us with a native figure ({len(group)} parts, "
-                  f"{s['errors']} without one)")
+            print(
+                f"SUMMARY {op} {precision}: no part >= {MIN_US:g} us with a native figure ({len(group)} parts, "
+                f"{s['errors']} without one)"
+            )
         clocked = [r for r in long_ if "cycle_ratio" in r]
         if clocked:
             cycles = [r["cycle_ratio"] for r in clocked]
             s.update(cycles_compared=len(cycles), cycles_within=sum(WITHIN[0] <= x <= WITHIN[1] for x in cycles))
             apart = sum(abs(r["harness_mhz"] / r["native_best_mhz"] - 1) > CLOCK_APART for r in clocked)
-            print(f"CLOCKS {op} {precision}: {len(cycles)} parts with both clocks, {apart} timed at clocks more than "
-                  f"{100 * CLOCK_APART:.0f}% apart; in cycles (us x MHz) within [{WITHIN[0]}, {WITHIN[1]}]: "
-                  f"{s['cycles_within']} ({100 * s['cycles_within'] / len(cycles):.1f}%), median "
-                  f"{statistics.median(cycles):.3f}  (diagnosis, not a target)")
+            print(
+                f"CLOCKS {op} {precision}: {len(cycles)} parts with both clocks, {apart} timed at clocks more than "
+                f"{100 * CLOCK_APART:.0f}% apart; in cycles (us x MHz) within [{WITHIN[0]}, {WITHIN[1]}]: "
+                f"{s['cycles_within']} ({100 * s['cycles_within'] / len(cycles):.1f}%), median "
+                f"{statistics.median(cycles):.3f}  (diagnosis, not a target)"
+            )
         if op == "conv":
             chosen = [r["chosen_over_fastest"] for r in long_ if "chosen_over_fastest" in r]
             if chosen:
                 close = sum(x <= CHOICE_MARGIN for x in chosen)
-                s.update(choice_compared=len(chosen), choice_within=close, choice_max=max(chosen),
-                         choice_passed=close == len(chosen))
+                s.update(
+                    choice_compared=len(chosen),
+                    choice_within=close,
+                    choice_max=max(chosen),
+                    choice_passed=close == len(chosen),
+                )
                 ok &= s["choice_passed"]
-                print(f"SUMMARY conv {precision} choice: {close} of {len(chosen)} chosen engines within "
-                      f"{100 * (CHOICE_MARGIN - 1):.0f}% of the fastest candidate (worst {max(chosen):.3f})  "
-                      f"{'PASS' if s['choice_passed'] else 'FAIL'}")
+                print(
+                    f"SUMMARY conv {precision} choice: {close} of {len(chosen)} chosen engines within "
+                    f"{100 * (CHOICE_MARGIN - 1):.0f}% of the fastest candidate (worst {max(chosen):.3f})  "
+                    f"{'PASS' if s['choice_passed'] else 'FAIL'}"
+                )
         summaries.append(s)
     return summaries, ok
 
 
 # ----- main --------------------------------------------------------------------------------------
+
 
 def parse_shard(text: str) -> tuple[int, int]:
     index, _, count = text.partition("/")
@@ -507,8 +595,15 @@ def parse_shard(text: str) -> tuple[int, int]:
     return i, n
 
 
-def write_json(path: Path, versions: Any, folders: list[str], rows: list[dict[str, Any]],
-               summaries: list[dict[str, Any]], skipped: list[str], shards: list[str] | None = None) -> None:
+def write_json(
+    path: Path,
+    versions: Any,
+    folders: list[str],
+    rows: list[dict[str, Any]],
+    summaries: list[dict[str, Any]],
+    skipped: list[str],
+    shards: list[str] | None = None,
+) -> None:
     """The side-by-side's JSON (--json), as a run and a merge of runs' parts (--merge, which reads it) write it."""
     data = {"versions": versions, "folders": folders, "summary": summaries, "skipped": skipped, "rows": rows}
     path.write_text(json.dumps(data if shards is None else {**data, "shards": shards}, indent=1))
@@ -543,15 +638,19 @@ def merge(paths: list[Path], out: Path | None = None) -> int:
 
 def run(args: argparse.Namespace) -> int:
     results = select_results(args.folders, args.only, args.shard)
-    problems, notes = build_problems(results, args.candidate_seconds, args.min_us, args.max_seconds, args.find_first,
-                                     args.rest_as_harness)
+    problems, notes = build_problems(
+        results, args.candidate_seconds, args.min_us, args.max_seconds, args.find_first, args.rest_as_harness
+    )
     for note in notes:
         print(f"# skipped: {note}")
     gemm_in, conv_in = loop_inputs(problems, args.find_first)
     problems = [p for p in problems if p.compared]
     if args.dry_run:
-        seconds = (args.warm_up + sum(2 * float(line.split()[6]) for line in gemm_in)
-                   + sum(2 * float(line.split()[-1]) for line in conv_in))
+        seconds = (
+            args.warm_up
+            + sum(2 * float(line.split()[6]) for line in gemm_in)
+            + sum(2 * float(line.split()[-1]) for line in conv_in)
+        )
         print(f"# {len(problems)} parts; at least {seconds:.0f} s of native timing (candidates: per engine)")
         for what, lines in (("gemm_loop", gemm_in), ("conv_loop", conv_in)):
             print(f"# {what} stdin ({len(lines)} lines)")
@@ -568,12 +667,16 @@ def run(args: argparse.Namespace) -> int:
     gemm, conv = parse_gemm_output(gemm_out, gemm_in), parse_conv_output(conv_out)
     rows = [make_row(p, gemm, conv) for p in problems]
     versions = {"cublas": loop_version(gemm_err, "cublas"), "cudnn": loop_version(conv_err, "cudnn")}
-    harness_versions = {"cublas": {r.library.get("cublas") for r in results if r.op == "gemm"} - {None},
-                        "cudnn": {r.library.get("cudnn_backend") for r in results if r.op == "conv"} - {None}}
+    harness_versions = {
+        "cublas": {r.library.get("cublas") for r in results if r.op == "gemm"} - {None},
+        "cudnn": {r.library.get("cudnn_backend") for r in results if r.op == "conv"} - {None},
+    }
     for lib, native in versions.items():
         if native and harness_versions[lib] and harness_versions[lib] != {native}:
-            print(f"# WARNING: the harness's results name {lib} {sorted(harness_versions[lib])}, the native loop "
-                  f"loaded {native}")
+            print(
+                f"# WARNING: the harness's results name {lib} {sorted(harness_versions[lib])}, the native loop "
+                f"loaded {native}"
+            )
     print(f"# native libraries: {versions}")
     print_rows(rows)
     summaries, ok = summarize(rows)
@@ -585,35 +688,69 @@ def run(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("folders", nargs="*", type=Path, help="deepbench-run results folders (results.jsonl)")
-    ap.add_argument("--bin", type=Path, default=DEFAULT_BIN,
-                    help=f"where build_native.sh put the loops (default {DEFAULT_BIN})")
+    ap.add_argument(
+        "--bin", type=Path, default=DEFAULT_BIN, help=f"where build_native.sh put the loops (default {DEFAULT_BIN})"
+    )
     ap.add_argument("--dry-run", action="store_true", help="print the loops' input lines and stop (no GPU needed)")
     ap.add_argument("--json", type=Path, metavar="OUT", help="write the per-kernel rows and the summary here")
     ap.add_argument("--only", metavar="GLOB", help="results whose id matches, e.g. 'conv/server/*/int8/*'")
-    ap.add_argument("--shard", type=parse_shard, default=(0, 1), metavar="I/N",
-                    help="every N-th result from the I-th (to fit a run into parts; --merge sums them up)")
-    ap.add_argument("--candidate-seconds", type=float, default=CANDIDATE_SECONDS, metavar="S",
-                    help=f"each convolution candidate engine is timed this long each way (default {CANDIDATE_SECONDS}; "
-                         "0: leave out the engine comparison)")
-    ap.add_argument("--warm-up", type=float, default=WARM_UP_S, metavar="S",
-                    help=f"seconds of a large fp16 GEMM before the first problem (default {WARM_UP_S:g}; 0: none)")
+    ap.add_argument(
+        "--shard",
+        type=parse_shard,
+        default=(0, 1),
+        metavar="I/N",
+        help="every N-th result from the I-th (to fit a run into parts; --merge sums them up)",
+    )
+    ap.add_argument(
+        "--candidate-seconds",
+        type=float,
+        default=CANDIDATE_SECONDS,
+        metavar="S",
+        help=f"each convolution candidate engine is timed this long each way (default {CANDIDATE_SECONDS}; "
+        "0: leave out the engine comparison)",
+    )
+    ap.add_argument(
+        "--warm-up",
+        type=float,
+        default=WARM_UP_S,
+        metavar="S",
+        help=f"seconds of a large fp16 GEMM before the first problem (default {WARM_UP_S:g}; 0: none)",
+    )
     ap.add_argument("--merge", type=Path, nargs="+", metavar="JSON", help="summarize parts written with --json")
-    ap.add_argument("--min-us", type=float, default=0.0, metavar="US",
-                    help="leave out parts the harness timed under US (the targets count parts of 20 us and more)")
-    ap.add_argument("--find-first", action="store_true",
-                    help="convolutions in the order DeepBench's conv_bench and the harness work in: per direction, "
-                         "every candidate first (cudnnFind's trial; the harness's engine race), then the chosen plan "
-                         "pinned, in one process; directions under --min-us run their candidates too (not compared)")
-    ap.add_argument("--graph-first", action="store_true",
-                    help=f"the loops time the CUDA graph before the host loop ({GRAPH_FIRST_ENV}); on H100s at their "
-                         "power cap the order did not decide the fp16 GEMM comparison (results/fp16-gemm-clocks-h100)")
-    ap.add_argument("--rest-as-harness", action="store_true",
-                    help="GEMMs: before each problem the loop idles as long as the harness spent on that kernel "
-                         f"outside its measurement (at most {MAX_REST_S:g} s), to test whether that pause, which "
-                         "lets a power-capped GPU's limiter raise the clock, explains a difference (on two H100s: "
-                         "fewer clock mismatches on one, no help on the other; results/fp16-gemm-clocks-h100)")
-    ap.add_argument("--max-seconds", type=float, metavar="S",
-                    help="time each native problem at most S seconds (default: as long as the harness measured it)")
+    ap.add_argument(
+        "--min-us",
+        type=float,
+        default=0.0,
+        metavar="US",
+        help="leave out parts the harness timed under US (the targets count parts of 20 us and more)",
+    )
+    ap.add_argument(
+        "--find-first",
+        action="store_true",
+        help="convolutions in the order DeepBench's conv_bench and the harness work in: per direction, "
+        "every candidate first (cudnnFind's trial; the harness's engine race), then the chosen plan "
+        "pinned, in one process; directions under --min-us run their candidates too (not compared)",
+    )
+    ap.add_argument(
+        "--graph-first",
+        action="store_true",
+        help=f"the loops time the CUDA graph before the host loop ({GRAPH_FIRST_ENV}); on H100s at their "
+        "power cap the order did not decide the fp16 GEMM comparison (results/fp16-gemm-clocks-h100)",
+    )
+    ap.add_argument(
+        "--rest-as-harness",
+        action="store_true",
+        help="GEMMs: before each problem the loop idles as long as the harness spent on that kernel "
+        f"outside its measurement (at most {MAX_REST_S:g} s), to test whether that pause, which "
+        "lets a power-capped GPU's limiter raise the clock, explains a difference (on two H100s: "
+        "fewer clock mismatches on one, no help on the other; results/fp16-gemm-clocks-h100)",
+    )
+    ap.add_argument(
+        "--max-seconds",
+        type=float,
+        metavar="S",
+        help="time each native problem at most S seconds (default: as long as the harness measured it)",
+    )
     args = ap.parse_args(argv)
     try:
         if args.merge:

@@ -23,10 +23,22 @@ from deepbench.kernels.backends.pytorch.context import TorchContext
 from deepbench.kernels.catalog import RnnKernel
 from deepbench.kernels.precision import ACCUMULATE_ROUNDOFF, UNIT_ROUNDOFF, Precision, recurrence_tolerance
 
-FULL = dict(precisions=("fp16", "bf16", "fp32"), cells=("vanilla", "lstm", "gru"), hidden=(256, 512),
-            steps=(1, 10, 50, 200), batch=(16,), seeds=5)
-QUICK = dict(precisions=("fp16", "bf16", "fp32"), cells=("vanilla", "lstm", "gru"), hidden=(64,),
-             steps=(1, 10, 50), batch=(4,), seeds=3)
+FULL = dict(
+    precisions=("fp16", "bf16", "fp32"),
+    cells=("vanilla", "lstm", "gru"),
+    hidden=(256, 512),
+    steps=(1, 10, 50, 200),
+    batch=(16,),
+    seeds=5,
+)
+QUICK = dict(
+    precisions=("fp16", "bf16", "fp32"),
+    cells=("vanilla", "lstm", "gru"),
+    hidden=(64,),
+    steps=(1, 10, 50),
+    batch=(4,),
+    seeds=3,
+)
 
 
 def expected(precision: Precision, hidden: int, batch: int, steps: int, direction: str) -> float:
@@ -60,23 +72,30 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true")
     grid = QUICK if parser.parse_args().quick else FULL
-    print("| precision | cell | hidden | batch | steps | direction | max error | expected | ratio | tolerance "
-          "| margin |")
+    print(
+        "| precision | cell | hidden | batch | steps | direction | max error | expected | ratio | tolerance | margin |"
+    )
     print("|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|")
     started = time.monotonic()
     worst_ratio, least_margin = 0.0, math.inf
-    for name, cell, hidden, batch, steps in itertools.product(grid["precisions"], grid["cells"], grid["hidden"],
-                                                              grid["batch"], grid["steps"]):
+    for name, cell, hidden, batch, steps in itertools.product(
+        grid["precisions"], grid["cells"], grid["hidden"], grid["batch"], grid["steps"]
+    ):
         p = Precision(name)
         found = errors(p, cell, hidden, batch, steps, grid["seeds"])
         for direction, err in found.items():
             exp = expected(p, hidden, batch, steps, direction)
             tol = recurrence_tolerance(p, hidden, batch, steps, direction)
             worst_ratio, least_margin = max(worst_ratio, err / exp), min(least_margin, tol / err)
-            print(f"| {name} | {cell} | {hidden} | {batch} | {steps} | {direction} | {err:.2e} | {exp:.2e} | "
-                  f"{err / exp:.2f} | {tol:.2e} | {tol / err:.1f} |", flush=True)
-    print(f"\nworst error / expected: {worst_ratio:.2f}; least margin (tolerance / error): {least_margin:.1f}; "
-          f"{grid['seeds']} seeds; {time.monotonic() - started:.0f} s; torch {torch.__version__}")
+            print(
+                f"| {name} | {cell} | {hidden} | {batch} | {steps} | {direction} | {err:.2e} | {exp:.2e} | "
+                f"{err / exp:.2f} | {tol:.2e} | {tol / err:.1f} |",
+                flush=True,
+            )
+    print(
+        f"\nworst error / expected: {worst_ratio:.2f}; least margin (tolerance / error): {least_margin:.1f}; "
+        f"{grid['seeds']} seeds; {time.monotonic() - started:.0f} s; torch {torch.__version__}"
+    )
 
 
 if __name__ == "__main__":

@@ -49,14 +49,29 @@ COMMITS = {
 # ResNet-152 share every layer shape, so their lines cannot be told apart.
 RESNET = "resnet50/152"
 APPLICATIONS: dict[str, list[tuple[int, int, str]]] = {
-    "conv.params": [(1, 5, "alexnet"), (6, 14, "googlenet"), (15, 20, "vgg16"), (21, 59, RESNET),
-                    (60, 109, "densenet121")],
+    "conv.params": [
+        (1, 5, "alexnet"),
+        (6, 14, "googlenet"),
+        (15, 20, "vgg16"),
+        (21, 59, RESNET),
+        (60, 109, "densenet121"),
+    ],
     "fc.params": [(1, 3, "alexnet"), (4, 6, "vgg16"), (7, 8, RESNET), (9, 9, "densenet121")],
-    "pool.params": [(1, 3, "alexnet"), (4, 14, "googlenet"), (15, 19, "vgg16"), (20, 20, RESNET),
-                    (21, 24, "densenet121")],
+    "pool.params": [
+        (1, 3, "alexnet"),
+        (4, 14, "googlenet"),
+        (15, 19, "vgg16"),
+        (20, 20, RESNET),
+        (21, 24, "densenet121"),
+    ],
     "normal.params": [(1, 14, RESNET), (15, 77, "densenet121")],
-    "active.params": [(1, 6, "alexnet"), (7, 17, "googlenet"), (18, 23, "vgg16"), (24, 33, RESNET),
-                      (34, 96, "densenet121")],
+    "active.params": [
+        (1, 6, "alexnet"),
+        (7, 17, "googlenet"),
+        (18, 23, "vgg16"),
+        (24, 33, RESNET),
+        (34, 96, "densenet121"),
+    ],
 }
 ACTIVATIONS = ("relu", "sigmoid", "tanh")  # cnn_ops.py's activation ops besides softmax
 RNN_CELLS = {"lstm": "lstm", "gru": "gru"}  # rnn (BasicRNNCell, tanh) is left out: see the docstring
@@ -104,8 +119,13 @@ def conv(params_dir: Path) -> list[dict]:
         n, h, wd, c = _dims(x)
         r, s, c_w, k = _dims(w)
         assert c_w == c, f"conv.params:{line}: filter channels {c_w} != input channels {c}"
-        out.append(_entry("conv.params", line, dict(w=wd, h=h, c=c, n=n, k=k, s=s, r=r, pad_w=0, pad_h=0,
-                                                   stride_w=int(stride), stride_h=int(stride))))
+        out.append(
+            _entry(
+                "conv.params",
+                line,
+                dict(w=wd, h=h, c=c, n=n, k=k, s=s, r=r, pad_w=0, pad_h=0, stride_w=int(stride), stride_h=int(stride)),
+            )
+        )
     return out
 
 
@@ -126,9 +146,25 @@ def pooling(params_dir: Path) -> list[dict]:
     for mode in ("max", "avg"):
         for line, (x, window, stride_h, stride_w) in rows:
             n, h, w, c = _dims(x)
-            out.append(_entry("pool.params", line, dict(mode=mode, n=n, c=c, h=h, w=w, r=int(window), s=int(window),
-                                                       pad_h=0, pad_w=0, stride_h=int(stride_h),
-                                                       stride_w=int(stride_w))))
+            out.append(
+                _entry(
+                    "pool.params",
+                    line,
+                    dict(
+                        mode=mode,
+                        n=n,
+                        c=c,
+                        h=h,
+                        w=w,
+                        r=int(window),
+                        s=int(window),
+                        pad_h=0,
+                        pad_w=0,
+                        stride_h=int(stride_h),
+                        stride_w=int(stride_w),
+                    ),
+                )
+            )
     return out
 
 
@@ -149,8 +185,11 @@ def _elements(dims: list[int]) -> int:
 
 def activation(params_dir: Path) -> list[dict]:
     rows = _lines(params_dir / "active.params")
-    return [_entry("active.params", line, dict(function=f, elements=_elements(_dims(x))))
-            for f in ACTIVATIONS for line, (x,) in rows]
+    return [
+        _entry("active.params", line, dict(function=f, elements=_elements(_dims(x))))
+        for f in ACTIVATIONS
+        for line, (x,) in rows
+    ]
 
 
 def softmax(params_dir: Path) -> list[dict]:
@@ -172,8 +211,13 @@ def rnn(script: Path) -> list[dict]:
         for batch in range(arg["min_bs"], arg["max_bs"] + 1, arg["stride_bs"]):
             for steps in range(arg["min_sl"], arg["max_sl"] + 1, arg["stride_sl"]):
                 for units in range(arg["min_units"], arg["max_units"] + 1, arg["stride_units"]):
-                    out.append({"application": None, "source": f"test_rnn_ops.sh:{line}",
-                                "params": dict(hidden=units, batch=batch, timesteps=steps, cell=RNN_CELLS[m.group(1)])})
+                    out.append(
+                        {
+                            "application": None,
+                            "source": f"test_rnn_ops.sh:{line}",
+                            "params": dict(hidden=units, batch=batch, timesteps=steps, cell=RNN_CELLS[m.group(1)]),
+                        }
+                    )
     return out
 
 
@@ -191,9 +235,15 @@ def _dump(data: dict) -> str:
 def main(checkout: Path) -> None:
     root = checkout / ROOT
     params_dir = root / "cnn" / "params"
-    kernels = {"conv": conv(params_dir), "gemm": fc(params_dir), "rnn": rnn(root / "rnn" / "test_rnn_ops.sh"),
-               "pooling": pooling(params_dir), "batch_norm": batch_norm(params_dir),
-               "activation": activation(params_dir), "softmax": softmax(params_dir)}
+    kernels = {
+        "conv": conv(params_dir),
+        "gemm": fc(params_dir),
+        "rnn": rnn(root / "rnn" / "test_rnn_ops.sh"),
+        "pooling": pooling(params_dir),
+        "batch_norm": batch_norm(params_dir),
+        "activation": activation(params_dir),
+        "softmax": softmax(params_dir),
+    }
     data = {"source": {"repo": REPO, "root": ROOT, "commits": COMMITS}, "notes": NOTES, "kernels": kernels}
     DATA.write_text(_dump(data))
     print(f"{DATA}: " + ", ".join(f"{op} {len(v)}" for op, v in kernels.items()))

@@ -35,23 +35,74 @@ SECTIONS = {
 
 # Header (lower case, text before any '(' , spaces collapsed) -> our field. Times are in ms.
 HEADERS = {
-    "gemm": {"m": "m", "n": "n", "k": "k", "a transpose": "a_t", "b transpose": "b_t",
-             "time": "t:fwd", "teraflops": "tflops", "gigaflops": "gflops", "padded kernels": "x:padded"},
-    "sparse_gemm": {"m": "m", "n": "n", "k": "k", "a transpose": "a_t", "b transpose": "b_t", "sparsity": "sparsity",
-                    "sparse time": "t:fwd", "dense time": "x:dense_ms", "sparseteraflops": "tflops",
-                    "sparse teraflops": "tflops", "sparse gigaflops": "gflops", "speedup wrt dense": "x:speedup"},
-    "conv": {"w": "w", "h": "h", "c": "c", "n": "n", "k": "k", "s": "s", "r": "r", "pad_w": "pad_w", "pad_h": "pad_h",
-             "horizontal stride": "stride_w", "vertical stride": "stride_h", "forward": "t:fwd",
-             "wrt inputs": "t:bwd_data", "wrt parameters": "t:bwd_filter", "total time": "total",
-             "fwd teraflops": "tflops", "fwd gigaflops": "gflops", "forward algorithm": "x:algorithm",
-             "padded kernels": "x:padded"},
-    "rnn": {"hidden units": "hidden", "input": "hidden", "n": "batch", "timesteps": "timesteps",
-            "time forward": "t:fwd", "time backward": "t:bwd", "time backward wrt inputs": "t:bwd_inputs",
-            "time backward wrt weights": "t:bwd_weights", "total time": "total", "teraflops fwd": "tflops",
-            "fwd teraflops": "tflops"},
-    "all_reduce": {"size # floats": "floats", "# nodes": "x:ranks", "# chips / accelerator cards": "x:ranks",
-                   "mean all reduce time": "t:fwd", "gigabytes/sec": "gbps", "selected algorithm": "x:algorithm",
-                   "std dev all reduce time": "x:std_ms"},
+    "gemm": {
+        "m": "m",
+        "n": "n",
+        "k": "k",
+        "a transpose": "a_t",
+        "b transpose": "b_t",
+        "time": "t:fwd",
+        "teraflops": "tflops",
+        "gigaflops": "gflops",
+        "padded kernels": "x:padded",
+    },
+    "sparse_gemm": {
+        "m": "m",
+        "n": "n",
+        "k": "k",
+        "a transpose": "a_t",
+        "b transpose": "b_t",
+        "sparsity": "sparsity",
+        "sparse time": "t:fwd",
+        "dense time": "x:dense_ms",
+        "sparseteraflops": "tflops",
+        "sparse teraflops": "tflops",
+        "sparse gigaflops": "gflops",
+        "speedup wrt dense": "x:speedup",
+    },
+    "conv": {
+        "w": "w",
+        "h": "h",
+        "c": "c",
+        "n": "n",
+        "k": "k",
+        "s": "s",
+        "r": "r",
+        "pad_w": "pad_w",
+        "pad_h": "pad_h",
+        "horizontal stride": "stride_w",
+        "vertical stride": "stride_h",
+        "forward": "t:fwd",
+        "wrt inputs": "t:bwd_data",
+        "wrt parameters": "t:bwd_filter",
+        "total time": "total",
+        "fwd teraflops": "tflops",
+        "fwd gigaflops": "gflops",
+        "forward algorithm": "x:algorithm",
+        "padded kernels": "x:padded",
+    },
+    "rnn": {
+        "hidden units": "hidden",
+        "input": "hidden",
+        "n": "batch",
+        "timesteps": "timesteps",
+        "time forward": "t:fwd",
+        "time backward": "t:bwd",
+        "time backward wrt inputs": "t:bwd_inputs",
+        "time backward wrt weights": "t:bwd_weights",
+        "total time": "total",
+        "teraflops fwd": "tflops",
+        "fwd teraflops": "tflops",
+    },
+    "all_reduce": {
+        "size # floats": "floats",
+        "# nodes": "x:ranks",
+        "# chips / accelerator cards": "x:ranks",
+        "mean all reduce time": "t:fwd",
+        "gigabytes/sec": "gbps",
+        "selected algorithm": "x:algorithm",
+        "std dev all reduce time": "x:std_ms",
+    },
 }
 
 # A sheet's precision text -> our precision per operation (the texts are few; an unknown one
@@ -63,11 +114,19 @@ PRECISION_TEXTS = {
     "float": dict.fromkeys(ALL, "fp32"),
     "16 bit inputs, 16 bit multiplication, 32 bit addition": dict.fromkeys(ALL, "fp16"),
     "16 bit inputs, 32 bit multiplication, 32 bit addition": dict.fromkeys(ALL, "fp16"),
-    "gemm, conv: int8 multiplication, 32 bit accumulation | sparse ops, rnn: single precision":
-        {"gemm": "int8", "conv": "int8", "sparse_gemm": "fp32", "rnn": "fp32"},
+    "gemm, conv: int8 multiplication, 32 bit accumulation | sparse ops, rnn: single precision": {
+        "gemm": "int8",
+        "conv": "int8",
+        "sparse_gemm": "fp32",
+        "rnn": "fp32",
+    },
     "int8 inputs 32 bit math": {"gemm": "int8", "sparse_gemm": "int8", "conv": "int8", "rnn": "int8"},
-    "int8 inputs 32 bit math | convolution results are still in float, since int8 isn't supported":
-        {"gemm": "int8", "sparse_gemm": "int8", "conv": "fp32", "rnn": "int8"},
+    "int8 inputs 32 bit math | convolution results are still in float, since int8 isn't supported": {
+        "gemm": "int8",
+        "sparse_gemm": "int8",
+        "conv": "fp32",
+        "rnn": "int8",
+    },
 }
 # Processor names as the file names spell them (DeepBench_<vendor>_<processor>.json).
 APP_COL = 1  # the application ("Source") column, titled or not
@@ -123,8 +182,9 @@ class Catalog:
         return hit
 
 
-def convert_sheet(sheet: str, rows: list[list], set_name: str, cat: Catalog,
-                  skipped: list[str]) -> tuple[str, list[ReferenceEntry]]:
+def convert_sheet(
+    sheet: str, rows: list[list], set_name: str, cat: Catalog, skipped: list[str]
+) -> tuple[str, list[ReferenceEntry]]:
     text = _precision_text(rows)
     if text.lower() not in PRECISION_TEXTS:
         raise SystemExit(f"{sheet}: unknown precision text {text!r}: add it to PRECISION_TEXTS")
@@ -186,14 +246,32 @@ def convert_sheet(sheet: str, rows: list[list], set_name: str, cat: Catalog,
                 skipped.append(f"{sheet} row {i}: {kernel.id} has no time")
                 continue
             reason = "; ".join(f"{d}: {v}" for d, v in notes.items())
-            entries.append(ReferenceEntry(kernel_id=kernel.id, precision=precisions.get(op, "fp32"),
-                                          precision_text=text, status="unsupported", reason=f"published as {reason}",
-                                          extra=extra, sheet=sheet, row=i))
+            entries.append(
+                ReferenceEntry(
+                    kernel_id=kernel.id,
+                    precision=precisions.get(op, "fp32"),
+                    precision_text=text,
+                    status="unsupported",
+                    reason=f"published as {reason}",
+                    extra=extra,
+                    sheet=sheet,
+                    row=i,
+                )
+            )
             continue
-        entries.append(ReferenceEntry(
-            kernel_id=kernel.id, precision=precisions[op], precision_text=text, times_ms=timed,
-            total_ms=total if total is not None else sum(timed.values()), throughput=throughput, extra=extra,
-            sheet=sheet, row=i))
+        entries.append(
+            ReferenceEntry(
+                kernel_id=kernel.id,
+                precision=precisions[op],
+                precision_text=text,
+                times_ms=timed,
+                total_ms=total if total is not None else sum(timed.values()),
+                throughput=throughput,
+                extra=extra,
+                sheet=sheet,
+                row=i,
+            )
+        )
     return text, entries
 
 
@@ -219,9 +297,16 @@ def convert(path: Path, set_name: str, cat: Catalog) -> Reference:
         sheets[sheet] = text
         entries += got
     processor = proc.group("proc")
-    return Reference(name=f"{SET_PREFIX[set_name]}/{processor}", processor=processor, set=set_name,
-                     source=data.get("source", path.name), specs=specs, sheets=sheets, entries=tuple(entries),
-                     skipped=tuple(skipped))
+    return Reference(
+        name=f"{SET_PREFIX[set_name]}/{processor}",
+        processor=processor,
+        set=set_name,
+        source=data.get("source", path.name),
+        specs=specs,
+        sheets=sheets,
+        entries=tuple(entries),
+        skipped=tuple(skipped),
+    )
 
 
 def dump(ref: Reference) -> str:
@@ -251,10 +336,11 @@ def main(shared: Path, out_dir: Path = OUT) -> None:
         out = out_dir / (ref.name.replace("/", "_") + ".json")
         out.write_text(dump(ref))
         ok = sum(e.status == "ok" for e in ref.entries)
-        print(f"{ref.name:28} {ok:4} timed, {len(ref.entries) - ok:3} unsupported, {len(ref.skipped):3} skipped  "
-              f"<- {path.relative_to(shared)}")
+        print(
+            f"{ref.name:28} {ok:4} timed, {len(ref.entries) - ok:3} unsupported, {len(ref.skipped):3} skipped  "
+            f"<- {path.relative_to(shared)}"
+        )
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else DEEPBENCH_DATA,
-         Path(sys.argv[2]) if len(sys.argv) > 2 else OUT)
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else DEEPBENCH_DATA, Path(sys.argv[2]) if len(sys.argv) > 2 else OUT)

@@ -39,8 +39,13 @@ CALLS: dict[Precision, tuple[str, str, str]] = {
     Precision.BF16: ("CUDA_R_16BF", "CUDA_R_16BF", "COMPUTE_32F"),
     Precision.INT8: ("CUDA_R_8I", "CUDA_R_32I", "COMPUTE_32I"),
 }
-OUTPUT_DTYPE = {Precision.FP32: torch.float32, Precision.TF32: torch.float32, Precision.FP16: torch.float16,
-                Precision.BF16: torch.bfloat16, Precision.INT8: torch.int32}
+OUTPUT_DTYPE = {
+    Precision.FP32: torch.float32,
+    Precision.TF32: torch.float32,
+    Precision.FP16: torch.float16,
+    Precision.BF16: torch.bfloat16,
+    Precision.INT8: torch.int32,
+}
 
 
 def call_types(cublas: Any, precision: Precision) -> tuple[int, int, int, type]:
@@ -49,8 +54,12 @@ def call_types(cublas: Any, precision: Precision) -> tuple[int, int, int, type]:
 
     ab, c, compute = CALLS[precision]
     scalar = np.int32 if compute == "COMPUTE_32I" else np.float32
-    return (int(getattr(nvmath.CudaDataType, ab)), int(getattr(nvmath.CudaDataType, c)),
-            int(getattr(cublas.ComputeType, compute)), scalar)
+    return (
+        int(getattr(nvmath.CudaDataType, ab)),
+        int(getattr(nvmath.CudaDataType, c)),
+        int(getattr(cublas.ComputeType, compute)),
+        scalar,
+    )
 
 
 def binding_versions() -> dict[str, str]:
@@ -89,8 +98,9 @@ def prepare(backend: CublasBackend, kernel: GemmKernel, precision: Precision) ->
     if precision not in CALLS:
         raise Unsupported(f"cublasGemmEx has no {precision.value} GEMM")
     listed = {"m": kernel.m, "n": kernel.n, "k": kernel.k}
-    shape = padding.resolve(ctx.pad, listed, padding.gemm_shape(kernel.m, kernel.n, kernel.k, kernel.a_t,
-                                                                 kernel.b_t, precision))
+    shape = padding.resolve(
+        ctx.pad, listed, padding.gemm_shape(kernel.m, kernel.n, kernel.k, kernel.a_t, kernel.b_t, precision)
+    )
     m, n, k = shape["m"], shape["n"], shape["k"]
     lib = backend.lib
     assert lib is not None, "prepare runs only where the binding loaded (covers() is False without it)"
@@ -108,26 +118,61 @@ def prepare(backend: CublasBackend, kernel: GemmKernel, precision: Precision) ->
     cublas, handle = lib, backend.handle
 
     def run() -> None:
-        cublas.gemm_ex(handle.bind(), transa, transb, m, n, k, alpha.ctypes.data, a_ptr, ab_type, lda, b_ptr, ab_type,
-                       ldb, beta.ctypes.data, c_ptr, c_type, ldc, compute, algo)
+        cublas.gemm_ex(
+            handle.bind(),
+            transa,
+            transb,
+            m,
+            n,
+            k,
+            alpha.ctypes.data,
+            a_ptr,
+            ab_type,
+            lda,
+            b_ptr,
+            ab_type,
+            ldb,
+            beta.ctypes.data,
+            c_ptr,
+            c_type,
+            ldc,
+            compute,
+            algo,
+        )
 
     try:
         run()  # cuBLAS refuses some int8 problems outright (lda, ldb not multiples of 4): unsupported, not failed
     except lib.cuBLASError as exc:
         if "NOT_SUPPORTED" in str(exc):
-            raise Unsupported(f"cublasGemmEx refuses this {precision.value} problem "
-                              f"(lda={lda}, ldb={ldb}): {exc}") from None
+            raise Unsupported(
+                f"cublasGemmEx refuses this {precision.value} problem (lda={lda}, ldb={ldb}): {exc}"
+            ) from None
         raise
     part = TimedPart(
-        direction="fwd", run=run, check=lambda: check_matmul(c, x, y, precision, ctx.generator),
-        flops=kernel.flops(), min_bytes=kernel.min_bytes("fwd", precision),
-        info={"library": "cuBLAS", "call": "cublasGemmEx",
-              "blas_call": {"transa": "T" if kernel.a_t else "N", "transb": "T" if kernel.b_t else "N",
-                            "m": m, "n": n, "k": k, "lda": lda, "ldb": ldb, "ldc": ldc},
-              "types": "A/B {}, C {}, CUBLAS_{}".format(*CALLS[precision]),
-              "math_mode": "CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION",
-              "algo": "CUBLAS_GEMM_DEFAULT (cuBLAS's heuristic; the call does not report its kernel)",
-              "alpha": 1, "beta": 0},
+        direction="fwd",
+        run=run,
+        check=lambda: check_matmul(c, x, y, precision, ctx.generator),
+        flops=kernel.flops(),
+        min_bytes=kernel.min_bytes("fwd", precision),
+        info={
+            "library": "cuBLAS",
+            "call": "cublasGemmEx",
+            "blas_call": {
+                "transa": "T" if kernel.a_t else "N",
+                "transb": "T" if kernel.b_t else "N",
+                "m": m,
+                "n": n,
+                "k": k,
+                "lda": lda,
+                "ldb": ldb,
+                "ldc": ldc,
+            },
+            "types": "A/B {}, C {}, CUBLAS_{}".format(*CALLS[precision]),
+            "math_mode": "CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION",
+            "algo": "CUBLAS_GEMM_DEFAULT (cuBLAS's heuristic; the call does not report its kernel)",
+            "alpha": 1,
+            "beta": 0,
+        },
         output=c,
     )
     return Prepared(parts=[part], padding=padding.changed(listed, shape))

@@ -38,8 +38,7 @@ def prepare(backend: CudnnBackend, kernel: ConvKernel, precision: Precision) -> 
     ctx = backend.ctx
     kk, padded = padded_conv(kernel, precision, ctx.pad)
     directions = graphs.PRECISION_DIRECTIONS.get(precision, graphs.DIRECTIONS)
-    pins = {d: engines.pin_for(backend.settings.cudnn_engines, f"{kernel.id}/{precision.value}", d)
-            for d in directions}
+    pins = {d: engines.pin_for(backend.settings.cudnn_engines, f"{kernel.id}/{precision.value}", d) for d in directions}
     races = not all(pins.values())
     apart = races and backend.settings.engine_race == "apart"  # race_apart.py says why
     warmed: dict[str, Any] = {}
@@ -64,26 +63,47 @@ def prepare(backend: CudnnBackend, kernel: ConvKernel, precision: Precision) -> 
         "bwd_data": lambda dx: sampler.check_bwd_data(dx, precision),
         "bwd_filter": lambda dw: sampler.check_bwd_filter(dw, precision),
     }
-    out_dims = {"fwd": (kk.n, kk.k, kk.out_h, kk.out_w), "bwd_data": (kk.n, kk.c, kk.h, kk.w),
-                "bwd_filter": (kk.k, kk.c, kk.r, kk.s)}
+    out_dims = {
+        "fwd": (kk.n, kk.k, kk.out_h, kk.out_w),
+        "bwd_data": (kk.n, kk.c, kk.h, kk.w),
+        "bwd_filter": (kk.k, kk.c, kk.r, kk.s),
+    }
     parts = []
     for direction in directions:
         out = graphs.tensor_for(out_dims[direction], out_dtype, cl)
-        part = _direction(backend, kk, precision, direction, data, out, checks[direction], pins[direction],
-                          raced[direction] if apart and not pins[direction] else None)
+        part = _direction(
+            backend,
+            kk,
+            precision,
+            direction,
+            data,
+            out,
+            checks[direction],
+            pins[direction],
+            raced[direction] if apart and not pins[direction] else None,
+        )
         part.flops, part.min_bytes = kernel.flops(direction), kernel.min_bytes(direction, precision)
         parts.append(part)
     parts[0].info["cudnn"].update(warmed)
     info: dict[str, Any] = {}
     if precision is Precision.INT8:
-        info["directions"] = ("forward only: cuDNN has no int8 backward convolution "
-                              "(DeepBench timed int8 inference forward)")
+        info["directions"] = (
+            "forward only: cuDNN has no int8 backward convolution (DeepBench timed int8 inference forward)"
+        )
     return Prepared(parts=parts, padding=padded, info=info)
 
 
-def _direction(backend: CudnnBackend, kk: ConvKernel, precision: Precision, direction: str,
-               data: dict[str, torch.Tensor], out: torch.Tensor, check_out: Callable[[torch.Tensor], Check],
-               pin: str | None, raced: dict[str, Any] | None) -> TimedPart:
+def _direction(
+    backend: CudnnBackend,
+    kk: ConvKernel,
+    precision: Precision,
+    direction: str,
+    data: dict[str, torch.Tensor],
+    out: torch.Tensor,
+    check_out: Callable[[torch.Tensor], Check],
+    pin: str | None,
+    raced: dict[str, Any] | None,
+) -> TimedPart:
     """The direction's part, on its pinned plan, on the plan chosen by the race apart (`raced`: its
     record, race_apart.py), or on the plan chosen by a race here."""
     cudnn, handle = backend.lib, backend.handle
@@ -107,6 +127,7 @@ def _direction(backend: CudnnBackend, kk: ConvKernel, precision: Precision, dire
 
         def run() -> None:
             g.execute_plan_at_index(pack, workspace, e.index, handle=handle.bind())
+
         return run
 
     def check_of(run: Callable[[], None]) -> Callable[[], Check]:
@@ -127,21 +148,33 @@ def _direction(backend: CudnnBackend, kk: ConvKernel, precision: Precision, dire
     elif pin:
         chosen, record = candidates[0], {**candidates[0].record(), "chosen_by": f"pinned (--cudnn-engine {pin})"}
     else:
-        chosen, record = _choose(candidates, lambda: plan(compiled=True), runner, check_engine, direction, precision,
-                                 kk)
+        chosen, record = _choose(
+            candidates, lambda: plan(compiled=True), runner, check_engine, direction, precision, kk
+        )
         record["raced_in"] = RACED_HERE
     run = runner(chosen)
-    info = {"library": "cuDNN", "api": "graph (cudnn-frontend)",
-            "layout": "NHWC" if graphs.TYPES[precision].channels_last else "NCHW", "cudnn": record}
+    info = {
+        "library": "cuDNN",
+        "api": "graph (cudnn-frontend)",
+        "layout": "NHWC" if graphs.TYPES[precision].channels_last else "NCHW",
+        "cudnn": record,
+    }
     return TimedPart(direction, run, check_of(run), 0.0, 0.0, info=info, output=out)
 
 
-def _choose(candidates: list[engines.Engine], with_compiled: Callable[[], list[engines.Engine]],
-            runner: Callable[[engines.Engine], Callable[[], None]], check: Callable[[engines.Engine], Check],
-            direction: str, precision: Precision, kk: ConvKernel) -> tuple[engines.Engine, dict[str, Any]]:
+def _choose(
+    candidates: list[engines.Engine],
+    with_compiled: Callable[[], list[engines.Engine]],
+    runner: Callable[[engines.Engine], Callable[[], None]],
+    check: Callable[[engines.Engine], Check],
+    direction: str,
+    precision: Precision,
+    kk: ConvKernel,
+) -> tuple[engines.Engine, dict[str, Any]]:
     """engine_choice's rule over the precompiled engines; where none of them computes the direction
     correctly (or there is none), over the engines cuDNN compiles at run time as well (seconds
     each: the int8 convolutions on an H100, where the precompiled int8 engines wrote wrong outputs)."""
+
     def timed(e: engines.Engine, out_of_contest_us: float) -> float:
         return quick_us(runner(e), out_of_contest_us=out_of_contest_us)
 
@@ -157,9 +190,11 @@ def _choose(candidates: list[engines.Engine], with_compiled: Callable[[], list[e
             first = [{"pass": "precompiled engines", "outcome": str(exc)[:1000]}]
     compiled = with_compiled()
     if not compiled:
-        raise Unsupported(f"cuDNN offers no engine for this {precision.value} {direction} convolution "
-                          f"(n={kk.n} c={kk.c} h={kk.h} w={kk.w} k={kk.k} r={kk.r} s={kk.s})"
-                          + (f"; {first[0]['outcome']}" if first else ""))
+        raise Unsupported(
+            f"cuDNN offers no engine for this {precision.value} {direction} convolution "
+            f"(n={kk.n} c={kk.c} h={kk.h} w={kk.w} k={kk.k} r={kk.r} s={kk.s})"
+            + (f"; {first[0]['outcome']}" if first else "")
+        )
     choice = engines.choose(compiled, timed, check, refine=refined)
     return choice.chosen, {**choice.record(), "runtime_compiled_allowed": True, "earlier": first}
 
@@ -204,8 +239,13 @@ def _pinned(cudnn: Any, g: Any, spec: str, at: int | None = None) -> engines.Eng
         g.build_plan_at_index(index)
     except Exception as exc:  # noqa: BLE001 - the pinned engine does not serve this problem here
         raise Unsupported(f"the pinned cuDNN engine '{spec}' cannot run this convolution here: {exc}"[:500]) from None
-    return engines.Engine(index=index, engine_id=engine_id, knobs=knobs, name=str(g.get_plan_name_at_index(index)),
-                          workspace=int(g.get_workspace_size_plan_at_index(index)))
+    return engines.Engine(
+        index=index,
+        engine_id=engine_id,
+        knobs=knobs,
+        name=str(g.get_plan_name_at_index(index)),
+        workspace=int(g.get_workspace_size_plan_at_index(index)),
+    )
 
 
 def _named_plan(cudnn: Any, g: Any, name: str, at: int | None = None) -> engines.Engine:
@@ -223,8 +263,10 @@ def _named_plan(cudnn: Any, g: Any, name: str, at: int | None = None) -> engines
         e = _built(g, i)
         if e is not None and e.name == name:
             return e
-    raise Unsupported(f"cuDNN's heuristics offer no plan named '{name}' for this convolution here (another cuDNN "
-                      "or GPU than the one that recorded it?); pin ENGINE_ID:KNOBS to re-create it from its knobs")
+    raise Unsupported(
+        f"cuDNN's heuristics offer no plan named '{name}' for this convolution here (another cuDNN "
+        "or GPU than the one that recorded it?); pin ENGINE_ID:KNOBS to re-create it from its knobs"
+    )
 
 
 def _offer_plans(cudnn: Any, g: Any) -> None:
@@ -241,8 +283,14 @@ def _built(g: Any, index: int, rank: int = 0) -> engines.Engine | None:
         name = str(g.get_plan_name_at_index(index))
     except Exception:  # noqa: BLE001 - deselected, or a plan this GPU cannot build
         return None
-    return engines.Engine(index=index, engine_id=int(engine_id), knobs=_knob_names(knobs), name=name,
-                          workspace=int(g.get_workspace_size_plan_at_index(index)), rank=rank)
+    return engines.Engine(
+        index=index,
+        engine_id=int(engine_id),
+        knobs=_knob_names(knobs),
+        name=name,
+        workspace=int(g.get_workspace_size_plan_at_index(index)),
+        rank=rank,
+    )
 
 
 def _knob_names(knobs: dict[Any, int]) -> dict[str, int]:

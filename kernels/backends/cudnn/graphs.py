@@ -26,15 +26,20 @@ from ...precision import Precision
 
 DIRECTIONS = ("fwd", "bwd_data", "bwd_filter")
 HEURISTICS = ("A", "FALLBACK")  # cuDNN's heuristic modes asked for candidates, in order
-TORCH_DTYPES = {Precision.FP32: torch.float32, Precision.TF32: torch.float32, Precision.FP16: torch.float16,
-                Precision.BF16: torch.bfloat16, Precision.INT8: torch.int8}
+TORCH_DTYPES = {
+    Precision.FP32: torch.float32,
+    Precision.TF32: torch.float32,
+    Precision.FP16: torch.float16,
+    Precision.BF16: torch.bfloat16,
+    Precision.INT8: torch.int8,
+}
 
 
 @dataclass(frozen=True)
 class Types:
-    io: str            # cudnn.data_type member name of inputs and outputs
+    io: str  # cudnn.data_type member name of inputs and outputs
     compute: str
-    output: str        # of the direction's result (int8 forward: the int32 accumulator)
+    output: str  # of the direction's result (int8 forward: the int32 accumulator)
     channels_last: bool
     excluded_notes: tuple[str, ...] = ()  # cudnn.numerical_note members whose engines are not this precision
 
@@ -68,8 +73,12 @@ def build(cudnn: Any, handle: Any, kk: ConvKernel, precision: Precision, directi
     types = TYPES[precision]
     dt = cudnn.data_type
     # Inputs name their type; the graph's io type is the output's (int8 in, int32 out).
-    g = cudnn.pygraph(io_data_type=getattr(dt, types.output), intermediate_data_type=dt.FLOAT,
-                      compute_data_type=getattr(dt, types.compute), handle=handle)
+    g = cudnn.pygraph(
+        io_data_type=getattr(dt, types.output),
+        intermediate_data_type=dt.FLOAT,
+        compute_data_type=getattr(dt, types.compute),
+        handle=handle,
+    )
     x_dims = (kk.n, kk.c, kk.h, kk.w)
     w_dims = (kk.k, kk.c, kk.r, kk.s)
     y_dims = (kk.n, kk.k, kk.out_h, kk.out_w)

@@ -51,8 +51,15 @@ class RaceApart:
         # CUDA graphs and events: timing.graph_events.quick_us) nor a warm-up (the measuring process
         # warms the GPU before its first question: conv.py); nor the measuring process's clock lock (the
         # child would give the clocks back when it ends) or energy meter.
-        self.settings = settings.model_copy(update={"engine_race": "inline", "kernel_time": False, "warm_up_s": 0.0,
-                                                    "lock_clocks": None, "energy": False})
+        self.settings = settings.model_copy(
+            update={
+                "engine_race": "inline",
+                "kernel_time": False,
+                "warm_up_s": 0.0,
+                "lock_clocks": None,
+                "energy": False,
+            }
+        )
         self._process: subprocess.Popen[bytes] | None = None
         self._send: Connection | None = None
         self._receive: Connection | None = None
@@ -72,8 +79,9 @@ class RaceApart:
         except (EOFError, OSError):
             code = self._process.wait() if self._process is not None else None
             self.close()  # the next kernel starts a fresh one
-            raise RaceProcessGone(f"the process racing cuDNN's engines ended without answering (exit code {code})") \
-                from None
+            raise RaceProcessGone(
+                f"the process racing cuDNN's engines ended without answering (exit code {code})"
+            ) from None
         if status == UNSUPPORTED:
             raise Unsupported(answer)
         if status == FAILED:
@@ -88,7 +96,10 @@ class RaceApart:
             ours_in, theirs_out = os.pipe()
             self._process = subprocess.Popen(
                 [sys.executable, "-m", CHILD_MODULE, str(theirs_in), str(theirs_out), str(os.getpid())],
-                pass_fds=(theirs_in, theirs_out), stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno())
+                pass_fds=(theirs_in, theirs_out),
+                stdin=subprocess.DEVNULL,
+                stdout=sys.stderr.fileno(),
+            )
             os.close(theirs_in)
             os.close(theirs_out)
             self._send, self._receive = Connection(ours_out, readable=False), Connection(ours_in, writable=False)

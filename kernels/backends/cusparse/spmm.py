@@ -24,8 +24,11 @@ if TYPE_CHECKING:
 
 # Value and compute types (cudaDataType_t names) per precision: 16-bit types accumulate in fp32,
 # as DeepBench's training rule asks of them.
-TYPES = {Precision.FP32: ("CUDA_R_32F", "CUDA_R_32F"), Precision.FP16: ("CUDA_R_16F", "CUDA_R_32F"),
-         Precision.BF16: ("CUDA_R_16BF", "CUDA_R_32F")}
+TYPES = {
+    Precision.FP32: ("CUDA_R_32F", "CUDA_R_32F"),
+    Precision.FP16: ("CUDA_R_16F", "CUDA_R_32F"),
+    Precision.BF16: ("CUDA_R_16BF", "CUDA_R_32F"),
+}
 
 
 class Handle(StreamHandle):
@@ -42,8 +45,15 @@ class Handle(StreamHandle):
 class SparseProduct:
     """C = A B through cuSPARSE's generic API; owns its descriptors and the tensors they point to."""
 
-    def __init__(self, cs: Any, handle: Handle, a: torch.Tensor, b_store: torch.Tensor, c_store: torch.Tensor,
-                 precision: Precision) -> None:
+    def __init__(
+        self,
+        cs: Any,
+        handle: Handle,
+        a: torch.Tensor,
+        b_store: torch.Tensor,
+        c_store: torch.Tensor,
+        precision: Precision,
+    ) -> None:
         import nvmath
 
         self.cs, self.handle = cs, handle
@@ -58,22 +68,51 @@ class SparseProduct:
         self.alpha, self.beta = np.ones(1, dtype=np.float32), np.zeros(1, dtype=np.float32)
         i32, base, op_n = int(cs.IndexType.INDEX_32I), int(cs.IndexBase.ZERO), int(cs.Operation.NON_TRANSPOSE)
         self.op_n = op_n
-        self.mat_a = cs.create_csr(m, k, self.values.numel(), self.rows.data_ptr(), self.cols.data_ptr(),
-                                   self.values.data_ptr(), i32, i32, base, value_type)
+        self.mat_a = cs.create_csr(
+            m,
+            k,
+            self.values.numel(),
+            self.rows.data_ptr(),
+            self.cols.data_ptr(),
+            self.values.data_ptr(),
+            i32,
+            i32,
+            base,
+            value_type,
+        )
         self.vector = n == 1
         if self.vector:
             self.alg = int(cs.SpMVAlg.DEFAULT)
             self.b = cs.create_dn_vec(k, b_store.data_ptr(), value_type)
             self.c = cs.create_dn_vec(m, c_store.data_ptr(), value_type)
-            size = cs.sp_mv_buffer_size(handle.bind(), op_n, self.alpha.ctypes.data, self.mat_a, self.b,
-                                        self.beta.ctypes.data, self.c, compute, self.alg)
+            size = cs.sp_mv_buffer_size(
+                handle.bind(),
+                op_n,
+                self.alpha.ctypes.data,
+                self.mat_a,
+                self.b,
+                self.beta.ctypes.data,
+                self.c,
+                compute,
+                self.alg,
+            )
         else:
             self.alg = int(cs.SpMMAlg.DEFAULT)
             col = int(cs.Order.COL)
             self.b = cs.create_dn_mat(k, n, k, b_store.data_ptr(), value_type, col)
             self.c = cs.create_dn_mat(m, n, m, c_store.data_ptr(), value_type, col)
-            size = cs.sp_mm_buffer_size(handle.bind(), op_n, op_n, self.alpha.ctypes.data, self.mat_a, self.b,
-                                        self.beta.ctypes.data, self.c, compute, self.alg)
+            size = cs.sp_mm_buffer_size(
+                handle.bind(),
+                op_n,
+                op_n,
+                self.alpha.ctypes.data,
+                self.mat_a,
+                self.b,
+                self.beta.ctypes.data,
+                self.c,
+                compute,
+                self.alg,
+            )
         self.buffer = torch.empty(max(int(size), 1), dtype=torch.uint8, device=a.device)
         self.nnz = int(self.values.numel())
 
@@ -84,11 +123,32 @@ class SparseProduct:
     def __call__(self) -> None:
         cs, a, b = self.cs, self.alpha.ctypes.data, self.beta.ctypes.data
         if self.vector:
-            cs.sp_mv(self.handle.bind(), self.op_n, a, self.mat_a, self.b, b, self.c, self.compute, self.alg,
-                     self.buffer.data_ptr())
+            cs.sp_mv(
+                self.handle.bind(),
+                self.op_n,
+                a,
+                self.mat_a,
+                self.b,
+                b,
+                self.c,
+                self.compute,
+                self.alg,
+                self.buffer.data_ptr(),
+            )
         else:
-            cs.sp_mm(self.handle.bind(), self.op_n, self.op_n, a, self.mat_a, self.b, b, self.c, self.compute,
-                     self.alg, self.buffer.data_ptr())
+            cs.sp_mm(
+                self.handle.bind(),
+                self.op_n,
+                self.op_n,
+                a,
+                self.mat_a,
+                self.b,
+                b,
+                self.c,
+                self.compute,
+                self.alg,
+                self.buffer.data_ptr(),
+            )
 
     def __del__(self) -> None:
         try:
@@ -105,15 +165,28 @@ def prepare(backend: CusparseBackend, kernel: SparseGemmKernel, precision: Preci
     dtype = ctx.dtype(precision)
     m, n, k = kernel.m, kernel.n, kernel.k
     keep = torch.rand((m, k), device=ctx.device, generator=ctx.generator) >= kernel.sparsity
-    a = ctx.random((m, k), dtype) * keep.to(dtype)                 # row-major m x k: A, for the CSR and the check
-    b_store = ctx.random((n, k), dtype)                            # column-major k x n (ldb = k)
+    a = ctx.random((m, k), dtype) * keep.to(dtype)  # row-major m x k: A, for the CSR and the check
+    b_store = ctx.random((n, k), dtype)  # column-major k x n (ldb = k)
     c_store = torch.empty((n, m), dtype=dtype, device=ctx.device)  # column-major m x n (ldc = m)
     product = SparseProduct(backend.lib, backend.handle, a, b_store, c_store, precision)
     # c_store holds C^T row-major: C^T = B^T A^T, with b_store = B^T.
-    part = TimedPart("fwd", product, lambda: check_matmul(c_store, b_store, a.t(), precision, ctx.generator),
-                     kernel.flops(), kernel.min_bytes("fwd", precision),
-                     info={"library": "cuSPARSE", "call": product.call, "format": "csr", "index": "int32",
-                           "nnz": product.nnz, "algorithm": "CUSPARSE_SPMM_ALG_DEFAULT / CUSPARSE_SPMV_ALG_DEFAULT",
-                           "buffer_bytes": int(product.buffer.numel()), "alpha": 1, "beta": 0},
-                     output=c_store)
+    part = TimedPart(
+        "fwd",
+        product,
+        lambda: check_matmul(c_store, b_store, a.t(), precision, ctx.generator),
+        kernel.flops(),
+        kernel.min_bytes("fwd", precision),
+        info={
+            "library": "cuSPARSE",
+            "call": product.call,
+            "format": "csr",
+            "index": "int32",
+            "nnz": product.nnz,
+            "algorithm": "CUSPARSE_SPMM_ALG_DEFAULT / CUSPARSE_SPMV_ALG_DEFAULT",
+            "buffer_bytes": int(product.buffer.numel()),
+            "alpha": 1,
+            "beta": 0,
+        },
+        output=c_store,
+    )
     return Prepared(parts=[part])

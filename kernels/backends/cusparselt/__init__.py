@@ -33,7 +33,8 @@ class CusparseLtBackend(NativeCudaBackend):
         assert isinstance(kernel, Sparse24GemmKernel)
         prepared = structured.prepare(self, kernel, precision)
         prepared.after = lambda backend, rule: self.dense_beside.measure(
-            kernel, precision, rule, structured.DENSE_LAYOUT)
+            kernel, precision, rule, structured.DENSE_LAYOUT
+        )
         return prepared
 
     @cached_property

@@ -44,14 +44,18 @@ TYPES: dict[Precision, tuple[str, str, str]] = {
     Precision.INT8: ("CUDA_R_8I", "CUDA_R_32I", "COMPUTE_32I"),
     Precision.FP8: ("CUDA_R_8F_E4M3", "CUDA_R_16BF", "COMPUTE_32F"),
 }
-OUTPUT_DTYPE = {Precision.FP16: torch.float16, Precision.BF16: torch.bfloat16, Precision.INT8: torch.int32,
-                Precision.FP8: torch.bfloat16}
+OUTPUT_DTYPE = {
+    Precision.FP16: torch.float16,
+    Precision.BF16: torch.bfloat16,
+    Precision.INT8: torch.int32,
+    Precision.FP8: torch.bfloat16,
+}
 FP8_DTYPE = torch.float8_e4m3fn
 FP8_MIN_CAPABILITY = (9, 0)  # cuSPARSELt's e4m3 product: compute capability 9.0 and newer
 # Why the other precisions are not run, in the words the result gives.
 NOT_2OF4 = {
     Precision.FP32: "cuSPARSELt's fp32 product is 1:2 sparse, not 2:4 (the sparse tensor cores' 2:4 takes "
-                    "16- and 8-bit types)",
+    "16- and 8-bit types)",
     Precision.TF32: "cuSPARSELt has no 2:4 tf32 product (its 32-bit sparsity is 1:2)",
 }
 ALIGNMENT_BYTES = 16  # of every operand's memory (torch allocates at 256 bytes)
@@ -113,8 +117,15 @@ def refused(exc: CusparseLtCallError) -> bool:
 class StructuredProduct:
     """D = op(A) B through cuSPARSELt with A compressed; owns its descriptors, plan and buffers."""
 
-    def __init__(self, lt: Any, handle: Handle, a: torch.Tensor, b_store: torch.Tensor, d_store: torch.Tensor,
-                 precision: Precision) -> None:
+    def __init__(
+        self,
+        lt: Any,
+        handle: Handle,
+        a: torch.Tensor,
+        b_store: torch.Tensor,
+        d_store: torch.Tensor,
+        precision: Precision,
+    ) -> None:
         """The descriptors and the plan for A's shape (a: row-major m x k), B and D."""
         self._destroy: list[tuple[Callable[[int], None], int]] = []
         import nvmath
@@ -131,23 +142,83 @@ class StructuredProduct:
         self.b_store, self.d_store = b_store, d_store
         h = handle.handle
         # A: column-major k x m (lda = k), op(A) = T; B: k x n (ldb = k); C = D: m x n (ldc = m).
-        self.mat_a = self._own(lt.mat_descriptor_destroy, call(
-            lt, "cusparseLtStructuredDescriptorInit (A)", lt.structured_descriptor_init, h, k, m, k, ALIGNMENT_BYTES,
-            ab_type, col, int(lt.Sparsity.SPARSITY_50_PERCENT)))
-        self.mat_b = self._own(lt.mat_descriptor_destroy, call(
-            lt, "cusparseLtDenseDescriptorInit (B)", lt.dense_descriptor_init, h, k, n, k, ALIGNMENT_BYTES, ab_type,
-            col))
-        self.mat_c = self._own(lt.mat_descriptor_destroy, call(
-            lt, "cusparseLtDenseDescriptorInit (C, D)", lt.dense_descriptor_init, h, m, n, m, ALIGNMENT_BYTES,
-            cd_type, col))
-        self.matmul_descr = self._own(lt.matmul_descriptor_destroy, call(
-            lt, "cusparseLtMatmulDescriptorInit", lt.matmul_descriptor_init, h, op_t, op_n, self.mat_a, self.mat_b,
-            self.mat_c, self.mat_c, int(getattr(lt.ComputeType, compute))))
-        self.alg_sel = self._own(lt.matmul_alg_selection_destroy, call(
-            lt, "cusparseLtMatmulAlgSelectionInit", lt.matmul_alg_selection_init, h, self.matmul_descr,
-            int(lt.MatmulAlg.DEFAULT)))
-        self.plan = self._own(lt.matmul_plan_destroy, call(
-            lt, "cusparseLtMatmulPlanInit", lt.matmul_plan_init, h, self.matmul_descr, self.alg_sel))
+        self.mat_a = self._own(
+            lt.mat_descriptor_destroy,
+            call(
+                lt,
+                "cusparseLtStructuredDescriptorInit (A)",
+                lt.structured_descriptor_init,
+                h,
+                k,
+                m,
+                k,
+                ALIGNMENT_BYTES,
+                ab_type,
+                col,
+                int(lt.Sparsity.SPARSITY_50_PERCENT),
+            ),
+        )
+        self.mat_b = self._own(
+            lt.mat_descriptor_destroy,
+            call(
+                lt,
+                "cusparseLtDenseDescriptorInit (B)",
+                lt.dense_descriptor_init,
+                h,
+                k,
+                n,
+                k,
+                ALIGNMENT_BYTES,
+                ab_type,
+                col,
+            ),
+        )
+        self.mat_c = self._own(
+            lt.mat_descriptor_destroy,
+            call(
+                lt,
+                "cusparseLtDenseDescriptorInit (C, D)",
+                lt.dense_descriptor_init,
+                h,
+                m,
+                n,
+                m,
+                ALIGNMENT_BYTES,
+                cd_type,
+                col,
+            ),
+        )
+        self.matmul_descr = self._own(
+            lt.matmul_descriptor_destroy,
+            call(
+                lt,
+                "cusparseLtMatmulDescriptorInit",
+                lt.matmul_descriptor_init,
+                h,
+                op_t,
+                op_n,
+                self.mat_a,
+                self.mat_b,
+                self.mat_c,
+                self.mat_c,
+                int(getattr(lt.ComputeType, compute)),
+            ),
+        )
+        self.alg_sel = self._own(
+            lt.matmul_alg_selection_destroy,
+            call(
+                lt,
+                "cusparseLtMatmulAlgSelectionInit",
+                lt.matmul_alg_selection_init,
+                h,
+                self.matmul_descr,
+                int(lt.MatmulAlg.DEFAULT),
+            ),
+        )
+        self.plan = self._own(
+            lt.matmul_plan_destroy,
+            call(lt, "cusparseLtMatmulPlanInit", lt.matmul_plan_init, h, self.matmul_descr, self.alg_sel),
+        )
         self.compressed = self.compress_buffer = self.workspace = torch.empty(0, dtype=torch.uint8)
 
     def load(self, a: torch.Tensor, a_pruned: torch.Tensor) -> None:
@@ -166,8 +237,17 @@ class StructuredProduct:
     def prune(self, a: torch.Tensor, a_pruned: torch.Tensor) -> None:
         """a_pruned = A with two of every four along k zeroed (cusparseLtSpMMAPrune, strip rule)."""
         stream = torch.cuda.current_stream().cuda_stream
-        call(self.lt, "cusparseLtSpMMAPrune", self.lt.sp_mma_prune, self.handle.handle, self.matmul_descr,
-             a.data_ptr(), a_pruned.data_ptr(), int(getattr(self.lt.PruneAlg, PRUNE_ALGORITHM)), stream)
+        call(
+            self.lt,
+            "cusparseLtSpMMAPrune",
+            self.lt.sp_mma_prune,
+            self.handle.handle,
+            self.matmul_descr,
+            a.data_ptr(),
+            a_pruned.data_ptr(),
+            int(getattr(self.lt.PruneAlg, PRUNE_ALGORITHM)),
+            stream,
+        )
 
     def _check_and_compress(self, a_pruned: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         lt, h = self.lt, self.handle.handle
@@ -175,54 +255,85 @@ class StructuredProduct:
         # Zeroed first: the check writes the flag only where it finds a group that breaks 2:4 (on an H100
         # with cuSPARSELt 0.8 a flag that started at 1 stayed 1 for a well pruned A: cusparselt_probe.py at 9450c78).
         invalid = torch.zeros(1, dtype=torch.int32, device=a_pruned.device)
-        call(lt, "cusparseLtSpMMAPruneCheck", lt.sp_mma_prune_check, h, self.matmul_descr, a_pruned.data_ptr(),
-             invalid.data_ptr(), stream)
+        call(
+            lt,
+            "cusparseLtSpMMAPruneCheck",
+            lt.sp_mma_prune_check,
+            h,
+            self.matmul_descr,
+            a_pruned.data_ptr(),
+            invalid.data_ptr(),
+            stream,
+        )
         flag = int(invalid.item())
         if flag != 0:  # 0: every group of four along k holds at most two nonzeros
-            raise CusparseLtCallError(f"cusparseLtSpMMAPruneCheck: A is not 2:4 sparse after pruning "
-                                      f"(valid flag {flag})")
+            raise CusparseLtCallError(
+                f"cusparseLtSpMMAPruneCheck: A is not 2:4 sparse after pruning (valid flag {flag})"
+            )
         groups = (a_pruned.view(torch.uint8) if a_pruned.element_size() == 1 else a_pruned).reshape(
-            a_pruned.shape[0], -1, GROUP)  # row-major m x k: the groups of four along k
+            a_pruned.shape[0], -1, GROUP
+        )  # row-major m x k: the groups of four along k
         most = int((groups != 0).sum(dim=-1).max())
         if most > KEPT:
             raise CusparseLtCallError(f"cusparseLtSpMMAPrune left {most} nonzeros in a group of four along k")
         size, buffer_size = call(lt, "cusparseLtSpMMACompressedSize", lt.sp_mma_compressed_size, h, self.plan)
         compressed = torch.empty(max(int(size), 1), dtype=torch.uint8, device=a_pruned.device)
         buffer = torch.empty(max(int(buffer_size), 1), dtype=torch.uint8, device=a_pruned.device)
-        call(lt, "cusparseLtSpMMACompress", lt.sp_mma_compress, h, self.plan, a_pruned.data_ptr(),
-             compressed.data_ptr(), buffer.data_ptr(), stream)
+        call(
+            lt,
+            "cusparseLtSpMMACompress",
+            lt.sp_mma_compress,
+            h,
+            self.plan,
+            a_pruned.data_ptr(),
+            compressed.data_ptr(),
+            buffer.data_ptr(),
+            stream,
+        )
         return compressed, buffer
 
     def _workspace(self) -> torch.Tensor:
-        size = int(call(self.lt, "cusparseLtMatmulGetWorkspace", self.lt.matmul_get_workspace, self.handle.handle,
-                        self.plan))
+        size = int(
+            call(self.lt, "cusparseLtMatmulGetWorkspace", self.lt.matmul_get_workspace, self.handle.handle, self.plan)
+        )
         return torch.empty(max(size, 1), dtype=torch.uint8, device=self.d_store.device)
 
     def _args(self) -> tuple[Any, ...]:
         h = self.handle.bind()  # first: it points the stream array at torch's current stream
-        return (h, self.plan, self.alpha.ctypes.data, self.compressed.data_ptr(), self.b_store.data_ptr(),
-                self.beta.ctypes.data, self.d_store.data_ptr(), self.d_store.data_ptr(), self.workspace.data_ptr(),
-                self.handle.streams.ctypes.data, 1)
+        return (
+            h,
+            self.plan,
+            self.alpha.ctypes.data,
+            self.compressed.data_ptr(),
+            self.b_store.data_ptr(),
+            self.beta.ctypes.data,
+            self.d_store.data_ptr(),
+            self.d_store.data_ptr(),
+            self.workspace.data_ptr(),
+            self.handle.streams.ctypes.data,
+            1,
+        )
 
     def search(self) -> None:
         """cusparseLtMatmulSearch: cuSPARSELt times its configurations and sets the fastest in the
         plan; the workspace is re-read, since a configuration with split-k may need more."""
         call(self.lt, "cusparseLtMatmulSearch", self.lt.matmul_search, *self._args())
-        needed = int(call(self.lt, "cusparseLtMatmulGetWorkspace", self.lt.matmul_get_workspace,
-                          self.handle.handle, self.plan))
+        needed = int(
+            call(self.lt, "cusparseLtMatmulGetWorkspace", self.lt.matmul_get_workspace, self.handle.handle, self.plan)
+        )
         if needed > self.workspace.numel():
             self.workspace = torch.empty(needed, dtype=torch.uint8, device=self.d_store.device)
 
     def algorithm(self) -> dict[str, Any]:
         """The configuration the plan runs (CUSPARSELT_MATMUL_ALG_CONFIG_ID), and split-k where readable."""
         out: dict[str, Any] = {}
-        for key, attribute in (("config_id", "CONFIG_ID"), ("config_max_id", "CONFIG_MAX_ID"),
-                               ("split_k", "SPLIT_K")):
+        for key, attribute in (("config_id", "CONFIG_ID"), ("config_max_id", "CONFIG_MAX_ID"), ("split_k", "SPLIT_K")):
             attr = getattr(self.lt.MatmulAlgAttribute, attribute)
             value = np.zeros(1, dtype=self.lt.get_matmul_alg_attribute_dtype(attr))
             try:
-                self.lt.matmul_alg_get_attribute(self.handle.handle, self.alg_sel, int(attr), value.ctypes.data,
-                                                 value.itemsize)
+                self.lt.matmul_alg_get_attribute(
+                    self.handle.handle, self.alg_sel, int(attr), value.ctypes.data, value.itemsize
+                )
             except self.lt.cuSPARSELtError as exc:
                 out[key] = f"unreadable: {exc}"
                 continue
@@ -270,9 +381,9 @@ def prepare(backend: CusparseLtBackend, kernel: Sparse24GemmKernel, precision: P
     m, n, k = shape["m"], shape["n"], shape["k"]
     lt = backend.lib
     assert lt is not None, "prepare runs only where the binding loaded"
-    a = operand(ctx, (m, k), precision)                                  # row-major m x k = column-major k x m
+    a = operand(ctx, (m, k), precision)  # row-major m x k = column-major k x m
     a_pruned = torch.empty_like(a)
-    b_store = operand(ctx, (n, k), precision)                            # column-major k x n (ldb = k)
+    b_store = operand(ctx, (n, k), precision)  # column-major k x n (ldb = k)
     d_store = torch.empty((n, m), dtype=OUTPUT_DTYPE[precision], device=ctx.device)  # column-major m x n (ldc = m)
     try:
         product = StructuredProduct(lt, backend.handle, a, b_store, d_store, precision)
@@ -280,8 +391,9 @@ def prepare(backend: CusparseLtBackend, kernel: Sparse24GemmKernel, precision: P
         product.first_call()
     except CusparseLtCallError as exc:
         if refused(exc) or (shape != aligned and "INVALID_VALUE" in str(exc)):
-            raise Unsupported(f"cuSPARSELt refuses this {precision.value} problem (m={m}, n={n}, k={k}): {exc}"
-                              ) from None
+            raise Unsupported(
+                f"cuSPARSELt refuses this {precision.value} problem (m={m}, n={n}, k={k}): {exc}"
+            ) from None
         raise
     del a  # only the pruned A is multiplied, and checked against
     ab, cd, compute = TYPES[precision]
@@ -289,16 +401,35 @@ def prepare(backend: CusparseLtBackend, kernel: Sparse24GemmKernel, precision: P
     x, y = (b_store.float(), a_pruned.float().t()) if wide else (b_store, a_pruned.t())
     # d_store holds D^T row-major: D^T = B^T op(A)^T, with b_store = B^T and a_pruned = op(A) row-major.
     part = TimedPart(
-        "fwd", product, lambda: check_matmul(d_store, x, y, precision, ctx.generator),
-        kernel.flops(), kernel.min_bytes("fwd", precision),
-        info={"library": "cuSPARSELt", "call": CALL, "sparsity": "2:4 (50%)",
-              "layout": {"a": f"column-major {k} x {m}, op T (k-contiguous)", "b": f"column-major {k} x {n}",
-                         "d": f"column-major {m} x {n}", "m": m, "n": n, "k": k},
-              "types": f"A/B {ab}, C/D {cd}, CUSPARSE_{compute}",
-              "prune": f"CUSPARSELT_PRUNE_{PRUNE_ALGORITHM} on the device, checked 2:4 by cusparseLtSpMMAPruneCheck",
-              "algorithm": {"selection": "CUSPARSELT_MATMUL_ALG_DEFAULT, then cusparseLtMatmulSearch",
-                            **product.algorithm()},
-              "workspace_bytes": int(product.workspace.numel()), "compressed_bytes": int(product.compressed.numel()),
-              "compress_buffer_bytes": int(product.compress_buffer.numel()), "alpha": 1, "beta": 0},
-        output=d_store)
+        "fwd",
+        product,
+        lambda: check_matmul(d_store, x, y, precision, ctx.generator),
+        kernel.flops(),
+        kernel.min_bytes("fwd", precision),
+        info={
+            "library": "cuSPARSELt",
+            "call": CALL,
+            "sparsity": "2:4 (50%)",
+            "layout": {
+                "a": f"column-major {k} x {m}, op T (k-contiguous)",
+                "b": f"column-major {k} x {n}",
+                "d": f"column-major {m} x {n}",
+                "m": m,
+                "n": n,
+                "k": k,
+            },
+            "types": f"A/B {ab}, C/D {cd}, CUSPARSE_{compute}",
+            "prune": f"CUSPARSELT_PRUNE_{PRUNE_ALGORITHM} on the device, checked 2:4 by cusparseLtSpMMAPruneCheck",
+            "algorithm": {
+                "selection": "CUSPARSELT_MATMUL_ALG_DEFAULT, then cusparseLtMatmulSearch",
+                **product.algorithm(),
+            },
+            "workspace_bytes": int(product.workspace.numel()),
+            "compressed_bytes": int(product.compressed.numel()),
+            "compress_buffer_bytes": int(product.compress_buffer.numel()),
+            "alpha": 1,
+            "beta": 0,
+        },
+        output=d_store,
+    )
     return Prepared(parts=[part], padding=padding.changed(listed, shape))

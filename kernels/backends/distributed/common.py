@@ -180,9 +180,11 @@ def check_world(size: int, settings: Settings, started_by: str) -> None:
     the library (an MPI that does not speak srun's PMI starts every rank as a world of one, and
     each would write the run's results as rank 0) or a wrong task count is said here, not measured."""
     if settings.ranks > 1 and size != settings.ranks:
-        raise RuntimeError(f"the plan asks for {settings.ranks} ranks, and {started_by} put {size} in this rank's "
-                           "group: start exactly the plan's ranks (for MPI under srun, a --mpi= plugin the MPI "
-                           "speaks: deepbench launch-command checks which)")
+        raise RuntimeError(
+            f"the plan asks for {settings.ranks} ranks, and {started_by} put {size} in this rank's "
+            "group: start exactly the plan's ranks (for MPI under srun, a --mpi= plugin the MPI "
+            "speaks: deepbench launch-command checks which)"
+        )
 
 
 def all_reduce_sizes() -> list[int]:
@@ -212,8 +214,10 @@ class CollectiveRunner:
     # ----- preparation ------------------------------------------------------------------
     def prepare(self, kernel: Kernel, precision: Precision) -> Prepared:
         if not isinstance(kernel, CollectiveKernel):
-            raise Unsupported(f"{kernel.op} is not a collective: the {self.comm.library} backend runs collectives "
-                              "only (use the torch backend for it)")
+            raise Unsupported(
+                f"{kernel.op} is not a collective: the {self.comm.library} backend runs collectives "
+                "only (use the torch backend for it)"
+            )
         if precision is not Precision.FP32:
             raise Unsupported("the collectives are measured on float32 elements, as DeepBench's all-reduce")
         if self.comm.size > MAX_EXACT_RANKS:
@@ -221,8 +225,10 @@ class CollectiveRunner:
         comm = self.comm
         layout = kernel.layout(comm.size)
         if layout.count == 0:
-            raise Unsupported(f"{kernel.floats} floats over {comm.size} ranks leave no 16-byte share per rank "
-                              "(nccl-tests rounds each share down to 16 bytes)")
+            raise Unsupported(
+                f"{kernel.floats} floats over {comm.size} ranks leave no 16-byte share per rank "
+                "(nccl-tests rounds each share down to 16 bytes)"
+            )
         if kernel.op not in self.warmed_up:
             self.warm_up(kernel)
         try:
@@ -238,25 +244,49 @@ class CollectiveRunner:
             failure = f"{type(exc).__name__}: {exc}"
         failed = [r for r, (ok,) in enumerate(comm.allgather([0.0 if failure else 1.0])) if not ok]
         if failed:
-            raise RuntimeError(f"rank(s) {', '.join(map(str, failed))} could not allocate the buffers"
-                               + (f": {failure}" if failure else " (see their records under ranks/)"))
+            raise RuntimeError(
+                f"rank(s) {', '.join(map(str, failed))} could not allocate the buffers"
+                + (f": {failure}" if failure else " (see their records under ranks/)")
+            )
         corrupt = faults.requested("wrong", kernel.id, comm.rank)
         factor = kernel.bus_factor(comm.size)
         max_calls = kernel.repeat
 
         def part(direction: str, run: Callable[[], object], check: Callable[[], Check], note: str) -> TimedPart:
-            info: dict[str, Any] = {"ranks": comm.size, "bytes": layout.bytes, "count": layout.count,
-                                    "bus_factor": factor, "timing": self.timing}
+            info: dict[str, Any] = {
+                "ranks": comm.size,
+                "bytes": layout.bytes,
+                "count": layout.count,
+                "bus_factor": factor,
+                "timing": self.timing,
+            }
             if note:
                 info["note"] = note
-            return TimedPart(direction=direction, run=run, check=check, flops=0.0, min_bytes=float(layout.bytes),
-                             info=info, capturable=False,
-                             timer=lambda fn, rule: self.measure(fn, rule, max_calls, info))
+            return TimedPart(
+                direction=direction,
+                run=run,
+                check=check,
+                flops=0.0,
+                min_bytes=float(layout.bytes),
+                info=info,
+                capturable=False,
+                timer=lambda fn, rule: self.measure(fn, rule, max_calls, info),
+            )
 
-        out_of_place = part(OUT_OF_PLACE, lambda: job.out_of_place(send, recv),
-                            lambda: self._check_out_of_place(job, recv, corrupt), comm.out_of_place_note(kernel.op))
-        info = {"ranks": comm.size, "library": comm.library, "bytes": layout.bytes, "count": layout.count,
-                "bus_factor": factor, "timing": self.timing}
+        out_of_place = part(
+            OUT_OF_PLACE,
+            lambda: job.out_of_place(send, recv),
+            lambda: self._check_out_of_place(job, recv, corrupt),
+            comm.out_of_place_note(kernel.op),
+        )
+        info = {
+            "ranks": comm.size,
+            "library": comm.library,
+            "bytes": layout.bytes,
+            "count": layout.count,
+            "bus_factor": factor,
+            "timing": self.timing,
+        }
         if job.in_place is None:
             info["time_is"] = f"the out_of_place part: {kernel.op} has no in-place form"
             return Prepared(parts=[out_of_place], info=info)
@@ -292,8 +322,15 @@ class CollectiveRunner:
         check = part.check()
         if not check.passed:
             raise CheckFailed(f"{part.direction}: check failed ({check.method}): {check.detail}")
-        result = PartResult(direction=part.direction, measurement=measurement, flops=0.0, min_bytes=part.min_bytes,
-                            check=check, gbps=part.info["algbw_gbps"], info=part.info)
+        result = PartResult(
+            direction=part.direction,
+            measurement=measurement,
+            flops=0.0,
+            min_bytes=part.min_bytes,
+            check=check,
+            gbps=part.info["algbw_gbps"],
+            info=part.info,
+        )
         return result.model_dump(mode="json")
 
     def warm_up(self, kernel: CollectiveKernel) -> None:
@@ -324,11 +361,15 @@ class CollectiveRunner:
         outcomes = self.comm.allgather([float(wrong), float(first), size])
         bad = [(r, int(w), int(f), int(n)) for r, (w, f, n) in enumerate(outcomes) if w > 0]
         checked = sum(1 for _, _, n in outcomes if n > 0)
-        detail = "; ".join(f"rank {r}: {w} of {n} elements differ from the exact result (first at {f})"
-                           for r, w, f, n in bad)
+        detail = "; ".join(
+            f"rank {r}: {w} of {n} elements differ from the exact result (first at {f})" for r, w, f, n in bad
+        )
         error = max(w / max(n, 1) for _, w, _, n in bad) if bad else 0.0
-        held = (f"all {self.comm.size} ranks hold the exact result" if checked == self.comm.size
-                else f"{checked} of {self.comm.size} ranks hold a defined result, and it is exact")
+        held = (
+            f"all {self.comm.size} ranks hold the exact result"
+            if checked == self.comm.size
+            else f"{checked} of {self.comm.size} ranks hold a defined result, and it is exact"
+        )
         return Check(passed=not bad, method=CHECK_METHOD, error=error, tolerance=0.0, detail=detail or held)
 
     # ----- timing -----------------------------------------------------------------------
@@ -358,18 +399,26 @@ class CollectiveRunner:
         means = [statistics.fmean(ts) for ts in source.per_rank]
         median = statistics.median(samples)
         algbw = info["bytes"] / (median / US_PER_S) / 1e9  # nccl-tests: S / t
-        info.update({
-            "time_per_rank_us": [round(m, 3) for m in means],
-            "time_mean_over_ranks_us": statistics.fmean(means),
-            "time_max_over_ranks_us": max(means),
-            "algbw_gbps": algbw,
-            "busbw_gbps": algbw * info["bus_factor"],
-            "timed_calls": len(samples) * calls,
-            "repeat_cap": max_calls,
-        })
+        info.update(
+            {
+                "time_per_rank_us": [round(m, 3) for m in means],
+                "time_mean_over_ranks_us": statistics.fmean(means),
+                "time_max_over_ranks_us": max(means),
+                "algbw_gbps": algbw,
+                "busbw_gbps": algbw * info["bus_factor"],
+                "timed_calls": len(samples) * calls,
+                "repeat_cap": max_calls,
+            }
+        )
         # The calibration's last loop had the final call count: it is the first sample, not warm-up.
-        return Measurement.of(samples, method=self.method, calls_per_sample=calls, warmup_calls=warmup - calls,
-                              stop_reason=reason, target_rel_precision=rule.target_rel_precision)
+        return Measurement.of(
+            samples,
+            method=self.method,
+            calls_per_sample=calls,
+            warmup_calls=warmup - calls,
+            stop_reason=reason,
+            target_rel_precision=rule.target_rel_precision,
+        )
 
     def _calibrate(self, fn: Callable[[], object], max_calls: int) -> tuple[int, int, float]:
         """Calls per sample so that the slowest rank's sample lasts `min_sample_s`; the same
@@ -391,8 +440,9 @@ class _RankSamples:
     exchange their times, and the sample is the slowest rank's. The criteria judge rank 0's
     clock, so every rank stops alike."""
 
-    def __init__(self, runner: CollectiveRunner, fn: Callable[[], object], calls: int, first_s: float,
-                 start: float) -> None:
+    def __init__(
+        self, runner: CollectiveRunner, fn: Callable[[], object], calls: int, first_s: float, start: float
+    ) -> None:
         self.runner, self.fn, self.calls, self.start = runner, fn, calls, start
         self.first_s: float | None = first_s  # the calibration's last loop: this rank's first sample
         self.per_rank: list[list[float]] = [[] for _ in range(runner.comm.size)]

@@ -74,14 +74,19 @@ class MpiCommunicator(Communicator):
         self.library = "mpi"
         self.device_error = ""
         if self.on_device and not self.cuda_aware:
-            self.device_error = (f"the MPI loaded here ({MPI.Get_library_version().splitlines()[0].strip()}) is not "
-                                 "CUDA-aware, so it cannot reduce device buffers; run the mpi backend on host buffers "
-                                 "(--platform cpu) or use the nccl backend for GPUs")
+            self.device_error = (
+                f"the MPI loaded here ({MPI.Get_library_version().splitlines()[0].strip()}) is not "
+                "CUDA-aware, so it cannot reduce device buffers; run the mpi backend on host buffers "
+                "(--platform cpu) or use the nccl backend for GPUs"
+            )
         if self.on_device and self.cuda_aware:
             import torch  # device buffers: torch tensors expose __cuda_array_interface__ to mpi4py
 
-            local = int(os.environ.get("LOCAL_RANK", os.environ.get("MPI_LOCALRANKID",
-                        os.environ.get("OMPI_COMM_WORLD_LOCAL_RANK", "0"))))
+            local = int(
+                os.environ.get(
+                    "LOCAL_RANK", os.environ.get("MPI_LOCALRANKID", os.environ.get("OMPI_COMM_WORLD_LOCAL_RANK", "0"))
+                )
+            )
             self.torch = torch
             self.device = torch.device("cuda", local % torch.cuda.device_count())
             torch.cuda.set_device(self.device)
@@ -151,8 +156,14 @@ class MpiCommunicator(Communicator):
         return recv
 
     def out_of_place_note(self, op: str) -> str:
-        return ("MPI has no out-of-place broadcast: timed as a copy into the output on the root then an in-place "
-                "MPI_Bcast") if op == "broadcast" else ""
+        return (
+            (
+                "MPI has no out-of-place broadcast: timed as a copy into the output on the root then an in-place "
+                "MPI_Bcast"
+            )
+            if op == "broadcast"
+            else ""
+        )
 
     def copy(self, dst: Any, src: Any) -> None:
         if self.on_device:
@@ -180,10 +191,14 @@ class MpiCommunicator(Communicator):
         import mpi4py
 
         major, minor = MPI.Get_version()
-        return {"mpi4py": mpi4py.__version__, "mpi": MPI.Get_library_version().splitlines()[0].strip(),
-                "mpi_standard": f"{major}.{minor}", "mpi_source": mpi_source(self.libpath),
-                "mpi_cuda_aware": str(self.cuda_aware).lower(),
-                "launcher": os.environ.get("DEEPBENCH_LAUNCHER", "mpirun" if self.size > 1 else "none (singleton)")}
+        return {
+            "mpi4py": mpi4py.__version__,
+            "mpi": MPI.Get_library_version().splitlines()[0].strip(),
+            "mpi_standard": f"{major}.{minor}",
+            "mpi_source": mpi_source(self.libpath),
+            "mpi_cuda_aware": str(self.cuda_aware).lower(),
+            "launcher": os.environ.get("DEEPBENCH_LAUNCHER", "mpirun" if self.size > 1 else "none (singleton)"),
+        }
 
 
 class MpiBackend(CollectiveBackend):
@@ -204,6 +219,11 @@ class MpiBackend(CollectiveBackend):
         return self.runner.prepare(kernel, precision)
 
     def device_facts(self) -> dict[str, Any]:
-        return {"kind": "gpu" if self.comm.on_device else "cpu", "name": cpu_model(), "ranks": self.comm.size,
-                "rank_hosts": list(self.comm.hosts), "rank_pids": list(self.comm.pids),
-                "logical_cpus": os.cpu_count()}
+        return {
+            "kind": "gpu" if self.comm.on_device else "cpu",
+            "name": cpu_model(),
+            "ranks": self.comm.size,
+            "rank_hosts": list(self.comm.hosts),
+            "rank_pids": list(self.comm.pids),
+            "logical_cpus": os.cpu_count(),
+        }

@@ -48,8 +48,7 @@ class Nccl4pyCommunicator(TorchCommunicator):
         uid = [nccl.get_unique_id().as_bytes if self.rank == 0 else None]
         if self.size > 1:
             dist.broadcast_object_list(uid, src=0, group=self.control)
-        self.nccl_comm = self.guarded(nccl.Communicator.init, self.size, self.rank,
-                                      nccl.UniqueId.from_bytes(uid[0]))
+        self.nccl_comm = self.guarded(nccl.Communicator.init, self.size, self.rank, nccl.UniqueId.from_bytes(uid[0]))
         self.library = NCCL4PY_LIBRARY
 
     def _stream(self) -> int:
@@ -71,14 +70,14 @@ class Nccl4pyCommunicator(TorchCommunicator):
         return recv
 
     def all_gather_in_place(self, buf: torch.Tensor, count: int) -> torch.Tensor:
-        return self.all_gather(buf[self.rank * count:(self.rank + 1) * count], buf)
+        return self.all_gather(buf[self.rank * count : (self.rank + 1) * count], buf)
 
     def reduce_scatter(self, send: torch.Tensor, recv: torch.Tensor) -> torch.Tensor:
         self.guarded(self.nccl_comm.reduce_scatter, send, recv, self.nccl.SUM, stream=self._stream())
         return recv
 
     def reduce_scatter_in_place(self, buf: torch.Tensor, count: int) -> torch.Tensor:
-        return self.reduce_scatter(buf, buf[self.rank * count:(self.rank + 1) * count])
+        return self.reduce_scatter(buf, buf[self.rank * count : (self.rank + 1) * count])
 
     def broadcast(self, send: torch.Tensor, recv: torch.Tensor, root: int) -> torch.Tensor:
         self.guarded(self.nccl_comm.broadcast, send, recv, root, stream=self._stream())
@@ -109,6 +108,9 @@ class Nccl4pyCommunicator(TorchCommunicator):
         v = super().versions()
         info = self.nccl.get_version()
         lib = info.libnccl
-        v.update(collective_library=self.library, nccl4py=str(info.nccl4py),
-                 nccl4py_libnccl=f"{lib.version} ({lib.path})" if lib else "not loaded")
+        v.update(
+            collective_library=self.library,
+            nccl4py=str(info.nccl4py),
+            nccl4py_libnccl=f"{lib.version} ({lib.path})" if lib else "not loaded",
+        )
         return v

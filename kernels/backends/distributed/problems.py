@@ -73,41 +73,59 @@ def _shares(layout: Layout, n: int, of_rank: int, values: Values) -> np.ndarray:
 
 def _all_reduce(comm: Any, layout: Layout, n: int, rank: int, values: Values) -> Problem:
     mine = values(layout.send, rank, -1)
-    return Problem(layout, mine, _sum(layout.send, n, values), comm.all_reduce, comm.all_reduce_in_place,
-                   lambda: mine)
+    return Problem(layout, mine, _sum(layout.send, n, values), comm.all_reduce, comm.all_reduce_in_place, lambda: mine)
 
 
 def _all_gather(comm: Any, layout: Layout, n: int, rank: int, values: Values) -> Problem:
     whole = np.concatenate([values(layout.count, r, -1) for r in range(n)])
-    mine = whole[rank * layout.count:(rank + 1) * layout.count]
+    mine = whole[rank * layout.count : (rank + 1) * layout.count]
 
     def in_place_values() -> np.ndarray:  # nccl-tests: this rank's share at rank * count, the rest zero
         buf = np.zeros(layout.recv, dtype=np.float32)
-        buf[rank * layout.count:(rank + 1) * layout.count] = mine
+        buf[rank * layout.count : (rank + 1) * layout.count] = mine
         return buf
 
-    return Problem(layout, mine, whole, comm.all_gather,
-                   lambda buf: comm.all_gather_in_place(buf, layout.count), in_place_values)
+    return Problem(
+        layout, mine, whole, comm.all_gather, lambda buf: comm.all_gather_in_place(buf, layout.count), in_place_values
+    )
 
 
 def _reduce_scatter(comm: Any, layout: Layout, n: int, rank: int, values: Values) -> Problem:
     mine = _shares(layout, n, rank, values)
-    return Problem(layout, mine, _sum(layout.count, n, values, part=rank), comm.reduce_scatter,
-                   lambda buf: comm.reduce_scatter_in_place(buf, layout.count), lambda: mine)
+    return Problem(
+        layout,
+        mine,
+        _sum(layout.count, n, values, part=rank),
+        comm.reduce_scatter,
+        lambda buf: comm.reduce_scatter_in_place(buf, layout.count),
+        lambda: mine,
+    )
 
 
 def _broadcast(comm: Any, layout: Layout, n: int, rank: int, values: Values) -> Problem:
     root = values(layout.send, ROOT, -1)
     mine = root if rank == ROOT else np.zeros(layout.send, dtype=np.float32)  # nccl-tests: only the root's data
-    return Problem(layout, mine, root, lambda s, r: comm.broadcast(s, r, ROOT),
-                   lambda buf: comm.broadcast_in_place(buf, ROOT), lambda: mine)
+    return Problem(
+        layout,
+        mine,
+        root,
+        lambda s, r: comm.broadcast(s, r, ROOT),
+        lambda buf: comm.broadcast_in_place(buf, ROOT),
+        lambda: mine,
+    )
 
 
 def _reduce(comm: Any, layout: Layout, n: int, rank: int, values: Values) -> Problem:
     mine = values(layout.send, rank, -1)
     expected = _sum(layout.send, n, values) if rank == ROOT else None
-    return Problem(layout, mine, expected, lambda s, r: comm.reduce(s, r, ROOT),
-                   lambda buf: comm.reduce_in_place(buf, ROOT), lambda: mine)
+    return Problem(
+        layout,
+        mine,
+        expected,
+        lambda s, r: comm.reduce(s, r, ROOT),
+        lambda buf: comm.reduce_in_place(buf, ROOT),
+        lambda: mine,
+    )
 
 
 def _all_to_all(comm: Any, layout: Layout, n: int, rank: int, values: Values) -> Problem:
@@ -118,11 +136,22 @@ def _all_to_all(comm: Any, layout: Layout, n: int, rank: int, values: Values) ->
 
 def _sendrecv(comm: Any, layout: Layout, n: int, rank: int, values: Values) -> Problem:
     after, before = (rank + 1) % n, (rank - 1) % n
-    return Problem(layout, values(layout.send, rank, -1), values(layout.recv, before, -1),
-                   lambda s, r: comm.send_recv(s, r, after, before), None, None)
+    return Problem(
+        layout,
+        values(layout.send, rank, -1),
+        values(layout.recv, before, -1),
+        lambda s, r: comm.send_recv(s, r, after, before),
+        None,
+        None,
+    )
 
 
 _BUILDERS: dict[str, Callable[..., Problem]] = {
-    "all_reduce": _all_reduce, "all_gather": _all_gather, "reduce_scatter": _reduce_scatter,
-    "broadcast": _broadcast, "reduce": _reduce, "all_to_all": _all_to_all, "sendrecv": _sendrecv,
+    "all_reduce": _all_reduce,
+    "all_gather": _all_gather,
+    "reduce_scatter": _reduce_scatter,
+    "broadcast": _broadcast,
+    "reduce": _reduce,
+    "all_to_all": _all_to_all,
+    "sendrecv": _sendrecv,
 }

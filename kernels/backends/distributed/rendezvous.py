@@ -143,8 +143,10 @@ class Rendezvous:
             # others; a busy port or an unreachable master ends here, with torch's reason
             self.store = next(dist.rendezvous("env://", rank=rank, world_size=size, timeout=self.join_timeout))[0]
         except Exception as exc:
-            raise self.failed(f"could not reach the rendezvous at {self.master_addr}:{self.master_port} "
-                              f"(MASTER_ADDR, MASTER_PORT): {exc}") from exc
+            raise self.failed(
+                f"could not reach the rendezvous at {self.master_addr}:{self.master_port} "
+                f"(MASTER_ADDR, MASTER_PORT): {exc}"
+            ) from exc
 
     def label(self) -> str:
         return f"rank {self.rank} on {self.host}"
@@ -187,9 +189,11 @@ class Rendezvous:
         except JoinFailed:
             raise
         except Exception as exc:  # the store's process (rank 0) is gone: say so, not a traceback
-            raise self.failed(f"the rendezvous at {self.master_addr}:{self.master_port} stopped answering "
-                              f"while waiting for {what} (rank 0, which holds it, has stopped): "
-                              f"{type(exc).__name__}: {exc}") from exc
+            raise self.failed(
+                f"the rendezvous at {self.master_addr}:{self.master_port} stopped answering "
+                f"while waiting for {what} (rank 0, which holds it, has stopped): "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
 
     def meet(self) -> None:
         """Every rank posts where it is; then this rank picks its interface."""
@@ -197,8 +201,9 @@ class Rendezvous:
             address = source_address(resolve(self.master_addr, self.master_port))
         except OSError as exc:
             raise self.failed(f"no route to MASTER_ADDR={self.master_addr}: {exc}") from exc
-        self.store.set(f"{KEY}/place/{self.rank}", json.dumps({"host": self.host, "address": address,
-                                                               "pid": os.getpid()}))
+        self.store.set(
+            f"{KEY}/place/{self.rank}", json.dumps({"host": self.host, "address": address, "pid": os.getpid()})
+        )
         keys = [f"{KEY}/place/{r}" for r in range(self.size)]
         self._wait(keys, "every rank to post its address")
         self.places = [RankPlace(r, **json.loads(v)) for r, v in enumerate(self.store.multi_get(keys))]
@@ -220,8 +225,9 @@ class Rendezvous:
 
         def init() -> None:
             try:
-                dist.init_process_group(backend, store=self.store, rank=self.rank, world_size=self.size,
-                                        timeout=self.join_timeout)
+                dist.init_process_group(
+                    backend, store=self.store, rank=self.rank, world_size=self.size, timeout=self.join_timeout
+                )
             except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
                 outcome["error"] = exc
 
@@ -265,6 +271,9 @@ class Rendezvous:
         return f"no answer within {CENSUS_S:g} s from {gone} (dead, stuck or cut off)"
 
     def facts(self) -> dict[str, Any]:
-        return {"rank_hosts": [p.host for p in self.places], "rank_pids": [p.pid for p in self.places],
-                "socket_ifname": self.ifname,
-                "master": f"{self.master_addr}:{self.master_port}"}
+        return {
+            "rank_hosts": [p.host for p in self.places],
+            "rank_pids": [p.pid for p in self.places],
+            "socket_ifname": self.ifname,
+            "master": f"{self.master_addr}:{self.master_port}",
+        }

@@ -38,7 +38,6 @@ class TorchDistributedBackend(CollectiveBackend):
         """Why this rank's process group cannot go on ('' while it can)."""
         return self.comm.broken
 
-
     def communicator(self, settings: Settings) -> TorchCommunicator:
         return TorchCommunicator(self.pg_backend, settings)
 

@@ -35,8 +35,10 @@ COLLECTIVE_TIMEOUT_SHARE = 0.5
 
 # torch.distributed's collectives without an out-of-place form: timed as a copy into the output then the
 # in-place call (what torch's functional all_reduce does); the others call NCCL's out of place.
-OUT_OF_PLACE_NOTE = ("torch.distributed has no out-of-place {op}: timed as a copy into the output then an in-place "
-                     "{op}, which is what torch's functional all_reduce does")
+OUT_OF_PLACE_NOTE = (
+    "torch.distributed has no out-of-place {op}: timed as a copy into the output then an in-place "
+    "{op}, which is what torch's functional all_reduce does"
+)
 COPY_THEN_IN_PLACE = ("all_reduce", "broadcast", "reduce")
 # PyTorch 2.13 renamed the tensor forms (the old names warn); older PyTorch in images has only the old ones.
 ALL_GATHER = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
@@ -75,8 +77,10 @@ class TorchCommunicator(Communicator):
                 dist.init_process_group(pg_backend, store=dist.HashStore(), rank=0, world_size=1, timeout=timeout)
             else:
                 if "MASTER_ADDR" not in os.environ:
-                    raise RuntimeError(f"{self.size} ranks started by {self.engine} but MASTER_ADDR/MASTER_PORT are "
-                                       "not set: export them (deepbench launch-command prints them)")
+                    raise RuntimeError(
+                        f"{self.size} ranks started by {self.engine} but MASTER_ADDR/MASTER_PORT are "
+                        "not set: export them (deepbench launch-command prints them)"
+                    )
                 self.rendezvous = Rendezvous(self.rank, self.size)
                 self.rendezvous.meet()
                 self.rendezvous.init_process_group(pg_backend, timeout)
@@ -121,7 +125,7 @@ class TorchCommunicator(Communicator):
         return recv
 
     def all_gather_in_place(self, buf: torch.Tensor, count: int) -> torch.Tensor:
-        self.guarded(ALL_GATHER, buf, buf[self.rank * count:(self.rank + 1) * count])
+        self.guarded(ALL_GATHER, buf, buf[self.rank * count : (self.rank + 1) * count])
         return buf
 
     def reduce_scatter(self, send: torch.Tensor, recv: torch.Tensor) -> torch.Tensor:
@@ -129,7 +133,7 @@ class TorchCommunicator(Communicator):
         return recv
 
     def reduce_scatter_in_place(self, buf: torch.Tensor, count: int) -> torch.Tensor:
-        mine = buf[self.rank * count:(self.rank + 1) * count]  # NCCL's in place: the output at rank * count
+        mine = buf[self.rank * count : (self.rank + 1) * count]  # NCCL's in place: the output at rank * count
         self.guarded(REDUCE_SCATTER, mine, buf)
         return mine
 
@@ -197,12 +201,19 @@ class TorchCommunicator(Communicator):
         return v
 
     def device_facts(self) -> dict[str, Any]:
-        facts: dict[str, Any] = {"ranks": self.size, "rank_engine": self.engine,
-                                 **(self.rendezvous.facts() if self.rendezvous else {})}
+        facts: dict[str, Any] = {
+            "ranks": self.size,
+            "rank_engine": self.engine,
+            **(self.rendezvous.facts() if self.rendezvous else {}),
+        }
         if self.device.type == "cuda":
             p = torch.cuda.get_device_properties(self.device)
-            facts.update(kind="gpu", name=p.name, gpus_visible=torch.cuda.device_count(),
-                         memory_gib=round(p.total_memory / 2**30, 1))
+            facts.update(
+                kind="gpu",
+                name=p.name,
+                gpus_visible=torch.cuda.device_count(),
+                memory_gib=round(p.total_memory / 2**30, 1),
+            )
         else:
             facts.update(kind="cpu", name=cpu_model(), logical_cpus=os.cpu_count(), threads=torch.get_num_threads())
         return facts

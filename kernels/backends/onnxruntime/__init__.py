@@ -27,12 +27,20 @@ from .session import SessionOptions
 
 CPU_PROVIDER = "CPUExecutionProvider"
 OPERATIONS: dict[str, Callable[[OrtContext, Any, Precision], Prepared]] = {
-    "gemm": gemm.prepare, "conv": conv.prepare, "rnn": rnn.prepare, "sparse_gemm": sparse_gemm.prepare,
+    "gemm": gemm.prepare,
+    "conv": conv.prepare,
+    "rnn": rnn.prepare,
+    "sparse_gemm": sparse_gemm.prepare,
     # layer benchmarks (kernels/layers.py)
-    "pooling": layers.prepare_pooling, "batch_norm": layers.prepare_batch_norm, "norm": layers.prepare_norm,
-    "softmax": layers.prepare_softmax, "activation": layers.prepare_activation,
-    "embedding": layers.prepare_embedding, "attention": attention.prepare,
-    "elementwise": layers.prepare_elementwise, "batched_gemm": layers.prepare_batched_gemm,
+    "pooling": layers.prepare_pooling,
+    "batch_norm": layers.prepare_batch_norm,
+    "norm": layers.prepare_norm,
+    "softmax": layers.prepare_softmax,
+    "activation": layers.prepare_activation,
+    "embedding": layers.prepare_embedding,
+    "attention": attention.prepare,
+    "elementwise": layers.prepare_elementwise,
+    "batched_gemm": layers.prepare_batched_gemm,
     "model": model.prepare,  # a whole model exported by torch.onnx (kernels/model_kernel.py)
 }
 
@@ -54,11 +62,14 @@ class OrtBackend(Backend):
     def __init__(self, settings: Settings) -> None:
         super().__init__(settings)
         if settings.device not in ("cpu", ""):
-            raise RuntimeError(f"the onnxruntime backend runs on the CPU execution provider; device "
-                               f"'{settings.device}' is not supported")
+            raise RuntimeError(
+                f"the onnxruntime backend runs on the CPU execution provider; device "
+                f"'{settings.device}' is not supported"
+            )
         self.threads = settings.threads or default_threads()
-        self.ctx = OrtContext(SessionOptions(threads=self.threads, provider=CPU_PROVIDER), settings.seed,
-                              settings.inputs)
+        self.ctx = OrtContext(
+            SessionOptions(threads=self.threads, provider=CPU_PROVIDER), settings.seed, settings.inputs
+        )
         self.board = BoardMonitor()
 
     def prepare(self, kernel: Kernel, precision: Precision) -> Prepared:
@@ -80,8 +91,12 @@ class OrtBackend(Backend):
         return self.board.after()
 
     def device_facts(self) -> dict[str, Any]:
-        return {**self.board.facts, "threads": self.threads, "execution_provider": CPU_PROVIDER,
-                "available_providers": ort.get_available_providers()}
+        return {
+            **self.board.facts,
+            "threads": self.threads,
+            "execution_provider": CPU_PROVIDER,
+            "available_providers": ort.get_available_providers(),
+        }
 
 
 def _onnx_version() -> str:

@@ -37,5 +37,6 @@ def prepare(ctx: OrtContext, kernel: AttentionKernel, precision: Precision) -> P
         got = np.stack([y[b, h] for b, h in pairs])
         return ref.compare(got, ref.attention(q, k, v, kk.causal, pairs), precision, f"(batch, head) pairs {pairs}")
 
-    return forward(kk, precision, call, check, "Attention", opset=ATTENTION_OPSET,
-                   grouped_query=kk.kv_heads != kk.heads)
+    return forward(
+        kk, precision, call, check, "Attention", opset=ATTENTION_OPSET, grouped_query=kk.kv_heads != kk.heads
+    )

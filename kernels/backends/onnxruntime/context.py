@@ -28,7 +28,13 @@ class OrtContext:
         """As `random`, with int8 weights in the symmetric range [-127, 127] (int8_operands.py)."""
         return draw(self.rng, shape, precision, self.inputs, scale, int8_operands.weights)
 
-    def bound(self, node: onnx.NodeProto | Sequence[onnx.NodeProto], inputs: dict[str, np.ndarray],
-              outputs: dict[str, np.ndarray], initializers: dict[str, np.ndarray], opset: int = OPSET) -> BoundCall:
+    def bound(
+        self,
+        node: onnx.NodeProto | Sequence[onnx.NodeProto],
+        inputs: dict[str, np.ndarray],
+        outputs: dict[str, np.ndarray],
+        initializers: dict[str, np.ndarray],
+        opset: int = OPSET,
+    ) -> BoundCall:
         model = single_op_model(node, inputs, outputs, initializers, opset)
         return BoundCall(model, self.options, inputs, outputs)

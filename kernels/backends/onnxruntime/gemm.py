@@ -23,16 +23,23 @@ OPS = {Precision.FP32: "MatMul", Precision.INT8: "MatMulInteger"}
 
 def prepare(ctx: OrtContext, kernel: GemmKernel, precision: Precision) -> Prepared:
     if precision not in OPS:
-        raise Unsupported(f"onnxruntime GEMM runs fp32 (MatMul) and int8 with int32 accumulate (MatMulInteger); "
-                          f"{precision.value} is not run by this backend")
+        raise Unsupported(
+            f"onnxruntime GEMM runs fp32 (MatMul) and int8 with int32 accumulate (MatMulInteger); "
+            f"{precision.value} is not run by this backend"
+        )
     m, n, k = kernel.m, kernel.n, kernel.k
     x = ctx.random((n, k), precision)
-    w = ctx.weights((k, m), precision, scale=k ** -0.5)
+    w = ctx.weights((k, m), precision, scale=k**-0.5)
     out = np.empty((n, m), dtype=np.int32 if precision is Precision.INT8 else np.float32)
     node = helper.make_node(OPS[precision], ["x", "w"], ["y"])
     call = ctx.bound(node, {"x": x}, {"y": out}, {"w": w})
-    part = TimedPart(direction="fwd", run=call, check=lambda: check_matmul(out, x, w, precision, ctx.rng),
-                     flops=kernel.flops(), min_bytes=kernel.min_bytes("fwd", precision), capturable=False,
-                     info={"operator": OPS[precision], "weights": "initializer (constant)",
-                           "providers": list(call.providers)})
+    part = TimedPart(
+        direction="fwd",
+        run=call,
+        check=lambda: check_matmul(out, x, w, precision, ctx.rng),
+        flops=kernel.flops(),
+        min_bytes=kernel.min_bytes("fwd", precision),
+        capturable=False,
+        info={"operator": OPS[precision], "weights": "initializer (constant)", "providers": list(call.providers)},
+    )
     return Prepared(parts=[part])

@@ -47,38 +47,64 @@ GELU_OPSET = 20
 RMS_NORM_OPSET = 23
 # What onnxruntime raises when it has no kernel for an operator or opset (an older runtime).
 LOAD_FAILURES = (ort_state.Fail, ort_state.NotImplemented, ort_state.InvalidGraph)
-ONNX_ACTIVATIONS = {"relu": "Relu", "gelu": "Gelu", "gelu_tanh": "Gelu", "sigmoid": "Sigmoid", "tanh": "Tanh",
-                    "silu": "Mul(x, Sigmoid(x))"}
+ONNX_ACTIVATIONS = {
+    "relu": "Relu",
+    "gelu": "Gelu",
+    "gelu_tanh": "Gelu",
+    "sigmoid": "Sigmoid",
+    "tanh": "Tanh",
+    "silu": "Mul(x, Sigmoid(x))",
+}
 
 
 def require_fp32(kernel: Kernel, precision: Precision) -> None:
     if precision is not Precision.FP32:
-        raise Unsupported(f"the onnxruntime backend builds its {kernel.op} graphs in float32 only; "
-                          f"{precision.value} is not run (quantized and half-precision layers are not implemented)")
+        raise Unsupported(
+            f"the onnxruntime backend builds its {kernel.op} graphs in float32 only; "
+            f"{precision.value} is not run (quantized and half-precision layers are not implemented)"
+        )
 
 
-def bind(ctx: OrtContext, nodes: onnx.NodeProto | Sequence[onnx.NodeProto], inputs: dict[str, np.ndarray],
-         outputs: dict[str, np.ndarray], initializers: dict[str, np.ndarray], operator: str,
-         opset: int = OPSET) -> BoundCall:
+def bind(
+    ctx: OrtContext,
+    nodes: onnx.NodeProto | Sequence[onnx.NodeProto],
+    inputs: dict[str, np.ndarray],
+    outputs: dict[str, np.ndarray],
+    initializers: dict[str, np.ndarray],
+    operator: str,
+    opset: int = OPSET,
+) -> BoundCall:
     """The bound session; an operator newer than the installed onnx or onnxruntime is unsupported."""
     if opset > OPSET:
         known = onnx.defs.onnx_opset_version()
         if known < opset:
-            raise Unsupported(f"{operator} needs ONNX opset {opset} and the installed onnx {onnx.__version__} "
-                              f"knows opsets up to {known}")
+            raise Unsupported(
+                f"{operator} needs ONNX opset {opset} and the installed onnx {onnx.__version__} "
+                f"knows opsets up to {known}"
+            )
         try:
             return ctx.bound(nodes, inputs, outputs, initializers, opset)
         except LOAD_FAILURES as exc:
             first = str(exc).strip().splitlines()[0][:300]
-            raise Unsupported(f"onnxruntime {ort.__version__} cannot run {operator} (ONNX opset {opset}) on the CPU "
-                              f"execution provider: {first}") from exc
+            raise Unsupported(
+                f"onnxruntime {ort.__version__} cannot run {operator} (ONNX opset {opset}) on the CPU "
+                f"execution provider: {first}"
+            ) from exc
     return ctx.bound(nodes, inputs, outputs, initializers)
 
 
-def forward(kernel: Kernel, precision: Precision, call: BoundCall, check: Callable[[], Check], operator: str,
-            **info: Any) -> Prepared:
-    part = TimedPart("fwd", call, check, kernel.flops("fwd"), kernel.min_bytes("fwd", precision), capturable=False,
-                     info={"operator": operator, "providers": list(call.providers), **info})
+def forward(
+    kernel: Kernel, precision: Precision, call: BoundCall, check: Callable[[], Check], operator: str, **info: Any
+) -> Prepared:
+    part = TimedPart(
+        "fwd",
+        call,
+        check,
+        kernel.flops("fwd"),
+        kernel.min_bytes("fwd", precision),
+        capturable=False,
+        info={"operator": operator, "providers": list(call.providers), **info},
+    )
     return Prepared(parts=[part], info={"directions": ["fwd"]})
 
 
@@ -94,14 +120,23 @@ def prepare_pooling(ctx: OrtContext, kernel: PoolingKernel, precision: Precision
     else:
         operator = "MaxPool" if kk.mode == "max" else "AveragePool"
         attrs: dict[str, Any] = {"count_include_pad": 1} if kk.mode == "avg" else {}
-        node = helper.make_node(operator, ["x"], ["y"], kernel_shape=[kk.r, kk.s], strides=[kk.stride_h, kk.stride_w],
-                                pads=[kk.pad_h, kk.pad_w, kk.pad_h, kk.pad_w], ceil_mode=0, **attrs)
+        node = helper.make_node(
+            operator,
+            ["x"],
+            ["y"],
+            kernel_shape=[kk.r, kk.s],
+            strides=[kk.stride_h, kk.stride_w],
+            pads=[kk.pad_h, kk.pad_w, kk.pad_h, kk.pad_w],
+            ceil_mode=0,
+            **attrs,
+        )
     call = bind(ctx, node, {"x": x}, {"y": y}, {}, operator)
     images = ref.check_images(kk.n)
 
     def check() -> Check:
-        expect = ref.pool_nchw(x[images], kk.mode, kk.r, kk.s, kk.pad_h, kk.pad_w, kk.stride_h, kk.stride_w,
-                               kk.out_h, kk.out_w)
+        expect = ref.pool_nchw(
+            x[images], kk.mode, kk.r, kk.s, kk.pad_h, kk.pad_w, kk.stride_h, kk.stride_w, kk.out_h, kk.out_w
+        )
         return ref.compare(y[images], expect, precision, f"images {images} against their windows")
 
     return forward(kk, precision, call, check, operator)
@@ -112,14 +147,20 @@ def prepare_batch_norm(ctx: OrtContext, kernel: BatchNormKernel, precision: Prec
     kk = kernel
     x = ctx.random((kk.n, kk.c, kk.h, kk.w), precision)
     weight, bias, mean = (ctx.random((kk.c,), precision) for _ in range(3))
-    var = (ctx.rng.random(kk.c, dtype=np.float32) + np.float32(ref.VAR_FLOOR))
+    var = ctx.rng.random(kk.c, dtype=np.float32) + np.float32(ref.VAR_FLOOR)
     y = np.empty_like(x)
     node = helper.make_node("BatchNormalization", ["x", "scale", "bias", "mean", "var"], ["y"], epsilon=ref.EPS)
-    call = bind(ctx, node, {"x": x}, {"y": y}, {"scale": weight, "bias": bias, "mean": mean, "var": var},
-                "BatchNormalization")
-    return forward(kk, precision, call,
-                   lambda: ref.compare(y, ref.batch_norm_nchw(x, mean, var, weight, bias), precision),
-                   "BatchNormalization", statistics="running (inference), initializers")
+    call = bind(
+        ctx, node, {"x": x}, {"y": y}, {"scale": weight, "bias": bias, "mean": mean, "var": var}, "BatchNormalization"
+    )
+    return forward(
+        kk,
+        precision,
+        call,
+        lambda: ref.compare(y, ref.batch_norm_nchw(x, mean, var, weight, bias), precision),
+        "BatchNormalization",
+        statistics="running (inference), initializers",
+    )
 
 
 def prepare_norm(ctx: OrtContext, kernel: NormKernel, precision: Precision) -> Prepared:
@@ -164,8 +205,9 @@ def prepare_activation(ctx: OrtContext, kernel: ActivationKernel, precision: Pre
     else:
         nodes = [helper.make_node(operator, ["x"], ["y"])]
     call = bind(ctx, nodes, {"x": x}, {"y": y}, {}, operator, opset)
-    return forward(kernel, precision, call, lambda: ref.check_activation(fn, y, x, precision, ctx.rng), operator,
-                   opset=opset)
+    return forward(
+        kernel, precision, call, lambda: ref.check_activation(fn, y, x, precision, ctx.rng), operator, opset=opset
+    )
 
 
 def prepare_embedding(ctx: OrtContext, kernel: EmbeddingKernel, precision: Precision) -> Prepared:
@@ -173,10 +215,23 @@ def prepare_embedding(ctx: OrtContext, kernel: EmbeddingKernel, precision: Preci
     table = ctx.random((kernel.vocab, kernel.dim), precision)
     ids = ctx.rng.integers(0, kernel.vocab, size=kernel.lookups, dtype=np.int64)
     y = np.empty((kernel.lookups, kernel.dim), dtype=np.float32)
-    call = bind(ctx, helper.make_node("Gather", ["table", "ids"], ["y"], axis=0), {"ids": ids}, {"y": y},
-                {"table": table}, "Gather")
-    return forward(kernel, precision, call, lambda: ref.compare(y, table.astype(np.float64)[ids], precision),
-                   "Gather", table="initializer (constant)", indices="int64")
+    call = bind(
+        ctx,
+        helper.make_node("Gather", ["table", "ids"], ["y"], axis=0),
+        {"ids": ids},
+        {"y": y},
+        {"table": table},
+        "Gather",
+    )
+    return forward(
+        kernel,
+        precision,
+        call,
+        lambda: ref.compare(y, table.astype(np.float64)[ids], precision),
+        "Gather",
+        table="initializer (constant)",
+        indices="int64",
+    )
 
 
 ONNX_ELEMENTWISE = {"add": "Add", "mul": "Mul"}
@@ -190,9 +245,14 @@ def prepare_elementwise(ctx: OrtContext, kernel: ElementwiseKernel, precision: P
     y = np.empty(out_shape, dtype=np.float32)
     operator = ONNX_ELEMENTWISE[kernel.function]
     call = bind(ctx, helper.make_node(operator, ["a", "b"], ["y"]), {"a": a, "b": b}, {"y": y}, {}, operator)
-    return forward(kernel, precision, call,
-                   lambda: ref.compare(y, ref.elementwise(kernel.function, a, b), precision), operator,
-                   shapes={"a": list(a_shape), "b": list(b_shape), "out": list(out_shape)})
+    return forward(
+        kernel,
+        precision,
+        call,
+        lambda: ref.compare(y, ref.elementwise(kernel.function, a, b), precision),
+        operator,
+        shapes={"a": list(a_shape), "b": list(b_shape), "out": list(out_shape)},
+    )
 
 
 def prepare_batched_gemm(ctx: OrtContext, kernel: BatchedGemmKernel, precision: Precision) -> Prepared:
@@ -201,8 +261,14 @@ def prepare_batched_gemm(ctx: OrtContext, kernel: BatchedGemmKernel, precision: 
     The check compares the first and the last entry with a float64 product."""
     require_fp32(kernel, precision)
     b, m, n, k = kernel.batch, kernel.m, kernel.n, kernel.k
-    x, w = ctx.random((b, n, k), precision), ctx.random((b, k, m), precision, scale=k ** -0.5)
+    x, w = ctx.random((b, n, k), precision), ctx.random((b, k, m), precision, scale=k**-0.5)
     y = np.empty((b, n, m), dtype=np.float32)
     call = bind(ctx, helper.make_node("MatMul", ["x", "w"], ["y"]), {"x": x, "w": w}, {"y": y}, {}, "MatMul")
-    return forward(kernel, precision, call, lambda: check_batched_matmul(y, x, w, precision, ctx.rng), "MatMul",
-                   operands="graph inputs (3-D, batch-major)")
+    return forward(
+        kernel,
+        precision,
+        call,
+        lambda: check_batched_matmul(y, x, w, precision, ctx.rng),
+        "MatMul",
+        operands="graph inputs (3-D, batch-major)",
+    )

@@ -36,8 +36,10 @@ if TYPE_CHECKING:
 EXPORT_OPSET = 17  # the TorchScript exporter's well-trodden opset (ONNX 1.12)
 EXPORTER = f"torch.onnx.export (TorchScript-based, dynamo=False), opset {EXPORT_OPSET}"
 PRECISIONS = (Precision.FP32, Precision.FP16)
-FP16_NOTE = ("float16 model; nodes without a float16 kernel on the CPU execution provider run in float32 "
-             "between casts that onnxruntime inserts")
+FP16_NOTE = (
+    "float16 model; nodes without a float16 kernel on the CPU execution provider run in float32 "
+    "between casts that onnxruntime inserts"
+)
 REASON_CHARS = 600
 
 
@@ -65,14 +67,22 @@ def prepare(ctx: OrtContext, kernel: ModelKernel, precision: Precision) -> Prepa
         error = instance.relative_error(torch.from_numpy(out["y"]), ref)
         return instance.verdict(error, precision, "float64 forward (PyTorch) of the same weights and input")
 
-    info = {"runtime": f"onnxruntime {_ort_version()}", "exporter": f"{EXPORTER}, torch {torch.__version__}",
-            "providers": list(call.providers), "graph_optimization": "ORT_ENABLE_ALL", "batch": kernel.batch,
-            "seq": kernel.seq, "input": list(inputs["x"].shape), "model_bytes": len(onnx_model),
-            "weights": "PyTorch default initialisation, seeded (as the torch backend's)"}
+    info = {
+        "runtime": f"onnxruntime {_ort_version()}",
+        "exporter": f"{EXPORTER}, torch {torch.__version__}",
+        "providers": list(call.providers),
+        "graph_optimization": "ORT_ENABLE_ALL",
+        "batch": kernel.batch,
+        "seq": kernel.seq,
+        "input": list(inputs["x"].shape),
+        "model_bytes": len(onnx_model),
+        "weights": "PyTorch default initialisation, seeded (as the torch backend's)",
+    }
     if precision is Precision.FP16:
         info["note"] = FP16_NOTE
-    part = TimedPart("fwd", call, check, kernel.flops("fwd"), kernel.min_bytes("fwd", precision), info=info,
-                     capturable=False)
+    part = TimedPart(
+        "fwd", call, check, kernel.flops("fwd"), kernel.min_bytes("fwd", precision), info=info, capturable=False
+    )
     return Prepared(parts=[part], info={"items_per_call": kernel.batch})
 
 
@@ -92,8 +102,15 @@ def export(model: torch.nn.Module, x: torch.Tensor, name: str) -> bytes:
         with warnings.catch_warnings(), contextlib.redirect_stdout(chatter), torch.no_grad():
             warnings.simplefilter("ignore")
             # a file object is accepted as well as a path; torch's annotation names paths only
-            torch.onnx.export(model, (x,), buf, dynamo=False,  # type: ignore[arg-type]
-                              opset_version=EXPORT_OPSET, input_names=["x"], output_names=["y"])
+            torch.onnx.export(
+                model,
+                (x,),
+                buf,
+                dynamo=False,  # type: ignore[arg-type]
+                opset_version=EXPORT_OPSET,
+                input_names=["x"],
+                output_names=["y"],
+            )
     except torch.onnx.errors.OnnxExporterError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise Unsupported(f"{EXPORTER} cannot export {name}: {first}"[:REASON_CHARS]) from None
@@ -102,13 +119,16 @@ def export(model: torch.nn.Module, x: torch.Tensor, name: str) -> bytes:
 
 def _precision_reason(precision: Precision) -> str:
     if precision is Precision.BF16:
-        why = ("ONNX's Conv has no bfloat16 type at opset 17 and the CPU execution provider has no bfloat16 "
-               "MatMul kernel")
+        why = (
+            "ONNX's Conv has no bfloat16 type at opset 17 and the CPU execution provider has no bfloat16 MatMul kernel"
+        )
     elif precision is Precision.TF32:
         why = "tf32 is a tensor-core mode of NVIDIA GPUs; the CPU execution provider computes float32"
     else:
-        why = (f"a whole model in {precision.value} needs a quantized model (calibrated scales), which this tool "
-               "does not build")
+        why = (
+            f"a whole model in {precision.value} needs a quantized model (calibrated scales), which this tool "
+            "does not build"
+        )
     return f"{why}; the onnxruntime backend runs whole models in fp32 and fp16"
 
 

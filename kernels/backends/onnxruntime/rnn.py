@@ -31,8 +31,9 @@ def _sigmoid(v: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-v))
 
 
-def reference(cell: str, x: np.ndarray, w: np.ndarray, r: np.ndarray, b: np.ndarray, h0: np.ndarray,
-              c0: np.ndarray) -> np.ndarray:
+def reference(
+    cell: str, x: np.ndarray, w: np.ndarray, r: np.ndarray, b: np.ndarray, h0: np.ndarray, c0: np.ndarray
+) -> np.ndarray:
     """All hidden states (T, N, H) in float64, in ONNX's gate orders (LSTM i,o,f,c; GRU z,r,h)."""
     w, r, b = (a[0].astype(np.float64) for a in (w, r, b))
     half = b.shape[0] // 2
@@ -45,14 +46,14 @@ def reference(cell: str, x: np.ndarray, w: np.ndarray, r: np.ndarray, b: np.ndar
             h = np.maximum(xt @ w.T + wb + h @ r.T + rb, 0.0)
         elif cell == "lstm":
             g = xt @ w.T + wb + h @ r.T + rb
-            i, o, f, cc = (g[:, j * hid:(j + 1) * hid] for j in range(4))
+            i, o, f, cc = (g[:, j * hid : (j + 1) * hid] for j in range(4))
             c = _sigmoid(f) * c + _sigmoid(i) * np.tanh(cc)
             h = _sigmoid(o) * np.tanh(c)
         else:
             px, ph = xt @ w.T + wb, h @ r.T + rb
             z = _sigmoid(px[:, :hid] + ph[:, :hid])
-            rr = _sigmoid(px[:, hid:2 * hid] + ph[:, hid:2 * hid])
-            n = np.tanh(px[:, 2 * hid:] + rr * ph[:, 2 * hid:])
+            rr = _sigmoid(px[:, hid : 2 * hid] + ph[:, hid : 2 * hid])
+            n = np.tanh(px[:, 2 * hid :] + rr * ph[:, 2 * hid :])
             h = (1 - z) * n + z * h
         outs.append(h)
     return np.stack(outs)
@@ -60,12 +61,14 @@ def reference(cell: str, x: np.ndarray, w: np.ndarray, r: np.ndarray, b: np.ndar
 
 def prepare(ctx: OrtContext, kernel: RnnKernel, precision: Precision) -> Prepared:
     if precision is not Precision.FP32:
-        raise Unsupported(f"onnxruntime's RNN/LSTM/GRU operators run float32 only on the CPU provider; "
-                          f"no {precision.value} recurrent operator")
+        raise Unsupported(
+            f"onnxruntime's RNN/LSTM/GRU operators run float32 only on the CPU provider; "
+            f"no {precision.value} recurrent operator"
+        )
     hid, gates, steps, batch = kernel.hidden, GATES[kernel.cell], kernel.timesteps, kernel.batch
     x = ctx.random((steps, batch, hid), precision)
-    w = ctx.random((1, gates * hid, hid), precision, scale=hid ** -0.5)
-    r = ctx.random((1, gates * hid, hid), precision, scale=hid ** -0.5)
+    w = ctx.random((1, gates * hid, hid), precision, scale=hid**-0.5)
+    r = ctx.random((1, gates * hid, hid), precision, scale=hid**-0.5)
     b = ctx.random((1, 2 * gates * hid), precision, scale=0.1)
     h0 = ctx.random((1, batch, hid), precision)
     c0 = ctx.random((1, batch, hid), precision)
@@ -87,8 +90,21 @@ def prepare(ctx: OrtContext, kernel: RnnKernel, precision: Precision) -> Prepare
             ref["h"] = reference(kernel.cell, x, w, r, b, h0, c0)
         return verdict(relative_error(y[:, 0], ref["h"]), precision, "reference-fp64")
 
-    part = TimedPart("fwd", call, check, kernel.flops("fwd", input_projection=True),
-                     kernel.min_bytes("fwd", precision), capturable=False,
-                     info={"operator": OPS[kernel.cell], "providers": list(call.providers)})
-    return Prepared(parts=[part], info={"input_projection_timed": True, "flops_include_input_projection": True,
-                                        "directions": ["fwd"], "backward": BACKWARD_REASON})
+    part = TimedPart(
+        "fwd",
+        call,
+        check,
+        kernel.flops("fwd", input_projection=True),
+        kernel.min_bytes("fwd", precision),
+        capturable=False,
+        info={"operator": OPS[kernel.cell], "providers": list(call.providers)},
+    )
+    return Prepared(
+        parts=[part],
+        info={
+            "input_projection_timed": True,
+            "flops_include_input_projection": True,
+            "directions": ["fwd"],
+            "backward": BACKWARD_REASON,
+        },
+    )

@@ -18,9 +18,13 @@ from onnx import helper
 
 OPSET = 17
 IR_VERSION = 8
-ONNX_TYPES = {np.dtype(np.float32): onnx.TensorProto.FLOAT, np.dtype(np.int8): onnx.TensorProto.INT8,
-              np.dtype(np.uint8): onnx.TensorProto.UINT8, np.dtype(np.int32): onnx.TensorProto.INT32,
-              np.dtype(np.int64): onnx.TensorProto.INT64}
+ONNX_TYPES = {
+    np.dtype(np.float32): onnx.TensorProto.FLOAT,
+    np.dtype(np.int8): onnx.TensorProto.INT8,
+    np.dtype(np.uint8): onnx.TensorProto.UINT8,
+    np.dtype(np.int32): onnx.TensorProto.INT32,
+    np.dtype(np.int64): onnx.TensorProto.INT64,
+}
 
 
 @dataclass
@@ -29,8 +33,13 @@ class SessionOptions:
     provider: str
 
 
-def single_op_model(node: onnx.NodeProto | Sequence[onnx.NodeProto], inputs: dict[str, np.ndarray],
-                    outputs: dict[str, np.ndarray], initializers: dict[str, np.ndarray], opset: int = OPSET) -> bytes:
+def single_op_model(
+    node: onnx.NodeProto | Sequence[onnx.NodeProto],
+    inputs: dict[str, np.ndarray],
+    outputs: dict[str, np.ndarray],
+    initializers: dict[str, np.ndarray],
+    opset: int = OPSET,
+) -> bytes:
     """A checked model with one node (or the few nodes of one layer that ONNX has no single
     operator for): `inputs` are graph inputs (bound at run time), `outputs` pre-allocated arrays
     whose shapes and types the graph declares, `initializers` constants. `opset` above OPSET is
@@ -38,10 +47,12 @@ def single_op_model(node: onnx.NodeProto | Sequence[onnx.NodeProto], inputs: dic
     lowest that opset allows, so older runtimes load what they can."""
     nodes = [node] if isinstance(node, onnx.NodeProto) else list(node)
     graph = helper.make_graph(
-        nodes, f"deepbench_{nodes[-1].op_type.lower()}",
+        nodes,
+        f"deepbench_{nodes[-1].op_type.lower()}",
         [helper.make_tensor_value_info(n, ONNX_TYPES[a.dtype], list(a.shape)) for n, a in inputs.items()],
         [helper.make_tensor_value_info(n, ONNX_TYPES[a.dtype], list(a.shape)) for n, a in outputs.items()],
-        [onnx.numpy_helper.from_array(a, n) for n, a in initializers.items()])
+        [onnx.numpy_helper.from_array(a, n) for n, a in initializers.items()],
+    )
     opset_id = helper.make_opsetid("", opset)
     model = helper.make_model(graph, opset_imports=[opset_id], producer_name="deepbench")
     model.ir_version = IR_VERSION if opset == OPSET else helper.find_min_ir_version_for([opset_id])
@@ -52,8 +63,9 @@ def single_op_model(node: onnx.NodeProto | Sequence[onnx.NodeProto], inputs: dic
 class BoundCall:
     """session + io_binding: `__call__` runs the model on the bound buffers."""
 
-    def __init__(self, model: bytes, options: SessionOptions, inputs: dict[str, np.ndarray],
-                 outputs: dict[str, np.ndarray]) -> None:
+    def __init__(
+        self, model: bytes, options: SessionOptions, inputs: dict[str, np.ndarray], outputs: dict[str, np.ndarray]
+    ) -> None:
         so = ort.SessionOptions()
         so.intra_op_num_threads = options.threads
         so.inter_op_num_threads = 1

@@ -12,8 +12,10 @@ from ...precision import Precision
 from ..base import Prepared, Unsupported
 from .context import OrtContext
 
-REASON = ("onnxruntime has no sparse matrix product among the standard ONNX operators (a sparse initializer "
-          "is densified at load); use --backend tflite (sparse fully connected) or torch")
+REASON = (
+    "onnxruntime has no sparse matrix product among the standard ONNX operators (a sparse initializer "
+    "is densified at load); use --backend tflite (sparse fully connected) or torch"
+)
 
 
 def prepare(ctx: OrtContext, kernel: SparseGemmKernel, precision: Precision) -> Prepared:

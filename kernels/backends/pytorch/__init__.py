@@ -51,10 +51,15 @@ OPERATIONS: dict[str, Callable[[TorchContext, Any, Precision], Prepared]] = {
     "sparse_gemm": sparse_gemm.prepare,
     "sparse24_gemm": sparse24_gemm.prepare,  # declines: cuSPARSELt's (kernels/backends/cusparselt/)
     # layer benchmarks (kernels/layers.py)
-    "pooling": pooling.prepare, "batch_norm": norms.prepare_batch_norm, "norm": norms.prepare_norm,
-    "softmax": pointwise.prepare_softmax, "activation": pointwise.prepare_activation,
-    "embedding": embedding.prepare, "attention": attention.prepare,
-    "elementwise": elementwise.prepare, "batched_gemm": batched_gemm.prepare,
+    "pooling": pooling.prepare,
+    "batch_norm": norms.prepare_batch_norm,
+    "norm": norms.prepare_norm,
+    "softmax": pointwise.prepare_softmax,
+    "activation": pointwise.prepare_activation,
+    "embedding": embedding.prepare,
+    "attention": attention.prepare,
+    "elementwise": elementwise.prepare,
+    "batched_gemm": batched_gemm.prepare,
     "model": model.prepare,  # a whole model's forward pass (kernels/model_kernel.py)
 }
 
@@ -147,9 +152,16 @@ class TorchBackend(Backend):
         if self.cuda:
             return self.cuda.facts()
         facts = self.arm.device_facts() if self.arm else {}
-        return {"kind": "cpu", "name": cpu_model(), **facts, "threads": torch.get_num_threads(),
-                "logical_cpus": os.cpu_count(), "machine": platform.machine(),
-                "capability": torch.backends.cpu.get_cpu_capability(), "llc_bytes": last_level_cache_bytes()}
+        return {
+            "kind": "cpu",
+            "name": cpu_model(),
+            **facts,
+            "threads": torch.get_num_threads(),
+            "logical_cpus": os.cpu_count(),
+            "machine": platform.machine(),
+            "capability": torch.backends.cpu.get_cpu_capability(),
+            "llc_bytes": last_level_cache_bytes(),
+        }
 
     def device_facts_after(self) -> dict[str, Any]:
         if self.cuda:

@@ -55,8 +55,10 @@ class ArmCpu:
 
     def require(self, precision: Precision) -> None:
         if precision is Precision.BF16 and not torch.ops.mkldnn._is_mkldnn_bf16_supported():
-            raise Unsupported("bf16 needs the CPU's BF16 instructions (FEAT_BF16, Armv8.6), which this CPU lacks: "
-                              "PyTorch would convert bfloat16 in software; fp32 and int8 run")
+            raise Unsupported(
+                "bf16 needs the CPU's BF16 instructions (FEAT_BF16, Armv8.6), which this CPU lacks: "
+                "PyTorch would convert bfloat16 in software; fp32 and int8 run"
+            )
 
     def after_measure(self, fn: Callable[[], object], part: TimedPart) -> None:
         """Flag the part if the board throttled while it was measured, then one more call with

@@ -26,8 +26,12 @@ from .context import TorchContext
 from .layer_common import forward_part, layer_dtype
 
 # torch.nn.attention.SDPBackend's members, by the name each gets in the result ("fwd_<name>").
-SDPA_BACKENDS = {"flash": "FLASH_ATTENTION", "efficient": "EFFICIENT_ATTENTION", "cudnn": "CUDNN_ATTENTION",
-                 "math": "MATH"}
+SDPA_BACKENDS = {
+    "flash": "FLASH_ATTENTION",
+    "efficient": "EFFICIENT_ATTENTION",
+    "cudnn": "CUDNN_ATTENTION",
+    "math": "MATH",
+}
 REASON_CHARS = 1000
 US_PER_S = 1e6
 
@@ -61,24 +65,44 @@ def prepare(ctx: TorchContext, kernel: AttentionKernel, precision: Precision) ->
         return torch.stack(rows)
 
     result = lambda: torch.stack([out["y"][b, h] for b, h in pairs])  # noqa: E731
-    prepared = forward_part(kk, precision, run, result, reference, "reference-fp64", f"(batch, head) pairs {pairs}",
-                            info={"api": "torch.nn.functional.scaled_dot_product_attention"})
+    prepared = forward_part(
+        kk,
+        precision,
+        run,
+        result,
+        reference,
+        "reference-fp64",
+        f"(batch, head) pairs {pairs}",
+        info={"api": "torch.nn.functional.scaled_dot_product_attention"},
+    )
     if ctx.is_cuda:  # each fused kernel by name, beside PyTorch's own pick (the "fwd" part)
+
         def check(y: torch.Tensor) -> Check:
             got = torch.stack([y[b, h] for b, h in pairs])
-            return verdict(relative_error(got, reference()), precision, "reference-fp64",
-                           f"(batch, head) pairs {pairs}")
+            return verdict(
+                relative_error(got, reference()), precision, "reference-fp64", f"(batch, head) pairs {pairs}"
+            )
 
         call = lambda: torch.nn.functional.scaled_dot_product_attention(  # noqa: E731
-            q, k, v, is_causal=kk.causal, enable_gqa=gqa)
-        prepared.after = lambda backend, rule: {"sdpa_backends": time_named_backends(
-            backend, rule, call, check, kk.flops("fwd"), kk.min_bytes("fwd", precision), precision)}
+            q, k, v, is_causal=kk.causal, enable_gqa=gqa
+        )
+        prepared.after = lambda backend, rule: {
+            "sdpa_backends": time_named_backends(
+                backend, rule, call, check, kk.flops("fwd"), kk.min_bytes("fwd", precision), precision
+            )
+        }
     return prepared
 
 
-def time_named_backends(backend: Any, rule: StopRule, call: Callable[[], torch.Tensor],
-                        check: Callable[[torch.Tensor], Check], flops: float, min_bytes: float,
-                        precision: Precision) -> dict[str, dict]:
+def time_named_backends(
+    backend: Any,
+    rule: StopRule,
+    call: Callable[[], torch.Tensor],
+    check: Callable[[torch.Tensor], Check],
+    flops: float,
+    min_bytes: float,
+    precision: Precision,
+) -> dict[str, dict]:
     """Time `call` under each SDPA backend PyTorch names (torch.nn.attention.sdpa_kernel), one
     entry per name ("fwd_flash" ...): its time, throughput and check, or `unsupported` with the
     reasons PyTorch gives (the warnings it emits before "No available kernel") when that kernel
@@ -112,7 +136,12 @@ def time_named_backends(backend: Any, rule: StopRule, call: Callable[[], torch.T
             m = backend.measure(run, rule, part)
         result = check(out["y"])
         seconds = m.stats.median / US_PER_S
-        entries[key] = {"status": "ok" if result.passed else "failed", "time_us": m.stats.model_dump(),
-                        "tflops": flops / seconds / 1e12 if flops else None, "gbps": min_bytes / seconds / 1e9,
-                        "check": result.model_dump(), **part.info}
+        entries[key] = {
+            "status": "ok" if result.passed else "failed",
+            "time_us": m.stats.model_dump(),
+            "tflops": flops / seconds / 1e12 if flops else None,
+            "gbps": min_bytes / seconds / 1e9,
+            "check": result.model_dump(),
+            **part.info,
+        }
     return entries

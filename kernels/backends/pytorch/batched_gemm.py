@@ -33,8 +33,10 @@ def operands(ctx: TorchContext, kernel: BatchedGemmKernel, dtype: torch.dtype) -
 
 def prepare(ctx: TorchContext, kernel: BatchedGemmKernel, precision: Precision) -> Prepared:
     if precision not in FLOAT_PRECISIONS:
-        raise Unsupported(f"batched GEMM in {precision.value} is not implemented on the torch backend "
-                          "(torch.bmm has no integer or fp8 form); it runs fp32, tf32 (CUDA), fp16 and bf16")
+        raise Unsupported(
+            f"batched GEMM in {precision.value} is not implemented on the torch backend "
+            "(torch.bmm has no integer or fp8 form); it runs fp32, tf32 (CUDA), fp16 and bf16"
+        )
     dtype = ctx.dtype(precision)
     x, y = operands(ctx, kernel, dtype)
     out = torch.empty((kernel.batch, kernel.n, kernel.m), dtype=dtype, device=ctx.device)
@@ -46,7 +48,20 @@ def prepare(ctx: TorchContext, kernel: BatchedGemmKernel, precision: Precision) 
         return check_batch_ends(lambda i: check_matmul(out[i], x[i], y[i], precision, ctx.generator), kernel.batch)
 
     part = TimedPart(
-        direction="fwd", run=run, check=check, flops=kernel.flops(), min_bytes=kernel.min_bytes("fwd", precision),
-        info={"blas_call": {"batch": kernel.batch, "transa": "T" if kernel.a_t else "N",
-                            "transb": "T" if kernel.b_t else "N", "m": kernel.m, "n": kernel.n, "k": kernel.k}})
+        direction="fwd",
+        run=run,
+        check=check,
+        flops=kernel.flops(),
+        min_bytes=kernel.min_bytes("fwd", precision),
+        info={
+            "blas_call": {
+                "batch": kernel.batch,
+                "transa": "T" if kernel.a_t else "N",
+                "transb": "T" if kernel.b_t else "N",
+                "m": kernel.m,
+                "n": kernel.n,
+                "k": kernel.k,
+            }
+        },
+    )
     return Prepared(parts=[part])

@@ -31,12 +31,18 @@ def verdict(error: float, precision: Precision, method: str, detail: str = "", t
     """Pass when finite and within `tol` (default: the precision's floor, precision.tolerance())."""
     tol = tolerance(precision) if tol is None else tol
     passed = math.isfinite(error) and error <= tol
-    return Check(passed=passed, method=method, error=error if math.isfinite(error) else None, tolerance=tol,
-                 detail=detail if passed or math.isfinite(error) else (detail + " non-finite output").strip())
+    return Check(
+        passed=passed,
+        method=method,
+        error=error if math.isfinite(error) else None,
+        tolerance=tol,
+        detail=detail if passed or math.isfinite(error) else (detail + " non-finite output").strip(),
+    )
 
 
-def check_matmul(out: torch.Tensor, x: torch.Tensor, y: torch.Tensor, precision: Precision,
-                 generator: torch.Generator | None = None) -> Check:
+def check_matmul(
+    out: torch.Tensor, x: torch.Tensor, y: torch.Tensor, precision: Precision, generator: torch.Generator | None = None
+) -> Check:
     """out should equal x @ y (any layouts). Integer results must match exactly."""
     n, k = x.shape
     m = y.shape[1]
@@ -44,8 +50,13 @@ def check_matmul(out: torch.Tensor, x: torch.Tensor, y: torch.Tensor, precision:
         if n * k * m <= REFERENCE_MAX_MACS:
             ref = x.to(torch.int64) @ y.to(torch.int64) if x.device.type == "cpu" else (x.double() @ y.double())
             wrong = int((out.to(torch.int64) != ref.to(torch.int64)).sum().item())
-            return Check(passed=wrong == 0, method="exact-int", error=float(wrong), tolerance=0.0,
-                         detail=f"{wrong} wrong elements")
+            return Check(
+                passed=wrong == 0,
+                method="exact-int",
+                error=float(wrong),
+                tolerance=0.0,
+                detail=f"{wrong} wrong elements",
+            )
         r = torch.randint(-2, 3, (m, FREIVALDS_VECTORS), device=x.device, generator=generator).double()
         lhs, rhs = out.double() @ r, x.double() @ (y.double() @ r)
         wrong = int((lhs != rhs).sum().item())

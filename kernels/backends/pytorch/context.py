@@ -15,10 +15,13 @@ from ..base import Unsupported
 from ..cuda_device import set_torch_precision_mode
 
 DTYPES = {
-    Precision.FP32: torch.float32, Precision.TF32: torch.float32, Precision.FP16: torch.float16,
-    Precision.BF16: torch.bfloat16, Precision.INT8: torch.int8,
+    Precision.FP32: torch.float32,
+    Precision.TF32: torch.float32,
+    Precision.FP16: torch.float16,
+    Precision.BF16: torch.bfloat16,
+    Precision.INT8: torch.int8,
 }
-INT8_CUDA_MULTIPLE = 8   # torch._int_mm on CUDA: k and the output columns multiples of 8
+INT8_CUDA_MULTIPLE = 8  # torch._int_mm on CUDA: k and the output columns multiples of 8
 INT8_CUDA_MIN_ROWS = 20  # torch._int_mm on CUDA: more than 16 rows (20 keeps DeepBench's multiple of 4)
 INT8_RANGE = 64  # int8 inputs drawn from [-64, 64): random, never constant, no overflow in int32
 
@@ -53,8 +56,9 @@ class TorchContext:
             raise Unsupported(f"{precision.value} is not available through PyTorch on {self.device.type}")
         return DTYPES[precision]
 
-    def random(self, shape: tuple[int, ...], dtype: torch.dtype, scale: float = 1.0, narrow: bool | None = None
-               ) -> torch.Tensor:
+    def random(
+        self, shape: tuple[int, ...], dtype: torch.dtype, scale: float = 1.0, narrow: bool | None = None
+    ) -> torch.Tensor:
         """Random normal inputs (int8: uniform integers): zeros or constants would run faster. Under
         --inputs, uniform [0, 1) or zeros instead (kernels/inputs.py; narrow: stored in under 32 bits,
         by default the dtype's width; fp8 operands drawn in float32 and rounded say so)."""
@@ -62,8 +66,9 @@ class TorchContext:
         if kind == "zeros":
             return torch.zeros(shape, device=self.device, dtype=dtype)
         if dtype == torch.int8:
-            return torch.randint(-INT8_RANGE, INT8_RANGE, shape, device=self.device, dtype=torch.int8,
-                                 generator=self.generator)
+            return torch.randint(
+                -INT8_RANGE, INT8_RANGE, shape, device=self.device, dtype=torch.int8, generator=self.generator
+            )
         draw = torch.rand if kind == "uniform" else torch.randn
         t = draw(shape, device=self.device, dtype=torch.float32, generator=self.generator)
         if scale != 1.0:
@@ -82,11 +87,16 @@ class TorchContext:
         multiples of 8 (cuBLASLt's int8 alignment); the padded sizes are returned and recorded."""
         if not self.is_cuda:
             return m, n, k, {}
-        padded = {"m": -(-m // INT8_CUDA_MULTIPLE) * INT8_CUDA_MULTIPLE,
-                  "k": -(-k // INT8_CUDA_MULTIPLE) * INT8_CUDA_MULTIPLE,
-                  "n": max(n, INT8_CUDA_MIN_ROWS)}
-        extra = {name: v for name, v, orig in (("m", padded["m"], m), ("n", padded["n"], n), ("k", padded["k"], k))
-                 if v != orig}
+        padded = {
+            "m": -(-m // INT8_CUDA_MULTIPLE) * INT8_CUDA_MULTIPLE,
+            "k": -(-k // INT8_CUDA_MULTIPLE) * INT8_CUDA_MULTIPLE,
+            "n": max(n, INT8_CUDA_MIN_ROWS),
+        }
+        extra = {
+            name: v
+            for name, v, orig in (("m", padded["m"], m), ("n", padded["n"], n), ("k", padded["k"], k))
+            if v != orig
+        }
         return padded["m"], padded["n"], padded["k"], extra
 
     def synchronize(self) -> None:

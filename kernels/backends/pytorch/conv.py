@@ -29,15 +29,20 @@ DILATION = [1, 1]
 OUTPUT_PADDING = [0, 0]
 GROUPS = 1
 # PyTorch does not report the engine cuDNN chose; it records how it asked for one.
-CUDNN_INFO = {"library": "cuDNN", "algorithm": "torch.backends.cudnn.benchmark=True: cuDNN's find timed its "
-              "algorithms at the warm-up call and the fastest is used (engine id not exposed by PyTorch)",
-              "layout": "NCHW"}
+CUDNN_INFO = {
+    "library": "cuDNN",
+    "algorithm": "torch.backends.cudnn.benchmark=True: cuDNN's find timed its "
+    "algorithms at the warm-up call and the fastest is used (engine id not exposed by PyTorch)",
+    "layout": "NCHW",
+}
 
 
 def prepare(ctx: TorchContext, kernel: ConvKernel, precision: Precision) -> Prepared:
     if precision in (Precision.INT8, Precision.FP8):
-        raise Unsupported(f"PyTorch has no {precision.value} convolution with 32-bit accumulate and output "
-                          "(its quantized convolution requantizes to 8 bits); run fp32, fp16 or bf16")
+        raise Unsupported(
+            f"PyTorch has no {precision.value} convolution with 32-bit accumulate and output "
+            "(its quantized convolution requantizes to 8 bits); run fp32, fp16 or bf16"
+        )
     dtype = ctx.dtype(precision)
     kk, padded = padded_conv(kernel, precision, ctx.pad)
     stride, pad = [kk.stride_h, kk.stride_w], [kk.pad_h, kk.pad_w]
@@ -50,21 +55,38 @@ def prepare(ctx: TorchContext, kernel: ConvKernel, precision: Precision) -> Prep
         out["y"] = torch.ops.aten.convolution(x, w, None, stride, pad, DILATION, False, OUTPUT_PADDING, GROUPS)
 
     def bwd_data() -> None:
-        out["dx"] = torch.ops.aten.convolution_backward(dy, x, w, None, stride, pad, DILATION, False,
-                                                        OUTPUT_PADDING, GROUPS, [True, False, False])[0]
+        out["dx"] = torch.ops.aten.convolution_backward(
+            dy, x, w, None, stride, pad, DILATION, False, OUTPUT_PADDING, GROUPS, [True, False, False]
+        )[0]
 
     def bwd_filter() -> None:
-        out["dw"] = torch.ops.aten.convolution_backward(dy, x, w, None, stride, pad, DILATION, False,
-                                                        OUTPUT_PADDING, GROUPS, [False, True, False])[1]
+        out["dw"] = torch.ops.aten.convolution_backward(
+            dy, x, w, None, stride, pad, DILATION, False, OUTPUT_PADDING, GROUPS, [False, True, False]
+        )[1]
 
     sampler = ConvSampler(ctx, kk, x, w, dy)
     parts = [
-        TimedPart("fwd", fwd, lambda: sampler.check_fwd(out["y"], precision), kernel.flops("fwd"),
-                  kernel.min_bytes("fwd", precision)),
-        TimedPart("bwd_data", bwd_data, lambda: sampler.check_bwd_data(out["dx"], precision),
-                  kernel.flops("bwd_data"), kernel.min_bytes("bwd_data", precision)),
-        TimedPart("bwd_filter", bwd_filter, lambda: sampler.check_bwd_filter(out["dw"], precision),
-                  kernel.flops("bwd_filter"), kernel.min_bytes("bwd_filter", precision)),
+        TimedPart(
+            "fwd",
+            fwd,
+            lambda: sampler.check_fwd(out["y"], precision),
+            kernel.flops("fwd"),
+            kernel.min_bytes("fwd", precision),
+        ),
+        TimedPart(
+            "bwd_data",
+            bwd_data,
+            lambda: sampler.check_bwd_data(out["dx"], precision),
+            kernel.flops("bwd_data"),
+            kernel.min_bytes("bwd_data", precision),
+        ),
+        TimedPart(
+            "bwd_filter",
+            bwd_filter,
+            lambda: sampler.check_bwd_filter(out["dw"], precision),
+            kernel.flops("bwd_filter"),
+            kernel.min_bytes("bwd_filter", precision),
+        ),
     ]
     if ctx.is_cuda:
         for p in parts:
@@ -78,8 +100,9 @@ def padded_conv(kernel: ConvKernel, precision: Precision, mode: PadMode) -> tupl
     """The convolution DeepBench ran (kernels/padding.py: channels, and for int8 the image too)
     and the padded dimensions; the FLOPs a result reports stay the listed kernel's."""
     listed = {"n": kernel.n, "c": kernel.c, "h": kernel.h, "w": kernel.w, "k": kernel.k}
-    shape = padding.resolve(mode, listed, padding.conv_shape(kernel.n, kernel.c, kernel.h, kernel.w, kernel.k,
-                                                              precision))
+    shape = padding.resolve(
+        mode, listed, padding.conv_shape(kernel.n, kernel.c, kernel.h, kernel.w, kernel.k, precision)
+    )
     changed = padding.changed(listed, shape)
     return (kernel.model_copy(update=changed) if changed else kernel), changed
 
@@ -101,10 +124,15 @@ def transform_aware(part: TimedPart, precision: Precision) -> Callable[[], Check
         if not any(marker in n.lower() for n in names for marker in TRANSFORM_MARKERS):
             return result
         tol = TRANSFORM_TOLERANCE[precision]
-        return result.model_copy(update={
-            "passed": result.error <= tol, "tolerance": tol,
-            "detail": f"{result.detail}; cuDNN ran a transform-domain algorithm ({names[0][:60]}): "
-                      f"tolerance {tol:g} for Winograd/FFT in {precision.value}"})
+        return result.model_copy(
+            update={
+                "passed": result.error <= tol,
+                "tolerance": tol,
+                "detail": f"{result.detail}; cuDNN ran a transform-domain algorithm ({names[0][:60]}): "
+                f"tolerance {tol:g} for Winograd/FFT in {precision.value}",
+            }
+        )
+
     return check
 
 
@@ -125,8 +153,9 @@ class ConvSampler:
 
     def _points(self, *sizes: int) -> torch.Tensor:
         """CHECK_POINTS random output coordinates: one row of indices per dimension."""
-        return torch.stack([torch.randint(0, s, (CHECK_POINTS,), generator=self.ctx.generator, device=self.ctx.device)
-                            for s in sizes]).to(self.xp.device)
+        return torch.stack(
+            [torch.randint(0, s, (CHECK_POINTS,), generator=self.ctx.generator, device=self.ctx.device) for s in sizes]
+        ).to(self.xp.device)
 
     def _range(self, n: int) -> torch.Tensor:
         return torch.arange(n, device=self.xp.device)
@@ -143,9 +172,14 @@ class ConvSampler:
         def ref(n: torch.Tensor, k: torch.Tensor, oh: torch.Tensor, ow: torch.Tensor) -> torch.Tensor:
             rows = (oh * kk.stride_h)[:, None] + self._range(kk.r)  # (P, R): the input rows each element reads
             cols = (ow * kk.stride_w)[:, None] + self._range(kk.s)
-            patch = self.xp[n[:, None, None, None], self._range(kk.c)[None, :, None, None], rows[:, None, :, None],
-                            cols[:, None, None, :]]
+            patch = self.xp[
+                n[:, None, None, None],
+                self._range(kk.c)[None, :, None, None],
+                rows[:, None, :, None],
+                cols[:, None, None, :],
+            ]
             return (patch * self.w[k]).sum(dim=(1, 2, 3))
+
         return _compare(self._at(y, points), _chunked(points, 2 * kk.c * kk.r * kk.s, ref), precision)
 
     def check_bwd_filter(self, dw: torch.Tensor, precision: Precision) -> Check:
@@ -155,9 +189,14 @@ class ConvSampler:
         def ref(k: torch.Tensor, c: torch.Tensor, r: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
             rows = r[:, None] + self._range(kk.out_h) * kk.stride_h  # (P, OH): the input rows each tap reads
             cols = s[:, None] + self._range(kk.out_w) * kk.stride_w
-            x = self.xp[self._range(kk.n)[None, :, None, None], c[:, None, None, None], rows[:, None, :, None],
-                        cols[:, None, None, :]]
+            x = self.xp[
+                self._range(kk.n)[None, :, None, None],
+                c[:, None, None, None],
+                rows[:, None, :, None],
+                cols[:, None, None, :],
+            ]
             return (x * self.dy[:, k].transpose(0, 1)).sum(dim=(1, 2, 3))
+
         return _compare(self._at(dw, points), _chunked(points, 2 * kk.n * kk.out_h * kk.out_w, ref), precision)
 
     def check_bwd_data(self, dx: torch.Tensor, precision: Precision) -> Check:
@@ -177,15 +216,19 @@ class ConvSampler:
             taps = self.w[ks, c[:, None, None, None], r[None, None, :, None], s[None, None, None, :]]
             valid = (rows_ok[:, :, None] & cols_ok[:, None, :])[:, None]
             return (grad * taps * valid).sum(dim=(1, 2, 3))
+
         return _compare(self._at(dx, points), _chunked(points, 3 * kk.k * kk.r * kk.s, ref), precision)
 
 
-def _chunked(points: torch.Tensor, doubles_per_point: int,
-             ref: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]) -> torch.Tensor:
+def _chunked(
+    points: torch.Tensor,
+    doubles_per_point: int,
+    ref: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor],
+) -> torch.Tensor:
     """`ref` of the points (a row of indices per dimension), at most MAX_GATHER_BYTES of float64
     operands gathered at a time: a backward-filter point reads a whole batch of images."""
     step = max(1, MAX_GATHER_BYTES // (FLOAT64_BYTES * max(1, doubles_per_point)))
-    return torch.cat([ref(*points[:, i:i + step]) for i in range(0, points.shape[1], step)])
+    return torch.cat([ref(*points[:, i : i + step]) for i in range(0, points.shape[1], step)])
 
 
 def _compare(got: torch.Tensor, ref: torch.Tensor, precision: Precision) -> Check:

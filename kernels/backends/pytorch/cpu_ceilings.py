@@ -77,8 +77,9 @@ def copy_ceiling(memory_bytes: int | None) -> tuple[float, int]:
     return 2 * nbytes / (m.stats.min * 1e-6) / 1e9, nbytes
 
 
-def measure_cpu_ceilings(ctx: TorchContext, precisions: Iterable[Precision], memory_bytes: int | None
-                         ) -> dict[str, float]:
+def measure_cpu_ceilings(
+    ctx: TorchContext, precisions: Iterable[Precision], memory_bytes: int | None
+) -> dict[str, float]:
     start = time.perf_counter()
     out: dict[str, float] = {"threads": float(torch.get_num_threads())}
     for p in dict.fromkeys(precisions or (Precision.FP32,)):

@@ -33,5 +33,12 @@ def prepare(ctx: TorchContext, kernel: ElementwiseKernel, precision: Precision) 
     def reference() -> torch.Tensor:
         return fn(a.double(), b.double())
 
-    return forward_part(kernel, precision, run, lambda: out, reference, "reference-fp64",
-                        info={"shapes": {"a": list(a.shape), "b": list(b.shape), "out": list(out.shape)}})
+    return forward_part(
+        kernel,
+        precision,
+        run,
+        lambda: out,
+        reference,
+        "reference-fp64",
+        info={"shapes": {"a": list(a.shape), "b": list(b.shape), "out": list(out.shape)}},
+    )

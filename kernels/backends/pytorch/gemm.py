@@ -27,8 +27,9 @@ FP8_MULTIPLE = 16  # cuBLASLt fp8 GEMM (torch._scaled_mm) needs every dimension 
 FP8_DTYPE = torch.float8_e4m3fn
 
 
-def operands(ctx: TorchContext, m: int, n: int, k: int, a_t: bool, b_t: bool, dtype: torch.dtype,
-             narrow: bool | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def operands(
+    ctx: TorchContext, m: int, n: int, k: int, a_t: bool, b_t: bool, dtype: torch.dtype, narrow: bool | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(X, Y) with X @ Y = B^T-as-rows @ A-as-rows, so the BLAS sees DeepBench's problem.
     `narrow`: drawn for a narrower type than `dtype` (fp8, rounded from float32; context.random)."""
     a_store = ctx.random((m, k) if a_t else (k, m), dtype, narrow=narrow)
@@ -42,8 +43,9 @@ def prepare(ctx: TorchContext, kernel: GemmKernel, precision: Precision) -> Prep
     if precision is Precision.FP8:
         return prepare_fp8(ctx, kernel)
     listed = {"m": kernel.m, "n": kernel.n, "k": kernel.k}
-    shape = padding.resolve(ctx.pad, listed, padding.gemm_shape(kernel.m, kernel.n, kernel.k, kernel.a_t,
-                                                                 kernel.b_t, precision))
+    shape = padding.resolve(
+        ctx.pad, listed, padding.gemm_shape(kernel.m, kernel.n, kernel.k, kernel.a_t, kernel.b_t, precision)
+    )
     m, n, k = shape["m"], shape["n"], shape["k"]
     info: dict[str, object] = {}
     if precision is Precision.INT8:
@@ -64,10 +66,21 @@ def prepare(ctx: TorchContext, kernel: GemmKernel, precision: Precision) -> Prep
             torch.mm(x, y, out=out)
 
     part = TimedPart(
-        direction="fwd", run=run, check=lambda: check_matmul(out, x, y, precision, ctx.generator),
-        flops=kernel.flops(), min_bytes=kernel.min_bytes("fwd", precision),
-        info={"blas_call": {"transa": "T" if kernel.a_t else "N", "transb": "T" if kernel.b_t else "N",
-                            "m": m, "n": n, "k": k}, **info},
+        direction="fwd",
+        run=run,
+        check=lambda: check_matmul(out, x, y, precision, ctx.generator),
+        flops=kernel.flops(),
+        min_bytes=kernel.min_bytes("fwd", precision),
+        info={
+            "blas_call": {
+                "transa": "T" if kernel.a_t else "N",
+                "transb": "T" if kernel.b_t else "N",
+                "m": m,
+                "n": n,
+                "k": k,
+            },
+            **info,
+        },
     )
     return Prepared(parts=[part], padding=padding.changed(listed, {"m": m, "n": n, "k": k}))
 
@@ -83,8 +96,10 @@ def prepare_fp8(ctx: TorchContext, kernel: GemmKernel) -> Prepared:
         raise Unsupported("fp8 GEMM needs an NVIDIA GPU of compute capability 8.9 or newer (cuBLASLt fp8)")
     layout = ("T" if kernel.a_t else "N") + ("T" if kernel.b_t else "N")
     if layout != "TN":
-        raise Unsupported(f"cuBLASLt fp8 GEMM supports only the TN layout; this kernel is {layout} "
-                          "(transposing an operand would change DeepBench's problem)")
+        raise Unsupported(
+            f"cuBLASLt fp8 GEMM supports only the TN layout; this kernel is {layout} "
+            "(transposing an operand would change DeepBench's problem)"
+        )
     listed = {"m": kernel.m, "n": kernel.n, "k": kernel.k}
     shape = {name: padding.pad_to(v, FP8_MULTIPLE) for name, v in listed.items()}
     m, n, k = shape["m"], shape["n"], shape["k"]
@@ -98,10 +113,15 @@ def prepare_fp8(ctx: TorchContext, kernel: GemmKernel) -> Prepared:
 
     # Reference: the product of the fp8-rounded inputs, so the check measures the GEMM, not the rounding.
     part = TimedPart(
-        direction="fwd", run=run,
+        direction="fwd",
+        run=run,
         check=lambda: check_matmul(out["c"], x8.float(), y8.float(), Precision.FP8, ctx.generator),
-        flops=kernel.flops(), min_bytes=kernel.min_bytes("fwd", Precision.FP8),
-        info={"blas_call": {"transa": "T", "transb": "N", "m": m, "n": n, "k": k},
-              "library": "cuBLASLt via torch._scaled_mm", "scales": "per-tensor 1.0"},
+        flops=kernel.flops(),
+        min_bytes=kernel.min_bytes("fwd", Precision.FP8),
+        info={
+            "blas_call": {"transa": "T", "transb": "N", "m": m, "n": n, "k": k},
+            "library": "cuBLASLt via torch._scaled_mm",
+            "scales": "per-tensor 1.0",
+        },
     )
     return Prepared(parts=[part], padding=padding.changed(listed, shape))

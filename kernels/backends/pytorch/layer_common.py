@@ -22,16 +22,25 @@ def layer_dtype(ctx: TorchContext, kernel: Kernel, precision: Precision, matmul:
     if precision is Precision.TF32 and matmul and ctx.is_cuda:
         return torch.float32
     if precision not in FLOAT_PRECISIONS:
-        why = ("tf32 is a matrix-unit mode of NVIDIA GPUs and this layer has no matrix work here"
-               if precision is Precision.TF32 else
-               f"the torch backend has no {precision.value} {kernel.op} (quantized layers are not implemented)")
+        why = (
+            "tf32 is a matrix-unit mode of NVIDIA GPUs and this layer has no matrix work here"
+            if precision is Precision.TF32
+            else f"the torch backend has no {precision.value} {kernel.op} (quantized layers are not implemented)"
+        )
         raise Unsupported(f"{why}; it runs this layer in fp32, fp16 or bf16")
     return ctx.dtype(precision)
 
 
-def forward_part(kernel: Kernel, precision: Precision, run: Callable[[], None],
-                 result: Callable[[], torch.Tensor], reference: Callable[[], torch.Tensor], method: str,
-                 detail: str = "", info: dict | None = None) -> Prepared:
+def forward_part(
+    kernel: Kernel,
+    precision: Precision,
+    run: Callable[[], None],
+    result: Callable[[], torch.Tensor],
+    reference: Callable[[], torch.Tensor],
+    method: str,
+    detail: str = "",
+    info: dict | None = None,
+) -> Prepared:
     """One timed forward part; its check compares the last output with the float64 reference."""
 
     def check() -> Check:

@@ -19,16 +19,22 @@ from ...results import Check
 from ..base import Prepared, TimedPart, Unsupported
 from .context import TorchContext
 
-DTYPES = {Precision.FP32: torch.float32, Precision.TF32: torch.float32, Precision.FP16: torch.float16,
-          Precision.BF16: torch.bfloat16}
+DTYPES = {
+    Precision.FP32: torch.float32,
+    Precision.TF32: torch.float32,
+    Precision.FP16: torch.float16,
+    Precision.BF16: torch.bfloat16,
+}
 assert set(DTYPES) == set(MODEL_TOLERANCE)
 
 
 def prepare(ctx: TorchContext, kernel: ModelKernel, precision: Precision) -> Prepared:
     if precision not in DTYPES:
-        raise Unsupported(f"a whole model in {precision.value} needs a quantized model (calibrated scales, quantized "
-                          "layers), which this tool does not build; the torch backend runs whole models in fp32, "
-                          "tf32 (CUDA), fp16 or bf16")
+        raise Unsupported(
+            f"a whole model in {precision.value} needs a quantized model (calibrated scales, quantized "
+            "layers), which this tool does not build; the torch backend runs whole models in fp32, "
+            "tf32 (CUDA), fp16 or bf16"
+        )
     dtype = DTYPES[precision]
     model = instance.build(kernel, ctx.seed).to(device=ctx.device, dtype=dtype)
     x = instance.model_input(kernel, model, ctx.seed, ctx.device, dtype)
@@ -43,9 +49,16 @@ def prepare(ctx: TorchContext, kernel: ModelKernel, precision: Precision) -> Pre
         error = instance.relative_error(out["y"], instance.reference(model, x))
         return instance.verdict(error, precision, f"float64 forward of the same weights and input on {ctx.device.type}")
 
-    info = {"runtime": f"torch {torch.__version__} eager, torch.inference_mode", "device": str(ctx.device),
-            "parameters": instance.parameter_count(model), "batch": kernel.batch, "seq": kernel.seq,
-            "input": tuple(x.shape), "weights": "PyTorch default initialisation, seeded"}
-    part = TimedPart("fwd", run, check, kernel.flops("fwd"), kernel.min_bytes("fwd", precision), info=info,
-                     capturable=True)
+    info = {
+        "runtime": f"torch {torch.__version__} eager, torch.inference_mode",
+        "device": str(ctx.device),
+        "parameters": instance.parameter_count(model),
+        "batch": kernel.batch,
+        "seq": kernel.seq,
+        "input": tuple(x.shape),
+        "weights": "PyTorch default initialisation, seeded",
+    }
+    part = TimedPart(
+        "fwd", run, check, kernel.flops("fwd"), kernel.min_bytes("fwd", precision), info=info, capturable=True
+    )
     return Prepared(parts=[part], info={"items_per_call": kernel.batch})

@@ -29,8 +29,9 @@ def prepare_batch_norm(ctx: TorchContext, kernel: BatchNormKernel, precision: Pr
 
     def reference() -> torch.Tensor:
         per_channel = lambda t: t.double().view(1, -1, 1, 1)  # noqa: E731
-        return (x.double() - per_channel(mean)) / torch.sqrt(per_channel(var) + EPS) * per_channel(weight) \
-            + per_channel(bias)
+        return (x.double() - per_channel(mean)) / torch.sqrt(per_channel(var) + EPS) * per_channel(
+            weight
+        ) + per_channel(bias)
 
     return forward_part(kk, precision, run, lambda: out["y"], reference, "reference-fp64")
 
@@ -52,7 +53,7 @@ def prepare_norm(ctx: TorchContext, kernel: NormKernel, precision: Precision) ->
         xd, wd = x.double(), weight.double()
         if kk.kind == "layer":
             centred = xd - xd.mean(-1, keepdim=True)
-            return centred / torch.sqrt((centred ** 2).mean(-1, keepdim=True) + EPS) * wd + bias.double()
-        return xd / torch.sqrt((xd ** 2).mean(-1, keepdim=True) + EPS) * wd
+            return centred / torch.sqrt((centred**2).mean(-1, keepdim=True) + EPS) * wd + bias.double()
+        return xd / torch.sqrt((xd**2).mean(-1, keepdim=True) + EPS) * wd
 
     return forward_part(kk, precision, run, lambda: out["y"], reference, "reference-fp64")

@@ -22,8 +22,7 @@ import torch
 
 PREFIX = "onednn_verbose"
 EXEC = "exec"
-NONE_RAN = ("no oneDNN primitive ran: PyTorch sent this call elsewhere (OpenBLAS, NNPACK, XNNPACK or its own "
-            "kernels)")
+NONE_RAN = "no oneDNN primitive ran: PyTorch sent this call elsewhere (OpenBLAS, NNPACK, XNNPACK or its own kernels)"
 
 
 def _capture_stdout(fn: Callable[[], object]) -> str:
@@ -53,12 +52,18 @@ def parse(text: str) -> dict[str, Any]:
         if not fields or fields[0] != PREFIX:
             continue
         if EXEC in fields:  # v3.x: onednn_verbose,v1,primitive,exec,cpu,...; older: onednn_verbose,exec,cpu,...
-            rest = fields[fields.index(EXEC) + 1:]
+            rest = fields[fields.index(EXEC) + 1 :]
             if len(rest) >= 3:
-                executed.append({"primitive": rest[1], "implementation": rest[2],
-                                 "problem": rest[-2] if len(rest) >= 2 else "", "ms": _float(rest[-1])})
+                executed.append(
+                    {
+                        "primitive": rest[1],
+                        "implementation": rest[2],
+                        "problem": rest[-2] if len(rest) >= 2 else "",
+                        "ms": _float(rest[-1]),
+                    }
+                )
         elif "info" in fields and not fields[fields.index("info") + 1].startswith("template:"):
-            info.append(",".join(fields[fields.index("info") + 1:]))
+            info.append(",".join(fields[fields.index("info") + 1 :]))
     return {"executed": executed, "info": info}
 
 
@@ -79,10 +84,11 @@ def implementations(fn: Callable[[], object]) -> dict[str, Any]:
             fn()
 
     seen = parse(_capture_stdout(traced))
-    out: dict[str, Any] = {"implementations": sorted({f"{e['primitive']}:{e['implementation']}"
-                                                      for e in seen["executed"]}),
-                           "acl": any("acl" in e["implementation"] for e in seen["executed"]),
-                           "executed": seen["executed"]}
+    out: dict[str, Any] = {
+        "implementations": sorted({f"{e['primitive']}:{e['implementation']}" for e in seen["executed"]}),
+        "acl": any("acl" in e["implementation"] for e in seen["executed"]),
+        "executed": seen["executed"],
+    }
     if not seen["executed"]:
         out["note"] = NONE_RAN
     if seen["info"]:

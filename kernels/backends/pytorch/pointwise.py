@@ -18,8 +18,12 @@ from .layer_common import forward_part, layer_dtype
 GELU_TANH_COEFF = 0.044715
 
 FUNCTIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
-    "relu": torch.relu, "gelu": F.gelu, "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"), "silu": F.silu,
-    "tanh": torch.tanh, "sigmoid": torch.sigmoid,
+    "relu": torch.relu,
+    "gelu": F.gelu,
+    "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
+    "silu": F.silu,
+    "tanh": torch.tanh,
+    "sigmoid": torch.sigmoid,
 }
 
 
@@ -30,8 +34,9 @@ def _sigmoid64(x: torch.Tensor) -> torch.Tensor:
 REFERENCES: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "relu": lambda x: torch.where(x > 0, x, torch.zeros_like(x)),
     "gelu": lambda x: 0.5 * x * (1.0 + torch.special.erf(x / math.sqrt(2.0))),
-    "gelu_tanh": lambda x: 0.5 * x * (1.0 + 2.0 * _sigmoid64(2.0 * math.sqrt(2.0 / math.pi)
-                                                              * (x + GELU_TANH_COEFF * x ** 3)) - 1.0),
+    "gelu_tanh": lambda x: (
+        0.5 * x * (1.0 + 2.0 * _sigmoid64(2.0 * math.sqrt(2.0 / math.pi) * (x + GELU_TANH_COEFF * x**3)) - 1.0)
+    ),
     "silu": lambda x: x * _sigmoid64(x),
     "tanh": lambda x: 2.0 * _sigmoid64(2.0 * x) - 1.0,
     "sigmoid": _sigmoid64,

@@ -35,8 +35,15 @@ def prepare(ctx: TorchContext, kernel: PoolingKernel, precision: Precision) -> P
         fill = float("-inf") if kk.mode == "max" else 0.0
         xp = F.pad(xs, (kk.pad_w, kk.pad_w, kk.pad_h, kk.pad_h), value=fill)
         cols = xp.unfold(2, kk.r, kk.stride_h).unfold(3, kk.s, kk.stride_w)  # n, c, oh, ow, r, s
-        cols = cols[:, :, :kk.out_h, :kk.out_w].reshape(*cols.shape[:4], -1)
+        cols = cols[:, :, : kk.out_h, : kk.out_w].reshape(*cols.shape[:4], -1)
         return cols.amax(-1) if kk.mode == "max" else cols.sum(-1) / (kk.r * kk.s)
 
-    return forward_part(kk, precision, run, lambda: out["y"][images], reference, "reference-fp64",
-                        f"images {images} against unfolded windows")
+    return forward_part(
+        kk,
+        precision,
+        run,
+        lambda: out["y"][images],
+        reference,
+        "reference-fp64",
+        f"images {images} against unfolded windows",
+    )

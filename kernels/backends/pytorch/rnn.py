@@ -33,7 +33,7 @@ def prepare(ctx: TorchContext, kernel: RnnKernel, precision: Precision) -> Prepa
     dtype = ctx.dtype(precision)
     hid, gates = kernel.hidden, GATES[kernel.cell]
     proj = ctx.random((kernel.timesteps, kernel.batch, gates * hid), dtype)
-    r_t = ctx.random((hid, gates * hid), dtype, scale=hid ** -0.5).requires_grad_(True)
+    r_t = ctx.random((hid, gates * hid), dtype, scale=hid**-0.5).requires_grad_(True)
     b_n = ctx.random((hid,), dtype)
     d_h = ctx.random((kernel.timesteps, kernel.batch, hid), dtype)
     h0 = ctx.random((kernel.batch, hid), dtype)
@@ -66,16 +66,30 @@ def prepare(ctx: TorchContext, kernel: RnnKernel, precision: Precision) -> Prepa
         return reference["h"], reference["dr"]
 
     def check_fwd() -> Check:
-        return verdict(relative_error(state["h"], ref()[0]), precision, "reference-fp64",
-                       tol=rnn_tolerance(kernel, precision, "fwd"))
+        return verdict(
+            relative_error(state["h"], ref()[0]),
+            precision,
+            "reference-fp64",
+            tol=rnn_tolerance(kernel, precision, "fwd"),
+        )
 
     def check_bwd() -> Check:
-        return verdict(relative_error(state["dr"], ref()[1]), precision, "reference-fp64",
-                       tol=rnn_tolerance(kernel, precision, "bwd"))
+        return verdict(
+            relative_error(state["dr"], ref()[1]),
+            precision,
+            "reference-fp64",
+            tol=rnn_tolerance(kernel, precision, "bwd"),
+        )
 
     parts = [
         TimedPart("fwd", fwd, check_fwd, kernel.flops("fwd"), kernel.min_bytes("fwd", precision), capturable=True),
         TimedPart("bwd", bwd, check_bwd, kernel.flops("bwd"), kernel.min_bytes("bwd", precision), capturable=False),
     ]
-    return Prepared(parts=parts, info={"input_projection_timed": False, "input_gradient_timed": False,
-                                       "implementation": "per-step addmm (BLAS) + element-wise gates"})
+    return Prepared(
+        parts=parts,
+        info={
+            "input_projection_timed": False,
+            "input_gradient_timed": False,
+            "implementation": "per-step addmm (BLAS) + element-wise gates",
+        },
+    )

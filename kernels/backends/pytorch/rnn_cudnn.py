@@ -27,9 +27,11 @@ from .checks import relative_error, verdict
 from .context import TorchContext
 from .rnn_reference import recurrence, relu_recurrence_masked, rnn_tolerance
 
-MODULES = {"vanilla": lambda h, **kw: torch.nn.RNN(h, h, nonlinearity="relu", **kw),
-           "lstm": lambda h, **kw: torch.nn.LSTM(h, h, **kw),
-           "gru": lambda h, **kw: torch.nn.GRU(h, h, **kw)}
+MODULES = {
+    "vanilla": lambda h, **kw: torch.nn.RNN(h, h, nonlinearity="relu", **kw),
+    "lstm": lambda h, **kw: torch.nn.LSTM(h, h, **kw),
+    "gru": lambda h, **kw: torch.nn.GRU(h, h, **kw),
+}
 
 
 def prepare(ctx: TorchContext, kernel: RnnKernel, precision: Precision) -> Prepared:
@@ -38,7 +40,7 @@ def prepare(ctx: TorchContext, kernel: RnnKernel, precision: Precision) -> Prepa
     layer = MODULES[kernel.cell](hid, device=ctx.device, dtype=dtype)
     with torch.no_grad():
         for p in layer.parameters():  # random, seeded, scaled as nn's default init
-            p.copy_(ctx.random(tuple(p.shape), dtype, scale=hid ** -0.5))
+            p.copy_(ctx.random(tuple(p.shape), dtype, scale=hid**-0.5))
     layer.flatten_parameters()
     x = ctx.random((steps, batch, hid), dtype)
     h0 = ctx.random((1, batch, hid), dtype)
@@ -76,12 +78,14 @@ def prepare(ctx: TorchContext, kernel: RnnKernel, precision: Precision) -> Prepa
 
     def ref() -> tuple[torch.Tensor, torch.Tensor]:
         if not reference:
-            w_ih, w_hh, b_ih, b_hh = (cast(torch.Tensor, p).detach().double() for p in (
-                layer.weight_ih_l0, layer.weight_hh_l0, layer.bias_ih_l0, layer.bias_hh_l0))
+            w_ih, w_hh, b_ih, b_hh = (
+                cast(torch.Tensor, p).detach().double()
+                for p in (layer.weight_ih_l0, layer.weight_hh_l0, layer.bias_ih_l0, layer.bias_hh_l0)
+            )
             proj = x.double() @ w_ih.t() + b_ih
             if kernel.cell == "gru":  # cuDNN/PyTorch GRU: b_hn sits inside the reset gate
-                proj = proj + torch.cat([b_hh[:2 * hid], torch.zeros_like(b_hh[2 * hid:])])
-                b_n = b_hh[2 * hid:]
+                proj = proj + torch.cat([b_hh[: 2 * hid], torch.zeros_like(b_hh[2 * hid :])])
+                b_n = b_hh[2 * hid :]
             else:
                 proj = proj + b_hh
                 b_n = torch.zeros(hid, dtype=torch.float64, device=ctx.device)
@@ -95,20 +99,49 @@ def prepare(ctx: TorchContext, kernel: RnnKernel, precision: Precision) -> Prepa
         return reference["y"], reference["dw_hh"]
 
     def check_fwd() -> Check:
-        return verdict(relative_error(state["y"], ref()[0]), precision, "reference-fp64",
-                       tol=rnn_tolerance(kernel, precision, "fwd"))
+        return verdict(
+            relative_error(state["y"], ref()[0]),
+            precision,
+            "reference-fp64",
+            tol=rnn_tolerance(kernel, precision, "fwd"),
+        )
 
     def check_bwd() -> Check:
-        return verdict(relative_error(state["dw_hh"], ref()[1]), precision, "reference-fp64",
-                       "recurrent weight gradient dW_hh", tol=rnn_tolerance(kernel, precision, "bwd"))
+        return verdict(
+            relative_error(state["dw_hh"], ref()[1]),
+            precision,
+            "reference-fp64",
+            "recurrent weight gradient dW_hh",
+            tol=rnn_tolerance(kernel, precision, "bwd"),
+        )
 
-    info = {"library": "cuDNN (torch.nn." + type(layer).__name__ + ")", "forward_mode": "training" if training
-            else "inference", "input_projection_timed": True, "input_gradient_timed": True,
-            "note": "cuDNN computes the input projection inside the layer and needs its data-gradient pass "
-                    "for weight gradients; both are timed and the projection's FLOPs counted"}
-    parts = [TimedPart("fwd", fwd, check_fwd, kernel.flops("fwd", input_projection=True),
-                       kernel.min_bytes("fwd", precision), info=dict(info))]
+    info = {
+        "library": "cuDNN (torch.nn." + type(layer).__name__ + ")",
+        "forward_mode": "training" if training else "inference",
+        "input_projection_timed": True,
+        "input_gradient_timed": True,
+        "note": "cuDNN computes the input projection inside the layer and needs its data-gradient pass "
+        "for weight gradients; both are timed and the projection's FLOPs counted",
+    }
+    parts = [
+        TimedPart(
+            "fwd",
+            fwd,
+            check_fwd,
+            kernel.flops("fwd", input_projection=True),
+            kernel.min_bytes("fwd", precision),
+            info=dict(info),
+        )
+    ]
     if training:
-        parts.append(TimedPart("bwd", bwd, check_bwd, kernel.flops("bwd", input_projection=True),
-                               kernel.min_bytes("bwd", precision), info=dict(info)))
+        parts.append(
+            TimedPart(
+                "bwd",
+                bwd,
+                check_bwd,
+                kernel.flops("bwd", input_projection=True),
+                kernel.min_bytes("bwd", precision),
+                info=dict(info),
+            )
+        )
     return Prepared(parts=parts, info=info)

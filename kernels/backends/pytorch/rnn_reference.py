@@ -12,8 +12,7 @@ from ...precision import Precision, recurrence_tolerance
 GATES = {"vanilla": 1, "lstm": 4, "gru": 3}
 
 
-def recurrence(cell: str, proj: torch.Tensor, r_t: torch.Tensor, b_n: torch.Tensor, h0: torch.Tensor
-               ) -> torch.Tensor:
+def recurrence(cell: str, proj: torch.Tensor, r_t: torch.Tensor, b_n: torch.Tensor, h0: torch.Tensor) -> torch.Tensor:
     """All hidden states (T, N, H) from input projections `proj` (T, N, G*H), R^T (H, G*H) and
     a random initial state h0 (N, H) (also the LSTM's initial cell state): with a zero h0 the
     weight gradient of a one-step layer would be zero and its check could not fail."""
@@ -44,8 +43,9 @@ def rnn_tolerance(kernel: RnnKernel, precision: Precision, direction: str) -> fl
     return recurrence_tolerance(precision, kernel.hidden, kernel.batch, kernel.timesteps, direction)
 
 
-def relu_recurrence_masked(proj: torch.Tensor, r_t: torch.Tensor, h0: torch.Tensor, library_h: torch.Tensor
-                           ) -> torch.Tensor:
+def relu_recurrence_masked(
+    proj: torch.Tensor, r_t: torch.Tensor, h0: torch.Tensor, library_h: torch.Tensor
+) -> torch.Tensor:
     """The vanilla (ReLU) recurrence in float64 with each step's ReLU mask taken from the
     library's own forward states. Why: a pre-activation within rounding distance of zero takes
     opposite signs in float64 and in fp16/fp32, and the gradient through that unit then differs

@@ -12,8 +12,10 @@ from ...precision import Precision
 from ..base import Prepared, Unsupported
 from .context import TorchContext
 
-ON_CPU = ("2:4 structured sparsity runs on NVIDIA's sparse tensor cores through cuSPARSELt; no CPU library "
-          "here runs it (on an NVIDIA GPU: --platform nvidia, or --backend cusparselt)")
+ON_CPU = (
+    "2:4 structured sparsity runs on NVIDIA's sparse tensor cores through cuSPARSELt; no CPU library "
+    "here runs it (on an NVIDIA GPU: --platform nvidia, or --backend cusparselt)"
+)
 ON_GPU = "the torch backend does not time 2:4 structured sparsity: cuSPARSELt is called directly (--backend cusparselt)"
 
 

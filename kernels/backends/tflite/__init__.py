@@ -30,7 +30,10 @@ from . import conv, gemm, layers, model, rnn, sparse_gemm
 from .context import TfliteContext
 
 OPERATIONS: dict[str, Callable[[TfliteContext, Any, Precision], Prepared]] = {
-    "gemm": gemm.prepare, "conv": conv.prepare, "rnn": rnn.prepare, "sparse_gemm": sparse_gemm.prepare,
+    "gemm": gemm.prepare,
+    "conv": conv.prepare,
+    "rnn": rnn.prepare,
+    "sparse_gemm": sparse_gemm.prepare,
     **layers.OPERATIONS,  # layer benchmarks (kernels/layers.py); those with no builtin operator say why
     "model": model.prepare,  # whole models: unsupported, with the reason (model.py)
 }
@@ -78,5 +81,9 @@ class TfliteBackend(Backend):
         return self.board.after()
 
     def device_facts(self) -> dict[str, Any]:
-        return {**self.board.facts, "threads": self.threads, "runtime": f"LiteRT {ai_edge_litert.__version__}",
-                "xnnpack_delegate": self.use_xnnpack}
+        return {
+            **self.board.facts,
+            "threads": self.threads,
+            "runtime": f"LiteRT {ai_edge_litert.__version__}",
+            "xnnpack_delegate": self.use_xnnpack,
+        }

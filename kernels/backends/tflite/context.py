@@ -15,7 +15,7 @@ from .flatbuffer import ModelSpec, build
 INT8_MIN, INT8_MAX = -128, 127
 # E[q^2] of a uniform int8 value: 128^2 / 3. The output scale puts 3 sigma of the int32
 # accumulator at the int8 limit, so most outputs are not saturated and the check sees them.
-INT8_MEAN_SQUARE = 128.0 ** 2 / 3
+INT8_MEAN_SQUARE = 128.0**2 / 3
 OUTPUT_SIGMAS = 3.0
 XNNPACK_NODE = "DELEGATE"
 
@@ -56,8 +56,7 @@ class LoadedModel:
 
         resolver = OpResolverType.AUTO if use_xnnpack else OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
         self.model = model
-        self.interp = Interpreter(model_content=model, num_threads=threads,
-                                  experimental_op_resolver_type=resolver)
+        self.interp = Interpreter(model_content=model, num_threads=threads, experimental_op_resolver_type=resolver)
         self.interp.allocate_tensors()
         self.invoke = self.interp.invoke
 
@@ -73,6 +72,9 @@ class LoadedModel:
         return any(op["op_name"] == XNNPACK_NODE for op in self.interp._get_ops_details())
 
     def info(self, operator: str) -> dict:
-        return {"operator": operator, "weights": "constant in the model",
-                "executed_by": "XNNPACK delegate" if self.delegated() else "TFLite builtin kernel (ruy/optimized)",
-                "model_bytes": len(self.model)}
+        return {
+            "operator": operator,
+            "weights": "constant in the model",
+            "executed_by": "XNNPACK delegate" if self.delegated() else "TFLite builtin kernel (ruy/optimized)",
+            "model_bytes": len(self.model),
+        }

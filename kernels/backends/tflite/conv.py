@@ -47,8 +47,10 @@ def prepare(ctx: TfliteContext, kernel: ConvKernel, precision: Precision) -> Pre
     ph = tflite_padding(kk.h, kk.r, kk.stride_h, kk.pad_h, kk.out_h)
     pw = tflite_padding(kk.w, kk.s, kk.stride_w, kk.pad_w, kk.out_w)
     if ph is None or pw is None or ph != pw:
-        raise Unsupported(f"TFLite CONV_2D pads only SAME or VALID; padding {kk.pad_h}x{kk.pad_w} with stride "
-                          f"{kk.stride_h}x{kk.stride_w} is neither")
+        raise Unsupported(
+            f"TFLite CONV_2D pads only SAME or VALID; padding {kk.pad_h}x{kk.pad_w} with stride "
+            f"{kk.stride_h}x{kk.stride_w} is neither"
+        )
     x = ctx.random((kk.n, kk.c, kk.h, kk.w), precision)
     w = ctx.weights((kk.k, kk.c, kk.r, kk.s), precision, scale=(kk.c * kk.r * kk.s) ** -0.5)
     x_nhwc = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
@@ -61,17 +63,24 @@ def prepare(ctx: TfliteContext, kernel: ConvKernel, precision: Precision) -> Pre
         bias = ctx.random((kk.k,), precision)
     scale = output_scale(reduction)
     if precision is Precision.INT8:
-        tensors = [TensorSpec("x", x_nhwc.shape, np.int8, quant=Quant([1.0], [0])),
-                   TensorSpec("w", w_ohwi.shape, np.int8, data=w_ohwi, quant=Quant([1.0] * kk.k, [0] * kk.k, 0)),
-                   TensorSpec("b", (kk.k,), np.int32, data=bias, quant=Quant([1.0] * kk.k, [0] * kk.k, 0)),
-                   TensorSpec("y", out_shape, np.int8, quant=Quant([scale], [0]))]
+        tensors = [
+            TensorSpec("x", x_nhwc.shape, np.int8, quant=Quant([1.0], [0])),
+            TensorSpec("w", w_ohwi.shape, np.int8, data=w_ohwi, quant=Quant([1.0] * kk.k, [0] * kk.k, 0)),
+            TensorSpec("b", (kk.k,), np.int32, data=bias, quant=Quant([1.0] * kk.k, [0] * kk.k, 0)),
+            TensorSpec("y", out_shape, np.int8, quant=Quant([scale], [0])),
+        ]
         version = INT8_CONV_VERSION
     else:
-        tensors = [TensorSpec("x", x_nhwc.shape, np.float32), TensorSpec("w", w_ohwi.shape, np.float32, data=w_ohwi),
-                   TensorSpec("b", (kk.k,), np.float32, data=bias), TensorSpec("y", out_shape, np.float32)]
+        tensors = [
+            TensorSpec("x", x_nhwc.shape, np.float32),
+            TensorSpec("w", w_ohwi.shape, np.float32, data=w_ohwi),
+            TensorSpec("b", (kk.k,), np.float32, data=bias),
+            TensorSpec("y", out_shape, np.float32),
+        ]
         version = 1
-    options = S.Conv2DOptionsT(padding=ph, strideW=kk.stride_w, strideH=kk.stride_h, dilationWFactor=1,
-                               dilationHFactor=1)
+    options = S.Conv2DOptionsT(
+        padding=ph, strideW=kk.stride_w, strideH=kk.stride_h, dilationWFactor=1, dilationHFactor=1
+    )
     op = OpSpec(S.BuiltinOperator.CONV_2D, [0, 1, 2], [3], options, version=version)
     model = ctx.interpreter(ModelSpec(tensors=tensors, op=op, inputs=[0], outputs=[3]))
     model.set_inputs(x_nhwc)
@@ -90,6 +99,7 @@ def prepare(ctx: TfliteContext, kernel: ConvKernel, precision: Precision) -> Pre
 
     if precision is Precision.INT8:
         info.update(output="int8, requantized from the int32 accumulator", output_scale=scale, accumulate="int32")
-    part = TimedPart("fwd", model.invoke, check, kernel.flops("fwd"), kernel.min_bytes("fwd", precision),
-                     info=info, capturable=False)
+    part = TimedPart(
+        "fwd", model.invoke, check, kernel.flops("fwd"), kernel.min_bytes("fwd", precision), info=info, capturable=False
+    )
     return Prepared(parts=[part], info={"directions": ["fwd"], "backward": BACKWARD_REASON})

@@ -25,8 +25,11 @@ from ai_edge_litert.tools.flatbuffer_utils import convert_object_to_bytearray
 
 SCHEMA_VERSION = 3
 NO_TENSOR = -1  # an omitted optional operator input
-TENSOR_TYPES = {np.dtype(np.float32): schema.TensorType.FLOAT32, np.dtype(np.int8): schema.TensorType.INT8,
-                np.dtype(np.int32): schema.TensorType.INT32}
+TENSOR_TYPES = {
+    np.dtype(np.float32): schema.TensorType.FLOAT32,
+    np.dtype(np.int8): schema.TensorType.INT8,
+    np.dtype(np.int32): schema.TensorType.INT32,
+}
 # OperatorCode.deprecated_builtin_code is an int8: codes above 127 go in builtin_code only.
 PLACEHOLDER_FOR_GREATER_OP_CODES = 127
 OPTIONS_SUFFIX = "T"  # the object API's class for the table FooOptions is FooOptionsT
@@ -95,21 +98,33 @@ def _int32_vector(values: np.ndarray) -> Any:
 def _sparsity(sp: CsrSparsity, cols: int) -> Any:
     dense = schema.DimensionMetadataT(format=schema.DimensionType.DENSE, denseSize=sp.rows)
     csr = schema.DimensionMetadataT(
-        format=schema.DimensionType.SPARSE_CSR, denseSize=cols,
-        arraySegmentsType=schema.SparseIndexVector.Int32Vector, arraySegments=_int32_vector(sp.row_ptr),
-        arrayIndicesType=schema.SparseIndexVector.Int32Vector, arrayIndices=_int32_vector(sp.col_idx))
+        format=schema.DimensionType.SPARSE_CSR,
+        denseSize=cols,
+        arraySegmentsType=schema.SparseIndexVector.Int32Vector,
+        arraySegments=_int32_vector(sp.row_ptr),
+        arrayIndicesType=schema.SparseIndexVector.Int32Vector,
+        arrayIndices=_int32_vector(sp.col_idx),
+    )
     return schema.SparsityParametersT(traversalOrder=[0, 1], dimMetadata=[dense, csr])
 
 
 def _tensor(t: TensorSpec, buffer: int) -> Any:
     quant = None
     if t.quant is not None:
-        quant = schema.QuantizationParametersT(scale=[float(s) for s in t.quant.scale],
-                                               zeroPoint=[int(z) for z in t.quant.zero_point],
-                                               quantizedDimension=t.quant.axis)
-    return schema.TensorT(shape=[int(d) for d in t.shape], type=TENSOR_TYPES[np.dtype(t.dtype)], buffer=buffer,
-                          name=t.name, quantization=quant, isVariable=t.variable,
-                          sparsity=_sparsity(t.sparsity, t.shape[1]) if t.sparsity else None)
+        quant = schema.QuantizationParametersT(
+            scale=[float(s) for s in t.quant.scale],
+            zeroPoint=[int(z) for z in t.quant.zero_point],
+            quantizedDimension=t.quant.axis,
+        )
+    return schema.TensorT(
+        shape=[int(d) for d in t.shape],
+        type=TENSOR_TYPES[np.dtype(t.dtype)],
+        buffer=buffer,
+        name=t.name,
+        quantization=quant,
+        isVariable=t.variable,
+        sparsity=_sparsity(t.sparsity, t.shape[1]) if t.sparsity else None,
+    )
 
 
 def build(spec: ModelSpec) -> bytes:
@@ -123,12 +138,26 @@ def build(spec: ModelSpec) -> bytes:
             buffer = len(buffers) - 1
         tensors.append(_tensor(t, buffer))
     op = spec.op
-    operator = schema.OperatorT(opcodeIndex=0, inputs=list(op.inputs), outputs=list(op.outputs),
-                                builtinOptionsType=options_type(op.options), builtinOptions=op.options)
-    subgraph = schema.SubGraphT(tensors=tensors, inputs=list(spec.inputs), outputs=list(spec.outputs),
-                                operators=[operator], name="main")
-    code = schema.OperatorCodeT(deprecatedBuiltinCode=min(op.builtin, PLACEHOLDER_FOR_GREATER_OP_CODES),
-                                builtinCode=op.builtin, version=op.version)
-    model = schema.ModelT(version=SCHEMA_VERSION, operatorCodes=[code], subgraphs=[subgraph],
-                          description="deepbench single-operator model", buffers=buffers)
+    operator = schema.OperatorT(
+        opcodeIndex=0,
+        inputs=list(op.inputs),
+        outputs=list(op.outputs),
+        builtinOptionsType=options_type(op.options),
+        builtinOptions=op.options,
+    )
+    subgraph = schema.SubGraphT(
+        tensors=tensors, inputs=list(spec.inputs), outputs=list(spec.outputs), operators=[operator], name="main"
+    )
+    code = schema.OperatorCodeT(
+        deprecatedBuiltinCode=min(op.builtin, PLACEHOLDER_FOR_GREATER_OP_CODES),
+        builtinCode=op.builtin,
+        version=op.version,
+    )
+    model = schema.ModelT(
+        version=SCHEMA_VERSION,
+        operatorCodes=[code],
+        subgraphs=[subgraph],
+        description="deepbench single-operator model",
+        buffers=buffers,
+    )
     return bytes(convert_object_to_bytearray(model))

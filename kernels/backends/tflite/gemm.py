@@ -30,22 +30,33 @@ CHECK_ROWS = 256  # int8: rows of the output checked in full, chosen at random (
 INT8_FC_VERSION = 4
 
 
-def fc_model(x_shape: tuple[int, int], w: np.ndarray, precision: Precision, out_scale: float = 1.0,
-             sparsity: CsrSparsity | None = None, w_data: np.ndarray | None = None) -> ModelSpec:
+def fc_model(
+    x_shape: tuple[int, int],
+    w: np.ndarray,
+    precision: Precision,
+    out_scale: float = 1.0,
+    sparsity: CsrSparsity | None = None,
+    w_data: np.ndarray | None = None,
+) -> ModelSpec:
     n, m = x_shape[0], w.shape[0]
     if precision is Precision.INT8:
         unit = Quant([1.0], [0])
-        tensors = [TensorSpec("x", x_shape, np.int8, quant=unit),
-                   TensorSpec("w", w.shape, np.int8, data=w, quant=unit),
-                   TensorSpec("y", (n, m), np.int8, quant=Quant([out_scale], [0]))]
+        tensors = [
+            TensorSpec("x", x_shape, np.int8, quant=unit),
+            TensorSpec("w", w.shape, np.int8, data=w, quant=unit),
+            TensorSpec("y", (n, m), np.int8, quant=Quant([out_scale], [0])),
+        ]
         version = INT8_FC_VERSION
     else:
-        tensors = [TensorSpec("x", x_shape, np.float32),
-                   TensorSpec("w", w.shape, np.float32, data=w if w_data is None else w_data, sparsity=sparsity),
-                   TensorSpec("y", (n, m), np.float32)]
+        tensors = [
+            TensorSpec("x", x_shape, np.float32),
+            TensorSpec("w", w.shape, np.float32, data=w if w_data is None else w_data, sparsity=sparsity),
+            TensorSpec("y", (n, m), np.float32),
+        ]
         version = 1
-    op = OpSpec(schema.BuiltinOperator.FULLY_CONNECTED, [0, 1, NO_TENSOR], [2], schema.FullyConnectedOptionsT(),
-                version=version)
+    op = OpSpec(
+        schema.BuiltinOperator.FULLY_CONNECTED, [0, 1, NO_TENSOR], [2], schema.FullyConnectedOptionsT(), version=version
+    )
     return ModelSpec(tensors=tensors, op=op, inputs=[0], outputs=[2])
 
 
@@ -54,7 +65,7 @@ def prepare(ctx: TfliteContext, kernel: GemmKernel, precision: Precision) -> Pre
         raise Unsupported(f"TFLite FULLY_CONNECTED runs fp32 and int8 here; {precision.value} is not run")
     m, n, k = kernel.m, kernel.n, kernel.k
     x = ctx.random((n, k), precision)
-    w = ctx.weights((m, k), precision, scale=k ** -0.5)
+    w = ctx.weights((m, k), precision, scale=k**-0.5)
     scale = output_scale(k)
     model = ctx.interpreter(fc_model((n, k), w, precision, out_scale=scale))
     model.set_inputs(x)
@@ -69,8 +80,8 @@ def prepare(ctx: TfliteContext, kernel: GemmKernel, precision: Precision) -> Pre
         return check_matmul(out, x, w.T, precision, ctx.rng)
 
     if precision is Precision.INT8:
-        info.update(output="int8, requantized from the int32 accumulator", output_scale=scale,
-                    accumulate="int32")
-    part = TimedPart("fwd", model.invoke, check, kernel.flops(), kernel.min_bytes("fwd", precision),
-                     info=info, capturable=False)
+        info.update(output="int8, requantized from the int32 accumulator", output_scale=scale, accumulate="int32")
+    part = TimedPart(
+        "fwd", model.invoke, check, kernel.flops(), kernel.min_bytes("fwd", precision), info=info, capturable=False
+    )
     return Prepared(parts=[part])

@@ -14,10 +14,12 @@ from ...model_kernel import ModelKernel
 from ...precision import Precision
 from ..base import Prepared, Unsupported
 
-REASON = ("a whole model on TFLite must first be converted to a .tflite file, and this backend does not convert: "
-          "it times the single-operator models it writes; converting from PyTorch needs litert-torch (LiteRT's "
-          "converter with JAX, torchao and transformers), which this environment does not carry; the whole model "
-          "runs on the torch backend, and on onnxruntime where PyTorch is installed to export it")
+REASON = (
+    "a whole model on TFLite must first be converted to a .tflite file, and this backend does not convert: "
+    "it times the single-operator models it writes; converting from PyTorch needs litert-torch (LiteRT's "
+    "converter with JAX, torchao and transformers), which this environment does not carry; the whole model "
+    "runs on the torch backend, and on onnxruntime where PyTorch is installed to export it"
+)
 
 
 def prepare(ctx: object, kernel: ModelKernel, precision: Precision) -> Prepared:

@@ -33,8 +33,7 @@ def _sigmoid(v: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-v))
 
 
-def reference(cell: str, x: np.ndarray, w: list[np.ndarray], r: list[np.ndarray], b: list[np.ndarray]
-              ) -> np.ndarray:
+def reference(cell: str, x: np.ndarray, w: list[np.ndarray], r: list[np.ndarray], b: list[np.ndarray]) -> np.ndarray:
     """Hidden states (T, N, H) in float64 from zero initial state; per-gate W, R, b lists."""
     w64, r64, b64 = ([a.astype(np.float64) for a in group] for group in (w, r, b))
     _steps, batch = x.shape[:2]
@@ -57,13 +56,15 @@ def prepare(ctx: TfliteContext, kernel: RnnKernel, precision: Precision) -> Prep
     if kernel.cell == "gru":
         raise Unsupported("TFLite has no builtin GRU operator")
     if precision is not Precision.FP32:
-        raise Unsupported("TFLite's integer RNN/LSTM requantize the state to int8/int16 at every step (no int32 "
-                          f"accumulate output); {precision.value} is not run, fp32 is")
+        raise Unsupported(
+            "TFLite's integer RNN/LSTM requantize the state to int8/int16 at every step (no int32 "
+            f"accumulate output); {precision.value} is not run, fp32 is"
+        )
     hid, steps, batch = kernel.hidden, kernel.timesteps, kernel.batch
     gates = 1 if kernel.cell == "vanilla" else 4
     x = ctx.random((steps, batch, hid), precision)
-    w = [ctx.random((hid, hid), precision, scale=hid ** -0.5) for _ in range(gates)]
-    r = [ctx.random((hid, hid), precision, scale=hid ** -0.5) for _ in range(gates)]
+    w = [ctx.random((hid, hid), precision, scale=hid**-0.5) for _ in range(gates)]
+    r = [ctx.random((hid, hid), precision, scale=hid**-0.5) for _ in range(gates)]
     b = [ctx.random((hid,), precision, scale=0.1) for _ in range(gates)]
     f32 = np.float32
     tensors = [TensorSpec("x", x.shape, f32)]
@@ -80,14 +81,18 @@ def prepare(ctx: TfliteContext, kernel: RnnKernel, precision: Precision) -> Prep
         operator = "UNIDIRECTIONAL_SEQUENCE_RNN"
         out = state + 1
     else:
-        tensors += [TensorSpec("h", (batch, hid), f32, variable=True),
-                    TensorSpec("c", (batch, hid), f32, variable=True), TensorSpec("y", (steps, batch, hid), f32)]
+        tensors += [
+            TensorSpec("h", (batch, hid), f32, variable=True),
+            TensorSpec("c", (batch, hid), f32, variable=True),
+            TensorSpec("y", (steps, batch, hid), f32),
+        ]
         inputs = [NO_TENSOR] * LSTM_INPUTS
         inputs[0] = 0
         inputs[1:5], inputs[5:9], inputs[12:16] = w_idx, r_idx, b_idx
         inputs[18], inputs[19] = state, state + 1
-        options = S.UnidirectionalSequenceLSTMOptionsT(fusedActivationFunction=S.ActivationFunctionType.TANH,
-                                                       cellClip=0.0, projClip=0.0, timeMajor=True)
+        options = S.UnidirectionalSequenceLSTMOptionsT(
+            fusedActivationFunction=S.ActivationFunctionType.TANH, cellClip=0.0, projClip=0.0, timeMajor=True
+        )
         op = OpSpec(S.BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_LSTM, inputs, [state + 2], options)
         operator = "UNIDIRECTIONAL_SEQUENCE_LSTM"
         out = state + 2
@@ -100,10 +105,28 @@ def prepare(ctx: TfliteContext, kernel: RnnKernel, precision: Precision) -> Prep
         model.invoke()
         if "h" not in ref:
             ref["h"] = reference(kernel.cell, x, w, r, b)
-        return verdict(relative_error(model.output(), ref["h"]), precision, "reference-fp64",
-                       "from zero state after reset_all_variables")
+        return verdict(
+            relative_error(model.output(), ref["h"]),
+            precision,
+            "reference-fp64",
+            "from zero state after reset_all_variables",
+        )
 
-    part = TimedPart("fwd", model.invoke, check, kernel.flops("fwd", input_projection=True),
-                     kernel.min_bytes("fwd", precision), info=model.info(operator), capturable=False)
-    return Prepared(parts=[part], info={"input_projection_timed": True, "flops_include_input_projection": True,
-                                        "directions": ["fwd"], "backward": BACKWARD_REASON})
+    part = TimedPart(
+        "fwd",
+        model.invoke,
+        check,
+        kernel.flops("fwd", input_projection=True),
+        kernel.min_bytes("fwd", precision),
+        info=model.info(operator),
+        capturable=False,
+    )
+    return Prepared(
+        parts=[part],
+        info={
+            "input_projection_timed": True,
+            "flops_include_input_projection": True,
+            "directions": ["fwd"],
+            "backward": BACKWARD_REASON,
+        },
+    )

@@ -41,7 +41,7 @@ def prepare(ctx: TfliteContext, kernel: SparseGemmKernel, precision: Precision) 
     if kernel.a_t or kernel.b_t:
         raise Unsupported("transposed sparse operands are not in DeepBench's sparse sets")
     m, n, k = kernel.m, kernel.n, kernel.k
-    a = ctx.random((m, k), precision, scale=k ** -0.5)
+    a = ctx.random((m, k), precision, scale=k**-0.5)
     a[ctx.rng.random((m, k)) < kernel.sparsity] = 0.0
     sparsity, values = csr(a)
     x = ctx.random((n, k), precision)
@@ -49,8 +49,15 @@ def prepare(ctx: TfliteContext, kernel: SparseGemmKernel, precision: Precision) 
     model.set_inputs(x)
     info = model.info("FULLY_CONNECTED (CSR sparse weights)")
     info.update(nnz=int(values.size), format="csr", xnnpack="off: LiteRT's delegate misreads sparse weights")
-    part = TimedPart("fwd", model.invoke, lambda: check_matmul(model.output(), x, a.T, precision, ctx.rng),
-                     kernel.flops(), kernel.min_bytes("fwd", precision), info=info, capturable=False)
+    part = TimedPart(
+        "fwd",
+        model.invoke,
+        lambda: check_matmul(model.output(), x, a.T, precision, ctx.rng),
+        kernel.flops(),
+        kernel.min_bytes("fwd", precision),
+        info=info,
+        capturable=False,
+    )
 
     def dense_beside(backend: Any, rule: Any) -> dict[str, Any]:
         dense = ctx.interpreter(fc_model((n, k), a, precision))
@@ -58,8 +65,11 @@ def prepare(ctx: TfliteContext, kernel: SparseGemmKernel, precision: Precision) 
         dense.invoke()
         check = check_matmul(dense.output(), x, a.T, precision, ctx.rng)
         timed = backend.measure(dense.invoke, rule, part)
-        return {"dense_time_us": timed.stats.model_dump(),
-                "dense_tflops": kernel.dense_flops() / timed.stats.median / 1e6,
-                "dense_check": check.model_dump(), "dense_executed_by": dense.info("FULLY_CONNECTED")["executed_by"]}
+        return {
+            "dense_time_us": timed.stats.model_dump(),
+            "dense_tflops": kernel.dense_flops() / timed.stats.median / 1e6,
+            "dense_check": check.model_dump(),
+            "dense_executed_by": dense.info("FULLY_CONNECTED")["executed_by"],
+        }
 
     return Prepared(parts=[part], after=dense_beside)
