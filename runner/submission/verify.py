@@ -142,8 +142,11 @@ class _Figures(TypedDict):
 
 
 def compare(
-    submitted: list[KernelResult], rerun: list[KernelResult], rule: ToleranceRule, remeasured: set[str] = frozenset()
-) -> list[Comparison]:  # type: ignore[assignment]
+    submitted: list[KernelResult],
+    rerun: list[KernelResult],
+    rule: ToleranceRule,
+    remeasured: frozenset[str] | set[str] = frozenset(),
+) -> list[Comparison]:
     again = {r.id: r for r in rerun}
     out = []
     for s in submitted:

@@ -105,8 +105,8 @@ def export(model: torch.nn.Module, x: torch.Tensor, name: str) -> bytes:
             torch.onnx.export(
                 model,
                 (x,),
-                buf,
-                dynamo=False,  # type: ignore[arg-type]
+                buf,  # type: ignore[arg-type]
+                dynamo=False,
                 opset_version=EXPORT_OPSET,
                 input_names=["x"],
                 output_names=["y"],
