@@ -22,15 +22,14 @@ from deepbench.runner.submission.checker import check_bundle
 from deepbench.runner.submission.manifest import write_manifest
 
 from .conftest import local_bundle, run_cli
-from .test_containers import _docker
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
 EXIT_USAGE = 2
 
 
 @pytest.fixture(scope="module")
-def client():
-    return _docker()
+def client(docker_client):
+    return docker_client
 
 
 def _image(client, tag: str, labels: dict[str, str]) -> str:
