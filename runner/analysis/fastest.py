@@ -22,6 +22,7 @@ from .sources import Entry, Source
 ONE_RANK_NOTE = "one rank: no data moves, not ranked"
 NOTHING_COMMON = "no direction timed by all: not ranked"
 MIN_SOURCES = 2
+LEAST_ENERGY, LEAST_JOULES = "least energy", "its J/call"  # the energy columns (--energy on two sources)
 
 
 def _rate(e: Entry, directions: tuple[str, ...], us: float, rated_in: Rate) -> float | None:
@@ -33,6 +34,16 @@ def _rate(e: Entry, directions: tuple[str, ...], us: float, rated_in: Rate) -> f
         return None
     flops = sum(e.kernel.flops(d) for d in directions if d in e.kernel.DIRECTIONS)
     return flops / us / 1e6 if flops and us > 0 else None
+
+
+def least_energy(ok: list[tuple[int, Entry]], sources: list[Source]) -> list[str]:
+    """--energy: the source that spent the fewest joules per call on the kernel and that figure,
+    where at least two sources measured energy for it (else blanks: one side has nothing to beat)."""
+    measured = [(e.extra["joules_per_call"], i) for i, e in ok if e.extra.get("joules_per_call")]
+    if len(measured) < MIN_SOURCES:
+        return ["", ""]
+    joules, i = min(measured)
+    return [sources[i].label, fmt_sig(joules)]
 
 
 def fastest_tables(
@@ -75,21 +86,25 @@ def fastest_tables(
             rate = _rate(best, dirs.per_entry[[i for i, _ in ok].index(i0)], t0, traits.rated_in)
             second = f"{sources[ranked[1][0]].label}: {speed(ranked[1][1] / t0)}" if len(ranked) > 1 else ""
             compared = dirs.note if dirs.note.startswith("compared") else ""
-            row += [sources[i0].label, fmt_us(t0), fmt_sig(rate), second, "; ".join(n for n in (compared, doubts) if n)]
+            row += [sources[i0].label, fmt_us(t0), fmt_sig(rate), second, *least_energy(ok, sources)]
+            row.append("; ".join(n for n in (compared, doubts) if n))
         else:
-            row += ["", "", "", "", "; ".join(n for n in (note, doubts) if n)]
+            row += ["", "", "", "", "", "", "; ".join(n for n in (note, doubts) if n)]
         rows_by_op[first.kernel.op].append(row)
     for op, rows in rows_by_op.items():
         if not rows:
             continue
         traits = traits_of(op)
+        energy = [LEAST_ENERGY, LEAST_JOULES] if any(r[-3] for r in rows) else []
+        if not energy:  # no kernel with energy on two sources: no energy columns
+            rows = [r[:-3] + r[-1:] for r in rows]
         headers = (
             ["set", "application"]
             + list(KERNEL_CLASSES[op].FIELDS)
             + (["ranks"] if traits.collective else [])
             + ["prec"]
             + [f"{s.label} (us)" for s in sources]
-            + ["on", "fastest", "time (us)", traits.rated_in.column, "runner-up", "note"]
+            + ["on", "fastest", "time (us)", traits.rated_in.column, "runner-up", *energy, "note"]
         )
         out.append(
             Table(
@@ -97,7 +112,7 @@ def fastest_tables(
                 f"{traits.title}: fastest per kernel",
                 headers,
                 rows,
-                ("set", "application", *(f"{s.label} (us)" for s in sources)),
+                (*energy, "set", "application", *(f"{s.label} (us)" for s in sources)),
             )
         )
     return out

@@ -157,19 +157,23 @@ def cycle_lines(cmp: Comparison, rows_shown: int = 10) -> list[str]:
     return out
 
 
+def energy_ratio(base: Entry | None, other: Entry | None) -> float | None:
+    """The other side's energy per call over the baseline's (--energy), where both sides measured it."""
+    if base is None or other is None:
+        return None
+    b, o = base.extra.get("joules_per_call"), other.extra.get("joules_per_call")
+    return o / b if b and o else None
+
+
 def energy_lines(cmp: Comparison) -> list[str]:
     """Per other source, beside the time ratios: the geometric mean of the energy-per-call ratios of
     the kernels both sides measured energy for (--energy), and of their time ratios."""
     out = []
     for i, other in enumerate(cmp.others):
         pairs = [
-            (o.extra["joules_per_call"] / row.base.extra["joules_per_call"], t.ratio)
+            (e, t.ratio)
             for row in cmp.rows
-            if row.base is not None
-            and (o := row.others[i]) is not None
-            and (t := row.ratios[i]) is not None
-            and row.base.extra.get("joules_per_call")
-            and o.extra.get("joules_per_call")
+            if (t := row.ratios[i]) is not None and (e := energy_ratio(row.base, row.others[i])) is not None
         ]
         if pairs:
             energy, time = geomean([e for e, _ in pairs]), geomean([t for _, t in pairs])

@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from deepbench.kernels.results import KernelResult
+from deepbench.kernels.results import Energy, KernelResult
 
 MEMORY_BOUND = "memory"
 
@@ -27,8 +27,22 @@ def result_extras(r: KernelResult) -> dict[str, Any]:
         out["bound"] = MEMORY_BOUND
     energies = [p.measurement.energy for p in r.parts]
     if r.parts and all(e is not None for e in energies):  # --energy: the kernel's joules per call, all directions
-        out["joules_per_call"] = sum(e.joules_per_call for e in energies if e is not None)
+        out.update(energy_extras([e for e in energies if e is not None]))
     fell = [p.info["clock_fell"] for p in r.parts if "clock_fell" in p.info]
     if fell:
         out["clock_fell"] = fell[0]
+    return out
+
+
+def energy_extras(energies: list[Energy]) -> dict[str, float]:
+    """A kernel's energy over all its directions: joules per call summed, average watts (those joules
+    over the loops' time per call), and GFLOP/J or GB/J weighted by each direction's joules (that is,
+    the kernel's work over its energy), where every direction has them."""
+    joules = sum(e.joules_per_call for e in energies)
+    out = {"joules_per_call": joules, "watts": joules / (sum(e.loop_us_per_call for e in energies) / 1e6)}
+    if joules > 0:
+        for key in ("gflops_per_j", "gb_per_j"):
+            per_j = [getattr(e, key) for e in energies]
+            if all(v is not None for v in per_j):
+                out[key] = sum(v * e.joules_per_call for v, e in zip(per_j, energies, strict=True)) / joules
     return out

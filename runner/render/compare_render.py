@@ -16,6 +16,7 @@ from deepbench.kernels.catalog import KERNEL_CLASSES, traits_of
 
 from ..analysis.compare import Comparison, Ratio, phrase, versus
 from ..analysis.flagged import flagged_text
+from ..analysis.like_for_like import energy_ratio
 from ..analysis.sources import Entry, Source, label_line
 from . import render_formats
 from .display import check_columns, make_console, print_tables
@@ -61,16 +62,20 @@ def compare_tables(cmp: Comparison) -> list[Table]:
         words = cmp.base.kind == "reference"  # a published baseline: its sheet's own precision words beside ours
         headers = ["set", "application"] + fields + ["prec"] + ([f"{base} prec"] if words else []) + [f"{base} (us)"]
         droppable = ["set", "application"] + ([f"{base} prec"] if words else [])
-        for o in cmp.others:
+        # --energy: the energy-per-call ratio beside the time ratio, for the sides where some row has it on both
+        energy = [any(energy_ratio(r.base, r.others[i]) is not None for r in rows_in) for i in range(len(cmp.others))]
+        for o, with_energy in zip(cmp.others, energy, strict=True):
             tag = f" [{o.label}]" if multi else ""
             headers += [
                 f"{o.label} prec" if not multi else f"prec{tag}",
                 f"{o.label} (us)",
                 f"ratio {o.label}/{base}",
+                *([energy_header(o.label, base)] if with_energy else []),
                 f"95% interval{tag}",
                 versus(o, cmp.base),
                 f"note{tag}",
             ]
+            droppable = ([energy_header(o.label, base)] if with_energy else []) + droppable
             droppable += [
                 f"95% interval{tag}",
                 f"{o.label} prec" if not multi else f"prec{tag}",
@@ -87,7 +92,9 @@ def compare_tables(cmp: Comparison) -> list[Table]:
             compared = next((x for x in r.ratios if x is not None), None)  # every ratio: the same directions
             row += [b.precision if b else ""] + ([_prec_words(b)] if words else [])
             row += [_time(b, compared.base_us if compared else None)]
-            for other, ratio, label in zip(r.others, r.ratios, (o.label for o in cmp.others), strict=False):
+            for other, ratio, label, with_energy in zip(
+                r.others, r.ratios, (o.label for o in cmp.others), energy, strict=False
+            ):
                 ratio_txt, interval, verdict = _fmt_ratio(ratio)
                 note = (
                     ratio.note
@@ -111,10 +118,18 @@ def compare_tables(cmp: Comparison) -> list[Table]:
                     )
                 doubts = "; ".join(d for d in (flagged_text(cmp.base.label, b), flagged_text(label, other)) if d)
                 note = "; ".join(n for n in (note, doubts) if n)
-                row += [prec, _time(other, ratio.other_us if ratio else None), ratio_txt, interval, verdict, note]
+                joules = energy_ratio(b, other) if with_energy else None
+                energy_txt = [] if not with_energy else ["" if joules is None else f"{joules:.3f}"]
+                row += [prec, _time(other, ratio.other_us if ratio else None), ratio_txt, *energy_txt]
+                row += [interval, verdict, note]
             rows.append(row)
         out.append(Table(op, traits_of(op).title, headers, rows, tuple(droppable)))
     return out
+
+
+def energy_header(label: str, base: str) -> str:
+    """The energy-per-call ratio's column: other side's joules per call over the baseline's."""
+    return f"J/call {label}/{base}"
 
 
 def _prec_words(e: Entry | None) -> str:

@@ -19,6 +19,9 @@ from collections.abc import Mapping, Sequence
 
 import plotly.graph_objects as go
 
+from deepbench.kernels.catalog import traits_of
+from deepbench.kernels.op_traits import Rate
+
 from ..analysis.roofline import bandwidth, compute_peak, intensity, roof
 from ..analysis.sanity import Context
 from ..analysis.sanity import flags as sanity_flags
@@ -132,6 +135,43 @@ def roofline(op: str, entries: list[Entry], ctx: Context, div_id: str) -> str | 
     fig.update_yaxes(type="log", title="achieved TFLOP/s", range=_log_range(bottom, top))
     roofs = "measured roof dashed, x: flagged (see notes)" if any(peaks) else "no measured ceilings in this source"
     fig.update_layout(title=f"{op}: roofline of {len(points)} kernels ({roofs})", width=WIDTH, height=HEIGHT)
+    return div(fig, div_id)
+
+
+def perf_per_watt(op: str, entries: list[Entry], div_id: str) -> str | None:
+    """--energy: each kernel's throughput against its average power, coloured by precision; hover
+    gives its work per joule and energy per call. None where no kernel measured energy, so a run
+    without --energy draws no empty chart. Both axes from zero: a kernel twice as efficient sits on
+    a line twice as steep through the origin."""
+    gbps = traits_of(op).rated_in is Rate.GBPS
+    rate, per_j, unit = ("gbps", "gb_per_j", "GB") if gbps else ("tflops", "gflops_per_j", "GFLOP")
+    points = [e for e in entries if e.ok and e.extra.get("watts") and getattr(e, rate) and e.extra.get(per_j)]
+    if not points:
+        return None
+    fig = go.Figure()
+    for prec in sorted({e.precision for e in points}, key=precision_order):
+        es = [e for e in points if e.precision == prec]
+        fig.add_trace(
+            go.Scatter(
+                x=[e.extra["watts"] for e in es],
+                y=[getattr(e, rate) for e in es],
+                mode="markers",
+                name=prec,
+                marker={"color": COLORS.get(prec), "size": 7},
+                hovertext=[
+                    f"{hover(e)}<br>{e.extra[per_j]:,.3g} {unit}/J, {e.extra['joules_per_call']:.3g} J/call" for e in es
+                ],
+                hovertemplate="%{hovertext}<br>%{x:,.0f} W, %{y:,.3g}<extra></extra>",
+            )
+        )
+    fig.update_xaxes(title="average power while looping (W)", rangemode="tozero")
+    fig.update_yaxes(title="GB/s" if gbps else "TFLOP/s", rangemode="tozero")
+    fig.update_layout(
+        title=f"{op}: throughput against power ({len(points)} kernels; steeper is more {unit}/J)",
+        width=WIDTH,
+        height=HEIGHT,
+        showlegend=True,
+    )
     return div(fig, div_id)
 
 

@@ -2,8 +2,9 @@
 
 First the summary (per operation and precision: kernels, geometric-mean throughput, % of the
 measured peak, flags; the kernels closest to and furthest from the roof; what each sanity flag
-means), then a table of contents, then per operation an interactive roofline and the longest
-kernels' times (runner/render/plots.py) above a table that sorts and filters, then the specs."""
+means), then a table of contents, then per operation an interactive roofline, the longest
+kernels' times and, where the run measured --energy, throughput against power
+(runner/render/plots.py) above a table that sorts and filters, then the specs."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from ..analysis.sanity import flags as sanity_flags
 from ..analysis.sources import Source
 from ..analysis.summary import groups, roof_table, summary_line, summary_table
 from .html import Section, page, table_html, table_section, warnings_html
-from .plots import roofline, time_bars
+from .plots import perf_per_watt, roofline, time_bars
 from .report_render import LEGEND, headline, suite_of, tables_of
 from .tables import without_empty_columns
 
@@ -48,7 +49,13 @@ def render_html(source: Source) -> str:
     for t in tables_of(source):
         entries = [e for e in source.entries if e.kernel.op == t.op]
         charts = [
-            c for c in (roofline(t.op, entries, ctx, f"roof-{t.op}"), time_bars(t.op, entries, f"time-{t.op}")) if c
+            c
+            for c in (
+                roofline(t.op, entries, ctx, f"roof-{t.op}"),
+                time_bars(t.op, entries, f"time-{t.op}"),
+                perf_per_watt(t.op, entries, f"energy-{t.op}"),
+            )
+            if c
         ]
         section = table_section(t, f"table-{t.op}", charts, anchor=f"op-{t.op}")
         sections.append(Section(section.anchor, f"{t.title} ({len(t.rows)})", section.html))

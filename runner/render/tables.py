@@ -62,6 +62,28 @@ def fmt_num(value: float | None, digits: int = 2) -> str:
     return "" if value is None else f"{value:.{digits}f}"
 
 
+# --energy: each kernel's average power, energy per call and work per joule (result_extras.py),
+# shown only where some row has them and left out first on a narrow terminal.
+WATTS_HEADER, JOULES_HEADER, GFLOP_J_HEADER, GB_J_HEADER = "W", "J/call", "GFLOP/J", "GB/J"
+ENERGY_KEYS = {
+    WATTS_HEADER: "watts",
+    JOULES_HEADER: "joules_per_call",
+    GFLOP_J_HEADER: "gflops_per_j",
+    GB_J_HEADER: "gb_per_j",
+}
+
+
+def energy_columns(op: str, extras: list[dict]) -> list[str]:
+    """The energy headers some row has a value for (none for a run without --energy); work per
+    joule in what the operation is rated in (GFLOP/J beside TFLOPS, GB/J beside GB/s)."""
+    skip = GFLOP_J_HEADER if traits_of(op).rated_in is Rate.GBPS else GB_J_HEADER
+    return [h for h, key in ENERGY_KEYS.items() if h != skip and any(x.get(key) is not None for x in extras)]
+
+
+def energy_cells(extra: dict, headers: list[str]) -> list[str]:
+    return [fmt_sig(extra.get(ENERGY_KEYS[h])) for h in headers]
+
+
 def _param(v: object) -> str:
     if isinstance(v, bool):
         return "T" if v else "N"
@@ -124,6 +146,8 @@ def op_table(op: str, results: Iterable[KernelResult], ctx: Context | None = Non
     # --pad both: the raw shape's time over the padded one's (kernels/harness/execute.py)
     penalty = any("alignment_penalty" in r.info for r in results)
     extra += ["raw/padded"] if penalty else []
+    entries = [entry_of_result(r) for r in results]
+    energy = energy_columns(op, [e.extra for e in entries])
     headers = (
         ["set"]
         + fields
@@ -131,20 +155,22 @@ def op_table(op: str, results: Iterable[KernelResult], ctx: Context | None = Non
         + [f"{d} (us)" for d in directions]
         + [TIME_HEADER, IQR_HEADER, traits.rated_in.column]
         + extra
+        + energy
         + ["status", "notes"]
     )
     rows = []
-    for r in results:
+    for r, entry in zip(results, entries, strict=True):
         row = [SET_SHORT.get(r.set, r.set)] + [_param(v) for v in r.params.values()] + [r.precision.name.value]
         row += [_part(r, d) for d in directions]
-        entry = entry_of_result(r)
         row += [fmt_us(entry.median_us), iqr_text(entry), fmt_num(r.tflops, 3 if (r.tflops or 0) < 1 else 2)]
         row += [_info_cell(c, r.info) for c in traits.run_columns]
         if penalty:
             row.append(fmt_num(r.info.get("alignment_penalty")))
+        row += energy_cells(entry.extra, energy)
         row += [_status(r), notes(entry, ctx)]
         rows.append(row)
     droppable = (
+        *energy,
         "set",
         IQR_HEADER,
         *(c.header for c in traits.run_columns if c.droppable),
@@ -204,10 +230,10 @@ def report_table(op: str, entries: Iterable[Entry], ctx: Context) -> Table:
     traits = traits_of(op)
     directions = list(cls.DIRECTIONS) if len(cls.DIRECTIONS) > 1 else []
     collective = traits.collective
+    entries = [e for e in entries if e.kernel.op == op]
+    energy = energy_columns(op, [e.extra for e in entries])
     rows = []
     for e in entries:
-        if e.kernel.op != op:
-            continue
         r = roof(e, ctx.ceilings)
         rows.append(
             [SET_SHORT.get(e.kernel.set, e.kernel.set), e.kernel.application or e.extra.get("application", "")]
@@ -229,6 +255,7 @@ def report_table(op: str, entries: Iterable[Entry], ctx: Context) -> Table:
                 iqr_text(e),
                 r.bound if r else "",
                 _pct(r.pct_of_peak if r else None),
+                *energy_cells(e.extra, energy),
                 status_text(e),
                 e.check,
                 notes(e, ctx),
@@ -240,9 +267,12 @@ def report_table(op: str, entries: Iterable[Entry], ctx: Context) -> Table:
         + ["prec"]
         + [f"{d} (us)" for d in directions]
         + (["ranks", OUT_OF_PLACE_HEADER, "bus GB/s"] if collective else [])
-        + [TIME_HEADER, traits.rated_in.column, IQR_HEADER, "bound", "% peak", "status", "check", "notes"]
+        + [TIME_HEADER, traits.rated_in.column, IQR_HEADER, "bound", "% peak"]
+        + energy
+        + ["status", "check", "notes"]
     )
     droppable = (
+        *energy,
         "check",
         "set",
         "application",

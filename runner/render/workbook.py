@@ -16,7 +16,16 @@ from deepbench.kernels.op_traits import OpTraits, Rate
 from ..analysis.roofline import no_roof_reason, roof
 from ..analysis.sanity import context_of, one_rank
 from ..analysis.sources import MS, Source, precision_order
-from .tables import notes, status_text
+from .tables import (
+    ENERGY_KEYS,
+    GB_J_HEADER,
+    GFLOP_J_HEADER,
+    JOULES_HEADER,
+    WATTS_HEADER,
+    energy_columns,
+    notes,
+    status_text,
+)
 
 BOLD = Font(bold=True)
 # DeepBench's column titles for direction names (its workbooks' words); an operation's traits
@@ -28,6 +37,13 @@ DIRECTION_HEADERS = {
     "bwd": "Time Backward (msec)",
 }
 MAX_WIDTH = 60
+# The energy columns of the tables (tables.py), spelled out as the workbook's other headers are.
+WORKBOOK_ENERGY = {
+    WATTS_HEADER: "Average power (W)",
+    JOULES_HEADER: "Energy per call (J)",
+    GFLOP_J_HEADER: "GFLOP/J",
+    GB_J_HEADER: "GB/J",
+}
 
 
 def _direction_header(traits: OpTraits, direction: str) -> str:
@@ -55,6 +71,7 @@ def _write_precision_sheet(ws, source: Source, precision: str) -> None:
         traits = traits_of(op)
         bandwidth = traits.rated_in is Rate.GBPS
         directions = list(cls.DIRECTIONS) if len(cls.DIRECTIONS) > 1 else []
+        energy = energy_columns(op, [e.extra for e in rows])  # --energy: the tables' columns, unrounded
         ws.append([])
         headers = (
             [traits.title, "Application"]
@@ -67,6 +84,7 @@ def _write_precision_sheet(ws, source: Source, precision: str) -> None:
                 "IQR (%)",
                 "Bound",
                 "% of peak",
+                *(WORKBOOK_ENERGY[h] for h in energy),
                 "Status",
                 "Check",
                 "Notes",
@@ -91,6 +109,7 @@ def _write_precision_sheet(ws, source: Source, precision: str) -> None:
                     None if iqr is None else round(100 * iqr, 2),
                     r.bound if r else None,
                     None if r is None else round(r.pct_of_peak, 1),
+                    *(e.extra.get(ENERGY_KEYS[h]) for h in energy),
                     status_text(e),
                     e.check,
                     notes(e, ctx) or None,
