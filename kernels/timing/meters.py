@@ -22,10 +22,12 @@ import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..results import PowerState
-from .clocks import ClockReader
+
+if TYPE_CHECKING:  # clocks.py imports torch, which a CPU board's backends (LiteRT, onnxruntime) run without
+    from .clocks import ClockReader
 
 MJ_PER_J = 1000.0
 MW_PER_W = 1000.0
