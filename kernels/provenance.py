@@ -34,6 +34,9 @@ GIT_TIMEOUT_S = 10.0
 MAX_CHANGED_PATHS = 50  # a modified tree lists at most this many paths (the count is kept)
 HASHED_SUFFIXES = (".py", ".json", ".md", ".txt", ".toml")  # package data included, bytecode not
 PROJECT_NAME_LINE = 'name = "deepbench"'
+# What a run executes: the package, the image recipes and the packaging. A change elsewhere (tests, docs,
+# evidence) changes nothing that ran, so it does not make a run "modified".
+TOOL_PATHS = ("runner", "kernels", "images", "pyproject.toml", "setup.py")
 SUITE_HASHES_CACHED = 16  # (suite, batch, seq) hashes kept per process
 
 
@@ -143,7 +146,8 @@ def source_state(path: Path) -> SourceState:
     """Git state of the deepbench checkout holding `path`; 'unknown' when it is not one.
 
     Only a checkout whose top level is this project counts: a wheel installed in a virtual
-    environment that happens to sit inside some other repository must not report that one."""
+    environment that happens to sit inside some other repository must not report that one. Only
+    changes to the tool's own paths (TOOL_PATHS) make it 'modified'."""
 
     def git(*args: str) -> str:
         # rstrip only the newline: porcelain lines start with a space
@@ -166,7 +170,11 @@ def source_state(path: Path) -> SourceState:
     try:
         commit = git("rev-parse", "HEAD")
         changed = [
-            line[3:] for line in git("status", "--porcelain", "--untracked-files=normal").splitlines() if line.strip()
+            line[3:]
+            for line in git(
+                "status", "--porcelain", "--untracked-files=normal", "--", *(f":(top){t}" for t in TOOL_PATHS)
+            ).splitlines()
+            if line.strip()
         ]
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as exc:
         return SourceState(state="unknown", reason=f"git failed: {exc}"[:300])
