@@ -11,6 +11,11 @@
 # one installed). Settings (environment):
 #   NCCL_TESTS_SRC  required: nccl-tests' source folder (copied, then built with make -C src)
 #   NGPUS           default: every GPU
+#   RANKS           default: NGPUS; several ("2 4") run everything at each count, on the first GPUs
+#   MODES           default "eager graph": nccl-tests without and with -G, the harness eager and by graphs
+#   NT_REPEATS      default 1: nccl-tests' runs again into nccl-tests-r<N>/ (how far nccl-tests agrees with itself),
+#                   each set beside the harness in side_by_side[_r<N>].txt
+#   BUFFERS         default 1: collective_buffers.py (PyTorch's allocator beside ncclMemAlloc) at each rank count
 #   BUDGET_S        default 530: seconds for everything before the tarball
 #   NT_BUDGET_S     default 180: nccl-tests' share of it
 #   HARNESS_ARGS    default "--fast --time-cap 0.3"
@@ -18,8 +23,9 @@
 #   MIN_FLOATS      default 1048576: the harness's sizes besides 100,000 floats (2: the whole suite)
 #   SPLIT_FLOATS    default 16777217: sizes above it are measured (graph only) after the eager latency run
 #   GENCODE         default: the first GPU's compute capability
-# Writes $OUT/collectives47.tgz holding: device.txt, install.log, build.log, nccl-tests/<coll>{,_graph}.txt,
-# runs/{graph_latency,graph,eager_latency,graph_large,eager} (deepbench-run folders, each with a COMMAND file),
+# Writes $OUT/collectives47.tgz holding: device.txt, install.log, build.log, nccl-tests/<coll>{,_graph}_n<ranks>.txt,
+# buffers_n<ranks>.log (collective_buffers.py: PyTorch's allocator beside ncclMemAlloc),
+# runs/n<ranks>_{graph_latency,graph,eager_latency,graph_large,eager} (deepbench-run folders, each with a COMMAND file),
 # side_by_side.txt and side_by_side.json, steps.log (each step's command, seconds and exit status), each
 # step's log; also $OUT/side_by_side.txt and $OUT/steps.log apart, and the side-by-side on stdout.
 set -uo pipefail
@@ -56,7 +62,7 @@ step() {
 say() { if [ "$DRY" = 1 ]; then echo "dry run: $*"; else "$@"; fi; }
 
 finish() {  # everything but nccl-tests' source, build, NCCL links and MPICH; the side-by-side also apart
-  cp "$WORK"/side_by_side.txt "$WORK"/steps.log "$OUT/" 2>/dev/null
+  cp "$WORK"/side_by_side*.txt "$WORK"/steps.log "$OUT/" 2>/dev/null
   tar -C "$WORK" --exclude=./nccl-tests-src --exclude=./nccl-tests-build --exclude=./nccl --exclude=./mpich \
     -czf "$OUT/collectives47.tgz" . && ls -la "$OUT"
 }
@@ -126,7 +132,7 @@ BIN=$WORK/nccl-tests-build
 # MPI at hand (MPICH's wheel carried in .whl/, unpacked here) nccl-tests is built with MPI=1 and run the same way
 # (mpiexec -n N ... -g 1); without one, one process drives every GPU (-g N), and steps.log says which. (On two
 # H200s the two layouts read within 1-7% of each other: tests/benchmarks/results/collectives-h200x2.)
-MPI_HOME=""; LAUNCH=(); PER_PROCESS=$NGPUS
+MPI_HOME=""
 for w in .whl/mpich-*.whl; do  # a wheel is a zip; the lent machine has no unzip, and zipfile keeps no modes
   [ -f "$w" ] && python3 -m zipfile -e "$w" "$WORK/mpich" && for d in "$WORK"/mpich/mpich-*.data/data; do
     chmod +x "$d"/bin/*; MPI_HOME=$d
@@ -134,7 +140,6 @@ for w in .whl/mpich-*.whl; do  # a wheel is a zip; the lent machine has no unzip
 done
 if [ -n "$MPI_HOME" ]; then
   export LD_LIBRARY_PATH=$MPI_HOME/lib:$LD_LIBRARY_PATH
-  LAUNCH=("$MPI_HOME/bin/mpiexec" -n "$NGPUS"); PER_PROCESS=1
   echo "nccl-tests: one process per GPU (MPI=1, $MPI_HOME)" | tee -a "$WORK/steps.log"
 else
   echo "nccl-tests: one process drives all $NGPUS GPUs (no MPICH from .whl/mpich-*.whl: not the harness's layout)" \
@@ -145,53 +150,77 @@ step build 180 make -C "$WORK/nccl-tests-src/src" -j16 NCCL_HOME="$NCCL_HOME" BU
 
 # (c) nccl-tests, every collective: eager, then CUDA graphs (-G 1: the -n iterations captured once and launched
 # once), then each at DeepBench's 100,000 floats; at most NT_BUDGET_S (default 180) seconds for all of them
+RANKS=${RANKS:-$NGPUS}
+MODES=${MODES:-eager graph}
 NT_END=$((SECONDS + ${NT_BUDGET_S:-180}))
 nt_cap() { local c=$((NT_END - SECONDS)); [ "$c" -gt "$1" ] && c=$1; [ "$c" -lt 0 ] && c=0; echo "$c"; }
-for coll in $COLLECTIVES; do
-  for mode in eager graph; do
-    graph=""; [ "$mode" = graph ] && graph="-G 1"
-    name=${coll}${graph:+_graph}
-    # only what finished goes to the side-by-side (a failed binary's log stays in its step log)
-    # shellcheck disable=SC2086 # the argument lists are word lists
-    step "nt_$name" "$(nt_cap 60)" "${LAUNCH[@]}" "$BIN/${coll}_perf" -g "$PER_PROCESS" $NCCL_TESTS_ARGS $graph \
-      && cat "$WORK/nt_$name.log" >>"$WORK/nccl-tests/$name.txt"
-    # shellcheck disable=SC2086
-    step "nt_${name}_latency" "$(nt_cap 30)" "${LAUNCH[@]}" "$BIN/${coll}_perf" -g "$PER_PROCESS" \
-      -b $LATENCY_BYTES -e $LATENCY_BYTES \
-      -n 100 -w 10 $graph && cat "$WORK/nt_${name}_latency.log" >>"$WORK/nccl-tests/$name.txt"
+for rep in $(seq 1 "${NT_REPEATS:-1}"); do
+  dest=$WORK/nccl-tests; [ "$rep" -gt 1 ] && dest=$WORK/nccl-tests-r$rep
+  mkdir -p "$dest"
+  for n in $RANKS; do
+    if [ -n "$MPI_HOME" ]; then LAUNCH=("$MPI_HOME/bin/mpiexec" -n "$n"); PER_PROCESS=1; else LAUNCH=(); PER_PROCESS=$n; fi
+    for coll in $COLLECTIVES; do
+      for mode in $MODES; do
+        graph=""; [ "$mode" = graph ] && graph="-G 1"
+        name=${coll}${graph:+_graph}_n$n
+        log=nt_${name}_r$rep
+        # only what finished goes to the side-by-side (a failed binary's log stays in its step log)
+        # shellcheck disable=SC2086 # the argument lists are word lists
+        step "$log" "$(nt_cap 60)" "${LAUNCH[@]}" "$BIN/${coll}_perf" -g "$PER_PROCESS" $NCCL_TESTS_ARGS $graph \
+          && cat "$WORK/$log.log" >>"$dest/$name.txt"
+        # shellcheck disable=SC2086
+        step "${log}_latency" "$(nt_cap 30)" "${LAUNCH[@]}" "$BIN/${coll}_perf" -g "$PER_PROCESS" \
+          -b $LATENCY_BYTES -e $LATENCY_BYTES -n 100 -w 10 $graph && cat "$WORK/${log}_latency.log" >>"$dest/$name.txt"
+      done
+    done
+    # The allocator's share of the difference: PyTorch's caching allocator beside ncclMemAlloc, NCCL's calls alike
+    if [ "$rep" = 1 ] && [ "${BUFFERS:-1}" = 1 ]; then
+      step "buffers_n$n" 60 python3 -m torch.distributed.run --nproc-per-node "$n" tests/benchmarks/collective_buffers.py
+    fi
   done
 done
 
 # (d) the harness, every collective: at DeepBench's 100,000 floats (the time target) and from MIN_FLOATS up
 # (the busbw target: 4 MiB and more), by CUDA graph replays, then eagerly (the time left decides how far the
 # last run gets; results measured so far stay in its folder)
-harness() {  # harness NAME CAP ARGS...
-  local name=$1 cap=$2; shift 2
+harness() {  # harness RANKS NAME CAP ARGS...
+  local n=$1 name=n$1_$2 cap=$3; shift 3
   local dir=$WORK/runs/$name
-  local cmd="deepbench-run --local --platform nvidia --suite collectives --ranks $NGPUS --kernel-timeout 120 $HARNESS_ARGS $* --quiet --out $dir"
+  local cmd="deepbench-run --local --platform nvidia --suite collectives --ranks $n --kernel-timeout 120 $HARNESS_ARGS $* --quiet --out $dir"
   # shellcheck disable=SC2086
   step "harness_$name" "$cap" $cmd
-  [ -d "$dir" ] && printf '# %s GPUs (%s), NCCL_NVLS_ENABLE=0, %s:\n%s\n' "$NGPUS" \
+  [ -d "$dir" ] && printf '# %s of %s GPUs (%s), NCCL_NVLS_ENABLE=0, %s:\n%s\n' "$n" "$NGPUS" \
     "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)" "$(date -u +%F)" "$cmd" >"$dir/COMMAND"
 }
 # Each run goes collective by collective, sizes ascending: the middle sizes come first for every collective,
-# the largest (whose exact expected results take the host seconds to compute) in a run of their own.
-harness graph_latency 90 --collective-timing graph --where floats=100000
-harness graph $(($(left) / 2)) --collective-timing graph --where "floats>=$MIN_FLOATS,floats<=$SPLIT_FLOATS"
-harness eager_latency 90 --collective-timing eager --where floats=100000
-harness graph_large $(($(left) * 2 / 3)) --collective-timing graph --where "floats>$SPLIT_FLOATS"
-harness eager $(($(left) - 40)) --collective-timing eager --where "floats>=4194304,floats<=$SPLIT_FLOATS"
+# the largest (whose exact expected results take the host seconds to compute) in a run of their own. Each rank
+# count gets its share of the time left.
+counts=$(echo "$RANKS" | wc -w); i=0
+for n in $RANKS; do
+  share=$(($(left) / (counts - i))); i=$((i + 1)); t0=$SECONDS
+  harness "$n" graph_latency 90 --collective-timing graph --where floats=100000
+  harness "$n" graph $((share / 3)) --collective-timing graph --where "floats>=$MIN_FLOATS,floats<=$SPLIT_FLOATS"
+  case " $MODES " in *" eager "*) harness "$n" eager_latency 90 --collective-timing eager --where floats=100000 ;; esac
+  harness "$n" graph_large $((share - (SECONDS - t0) - 10)) --collective-timing graph --where "floats>$SPLIT_FLOATS"
+  case " $MODES " in *" eager "*)
+    harness "$n" eager $((share - (SECONDS - t0))) --collective-timing eager --where "floats>=4194304,floats<=$SPLIT_FLOATS" ;;
+  esac
+done
 
-# (e) the side-by-side
+# (e) the side-by-side, once per set of nccl-tests' runs
 runs=$(ls -d "$WORK"/runs/*/ 2>/dev/null)
-files=$(ls "$WORK"/nccl-tests/*.txt 2>/dev/null)
-if [ "$DRY" = 1 ]; then
-  echo "dry run: side-by-side of: ${runs:-<runs>} with ${files:-<nccl-tests files>}"
-elif [ -n "$runs" ] && [ -n "$files" ]; then
-  # shellcheck disable=SC2086
-  python3 tests/benchmarks/collectives_vs_nccl_tests.py $runs --nccl-tests $files --json "$WORK/side_by_side.json" \
-    2>&1 | tee "$WORK/side_by_side.txt" | grep -v '^no nccl-tests figure' | tail -60
-else
-  echo "nothing to set side by side (runs: ${runs:-none}; nccl-tests outputs: ${files:-none})" | tee "$WORK/side_by_side.txt"
-fi
+for dest in "$WORK"/nccl-tests "$WORK"/nccl-tests-r*; do
+  [ -d "$dest" ] || continue
+  suffix=${dest#"$WORK"/nccl-tests}; suffix=${suffix/-/_}
+  files=$(ls "$dest"/*.txt 2>/dev/null)
+  if [ "$DRY" = 1 ]; then
+    echo "dry run: side-by-side of: ${runs:-<runs>} with ${files:-<nccl-tests files>}"
+  elif [ -n "$runs" ] && [ -n "$files" ]; then
+    # shellcheck disable=SC2086
+    python3 tests/benchmarks/collectives_vs_nccl_tests.py $runs --nccl-tests $files \
+      --json "$WORK/side_by_side$suffix.json" 2>&1 | tee "$WORK/side_by_side$suffix.txt" | grep -v '^no nccl-tests figure' | tail -3
+  else
+    echo "nothing to set side by side (runs: ${runs:-none}; nccl-tests outputs: ${files:-none})" | tee "$WORK/side_by_side$suffix.txt"
+  fi
+done
 echo "total: $((SECONDS - START)) s"

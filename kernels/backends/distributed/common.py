@@ -60,6 +60,9 @@ class Communicator(ABC):
     rank: int = 0
     size: int = 1
     library: str = ""
+    # Where the device buffers come from, for the record ('' for host memory): NCCL moves
+    # ncclMemAlloc'd memory faster than cudaMalloc'd (nccl4py_comm.py says why).
+    buffers: str = ""
     # Set when a collective raised (a rank died or timed out): the group cannot be used again, and
     # the harness restarts every rank (harness __main__, runner/launch/supervise.py).
     broken: str = ""
@@ -200,6 +203,7 @@ class CollectiveRunner:
         self.settings = settings
         self.warmed_up: set[str] = set()  # the collectives already warmed up
         self.graphs = comm.graph_timer() if settings.collective_timing == "graph" else None
+        self._line: Any = None  # the start line's one float (graph_timing.py says why)
 
     @property
     def method(self) -> str:
@@ -282,6 +286,7 @@ class CollectiveRunner:
         info = {
             "ranks": comm.size,
             "library": comm.library,
+            **({"buffers": comm.buffers} if comm.buffers else {}),
             "bytes": layout.bytes,
             "count": layout.count,
             "bus_factor": factor,
@@ -377,7 +382,7 @@ class CollectiveRunner:
         """Seconds for `calls` back-to-back calls on this rank, started together with the others:
         CUDA graph replays timed by events where the communicator can, else host-clocked calls."""
         if self.graphs is not None:
-            return self.graphs.timed(fn, calls, self.comm.barrier)
+            return self.graphs.timed(fn, calls, self.comm.barrier, self._start_line)
         self.comm.synchronize()
         self.comm.barrier()
         t0 = time.perf_counter()
@@ -385,6 +390,12 @@ class CollectiveRunner:
             fn()
         self.comm.synchronize()
         return time.perf_counter() - t0
+
+    def _start_line(self) -> None:
+        """A one-element all-reduce on the current stream: every rank's device leaves it together."""
+        if self._line is None:
+            self._line = self.comm.buffer(np.zeros(1, dtype=np.float32))
+        self.comm.all_reduce_in_place(self._line)
 
     def measure(self, fn: Callable[[], object], rule: StopRule, max_calls: int, info: dict[str, Any]) -> Measurement:
         """Rank-synchronised samples: each sample is `calls` back-to-back calls on every rank;
@@ -426,13 +437,16 @@ class CollectiveRunner:
         made, this rank's seconds for the last loop, which had `calls` calls: the first sample)."""
         calls, made = 1, 0
         limit = max(1, min(MAX_CALLS_PER_SAMPLE, max_calls // max(1, self.settings.min_samples)))
+        floor = self.settings.min_sample_s
+        if self.graphs is not None:
+            floor = max(floor, self.graphs.min_sample_s)  # graph_timing.py says why
         while True:
             mine = self._timed(fn, calls)
             elapsed = max(e for (e,) in self.comm.allgather([mine]))
             made += calls
-            if elapsed >= self.settings.min_sample_s or calls >= limit:
+            if elapsed >= floor or calls >= limit:
                 return calls, made, mine
-            calls = min(limit, max(2 * calls, int(calls * self.settings.min_sample_s / max(elapsed, 1e-9)) + 1))
+            calls = min(limit, max(2 * calls, int(calls * floor / max(elapsed, 1e-9)) + 1))
 
 
 class _RankSamples:

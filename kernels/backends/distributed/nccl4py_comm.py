@@ -10,12 +10,20 @@ control messages on its gloo group, the record of which NCCL torch loaded. Witho
 torch calls are the fallback, named "nccl" as before.
 
 nccl4py finds libnccl through cuda-pathfinder: PyTorch's nvidia-nccl package where that is what
-is installed, so both sides use the same NCCL (versions() records the one nccl4py loaded)."""
+is installed, so both sides use the same NCCL (versions() records the one nccl4py loaded).
+
+The buffers come from ncclMemAlloc, as nccl-tests allocates them since NCCL 2.19 (common.cu
+AllocateBuffs): memory NCCL can map into its peers and, when the calls are captured in a CUDA
+graph, register for zero-copy transfers. PyTorch's caching allocator hands out cudaMalloc'd
+memory, over which NCCL stages every transfer through its own buffers: on two H200s that read
+20-35% below nccl-tests' bus bandwidth for all-gather, all-to-all and send/recv (the evidence and
+the side-by-side A/B are in docs/collectives.md). The record names the allocator (info.buffers)."""
 
 from __future__ import annotations
 
 import importlib.util
 
+import numpy as np
 import torch
 import torch.distributed as dist
 
@@ -23,6 +31,8 @@ from ...results import Settings
 from .torch_dist import TorchCommunicator
 
 NCCL4PY_LIBRARY = "nccl (nccl4py)"
+NCCL_BUFFERS = "ncclMemAlloc"
+FLOAT_BYTES = 4
 
 
 def nccl4py_unavailable() -> str:
@@ -50,6 +60,18 @@ class Nccl4pyCommunicator(TorchCommunicator):
             dist.broadcast_object_list(uid, src=0, group=self.control)
         self.nccl_comm = self.guarded(nccl.Communicator.init, self.size, self.rank, nccl.UniqueId.from_bytes(uid[0]))
         self.library = NCCL4PY_LIBRARY
+        self.buffers = NCCL_BUFFERS
+
+    def empty(self, floats: int) -> torch.Tensor:
+        """`floats` float32 of ncclMemAlloc'd memory (the module says why), as a torch tensor: DLPack
+        hands torch the cuda.core Buffer, which frees it (ncclMemFree) when the tensor goes."""
+        raw = self.nccl.mem_alloc(max(floats, 1) * FLOAT_BYTES, self.device.index)
+        return torch.from_dlpack(raw).view(torch.float32)[:floats]
+
+    def buffer(self, values: np.ndarray) -> torch.Tensor:
+        buf = self.empty(values.size)
+        buf.copy_(torch.from_numpy(values))
+        return buf
 
     def _stream(self) -> int:
         """torch's current stream: inside a graph capture, the capturing stream."""

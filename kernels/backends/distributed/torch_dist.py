@@ -50,6 +50,10 @@ REDUCE_SCATTER = getattr(dist, "reduce_scatter_single", None) or dist.reduce_sca
 CPU_COPY_NOTE = "; on a CPU the copy is a memcpy on the calling thread"
 
 
+# PyTorch's device memory: its caching allocator's cudaMalloc'd segments.
+TORCH_BUFFERS = "PyTorch caching allocator (cudaMalloc)"
+
+
 class TorchCommunicator(Communicator):
     # Why NCCL's own calls (nccl4py) are not used where the nccl backend would use them ('' elsewhere).
     fallback_reason: str = ""
@@ -65,6 +69,7 @@ class TorchCommunicator(Communicator):
             self.device = torch.device("cuda", self.local_rank % torch.cuda.device_count())
             torch.cuda.set_device(self.device)
             self.library = "rccl" if torch.version.hip else "nccl"
+            self.buffers = TORCH_BUFFERS
         else:
             self.device = torch.device("cpu")
             self.library = "gloo"
