@@ -21,6 +21,7 @@ MAX_TIME_CAP_S = 24 * 3600.0
 MAX_WARM_UP_S = 3600.0
 MAX_ENERGY_WINDOW_S = 60.0  # per part: a longer window is a typo (a suite would take hours more)
 MAX_LOCK_MHZ = 10_000  # no GPU clocks its SMs above this
+MAX_MIN_SAMPLE_S = 1.0  # --min-sample: a longer sample is a typo (the default time cap is 1 s per direction)
 # A collective's check sums small integers exactly in float32 up to this many ranks (distributed/common.py).
 MAX_RANKS = MAX_EXACT_RANKS
 
@@ -61,7 +62,8 @@ RANGES: dict[str, Bound] = {
     "seed": Bound(0, MAX_SEED),
     "ranks": Bound(1, MAX_RANKS),
     "energy_window_s": Bound(0, MAX_ENERGY_WINDOW_S, low_open=True),
-    **{f: _preset_bound(f) for f in ("min_samples", "max_samples", "min_sample_s", "min_time_s", "limited_min_time_s")},
+    "min_sample_s": Bound(0, MAX_MIN_SAMPLE_S, low_open=True),
+    **{f: _preset_bound(f) for f in ("min_samples", "max_samples", "min_time_s", "limited_min_time_s")},
 }
 
 

@@ -13,7 +13,7 @@ import pytest
 from deepbench.kernels.backends.distributed import values
 from deepbench.kernels.backends.distributed.problems import problem
 from deepbench.kernels.collective_kernels import COLLECTIVE_KERNELS, COLLECTIVES_BY_OP
-from deepbench.kernels.results import KernelResult, Status
+from deepbench.kernels.results import KernelResult, Plan, Status
 from deepbench.kernels.results_file import read_results
 from deepbench.kernels.suites import parse_where, select
 from deepbench.runner.analysis import nccl_tests
@@ -252,6 +252,8 @@ def test_pairs_are_like_with_like_and_judged_by_the_targets() -> None:
             library="nccl (nccl4py)",
             time_us=us,
             busbw=busbw,
+            slowest_us=us,
+            averaged=True,
         )
 
     outputs = nccl_tests.read(FIXTURES / "all_reduce_perf.txt") + nccl_tests.read(FIXTURES / "graph_mixed.txt")
@@ -294,6 +296,11 @@ def test_report_sets_a_run_beside_nccl_tests(tmp_path: Path) -> None:
         ("all_reduce", 400_000, "out_of_place"),
     ]
     assert len(alone) == 6 and pairs[0].nccl_tests_us == 19.64
+    # averaged over ranks as nccl-tests -a 1 averages, the slowest rank's median beside it
+    recorded = next(r for r in _results(out) if r.op == "all_reduce" and r.info["bytes"] == 400_000)
+    in_place = recorded.parts[0]
+    assert pairs[0].averaged and pairs[0].harness_us == in_place.info["time_mean_over_ranks_us"]
+    assert pairs[0].harness_slowest_us == in_place.measurement.stats.median
     assert pairs[0].time_ratio == pytest.approx(pairs[0].harness_us / 19.64)
     line = summary(pairs, len(alone))  # gloo beside NCCL: shown, flagged, counted by no target
     assert not pairs[0].on_nccl and pairs[0].latency_target is None
@@ -392,3 +399,26 @@ def test_a_planted_wrong_value_fails_on_gpus(tmp_path: Path) -> None:
     wrong, ok = _results(out)
     assert wrong.status is Status.FAILED and "rank 1: 1 of 100000 elements differ" in wrong.reason
     assert ok.status is Status.OK
+
+
+def test_min_sample_reaches_the_settings_and_the_reproduce_command() -> None:
+    """--min-sample (longer samples: a collective's back-to-back calls overlap as in nccl-tests' 100-call
+    launches) is recorded and repeated by a submission's reproduce command; out of range is refused."""
+    import argparse
+    import shlex
+
+    from deepbench.runner.launch.run import add_arguments, settings_from
+    from deepbench.runner.platforms import get_platform
+    from deepbench.runner.submission.bundle import reproduce_command
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    nvidia = get_platform("nvidia")
+    settings = settings_from(parser.parse_args(["--fast", "--min-sample", "0.02"]), nvidia)
+    assert settings.min_sample_s == 0.02
+    plan = Plan(run_id="r", suite="collectives", platform="nvidia", backend=nvidia.backend, settings=settings, items=())
+    command = reproduce_command(plan, local=True, image_digest=None)
+    assert "--min-sample 0.02" in command
+    assert settings_from(parser.parse_args(shlex.split(command)[1:]), nvidia).min_sample_s == 0.02
+    bad = run_cli("deepbench-run", "--local", "--suite", "smoke", "--min-sample", "5", "--out", "/nonexistent/x")
+    assert bad.returncode == 2 and "--min-sample" in bad.stderr and "Traceback" not in bad.stderr

@@ -170,3 +170,42 @@ def test_the_collective_converges_on_the_slowest_ranks_steady_time() -> None:
     m, info = _collective(itertools.repeat(2e6), rule, max_calls=100)
     assert m.stop_reason == CONVERGED and m.stats.n == 3 and m.stats.median == 2e6
     assert info["time_max_over_ranks_us"] == 2e6 and len(info["time_per_rank_us"]) == 2
+
+
+class MirroredRanks(TwoRanks):
+    """Two ranks that time alike; counts the start lines (one-float all-reduces) made before samples."""
+
+    def __init__(self) -> None:
+        super().__init__(iter(()))
+        self.start_lines = 0
+
+    def allgather(self, values: list[float]) -> list[list[float]]:
+        return [values, values]
+
+    def all_reduce_in_place(self, buf: Any) -> None:
+        self.start_lines += 1
+
+
+class FakeGraphs:
+    """A graph timer whose replays take 100 us a call, calling the start line as GraphTimer does."""
+
+    method = "fake-graph"
+    min_sample_s = 0.02
+
+    def timed(self, fn: Any, calls: int, barrier: Any, start_line: Any) -> float:
+        barrier()
+        start_line()
+        return calls * 1e-4
+
+
+def test_graph_replayed_collectives_take_long_samples_after_a_start_line() -> None:
+    """A graph-timed collective's samples last the graph timer's floor (20 ms: back-to-back NCCL calls
+    overlap as in nccl-tests' 100-call launches) or Settings.min_sample_s where longer, and every
+    sample starts with a start line on the device."""
+    comm = MirroredRanks()
+    runner = CollectiveRunner(comm, Settings(min_sample_s=0.001, min_samples=3))
+    runner.graphs = FakeGraphs()
+    calls, made, _ = runner._calibrate(lambda: None, max_calls=10**6)
+    assert calls == 201 and made == 1 + 201 and comm.start_lines == 2  # 201 x 100 us >= 20 ms
+    runner.settings = Settings(min_sample_s=0.05, min_samples=3)  # --min-sample longer than the floor
+    assert runner._calibrate(lambda: None, max_calls=10**6)[0] == 501

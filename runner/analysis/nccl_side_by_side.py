@@ -3,9 +3,15 @@
 Like with like: a harness kernel is set beside an nccl-tests row only when the collective, the number
 of ranks, nccl-tests' size in bytes (the kernel's `bytes` on those ranks) and the way calls were
 launched (CUDA graph replays, nccl-tests -G, or eager calls) are the same; anything else is left
-unmatched and counted. Both sides' busbw follow nccl-tests' definition (kernels/collective_kernels.py);
-the harness's time is the median over samples of the slowest rank's time per call, nccl-tests' the
-mean over its -n iterations.
+unmatched and counted. Both sides' busbw follow nccl-tests' definition (kernels/collective_kernels.py).
+
+Both sides' times are averaged over ranks, as nccl-tests reports by default (-a 1: each rank's mean
+over its -n iterations, averaged over ranks): the harness's is the mean over ranks of each rank's
+mean time per call (info.time_mean_over_ranks_us). The harness's own headline, the median over
+samples of the slowest rank's time, is shown beside it: for a rooted collective (reduce, broadcast)
+on 4 ranks the slowest rank reads up to 25% above the average (2026-11-28, 4 H200s), so comparing
+it with nccl-tests' average would compare two definitions. A run that recorded no per-rank times
+is compared by its headline, and the pair says so.
 
 The issue's targets (SUMMARY): for sizes of at least 4 MiB the harness's busbw within 5% of
 nccl-tests', and at DeepBench's 100,000 floats (400,000 bytes) the harness's time at most 1.5x
@@ -40,8 +46,10 @@ class Pair(BaseModel):
     direction: str
     method: str  # "graph" or "eager" (both sides)
     library: str
-    harness_us: float
+    harness_us: float  # averaged over ranks where the run recorded per-rank times (the module says why)
     harness_busbw: float
+    harness_slowest_us: float  # the harness's headline: median over samples of the slowest rank
+    averaged: bool  # whether harness_us is the rank average (False: the headline, all that was recorded)
     nccl_tests_us: float
     nccl_tests_busbw: float
 
@@ -83,6 +91,8 @@ class HarnessFigure(BaseModel):
     library: str
     time_us: float
     busbw: float
+    slowest_us: float
+    averaged: bool
 
 
 def harness_figures(results: Iterable[KernelResult]) -> list[HarnessFigure]:
@@ -100,16 +110,21 @@ def harness_figures(results: Iterable[KernelResult]) -> list[HarnessFigure]:
             measured[twin["direction"]] = (twin["measurement"]["stats"]["median"], twin["info"])
         for direction, (median, info) in measured.items():
             if direction in DIRECTIONS and info.get("busbw_gbps") is not None:
+                average = info.get("time_mean_over_ranks_us")
+                time_us = float(average) if average else median
+                size = int(info["bytes"])
                 out.append(
                     HarnessFigure(
                         op=r.op,
-                        bytes=int(info["bytes"]),
+                        bytes=size,
                         ranks=int(info["ranks"]),
                         direction=direction,
                         method=method,
                         library=str(library),
-                        time_us=median,
-                        busbw=float(info["busbw_gbps"]),
+                        time_us=time_us,
+                        busbw=size / time_us / 1e3 * float(info["bus_factor"]),  # nccl-tests: S / t x factor
+                        slowest_us=median,
+                        averaged=bool(average),
                     )
                 )
     return out
@@ -142,6 +157,8 @@ def pair_up(figures: Iterable[HarnessFigure], outputs: Iterable[Output]) -> tupl
                 library=f.library,
                 harness_us=f.time_us,
                 harness_busbw=f.busbw,
+                harness_slowest_us=f.slowest_us,
+                averaged=f.averaged,
                 nccl_tests_us=theirs.time_us,
                 nccl_tests_busbw=theirs.busbw_gbps,
             )

@@ -143,6 +143,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--time-cap", type=ranged("time_cap_s"), metavar="S", help="seconds per direction before giving up on precision"
     )
     m.add_argument(
+        "--min-sample",
+        type=ranged("min_sample_s"),
+        metavar="S",
+        help="calls per sample until a sample lasts at least this long (default 0.001; a collective's "
+        "back-to-back calls overlap as in nccl-tests' 100-call launches only in longer samples)",
+    )
+    m.add_argument(
         "--warm-up",
         type=ranged("warm_up_s"),
         metavar="S",
@@ -387,6 +394,8 @@ def settings_from(args: argparse.Namespace, platform: Platform) -> Settings:
         preset["target_rel_precision"] = args.target
     if args.warm_up is not None:
         preset["warm_up_s"] = args.warm_up
+    if args.min_sample is not None:
+        preset["min_sample_s"] = args.min_sample
     if preset["time_cap_s"] >= args.kernel_timeout:
         raise UserError(
             f"--time-cap ({preset['time_cap_s']:g} s per direction) must be shorter than --kernel-timeout "

@@ -17,6 +17,7 @@ SIDE_BY_SIDE_HEADERS = [
     "direction",
     "library",
     "harness (us)",
+    "harness slowest rank (us)",
     "nccl-tests (us)",
     "time ratio",
     "harness busbw",
@@ -27,8 +28,9 @@ SIDE_BY_SIDE_HEADERS = [
 
 
 def side_by_side_table(op: str, pairs: Iterable[Pair]) -> Table:
-    """One collective's pairs (nccl_side_by_side.Pair) as a table: both times and busbw, their ratios,
-    and whether the pair meets its target ('' where no target covers its size)."""
+    """One collective's pairs (nccl_side_by_side.Pair) as a table: both times averaged over ranks (the
+    harness's slowest rank beside), both busbw, their ratios, and whether the pair meets its target
+    ('' where no target covers its size)."""
     rows = []
     for p in pairs:
         if p.op != op:
@@ -41,7 +43,8 @@ def side_by_side_table(op: str, pairs: Iterable[Pair]) -> Table:
                 p.method,
                 p.direction.replace("_", " "),
                 p.library,
-                f"{p.harness_us:,.2f}",
+                f"{p.harness_us:,.2f}" + ("" if p.averaged else " (slowest)"),
+                f"{p.harness_slowest_us:,.2f}",
                 f"{p.nccl_tests_us:,.2f}",
                 f"{p.time_ratio:.3f}",
                 f"{p.harness_busbw:.2f}",

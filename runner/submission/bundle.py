@@ -65,6 +65,8 @@ def reproduce_command(plan: Plan, local: bool, image_digest: str | None) -> str:
         args += ["--time-cap", f"{s.time_cap_s:g}"]
     if s.target_rel_precision != preset["target_rel_precision"]:
         args += ["--target", f"{s.target_rel_precision:g}"]
+    if s.min_sample_s != preset["min_sample_s"]:
+        args += ["--min-sample", f"{s.min_sample_s:g}"]
     if s.kernel_timeout_s != DEFAULT_KERNEL_TIMEOUT_S:
         args += ["--kernel-timeout", f"{s.kernel_timeout_s:g}"]
     if s.threads:
