@@ -17,8 +17,8 @@ import argparse
 import os
 import statistics
 from collections.abc import Callable
+from typing import Any
 
-import nccl.core as nccl
 import torch
 import torch.distributed as dist
 
@@ -40,7 +40,7 @@ def size_bytes(text: str) -> int:
     return int(float(text[:-1]) * UNITS[text[-1]]) if text[-1] in UNITS else int(text)
 
 
-def allocate(how: str, floats: int, device: torch.device) -> torch.Tensor:
+def allocate(nccl: Any, how: str, floats: int, device: torch.device) -> torch.Tensor:
     if how == "torch":
         return torch.zeros(floats, dtype=torch.float32, device=device)
     buf = torch.from_dlpack(nccl.mem_alloc(floats * FLOAT_BYTES, device.index)).view(torch.float32)[:floats]
@@ -48,8 +48,8 @@ def allocate(how: str, floats: int, device: torch.device) -> torch.Tensor:
 
 
 def calls(
-    op: str, comm: nccl.Communicator, send: torch.Tensor, recv: torch.Tensor, rank: int, n: int
-) -> Callable[[], None]:
+    nccl: Any, op: str, comm: Any, send: torch.Tensor, recv: torch.Tensor, rank: int, n: int
+) -> Callable[[], Any]:
     stream = lambda: torch.cuda.current_stream().cuda_stream  # noqa: E731 - the capturing stream inside a capture
     if op == "all_reduce":
         return lambda: comm.allreduce(send, recv, nccl.SUM, stream=stream())
@@ -111,6 +111,8 @@ def main() -> None:
     parser.add_argument("--sizes", default="16M,256M,1G", help="nccl-tests' sizes (bytes; K, M, G suffixes)")
     parser.add_argument("--ops", default=",".join(BUS_FACTOR), help=f"of: {', '.join(BUS_FACTOR)}")
     args = parser.parse_args()
+    import nccl.core as nccl  # nccl4py: only where the script runs, so that --help needs no GPU stack
+
     rank, n = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     device = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
     torch.cuda.set_device(device)
@@ -127,8 +129,8 @@ def main() -> None:
             send_n, recv_n = buffers(op, size, n)
             row = {}
             for how in ("torch", "nccl"):
-                send, recv = allocate(how, send_n, device), allocate(how, recv_n, device)
-                row[how] = timed(calls(op, comm, send, recv, rank, n), device)
+                send, recv = allocate(nccl, how, send_n, device), allocate(nccl, how, recv_n, device)
+                row[how] = timed(calls(nccl, op, comm, send, recv, rank, n), device)
                 del send, recv
                 torch.cuda.synchronize()
             if rank == 0:
