@@ -82,6 +82,26 @@ def cudnn_info(plan: str, candidates: list[tuple[str, str]]) -> dict:
     }
 
 
+@pytest.mark.parametrize(
+    ("inputs", "deepbench_call", "tail"),
+    [
+        (None, False, "strict"),  # nothing recorded: gemm_loop's default, normal
+        ("zeros", False, "strict 0.000 zeros"),
+        ("zeros", True, "strict 0.000 zeros"),
+        ("uniform", True, "strict 0.000 uniform"),
+    ],
+)
+def test_gemm_line_draws_what_the_harness_drew_and_can_make_deepbenchs_call(inputs, deepbench_call, tail):
+    """The loop draws its operands as the result records (--inputs deepbench: zeros for fp16); with
+    --deepbench-call an fp16 GEMM is DeepBench's cublasGemmEx with fp16 accumulate (fp16acc16)."""
+    call = {"transa": "N", "transb": "N", "m": 7680, "n": 1, "k": 2560, "lda": 7680, "ldb": 2560, "ldc": 7680}
+    r = gemm_result("gemm/inference_server/008", "fp16", call, inputs=inputs)
+    (p,) = sbs.build_problems([r], 0.1, deepbench_call=deepbench_call)[0]
+    precision = "fp16acc16" if deepbench_call else "fp16"
+    assert p.line == f"{precision} N N 7680 1 2560 {sbs.MIN_SECONDS:.3f} {tail}"
+    assert p.precision == "fp16"  # the row still names the harness's precision
+
+
 def test_gemm_line_is_the_padded_blas_call_with_the_harness_seconds():
     # DeepBench's fp16 4096x7133x4096 NT, n padded to 7136 (NT pads m and n): lda = m, ldb = n, ldc = m.
     call = {"transa": "N", "transb": "T", "m": 4096, "n": 7136, "k": 4096, "lda": 4096, "ldb": 7136, "ldc": 4096}

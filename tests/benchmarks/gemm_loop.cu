@@ -3,8 +3,9 @@
 // op(A) op(B), alpha = 1, beta = 0, lda = (transa ? k : m), ldb = (transb ? n : k), ldc = m, on
 // the problem as given (callers pass DeepBench's padded shape; nothing is padded here).
 //
-// Input on stdin, one problem a line:  PRECISION TRANSA TRANSB M N K [SECONDS [MATH [REST]]]
-//                                      (fp32|tf32|fp16|bf16|int8; N|T; seconds; strict|default; seconds)
+// Input on stdin, one problem a line:  PRECISION TRANSA TRANSB M N K [SECONDS [MATH [REST [INPUTS]]]]
+//                                      (fp32|tf32|fp16|fp16acc16|bf16|int8; N|T; seconds; strict|default; seconds;
+//                                       normal|uniform|zeros|deepbench)
 // Output, one line each:               PRECISION TRANSA TRANSB M N K US_PER_CALL CALLS US_PER_CALL_GRAPH MHZ MHZ_GRAPH
 //                                      (MHZ: the median SM clock during each way's trials, nan without NVML)
 //                      or, on failure: PRECISION TRANSA TRANSB M N K error REASON   (and the next problem runs)
@@ -14,7 +15,12 @@
 // kernels/backends/pytorch/context.py); `default` is cuBLAS's default math mode, which allows it (a
 // handle left as created, as the cuBLAS backend's); the two may pick different kernels.
 // Types: fp32 A/B/C float, fp32 compute; tf32 the same with CUBLAS_COMPUTE_32F_FAST_TF32; fp16/bf16
-// A/B/C in that type, fp32 compute; int8 A/B int8, C int32, CUBLAS_COMPUTE_32I, alpha/beta int32.
+// A/B/C in that type, fp32 compute; fp16acc16 A/B/C half with half compute and half alpha/beta (the call
+// DeepBench's gemm_bench made for half: CUDA_R_16F compute); int8 A/B int8, C int32, CUBLAS_COMPUTE_32I,
+// alpha/beta int32.
+// INPUTS (kernels/inputs.py's --inputs): normal (the default: floats standard normal, int8 integers in
+// [-64, 64), as the harness draws them), uniform (floats in [0, 1); int8 as normal), zeros, or deepbench
+// (what DeepBench's binaries drew: zeros for types narrower than 32 bits, uniform [0, 1) for float).
 // Timing (loop_timing.h): a host loop of launches (DeepBench's way) and the same launches in a CUDA
 // graph, each for at least SECONDS (the line's, else the first argument's; default 0). REST: seconds
 // the GPU idles after the inputs are made and before the first call, as it does while the harness
@@ -45,21 +51,36 @@
 static const size_t WORKSPACE_BYTES = size_t(32) << 20;  // cuBLAS's own default on Hopper, given explicitly so
                                                          // that graph capture allocates nothing
 
-// Random inputs as the harness draws them: floats standard normal, int8 integers in [-64, 64).
+enum class Drawn { normal, uniform, zeros };
+
+// Inputs as the harness draws them (INPUTS above): floats standard normal or uniform [0, 1), int8
+// integers in [-64, 64), or zeros.
 template <typename T>
-__global__ void fill(T* p, size_t n, unsigned seed) {
+__global__ void fill(T* p, size_t n, unsigned seed, Drawn kind) {
   size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
   if (i >= n) return;
-  if constexpr (std::is_same_v<T, int8_t>)
+  if (kind == Drawn::zeros) p[i] = T(0.0f);
+  else if constexpr (std::is_same_v<T, int8_t>)
     p[i] = int8_t(floorf(loop_timing::uniform_at(i, seed) * loop_timing::INT8_RANGE));
+  else if (kind == Drawn::uniform) p[i] = T((loop_timing::uniform_at(i, seed) + 1.0f) * 0.5f);
   else p[i] = T(loop_timing::normal_at(i, seed));
 }
 
 template <typename T>
-static void fill_random(void* p, size_t n, unsigned seed) {
+static void fill_random(void* p, size_t n, unsigned seed, Drawn kind) {
   unsigned blocks = unsigned((n + 255) / 256);
-  fill<T><<<blocks, 256>>>(static_cast<T*>(p), n, seed);
+  fill<T><<<blocks, 256>>>(static_cast<T*>(p), n, seed, kind);
   CHECK_CUDA(cudaGetLastError());
+}
+
+// INPUTS as this problem's operands are drawn (false: not a known name).
+static bool drawn_of(const std::string& inputs, size_t ab_bytes, Drawn& kind) {
+  if (inputs == "normal") kind = Drawn::normal;
+  else if (inputs == "uniform") kind = Drawn::uniform;
+  else if (inputs == "zeros") kind = Drawn::zeros;
+  else if (inputs == "deepbench") kind = ab_bytes < 4 ? Drawn::zeros : Drawn::uniform;
+  else return false;
+  return true;
 }
 
 struct Types {
@@ -72,6 +93,7 @@ static bool types_of(const std::string& prec, Types& t) {
   if (prec == "fp32") t = {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F, 4, 4};
   else if (prec == "tf32") t = {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, 4, 4};
   else if (prec == "fp16") t = {CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_32F, 2, 2};
+  else if (prec == "fp16acc16") t = {CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_16F, 2, 2};
   else if (prec == "bf16") t = {CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F, 2, 2};
   else if (prec == "int8") t = {CUDA_R_8I, CUDA_R_32I, CUBLAS_COMPUTE_32I, 1, 4};
   else return false;
@@ -87,9 +109,12 @@ struct Buffers {
 // Time one problem; returns the reason on failure ("" when it printed its figures).
 static std::string run_problem(cublasHandle_t handle, loop_timing::Timer& timer, const std::string& prec,
                                const std::string& ta, const std::string& tb, long m, long n, long k, double min_ms,
-                               const std::string& math, double rest_s, unsigned& seed, loop_timing::Times& times) {
+                               const std::string& math, double rest_s, const std::string& inputs, unsigned& seed,
+                               loop_timing::Times& times) {
   Types t;
-  if (!types_of(prec, t)) return "unknown precision (fp32|tf32|fp16|bf16|int8)";
+  if (!types_of(prec, t)) return "unknown precision (fp32|tf32|fp16|fp16acc16|bf16|int8)";
+  Drawn kind;
+  if (!drawn_of(inputs, t.ab_bytes, kind)) return "INPUTS is normal, uniform, zeros or deepbench";
   if ((ta != "N" && ta != "T") || (tb != "N" && tb != "T")) return "TRANSA and TRANSB are N or T";
   if (m <= 0 || n <= 0 || k <= 0) return "M, N and K must be positive";
   if (math != "strict" && math != "default") return "MATH is strict or default";
@@ -108,20 +133,24 @@ static std::string run_problem(cublasHandle_t handle, loop_timing::Timer& timer,
   }
   const size_t na = size_t(m) * k, nb = size_t(k) * n;
   switch (t.ab) {
-    case CUDA_R_32F: fill_random<float>(buf.a, na, seed++); fill_random<float>(buf.b, nb, seed++); break;
-    case CUDA_R_16F: fill_random<__half>(buf.a, na, seed++); fill_random<__half>(buf.b, nb, seed++); break;
+    case CUDA_R_32F: fill_random<float>(buf.a, na, seed++, kind); fill_random<float>(buf.b, nb, seed++, kind); break;
+    case CUDA_R_16F: fill_random<__half>(buf.a, na, seed++, kind); fill_random<__half>(buf.b, nb, seed++, kind); break;
     case CUDA_R_16BF:
-      fill_random<__nv_bfloat16>(buf.a, na, seed++); fill_random<__nv_bfloat16>(buf.b, nb, seed++); break;
-    default: fill_random<int8_t>(buf.a, na, seed++); fill_random<int8_t>(buf.b, nb, seed++); break;
+      fill_random<__nv_bfloat16>(buf.a, na, seed++, kind);
+      fill_random<__nv_bfloat16>(buf.b, nb, seed++, kind);
+      break;
+    default: fill_random<int8_t>(buf.a, na, seed++, kind); fill_random<int8_t>(buf.b, nb, seed++, kind); break;
   }
   CHECK_CUDA(cudaDeviceSynchronize());  // the fills ran on the default stream, the calls run on the timer's
   if (rest_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(rest_s));
-  // alpha = 1, beta = 0 in the compute type's scalar (int32 for CUBLAS_COMPUTE_32I).
+  // alpha = 1, beta = 0 in the compute type's scalar (int32 for CUBLAS_COMPUTE_32I, half for 16F).
   const float alpha_f = 1.0f, beta_f = 0.0f;
   const int32_t alpha_i = 1, beta_i = 0;
-  const bool int_scalars = t.compute == CUBLAS_COMPUTE_32I;
-  const void* alpha = int_scalars ? static_cast<const void*>(&alpha_i) : &alpha_f;
-  const void* beta = int_scalars ? static_cast<const void*>(&beta_i) : &beta_f;
+  const __half alpha_h = __float2half(1.0f), beta_h = __float2half(0.0f);
+  const void* alpha = &alpha_f;
+  const void* beta = &beta_f;
+  if (t.compute == CUBLAS_COMPUTE_32I) alpha = &alpha_i, beta = &beta_i;
+  if (t.compute == CUBLAS_COMPUTE_16F) alpha = &alpha_h, beta = &beta_h;
   cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
   auto call = [&]() {
     status = cublasGemmEx(handle, opa, opb, int(m), int(n), int(k), alpha, buf.a, t.ab, int(lda), buf.b, t.ab,
@@ -164,11 +193,12 @@ static int run_stdin(double min_time_ms) {
     }
     double seconds;
     const double min_ms = (in >> seconds) ? 1000.0 * seconds : min_time_ms;
-    std::string math = "strict";
+    std::string math = "strict", inputs = "normal";
     double rest_s = 0.0;
-    in >> math >> rest_s;
+    in >> math >> rest_s >> inputs;
     loop_timing::Times times;
-    const std::string error = run_problem(handle, timer, prec, ta, tb, m, n, k, min_ms, math, rest_s, seed, times);
+    const std::string error =
+        run_problem(handle, timer, prec, ta, tb, m, n, k, min_ms, math, rest_s, inputs, seed, times);
     if (error.empty())
       std::printf("%s %s %s %ld %ld %ld %.4f %d %.4f %.0f %.0f\n", prec.c_str(), ta.c_str(), tb.c_str(), m, n, k,
                   times.stream_us, times.calls, times.graph_us, times.stream_mhz, times.graph_mhz);

@@ -88,6 +88,8 @@ GRAPH_FIRST_ENV = "LOOP_GRAPH_FIRST"  # loop_timing.h: time the graph before the
 PROGRESS_EVERY = 20  # loop output lines between progress lines on stderr
 CONV_FIELDS = 15  # conv_loop's input fields, echoed at the start of its output lines
 GEMM_PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "int8")
+# --deepbench-call: gemm_loop's precision for the call DeepBench's gemm_bench made (half: CUDA_R_16F compute)
+DEEPBENCH_CALL = {"fp16": "fp16acc16"}
 # cuBLAS math mode per harness backend (gemm_loop's MATH field): the PyTorch backend forbids
 # fp16/bf16 split-K reductions (pytorch/context.py), the cuBLAS backend leaves the handle's default.
 GEMM_MATH = {"torch": "strict", "cublas": "strict"}
@@ -162,9 +164,13 @@ def harness_rest(r: KernelResult) -> float:
     return min(MAX_REST_S, max(0.0, (r.ended_at - r.started_at).total_seconds() - busy))
 
 
-def gemm_problem(r: KernelResult, max_seconds: float | None = None, rest_as_harness: bool = False) -> Problem:
+def gemm_problem(
+    r: KernelResult, max_seconds: float | None = None, rest_as_harness: bool = False, deepbench_call: bool = False
+) -> Problem:
     """gemm_loop's line for a GEMM result (ValueError: why it has none); with `rest_as_harness`, the
-    loop idles before the problem as long as the harness spent outside its measurement (harness_rest)."""
+    loop idles before the problem as long as the harness spent outside its measurement (harness_rest).
+    The loop draws its operands as the result records the harness drew them (normal where it records
+    none); with `deepbench_call`, an fp16 problem makes DeepBench's own call, fp16 accumulate."""
     part = r.parts[0]
     call = part.info.get("blas_call")
     if not call:
@@ -179,9 +185,15 @@ def gemm_problem(r: KernelResult, max_seconds: float | None = None, rest_as_harn
     if r.precision.name.value not in GEMM_PRECISIONS:
         raise ValueError(f"gemm_loop has no {r.precision.name.value}")
     math_mode = GEMM_MATH.get(r.backend, GEMM_MATH_DEFAULT)
-    line = f"{r.precision.name.value} {ta} {tb} {m} {n} {k} {measured_seconds(part, max_seconds):.3f} {math_mode}"
-    if rest_as_harness:
-        line += f" {harness_rest(r):.3f}"
+    precision = r.precision.name.value
+    if deepbench_call:
+        precision = DEEPBENCH_CALL.get(precision, precision)
+    line = f"{precision} {ta} {tb} {m} {n} {k} {measured_seconds(part, max_seconds):.3f} {math_mode}"
+    inputs = r.inputs or "normal"  # gemm_loop's default
+    if rest_as_harness or inputs != "normal":
+        line += f" {harness_rest(r) if rest_as_harness else 0.0:.3f}"
+    if inputs != "normal":
+        line += f" {inputs}"
     return Problem(
         "gemm",
         r.id,
@@ -263,6 +275,7 @@ def build_problems(
     max_seconds: float | None = None,
     find_first: bool = False,
     rest_as_harness: bool = False,
+    deepbench_call: bool = False,
 ) -> tuple[list[Problem], list[str]]:
     """The loops' problems for `results` and notes on what was skipped; parts the harness timed under
     `min_us` are left out (--min-us), native timings last at most `max_seconds` (--max-seconds)."""
@@ -276,7 +289,7 @@ def build_problems(
             continue
         if r.op == "gemm":
             try:
-                problems.append(gemm_problem(r, max_seconds, rest_as_harness))
+                problems.append(gemm_problem(r, max_seconds, rest_as_harness, deepbench_call))
             except ValueError as exc:
                 notes.append(f"{r.id}: {exc}")
         else:
@@ -639,7 +652,13 @@ def merge(paths: list[Path], out: Path | None = None) -> int:
 def run(args: argparse.Namespace) -> int:
     results = select_results(args.folders, args.only, args.shard)
     problems, notes = build_problems(
-        results, args.candidate_seconds, args.min_us, args.max_seconds, args.find_first, args.rest_as_harness
+        results,
+        args.candidate_seconds,
+        args.min_us,
+        args.max_seconds,
+        args.find_first,
+        args.rest_as_harness,
+        args.deepbench_call,
     )
     for note in notes:
         print(f"# skipped: {note}")
@@ -717,6 +736,12 @@ def main(argv: list[str] | None = None) -> int:
         help=f"seconds of a large fp16 GEMM before the first problem (default {WARM_UP_S:g}; 0: none)",
     )
     ap.add_argument("--merge", type=Path, nargs="+", metavar="JSON", help="summarize parts written with --json")
+    ap.add_argument(
+        "--deepbench-call",
+        action="store_true",
+        help="fp16 GEMMs: the loop makes DeepBench's gemm_bench call (cublasGemmEx, fp16 accumulate) instead of "
+        "the harness's (fp32 accumulate); the operands are drawn as each result records (--inputs)",
+    )
     ap.add_argument(
         "--min-us",
         type=float,
