@@ -114,9 +114,6 @@ class Backend(ABC):
         library per operation (kernels/backends/nvidia.py), the one it picks."""
         return self.name
 
-    def default_precisions(self, kernel: Kernel) -> list[Precision]:
-        return [Precision.FP32]
-
     def library_versions(self) -> dict[str, str]:
         return {}
 

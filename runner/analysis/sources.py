@@ -21,6 +21,7 @@ from deepbench.kernels.precision import Precision
 from deepbench.kernels.results import RESULTS_FILE, RUN_FILE, KernelResult, RunRecord, Settings, Status
 from deepbench.kernels.results_file import exists, read_results
 
+from ..backend_options import shown as backend_options_shown
 from ..errors import UserError
 from .references import Reference, find_reference
 from .result_extras import result_extras
@@ -164,6 +165,7 @@ def settings_shown(settings: Settings) -> dict[str, Any]:
     values = settings.model_dump()
     if settings.device == "cpu":
         values = {k: v for k, v in values.items() if k not in GPU_ONLY_SETTINGS}
+    values["backend_options"] = backend_options_shown(settings, settings.device)
     return values
 
 

@@ -26,9 +26,6 @@ class CublasBackend(NativeCudaBackend):
     def prepare_op(self, kernel: Kernel, precision: Precision) -> Prepared:
         return gemm.prepare(self, kernel, precision)  # type: ignore[arg-type]
 
-    def default_precisions(self, kernel: Kernel) -> list[Precision]:
-        return [Precision.FP32, Precision.FP16]
-
     def library_versions(self) -> dict[str, str]:
         versions = super().library_versions()
         versions.update(gemm.binding_versions())

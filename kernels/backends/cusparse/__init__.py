@@ -38,9 +38,6 @@ class CusparseBackend(NativeCudaBackend):
     def dense_beside(self) -> DenseBeside:
         return DenseBeside(self.settings, self.cuda)
 
-    def default_precisions(self, kernel: Kernel) -> list[Precision]:
-        return [Precision.FP32]
-
     @property
     def handle(self) -> Any:
         if getattr(self, "_handle", None) is None:

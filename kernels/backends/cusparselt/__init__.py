@@ -41,9 +41,6 @@ class CusparseLtBackend(NativeCudaBackend):
     def dense_beside(self) -> DenseBeside:
         return DenseBeside(self.settings, self.cuda)
 
-    def default_precisions(self, kernel: Kernel) -> list[Precision]:
-        return [Precision.FP16, Precision.INT8]
-
     def library_versions(self) -> dict[str, str]:
         versions = super().library_versions()
         if self.lib is not None:
