@@ -111,7 +111,7 @@ class Backend(ABC):
 
     def backend_for(self, kernel: Kernel, precision: Precision) -> str:
         """The name results record for this kernel: this backend's, or, for a backend that picks a
-        library per operation (kernels/backends/nvidia.py), the one it picks."""
+        library per operation (kernels/backends/nvidia/), the one it picks."""
         return self.name
 
     def library_versions(self) -> dict[str, str]:
