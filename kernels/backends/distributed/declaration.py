@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from typing import Any, Literal, get_args
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..declaration import BackendDeclaration, BackendOptions, PartInfo
 
@@ -28,27 +28,46 @@ class CollectiveOptions(BackendOptions):
 class CollectivePartInfo(PartInfo):
     """One direction (in place, out of place) of a collective, as measured on every rank."""
 
-    ranks: int
-    bytes: int
+    ranks: int | None = None
+    bytes: int | None = None
     algbw_gbps: float | None = None
     busbw_gbps: float | None = None
     time_max_over_ranks_us: float | None = None
+
+
+class OutOfPlace(BaseModel):
+    """The out-of-place twin measured beside an in-place part (info.out_of_place)."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+    direction: str = "out_of_place"
+    measurement: dict[str, Any] = {}
+    info: dict[str, Any] = {}
+
+    @property
+    def median(self) -> float | None:
+        return self.measurement.get("stats", {}).get("median")
 
 
 class CollectiveInfo(PartInfo):
     """A collective's result: the library that ran it, on how many ranks, how it was timed, and the
     out-of-place twin of an in-place measurement."""
 
-    ranks: int
-    library: str | None = None
+    ranks: int | None = None
+    library: str | dict[str, Any] | None = None
     bytes: int | None = None
     timing: str = ""
-    out_of_place: dict[str, Any] | None = None
+    out_of_place: OutOfPlace | None = None
+
+    def library_name(self, backend: str) -> str:
+        """The communication library (an older record's dict names it as collective_library)."""
+        if isinstance(self.library, dict):
+            return str(self.library.get("collective_library", backend))
+        return self.library or backend
 
     @property
-    def out_of_place_median(self) -> float | None:
-        """The out-of-place twin's median (us), where it was measured."""
-        return (self.out_of_place or {}).get("measurement", {}).get("stats", {}).get("median")
+    def twin(self) -> OutOfPlace | None:
+        """The out-of-place twin, where one was measured with its info."""
+        return self.out_of_place if self.out_of_place is not None and self.out_of_place.info else None
 
 
 class CollectiveDeclaration(BackendDeclaration[CollectiveOptions]):
