@@ -283,6 +283,13 @@ def test_a_toy_backend_with_an_option_goes_from_the_command_line_to_the_plan_the
     assert "| settings.backend_options.toy.factor | 5.0 |" in (toy / "five.md").read_text()
     assert next(t for t in tables(results) if t.op == TOY_OP).rows[0][-3] == "5.00"
 
+    # Options the declaration rejects are said when the backend loads, before any kernel runs.
+    from deepbench.kernels.backends import load_backend
+    from deepbench.kernels.backends.declaration import BackendOptionsError
+
+    with pytest.raises(BackendOptionsError, match=r"backend_options\.toy\.factor"):
+        load_backend("toy", settings.model_copy(update={"backend_options": {"toy": {"factor": -1}}}))
+
 
 def test_a_new_format_is_one_module(toy: Path, smoke_run: Path, capsys) -> None:
     from deepbench.runner.cli import main

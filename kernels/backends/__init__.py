@@ -86,9 +86,12 @@ def result_backends(plan_backend: str) -> tuple[str, ...]:
 
 
 def load_backend(name: str, settings: Settings, **shared: Any) -> Backend:
-    """`shared`: what a backend that combines others hands them (the run's GPU: `cuda=`)."""
+    """`shared`: what a backend that combines others hands them (the run's GPU: `cuda=`). Raises
+    BackendOptionsError where the settings hold options its declaration (or a delegate's) rejects."""
     if name not in BACKENDS:
         raise ValueError(f"unknown backend '{name}' (choose from: {', '.join(BACKENDS)})")
+    for declared in declarations(result_backends(name)):  # a plan's options it would reject: said now
+        declared.options_of(settings)
     backend = _attribute(BACKENDS[name].target)(settings, **shared)
     assert isinstance(backend, Backend)
     return backend
