@@ -29,6 +29,8 @@ def options_from(args: argparse.Namespace, backend: str | None) -> dict[str, dic
     stored: dict[str, dict[str, Any]] = {}
     for declared in declarations():
         options = declared.options_from(args)
+        if not declared.options.model_fields:  # a backend with no options (one that only delegates)
+            continue
         if declared.name in involved or options != declared.options():
             stored[declared.name] = declared.stored(options)
     return stored
