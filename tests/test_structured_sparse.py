@@ -79,7 +79,7 @@ def test_traits_show_the_dense_time_and_speedup() -> None:
 
 
 def test_backend_registered_and_chosen_by_nvidia() -> None:
-    assert BACKENDS["cusparselt"].target.endswith("cusparselt:CusparseLtBackend")
+    assert BACKENDS["cusparselt"].target.endswith("cusparselt.backend:CusparseLtBackend")
     assert "cusparselt" in result_backends("nvidia")
     assert NVIDIA.serves["sparse24_gemm"] == "cusparselt"
 

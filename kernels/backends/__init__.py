@@ -25,10 +25,10 @@ BACKENDS: dict[str, Entry] = {
     "torch": Entry(f"{B}.pytorch:TorchBackend"),
     # NVIDIA: each operation on its own library (nvidia/declaration.py), or one library forced for every kernel.
     "nvidia": Entry(f"{B}.nvidia.backend:NvidiaBackend", f"{B}.nvidia.declaration:NVIDIA"),
-    "cublas": Entry(f"{B}.cublas:CublasBackend"),
+    "cublas": Entry(f"{B}.cublas.backend:CublasBackend", f"{B}.cublas.declaration:CUBLAS"),
     "cudnn": Entry(f"{B}.cudnn.backend:CudnnBackend", f"{B}.cudnn.declaration:CUDNN"),
-    "cusparse": Entry(f"{B}.cusparse:CusparseBackend"),
-    "cusparselt": Entry(f"{B}.cusparselt:CusparseLtBackend"),
+    "cusparse": Entry(f"{B}.cusparse.backend:CusparseBackend", f"{B}.cusparse.declaration:CUSPARSE"),
+    "cusparselt": Entry(f"{B}.cusparselt.backend:CusparseLtBackend", f"{B}.cusparselt.declaration:CUSPARSELT"),
     # Collectives (all-reduce), one rank per process, started by torchrun / mpirun / srun.
     "gloo": Entry(f"{B}.distributed.torch_backends:GlooBackend"),
     "nccl": Entry(f"{B}.distributed.torch_backends:NcclBackend", f"{B}.distributed.declaration:COLLECTIVES"),
