@@ -9,6 +9,8 @@ import argparse
 from collections.abc import Iterable
 from typing import Any
 
+from pydantic import ValidationError
+
 from ..kernels.backends import declaration_named, declarations, result_backends
 from ..kernels.backends.declaration import BackendDeclaration, BackendOptionsError
 from ..kernels.results import KernelResult, Settings
@@ -28,7 +30,11 @@ def options_from(args: argparse.Namespace, backend: str | None) -> dict[str, dic
     involved = {d.name for d in declarations(result_backends(backend))} if backend else set()
     stored: dict[str, dict[str, Any]] = {}
     for declared in declarations():
-        options = declared.options_from(args)
+        try:
+            options = declared.options_from(args)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise UserError(f"{declared.title} options: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
         if not declared.options.model_fields:  # a backend with no options (one that only delegates)
             continue
         if declared.name in involved or options != declared.options():
@@ -76,7 +82,7 @@ def option_conflicts(args: argparse.Namespace, explicit: set[str], settings: Set
     """The backend options given with --resume that differ from the run's (nothing may change)."""
     out = []
     for declared in declarations():
-        probe = argparse.ArgumentParser(add_help=False)
+        probe = argparse.ArgumentParser(add_help=False)  # the flags and dests this backend adds
         declared.add_arguments(probe.add_argument_group())
         given_dests = {a.dest for a in probe._actions} & explicit
         if not given_dests:

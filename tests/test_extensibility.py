@@ -283,7 +283,12 @@ def test_a_toy_backend_with_an_option_goes_from_the_command_line_to_the_plan_the
     assert "| settings.backend_options.toy.factor | 5.0 |" in (toy / "five.md").read_text()
     assert next(t for t in tables(results) if t.op == TOY_OP).rows[0][-3] == "5.00"
 
-    # Options the declaration rejects are said when the backend loads, before any kernel runs.
+    # Options the declaration rejects are a one-line usage error on the command line ...
+    from deepbench.runner.errors import UserError
+
+    with pytest.raises(UserError, match="toy backend options: factor"):
+        plan_for(parser.parse_args([*asked[:-3], "--toy-factor", "-1"]), get_platform("cpu"))
+    # ... and said when the backend loads, before any kernel runs (a plan edited by hand).
     from deepbench.kernels.backends import load_backend
     from deepbench.kernels.backends.declaration import BackendOptionsError
 
