@@ -367,12 +367,28 @@ class KernelResult(ResultFields):
         return drop_derived(data)
 
 
-# Where cuDNN's candidate plans are raced (Settings.engine_race; deepbench-run --engine-race's choices).
-EngineRace = Literal["apart", "inline"]
-ENGINE_RACES: tuple[str, ...] = get_args(EngineRace)
-# How a collective's timed calls are launched on CUDA (Settings.collective_timing; deepbench-run --collective-timing).
-CollectiveTiming = Literal["graph", "eager"]
-COLLECTIVE_TIMINGS: tuple[str, ...] = get_args(CollectiveTiming)
+# The settings that older plans and runs kept at the top level, now their backends' own
+# (Settings.backend_options): old key -> (the backend's name, the key in its options).
+MOVED_BACKEND_SETTINGS: Final = {
+    "engine_race": ("cudnn", "engine_race"),
+    "cudnn_engines": ("cudnn", "engines"),
+    "collective_timing": ("nccl", "collective_timing"),
+}
+
+
+def move_old_backend_settings(data: Any) -> Any:
+    """Settings as plans and runs wrote them before backends kept their own options: the three
+    top-level keys moved into `backend_options` (a minimal shim, in the one model both plan.json
+    and run.json read settings through, so that every published run still loads)."""
+    if not isinstance(data, dict) or not any(key in data for key in MOVED_BACKEND_SETTINGS):
+        return data
+    data = dict(data)
+    options: dict[str, dict[str, Any]] = {k: dict(v) for k, v in data.get("backend_options", {}).items()}
+    for old, (backend, key) in MOVED_BACKEND_SETTINGS.items():
+        if old in data:
+            options.setdefault(backend, {})[key] = data.pop(old)
+    data["backend_options"] = options
+    return data
 
 
 class Settings(Frozen):
@@ -416,12 +432,6 @@ class Settings(Frozen):
         description="deepbench: pad as DeepBench did (kernels/padding.py); none: the raw shape; "
         "both: the padded shape, and the raw one beside it (the alignment penalty)",
     )
-    engine_race: EngineRace = Field(
-        "apart",
-        description="GPU: cuDNN's engine race in a process of its own, so that the measuring process runs "
-        "only the chosen plans, as a pinned native loop does (apart), or in the measuring process (inline); "
-        "kernels/backends/cudnn/race_apart.py says why",
-    )
     inputs: InputDistribution = Field(
         "normal",
         description="what operands are drawn from: normal (standard normal, as always), uniform [0, 1), "
@@ -432,17 +442,16 @@ class Settings(Frozen):
     lock_clocks: int | Literal["max"] | None = Field(
         None, description="GPU: ask NVML to lock the SM clock for the run: 'max' (the highest supported) or MHz"
     )
-    collective_timing: CollectiveTiming = Field(
-        "graph",
-        description="CUDA collectives: the timed calls captured in a CUDA graph per rank and replayed "
-        "together, timed by events (graph, nccl-tests' -G), or launched one by one from Python and timed by the "
-        "host clock (eager); host buffers are always eager (kernels/backends/distributed/common.py)",
-    )
-    cudnn_engines: dict[str, str] = Field(
+    backend_options: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
-        description="cuDNN engines pinned instead of chosen: '<item id>/<direction>' (or '*') "
-        "-> an engine as results record it, e.g. 'eng34_k2=2_k3=0' (verify re-runs the recorded engines)",
+        description="each backend's own options, by the backend's name (absent: its defaults); the "
+        "backend's declaration validates them (kernels/backends/declaration.py)",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved_backend_settings(cls, data: Any) -> Any:
+        return move_old_backend_settings(data)
 
 
 class PlanItem(Frozen):

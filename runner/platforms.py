@@ -90,8 +90,8 @@ PLATFORMS: dict[str, Platform] = {
         Platform(
             "nvidia",
             ("cuda", "nv"),
-            "NVIDIA GPUs: cuBLAS, cuDNN and cuSPARSE called directly (nvmath-python, "
-            "cudnn-frontend), PyTorch for RNNs, layers and models, NCCL",
+            "NVIDIA GPUs: NVIDIA's own libraries called directly (the nvidia backend: "
+            "kernels/backends/nvidia/), PyTorch for RNNs, layers and models, NCCL",
             "nvidia",
             "nvidia",
             "cuda",

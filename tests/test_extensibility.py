@@ -1,10 +1,16 @@
 """Issue 26's "done when": an operation is its kernel class (with its traits), its cost formulas
-and a backend module; an output format is one module. Both are defined here in a temporary
-package and go through the public registration hooks only, touching no repository file."""
+and a backend module; an output format is one module. Issue 46's: a backend with an option is its
+module and its declaration (the option, its CLI group, how it is written back and replayed, the
+typed info it records). All are defined here in a temporary package and go through the public
+registration hooks only, touching no repository file."""
 
 from __future__ import annotations
 
+import argparse
 import ast
+import shlex
+import shutil
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -12,8 +18,10 @@ from pathlib import Path
 import pytest
 
 from deepbench.kernels.catalog import operations
+from deepbench.kernels.results import Settings
 
-RUNNER = Path(__file__).resolve().parents[1] / "runner"
+REPO = Path(__file__).resolve().parents[1]
+RUNNER = REPO / "runner"
 TOY_OP = "toy_scale"
 
 TOY_PACKAGE = {
@@ -54,6 +62,42 @@ TOY_PACKAGE = {
             def min_bytes(self, direction, precision) -> float:
                 return costs.scale_bytes(self.elements)
         """,
+    "declaration.py": """
+        from pydantic import Field
+
+        from deepbench.kernels.backends.declaration import BackendDeclaration, BackendOptions, PartInfo, info_of
+
+        DEFAULT_FACTOR = 3.0
+
+
+        class ToyOptions(BackendOptions):
+            factor: float = Field(DEFAULT_FACTOR, gt=0, description="what the toy multiplies by")
+
+
+        class ToyInfo(PartInfo):
+            factor: float
+
+
+        class ToyDeclaration(BackendDeclaration[ToyOptions]):
+            part_info = ToyInfo
+
+            def add_arguments(self, group):
+                group.add_argument("--toy-factor", type=float, default=DEFAULT_FACTOR, help="the toy's factor")
+
+            def options_from(self, args):
+                return ToyOptions(factor=args.toy_factor)
+
+            def to_args(self, options):
+                return [] if options.factor == DEFAULT_FACTOR else ["--toy-factor", f"{options.factor:g}"]
+
+            def replay(self, options, results):
+                # the factor the results recorded, as cuDNN's declaration pins the engines its results name
+                recorded = [info_of(ToyInfo, r.info) for r in results]
+                return options.model_copy(update={"factor": recorded[0].factor}) if recorded else options
+
+
+        TOY = ToyDeclaration("toy", ToyOptions)
+        """,
     "backend.py": """
         import numpy as np
 
@@ -62,7 +106,8 @@ TOY_PACKAGE = {
         from deepbench.kernels.results import Check
         from deepbench.kernels.timing import cpu as cpu_timer
 
-        FACTOR = 3.0
+        from .declaration import TOY
+
         MIN_SAMPLE_S = 1e-4
 
 
@@ -70,24 +115,25 @@ TOY_PACKAGE = {
             name = "toy"
 
             def prepare(self, kernel, precision):
+                factor = TOY.options_of(self.settings).factor
                 x = np.arange(kernel.elements, dtype=np.float32)
                 y = np.empty_like(x)
 
                 def run():
-                    np.multiply(x, FACTOR, out=y)
+                    np.multiply(x, factor, out=y)
 
                 def check():
-                    ok = bool(np.array_equal(y, x * FACTOR))
+                    ok = bool(np.array_equal(y, x * np.float32(factor)))
                     return Check(passed=ok, method="exact", error=0.0 if ok else 1.0, tolerance=0.0)
 
                 part = TimedPart("fwd", run, check, kernel.flops(), kernel.min_bytes("fwd", precision))
-                return Prepared([part], info={"factor": FACTOR})
+                return Prepared([part], info={"factor": factor})
 
             def measure(self, fn, rule, part):
                 return cpu_timer.measure(fn, rule, MIN_SAMPLE_S)
 
 
-        register_backend("toy", f"{__name__}:ToyBackend")
+        register_backend("toy", f"{__name__}:ToyBackend", "toyplugin.declaration:TOY")
         """,
     "format_shout.py": """
         from deepbench.runner.render.render_formats import REPORT, ReportFormat, emit, register_format
@@ -117,23 +163,34 @@ def toy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
         (pkg / name).write_text(textwrap.dedent(text))
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(backends, "BACKENDS", dict(backends.BACKENDS))
+    before = _repository_state()
     yield tmp_path
+    assert _repository_state() == before, "the toy plug-in touched a repository file"
     unregister_kernel(TOY_OP)
     render_formats.unregister_format("shout")
     for name in [m for m in sys.modules if m.startswith("toyplugin")]:
         del sys.modules[name]
 
 
-def _toy_run(out: Path, elements: tuple[int, ...]) -> Path:
+def _repository_state() -> str:
+    """What git sees changed in the repository (nothing may change while the plug-in is used)."""
+    if shutil.which("git") is None or not (REPO / ".git").exists():
+        return ""
+    return subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout
+
+
+def _toy_run(out: Path, elements: tuple[int, ...], settings: Settings | None = None) -> Path:
     """Run the toy kernels through the harness's item runner and write a results folder."""
     from toyplugin.kernel import ToyScaleKernel
 
     from deepbench.kernels.backends import load_backend
     from deepbench.kernels.harness.execute import run_item
-    from deepbench.kernels.results import PlanItem, Settings
+    from deepbench.kernels.results import PlanItem
     from deepbench.kernels.results_file import append_result
 
-    settings = Settings(mode="fast", time_cap_s=0.05, min_samples=2)
+    settings = settings or Settings(mode="fast", time_cap_s=0.05, min_samples=2)
     backend = load_backend("toy", settings)
     out.mkdir()
     for i, n in enumerate(elements):
@@ -180,6 +237,63 @@ def test_a_toy_operation_runs_reports_in_every_format_and_compares(toy: Path, ca
         target = toy / f"fastest.{fmt}"
         assert main(["fastest", f"A={a}", f"B={b}", "--format", fmt, "--out", str(target)]) == 0, fmt
         assert "toy_scale" in target.read_text() or "Toy scaling" in target.read_text(), fmt
+
+
+def test_a_toy_backend_with_an_option_goes_from_the_command_line_to_the_plan_the_reproduce_command_and_verify(
+    toy: Path, capsys
+) -> None:
+    import toyplugin.backend
+    import toyplugin.kernel  # noqa: F401 - registers the operation
+
+    from deepbench.kernels.harness.record import build_record, write_record
+    from deepbench.kernels.results import utcnow
+    from deepbench.kernels.results_file import read_results
+    from deepbench.runner.backend_options import replayed
+    from deepbench.runner.cli import main, run_main
+    from deepbench.runner.launch.run import add_arguments, plan_for
+    from deepbench.runner.platforms import get_platform
+    from deepbench.runner.render.tables import tables
+    from deepbench.runner.submission.bundle import reproduce_command
+
+    with pytest.raises(SystemExit):
+        run_main(["--help"])
+    shown = capsys.readouterr().out
+    assert "toy backend:" in shown and "--toy-factor" in shown
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    asked = ["--local", "--backend", "toy", "--suite", "smoke", "--limit", "1", "--toy-factor", "5", "--fast"]
+    plan, _ = plan_for(parser.parse_args(asked), get_platform("cpu"))
+    assert plan.settings.backend_options["toy"] == {"factor": 5.0}
+    assert "cudnn" not in plan.settings.backend_options  # a backend the run does not use keeps its defaults out
+    command = reproduce_command(plan, local=True, image_digest=None)
+    assert "--toy-factor 5" in command
+    again, _ = plan_for(parser.parse_args(shlex.split(command)[1:]), get_platform("cpu"))
+    assert again.settings.backend_options == plan.settings.backend_options
+
+    # The run records the factor in its typed info; verify replays what the results recorded.
+    settings = plan.settings.model_copy(update={"time_cap_s": 0.05, "min_samples": 2})
+    run = _toy_run(toy / "five", (1024,), settings)
+    results = read_results(run / "results.jsonl")
+    assert results[0].info["factor"] == 5.0
+    bare = settings.model_copy(update={"backend_options": {}})
+    assert replayed(bare, results).backend_options["toy"] == {"factor": 5.0}
+    write_record(run, build_record(plan.model_copy(update={"settings": settings}), run, "complete", utcnow(), {}))
+    assert main(["report", str(run), "--format", "md", "--out", str(toy / "five.md")]) == 0
+    assert "| settings.backend_options.toy.factor | 5.0 |" in (toy / "five.md").read_text()
+    assert next(t for t in tables(results) if t.op == TOY_OP).rows[0][-3] == "5.00"
+
+    # Options the declaration rejects are a one-line usage error on the command line ...
+    from deepbench.runner.errors import UserError
+
+    with pytest.raises(UserError, match="toy backend options: factor"):
+        plan_for(parser.parse_args([*asked[:-3], "--toy-factor", "-1"]), get_platform("cpu"))
+    # ... and said when the backend loads, before any kernel runs (a plan edited by hand).
+    from deepbench.kernels.backends import load_backend
+    from deepbench.kernels.backends.declaration import BackendOptionsError
+
+    with pytest.raises(BackendOptionsError, match=r"backend_options\.toy\.factor"):
+        load_backend("toy", settings.model_copy(update={"backend_options": {"toy": {"factor": -1}}}))
 
 
 def test_a_new_format_is_one_module(toy: Path, smoke_run: Path, capsys) -> None:

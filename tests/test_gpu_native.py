@@ -142,7 +142,9 @@ def test_cudnn_pinned_engine_reruns_that_engine(cuda) -> None:
     kernel = by_id()["conv/train/000"]
     first = _run(_backend("cudnn", cuda), kernel, "fp16")
     engine = first.parts[0].info["cudnn"]["engine"]
-    pinned = _run(_backend("cudnn", cuda, cudnn_engines={f"{first.id}/fwd": engine}), kernel, "fp16")
+    pinned = _run(
+        _backend("cudnn", cuda, backend_options={"cudnn": {"engines": {f"{first.id}/fwd": engine}}}), kernel, "fp16"
+    )
     assert pinned.status.value == "ok", pinned.reason
     assert pinned.parts[0].info["cudnn"]["engine"] == engine
     assert pinned.parts[0].info["cudnn"]["chosen_by"].startswith("pinned")
@@ -168,7 +170,7 @@ def test_cudnn_races_apart_and_measures_the_plan_chosen_there(cuda) -> None:
         assert [c["plan_name"] for c in chosen] == [record["plan_name"]]
     apart.close()
     assert apart.race_apart.pid is None
-    inline = _run(_backend("cudnn", cuda, engine_race="inline"), kernel, "fp16")
+    inline = _run(_backend("cudnn", cuda, backend_options={"cudnn": {"engine_race": "inline"}}), kernel, "fp16")
     assert inline.status.value == "ok", inline.reason
     assert all(p.info["cudnn"]["raced_in"] == RACED_HERE for p in inline.parts)
 
@@ -188,7 +190,7 @@ def test_cudnn_plan_name_pin_reruns_that_very_plan(cuda) -> None:
     first = _run(_backend("cudnn", cuda), kernel, "fp16")
     assert first.status.value == "ok", first.reason
     pins = {f"{first.id}/{p.direction}": p.info["cudnn"]["plan_name"] for p in first.parts}
-    again = _run(_backend("cudnn", cuda, cudnn_engines=pins), kernel, "fp16")
+    again = _run(_backend("cudnn", cuda, backend_options={"cudnn": {"engines": pins}}), kernel, "fp16")
     assert again.status.value == "ok", again.reason
     for chosen, pinned in zip(first.parts, again.parts, strict=True):
         assert pinned.info["cudnn"]["plan_name"] == chosen.info["cudnn"]["plan_name"]

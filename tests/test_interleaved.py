@@ -62,7 +62,7 @@ def test_the_harness_re_measures_with_the_runs_settings_and_its_recorded_plans(t
     folder = conv_run(tmp_path / "run")
     results = sbs.select_results([folder], None, (0, 1))
     settings = ci.harness_settings(folder, results, 5.0, kernel_time=True)
-    assert settings.cudnn_engines == {"conv/train/017/fp16/fwd": PLAN}
+    assert settings.backend_options["cudnn"]["engines"] == {"conv/train/017/fp16/fwd": PLAN}
     assert settings.kernel_time and settings.warm_up_s == 5.0
     assert not ci.harness_settings(folder, results, 5.0, kernel_time=False).kernel_time
     off = conv_run(tmp_path / "off", kernel_time=False)

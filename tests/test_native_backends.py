@@ -175,11 +175,11 @@ def test_candidates_are_told_apart_by_plan_name() -> None:
 
 
 def test_verify_pins_the_recorded_plan_name_where_there_is_one() -> None:
-    from deepbench.runner.submission.verify import _exact_pin
+    from deepbench.kernels.backends.cudnn.declaration import CudnnPlan
 
-    assert _exact_pin({"engine": "49:TILE_SIZE=5", "plan_name": "eng49_k0=43_k2=5"}) == "eng49_k0=43_k2=5"
-    assert _exact_pin({"engine": "49:TILE_SIZE=5", "plan_name": "p"}) == "49:TILE_SIZE=5"
-    assert _exact_pin({"engine": "49:TILE_SIZE=5"}) == "49:TILE_SIZE=5"
+    assert CudnnPlan(engine="49:TILE_SIZE=5", plan_name="eng49_k0=43_k2=5").pin == "eng49_k0=43_k2=5"
+    assert CudnnPlan(engine="49:TILE_SIZE=5", plan_name="p").pin == "49:TILE_SIZE=5"
+    assert CudnnPlan(engine="49:TILE_SIZE=5").pin == "49:TILE_SIZE=5"
 
 
 def test_engine_specs_round_trip_and_pins_resolve() -> None:
@@ -213,7 +213,7 @@ class _FakeCuda:
 
 
 def _nvidia(monkeypatch: pytest.MonkeyPatch, bindings: bool):
-    from deepbench.kernels.backends import nvidia
+    from deepbench.kernels.backends.nvidia import backend as nvidia
 
     monkeypatch.setattr(nvidia, "CudaDevice", lambda settings: _FakeCuda())
     if bindings:
@@ -364,10 +364,10 @@ def test_contenders_are_timed_again_before_the_margin_decides() -> None:
 
 
 def test_the_nvidia_backends_delegates_are_the_ones_the_checker_accepts() -> None:
-    from deepbench.kernels.backends import DELEGATES, result_backends
-    from deepbench.kernels.backends.nvidia import NATIVE_FOR_OPERATION
+    from deepbench.kernels.backends import result_backends
+    from deepbench.kernels.backends.nvidia.declaration import NVIDIA
 
-    assert set(DELEGATES["nvidia"]) == {*NATIVE_FOR_OPERATION.values(), "torch"}
+    assert set(result_backends("nvidia")) == {"nvidia", *NVIDIA.serves.values(), "torch"}
     assert result_backends("nvidia")[0] == "nvidia" and result_backends("torch") == ("torch",)
 
 

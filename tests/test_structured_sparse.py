@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from deepbench.kernels import costs, padding
-from deepbench.kernels.backends import BACKENDS, DELEGATES
-from deepbench.kernels.backends.nvidia import NATIVE_FOR_OPERATION
+from deepbench.kernels.backends import BACKENDS, result_backends
+from deepbench.kernels.backends.nvidia.declaration import NVIDIA
 from deepbench.kernels.catalog import KERNEL_CLASSES, Sparse24GemmKernel, catalog, traits_of
 from deepbench.kernels.precision import Precision
 from deepbench.kernels.suites import SUITES, suite_kernels
@@ -79,9 +79,9 @@ def test_traits_show_the_dense_time_and_speedup() -> None:
 
 
 def test_backend_registered_and_chosen_by_nvidia() -> None:
-    assert BACKENDS["cusparselt"].endswith("cusparselt:CusparseLtBackend")
-    assert "cusparselt" in DELEGATES["nvidia"]
-    assert NATIVE_FOR_OPERATION["sparse24_gemm"] == "cusparselt"
+    assert BACKENDS["cusparselt"].target.endswith("cusparselt.backend:CusparseLtBackend")
+    assert "cusparselt" in result_backends("nvidia")
+    assert NVIDIA.serves["sparse24_gemm"] == "cusparselt"
 
 
 def test_precisions_without_a_2of4_product_are_unsupported_with_the_reason() -> None:

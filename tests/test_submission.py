@@ -457,6 +457,7 @@ def test_reproduce_command_keeps_the_gpu_timing_flags(kernel_time: bool) -> None
     import argparse
     import shlex
 
+    from deepbench.kernels.backends.cudnn.declaration import CUDNN
     from deepbench.kernels.results import Settings
     from deepbench.runner.launch.run import add_arguments, settings_from
     from deepbench.runner.platforms import get_platform
@@ -476,9 +477,12 @@ def test_reproduce_command_keeps_the_gpu_timing_flags(kernel_time: bool) -> None
     add_arguments(parser)
     again = settings_from(parser.parse_args(shlex.split(command)[1:]), get_platform("nvidia"))
     assert (again.cold, again.verify_timing, again.kernel_time) == (True, True, kernel_time)
-    inline = plan.model_copy(update={"settings": settings.model_copy(update={"engine_race": "inline"})})
+    inline = plan.model_copy(
+        update={"settings": settings.model_copy(update={"backend_options": {"cudnn": {"engine_race": "inline"}}})}
+    )
     command = reproduce_command(inline, local=True, image_digest=None)
-    assert settings_from(parser.parse_args(shlex.split(command)[1:]), get_platform("nvidia")).engine_race == "inline"
+    again = settings_from(parser.parse_args(shlex.split(command)[1:]), get_platform("nvidia"))
+    assert CUDNN.options_of(again).engine_race == "inline"
     assert settings_from(parser.parse_args(["--local", "--platform", "nvidia"]), get_platform("nvidia")).kernel_time
 
 

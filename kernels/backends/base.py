@@ -111,11 +111,8 @@ class Backend(ABC):
 
     def backend_for(self, kernel: Kernel, precision: Precision) -> str:
         """The name results record for this kernel: this backend's, or, for a backend that picks a
-        library per operation (kernels/backends/nvidia.py), the one it picks."""
+        library per operation (kernels/backends/nvidia/), the one it picks."""
         return self.name
-
-    def default_precisions(self, kernel: Kernel) -> list[Precision]:
-        return [Precision.FP32]
 
     def library_versions(self) -> dict[str, str]:
         return {}

@@ -14,7 +14,7 @@ from ..precision import Precision
 from ..results import Settings
 from ..timing.stopping import StopRule
 from .base import Backend, Unsupported
-from .cublas import CublasBackend
+from .cublas.backend import CublasBackend
 from .cuda_device import CudaDevice
 
 # The kernels with a GEMM's shape and a dense twin.

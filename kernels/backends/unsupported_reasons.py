@@ -21,7 +21,7 @@ from functools import cache
 from pathlib import Path
 
 from ..precision import Precision
-from . import BACKENDS, DELEGATES
+from . import BACKENDS, declaration_of
 
 HERE = Path(__file__).resolve().parent
 # Code beside the backends whose Unsupported reasons any backend may pass on (model building).
@@ -29,6 +29,7 @@ SHARED_SOURCES = (HERE.parent / "models" / "instance.py",)
 # Fewer literal characters than this and a pattern would accept nearly any text.
 MIN_LITERAL_CHARS = 8
 ANY = "(?s:.+?)"
+BACKEND_MODULE = "backend"  # <folder>/backend.py holds the class of a backend whose folder is all its own
 
 
 @dataclass(frozen=True)
@@ -142,10 +143,13 @@ def reasons_in(path: Path, ops: set[str]) -> list[Reason]:
 
 
 def _sources(backend: str) -> list[Path]:
-    target = BACKENDS.get(backend)
-    if target is None:
+    """The backend's files: its folder (where its class is the folder's own, or in its backend.py),
+    else its one module; and the shared modules beside them."""
+    entry = BACKENDS.get(backend)
+    if entry is None:
         return []
-    module = target.split(":")[0].split(".")
+    module = entry.target.split(":")[0].split(".")
+    module = module[:-1] if module[-1] == BACKEND_MODULE else module
     rel = HERE.joinpath(*module[module.index("backends") + 1 :])
     files = sorted(rel.rglob("*.py")) if rel.is_dir() else [rel.with_suffix(".py")]
     return files + _shared_modules(files) + list(SHARED_SOURCES)
@@ -173,7 +177,7 @@ def backend_reasons(backend: str) -> tuple[Reason, ...]:
     from ..catalog import operations
 
     ops = set(operations())
-    files = {p for b in (backend, *DELEGATES.get(backend, ())) for p in _sources(b)}
+    files = {p for b in (backend, *declaration_of(backend).delegates) for p in _sources(b)}
     return tuple(r for path in sorted(files) for r in reasons_in(path, ops))
 
 

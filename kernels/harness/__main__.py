@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..backends import load_backend
+from ..backends.declaration import BackendOptionsError
 from ..backends.distributed.terminal import TERMINAL_FD_ENV
 from ..faults import maybe_fail_backend, maybe_inject
 from ..folder_lock import HARNESS_LOCK, FolderLock, Locked
@@ -128,7 +129,7 @@ def _run(plan: Plan, run_dir: Path, rank_dir: Path | None) -> int:
     try:
         maybe_fail_backend(run_dir, launch_rank().rank)
         backend = load_backend(plan.backend, plan.settings)
-    except (ImportError, RuntimeError) as exc:
+    except (ImportError, RuntimeError, BackendOptionsError) as exc:
         message = f"backend '{plan.backend}' cannot run here: {exc}"
         if rank_dir is not None:
             record_failure(rank_dir, launch_rank().rank, message)

@@ -20,9 +20,12 @@ nccl-tests'."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from deepbench.kernels.backends.declaration import info_of
+from deepbench.kernels.backends.distributed.declaration import CollectiveInfo, CollectivePartInfo
 from deepbench.kernels.results import KernelResult, Status
 
 from .nccl_tests import Figures, Output
@@ -99,30 +102,33 @@ def harness_figures(results: Iterable[KernelResult]) -> list[HarnessFigure]:
     """Every measured direction of every collective kernel that ran on several ranks."""
     out = []
     for r in results:
-        if r.status is not Status.OK or not r.parts or r.info.get("ranks", 1) < 2:
+        collective = info_of(CollectiveInfo, r.info)
+        if r.status is not Status.OK or not r.parts or collective is None or (collective.ranks or 1) < 2:
             continue
-        library = r.info.get("library")
-        library = library.get("collective_library", r.backend) if isinstance(library, dict) else (library or r.backend)
-        method = GRAPH if r.info.get("timing") == GRAPH else "eager"
-        measured = {p.direction: (p.measurement.stats.median, p.info) for p in r.parts}
-        twin = r.info.get("out_of_place")
-        if isinstance(twin, dict) and twin.get("info"):
-            measured[twin["direction"]] = (twin["measurement"]["stats"]["median"], twin["info"])
-        for direction, (median, info) in measured.items():
-            if direction in DIRECTIONS and info.get("busbw_gbps") is not None:
-                average = info.get("time_mean_over_ranks_us")
-                time_us = float(average) if average else median
-                size = int(info["bytes"])
+        method = GRAPH if collective.timing == GRAPH else "eager"
+        measured: dict[str, tuple[float | None, dict[str, Any]]] = {
+            p.direction: (p.measurement.stats.median, p.info) for p in r.parts
+        }
+        twin = collective.twin
+        if twin is not None:
+            measured[twin.direction] = (twin.median, twin.info)
+        for direction, (median, raw) in measured.items():
+            info = info_of(CollectivePartInfo, raw)
+            if direction in DIRECTIONS and info is not None and info.busbw_gbps is not None:
+                assert info.bytes is not None and info.ranks is not None and median is not None
+                average = info.time_mean_over_ranks_us
+                time_us = average or median
+                busbw = info.busbw_gbps if info.bus_factor is None else info.bytes / time_us / 1e3 * info.bus_factor
                 out.append(
                     HarnessFigure(
                         op=r.op,
-                        bytes=size,
-                        ranks=int(info["ranks"]),
+                        bytes=info.bytes,
+                        ranks=info.ranks,
                         direction=direction,
                         method=method,
-                        library=str(library),
+                        library=collective.library_name(r.backend),
                         time_us=time_us,
-                        busbw=size / time_us / 1e3 * float(info["bus_factor"]),  # nccl-tests: S / t x factor
+                        busbw=busbw,  # nccl-tests': S / t x factor, of the time compared
                         slowest_us=median,
                         averaged=bool(average),
                     )

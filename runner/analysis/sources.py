@@ -15,12 +15,15 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from deepbench.kernels.backends.declaration import info_of
+from deepbench.kernels.backends.distributed.declaration import CollectiveInfo, CollectivePartInfo
 from deepbench.kernels.catalog import Kernel, traits_of
 from deepbench.kernels.noise import NoiseRecord
 from deepbench.kernels.precision import Precision
 from deepbench.kernels.results import RESULTS_FILE, RUN_FILE, KernelResult, RunRecord, Settings, Status
 from deepbench.kernels.results_file import exists, read_results
 
+from ..backend_options import shown as backend_options_shown
 from ..errors import UserError
 from .references import Reference, find_reference
 from .result_extras import result_extras
@@ -109,14 +112,15 @@ def _check_text(r: KernelResult) -> str:
 
 
 def entry_of_result(r: KernelResult) -> Entry:
-    ranks = r.info.get("ranks")
-    extra = {"padding": r.padding} if r.padding else {}
-    if ranks is not None:
-        extra["ranks"] = ranks
-    busbw = [p.info["busbw_gbps"] for p in r.parts if "busbw_gbps" in p.info]
+    collective = info_of(CollectiveInfo, r.info) if traits_of(r.op).collective else None
+    extra: dict[str, Any] = {"padding": r.padding} if r.padding else {}
+    if collective and collective.ranks is not None:
+        extra["ranks"] = collective.ranks
+    parts = [info_of(CollectivePartInfo, p.info) for p in r.parts] if collective else []
+    busbw = [p.busbw_gbps for p in parts if p is not None and p.busbw_gbps is not None]
     if busbw:
         extra["busbw_gbps"] = busbw[0]  # the first (in-place) part, the one the time is of
-    twin = r.info.get("out_of_place", {}).get("measurement", {}).get("stats", {}).get("median")
+    twin = collective.out_of_place.median if collective and collective.out_of_place else None
     if twin is not None:  # an all-reduce's out-of-place time, beside the kernel's in-place time
         extra["out_of_place_us"] = twin
     for key, info_key in traits_of(r.op).entry_extras:  # the operation's own figures (sparse GEMM's speed-up)
@@ -164,6 +168,7 @@ def settings_shown(settings: Settings) -> dict[str, Any]:
     values = settings.model_dump()
     if settings.device == "cpu":
         values = {k: v for k, v in values.items() if k not in GPU_ONLY_SETTINGS}
+    values["backend_options"] = backend_options_shown(settings, settings.device)
     return values
 
 

@@ -23,13 +23,11 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-from deepbench.kernels.backends.engine_choice import PIN_ALL, EngineError, check_pin
+from deepbench.kernels.backends import declaration_of
 from deepbench.kernels.harness.protocol import ExitCode
 from deepbench.kernels.harness.record import build_record, read_facts, write_record
 from deepbench.kernels.padding import PadMode
 from deepbench.kernels.results import (
-    COLLECTIVE_TIMINGS,
-    ENGINE_RACES,
     INPUT_DISTRIBUTIONS,
     MAX_SEED,
     PLAN_FILE,
@@ -46,6 +44,7 @@ from deepbench.kernels.suites import SelectionError
 from ..analysis.sanity import context_of
 from ..analysis.sources import load_run
 from ..analysis.summary import groups, summary_line
+from ..backend_options import add_backend_arguments, options_from
 from ..errors import UserError
 from ..option_types import integer, ranged, usable_cpus
 from ..outpaths import writable_folder
@@ -80,8 +79,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     where.add_argument(
         "--backend",
-        help="harness backend (default: the platform's; on nvidia each operation on its "
-        "own library: cublas, cudnn, cusparse, else torch; name one to force it for every kernel)",
+        help="harness backend (default: the platform's; on nvidia each operation on the backend of its "
+        f"own library, one of {', '.join(declaration_of(PLATFORMS['nvidia'].backend).delegates)}; name one "
+        "to force it for every kernel)",
     )
     image = parser.add_argument_group("container (without --local)")
     image.add_argument(
@@ -195,33 +195,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "one beside it (the alignment penalty, raw over padded)",
     )
     m.add_argument(
-        "--cudnn-engine",
-        action="append",
-        metavar="[ID/DIR=]ENGINE",
-        help="GPU: run this cuDNN plan instead of choosing one: its name as results record it in "
-        "info.cudnn.plan_name (e.g. eng34_k2=3, every knob: the exact plan), or an engine and "
-        "knobs as in info.cudnn.engine (e.g. 34:TILE_SIZE=3, re-created from those knobs); for one "
-        "direction of one kernel with 'conv/train/052/fp32/bwd_filter=eng34_k2=3' (repeatable), "
-        "else for every convolution",
-    )
-    m.add_argument(
-        "--engine-race",
-        choices=ENGINE_RACES,
-        default=Settings.model_fields["engine_race"].default,
-        help="GPU: where cuDNN's candidate plans are raced: apart (default) in a process of its own, so "
-        "that the measuring process runs only the chosen plans, as a native loop pinned to them "
-        "does (racing some candidates left later short convolutions ~1 us a call slower on an "
-        "H100 for the rest of the process); inline in the measuring process",
-    )
-    m.add_argument(
-        "--collective-timing",
-        choices=COLLECTIVE_TIMINGS,
-        default=Settings.model_fields["collective_timing"].default,
-        help="GPU collectives: graph (default) captures the timed calls in a CUDA graph per rank and "
-        "replays them together, timed by events, as nccl-tests -G does; eager launches each call "
-        "from Python and times the loop by the host clock",
-    )
-    m.add_argument(
         "--kernel-time",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -259,6 +232,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="GPU: ask NVML to lock the SM clock for the run (max: the highest supported), restored at "
         "the end; needs root, and the run records whether it was granted",
     )
+    add_backend_arguments(parser)
     out = parser.add_argument_group("results")
     out.add_argument("--out", type=Path, metavar="DIR", help="results folder (default: ./deepbench-results/RUN_ID)")
     out.add_argument("--resume", type=Path, metavar="DIR", help="continue the run in DIR where it stopped")
@@ -386,7 +360,9 @@ def _no_platform() -> str:
     )
 
 
-def settings_from(args: argparse.Namespace, platform: Platform) -> Settings:
+def settings_from(args: argparse.Namespace, platform: Platform, backend: str | None = None) -> Settings:
+    """The settings the command line asks for; `backend`: the plan's, whose backends' options are
+    all recorded (runner/backend_options.py)."""
     preset = MODES[args.mode].copy()
     if args.time_cap is not None:
         preset["time_cap_s"] = args.time_cap
@@ -413,9 +389,7 @@ def settings_from(args: argparse.Namespace, platform: Platform) -> Settings:
         kernel_time=args.kernel_time,
         kernel_timeout_s=args.kernel_timeout,
         pad=args.pad,
-        cudnn_engines=engine_pins(args.cudnn_engine),
-        engine_race=args.engine_race,
-        collective_timing=args.collective_timing,
+        backend_options=options_from(args, backend),
         ranks=getattr(args, "ranks", 1),
         inputs=args.inputs,
         energy=args.energy,
@@ -432,20 +406,6 @@ def lock_clocks(value: str) -> int | str:
     if not value.isdigit():
         raise argparse.ArgumentTypeError(f"{value!r}: give max, or the SM clock in MHz")
     return integer(1, MAX_LOCK_MHZ)(value)
-
-
-def engine_pins(values: list[str] | None) -> dict[str, str]:
-    """--cudnn-engine values -> Settings.cudnn_engines ('<item id>/<direction>' or '*' -> engine)."""
-    pins: dict[str, str] = {}
-    for value in values or ():
-        head, eq, rest = value.partition("=")
-        key, spec = (head, rest) if eq and "/" in head else ("", value)  # a kernel's id has slashes, a knob none
-        try:
-            check_pin(spec)
-        except EngineError as exc:
-            raise UserError(str(exc)) from None
-        pins[key.strip() or PIN_ALL] = spec.strip()
-    return pins
 
 
 def _new_plan(args: argparse.Namespace, platform: Platform) -> tuple[Plan, Path]:
@@ -484,12 +444,13 @@ def plan_for(args: argparse.Namespace, platform: Platform) -> tuple[Plan, Path]:
     run_id = f"{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{platform.name}-{suite_name}"
     outdir = args.out or DEFAULT_RESULTS / run_id
     selection = chosen.record(default_precisions(kernels, platform))
+    backend = plan_backend(args, platform, list(kernels))
     plan = Plan(
         run_id=run_id,
         suite=args.suite,
         platform=platform.name,
-        backend=plan_backend(args, platform, list(kernels)),
-        settings=settings_from(args, platform),
+        backend=backend,
+        settings=settings_from(args, platform, backend),
         items=tuple(plan_items(kernels, chosen.precisions, platform)),
         command=shlex.join([os.path.basename(sys.argv[0]), *sys.argv[1:]]),
         selection=selection,

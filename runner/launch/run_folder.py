@@ -51,6 +51,7 @@ from deepbench.kernels.results_file import (
 from deepbench.kernels.results_file import exists as results_file_exists
 from deepbench.kernels.suites import parse_ops
 
+from ..backend_options import option_conflicts
 from ..errors import UserError
 from ..outpaths import writable_folder
 from .provenance import command_line, host_provenance
@@ -254,12 +255,10 @@ def _plan_values(plan: Plan) -> dict[str, Any]:
         "verify_timing": s.verify_timing,
         "kernel_time": s.kernel_time,
         "ranks": s.ranks,
-        "engine_race": s.engine_race,
         "inputs": s.inputs,
         "energy": s.energy,
         "energy_window": s.energy_window_s,
         "lock_clocks": s.lock_clocks,
-        "collective_timing": s.collective_timing,
     }
 
 
@@ -296,6 +295,7 @@ def conflicts(args: argparse.Namespace, explicit: set[str], plan: Plan, local: b
         if given != planned[dest]:
             shown = repr(planned[dest]) if planned[dest] not in (None, ()) else "default"
             out.append(f"{_flag(dest)} {given!r} differs from the run's {shown}")
+    out += option_conflicts(args, explicit, plan.settings)
     if "local" in explicit and args.local and not local:
         out.append("--local was given, but the run ran in a container")
     if local:

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from deepbench.kernels.backends.declaration import info_of
+from deepbench.kernels.backends.distributed.declaration import CollectiveInfo, CollectivePartInfo
 from deepbench.kernels.catalog import traits_of
 from deepbench.kernels.results import KernelResult, Status
 
@@ -47,31 +49,39 @@ DROP_ORDER = (
 )
 
 
-def _figures(direction: tuple[float | None, dict[str, Any]] | None, fmt_us, fmt_num, ranks: Any) -> list[str]:
+def _figures(
+    direction: tuple[float | None, CollectivePartInfo | None] | None, fmt_us, fmt_num, ranks: Any
+) -> list[str]:
     """The median time, the slowest rank's mean, then the bandwidths: none on one rank, where
     nothing crosses a link (runner/analysis/sanity.py)."""
-    if not direction or not direction[1]:
+    median, info = direction or (None, None)
+    if info is None:
         return ["", "", "", ""]
-    median, info = direction
-    times = [fmt_us(median), fmt_us(info.get("time_max_over_ranks_us"))]
+    times = [fmt_us(median), fmt_us(info.time_max_over_ranks_us)]
     if ranks == 1:
         return [*times, "", ""]
-    return [*times, fmt_num(info.get("algbw_gbps")), fmt_num(info.get("busbw_gbps"))]
+    return [*times, fmt_num(info.algbw_gbps), fmt_num(info.busbw_gbps)]
 
 
-def _directions(r: KernelResult) -> dict[str, tuple[float | None, dict[str, Any]]]:
+def _directions(
+    r: KernelResult, info: CollectiveInfo | None
+) -> dict[str, tuple[float | None, CollectivePartInfo | None]]:
     """The median time and the info of each measured direction: the kernel's part(s), and the
     out-of-place twin measured beside an in-place part (info.out_of_place)."""
     if r.status is not Status.OK:
         return {}
-    found: dict[str, tuple[float | None, dict[str, Any]]] = {
-        p.direction: (p.measurement.stats.median, p.info) for p in r.parts
+    found: dict[str, tuple[float | None, CollectivePartInfo | None]] = {
+        p.direction: (p.measurement.stats.median, _part(p.info)) for p in r.parts
     }
-    twin = r.info.get("out_of_place")
-    if isinstance(twin, dict) and twin.get("info"):
-        median = twin.get("measurement", {}).get("stats", {}).get("median")
-        found[twin.get("direction", "out_of_place")] = (median, twin["info"])
+    twin = info.twin if info else None
+    if twin is not None:
+        found[twin.direction] = (twin.median, _part(twin.info))
     return found
+
+
+def _part(info: dict[str, Any]) -> CollectivePartInfo | None:
+    """A direction's info (None where it has none: nothing to show)."""
+    return info_of(CollectivePartInfo, info) if info else None
 
 
 def collective_rows(
@@ -81,19 +91,18 @@ def collective_rows(
     for r in results:
         if not traits_of(r.op).collective:
             continue
-        found = _directions(r)
-        library = r.info.get("library")
-        library = library.get("collective_library", r.backend) if isinstance(library, dict) else (library or r.backend)
-        ranks = r.info.get("ranks", "")
-        nbytes = r.info.get("bytes")
+        info = info_of(CollectiveInfo, r.info)
+        found = _directions(r, info)
+        ranks: Any = info.ranks if info and info.ranks is not None else ""
+        nbytes = info.bytes if info else None
         rows.append(
             [
                 set_short.get(r.set, r.set),
                 str(r.kernel.floats),
                 f"{nbytes:,}" if nbytes else "",
                 str(ranks),
-                str(library),
-                str(r.info.get("timing", "")),
+                info.library_name(r.backend) if info else r.backend,
+                info.timing if info else "",
                 *_figures(found.get("in_place"), fmt_us, fmt_num, ranks),
                 *_figures(found.get("out_of_place"), fmt_us, fmt_num, ranks),
                 status(r),

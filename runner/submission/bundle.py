@@ -18,6 +18,7 @@ from ...kernels.harness.protocol import ExitCode
 from ...kernels.results import PLAN_FILE, RESULTS_FILE, RUN_FILE, Plan, RunRecord, utcnow
 from ...kernels.results_file import exists, read_bytes, read_results
 from ...kernels.system import SystemDescription, VendorFields
+from ..backend_options import backend_args
 from ..errors import UserError
 from ..launch.local import LOG_FILE
 from ..launch.modes import MODES
@@ -78,13 +79,10 @@ def reproduce_command(plan: Plan, local: bool, image_digest: str | None) -> str:
     args += ["--verify-timing"] if s.verify_timing else []
     args += [] if s.kernel_time else ["--no-kernel-time"]
     args += [] if s.pad == "deepbench" else ["--pad", s.pad]
-    args += [] if s.engine_race == "apart" else ["--engine-race", s.engine_race]
     args += [] if s.inputs == "normal" else ["--inputs", s.inputs]
     args += ["--energy", "--energy-window", f"{s.energy_window_s:g}"] if s.energy else []
     args += [] if s.lock_clocks is None else ["--lock-clocks", str(s.lock_clocks)]
-    args += [] if s.collective_timing == "graph" else ["--collective-timing", s.collective_timing]
-    for key, engine in sorted(s.cudnn_engines.items()):
-        args += ["--cudnn-engine", engine if key == "*" else f"{key}={engine}"]
+    args += backend_args(s)
     return shlex.join(args)
 
 

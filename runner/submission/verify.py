@@ -39,11 +39,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ...kernels.backends.engine_choice import is_plan_name
 from ...kernels.harness.record import build_record, read_facts, write_record
 from ...kernels.results import RESULTS_FILE, KernelResult, Plan, RunRecord, Settings, Status, TimeStats
 from ...kernels.results_file import read_results, write_atomic
 from ...kernels.system import SystemDescription
+from ..backend_options import replayed
 from ..errors import UserError
 from ..launch import run_folder
 from ..launch.local import LocalHarness
@@ -73,23 +73,6 @@ DEFAULT_VERIFY_DIR = Path("deepbench-verify")
 REMEASURE_DIR = "remeasure"
 REMEASURE_FACTOR = 4.0  # the second measurement's samples and time cap, against the plan's
 NOISY_RERUN = 0.10  # a re-run noisier than this (relative IQR) is measured again before judging
-
-
-def recorded_engines(results: list[KernelResult]) -> dict[str, str]:
-    """'<item id>/<direction>' -> the cuDNN plan each ok direction ran: its name (info.cudnn.plan_name,
-    every knob included), else its engine and listed knobs (info.cudnn.engine)."""
-    return {
-        f"{r.id}/{p.direction}": _exact_pin(p.info["cudnn"])
-        for r in results
-        if r.status is Status.OK
-        for p in r.parts
-        if isinstance(p.info.get("cudnn"), dict) and "engine" in p.info["cudnn"]
-    }
-
-
-def _exact_pin(record: dict[str, Any]) -> str:
-    name = str(record.get("plan_name", ""))
-    return name if is_plan_name(name) else str(record["engine"])
 
 
 @dataclass(frozen=True)
@@ -338,10 +321,9 @@ def verify_bundle(
             )
     stamp = f"{datetime.now(timezone.utc):%Y%m%d-%H%M%S}"
     outdir = out or DEFAULT_VERIFY_DIR / f"{bundle.plan.run_id}-{stamp}"
-    # The very cuDNN engines the submission ran (its results name them), not a fresh choice.
-    settings = bundle.plan.settings.model_copy(
-        update={"cudnn_engines": {**recorded_engines(submitted), **bundle.plan.settings.cudnn_engines}}
-    )
+    # The very choices the submission's backends made (its results name them, e.g. a library's
+    # engine), not fresh ones.
+    settings = replayed(bundle.plan.settings, submitted)
     plan = bundle.plan.model_copy(
         update={"run_id": f"{bundle.plan.run_id}-verify-{stamp}", "command": command_line(), "settings": settings}
     )

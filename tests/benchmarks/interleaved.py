@@ -52,8 +52,8 @@ from typing import Any
 import native_side_by_side as sbs  # beside this file: the loops' lines, rows and SUMMARY lines
 from loop_library import LIBRARIES, LoopLibrary
 
+from deepbench.kernels.backends.cudnn.declaration import CUDNN, recorded_engines
 from deepbench.kernels.results import PLAN_FILE, KernelResult, Plan, PlanItem, Settings, Status
-from deepbench.runner.submission.verify import recorded_engines
 
 ROUNDS = 3
 SIDES = ("harness", "native")  # the first round's order; the next round reverses it
@@ -70,7 +70,12 @@ def harness_settings(folder: Path, results: list[KernelResult], warm_up_s: float
         raise sbs.UsageError(f"{path}: not a deepbench-run plan ({str(exc).splitlines()[0]})") from None
     return plan.settings.model_copy(
         update={
-            "cudnn_engines": recorded_engines(results),
+            "backend_options": {
+                **plan.settings.backend_options,
+                CUDNN.name: CUDNN.stored(
+                    CUDNN.options_of(plan.settings).model_copy(update={"engines": recorded_engines(results)})
+                ),
+            },
             "warm_up_s": warm_up_s,
             "kernel_time": plan.settings.kernel_time and kernel_time,
         }

@@ -6,37 +6,3 @@ call (`nvmath.bindings.cublas.gemm_ex`), with DeepBench's padding (kernels/paddi
 library receives DeepBench's problem in every precision, int8 at any n included (PyTorch's
 `torch._int_mm` needs n > 16 and pads it: another kernel). fp8 goes through cuBLASLt, the only
 cuBLAS API that has it (gemm.py says which layouts it accepts)."""
-
-from __future__ import annotations
-
-from typing import Any
-
-from ...catalog import Kernel
-from ...precision import Precision
-from ..base import Prepared
-from ..native import NativeCudaBackend
-from . import gemm
-
-
-class CublasBackend(NativeCudaBackend):
-    name = "cublas"
-    binding = ("nvmath.bindings.cublas", "nvmath-python")
-    operations = ("gemm",)
-
-    def prepare_op(self, kernel: Kernel, precision: Precision) -> Prepared:
-        return gemm.prepare(self, kernel, precision)  # type: ignore[arg-type]
-
-    def default_precisions(self, kernel: Kernel) -> list[Precision]:
-        return [Precision.FP32, Precision.FP16]
-
-    def library_versions(self) -> dict[str, str]:
-        versions = super().library_versions()
-        versions.update(gemm.binding_versions())
-        return versions
-
-    @property
-    def handle(self) -> Any:
-        """One cuBLAS handle for the backend's life, made on first use."""
-        if getattr(self, "_handle", None) is None:
-            self._handle = gemm.Handle(self.lib)
-        return self._handle

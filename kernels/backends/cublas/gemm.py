@@ -24,21 +24,13 @@ from ..base import Prepared, TimedPart, Unsupported
 from ..native import StreamHandle
 from ..pytorch.checks import check_matmul
 from ..pytorch.gemm import operands, prepare_fp8
+from .declaration import CALLS
 
 if TYPE_CHECKING:
-    from . import CublasBackend
+    from .backend import CublasBackend
 
 WORKSPACE_BYTES = 32 << 20  # cuBLAS's own default on Hopper, given explicitly: a capture must not allocate
 
-# precision -> (A/B type, C type, compute type): cudaDataType_t and cublasComputeType_t names, as
-# the result records them; DeepBench's half GEMM asked for fp16 compute, fp32 here (module doc).
-CALLS: dict[Precision, tuple[str, str, str]] = {
-    Precision.FP32: ("CUDA_R_32F", "CUDA_R_32F", "COMPUTE_32F"),
-    Precision.TF32: ("CUDA_R_32F", "CUDA_R_32F", "COMPUTE_32F_FAST_TF32"),
-    Precision.FP16: ("CUDA_R_16F", "CUDA_R_16F", "COMPUTE_32F"),
-    Precision.BF16: ("CUDA_R_16BF", "CUDA_R_16BF", "COMPUTE_32F"),
-    Precision.INT8: ("CUDA_R_8I", "CUDA_R_32I", "COMPUTE_32I"),
-}
 OUTPUT_DTYPE = {
     Precision.FP32: torch.float32,
     Precision.TF32: torch.float32,

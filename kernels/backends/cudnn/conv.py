@@ -21,9 +21,10 @@ from .. import engine_choice as engines
 from ..base import Prepared, TimedPart, Unsupported
 from ..pytorch.conv import ConvSampler, padded_conv, transform_aware
 from . import graphs
+from .declaration import CUDNN
 
 if TYPE_CHECKING:
-    from . import CudnnBackend
+    from .backend import CudnnBackend
 
 REFINE_SAMPLES = 4  # a contender's second timing: 4 samples of timing.graph_events.QUICK_SAMPLE_S
 RACED_APART = "a process of its own (--engine-race apart, kernels/backends/cudnn/race_apart.py)"
@@ -38,9 +39,10 @@ def prepare(backend: CudnnBackend, kernel: ConvKernel, precision: Precision) -> 
     ctx = backend.ctx
     kk, padded = padded_conv(kernel, precision, ctx.pad)
     directions = graphs.PRECISION_DIRECTIONS.get(precision, graphs.DIRECTIONS)
-    pins = {d: engines.pin_for(backend.settings.cudnn_engines, f"{kernel.id}/{precision.value}", d) for d in directions}
+    options = CUDNN.options_of(backend.settings)
+    pins = {d: engines.pin_for(options.engines, f"{kernel.id}/{precision.value}", d) for d in directions}
     races = not all(pins.values())
-    apart = races and backend.settings.engine_race == "apart"  # race_apart.py says why
+    apart = races and options.engine_race == "apart"  # race_apart.py says why
     warmed: dict[str, Any] = {}
     if races:  # candidates are timed on a GPU at its working temperature, as measurements are (here: once a run)
         assert backend.cuda is not None  # set with the binding, which prepare() checked

@@ -16,13 +16,13 @@ operation, so the output here is the accumulator itself)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from ...catalog import ConvKernel
 from ...precision import Precision
+from .declaration import TYPES
 
 DIRECTIONS = ("fwd", "bwd_data", "bwd_filter")
 HEURISTICS = ("A", "FALLBACK")  # cuDNN's heuristic modes asked for candidates, in order
@@ -35,22 +35,6 @@ TORCH_DTYPES = {
 }
 
 
-@dataclass(frozen=True)
-class Types:
-    io: str  # cudnn.data_type member name of inputs and outputs
-    compute: str
-    output: str  # of the direction's result (int8 forward: the int32 accumulator)
-    channels_last: bool
-    excluded_notes: tuple[str, ...] = ()  # cudnn.numerical_note members whose engines are not this precision
-
-
-TYPES = {
-    Precision.FP32: Types("FLOAT", "FLOAT", "FLOAT", False, ("TENSOR_CORE", "DOWN_CONVERT_INPUTS")),
-    Precision.TF32: Types("FLOAT", "FLOAT", "FLOAT", False),
-    Precision.FP16: Types("HALF", "FLOAT", "HALF", False),
-    Precision.BF16: Types("BFLOAT16", "FLOAT", "BFLOAT16", False),
-    Precision.INT8: Types("INT8", "INT32", "INT32", True),
-}
 # Directions each precision has in cuDNN: int8 convolutions are forward only (inference).
 PRECISION_DIRECTIONS = {Precision.INT8: ("fwd",)}
 

@@ -29,6 +29,7 @@ from ...padding import PadMode
 from ...precision import Precision
 from ...results import Settings
 from ..base import Unsupported
+from .declaration import CUDNN
 
 CHILD_MODULE = __name__.rpartition(".")[0] + ".race_child"
 # Between kernels the child keeps at most this much of PyTorch's cached GPU memory (freeing and
@@ -51,9 +52,10 @@ class RaceApart:
         # CUDA graphs and events: timing.graph_events.quick_us) nor a warm-up (the measuring process
         # warms the GPU before its first question: conv.py); nor the measuring process's clock lock (the
         # child would give the clocks back when it ends) or energy meter.
+        cudnn = CUDNN.options_of(settings).model_copy(update={"engine_race": "inline"})
         self.settings = settings.model_copy(
             update={
-                "engine_race": "inline",
+                "backend_options": {**settings.backend_options, CUDNN.name: CUDNN.stored(cudnn)},
                 "kernel_time": False,
                 "warm_up_s": 0.0,
                 "lock_clocks": None,

@@ -19,7 +19,7 @@ from ...padding import PadMode
 from ...precision import Precision
 from ...results import Settings
 from ..base import Unsupported
-from . import CudnnBackend
+from .backend import CudnnBackend
 from .race_apart import FAILED, KEEP_CACHED_BYTES, OK, UNSUPPORTED
 
 

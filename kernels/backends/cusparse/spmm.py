@@ -18,17 +18,10 @@ from ...precision import Precision
 from ..base import Prepared, TimedPart
 from ..native import StreamHandle
 from ..pytorch.checks import check_matmul
+from .declaration import TYPES
 
 if TYPE_CHECKING:
-    from . import CusparseBackend
-
-# Value and compute types (cudaDataType_t names) per precision: 16-bit types accumulate in fp32,
-# as DeepBench's training rule asks of them.
-TYPES = {
-    Precision.FP32: ("CUDA_R_32F", "CUDA_R_32F"),
-    Precision.FP16: ("CUDA_R_16F", "CUDA_R_32F"),
-    Precision.BF16: ("CUDA_R_16BF", "CUDA_R_32F"),
-}
+    from .backend import CusparseBackend
 
 
 class Handle(StreamHandle):

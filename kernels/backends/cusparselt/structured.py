@@ -31,19 +31,11 @@ from ...precision import INPUT_BYTES, Precision
 from ..base import Prepared, TimedPart, Unsupported
 from ..native import StreamHandle
 from ..pytorch.checks import check_matmul
+from .declaration import TYPES
 
 if TYPE_CHECKING:
-    from . import CusparseLtBackend
+    from .backend import CusparseLtBackend
 
-# precision -> (A/B type, C/D type, compute type): cudaDataType_t and cusparseComputeType names as
-# results record them; the combinations cuSPARSELt lists for sparse tensor cores (fp8 e4m3 from
-# compute capability 9.0, with bf16 output as this tool's fp8 precision defines it).
-TYPES: dict[Precision, tuple[str, str, str]] = {
-    Precision.FP16: ("CUDA_R_16F", "CUDA_R_16F", "COMPUTE_32F"),
-    Precision.BF16: ("CUDA_R_16BF", "CUDA_R_16BF", "COMPUTE_32F"),
-    Precision.INT8: ("CUDA_R_8I", "CUDA_R_32I", "COMPUTE_32I"),
-    Precision.FP8: ("CUDA_R_8F_E4M3", "CUDA_R_16BF", "COMPUTE_32F"),
-}
 OUTPUT_DTYPE = {
     Precision.FP16: torch.float16,
     Precision.BF16: torch.bfloat16,

@@ -14,7 +14,7 @@ nccl-tests:
 - data whose sums are exact (small positive integers in float32), checked exactly on every rank;
   one wrong element on one rank fails the kernel on all of them;
 - on CUDA, the timed calls captured in a CUDA graph per rank and replayed together, timed by
-  events (nccl-tests' -G; Settings.collective_timing "graph"), or launched one by one from Python
+  events (nccl-tests' -G; --collective-timing graph, declaration.py), or launched one by one from Python
   and timed by the host clock ("eager"); the record's method says which.
 
 Every rank must make the same calls in the same order or the collective hangs, so each decision
@@ -39,6 +39,7 @@ from ...results import Check, Measurement, PartResult, Settings
 from ...timing.sampling import Step, sample_until
 from ...timing.stopping import REPEAT_COUNT, CallBudget, Progress, Stop, StopRule
 from ..base import Backend, Prepared, TimedPart, Unsupported
+from .declaration import COLLECTIVES
 from .problems import Problem, problem
 from .values import MAX_EXACT_RANKS
 
@@ -202,7 +203,8 @@ class CollectiveRunner:
         self.comm = comm
         self.settings = settings
         self.warmed_up: set[str] = set()  # the collectives already warmed up
-        self.graphs = comm.graph_timer() if settings.collective_timing == "graph" else None
+        timing = COLLECTIVES.options_of(settings).collective_timing
+        self.graphs = comm.graph_timer() if timing == "graph" else None
         self._line: Any = None  # the start line's one float (graph_timing.py says why)
 
     @property

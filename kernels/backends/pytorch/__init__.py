@@ -71,7 +71,7 @@ class TorchBackend(Backend):
         return self.threads
 
     def __init__(self, settings: Settings, cuda: CudaDevice | None = None) -> None:
-        """`cuda`: the run's GPU when another backend shares it (kernels/backends/nvidia.py)."""
+        """`cuda`: the run's GPU when another backend shares it (kernels/backends/nvidia/)."""
         super().__init__(settings)
         self.device = torch.device(settings.device)
         self.cuda = cuda or (CudaDevice(settings, self.device) if self.device.type == "cuda" else None)

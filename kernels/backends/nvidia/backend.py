@@ -1,32 +1,21 @@
-"""The NVIDIA platform's backend: for each kernel, NVIDIA's own library where a native backend
-covers the operation and precision, PyTorch otherwise.
-
-GEMM goes to cuBLAS (cublas/), convolution to cuDNN's graph API (cudnn/), sparse GEMM to
-cuSPARSE (cusparse/), 2:4 structured sparse GEMM to cuSPARSELt (cusparselt/); recurrent layers,
-layers, whole models and all-reduce stay on PyTorch (which calls cuDNN's RNN, cuBLAS and NCCL
-itself). Every result names the backend that made it (`backend`) and the exact call
-(`blas_call`, the cuDNN engine). Where a native binding is not installed the kernel runs on
-PyTorch and its result says why (`native_unavailable`), so a machine without nvmath-python still
-measures, and says it measured another way. `--backend` forces one library for every kernel
-instead (e.g. `--backend torch` as a cross-check)"""
+"""The nvidia backend: each kernel on the backend its declaration names for the operation
+(declaration.py), loaded through the registry, where that backend covers the kernel's precision;
+on the fallback (PyTorch) otherwise, with the reason."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..catalog import Kernel
-from ..precision import Precision
-from ..results import Measurement, Settings
-from ..timing.stopping import StopRule
-from .base import Backend, Prepared, TimedPart, Unsupported
-from .cuda_device import CudaDevice
-from .native import NativeCudaBackend
-from .pytorch import TorchBackend
-
-# operation -> the backend (kernels/backends/__init__.py BACKENDS) that calls its native library;
-# __init__.py DELEGATES names them for the checker (which must not import this module's torch).
-NATIVE_FOR_OPERATION = {"gemm": "cublas", "conv": "cudnn", "sparse_gemm": "cusparse", "sparse24_gemm": "cusparselt"}
+from ...catalog import Kernel
+from ...precision import Precision
+from ...results import Measurement, Settings
+from ...timing.stopping import StopRule
+from .. import load_backend
+from ..base import Backend, Prepared, TimedPart, Unsupported
+from ..cuda_device import CudaDevice
+from ..native import NativeCudaBackend
+from .declaration import NVIDIA
 
 
 class NvidiaBackend(Backend):
@@ -35,7 +24,7 @@ class NvidiaBackend(Backend):
     def __init__(self, settings: Settings) -> None:
         super().__init__(settings)
         self.cuda = CudaDevice(settings)
-        self.torch = TorchBackend(settings, self.cuda)
+        self.torch = load_backend(NVIDIA.fallback, settings, cuda=self.cuda)
         self._natives: dict[str, NativeCudaBackend] = {}
         self._current: Backend = self.torch
         self._versions: dict[str, str] | None = None
@@ -43,8 +32,6 @@ class NvidiaBackend(Backend):
     def native(self, name: str) -> NativeCudaBackend:
         """A native backend, loaded on first use and sharing this run's GPU."""
         if name not in self._natives:
-            from . import load_backend
-
             native = load_backend(name, self.settings, cuda=self.cuda)
             assert isinstance(native, NativeCudaBackend)
             self._natives[name] = native
@@ -52,7 +39,7 @@ class NvidiaBackend(Backend):
 
     def _choose(self, kernel: Kernel, precision: Precision) -> tuple[Backend, str]:
         """The backend for this kernel, and why not the native one when it is PyTorch."""
-        name = NATIVE_FOR_OPERATION.get(kernel.op)
+        name = NVIDIA.serves.get(kernel.op)
         if name is None:
             return self.torch, ""
         native = self.native(name)
@@ -68,7 +55,7 @@ class NvidiaBackend(Backend):
         try:
             prepared = self._current.prepare(kernel, precision)
         except Unsupported as exc:  # PyTorch cannot either: say why the native library did not run it
-            raise Unsupported(f"{exc}; not on {NATIVE_FOR_OPERATION[kernel.op]}: {why}" if why else str(exc)) from None
+            raise Unsupported(f"{exc}; not on {NVIDIA.serves[kernel.op]}: {why}" if why else str(exc)) from None
         if why:
             prepared.info["native_unavailable"] = why
         return prepared
@@ -87,15 +74,12 @@ class NvidiaBackend(Backend):
     def measure(self, fn: Callable[[], object], rule: StopRule, part: TimedPart) -> Measurement:
         return self._current.measure(fn, rule, part)
 
-    def default_precisions(self, kernel: Kernel) -> list[Precision]:
-        return self.torch.default_precisions(kernel)
-
     def library_versions(self) -> dict[str, str]:
         """Every library's version, asked once per run (each result records them; asking the five
         libraries and the packages' metadata took 5 ms a kernel)."""
         if self._versions is None:
             self._versions = self.torch.library_versions()
-            for name in sorted(set(NATIVE_FOR_OPERATION.values())):
+            for name in sorted(set(NVIDIA.serves.values())):
                 self._versions.update(self.native(name).library_versions())
         return dict(self._versions)
 
@@ -103,7 +87,7 @@ class NvidiaBackend(Backend):
         facts = self.cuda.facts()
         facts["backends"] = {
             op: (name if not self.native(name).missing else f"torch ({self.native(name).missing})")
-            for op, name in NATIVE_FOR_OPERATION.items()
+            for op, name in NVIDIA.serves.items()
         }
         return facts
 

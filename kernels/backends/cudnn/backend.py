@@ -1,0 +1,73 @@
+"""The cuDNN backend: a handle, a workspace and the race apart for conv.py; its options and
+info are declared in declaration.py (importable without cuDNN)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ...catalog import Kernel
+from ...precision import Precision
+from ..base import Prepared
+from ..native import NativeCudaBackend, StreamHandle
+from . import conv
+from .race_apart import RaceApart
+
+
+class Handle(StreamHandle):
+    """A cuDNN handle on torch's current stream."""
+
+    def __init__(self, cudnn: Any) -> None:
+        super().__init__(cudnn.create_handle())
+        self.cudnn = cudnn
+
+    def on_stream(self, stream: int) -> None:
+        self.cudnn.set_stream(handle=self.handle, stream=stream)
+
+
+class CudnnBackend(NativeCudaBackend):
+    name = "cudnn"
+    binding = ("cudnn", "nvidia-cudnn-frontend")
+    operations = ("conv",)
+    _race_apart: RaceApart | None = None
+
+    def prepare_op(self, kernel: Kernel, precision: Precision) -> Prepared:
+        return conv.prepare(self, kernel, precision)  # type: ignore[arg-type]
+
+    @property
+    def race_apart(self) -> RaceApart:
+        """The process of its own that races engines (--engine-race apart), started on first use."""
+        if self._race_apart is None:
+            self._race_apart = RaceApart(self.settings)
+        return self._race_apart
+
+    def close(self) -> None:
+        if self._race_apart is not None:
+            self._race_apart.close()
+
+    @property
+    def handle(self) -> Handle:
+        if getattr(self, "_handle", None) is None:
+            self._handle = Handle(self.lib)
+        return self._handle
+
+    def workspace_for(self, nbytes: int) -> torch.Tensor:
+        """A workspace of at least `nbytes`, kept and grown as plans need (never shrunk within a
+        kernel: its parts' calls hold the buffer they were given)."""
+        current: torch.Tensor | None = getattr(self, "_workspace", None)
+        if current is None or current.numel() < nbytes:
+            current = torch.empty(max(nbytes, 1), dtype=torch.uint8, device=self.ctx.device)
+            self._workspace: torch.Tensor | None = current
+        return current
+
+    def library_versions(self) -> dict[str, str]:
+        versions = super().library_versions()
+        if self.lib is not None:
+            versions["cudnn-frontend"] = str(getattr(self.lib, "__version__", ""))
+            versions["cudnn_backend"] = str(self.lib.backend_version())
+        return versions
+
+    def release(self) -> None:
+        super().release()
+        self._workspace = None

@@ -1,0 +1,22 @@
+"""What the cusparse backend declares (backends/declaration.py), importable without the library:
+the precisions it covers, with the library's types for each (spmm.py calls it with them)."""
+
+from __future__ import annotations
+
+from ...precision import Precision
+from ..declaration import BackendDeclaration, NoOptions
+
+# Value and compute types (cudaDataType_t names) per precision: 16-bit types accumulate in fp32,
+# as DeepBench's training rule asks of them.
+TYPES = {
+    Precision.FP32: ("CUDA_R_32F", "CUDA_R_32F"),
+    Precision.FP16: ("CUDA_R_16F", "CUDA_R_32F"),
+    Precision.BF16: ("CUDA_R_16BF", "CUDA_R_32F"),
+}
+
+
+class CusparseDeclaration(BackendDeclaration[NoOptions]):
+    precisions = TYPES
+
+
+CUSPARSE = CusparseDeclaration("cusparse", NoOptions)

@@ -1,0 +1,95 @@
+"""What the collective backends declare (backends/declaration.py), importable without torch or NCCL:
+how the timed calls of a collective are launched on CUDA (--collective-timing), stored under the
+nccl backend's name and read by every collective backend (host buffers are always eager), and the
+facts each collective result records (`CollectiveInfo`, `CollectivePartInfo`)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..declaration import BackendDeclaration, BackendOptions, PartInfo
+
+CollectiveTiming = Literal["graph", "eager"]
+COLLECTIVE_TIMINGS: tuple[str, ...] = get_args(CollectiveTiming)
+
+
+class CollectiveOptions(BackendOptions):
+    collective_timing: CollectiveTiming = Field(
+        "graph",
+        description="CUDA collectives: the timed calls captured in a CUDA graph per rank and replayed "
+        "together, timed by events (graph, nccl-tests' -G), or launched one by one from Python and timed by the "
+        "host clock (eager); host buffers are always eager (kernels/backends/distributed/common.py)",
+    )
+
+
+class CollectivePartInfo(PartInfo):
+    """One direction (in place, out of place) of a collective, as measured on every rank."""
+
+    ranks: int | None = None
+    bytes: int | None = None
+    algbw_gbps: float | None = None
+    busbw_gbps: float | None = None
+    bus_factor: float | None = None
+    time_max_over_ranks_us: float | None = None
+    time_mean_over_ranks_us: float | None = None  # what nccl-tests' -a 1 reports (nccl_side_by_side.py)
+
+
+class OutOfPlace(BaseModel):
+    """The out-of-place twin measured beside an in-place part (info.out_of_place)."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+    direction: str = "out_of_place"
+    measurement: dict[str, Any] = {}
+    info: dict[str, Any] = {}
+
+    @property
+    def median(self) -> float | None:
+        return self.measurement.get("stats", {}).get("median")
+
+
+class CollectiveInfo(PartInfo):
+    """A collective's result: the library that ran it, on how many ranks, how it was timed, and the
+    out-of-place twin of an in-place measurement."""
+
+    ranks: int | None = None
+    library: str | dict[str, Any] | None = None
+    bytes: int | None = None
+    timing: str = ""
+    out_of_place: OutOfPlace | None = None
+
+    def library_name(self, backend: str) -> str:
+        """The communication library (an older record's dict names it as collective_library)."""
+        if isinstance(self.library, dict):
+            return str(self.library.get("collective_library", backend))
+        return self.library or backend
+
+    @property
+    def twin(self) -> OutOfPlace | None:
+        """The out-of-place twin, where one was measured with its info."""
+        return self.out_of_place if self.out_of_place is not None and self.out_of_place.info else None
+
+
+class CollectiveDeclaration(BackendDeclaration[CollectiveOptions]):
+    part_info = CollectivePartInfo
+
+    def add_arguments(self, group: argparse._ArgumentGroup) -> None:
+        group.add_argument(
+            "--collective-timing",
+            choices=COLLECTIVE_TIMINGS,
+            default=CollectiveOptions.model_fields["collective_timing"].default,
+            help="GPU collectives: graph (default) captures the timed calls in a CUDA graph per rank and "
+            "replays them together, timed by events, as nccl-tests -G does; eager launches each call "
+            "from Python and times the loop by the host clock",
+        )
+
+    def options_from(self, args: argparse.Namespace) -> CollectiveOptions:
+        return CollectiveOptions(collective_timing=args.collective_timing)
+
+    def to_args(self, options: CollectiveOptions) -> list[str]:
+        return [] if options.collective_timing == "graph" else ["--collective-timing", options.collective_timing]
+
+
+COLLECTIVES = CollectiveDeclaration("nccl", CollectiveOptions, title="nccl, rccl backends (collectives)")

@@ -1,0 +1,109 @@
+"""Backends' own options (kernels/backends/declaration.py, runner/backend_options.py): the cuDNN and
+collective flags go from the command line to Settings.backend_options and back, plans written before
+they moved there still load, and the runner names no library."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from deepbench.kernels.backends.cudnn.declaration import CUDNN
+from deepbench.kernels.backends.distributed.declaration import COLLECTIVES
+from deepbench.kernels.results import Plan, RunRecord, Settings
+
+REPO = Path(__file__).resolve().parents[1]
+PUBLISHED = REPO / "runner" / "published"
+# Data the runner keeps, not code: published runs and DeepBench's reference tables name libraries.
+RUNNER_DATA = (REPO / "runner" / "published", REPO / "runner" / "data" / "references")
+
+
+def _parser() -> argparse.ArgumentParser:
+    from deepbench.runner.launch.run import add_arguments
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    return parser
+
+
+def test_the_backends_flags_land_in_their_options_and_are_written_back() -> None:
+    from deepbench.runner.backend_options import backend_args
+    from deepbench.runner.launch.run import settings_from
+    from deepbench.runner.platforms import get_platform
+
+    flags = [
+        "--engine-race",
+        "inline",
+        "--cudnn-engine",
+        "eng34_k2=3",
+        "--cudnn-engine",
+        "conv/train/052/fp32/bwd_filter=34:TILE_SIZE=3",
+        "--collective-timing",
+        "eager",
+    ]
+    settings = settings_from(_parser().parse_args(["--local", *flags]), get_platform("nvidia"))
+    assert settings.backend_options == {
+        "cudnn": {
+            "engine_race": "inline",
+            "engines": {"*": "eng34_k2=3", "conv/train/052/fp32/bwd_filter": "34:TILE_SIZE=3"},
+        },
+        "nccl": {"collective_timing": "eager"},
+    }
+    again = settings_from(_parser().parse_args(["--local", *backend_args(settings)]), get_platform("nvidia"))
+    assert again.backend_options == settings.backend_options
+
+
+def test_a_plan_records_the_options_of_the_backends_it_runs_on_and_only_those() -> None:
+    from deepbench.runner.launch.run import settings_from
+    from deepbench.runner.platforms import get_platform
+
+    args = _parser().parse_args(["--local"])
+    nvidia = settings_from(args, get_platform("nvidia"), "nvidia")  # it hands convolutions to cudnn
+    assert nvidia.backend_options == {"cudnn": {"engine_race": "apart", "engines": {}}}
+    assert settings_from(args, get_platform("cpu"), "torch").backend_options == {}
+    assert settings_from(args, get_platform("nvidia"), "nccl").backend_options == {
+        "nccl": {"collective_timing": "graph"}
+    }
+
+
+def test_a_malformed_engine_is_a_usage_error(capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        _parser().parse_args(["--cudnn-engine", "engine34"])
+    assert exc.value.code == 2 and "malformed cuDNN engine" in capsys.readouterr().err
+
+
+def test_settings_written_before_the_move_load_into_backend_options() -> None:
+    old = {"engine_race": "inline", "cudnn_engines": {"*": "eng1"}, "collective_timing": "eager", "seed": 3}
+    settings = Settings.model_validate(old)
+    assert settings.backend_options == {
+        "cudnn": {"engine_race": "inline", "engines": {"*": "eng1"}},
+        "nccl": {"collective_timing": "eager"},
+    }
+    assert CUDNN.options_of(settings).engines == {"*": "eng1"}
+    assert COLLECTIVES.options_of(settings).collective_timing == "eager"
+    assert CUDNN.options_of(Settings()).engine_race == "apart"  # absent: the defaults
+
+
+@pytest.mark.parametrize("path", sorted(PUBLISHED.rglob("plan.json")), ids=lambda p: str(p.relative_to(PUBLISHED)))
+def test_every_published_plan_and_run_loads_with_its_backend_options(path: Path) -> None:
+    plan = Plan.model_validate_json(path.read_text())
+    recorded = json.loads(path.read_text())["settings"]
+    if "engine_race" in recorded:
+        assert CUDNN.options_of(plan.settings).engine_race == recorded["engine_race"]
+    if "collective_timing" in recorded:
+        assert COLLECTIVES.options_of(plan.settings).collective_timing == recorded["collective_timing"]
+    run = path.with_name("run.json")
+    if run.exists():
+        assert RunRecord.model_validate_json(run.read_text()).settings.backend_options == plan.settings.backend_options
+
+
+def test_the_runner_names_no_library_outside_its_data() -> None:
+    named = [
+        str(p.relative_to(REPO))
+        for p in sorted((REPO / "runner").rglob("*"))
+        if p.is_file() and not any(p.is_relative_to(d) for d in RUNNER_DATA) and b"cudnn" in p.read_bytes().lower()
+        if p.suffix != ".pyc"
+    ]
+    assert not named, f"runner files that name cuDNN (its backend declares what the runner needs): {named}"
