@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from deepbench.kernels.backends.pytorch import TorchBackend, attention, batched_gemm
-from deepbench.kernels.backends.pytorch.checks import relative_error, verdict
+from deepbench.kernels.reference.torch_checks import relative_error, verdict
 from deepbench.kernels.catalog import ConvKernel, GemmKernel, RnnKernel
 from deepbench.kernels.harness.execute import run_item, stop_rule
 from deepbench.kernels.layers import BatchedGemmKernel, ElementwiseKernel

@@ -239,7 +239,7 @@ def _failing_part(error: float):
 
 
 def test_fp32_winograd_conv_is_held_to_the_transform_tolerance(monkeypatch) -> None:
-    from deepbench.kernels.backends.pytorch import conv
+    from deepbench.kernels.reference import conv
     from deepbench.kernels.precision import TRANSFORM_TOLERANCE, Precision
 
     names = {"kernel_names": ["winograd_nonfused::winogradWgradDelta9x9_5x5"]}
@@ -252,7 +252,7 @@ def test_fp32_winograd_conv_is_held_to_the_transform_tolerance(monkeypatch) -> N
 
 
 def test_fp32_direct_conv_keeps_the_fp32_tolerance(monkeypatch) -> None:
-    from deepbench.kernels.backends.pytorch import conv
+    from deepbench.kernels.reference import conv
     from deepbench.kernels.precision import Precision
 
     monkeypatch.setattr(

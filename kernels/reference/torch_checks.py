@@ -1,4 +1,6 @@
-"""Correctness checks on torch tensors, in float64 on the tensors' own device.
+"""Correctness checks on torch tensors, in float64 on the tensors' own device: the checks of the
+PyTorch backend and of every native backend that hands back torch tensors (cuBLAS, cuSPARSE,
+cuSPARSELt), kept apart from all of them so that none checks itself (kernels/reference/__init__.py).
 
 The error is ||out - ref||_F / ||ref||_F; NaN or Inf anywhere fails. Large GEMMs use Freivalds'
 randomized check (out @ r against A @ (B @ r) for a few random vectors), which costs O(n^2)
@@ -10,8 +12,8 @@ import math
 
 import torch
 
-from ...precision import Precision, tolerance
-from ...results import Check
+from ..precision import Precision, tolerance
+from ..results import Check
 
 FREIVALDS_VECTORS = 4
 # Above this many multiply-adds a float64 reference GEMM is replaced by Freivalds' check.

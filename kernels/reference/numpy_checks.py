@@ -1,5 +1,5 @@
 """Correctness checks in float64 numpy, for the backends that hand back numpy arrays
-(onnxruntime, TFLite): the same rules as the torch backend's checks (pytorch/checks.py).
+(onnxruntime, TFLite): the same rules as the torch tensors' checks (torch_checks.py).
 
 The error is ||out - ref||_F / ||ref||_F; NaN or Inf anywhere fails. Large GEMMs use Freivalds'
 randomized check (out @ r against A @ (B @ r) for a few random vectors), O(n^2) instead of
