@@ -7,6 +7,7 @@ their definition, the checks and their tolerances, and the builders of the opera
 here, apart from every backend, and import none (tests/test_backend_imports.py): a native backend
 (cuBLAS, cuDNN, ...) reads the same reference as the PyTorch backend without importing it.
 
+- verdicts.py: how an error or a count of wrong elements becomes a pass or a fail, for both kinds.
 - torch_checks.py: checks of torch tensors in float64 (relative error, Freivalds, exact int8).
 - numpy_checks.py: the same rules on numpy arrays, for the runtimes that hand them back (onnxruntime, LiteRT).
 - layers.py: float64 numpy references of the layer benchmarks.
