@@ -1,9 +1,10 @@
 """No backend imports another, read statically as tests/test_import_graph.py reads every import
 (no module is imported, so backends whose libraries are missing here are checked too).
 
-- A backend is the module a `BACKENDS` entry names (kernels/backends/__init__.py), with every module
-  under it where it is a package: `pytorch/`, `cublas/`, ..., `nvidia.py`, and in `distributed/` the
-  modules `torch_backends.py` and `mpi.py` (the rest of `distributed/` is the collective layer they share).
+- A backend is the folder (or module) directly under kernels/backends/ that holds a class `BACKENDS`
+  registers (kernels/backends/__init__.py): `pytorch/`, `cublas/`, ..., `nvidia.py`; where one folder
+  holds several backends, one module each (`distributed/`: `torch_backends.py`, `mpi.py`), each such
+  module, and the rest of the folder is what they share (there, the collective layer).
 - A backend imports no other backend: what two backends share lives below both, in the reference
   layer (kernels/reference/: float64 references, samplers, checks, operand builders) or in a shared
   module of kernels/backends/ (base.py, native.py, torch_context.py, ...). A backend that needs
@@ -18,6 +19,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import NamedTuple, Protocol
 
 import pytest
 
@@ -34,13 +36,34 @@ def under(module: str, package: str) -> bool:
     return module == package or module.startswith(package + ".")
 
 
-def backend_units(registry: Mapping[str, str]) -> dict[str, list[str]]:
-    """Each backend module of deepbench (dotted name) and the registered names it serves."""
+class _HasTarget(Protocol):
+    @property
+    def target(self) -> str: ...
+
+
+def _target_module(entry: str | _HasTarget) -> str:
+    """The module a registry entry names: a "module:class" string, or an entry carrying one as `target`."""
+    target = entry if isinstance(entry, str) else entry.target
+    return target.partition(":")[0]
+
+
+def backend_units(registry: Mapping[str, str | _HasTarget]) -> dict[str, list[str]]:
+    """Each backend of deepbench (dotted name) and the registered names it serves: the folder or module
+    directly under kernels/backends/ that holds a registered class; in a folder that holds several
+    backends' modules (distributed/: one module per communication library), each registered module."""
+    by_top: dict[str, dict[str, list[str]]] = {}
+    for name, entry in registry.items():
+        module = _target_module(entry)
+        if not under(module, BACKENDS) or module == BACKENDS:
+            continue
+        top = ".".join(module.split(".")[: BACKENDS.count(".") + 2])
+        by_top.setdefault(top, {}).setdefault(module, []).append(name)
     units: dict[str, list[str]] = {}
-    for name, target in registry.items():
-        module = target.partition(":")[0]
-        if under(module, BACKENDS) and module != BACKENDS:
-            units.setdefault(module, []).append(name)
+    for top, modules in by_top.items():
+        if len(modules) == 1:
+            units[top] = next(iter(modules.values()))
+        else:
+            units.update(modules)
     return units
 
 
@@ -80,6 +103,27 @@ def test_the_registry_names_the_backends_the_rule_is_about() -> None:
     assert owner(f"{BACKENDS}.cudnn.race_apart", units) == f"{BACKENDS}.cudnn"
     assert owner(f"{BACKENDS}.distributed.common", units) is None
     assert owner(f"{BACKENDS}.native", units) is None
+
+
+class _Entry(NamedTuple):
+    target: str
+
+
+def test_a_backend_is_its_folder_or_in_a_folder_of_several_its_module() -> None:
+    registry: dict[str, str | _HasTarget] = {
+        "a": f"{BACKENDS}.a:A",
+        "b": _Entry(f"{BACKENDS}.b.backend:B"),
+        "b2": f"{BACKENDS}.b.backend:B",
+        "one": f"{BACKENDS}.several.one:One",
+        "two": f"{BACKENDS}.several.two:Two",
+        "plugin": "elsewhere.backend:Plugin",
+    }
+    assert backend_units(registry) == {
+        f"{BACKENDS}.a": ["a"],
+        f"{BACKENDS}.b": ["b", "b2"],
+        f"{BACKENDS}.several.one": ["one"],
+        f"{BACKENDS}.several.two": ["two"],
+    }
 
 
 def test_the_rule_flags_each_kind_of_crossing() -> None:
