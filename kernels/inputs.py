@@ -78,7 +78,7 @@ def zero_input_check(check: Check, poisoned: bool) -> Check:
 def draw(
     rng: np.random.Generator, shape: tuple[int, ...], precision: Precision, setting: str, scale: float, integers: Any
 ) -> np.ndarray:
-    """A CPU runtime's operand (onnxruntime, LiteRT): int8 from `integers` (int8_operands.py: their
+    """A CPU runtime's operand (onnxruntime, LiteRT): int8 from `integers` (reference/int8_operands.py: their
     ranges), float32 as `setting` says; zeros for either where it says zeros."""
     kind = drawn_for(setting, precision)
     if precision is Precision.INT8:

@@ -9,10 +9,10 @@ import torch
 import torch.nn.functional as F
 from torch.nn.grad import conv2d_input, conv2d_weight
 
-from deepbench.kernels.backends.pytorch.context import TorchContext
-from deepbench.kernels.backends.pytorch.conv import CHECK_POINTS, ConvSampler
+from deepbench.kernels.backends.torch_context import TorchContext
 from deepbench.kernels.catalog import ConvKernel
 from deepbench.kernels.precision import Precision
+from deepbench.kernels.reference.conv import CHECK_POINTS, ConvSampler
 
 GEOMETRIES = [  # n, c, h, w, k, r, s, pad_h, pad_w, stride_h, stride_w
     (2, 3, 9, 11, 4, 3, 3, 1, 1, 1, 1),
@@ -72,7 +72,7 @@ def test_sampled_checks_pass_right_outputs_and_fail_wrong_ones(g: tuple[int, ...
 def test_a_backward_filter_check_gathers_in_chunks(monkeypatch) -> None:
     """A point of a backward-filter check reads the whole batch: the gather goes a chunk of points
     at a time, and the chunks give the same figure as one gather."""
-    from deepbench.kernels.backends.pytorch import conv
+    from deepbench.kernels.reference import conv
 
     kk = _kernel(GEOMETRIES[0])
     gen = torch.Generator().manual_seed(0)

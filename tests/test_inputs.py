@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 import torch
 
-from deepbench.kernels.backends import int8_operands
-from deepbench.kernels.backends.pytorch.checks import check_matmul
-from deepbench.kernels.backends.pytorch.context import TorchContext
+from deepbench.kernels.backends.torch_context import TorchContext
 from deepbench.kernels.inputs import TRIVIAL, draw, drawn_for, poison, zero_input_check
 from deepbench.kernels.precision import Precision
+from deepbench.kernels.reference import int8_operands
+from deepbench.kernels.reference.torch_checks import check_matmul
 from deepbench.kernels.results_file import read_results
 
 from .conftest import run_cli

@@ -19,7 +19,6 @@ import pytest
 import torch
 
 from deepbench.kernels.backends.pytorch import TorchBackend, attention, batched_gemm
-from deepbench.kernels.backends.pytorch.checks import relative_error, verdict
 from deepbench.kernels.catalog import ConvKernel, GemmKernel, RnnKernel
 from deepbench.kernels.harness.execute import run_item, stop_rule
 from deepbench.kernels.layers import BatchedGemmKernel, ElementwiseKernel
@@ -28,6 +27,7 @@ from deepbench.kernels.models.extract import capture, extract
 from deepbench.kernels.models.suite import dataset_kernels
 from deepbench.kernels.precision import Precision
 from deepbench.kernels.provenance import kernels_sha256
+from deepbench.kernels.reference.torch_checks import relative_error, verdict
 from deepbench.kernels.results import PlanItem, Settings, Status
 from deepbench.kernels.results_file import read_results
 from deepbench.kernels.suites import suite_kernels

@@ -123,7 +123,7 @@ ROUNDINGS = {  # what a requantization may do with v = acc * 2^-e: each of them 
 @pytest.mark.parametrize("seed", range(5))
 @pytest.mark.parametrize("rounding", list(ROUNDINGS))
 def test_every_requantization_rounding_passes_and_one_more_step_fails(seed: int, rounding: str) -> None:
-    from deepbench.kernels.backends.numpy_checks import check_requantized
+    from deepbench.kernels.reference.numpy_checks import check_requantized
 
     rng = np.random.default_rng(seed)
     shift = int(rng.integers(4, 12))
@@ -185,7 +185,7 @@ def test_int8_weights_keep_tflites_symmetric_range(seed: int) -> None:
 
 
 def test_a_wrong_accumulator_fails_the_int8_check() -> None:
-    from deepbench.kernels.backends.numpy_checks import check_requantized
+    from deepbench.kernels.reference.numpy_checks import check_requantized
 
     acc = np.arange(-2000, 2000, 7, dtype=np.float64)
     out = np.clip(np.rint(acc / 64), -128, 127).astype(np.int8)

@@ -239,8 +239,8 @@ def _failing_part(error: float):
 
 
 def test_fp32_winograd_conv_is_held_to_the_transform_tolerance(monkeypatch) -> None:
-    from deepbench.kernels.backends.pytorch import conv
     from deepbench.kernels.precision import TRANSFORM_TOLERANCE, Precision
+    from deepbench.kernels.reference import conv
 
     names = {"kernel_names": ["winograd_nonfused::winogradWgradDelta9x9_5x5"]}
     monkeypatch.setattr(profiler_check, "profiler_kernel_us", lambda fn, calls: names)
@@ -252,8 +252,8 @@ def test_fp32_winograd_conv_is_held_to_the_transform_tolerance(monkeypatch) -> N
 
 
 def test_fp32_direct_conv_keeps_the_fp32_tolerance(monkeypatch) -> None:
-    from deepbench.kernels.backends.pytorch import conv
     from deepbench.kernels.precision import Precision
+    from deepbench.kernels.reference import conv
 
     monkeypatch.setattr(
         profiler_check, "profiler_kernel_us", lambda fn, calls: {"kernel_names": ["implicit_convolve_sgemm"]}

@@ -3,7 +3,8 @@
 DeepBench's `sparse_bench.cu` timed `cublasSgemm` of the same (m, n, k) after each sparse product
 and reported the speedup; the cuSPARSE backend (unstructured sparsity) and the cuSPARSELt backend
 (2:4 structured sparsity) both do the same through the cuBLAS backend's `cublasGemmEx`, with its
-padding, on the run's GPU. The harness turns `dense_time_us` into `speedup_vs_dense`."""
+padding, on the run's GPU (loaded through the registry, as a run loads it). The harness turns
+`dense_time_us` into `speedup_vs_dense`."""
 
 from __future__ import annotations
 
@@ -13,10 +14,12 @@ from ..catalog import GemmKernel, Sparse24GemmKernel, SparseGemmKernel
 from ..precision import Precision
 from ..results import Settings
 from ..timing.stopping import StopRule
+from . import load_backend
 from .base import Backend, Unsupported
-from .cublas.backend import CublasBackend
 from .cuda_device import CudaDevice
 
+# The backend that times the dense twin, loaded by name (a shared module imports no backend).
+DENSE_BACKEND = "cublas"
 # The kernels with a GEMM's shape and a dense twin.
 SparseKernel = SparseGemmKernel | Sparse24GemmKernel
 
@@ -31,7 +34,7 @@ class DenseBeside:
     @property
     def backend(self) -> Backend:
         if self._dense is None:
-            self._dense = CublasBackend(self.settings, self.cuda)
+            self._dense = load_backend(DENSE_BACKEND, self.settings, cuda=self.cuda)
         return self._dense
 
     def measure(

@@ -3,10 +3,10 @@ with a reason that says what to install, and the run's GPU.
 
 cuBLAS, cuDNN and cuSPARSE are called through NVIDIA's own maintained bindings (nvmath-python,
 nvidia-cudnn-frontend), so the library receives exactly DeepBench's problem; PyTorch provides the
-memory, the random inputs and the float64 references, and the GPU timing engine times the calls
-(kernels/backends/cuda_device.py). Without the bindings a native backend still loads, and reports
-every kernel `unsupported` with what to install, so a machine without them (or without a GPU)
-says why instead of failing."""
+memory and the random inputs (torch_context.py), kernels/reference/ the float64 references, and the
+GPU timing engine times the calls (kernels/backends/cuda_device.py). Without the bindings a native
+backend still loads, and reports every kernel `unsupported` with what to install, so a machine
+without them (or without a GPU) says why instead of failing."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from ..results import Measurement, Settings
 from ..timing.stopping import StopRule
 from .base import Backend, Prepared, TimedPart, Unsupported
 from .cuda_device import CudaDevice
-from .pytorch.context import TorchContext
+from .torch_context import TorchContext
 
 # cuSPARSELt's library itself comes with PyTorch's CUDA 13 wheels (nvidia-cusparselt-cu13), and in NVIDIA's images.
 INSTALL_HINT = (
@@ -40,6 +40,16 @@ def load_binding(module: str, package: str) -> tuple[ModuleType | None, str]:
         return None, f"{package} is not installed ({exc}); {INSTALL_HINT}"
     except Exception as exc:  # noqa: BLE001 - a binding that cannot load its shared library
         return None, f"{package} cannot load: {type(exc).__name__}: {exc}"
+
+
+def binding_versions() -> dict[str, str]:
+    """The version of nvmath-python, the binding cuBLAS and cuSPARSELt are called through."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return {"nvmath-python": version("nvmath-python")}
+    except PackageNotFoundError:
+        return {}
 
 
 class StreamHandle:

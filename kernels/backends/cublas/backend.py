@@ -8,7 +8,7 @@ from typing import Any
 from ...catalog import Kernel
 from ...precision import Precision
 from ..base import Prepared
-from ..native import NativeCudaBackend
+from ..native import NativeCudaBackend, binding_versions
 from . import gemm
 
 
@@ -22,7 +22,7 @@ class CublasBackend(NativeCudaBackend):
 
     def library_versions(self) -> dict[str, str]:
         versions = super().library_versions()
-        versions.update(gemm.binding_versions())
+        versions.update(binding_versions())
         return versions
 
     @property

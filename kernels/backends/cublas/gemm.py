@@ -8,7 +8,7 @@ same product), and half precision accumulates in fp32 (`CUBLAS_COMPUTE_32F`: Dee
 minimum of 16-bit multiply / 32-bit accumulate; its binary asked for fp16 compute).
 
 The operands are PyTorch tensors laid out so that their memory is the column-major matrices
-(pytorch/gemm.py `operands`, which also gives the row-major view the float64 check multiplies)."""
+(kernels/reference/gemm.py `operands`, which also gives the row-major view the float64 check multiplies)."""
 
 from __future__ import annotations
 
@@ -20,10 +20,11 @@ import torch
 from ... import padding
 from ...catalog import GemmKernel
 from ...precision import Precision
+from ...reference.gemm import operands
+from ...reference.torch_checks import check_matmul
 from ..base import Prepared, TimedPart, Unsupported
+from ..fp8_gemm import prepare_fp8
 from ..native import StreamHandle
-from ..pytorch.checks import check_matmul
-from ..pytorch.gemm import operands, prepare_fp8
 from .declaration import CALLS
 
 if TYPE_CHECKING:
@@ -52,15 +53,6 @@ def call_types(cublas: Any, precision: Precision) -> tuple[int, int, int, type]:
         int(getattr(cublas.ComputeType, compute)),
         scalar,
     )
-
-
-def binding_versions() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return {"nvmath-python": version("nvmath-python")}
-    except PackageNotFoundError:
-        return {}
 
 
 class Handle(StreamHandle):
@@ -105,7 +97,7 @@ def prepare(backend: CublasBackend, kernel: GemmKernel, precision: Precision) ->
     transa, transb = int(op.T if kernel.a_t else op.N), int(op.T if kernel.b_t else op.N)
     algo = int(lib.GemmAlgo.DEFAULT)
     lda, ldb, ldc = (k if kernel.a_t else m), (n if kernel.b_t else k), m
-    # y is A's memory (op(A) transposed, row-major), x is B's (see pytorch/gemm.py operands).
+    # y is A's memory (op(A) transposed, row-major), x is B's (see kernels/reference/gemm.py operands).
     a_ptr, b_ptr, c_ptr = y.data_ptr(), x.data_ptr(), c.data_ptr()
     cublas, handle = lib, backend.handle
 

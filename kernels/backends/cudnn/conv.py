@@ -4,7 +4,7 @@ The problem is DeepBench's (`conv_bench.cu`): its layouts (graphs.py), its paddi
 channels to 8; int8 channels, height and width to 4, then channels to 32; kernels/padding.py),
 fp32 accumulation for 16-bit types and int32 for int8. The engine is chosen by ../engine_choice.py (or
 pinned with --cudnn-engine). Checks: sampled output elements recomputed in float64 from the
-definition (the PyTorch backend's sampler, pytorch/conv.py), exact for int8."""
+definition (kernels/reference/conv.py, the sampler the PyTorch backend is checked with too), exact for int8."""
 
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ import torch
 
 from ...catalog import ConvKernel
 from ...precision import Precision
+from ...reference.conv import ConvSampler, padded_conv, transform_aware
 from ...results import Check
 from ...timing.graph_events import quick_us
 from .. import engine_choice as engines
 from ..base import Prepared, TimedPart, Unsupported
-from ..pytorch.conv import ConvSampler, padded_conv, transform_aware
 from . import graphs
 from .declaration import CUDNN
 

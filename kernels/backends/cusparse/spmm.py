@@ -4,7 +4,7 @@
 with 32-bit CSR indices as DeepBench's, alpha = 1, beta = 0, cuSPARSE's default algorithm, and
 the external buffer the library asks for, allocated once. A's zeros follow DeepBench's rule
 (each entry zero with probability `sparsity`), its other entries random normal; the check
-compares C with the float64 product of the same A and B (pytorch/checks.py)."""
+compares C with the float64 product of the same A and B (kernels/reference/torch_checks.py)."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ import torch
 
 from ...catalog import SparseGemmKernel
 from ...precision import Precision
+from ...reference.torch_checks import check_matmul
 from ..base import Prepared, TimedPart
 from ..native import StreamHandle
-from ..pytorch.checks import check_matmul
 from .declaration import TYPES
 
 if TYPE_CHECKING:

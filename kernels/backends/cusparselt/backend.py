@@ -9,9 +9,8 @@ from typing import Any
 from ...catalog import Kernel, Sparse24GemmKernel
 from ...precision import Precision
 from ..base import Prepared
-from ..cublas.gemm import binding_versions
 from ..dense_beside import DenseBeside
-from ..native import NativeCudaBackend
+from ..native import NativeCudaBackend, binding_versions
 from . import structured
 
 

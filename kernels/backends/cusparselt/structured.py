@@ -28,9 +28,9 @@ import torch
 from ... import padding
 from ...catalog import Sparse24GemmKernel
 from ...precision import INPUT_BYTES, Precision
+from ...reference.torch_checks import check_matmul
 from ..base import Prepared, TimedPart, Unsupported
 from ..native import StreamHandle
-from ..pytorch.checks import check_matmul
 from .declaration import TYPES
 
 if TYPE_CHECKING:

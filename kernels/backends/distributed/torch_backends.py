@@ -1,6 +1,6 @@
-"""The torch.distributed backends (`--backend gloo|nccl|rccl`) and the torch backend's collectives:
-which communicator each uses. On NVIDIA GPUs the nccl backend makes NCCL's own calls through nccl4py
-where it loads (nccl4py_comm.py), else torch.distributed's (torch_dist.py), named in the result."""
+"""The torch.distributed backends (`--backend gloo|nccl|rccl`): which communicator each uses. On
+NVIDIA GPUs the nccl backend makes NCCL's own calls through nccl4py where it loads (nccl4py_comm.py),
+else torch.distributed's (torch_dist.py), named in the result."""
 
 from __future__ import annotations
 
@@ -66,9 +66,3 @@ class NcclBackend(TorchDistributedBackend):
             comm.fallback_reason = why_not
             return comm
         return Nccl4pyCommunicator(settings)
-
-
-def collective_runner(settings: Settings) -> tuple[CollectiveRunner, TorchCommunicator]:
-    """For the torch backend: the collectives on its device (gloo on CPU, NCCL/RCCL on a GPU)."""
-    comm = TorchCommunicator("nccl" if settings.device.startswith("cuda") else "gloo", settings)
-    return CollectiveRunner(comm, settings), comm

@@ -3,7 +3,7 @@
 attention when kv_heads < heads, scale 1/sqrt(head_dim), is_causal with the top-left aligned
 mask (as F.scaled_dot_product_attention). An onnxruntime or onnx too old for opset 23 makes it
 `unsupported` with the runtime's reason (layers.bind). Q, K and V are graph inputs: they are
-activations in a model. Checked in float64 for a few (batch, head) pairs (../layer_reference.py)."""
+activations in a model. Checked in float64 for a few (batch, head) pairs (kernels/reference/layers.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from onnx import helper
 
 from ...layers import AttentionKernel
 from ...precision import Precision
-from .. import layer_reference as ref
+from ...reference import layers as ref
 from ..base import Prepared, Unsupported
 from .context import OrtContext
 from .layers import bind, forward, require_fp32

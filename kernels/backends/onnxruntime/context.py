@@ -9,7 +9,7 @@ import onnx
 
 from ...inputs import draw
 from ...precision import Precision
-from .. import int8_operands
+from ...reference import int8_operands
 from .session import OPSET, BoundCall, SessionOptions, single_op_model
 
 
@@ -25,7 +25,7 @@ class OrtContext:
         return draw(self.rng, shape, precision, self.inputs, scale, int8_operands.activations)
 
     def weights(self, shape: tuple[int, ...], precision: Precision, scale: float = 1.0) -> np.ndarray:
-        """As `random`, with int8 weights in the symmetric range [-127, 127] (int8_operands.py)."""
+        """As `random`, with int8 weights in the symmetric range [-127, 127] (kernels/reference/int8_operands.py)."""
         return draw(self.rng, shape, precision, self.inputs, scale, int8_operands.weights)
 
     def bound(

@@ -12,8 +12,8 @@ from onnx import helper
 
 from ...catalog import ConvKernel
 from ...precision import Precision
+from ...reference.numpy_checks import check_conv_nchw
 from ..base import Prepared, TimedPart, Unsupported
-from ..numpy_checks import check_conv_nchw
 from .context import OrtContext
 
 OPS = {Precision.FP32: "Conv", Precision.INT8: "ConvInteger"}

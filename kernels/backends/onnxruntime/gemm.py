@@ -1,5 +1,5 @@
 """Dense GEMM on onnxruntime: fp32 through MatMul, int8 through MatMulInteger (int8 x int8 ->
-int32, exact integer accumulate, no requantization; weights in [-127, 127]: ../int8_operands.py).
+int32, exact integer accumulate, no requantization; weights in [-127, 127]: kernels/reference/int8_operands.py).
 
 DeepBench's column-major problem C (m x n) = op(A) op(B) is computed as its row-major transpose
 C^T (n x m) = op(B)^T op(A)^T: the graph input X = op(B)^T (n x k, the activations, bound at run
@@ -14,8 +14,8 @@ from onnx import helper
 
 from ...catalog import GemmKernel
 from ...precision import Precision
+from ...reference.numpy_checks import check_matmul
 from ..base import Prepared, TimedPart, Unsupported
-from ..numpy_checks import check_matmul
 from .context import OrtContext
 
 OPS = {Precision.FP32: "MatMul", Precision.INT8: "MatMulInteger"}

@@ -11,7 +11,7 @@ Float32 only: the graphs are built in float32 (the CPU execution provider's half
 coverage differs per operator, and quantized layers are not implemented). Weights (scales,
 statistics, the embedding table) are initializers, as in an inference model. Operators of an
 opset newer than the installed onnx or onnxruntime knows are `unsupported` with that reason.
-Every output is checked against the float64 references in ../layer_reference.py."""
+Every output is checked against the float64 references in kernels/reference/layers.py."""
 
 from __future__ import annotations
 
@@ -36,10 +36,10 @@ from ...layers import (
     SoftmaxKernel,
 )
 from ...precision import Precision
+from ...reference import layers as ref
+from ...reference.numpy_checks import check_batched_matmul
 from ...results import Check
-from .. import layer_reference as ref
 from ..base import Prepared, TimedPart, Unsupported, elementwise_layout
-from ..numpy_checks import check_batched_matmul
 from .context import OrtContext
 from .session import OPSET, BoundCall
 

@@ -17,9 +17,9 @@ from onnx import helper
 
 from ...catalog import RnnKernel
 from ...precision import Precision
+from ...reference.numpy_checks import relative_error, verdict
 from ...results import Check
 from ..base import Prepared, TimedPart, Unsupported
-from ..numpy_checks import relative_error, verdict
 from .context import OrtContext
 
 OPS = {"vanilla": "RNN", "lstm": "LSTM", "gru": "GRU"}

@@ -25,6 +25,7 @@ from ...timing.energy import with_cpu_energy
 from ...timing.stopping import StopRule
 from ..base import Backend, Prepared, TimedPart, Unsupported
 from ..cuda_device import CudaDevice
+from ..torch_context import TorchContext
 from . import (
     attention,
     batched_gemm,
@@ -42,7 +43,6 @@ from . import (
     sparse_gemm,
 )
 from .arm_cpu import ArmCpu, is_arm_cpu
-from .context import TorchContext
 
 OPERATIONS: dict[str, Callable[[TorchContext, Any, Precision], Prepared]] = {
     "gemm": gemm.prepare,
@@ -105,11 +105,15 @@ class TorchBackend(Backend):
 
     def _collective(self, kernel: Kernel, precision: Precision) -> Prepared:
         """A collective through torch.distributed on this device (gloo on a CPU, NCCL or RCCL on a
-        GPU): one rank unless an engine started several (distributed/torch_backends.py)."""
+        GPU): one rank unless an engine started several. torch.distributed's own calls, never nccl4py's
+        (the nccl backend's choice): the collective layer of distributed/ (common.py, torch_dist.py),
+        not the gloo/nccl backends (distributed/torch_backends.py), which no other backend imports."""
         if getattr(self, "_collective_runner", None) is None:
-            from ..distributed.torch_backends import collective_runner
+            from ..distributed.common import CollectiveRunner
+            from ..distributed.torch_dist import TorchCommunicator
 
-            self._collective_runner = collective_runner(self.settings)
+            comm = TorchCommunicator("nccl" if self.settings.device.startswith("cuda") else "gloo", self.settings)
+            self._collective_runner = CollectiveRunner(comm, self.settings), comm
         runner, comm = self._collective_runner
         prepared = runner.prepare(kernel, precision)
         prepared.info["library"] = comm.versions()

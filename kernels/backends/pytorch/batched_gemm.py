@@ -12,11 +12,11 @@ import torch
 
 from ...layers import BatchedGemmKernel
 from ...precision import Precision
+from ...reference.numpy_checks import check_batch_ends
+from ...reference.torch_checks import check_matmul
 from ...results import Check
 from ..base import Prepared, TimedPart, Unsupported
-from ..numpy_checks import check_batch_ends
-from .checks import check_matmul
-from .context import TorchContext
+from ..torch_context import TorchContext
 
 FLOAT_PRECISIONS = (Precision.FP32, Precision.TF32, Precision.FP16, Precision.BF16)
 

@@ -22,8 +22,8 @@ from ...system import last_level_cache_bytes
 from ...timing import cpu as cpu_timer
 from ...timing.stopping import StopRule
 from ..base import Unsupported
+from ..torch_context import TorchContext
 from . import gemm
-from .context import TorchContext
 
 GEMM_START = 256
 GEMM_MAX = 4096

@@ -14,7 +14,7 @@ import torch
 from ...layers import ElementwiseKernel
 from ...precision import Precision
 from ..base import Prepared, elementwise_layout
-from .context import TorchContext
+from ..torch_context import TorchContext
 from .layer_common import forward_part, layer_dtype
 
 OPS: dict[str, Callable[..., torch.Tensor]] = {"add": torch.add, "mul": torch.mul}

@@ -10,10 +10,10 @@ import torch
 
 from ...catalog import Kernel
 from ...precision import Precision
+from ...reference.torch_checks import relative_error, verdict
 from ...results import Check
 from ..base import Prepared, TimedPart, Unsupported
-from .checks import relative_error, verdict
-from .context import TorchContext
+from ..torch_context import TorchContext
 
 FLOAT_PRECISIONS = (Precision.FP32, Precision.FP16, Precision.BF16)
 

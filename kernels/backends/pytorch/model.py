@@ -17,7 +17,7 @@ from ...models import instance
 from ...precision import Precision
 from ...results import Check
 from ..base import Prepared, TimedPart, Unsupported
-from .context import TorchContext
+from ..torch_context import TorchContext
 
 DTYPES = {
     Precision.FP32: torch.float32,

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from ...layers import ActivationKernel, SoftmaxKernel
 from ...precision import Precision
 from ..base import Prepared
-from .context import TorchContext
+from ..torch_context import TorchContext
 from .layer_common import forward_part, layer_dtype
 
 GELU_TANH_COEFF = 0.044715

@@ -17,12 +17,12 @@ import torch
 
 from ...catalog import RnnKernel
 from ...precision import Precision
+from ...reference.rnn import GATES, recurrence, relu_recurrence_masked, rnn_tolerance
+from ...reference.torch_checks import relative_error, verdict
 from ...results import Check
 from ..base import Prepared, TimedPart, Unsupported
+from ..torch_context import TorchContext
 from . import rnn_cudnn
-from .checks import relative_error, verdict
-from .context import TorchContext
-from .rnn_reference import GATES, recurrence, relu_recurrence_masked, rnn_tolerance
 
 
 def prepare(ctx: TorchContext, kernel: RnnKernel, precision: Precision) -> Prepared:

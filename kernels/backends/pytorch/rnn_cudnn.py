@@ -10,7 +10,7 @@ gradient is requested. DeepBench's own cuDNN benchmark timed the same two calls.
 Forward runs in training mode (keeping cuDNN's reserve space) for training sets and in inference
 mode for inference sets. Both directions are captured in CUDA graphs like every GPU operation; the
 backward's replays reuse one forward's saved tensors (retain_graph), so no forward is timed.
-Checks: the float64 recurrence of rnn_reference.py with the layer's own weights
+Checks: the float64 recurrence of kernels/reference/rnn.py with the layer's own weights
 (hidden states for fwd; the recurrent weight gradient dW_hh for bwd)."""
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ import torch
 
 from ...catalog import RnnKernel
 from ...precision import Precision
+from ...reference.rnn import recurrence, relu_recurrence_masked, rnn_tolerance
+from ...reference.torch_checks import relative_error, verdict
 from ...results import Check
 from ..base import Prepared, TimedPart
-from .checks import relative_error, verdict
-from .context import TorchContext
-from .rnn_reference import recurrence, relu_recurrence_masked, rnn_tolerance
+from ..torch_context import TorchContext
 
 MODULES = {
     "vanilla": lambda h, **kw: torch.nn.RNN(h, h, nonlinearity="relu", **kw),

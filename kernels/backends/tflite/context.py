@@ -9,7 +9,7 @@ import numpy as np
 
 from ...inputs import draw
 from ...precision import Precision
-from .. import int8_operands
+from ...reference import int8_operands
 from .flatbuffer import ModelSpec, build
 
 INT8_MIN, INT8_MAX = -128, 127
@@ -39,7 +39,7 @@ class TfliteContext:
         return draw(self.rng, shape, precision, self.inputs, scale, int8_operands.activations)
 
     def weights(self, shape: tuple[int, ...], precision: Precision, scale: float = 1.0) -> np.ndarray:
-        """As `random`, with int8 weights in the symmetric range [-127, 127] (int8_operands.py)."""
+        """As `random`, with int8 weights in the symmetric range [-127, 127] (kernels/reference/int8_operands.py)."""
         return draw(self.rng, shape, precision, self.inputs, scale, int8_operands.weights)
 
     def interpreter(self, spec: ModelSpec, xnnpack: bool | None = None) -> LoadedModel:

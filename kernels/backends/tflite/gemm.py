@@ -6,7 +6,7 @@ is C in DeepBench's column-major layout. All device-suite GEMMs are N,N; a trans
 the same product with the constant stored the other way, so a_t/b_t change nothing in the model.
 
 int8: what TFLite computes, exactly: int8 x int8 products (weights in [-127, 127], TFLite's
-symmetric int8 spec: ../int8_operands.py says why) accumulated in int32, then requantized
+symmetric int8 spec: kernels/reference/int8_operands.py says why) accumulated in int32, then requantized
 to an int8 output (FULLY_CONNECTED accepts only uint8/int8/int16 outputs for int8 inputs; an
 int32 output is rejected at prepare). Scales: input 1, weights 1 (zero points 0), output a power
 of two 2^e, so each output is acc * 2^-e rounded to an integer neighbour and clamped to [-128, 127].
@@ -20,9 +20,9 @@ import numpy as np
 
 from ...catalog import GemmKernel
 from ...precision import Precision
+from ...reference.numpy_checks import check_matmul, check_requantized
 from ...results import Check
 from ..base import Prepared, TimedPart, Unsupported
-from ..numpy_checks import check_matmul, check_requantized
 from .context import INT8_MAX, INT8_MIN, TfliteContext, output_scale
 from .flatbuffer import NO_TENSOR, CsrSparsity, ModelSpec, OpSpec, Quant, TensorSpec, schema
 

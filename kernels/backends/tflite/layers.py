@@ -9,7 +9,7 @@ MUL and ADD), layer and RMS normalization and attention (the converter decompose
 MEAN, SQUARED_DIFFERENCE, RSQRT, BATCH_MATMUL, SOFTMAX...), and SiLU (LOGISTIC then MUL).
 TFLite pools pad only SAME or VALID, and its AVERAGE_POOL_2D divides by the cells inside the
 image, so an average pool that counts padding (the kernels' count_include_pad) is unsupported.
-Checked against the float64 references in ../layer_reference.py."""
+Checked against the float64 references in kernels/reference/layers.py."""
 
 from __future__ import annotations
 
@@ -28,10 +28,10 @@ from ...layers import (
     SoftmaxKernel,
 )
 from ...precision import Precision
+from ...reference import layers as ref
+from ...reference.numpy_checks import check_batched_matmul
 from ...results import Check
-from .. import layer_reference as ref
 from ..base import Prepared, TimedPart, Unsupported, elementwise_layout
-from ..numpy_checks import check_batched_matmul
 from .context import LoadedModel, TfliteContext
 from .conv import tflite_padding
 from .flatbuffer import ModelSpec, OpSpec, TensorSpec

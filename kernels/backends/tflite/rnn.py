@@ -17,9 +17,9 @@ import numpy as np
 
 from ...catalog import RnnKernel
 from ...precision import Precision
+from ...reference.numpy_checks import relative_error, verdict
 from ...results import Check
 from ..base import Prepared, TimedPart, Unsupported
-from ..numpy_checks import relative_error, verdict
 from .context import TfliteContext
 from .flatbuffer import NO_TENSOR, ModelSpec, OpSpec, TensorSpec
 from .flatbuffer import schema as S

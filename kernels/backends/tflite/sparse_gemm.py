@@ -21,8 +21,8 @@ import numpy as np
 
 from ...catalog import SparseGemmKernel
 from ...precision import Precision
+from ...reference.numpy_checks import check_matmul
 from ..base import Prepared, TimedPart, Unsupported
-from ..numpy_checks import check_matmul
 from .context import TfliteContext
 from .flatbuffer import CsrSparsity
 from .gemm import fc_model

@@ -8,7 +8,9 @@ MLAS add two int8 x int8 products in int16, and (-128)(-128) + (-128)(-128) = 32
 Measured under emulation of a Cortex-A72: every output with such a pair was 65536 accumulator
 units wrong per pair, on LiteRT with and without XNNPACK and on onnxruntime's MatMulInteger;
 none with weights in [-127, 127] (the one wrong element of the 5124x700x2048 int8 GEMM, and the
-three of the 3072x1500x1024 one, had that cause)."""
+three of the 3072x1500x1024 one, had that cause).
+
+In the reference layer because both runtimes' backends draw them and their checks rely on the range."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Correctness checks in float64 numpy, for the backends that hand back numpy arrays
-(onnxruntime, TFLite): the same rules as the torch backend's checks (pytorch/checks.py).
+(onnxruntime, TFLite): the same rules as the torch tensors' checks (torch_checks.py).
 
 The error is ||out - ref||_F / ||ref||_F; NaN or Inf anywhere fails. Large GEMMs use Freivalds'
 randomized check (out @ r against A @ (B @ r) for a few random vectors), O(n^2) instead of
@@ -15,10 +15,8 @@ import numpy as np
 
 from ..precision import Precision, tolerance
 from ..results import Check
+from .verdicts import FREIVALDS_VECTORS, REFERENCE_MAX_MACS, integer_verdict, verdict
 
-FREIVALDS_VECTORS = 4
-# Above this many multiply-adds a float64 reference GEMM is replaced by Freivalds' check.
-REFERENCE_MAX_MACS = 1 << 31
 CONV_CHECK_POINTS = 48
 
 
@@ -29,19 +27,6 @@ def relative_error(out: np.ndarray, ref: np.ndarray) -> float:
     denom = float(np.linalg.norm(ref64))
     num = float(np.linalg.norm(out64 - ref64))
     return num / denom if denom > 0 else num
-
-
-def verdict(error: float, precision: Precision, method: str, detail: str = "", tol: float | None = None) -> Check:
-    """Pass when finite and within `tol` (default: the precision's floor, precision.tolerance())."""
-    tol = tolerance(precision) if tol is None else tol
-    passed = math.isfinite(error) and error <= tol
-    return Check(
-        passed=passed,
-        method=method,
-        error=error if math.isfinite(error) else None,
-        tolerance=tol,
-        detail=detail if math.isfinite(error) else (detail + " non-finite output").strip(),
-    )
 
 
 def check_matmul(
@@ -56,19 +41,13 @@ def check_matmul(
             # float64 BLAS is exact here: |x @ y| <= k * 128 * 128 < 2**53.
             ref = x.astype(np.float64) @ y.astype(np.float64)
             wrong = int((out.astype(np.float64) != ref).sum())
-            return Check(
-                passed=wrong == 0,
-                method="exact-int",
-                error=float(wrong),
-                tolerance=0.0,
-                detail=f"{wrong} wrong elements",
-            )
+            return integer_verdict(wrong, "exact-int", f"{wrong} wrong elements")
         # Freivalds with small integer vectors, in float64: every sum stays below 2**53, so exact.
         r = rng.integers(-2, 3, size=(m, FREIVALDS_VECTORS)).astype(np.float64)
         lhs = out.astype(np.float64) @ r
         rhs = x.astype(np.float64) @ (y.astype(np.float64) @ r)
         wrong = int((lhs != rhs).sum())
-        return Check(passed=wrong == 0, method="freivalds-exact", error=float(wrong), tolerance=0.0)
+        return integer_verdict(wrong, "freivalds-exact")
     x64, y64 = x.astype(np.float64), y.astype(np.float64)
     tol = tolerance(precision, reduction=k)
     if small:
@@ -135,13 +114,7 @@ def check_conv_nchw(
 def compare_points(got: np.ndarray, ref: np.ndarray, precision: Precision) -> Check:
     if precision is Precision.INT8:
         wrong = int((got != ref).sum()) if np.isfinite(got).all() else len(got)
-        return Check(
-            passed=wrong == 0,
-            method="sampled-exact-int",
-            error=float(wrong),
-            tolerance=0.0,
-            detail=f"{wrong} of {len(got)} random elements wrong",
-        )
+        return integer_verdict(wrong, "sampled-exact-int", f"{wrong} of {len(got)} random elements wrong")
     return verdict(relative_error(got, ref), precision, "sampled-fp64", f"{len(got)} random elements")
 
 
@@ -169,11 +142,9 @@ def check_requantized(out_q: np.ndarray, acc: np.ndarray, scale: float, zero_poi
     nearest = np.rint(exact)
     saturated = int(((nearest < qmin) | (nearest > qmax)).sum())
     other_neighbour = int(((got != np.clip(nearest, qmin, qmax)) & ~outside).sum())
-    return Check(
-        passed=wrong == 0,
-        method="requantized-int",
-        error=float(wrong),
-        tolerance=0.0,
-        detail=f"{wrong} of {out_q.size} outside the rounding of the exact value; {other_neighbour} "
+    return integer_verdict(
+        wrong,
+        "requantized-int",
+        f"{wrong} of {out_q.size} outside the rounding of the exact value; {other_neighbour} "
         f"rounded to the other neighbour; {saturated} saturated",
     )

@@ -1,4 +1,6 @@
-"""Correctness checks on torch tensors, in float64 on the tensors' own device.
+"""Correctness checks on torch tensors, in float64 on the tensors' own device: the checks of the
+PyTorch backend and of every native backend that hands back torch tensors (cuBLAS, cuSPARSE,
+cuSPARSELt), kept apart from all of them so that none checks itself (kernels/reference/__init__.py).
 
 The error is ||out - ref||_F / ||ref||_F; NaN or Inf anywhere fails. Large GEMMs use Freivalds'
 randomized check (out @ r against A @ (B @ r) for a few random vectors), which costs O(n^2)
@@ -10,12 +12,9 @@ import math
 
 import torch
 
-from ...precision import Precision, tolerance
-from ...results import Check
-
-FREIVALDS_VECTORS = 4
-# Above this many multiply-adds a float64 reference GEMM is replaced by Freivalds' check.
-REFERENCE_MAX_MACS = 1 << 31
+from ..precision import Precision, tolerance
+from ..results import Check
+from .verdicts import FREIVALDS_VECTORS, REFERENCE_MAX_MACS, integer_verdict, verdict
 
 
 def relative_error(out: torch.Tensor, ref: torch.Tensor) -> float:
@@ -25,19 +24,6 @@ def relative_error(out: torch.Tensor, ref: torch.Tensor) -> float:
     denom = torch.linalg.vector_norm(ref64).item()
     num = torch.linalg.vector_norm(out64 - ref64).item()
     return num / denom if denom > 0 else num
-
-
-def verdict(error: float, precision: Precision, method: str, detail: str = "", tol: float | None = None) -> Check:
-    """Pass when finite and within `tol` (default: the precision's floor, precision.tolerance())."""
-    tol = tolerance(precision) if tol is None else tol
-    passed = math.isfinite(error) and error <= tol
-    return Check(
-        passed=passed,
-        method=method,
-        error=error if math.isfinite(error) else None,
-        tolerance=tol,
-        detail=detail if passed or math.isfinite(error) else (detail + " non-finite output").strip(),
-    )
 
 
 def check_matmul(
@@ -50,17 +36,11 @@ def check_matmul(
         if n * k * m <= REFERENCE_MAX_MACS:
             ref = x.to(torch.int64) @ y.to(torch.int64) if x.device.type == "cpu" else (x.double() @ y.double())
             wrong = int((out.to(torch.int64) != ref.to(torch.int64)).sum().item())
-            return Check(
-                passed=wrong == 0,
-                method="exact-int",
-                error=float(wrong),
-                tolerance=0.0,
-                detail=f"{wrong} wrong elements",
-            )
+            return integer_verdict(wrong, "exact-int", f"{wrong} wrong elements")
         r = torch.randint(-2, 3, (m, FREIVALDS_VECTORS), device=x.device, generator=generator).double()
         lhs, rhs = out.double() @ r, x.double() @ (y.double() @ r)
         wrong = int((lhs != rhs).sum().item())
-        return Check(passed=wrong == 0, method="freivalds-exact", error=float(wrong), tolerance=0.0)
+        return integer_verdict(wrong, "freivalds-exact")
     tol = tolerance(precision, reduction=k)
     if n * k * m <= REFERENCE_MAX_MACS:
         return verdict(relative_error(out, x.double() @ y.double()), precision, "reference-fp64", tol=tol)

@@ -1,13 +1,15 @@
 """The float64 recurrences the RNN checks compare against, and their tolerance: shared by the
-plain PyTorch recurrence (rnn.py) and cuDNN's layers (rnn_cudnn.py), which both check against the
-same reference, so neither has to import the other."""
+PyTorch backend's plain recurrence (backends/pytorch/rnn.py) and cuDNN's layers
+(backends/pytorch/rnn_cudnn.py), which both check against the same reference, so neither has to
+import the other; in the reference layer because a reference written from the definition belongs to
+no library under test (kernels/reference/__init__.py)."""
 
 from __future__ import annotations
 
 import torch
 
-from ...catalog import RnnKernel
-from ...precision import Precision, recurrence_tolerance
+from ..catalog import RnnKernel
+from ..precision import Precision, recurrence_tolerance
 
 GATES = {"vanilla": 1, "lstm": 4, "gru": 3}
 

@@ -1,4 +1,7 @@
-"""What every PyTorch operation needs from its device: dtypes, random inputs, precision modes."""
+"""What every operation on torch tensors needs from its device: dtypes, random inputs, precision modes.
+
+Shared by the PyTorch backend and the native NVIDIA backends (native.py), which hold their operands
+in torch memory: a module of its own, so that no backend imports another for it."""
 
 from __future__ import annotations
 
@@ -8,11 +11,11 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ...inputs import drawn
-from ...padding import PadMode
-from ...precision import Precision
-from ..base import Unsupported
-from ..cuda_device import set_torch_precision_mode
+from ..inputs import drawn
+from ..padding import PadMode
+from ..precision import Precision
+from .base import Unsupported
+from .cuda_device import set_torch_precision_mode
 
 DTYPES = {
     Precision.FP32: torch.float32,

@@ -1,7 +1,7 @@
 """Float64 numpy references for the layer benchmarks (kernels/layers.py), for the backends that
 hand back numpy arrays (onnxruntime, TFLite): each layer written from its definition, never by
 the runtime under test, so a wrong kernel cannot agree with its own reference. The torch
-backend's references (pytorch/{pooling,norms,pointwise,attention}.py) follow the same formulas.
+backend's references (backends/pytorch/{pooling,norms,pointwise,attention}.py) follow the same formulas.
 
 Pooling and attention compare a few images / (batch, head) pairs, as the torch backend does;
 activations compare at most CHECK_ELEMENTS random elements (GELU's erf has no vectorized numpy
@@ -18,7 +18,7 @@ from ..precision import Precision
 from ..results import Check
 from .numpy_checks import compare_points, relative_error, verdict
 
-EPS = 1e-5  # the models' epsilon (torch's default), as pytorch/norms.py
+EPS = 1e-5  # the models' epsilon (torch's default), as backends/pytorch/norms.py
 VAR_FLOOR = 0.5  # running variances drawn from [0.5, 1.5): positive, never constant
 GELU_TANH_COEFF = 0.044715
 CHECK_ELEMENTS = 1 << 16
