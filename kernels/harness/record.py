@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..format_versions import read_model
 from ..provenance import merge_provenance
 from ..results import RESULTS_FILE, RUN_FILE, Plan, RunRecord, RunState, utcnow
 from ..results_file import scan, write_atomic
@@ -22,7 +23,7 @@ from ..results_file import scan, write_atomic
 def read_record(outdir: Path) -> RunRecord | None:
     """The folder's run record, or None when it has none or it cannot be read."""
     try:
-        return RunRecord.model_validate_json((outdir / RUN_FILE).read_bytes())
+        return read_model(RunRecord, (outdir / RUN_FILE).read_bytes())
     except (OSError, ValueError):
         return None
 
