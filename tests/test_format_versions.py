@@ -223,3 +223,31 @@ def test_check_names_a_newer_document_in_a_bundle(tmp_path: Path) -> None:
     write_manifest(bundle)
     report = check_bundle(bundle)
     assert f"{PLAN_FILE}: {newer_line(NEWER['plan'])}" in [str(p) for p in report.problems]
+
+
+def test_resume_continues_a_run_of_format_1(tmp_path: Path) -> None:
+    """A run folder of the /1 bundle with its last result missing: --resume measures it, appending
+    a /2 line after the /1 one, and every reader takes the mixed file."""
+    folder = tmp_path / "run"
+    folder.mkdir()
+    for name in (PLAN_FILE, RUN_FILE):
+        shutil.copy(V1_BUNDLE / name, folder / name)
+    first, *_ = (V1_BUNDLE / RESULTS_FILE).read_bytes().splitlines(keepends=True)
+    (folder / RESULTS_FILE).write_bytes(first)
+    proc = run_cli("deepbench-run", "--resume", str(folder), "--quiet")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = (folder / RESULTS_FILE).read_bytes().splitlines()
+    assert [json.loads(x)["schema_version"] for x in lines] == ["deepbench.result/1", RESULT_SCHEMA]
+    results, run, plan = read_folder(folder)
+    assert run is not None and run.state == "complete" and run.schema_version == RUN_SCHEMA
+    assert plan is not None and {r.id for r in results} == {i.id for i in plan.items}
+
+
+def test_resume_refuses_a_run_record_of_a_newer_format(tmp_path: Path) -> None:
+    folder = _newer_copy(tmp_path, "run")
+    before = (folder / RUN_FILE).read_bytes()
+    proc = run_cli("deepbench-run", "--resume", str(folder))
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert len(lines) == 1 and lines[0].endswith(newer_line(NEWER["run"])), proc.stderr
+    assert (folder / RUN_FILE).read_bytes() == before
