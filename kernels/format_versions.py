@@ -59,6 +59,7 @@ def _backend_options_v2(settings: Document) -> Document:
     options: dict[str, Document] = {k: dict(v) for k, v in out.get("backend_options", {}).items()}
     for old, (backend, key) in V1_BACKEND_SETTINGS.items():
         if old in out:
+            # copied while Settings still has the /1 fields; moved (out.pop(old)) once backends own them
             options.setdefault(backend, {})[key] = out[old]
     if options:
         out["backend_options"] = options
