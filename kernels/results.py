@@ -27,9 +27,9 @@ from .precision import Precision, PrecisionInfo
 from .provenance import Provenance
 from .system import SystemDescription
 
-RESULT_SCHEMA: Final = "deepbench.result/1"
-RUN_SCHEMA: Final = "deepbench.run/1"
-PLAN_SCHEMA: Final = "deepbench.plan/1"
+RESULT_SCHEMA: Final = "deepbench.result/2"
+RUN_SCHEMA: Final = "deepbench.run/2"
+PLAN_SCHEMA: Final = "deepbench.plan/2"
 # Relative slack when re-deriving statistics from samples (JSON round-trips floats exactly,
 # so this only absorbs summation order).
 STATS_RTOL = 1e-9
@@ -280,7 +280,7 @@ class ResultFields(Frozen):
     check` validates each record's types with this class in strict mode, then reads it as a
     KernelResult."""
 
-    schema_version: Literal["deepbench.result/1"] = RESULT_SCHEMA
+    schema_version: Literal["deepbench.result/2"] = RESULT_SCHEMA
     id: str = Field(description="op/set/index/precision/backend, unique within a run")
     kernel: AnyKernel
     precision: PrecisionInfo
@@ -447,6 +447,10 @@ class Settings(Frozen):
         description="each backend's own options, by the backend's name (absent: its defaults); the "
         "backend's declaration validates them (kernels/backends/declaration.py)",
     )
+    backend_options: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="each backend's own settings, under its name (format /2; kernels/format_versions.py)",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -483,7 +487,7 @@ class Selection(Frozen):
 class Plan(Frozen):
     """What the harness must run: written by the runner, read by the harness."""
 
-    schema_version: Literal["deepbench.plan/1"] = PLAN_SCHEMA
+    schema_version: Literal["deepbench.plan/2"] = PLAN_SCHEMA
     run_id: str
     suite: str
     platform: str
@@ -517,7 +521,7 @@ class RunRecord(Frozen):
     """The whole run: written when it starts (state `running`), rewritten when it stops (also
     after an interruption), so that a folder always says what it holds and how it was run."""
 
-    schema_version: Literal["deepbench.run/1"] = RUN_SCHEMA
+    schema_version: Literal["deepbench.run/2"] = RUN_SCHEMA
     run_id: str
     tool_version: str
     suite: str

@@ -32,6 +32,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .format_versions import NewerFormat, read_model
 from .results import KernelResult, ResultsFileError, utcnow
 
 REJECTED_FILE = "results.rejected.jsonl"
@@ -168,7 +169,7 @@ def _last_line_start(fd: int, end: int) -> int:
 def _parses(raw: bytes) -> bool:
 
     try:
-        KernelResult.model_validate_json(raw)
+        read_model(KernelResult, raw)
         return True
     except ValueError:
         return False
@@ -227,7 +228,16 @@ def read_bytes(path: Path) -> bytes:
 def scan(path: Path) -> Scan:
     """Sort a results file's lines (its compressed copy where only that exists). A line that fails to
     parse but ends with a whole record (what an older tool left: a fragment with the next record
-    appended to it) keeps that record."""
+    appended to it) keeps that record. Records of every format version are read
+    (kernels/format_versions.py); a line of a newer one raises NewerFormat, naming the file: it is
+    not damage, and setting it aside would take it from the tool that can read it."""
+    try:
+        return _scan(path)
+    except NewerFormat as exc:
+        raise NewerFormat(f"{path.name}: {exc}") from None
+
+
+def _scan(path: Path) -> Scan:
 
     out = Scan()
     data = read_bytes(path)
@@ -235,21 +245,25 @@ def scan(path: Path) -> Scan:
     last = lines.pop()  # after the final newline: b"" when the file ends at a complete line
     if last.strip():
         try:
-            out.records.append((len(lines) + 1, KernelResult.model_validate_json(last), last))
+            out.records.append((len(lines) + 1, read_model(KernelResult, last), last))
+        except NewerFormat:
+            raise
         except ValueError:
             out.fragment = Rejected(None, "a partial last line (a write cut short)", last)
     for n, raw in enumerate(lines, 1):
         if not raw.strip():
             continue
         try:
-            out.records.append((n, KernelResult.model_validate_json(raw), raw))
+            out.records.append((n, read_model(KernelResult, raw), raw))
             continue
+        except NewerFormat:
+            raise
         except ValueError as exc:
             reason = _first_line(exc)
         behind = raw.rfind(RECORD_START)
         if behind > 0:
             try:
-                out.records.append((n, KernelResult.model_validate_json(raw[behind:]), raw[behind:]))
+                out.records.append((n, read_model(KernelResult, raw[behind:]), raw[behind:]))
                 out.salvaged.append(n)
                 out.damaged.append(Rejected(n, "a partial record before a complete one", raw[:behind]))
                 continue

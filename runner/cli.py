@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..kernels import __version__
+from ..kernels.format_versions import FormatVersionError
 from ..kernels.harness.protocol import ExitCode
 from ..kernels.results_file import WriteFailed
 from .errors import UserError
@@ -38,6 +39,9 @@ def _guard(fn: Callable[[argparse.Namespace], int], args: argparse.Namespace, pr
         return 0
     except KeyboardInterrupt as exc:  # Ctrl-C (or SIGTERM/SIGHUP, runner/launch/signals.py) outside a run
         return exit_status(exc)
+    except FormatVersionError as exc:  # a file of a newer (or no) format version, wherever a command read it
+        _error(prog, str(exc))
+        return ExitCode.USAGE
     except WriteFailed as exc:  # a document that could not be written whole (a full disk ...): it was not
         _error(prog, f"{exc}; the file was left as it was")
         return ExitCode.WRITE_FAILED

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from deepbench.kernels.results import RESULT_SCHEMA, KernelResult, Plan, RunRecord, TimeStats
+from deepbench.kernels.results import PLAN_SCHEMA, RESULT_SCHEMA, RUN_SCHEMA, KernelResult, Plan, RunRecord, TimeStats
 from deepbench.runner.setting_ranges import RANGES
 from deepbench.runner.submission.checker import Bundle, Report, _validate, check_bundle, check_documents
 from deepbench.runner.submission.manifest import write_manifest
@@ -77,8 +77,8 @@ def judge(docs: dict[str, Any], plan: dict, run: dict, results: list[dict]) -> R
     report = Report(NOWHERE, allow_modified=True)
     base: Bundle = docs["bundle"]
     b = Bundle(index=base.index, system=base.system, host_system=base.host_system)
-    b.plan = _validate(Plan, plan, plan["schema_version"], "plan.json", report)
-    b.run = _validate(RunRecord, run, run["schema_version"], "run.json", report)
+    b.plan = _validate(Plan, plan, PLAN_SCHEMA, "plan.json", report)
+    b.run = _validate(RunRecord, run, RUN_SCHEMA, "run.json", report)
     b.results = [x for x in (_load_result(docs, r, report) for r in results) if x is not None]
     b.results_valid = len(b.results) == len(results)
     check_documents(b, report)

@@ -50,7 +50,7 @@ def test_round_trip_is_exact() -> None:
 
 def test_schema_version_is_checked() -> None:
     data = json.loads(make_result().model_dump_json())
-    assert data["schema_version"] == "deepbench.result/1"
+    assert data["schema_version"] == "deepbench.result/2"
     data["schema_version"] = "deepbench.result/99"
     with pytest.raises(ValidationError):
         KernelResult.model_validate(data)

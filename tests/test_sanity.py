@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from deepbench.kernels.catalog import by_id
+from deepbench.kernels.format_versions import read_model
 from deepbench.kernels.results import KernelResult
 from deepbench.kernels.results_file import read_bytes, read_results
 from deepbench.runner.analysis.sanity import ABOVE_PEAK, ONE_RANK, SLOW_TWIN, Context, flags
@@ -61,7 +62,7 @@ def test_committed_reports_flag_what_cannot_be_true(folder: Path) -> None:
 def test_one_rank_all_reduce_and_its_slow_twin() -> None:
     text = read_bytes(PUBLISHED / "nvidia-h100" / "train" / "results.jsonl").decode()
     line = next(ln for ln in text.splitlines() if '"op":"all_reduce"' in ln.replace(" ", ""))
-    r = KernelResult.model_validate_json(line)
+    r = read_model(KernelResult, line)
     entry = entry_of_result(r)
     names = {f.name for f in flags(entry, Context({}))}
     assert names == {ONE_RANK}

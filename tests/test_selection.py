@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from deepbench.kernels import provenance
+from deepbench.kernels.format_versions import read_model
 from deepbench.kernels.precision import Precision
 from deepbench.kernels.results import Plan, PlanItem
 from deepbench.kernels.suites import SelectionError, select
@@ -112,7 +113,7 @@ def test_published_plans_read_back_as_they_were_written(path: Path) -> None:
     """Their items, written again, are the same JSON; the checker's scope and both suite hashes
     derived from the one selection are those the run recorded."""
     text = path.read_text()
-    plan = Plan.model_validate_json(text)
+    plan = read_model(Plan, text)
     assert [json.loads(i.model_dump_json()) for i in plan.items] == json.loads(text)["items"]
     run = json.loads((path.parent / "run.json").read_text())["provenance"]
     chosen = KernelSelection.from_plan(plan)

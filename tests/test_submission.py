@@ -286,7 +286,7 @@ def test_malformed_json_and_wrong_types(copy: Path) -> None:
         copy,
         "run.json: is not valid JSON",
         "system.json: does not match its schema: measured.cpu.logical_cpus",
-        "plan.json: schema_version 'deepbench.plan/99' is not one this checker reads",
+        "plan.json: written by a newer deepbench (deepbench.plan/99; this one reads up to /2): upgrade deepbench",
         "non-standard JSON constant NaN",
         "nested too deeply",
     )

@@ -28,6 +28,7 @@ from ..backends.declaration import BackendOptionsError
 from ..backends.distributed.terminal import TERMINAL_FD_ENV
 from ..faults import maybe_fail_backend, maybe_inject
 from ..folder_lock import HARNESS_LOCK, FolderLock, Locked
+from ..format_versions import read_model
 from ..launch_rank import launch_rank
 from ..lifeline import stop_with_parent
 from ..noise import judge, snapshot, usable_cpus
@@ -99,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     run_dir: Path = args.outdir
     rank_dir = None if where.is_main else _rank_folder(run_dir, where.rank)
     try:
-        plan = Plan.model_validate_json(args.plan.read_text())
+        plan = read_model(Plan, args.plan.read_bytes())
         return _run(plan, run_dir, rank_dir)
     except KeyboardInterrupt:
         return ExitCode.INTERRUPTED

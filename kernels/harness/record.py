@@ -14,15 +14,19 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..format_versions import NewerFormat, read_model
 from ..provenance import merge_provenance
 from ..results import RESULTS_FILE, RUN_FILE, Plan, RunRecord, RunState, utcnow
 from ..results_file import scan, write_atomic
 
 
 def read_record(outdir: Path) -> RunRecord | None:
-    """The folder's run record, or None when it has none or it cannot be read."""
+    """The folder's run record, or None when it has none or it cannot be read; one of a newer
+    format is an error (NewerFormat), never replaced by a record this version writes."""
     try:
-        return RunRecord.model_validate_json((outdir / RUN_FILE).read_bytes())
+        return read_model(RunRecord, (outdir / RUN_FILE).read_bytes(), str(outdir / RUN_FILE))
+    except NewerFormat:
+        raise
     except (OSError, ValueError):
         return None
 

@@ -25,6 +25,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from deepbench.kernels.catalog import traits_of
+from deepbench.kernels.format_versions import FormatVersionError, read_model
 from deepbench.kernels.model_kernel import MODEL_SET
 from deepbench.kernels.results import PLAN_FILE, RUN_FILE, KernelResult, PartResult, Plan, RunRecord, Status
 
@@ -273,7 +274,9 @@ def _record(path: Path, model: type[BaseModel], what: str) -> Any:
     if not path.exists():
         return None
     try:
-        return model.model_validate_json(path.read_text())
+        return read_model(model, path.read_bytes(), str(path))
+    except FormatVersionError as exc:
+        raise UserError(str(exc)) from None
     except (ValidationError, ValueError) as exc:
         raise UserError(f"{path} is malformed ({what}): {str(exc).strip().splitlines()[0]}") from None
 

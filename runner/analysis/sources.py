@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from deepbench.kernels.backends.declaration import info_of
 from deepbench.kernels.backends.distributed.declaration import CollectiveInfo, CollectivePartInfo
 from deepbench.kernels.catalog import Kernel, traits_of
+from deepbench.kernels.format_versions import FormatVersionError, read_model
 from deepbench.kernels.noise import NoiseRecord
 from deepbench.kernels.precision import Precision
 from deepbench.kernels.results import RESULTS_FILE, RUN_FILE, KernelResult, RunRecord, Settings, Status
@@ -165,7 +166,8 @@ GPU_ONLY_SETTINGS = frozenset(
 
 
 def settings_shown(settings: Settings) -> dict[str, Any]:
-    values = settings.model_dump()
+    # backend_options repeats, for files of format /1, the backend fields still at the top level
+    values = settings.model_dump(exclude={"backend_options"})
     if settings.device == "cpu":
         values = {k: v for k, v in values.items() if k not in GPU_ONLY_SETTINGS}
     values["backend_options"] = backend_options_shown(settings, settings.device)
@@ -198,13 +200,17 @@ def read_run_folder(path: Path) -> tuple[list[KernelResult], RunRecord | None]:
         raise UserError(f"{path} has no {RESULTS_FILE}: not a deepbench-run results folder")
     try:
         results = read_results(results_file)
+    except FormatVersionError as exc:
+        raise UserError(f"{path}/{exc}") from None
     except ValueError as exc:
         first = str(exc).strip().splitlines()
         raise UserError(f"{results_file} is malformed: {first[0] if first else exc}") from None
     run = None
     if (path / RUN_FILE).exists():
         try:
-            run = RunRecord.model_validate_json((path / RUN_FILE).read_text())
+            run = read_model(RunRecord, (path / RUN_FILE).read_bytes(), str(path / RUN_FILE))
+        except FormatVersionError as exc:
+            raise UserError(str(exc)) from None
         except (ValidationError, ValueError) as exc:
             raise UserError(f"{path / RUN_FILE} is malformed: {str(exc).splitlines()[0]}") from None
     if not results:

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from deepbench.kernels.folder_lock import HARNESS_LOCK, RUN_LOCK, FolderLock, Locked, describe, probe
+from deepbench.kernels.format_versions import FormatVersionError, read_model
 from deepbench.kernels.harness.protocol import ExitCode
 from deepbench.kernels.harness.record import build_record, read_record, write_record
 from deepbench.kernels.precision import parse_precisions
@@ -161,7 +162,9 @@ def reopen(outdir: Path, args: argparse.Namespace, explicit: set[str]) -> RunFol
     lock = _lock(outdir, "deepbench-run --resume")
     _wait_for_harness(outdir)  # nothing is read, let alone repaired, while a harness may still write
     try:
-        plan = Plan.model_validate_json((outdir / PLAN_FILE).read_bytes())
+        plan = read_model(Plan, (outdir / PLAN_FILE).read_bytes(), str(outdir / PLAN_FILE))
+    except FormatVersionError as exc:
+        raise UserError(str(exc)) from None
     except ValueError as exc:
         raise UserError(f"{outdir / PLAN_FILE} is not a valid plan: {str(exc).splitlines()[0]}") from None
     prior = read_record(outdir)

@@ -11,9 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from ...kernels import __version__
+from ...kernels.format_versions import FormatVersionError, read_model
 from ...kernels.harness.protocol import ExitCode
 from ...kernels.results import PLAN_FILE, RESULTS_FILE, RUN_FILE, Plan, RunRecord, utcnow
 from ...kernels.results_file import exists, read_bytes, read_results
@@ -94,9 +93,11 @@ def load_run(run_dir: Path) -> tuple[Plan, RunRecord]:
         if not exists(run_dir / name):
             raise UserError(f"{run_dir} has no {name}: is it a deepbench-run results folder?")
     try:
-        plan = Plan.model_validate_json((run_dir / PLAN_FILE).read_text())
-        record = RunRecord.model_validate_json((run_dir / RUN_FILE).read_text())
-    except ValidationError as exc:
+        plan = read_model(Plan, (run_dir / PLAN_FILE).read_bytes(), PLAN_FILE)
+        record = read_model(RunRecord, (run_dir / RUN_FILE).read_bytes(), RUN_FILE)
+    except FormatVersionError as exc:
+        raise UserError(f"{run_dir}/{exc}") from None
+    except ValueError as exc:
         raise UserError(f"{run_dir}: {str(exc).splitlines()[0]}") from None
     if record.state != "complete":
         raise UserError(
@@ -122,6 +123,8 @@ def make_bundle(
     plan, record = load_run(run_dir)
     try:
         read_results(run_dir / RESULTS_FILE)
+    except FormatVersionError as exc:
+        raise UserError(f"{run_dir}/{exc}") from None
     except ValueError as exc:
         raise UserError(f"{run_dir}/{RESULTS_FILE} is not valid: {str(exc).splitlines()[0]}") from None
     replacing = _existing_output(run_dir, out, force)

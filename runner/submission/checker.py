@@ -41,6 +41,7 @@ from pydantic import BaseModel, ValidationError
 from ...kernels import __version__
 from ...kernels.backends import result_backends
 from ...kernels.catalog import traits_of
+from ...kernels.format_versions import FormatVersionError, upgrade
 from ...kernels.harness.execute import NOISY_REL_IQR
 from ...kernels.model_kernel import MODEL_TOLERANCE
 from ...kernels.noise import contended
@@ -107,6 +108,8 @@ class Bundle:
     # The valid results: a list, or a ResultStream that reads them again at each pass (check_bundle).
     results: Iterable[KernelResult] = field(default_factory=list)
     results_valid: bool = False
+    # Each document's schema_version as the file has it (an older format is read as the current one).
+    written_as: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -218,10 +221,12 @@ def _validate(model: type[M], data: Any, schema: str, where: str, report: Report
     if not isinstance(data, dict):
         report.add(where, f"is not a JSON object (found {type(data).__name__})")
         return None
-    version = data.get("schema_version")
-    if version != schema:
-        report.add(where, f"schema_version {version!r} is not one this checker reads (expected {schema!r})")
-        return None
+    if data.get("schema_version") != schema:  # an older version is read as the current one
+        try:
+            data = upgrade(data, schema)
+        except FormatVersionError as exc:
+            report.add(where, str(exc))
+            return None
     try:
         # Types first, in strict mode from the JSON text; then the document as the tool reads it.
         strict, typed = (ResultFields, drop_derived(data)) if model is KernelResult else (model, data)
@@ -248,6 +253,8 @@ def _load(
         report.add(rel, f"cannot be read: {exc.strerror}")
         return None
     data = _parse(raw, rel, report)
+    if isinstance(data, dict) and isinstance(data.get("schema_version"), str):
+        report.bundle.written_as[rel] = data["schema_version"]
     return None if data is None else _validate(model, data, schema, rel, report)
 
 
@@ -676,7 +683,7 @@ def _check_provenance(b: Bundle, report: Report) -> None:
     prov = run.provenance
     if not prov.harness_sha256 or len(prov.harness_sha256) != 64 or not set(prov.harness_sha256) <= HEX64:
         report.add(layout.RUN, "provenance.harness_sha256 is missing or not a SHA-256")
-    _check_source_hashes(run, report)
+    _check_source_hashes(run, b.written_as.get(layout.RUN, RUN_SCHEMA), report)
     if prov.tool_version != run.tool_version:
         report.add(layout.RUN, f"provenance.tool_version {prov.tool_version!r} differs from {run.tool_version!r}")
     if prov.local is None:
@@ -711,15 +718,18 @@ def own_hashes() -> dict[str, str]:
     return {"harness_sha256": harness_sha256(), "runner_sha256": package_sha256(RUNNER_DIR)}
 
 
-def _check_source_hashes(run: RunRecord, report: Report) -> None:
+def _check_source_hashes(run: RunRecord, written_as: str, report: Report) -> None:
     """The code that ran must be this version's: its hashes are compared with ours. Another version's
-    cannot be (not verifiable: a warning); a run from a modified tree says so itself (a warning)."""
+    cannot be (not verifiable: a warning), nor one that wrote an older format than this one writes
+    (a deepbench made before the format's change: kernels/format_versions.py); a run from a modified
+    tree says so itself (a warning)."""
     prov = run.provenance
-    if run.tool_version != __version__:
+    if run.tool_version != __version__ or written_as != RUN_SCHEMA:
+        made_by = f"deepbench {run.tool_version}" + (f" writing {written_as}" if written_as != RUN_SCHEMA else "")
         report.warn(
             layout.RUN,
-            f"provenance hashes are not verifiable: the run was made by deepbench "
-            f"{run.tool_version}, this is {__version__} (check it with that version)",
+            f"provenance hashes are not verifiable: the run was made by {made_by}, "
+            f"this is {__version__} writing {RUN_SCHEMA} (check it with that version)",
         )
         return
     modified = (prov.source is not None and prov.source.state == "modified") or (

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ...kernels.backends.timed_directions import counted_costs, timed_directions
 from ...kernels.backends.unsupported_reasons import could_give
+from ...kernels.format_versions import read_model
 from ...kernels.precision import Precision
 from ...kernels.results import (
     CHECK_METHODS,
@@ -126,7 +127,7 @@ def ran_before(platform: str, backend: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for plan_file in sorted(PUBLISHED.rglob(PLAN_FILE)):
         try:
-            plan = Plan.model_validate_json(plan_file.read_text())
+            plan = read_model(Plan, plan_file.read_bytes())
             if plan.platform != platform or plan.backend != backend:
                 continue
             results, _record = read_run_folder(plan_file.parent)
