@@ -53,14 +53,13 @@ class NewerFormat(FormatVersionError):
 
 
 def _backend_options_v2(settings: Document) -> Document:
-    """/1 -> /2 settings: cuDNN's and NCCL's keys copied under backend_options (a key absent
-    stays absent, so its default applies)."""
+    """/1 -> /2 settings: cuDNN's and NCCL's top-level keys moved under backend_options (a key
+    absent stays absent, so its default applies)."""
     out = dict(settings)
     options: dict[str, Document] = {k: dict(v) for k, v in out.get("backend_options", {}).items()}
     for old, (backend, key) in V1_BACKEND_SETTINGS.items():
         if old in out:
-            # copied while Settings still has the /1 fields; moved (out.pop(old)) once backends own them
-            options.setdefault(backend, {})[key] = out[old]
+            options.setdefault(backend, {})[key] = out.pop(old)
     if options:
         out["backend_options"] = options
     return out

@@ -367,30 +367,6 @@ class KernelResult(ResultFields):
         return drop_derived(data)
 
 
-# The settings that older plans and runs kept at the top level, now their backends' own
-# (Settings.backend_options): old key -> (the backend's name, the key in its options).
-MOVED_BACKEND_SETTINGS: Final = {
-    "engine_race": ("cudnn", "engine_race"),
-    "cudnn_engines": ("cudnn", "engines"),
-    "collective_timing": ("nccl", "collective_timing"),
-}
-
-
-def move_old_backend_settings(data: Any) -> Any:
-    """Settings as plans and runs wrote them before backends kept their own options: the three
-    top-level keys moved into `backend_options` (a minimal shim, in the one model both plan.json
-    and run.json read settings through, so that every published run still loads)."""
-    if not isinstance(data, dict) or not any(key in data for key in MOVED_BACKEND_SETTINGS):
-        return data
-    data = dict(data)
-    options: dict[str, dict[str, Any]] = {k: dict(v) for k, v in data.get("backend_options", {}).items()}
-    for old, (backend, key) in MOVED_BACKEND_SETTINGS.items():
-        if old in data:
-            options.setdefault(backend, {})[key] = data.pop(old)
-    data["backend_options"] = options
-    return data
-
-
 class Settings(Frozen):
     """How kernels are measured: user tunables, recorded in every plan and run."""
 
@@ -445,17 +421,9 @@ class Settings(Frozen):
     backend_options: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
         description="each backend's own options, by the backend's name (absent: its defaults); the "
-        "backend's declaration validates them (kernels/backends/declaration.py)",
+        "backend's declaration validates them (kernels/backends/declaration.py); format /2, /1 files kept "
+        "cuDNN's and NCCL's at the top level (kernels/format_versions.py moves them)",
     )
-    backend_options: dict[str, dict[str, Any]] = Field(
-        default_factory=dict,
-        description="each backend's own settings, under its name (format /2; kernels/format_versions.py)",
-    )
-
-    @model_validator(mode="before")
-    @classmethod
-    def _moved_backend_settings(cls, data: Any) -> Any:
-        return move_old_backend_settings(data)
 
 
 class PlanItem(Frozen):

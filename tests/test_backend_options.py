@@ -12,6 +12,7 @@ import pytest
 
 from deepbench.kernels.backends.cudnn.declaration import CUDNN
 from deepbench.kernels.backends.distributed.declaration import COLLECTIVES
+from deepbench.kernels.format_versions import read_model
 from deepbench.kernels.results import Plan, RunRecord, Settings
 
 REPO = Path(__file__).resolve().parents[1]
@@ -76,7 +77,9 @@ def test_a_malformed_engine_is_a_usage_error(capsys) -> None:
 
 def test_settings_written_before_the_move_load_into_backend_options() -> None:
     old = {"engine_race": "inline", "cudnn_engines": {"*": "eng1"}, "collective_timing": "eager", "seed": 3}
-    settings = Settings.model_validate(old)
+    plan = {"schema_version": "deepbench.plan/1", "run_id": "r", "suite": "train", "platform": "nvidia"}
+    plan |= {"backend": "nvidia", "settings": old, "items": []}
+    settings = read_model(Plan, json.dumps(plan)).settings  # format /1: kernels/format_versions.py moves them
     assert settings.backend_options == {
         "cudnn": {"engine_race": "inline", "engines": {"*": "eng1"}},
         "nccl": {"collective_timing": "eager"},
@@ -88,7 +91,7 @@ def test_settings_written_before_the_move_load_into_backend_options() -> None:
 
 @pytest.mark.parametrize("path", sorted(PUBLISHED.rglob("plan.json")), ids=lambda p: str(p.relative_to(PUBLISHED)))
 def test_every_published_plan_and_run_loads_with_its_backend_options(path: Path) -> None:
-    plan = Plan.model_validate_json(path.read_text())
+    plan = read_model(Plan, path.read_text())
     recorded = json.loads(path.read_text())["settings"]
     if "engine_race" in recorded:
         assert CUDNN.options_of(plan.settings).engine_race == recorded["engine_race"]
@@ -96,7 +99,7 @@ def test_every_published_plan_and_run_loads_with_its_backend_options(path: Path)
         assert COLLECTIVES.options_of(plan.settings).collective_timing == recorded["collective_timing"]
     run = path.with_name("run.json")
     if run.exists():
-        assert RunRecord.model_validate_json(run.read_text()).settings.backend_options == plan.settings.backend_options
+        assert read_model(RunRecord, run.read_text()).settings.backend_options == plan.settings.backend_options
 
 
 def test_the_runner_names_no_library_outside_its_data() -> None:

@@ -166,8 +166,7 @@ GPU_ONLY_SETTINGS = frozenset(
 
 
 def settings_shown(settings: Settings) -> dict[str, Any]:
-    # backend_options repeats, for files of format /1, the backend fields still at the top level
-    values = settings.model_dump(exclude={"backend_options"})
+    values = settings.model_dump(exclude={"backend_options"})  # shown below, as each backend shows them
     if settings.device == "cpu":
         values = {k: v for k, v in values.items() if k not in GPU_ONLY_SETTINGS}
     values["backend_options"] = backend_options_shown(settings, settings.device)
