@@ -9,13 +9,18 @@ import traceback
 from typing import Any
 
 from ..backends.base import Backend, Prepared, TimedPart, Unsupported
+from ..backends.declaration import info_of
+from ..backends.dense_info import DenseTwinInfo
+from ..backends.model_info import ModelRunInfo
 from ..inputs import drawn_for, poison, zero_input_check
 from ..noise import CpuWindow, contended
 from ..padding import PadMode
 from ..precision import PRECISIONS
 from ..results import Check, KernelResult, PartResult, PlanItem, Settings, Status, TimeStats, utcnow
 from ..timing.cpu import METHOD as CPU_TIMER
+from ..timing.part_notes import TimerNotes
 from ..timing.stopping import CONVERGED, StopRule
+from .padding_info import PaddingInfo
 
 NOISY_REL_IQR = 0.10  # flag a kernel whose interquartile range exceeds 10% of its median
 US_PER_S = 1e6
@@ -151,6 +156,21 @@ def _unpadded(backend: Backend, item: PlanItem, rule: StopRule) -> dict[str, Any
     }
 
 
+def _derived(info: dict[str, Any], median_us: float) -> dict[str, float]:
+    """What the result's median makes of the info its writers recorded, in the order they are added:
+    --pad both's raw over padded time (DeepBench's alignment penalty), a sparse GEMM's speed-up over
+    its dense twin, a whole model's inputs (images, sequences) per second."""
+    padding = info_of(PaddingInfo, info)
+    dense = info_of(DenseTwinInfo, info)
+    model = info_of(ModelRunInfo, info)
+    derived = {
+        "alignment_penalty": padding.penalty(median_us) if padding else None,
+        "speedup_vs_dense": dense.speedup(median_us) if dense else None,
+        "throughput_per_s": model.throughput(median_us / US_PER_S) if model else None,
+    }
+    return {key: value for key, value in derived.items() if value is not None}
+
+
 def finish(
     base: dict[str, Any], parts: list[PartResult], padding: dict[str, int], info: dict[str, Any]
 ) -> KernelResult:
@@ -162,20 +182,16 @@ def finish(
         flags.append("unconverged")
     if any(p.measurement.stats.rel_iqr > NOISY_REL_IQR for p in parts):
         flags.append("noisy")
-    if any(p.measurement.discarded or p.info.get("throttled_samples_kept") for p in parts):
+    notes = [info_of(TimerNotes, p.info) or TimerNotes() for p in parts]
+    if any(p.measurement.discarded for p in parts) or any(n.throttled_samples_kept for n in notes):
         flags.append("throttled")
-    if any("clock_fell" in p.info for p in parts):
+    if any(n.clock_fell is not None for n in notes):
         flags.append("clock-fell")  # the SM clock fell while sampled: info.clock_fell names NVML's reasons
     if any(contended(p.measurement.others_cores, p.measurement.spare_cores) for p in parts):
         flags.append("contended")  # other processes held CPUs its threads used: the figure reads slow
-    if any(p.info.get("profiler", {}).get("agrees") is False for p in parts):
+    if any(n.timing_disagrees for n in notes):
         flags.append("timing-disagrees")  # --verify-timing: harness and profiler differ beyond 5%
-    if "time_us" in info.get("unpadded", {}):  # --pad both: raw over padded, DeepBench's alignment penalty
-        info["alignment_penalty"] = info["unpadded"]["time_us"]["median"] / total.median
-    if "dense_time_us" in info:
-        info["speedup_vs_dense"] = info["dense_time_us"]["median"] / total.median
-    if "items_per_call" in info:  # a whole model: inputs (images, sequences) per second at the median
-        info["throughput_per_s"] = info["items_per_call"] / seconds
+    info.update(_derived(info, total.median))
     worst = max(parts, key=lambda p: p.check.error or 0.0).check
     return KernelResult(
         **base,

@@ -24,10 +24,12 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from deepbench.kernels.backends.declaration import info_of
 from deepbench.kernels.catalog import traits_of
 from deepbench.kernels.format_versions import FormatVersionError, read_model
 from deepbench.kernels.model_kernel import MODEL_SET
 from deepbench.kernels.results import PLAN_FILE, RUN_FILE, KernelResult, PartResult, Plan, RunRecord, Status
+from deepbench.kernels.timing.part_notes import RooflineInfo
 
 from ..errors import UserError
 from .roofline import GBPS, TFLOPS, US, bandwidth, compute_peak, no_roof_reason
@@ -142,9 +144,10 @@ def _time_flops_bytes(r: KernelResult, directions: str) -> tuple[float, float, f
 def part_roof(part: PartResult, precision: str, ceilings: dict[str, float]) -> tuple[str, float] | None:
     """(bound kind, bound time in us) of one timed part: the roofline the GPU backend recorded in the
     part's info, else the same definition (runner/analysis/roofline.py) from the run's ceilings; None without."""
-    carried = part.info.get("roofline")
-    if isinstance(carried, dict) and carried.get("bound") in (COMPUTE, MEMORY) and carried.get("bound_us"):
-        return carried["bound"], float(carried["bound_us"])
+    recorded = info_of(RooflineInfo, part.info)
+    carried = recorded.roofline if recorded else None
+    if carried is not None and carried.bound in (COMPUTE, MEMORY) and carried.bound_us:
+        return carried.bound, float(carried.bound_us)
     times = {}
     peak, bw = compute_peak(ceilings, precision), bandwidth(ceilings)
     if peak and part.flops:

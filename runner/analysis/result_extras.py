@@ -6,7 +6,9 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from deepbench.kernels.backends.declaration import info_of
 from deepbench.kernels.results import Energy, KernelResult
+from deepbench.kernels.timing.part_notes import RooflineInfo, TimerNotes
 
 MEMORY_BOUND = "memory"
 
@@ -22,15 +24,17 @@ def result_extras(r: KernelResult) -> dict[str, Any]:
     mem = [p.measurement.mem_clock_mhz for p in r.parts if p.measurement.mem_clock_mhz]
     if mem:
         out["mem_mhz"] = statistics.median(mem)
-    bounds = {p.info.get("roofline", {}).get("bound") for p in r.parts}
+    rooflines = [info_of(RooflineInfo, p.info) for p in r.parts]
+    bounds = {info.roofline.bound if info and info.roofline else None for info in rooflines}
     if bounds == {MEMORY_BOUND}:
         out["bound"] = MEMORY_BOUND
     energies = [p.measurement.energy for p in r.parts]
     if r.parts and all(e is not None for e in energies):  # --energy: the kernel's joules per call, all directions
         out.update(energy_extras([e for e in energies if e is not None]))
-    fell = [p.info["clock_fell"] for p in r.parts if "clock_fell" in p.info]
+    notes = [info_of(TimerNotes, p.info) for p in r.parts]
+    fell = [n.clock_fell for n in notes if n is not None and n.clock_fell is not None]
     if fell:
-        out["clock_fell"] = fell[0]
+        out["clock_fell"] = fell[0].recorded()
     return out
 
 

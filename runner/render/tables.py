@@ -8,7 +8,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from deepbench.kernels.backends.declaration import info_of
 from deepbench.kernels.catalog import KERNEL_CLASSES, operations, traits_of
+from deepbench.kernels.harness.padding_info import PaddingInfo
 from deepbench.kernels.op_traits import InfoColumn, Rate
 from deepbench.kernels.results import KernelResult, Status
 
@@ -144,7 +146,8 @@ def op_table(op: str, results: Iterable[KernelResult], ctx: Context | None = Non
     directions = [d for d in cls.DIRECTIONS if len(cls.DIRECTIONS) > 1]
     extra = [c.header for c in traits.run_columns]
     # --pad both: the raw shape's time over the padded one's (kernels/harness/execute.py)
-    penalty = any("alignment_penalty" in r.info for r in results)
+    penalties = [_penalty(r) for r in results]
+    penalty = any(p is not None for p in penalties)
     extra += ["raw/padded"] if penalty else []
     entries = [entry_of_result(r) for r in results]
     energy = energy_columns(op, [e.extra for e in entries])
@@ -159,13 +162,13 @@ def op_table(op: str, results: Iterable[KernelResult], ctx: Context | None = Non
         + ["status", "notes"]
     )
     rows = []
-    for r, entry in zip(results, entries, strict=True):
+    for r, entry, alignment in zip(results, entries, penalties, strict=True):
         row = [SET_SHORT.get(r.set, r.set)] + [_param(v) for v in r.params.values()] + [r.precision.name.value]
         row += [_part(r, d) for d in directions]
         row += [fmt_us(entry.median_us), iqr_text(entry), fmt_num(r.tflops, 3 if (r.tflops or 0) < 1 else 2)]
         row += [_info_cell(c, r.info) for c in traits.run_columns]
         if penalty:
-            row.append(fmt_num(r.info.get("alignment_penalty")))
+            row.append(fmt_num(alignment))
         row += energy_cells(entry.extra, energy)
         row += [_status(r), notes(entry, ctx)]
         rows.append(row)
@@ -177,6 +180,12 @@ def op_table(op: str, results: Iterable[KernelResult], ctx: Context | None = Non
         *(f"{d} (us)" for d in reversed(directions)),
     )
     return Table(op, traits.title, headers, rows, droppable)
+
+
+def _penalty(r: KernelResult) -> float | None:
+    """--pad both's raw over padded time, where the harness derived one."""
+    padding = info_of(PaddingInfo, r.info)
+    return padding.alignment_penalty if padding else None
 
 
 def _info_cell(column: InfoColumn, info: dict) -> str:

@@ -27,6 +27,7 @@ from ...model_kernel import ModelKernel
 from ...precision import Precision
 from ...results import Check
 from ..base import Prepared, TimedPart, Unsupported
+from ..model_info import ModelRunInfo
 from .context import OrtContext
 from .session import BoundCall
 
@@ -83,7 +84,7 @@ def prepare(ctx: OrtContext, kernel: ModelKernel, precision: Precision) -> Prepa
     part = TimedPart(
         "fwd", call, check, kernel.flops("fwd"), kernel.min_bytes("fwd", precision), info=info, capturable=False
     )
-    return Prepared(parts=[part], info={"items_per_call": kernel.batch})
+    return Prepared(parts=[part], info=ModelRunInfo.of_batch(kernel.batch))
 
 
 def export(model: torch.nn.Module, x: torch.Tensor, name: str) -> bytes:

@@ -17,6 +17,7 @@ from ...models import instance
 from ...precision import Precision
 from ...results import Check
 from ..base import Prepared, TimedPart, Unsupported
+from ..model_info import ModelRunInfo
 from ..torch_context import TorchContext
 
 DTYPES = {
@@ -61,4 +62,4 @@ def prepare(ctx: TorchContext, kernel: ModelKernel, precision: Precision) -> Pre
     part = TimedPart(
         "fwd", run, check, kernel.flops("fwd"), kernel.min_bytes("fwd", precision), info=info, capturable=True
     )
-    return Prepared(parts=[part], info={"items_per_call": kernel.batch})
+    return Prepared(parts=[part], info=ModelRunInfo.of_batch(kernel.batch))
