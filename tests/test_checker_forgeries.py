@@ -22,7 +22,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from deepbench.kernels.results import PLAN_SCHEMA, RESULT_SCHEMA, RUN_SCHEMA, KernelResult, Plan, RunRecord, TimeStats
+from deepbench.kernels.results import (
+    CHECK_METHODS,
+    PLAN_SCHEMA,
+    RESULT_SCHEMA,
+    RUN_SCHEMA,
+    STOP_REASONS,
+    TIMER_METHODS,
+    KernelResult,
+    Plan,
+    RunRecord,
+    TimeStats,
+)
 from deepbench.runner.setting_ranges import RANGES
 from deepbench.runner.submission.checker import Bundle, Report, _validate, check_bundle, check_documents
 from deepbench.runner.submission.manifest import write_manifest
@@ -183,13 +194,19 @@ def forgery(draw: st.DrawFn, docs: dict[str, Any]) -> tuple[str, dict, dict, lis
         r.update(status="unsupported", reason=reason, parts=[], flags=[])
         _counts(run, results)
     elif kind == "stop_reason":
-        part["measurement"]["stop_reason"] = draw(st.sampled_from(["converged-ish", "stopped", "CONVERGED", label]))
+        part["measurement"]["stop_reason"] = draw(
+            st.sampled_from(["converged-ish", "stopped", "CONVERGED", label]).filter(lambda x: x not in STOP_REASONS)
+        )
     elif kind == "timer":
+        # not any timer this tool has: Hypothesis also draws text from the string constants of the
+        # modules loaded, so `label` can be a real one ("cuda-graph-events"), which is no forgery
         part["measurement"]["method"] = draw(
-            st.sampled_from(["wall-clock", "fake", label]).filter(lambda x: x not in ("cpu-perf-counter",))
+            st.sampled_from(["wall-clock", "fake", label]).filter(lambda x: x not in TIMER_METHODS)
         )
     elif kind == "check_method":
-        part["check"]["method"] = draw(st.sampled_from(["eyeballed", "none", label]))
+        part["check"]["method"] = draw(
+            st.sampled_from(["eyeballed", "none", label]).filter(lambda x: x not in CHECK_METHODS)
+        )
         r["check"] = r["parts"][0]["check"]
     elif kind == "flag":
         r["flags"] = [
