@@ -145,10 +145,10 @@ def test_reference_conversion_is_reproducible(deepbench_data: Path, tmp_path: Pa
     p = subprocess.run([sys.executable, str(tool), str(deepbench_data), str(tmp_path)], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     shipped = REPO / "runner" / "data" / "references"
-    made = sorted(f.name for f in tmp_path.glob("*.json"))
-    assert made == sorted(f.name for f in shipped.glob("*.json")) and len(made) == len(references())
+    made = sorted(f.name for f in tmp_path.glob("*.json.gz"))
+    assert made == sorted(f.name for f in shipped.glob("*.json.gz")) and len(made) == len(references())
     for name in made:
-        assert (tmp_path / name).read_text() == (shipped / name).read_text(), name
+        assert (tmp_path / name).read_bytes() == (shipped / name).read_bytes(), name
 
 
 def test_references_command_lists_them() -> None:

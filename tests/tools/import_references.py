@@ -1,7 +1,7 @@
 """Convert DeepBench's published result workbooks into reference runs (package data).
 
 A maintainer's tool, run when DeepBench's data in tests/fixtures/deepbench changes; the installed
-package reads only runner/data/references/*.json. The workbooks' layouts differ from one processor to the next
+package reads only runner/data/references/*.json.gz. The workbooks' layouts differ from one processor to the next
 (columns added, moved or renamed: 'R','S','pad_h' first on AMD, 'S (Filter width)' first on
 NVIDIA; one backward column or two for RNNs), so every section is read by its header names,
 never by fixed positions, and each row is tied to the catalog kernel with the same parameters.
@@ -11,13 +11,14 @@ never by fixed positions, and each row is tied to the catalog kernel with the sa
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 import sys
 from pathlib import Path
 
 from deepbench.kernels.catalog import KERNEL_CLASSES, catalog
-from deepbench.runner.analysis.references import SET_PREFIX, Reference, ReferenceEntry
+from deepbench.runner.analysis.references import REFERENCE_SUFFIX, SET_PREFIX, Reference, ReferenceEntry
 
 OUT = Path(__file__).resolve().parents[2] / "runner" / "data" / "references"
 DEEPBENCH_DATA = Path(__file__).resolve().parents[1] / "fixtures" / "deepbench"
@@ -329,12 +330,13 @@ def main(shared: Path, out_dir: Path = OUT) -> None:
     results = shared / "workbooks" / "results"
     cat = Catalog()
     out_dir.mkdir(parents=True, exist_ok=True)
-    for old in out_dir.glob("*.json"):
+    for old in out_dir.glob(f"*{REFERENCE_SUFFIX}"):
         old.unlink()
     for path in sorted(results.rglob("*.json")):
         ref = convert(path, workbook_set(path, results), cat)
-        out = out_dir / (ref.name.replace("/", "_") + ".json")
-        out.write_text(dump(ref))
+        out = out_dir / (ref.name.replace("/", "_") + REFERENCE_SUFFIX)
+        # mtime 0 and no file name in the header: the same workbooks give the same bytes
+        out.write_bytes(gzip.compress(dump(ref).encode(), mtime=0))
         ok = sum(e.status == "ok" for e in ref.entries)
         print(
             f"{ref.name:28} {ok:4} timed, {len(ref.entries) - ok:3} unsupported, {len(ref.skipped):3} skipped  "
