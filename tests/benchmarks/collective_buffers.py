@@ -22,28 +22,31 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from deepbench.kernels.collective_kernels import COLLECTIVES_BY_OP, CollectiveKernel
+from deepbench.kernels.costs import FLOAT32_BYTES
+from deepbench.kernels.suites import COLLECTIVES_SET
+
 CALLS_PER_GRAPH = 20
 REPLAYS = 7
-FLOAT_BYTES = 4
 UNITS = {"K": 2**10, "M": 2**20, "G": 2**30}
-# nccl-tests' doc/PERFORMANCE.md: bus bandwidth = algorithm bandwidth x factor(n)
-BUS_FACTOR: dict[str, Callable[[int], float]] = {
-    "all_reduce": lambda n: 2 * (n - 1) / n,
-    "all_gather": lambda n: (n - 1) / n,
-    "reduce_scatter": lambda n: (n - 1) / n,
-    "alltoall": lambda n: (n - 1) / n,
-    "sendrecv": lambda n: 1.0,
-}
+# The collectives compared (the harness's names); their buffers and bus-bandwidth factors are the
+# harness's kernels' (kernels/collective_kernels.py: nccl-tests' layouts and doc/PERFORMANCE.md)
+OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "sendrecv")
 
 
 def size_bytes(text: str) -> int:
     return int(float(text[:-1]) * UNITS[text[-1]]) if text[-1] in UNITS else int(text)
 
 
+def kernel(op: str, size: int) -> CollectiveKernel:
+    """The harness's kernel of `op` at nccl-tests' size `size` (bytes of the larger buffer)."""
+    return COLLECTIVES_BY_OP[op](op=op, set=COLLECTIVES_SET, index=0, floats=size // FLOAT32_BYTES, repeat=1)
+
+
 def allocate(nccl: Any, how: str, floats: int, device: torch.device) -> torch.Tensor:
     if how == "torch":
         return torch.zeros(floats, dtype=torch.float32, device=device)
-    buf = torch.from_dlpack(nccl.mem_alloc(floats * FLOAT_BYTES, device.index)).view(torch.float32)[:floats]
+    buf = torch.from_dlpack(nccl.mem_alloc(floats * FLOAT32_BYTES, device.index)).view(torch.float32)[:floats]
     return buf.zero_()
 
 
@@ -57,7 +60,7 @@ def calls(
         return lambda: comm.allgather(send, recv, stream=stream())
     if op == "reduce_scatter":
         return lambda: comm.reduce_scatter(send, recv, nccl.SUM, stream=stream())
-    if op == "alltoall":
+    if op == "all_to_all":
         return lambda: comm.alltoall(send, recv, stream=stream())
 
     def sendrecv() -> None:
@@ -66,16 +69,6 @@ def calls(
             comm.recv(recv, (rank - 1) % n, stream=stream())
 
     return sendrecv
-
-
-def buffers(op: str, size: int, n: int) -> tuple[int, int]:
-    """(send, recv) floats for nccl-tests' size (bytes of the larger buffer)."""
-    floats = size // FLOAT_BYTES // n * n
-    if op == "all_gather":
-        return floats // n, floats
-    if op == "reduce_scatter":
-        return floats, floats // n
-    return floats, floats
 
 
 def timed(fn: Callable[[], None], device: torch.device) -> float:
@@ -109,7 +102,7 @@ def timed(fn: Callable[[], None], device: torch.device) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="16M,256M,1G", help="nccl-tests' sizes (bytes; K, M, G suffixes)")
-    parser.add_argument("--ops", default=",".join(BUS_FACTOR), help=f"of: {', '.join(BUS_FACTOR)}")
+    parser.add_argument("--ops", default=",".join(OPS), help=f"of: {', '.join(OPS)}")
     args = parser.parse_args()
     import nccl.core as nccl  # nccl4py: only where the script runs, so that --help needs no GPU stack
 
@@ -126,17 +119,18 @@ def main() -> None:
         print(f"{head} {'busbw':>6} | torch/nccl time")
     for op in args.ops.split(","):
         for size in map(size_bytes, args.sizes.split(",")):
-            send_n, recv_n = buffers(op, size, n)
+            collective = kernel(op, size)
+            layout = collective.layout(n)
             row = {}
             for how in ("torch", "nccl"):
-                send, recv = allocate(nccl, how, send_n, device), allocate(nccl, how, recv_n, device)
+                send, recv = allocate(nccl, how, layout.send, device), allocate(nccl, how, layout.recv, device)
                 row[how] = timed(calls(nccl, op, comm, send, recv, rank, n), device)
                 del send, recv
                 torch.cuda.synchronize()
             if rank == 0:
-                bus = {h: size / t * BUS_FACTOR[op](n) / 1e9 for h, t in row.items()}
+                bus = {h: layout.bytes / t * collective.bus_factor(n) / 1e9 for h, t in row.items()}
                 print(
-                    f"{op:>14} {size:>13,} | {row['torch'] * 1e6:>9.1f} {bus['torch']:>6.0f} | "
+                    f"{op:>14} {layout.bytes:>13,} | {row['torch'] * 1e6:>9.1f} {bus['torch']:>6.0f} | "
                     f"{row['nccl'] * 1e6:>15.1f} {bus['nccl']:>6.0f} | {row['torch'] / row['nccl']:.3f}",
                     flush=True,
                 )

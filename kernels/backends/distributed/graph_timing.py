@@ -10,9 +10,11 @@ at a barrier (the control group, host side), then each enqueues a one-element al
 line), its start event and the replays. The host barrier alone leaves the ranks' launches tens of
 microseconds apart (more on more ranks), and the first rank's events then time its wait for the
 last: on 2 and 4 H200s that read 5-30% below nccl-tests' bus bandwidth at 4-128 MiB. The start line
-completes on every rank within a hop's latency, so the start events fire together on the devices. A capture runs nothing
-(NCCL's calls become graph nodes), so capturing needs no agreement between ranks; the eager call
-made first on the capturing stream does, and every rank makes it at the same point.
+completes on every rank within a hop's latency, so the start events fire together on the devices.
+
+A capture runs nothing (NCCL's calls become graph nodes), so capturing needs no agreement between
+ranks; the eager call made first on the capturing stream does, and every rank makes it at the same
+point.
 
 The graphs of one kernel's part are kept while it is being timed and dropped at the next part's
 first sample, so that a sweep up to 1 GiB does not keep every size's graph."""

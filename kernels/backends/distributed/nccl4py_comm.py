@@ -27,12 +27,12 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from ...costs import FLOAT32_BYTES
 from ...results import Settings
 from .torch_dist import TorchCommunicator
 
 NCCL4PY_LIBRARY = "nccl (nccl4py)"
 NCCL_BUFFERS = "ncclMemAlloc"
-FLOAT_BYTES = 4
 
 
 def nccl4py_unavailable() -> str:
@@ -65,7 +65,7 @@ class Nccl4pyCommunicator(TorchCommunicator):
     def empty(self, floats: int) -> torch.Tensor:
         """`floats` float32 of ncclMemAlloc'd memory (the module says why), as a torch tensor: DLPack
         hands torch the cuda.core Buffer, which frees it (ncclMemFree) when the tensor goes."""
-        raw = self.nccl.mem_alloc(max(floats, 1) * FLOAT_BYTES, self.device.index)
+        raw = self.nccl.mem_alloc(max(floats, 1) * FLOAT32_BYTES, self.device.index)
         return torch.from_dlpack(raw).view(torch.float32)[:floats]
 
     def buffer(self, values: np.ndarray) -> torch.Tensor:
