@@ -113,7 +113,7 @@ class PowerState(Frozen):
     temperature_c: float | None = None
     sm_mhz: float | None = None
     mem_mhz: float | None = None
-    power_w: float | None = Field(None, description="NVML's power reading (nvmlDeviceGetPowerUsage)")
+    power_w: float | None = Field(None, description="the meter's power reading (Energy.power_reading)")
     throttle: tuple[str, ...] | None = Field(None, description="NVML's active slowdown reasons (None: not readable)")
 
 
@@ -142,9 +142,15 @@ class Energy(Frozen):
     sampled_joules: float | None = Field(
         None,
         description="the integral of sampled power over the same window "
-        "(nvmlDeviceGetPowerUsage, trapezoids): a cross-check of the counter",
+        "(power_reading's samples, trapezoids): a cross-check of the counter",
     )
     power_samples: int = Field(0, ge=0)
+    power_reading: str = Field(
+        "",
+        description="the power reading sampled: nvml-instant (NVML_FI_DEV_POWER_INSTANT), nvml-average "
+        "(nvmlDeviceGetPowerUsage, a 1 s average on Ampere and newer GPUs but GA100), pi5-pmic-rails; "
+        "empty in records made before it was named (they sampled nvml-average)",
+    )
     power_limit_w: float | None = Field(None, description="the enforced power limit (nvmlDeviceGetEnforcedPowerLimit)")
     before: PowerState | None = None
     after: PowerState | None = None

@@ -5,6 +5,7 @@ is a fake clock. The energy counter moves in steps of `period_s`, as the board's
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 # nvidia-ml-py's values (pynvml.py)
 NVML_CLOCK_GRAPHICS = 0
@@ -66,10 +67,12 @@ class FakeNvml:
         lock_error: int | None = None,
         energy: bool = True,
         power_bias: float = 1.0,
+        instant: bool = True,
     ) -> None:
         self.clock, self.watts, self.period_s = clock, watts, period_s
         self.sm_mhz, self.reasons, self.lock_error, self.energy = sm_mhz, reasons, lock_error, energy
         self.power_bias = power_bias  # the power reading's error against the counter (a sensor's)
+        self.instant = instant  # whether the driver gives NVML_FI_DEV_POWER_INSTANT
         self.start_mj = 123_456_789
         self.locked: tuple[int, int] | None = None
         self.calls: list[str] = []
@@ -88,6 +91,19 @@ class FakeNvml:
 
     def nvmlDeviceGetPowerUsage(self, handle: str) -> int:
         return int(self.watts * self.power_bias * 1000)
+
+    def nvmlDeviceGetFieldValues(self, handle: str, field_ids: list[int]) -> list[SimpleNamespace]:
+        """pynvml's c_nvmlFieldValue_t array: here NVML_FI_DEV_POWER_INSTANT (186) in milliwatts, an
+        unsigned int (valueType 1); NOT_SUPPORTED per field on a driver without it."""
+        return [
+            SimpleNamespace(
+                fieldId=f,
+                nvmlReturn=NVML_SUCCESS if self.instant and f == 186 else NVML_ERROR_NOT_SUPPORTED,
+                valueType=1,
+                value=SimpleNamespace(uiVal=int(self.watts * self.power_bias * 1000)),
+            )
+            for f in field_ids
+        ]
 
     def nvmlDeviceGetEnforcedPowerLimit(self, handle: str) -> int:
         return 700_000

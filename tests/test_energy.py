@@ -78,6 +78,22 @@ def test_counter_steps_do_not_bias_the_energy() -> None:
     assert Energy.model_validate_json(rated.model_dump_json()) == rated
 
 
+@pytest.mark.parametrize(("instant", "reading"), [(True, "nvml-instant"), (False, "nvml-average")])
+def test_power_reading_is_the_instant_field_where_offered(instant: bool, reading: str) -> None:
+    """NVML_FI_DEV_POWER_INSTANT is sampled where the driver gives it (nvmlDeviceGetPowerUsage is a
+    1 s average on Ampere and newer), the averaged reading elsewhere; the record names which."""
+    clock = FakeTime()
+    fake = FakeNvml(clock, watts=500.0, instant=instant)
+    fake.nvmlDeviceGetPowerUsage = lambda handle: 400_000  # type: ignore[method-assign] # told apart from the field
+    meter = nvml_meter(ClockReader.of(fake, "handle-0"))
+    assert not isinstance(meter, str) and meter.power_reading == reading
+    assert meter.power_w() == (500.0 if instant else 400.0)
+    gpu = FakeGpu(clock, chunk_s=0.001)
+    e = measure_energy(gpu.start, 100, 0.001, meter, 0.5, now=clock, drain=gpu.drain)
+    assert e.power_reading == reading and e.sampled_joules is not None
+    assert e.sampled_joules / e.joules == pytest.approx(1.0 if instant else 0.8, rel=0.01)
+
+
 def test_slow_counter_lengthens_the_window() -> None:
     """A counter updated every 100 ms: ten updates need a second, whatever the window asked."""
     clock = FakeTime()
@@ -254,6 +270,7 @@ class _SteadyPackage:
     """A RAPL-like counter on the real clock: 15 W, updated every millisecond."""
 
     name = "rapl-package"
+    power_reading = ""
 
     def energy_j(self) -> float:
         import time

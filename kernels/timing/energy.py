@@ -11,7 +11,7 @@ fall on updates the device was busy for, so the counter's step does not bias the
 that energy over that time; a call's joules are those watts times the loop's time per call.
 
 A meter with power only (a Raspberry Pi 5's PMIC) is sampled instead and its samples integrated
-(trapezoids). On a GPU the power reading (nvmlDeviceGetPowerUsage) is sampled as well and
+(trapezoids). On a GPU the power reading (meters.py: NVML's instantaneous field where offered) is sampled as well and
 integrated over the same window: a cross-check of the counter (tests/benchmarks/energy_vs_power.py).
 Free of torch: the device's work comes in as callables, so the loop is tested with fakes.
 """
@@ -177,6 +177,7 @@ def measure_energy(
         update_period_s=w.update_period_s,
         sampled_joules=w.sampled_joules,
         power_samples=w.power_samples,
+        power_reading=meter.power_reading,
         power_limit_w=limit,
         before=before,
         after=meter.state(),

@@ -8,6 +8,10 @@ no meter this process can read, `cpu_meter` returns the reason instead (absent, 
 Limits, stated where they are read:
 - NVML's counter (nvmlDeviceGetTotalEnergyConsumption, millijoules since the driver loaded) is the
   board's energy, updated every few tens of milliseconds (energy.update_period measures it);
+- NVML's power reading: nvmlDeviceGetPowerUsage is, on Ampere (but GA100) and newer GPUs, an average
+  over the last second, which lags a changing load (integrated over a 1 s window on an H200 it read
+  0.80-1.17 of the counter), so the instantaneous field NVML_FI_DEV_POWER_INSTANT is sampled where
+  the driver offers it (the reading named in each record's `power_reading`);
 - RAPL's package domain counts the CPU package (cores, caches, uncore), not DRAM or the board;
   since Linux 5.10 (CVE-2020-8694) energy_uj is readable by root only;
 - the Pi 5's PMIC rails are the SoC's and the memory's supplies after the 5 V input: the sum of
@@ -30,6 +34,11 @@ if TYPE_CHECKING:  # clocks.py imports torch, which a CPU board's backends (Lite
     from .clocks import ClockReader
 
 MJ_PER_J = 1000.0
+FI_DEV_POWER_INSTANT = 186  # nvml.h's NVML_FI_DEV_POWER_INSTANT (pynvml names it from 12.535 on)
+POWER_INSTANT = "nvml-instant"  # NVML_FI_DEV_POWER_INSTANT, milliwatts
+POWER_AVERAGE = "nvml-average"  # nvmlDeviceGetPowerUsage: a 1 s average on Ampere and newer (not GA100)
+# c_nvmlValue_t's member for each nvmlValueType_t (NVML_VALUE_TYPE_DOUBLE = 0, ... UNSIGNED_SHORT = 6)
+NVML_VALUE_MEMBERS = ("dVal", "uiVal", "ulVal", "ullVal", "sllVal", "siVal", "usVal")
 MW_PER_W = 1000.0
 UJ_PER_J = 1e6
 POWERCAP = Path("/sys/class/powercap")
@@ -45,6 +54,7 @@ class Meter(Protocol):
     """What energy.py reads: a counter in joules, power in watts, or both (None: not readable)."""
 
     name: str
+    power_reading: str  # which power reading power_w() gives ("" where there is none)
 
     def energy_j(self) -> float | None: ...
 
@@ -62,6 +72,20 @@ class NvmlMeter:
 
     def __init__(self, clocks: ClockReader) -> None:
         self.clocks = clocks
+        self.power_reading = POWER_INSTANT if self._instant_w() is not None else POWER_AVERAGE
+
+    def _instant_w(self) -> float | None:
+        """NVML_FI_DEV_POWER_INSTANT in watts; None where the driver or GPU does not give it."""
+        nvml = self.clocks.nvml
+        try:
+            (field,) = nvml.nvmlDeviceGetFieldValues(
+                self.clocks.handle, [getattr(nvml, "NVML_FI_DEV_POWER_INSTANT", FI_DEV_POWER_INSTANT)]
+            )
+            if field.nvmlReturn != 0:  # NVML_SUCCESS
+                return None
+            return float(getattr(field.value, NVML_VALUE_MEMBERS[field.valueType])) / MW_PER_W
+        except Exception:  # noqa: BLE001 - an older driver: the averaged reading instead
+            return None
 
     def _scaled(self, function: str, per_unit: float) -> float | None:
         value = self.clocks.figure(function)
@@ -72,6 +96,8 @@ class NvmlMeter:
         return self._scaled("nvmlDeviceGetTotalEnergyConsumption", MJ_PER_J)
 
     def power_w(self) -> float | None:
+        if self.power_reading == POWER_INSTANT:
+            return self._instant_w()
         return self._scaled("nvmlDeviceGetPowerUsage", MW_PER_W)
 
     def power_limit_w(self) -> float | None:
@@ -102,6 +128,7 @@ class RaplMeter:
     """The CPU packages' RAPL energy counters, summed, each unwrapped at its max_energy_range_uj."""
 
     name = "rapl-package"
+    power_reading = ""  # a counter only
 
     def __init__(self, zones: list[Path]) -> None:
         self.zones = zones
@@ -172,6 +199,7 @@ class PmicMeter:
     """A Raspberry Pi 5's PMIC rails: power only (no counter), sampled and integrated by energy.py."""
 
     name = "pi5-pmic"
+    power_reading = "pi5-pmic-rails"  # vcgencmd pmic_read_adc, V x I summed over the rails
 
     def __init__(self, read: Callable[[], str]) -> None:
         self.read = read

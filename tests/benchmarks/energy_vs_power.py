@@ -3,7 +3,9 @@ and prints, per kernel direction, the counter's joules over the energy loop's wi
 nvmlDeviceGetTotalEnergyConsumption, from the loop's second update to its last), the integral of the
 power readings sampled over the same window (nvmlDeviceGetPowerUsage, trapezoids), their ratio, the
 window, the counter's update period, watts, joules per call and GFLOP/J; then a SUMMARY line: how
-many of the parts whose window lasted at least --min-window seconds agree within --within.
+many of the parts whose window lasted at least --min-window seconds agree within --within, and which
+power reading was sampled (meters.py: NVML's instantaneous field where the driver gives it; the
+1 s average of nvmlDeviceGetPowerUsage lags a changing load).
 
 Issue 44's target: within 5% for kernels timed at least one second. A script, not a unit test: its
 inputs are GPU runs (tests/test_energy.py tests the loop on a fake NVML).
@@ -93,7 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"SUMMARY: {len(agree)} of {len(long_enough)} parts with an energy window of at least "
         f"{args.min_window:g} s agree within {args.within:.0%} (counter / power integral){spread}; "
-        f"{len(measured)} parts measured, {len(found) - len(measured)} without energy"
+        f"{len(measured)} parts measured, {len(found) - len(measured)} without energy; power reading sampled: "
+        + ", ".join(sorted({r["energy"].power_reading or "nvml-average (unnamed: an older record)" for r in measured}))
     )
     return 0 if long_enough and len(agree) == len(long_enough) else 1
 

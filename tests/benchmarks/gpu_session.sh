@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # What issue 3's GPU figures were made with, on a lent H100/H200 machine (no registry, no Docker), one
 # phase a call (each fits the lent machine's 10 minutes a command):
+#   bash tests/benchmarks/gpu_session.sh install             # only the install (other scripts call it first)
 #   bash tests/benchmarks/gpu_session.sh check               # GPU tests, cuBLAS layout log, conv fidelity
 #   bash tests/benchmarks/gpu_session.sh fidelity fp16 --no-repeat    # fidelity of the training GEMMs in a precision:
 #                                                                     # the profiler and the native loop (5-7 min)

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Issue 44's GPU evidence in one call of a lent machine with several GPUs: one job per GPU, all at
+# once, each on its GPU alone (CUDA_VISIBLE_DEVICES), so that two GPUs of one kind run the same
+# command in the same sitting. A job is GPU:PRECISION:INPUTS:LOOP:
+#   deepbench-run --local --platform nvidia --suite train --ops gemm --precision PRECISION
+#                 --inputs INPUTS --energy --energy-window $WINDOW
+#   then energy_vs_power.py on it (the counter against the integral of the sampled power),
+#   then, with LOOP=loop, the native gemm_loop beside it (native_side_by_side.py, parts of 20 us and
+#   more; each problem drawn as its result records, DeepBench's own half call where INPUTS=deepbench).
+#
+#   JOBS="0:fp16:deepbench:loop 1:fp16:normal:loop 2:fp32:normal:none 3:fp16:normal:loop" \
+#     OUT=$OUT bash tests/benchmarks/energy_gpus.sh
+#
+# Environment: JOBS (above), WINDOW (energy window per part, default 1 s), RUN_S (each run's limit,
+# default 390 s: a run stopped there keeps what it measured), LOOP_S (each side-by-side's, default 120 s;
+# each problem at most 0.25 s each way, after 5 s of warm-up: the GPU has just run the suite). Everything lands in $OUT: a log per
+# job, summary.log, and results.tgz holding each run folder and side-by-side JSON.
+set -uo pipefail
+JOBS=${JOBS:-"0:fp16:deepbench:loop 1:fp16:normal:loop"}
+WINDOW=${WINDOW:-1}
+RUN_S=${RUN_S:-390}
+LOOP_S=${LOOP_S:-120}
+OUT=${OUT:-$PWD/gpu-out}; mkdir -p "$OUT"
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+bash "$HERE/gpu_session.sh" install >"$OUT/gpu-session.log" 2>&1 || { cat "$OUT/gpu-session.log"; exit 1; }
+[ -d /tmp/site ] && export PYTHONPATH=/tmp/site
+export PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=index,name,pci.bus_id,driver_version,power.limit,clocks.max.sm,temperature.gpu --format=csv \
+  | tee "$OUT/device.txt"
+case "$JOBS" in *:loop*) LOOPS=gemm bash "$HERE/build_native.sh" >"$OUT/build.log" 2>&1 || tail -5 "$OUT/build.log";; esac
+RUNS=runs
+rm -rf "$RUNS"; mkdir -p "$RUNS"
+
+job() {  # GPU PRECISION INPUTS LOOP
+  local gpu=$1 precision=$2 inputs=$3 loop=$4
+  local dir="$RUNS/train-gemm-$precision-$inputs-gpu$gpu"
+  local cmd="deepbench-run --local --platform nvidia --suite train --ops gemm --precision $precision --inputs $inputs"
+  cmd+=" --energy --energy-window $WINDOW --quiet --out $dir"
+  export CUDA_VISIBLE_DEVICES=$gpu
+  echo "\$ CUDA_VISIBLE_DEVICES=$gpu $cmd"
+  local t0=$SECONDS
+  timeout "$RUN_S" $cmd 2>&1 | tail -6
+  echo "run: $((SECONDS - t0)) s wall"
+  python3 "$HERE/energy_vs_power.py" "$dir" >"$dir/energy-vs-power.log" 2>&1
+  tail -1 "$dir/energy-vs-power.log"
+  if [ "$loop" = loop ]; then
+    local extra=(); [ "$inputs" = deepbench ] && extra=(--deepbench-call)
+    local side=(--min-us 20 --max-seconds 0.25 --warm-up 5 "${extra[@]}")
+    echo "\$ python3 tests/benchmarks/native_side_by_side.py $dir ${side[*]}"
+    timeout "$LOOP_S" python3 "$HERE/native_side_by_side.py" "$dir" "${side[@]}" \
+      --json "$dir/side-by-side.json" >"$dir/side-by-side.log" 2>&1
+    grep -E "^(SUMMARY|CLOCKS)" "$dir/side-by-side.log" || tail -3 "$dir/side-by-side.log"
+  fi
+}
+
+for spec in $JOBS; do
+  IFS=: read -r gpu precision inputs loop <<<"$spec"
+  job "$gpu" "$precision" "$inputs" "$loop" >"$OUT/job-gpu$gpu.log" 2>&1 &
+done
+wait
+for spec in $JOBS; do echo "== ${spec}"; cat "$OUT/job-gpu${spec%%:*}.log"; done | tee "$OUT/summary.log"
+tar -czf "$OUT/results.tgz" "$RUNS"
