@@ -13,8 +13,9 @@
 #
 # Environment: JOBS (above), WINDOW (energy window per part, default 1 s), RUN_S (each run's limit,
 # default 390 s: a run stopped there keeps what it measured), LOOP_S (each side-by-side's, default 120 s;
-# each problem at most 0.25 s each way, after 5 s of warm-up: the GPU has just run the suite). Everything lands in $OUT: a log per
-# job, summary.log, and results.tgz holding each run folder and side-by-side JSON.
+# each problem at most 0.25 s each way, after 5 s of warm-up: the GPU has just run the suite).
+# $OUT gets summary.log (every job's log) and results.tgz (the run folders with their energy_vs_power
+# and side-by-side logs and JSON, the install and build logs): a lent machine returns 8 files at most.
 set -uo pipefail
 JOBS=${JOBS:-"0:fp16:deepbench:loop 1:fp16:normal:loop"}
 WINDOW=${WINDOW:-1}
@@ -22,14 +23,14 @@ RUN_S=${RUN_S:-390}
 LOOP_S=${LOOP_S:-120}
 OUT=${OUT:-$PWD/gpu-out}; mkdir -p "$OUT"
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-bash "$HERE/gpu_session.sh" install >"$OUT/gpu-session.log" 2>&1 || { cat "$OUT/gpu-session.log"; exit 1; }
+RUNS=runs
+rm -rf "$RUNS"; mkdir -p "$RUNS"
+OUT=$RUNS bash "$HERE/gpu_session.sh" install >"$RUNS/gpu-session.log" 2>&1 || { cat "$RUNS/gpu-session.log"; exit 1; }
 [ -d /tmp/site ] && export PYTHONPATH=/tmp/site
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=index,name,pci.bus_id,driver_version,power.limit,clocks.max.sm,temperature.gpu --format=csv \
-  | tee "$OUT/device.txt"
-case "$JOBS" in *:loop*) LOOPS=gemm bash "$HERE/build_native.sh" >"$OUT/build.log" 2>&1 || tail -5 "$OUT/build.log";; esac
-RUNS=runs
-rm -rf "$RUNS"; mkdir -p "$RUNS"
+  | tee "$RUNS/device.txt"
+case "$JOBS" in *:loop*) LOOPS=gemm bash "$HERE/build_native.sh" >"$RUNS/build.log" 2>&1 || tail -5 "$RUNS/build.log";; esac
 
 job() {  # GPU PRECISION INPUTS LOOP
   local gpu=$1 precision=$2 inputs=$3 loop=$4
@@ -55,8 +56,8 @@ job() {  # GPU PRECISION INPUTS LOOP
 
 for spec in $JOBS; do
   IFS=: read -r gpu precision inputs loop <<<"$spec"
-  job "$gpu" "$precision" "$inputs" "$loop" >"$OUT/job-gpu$gpu.log" 2>&1 &
+  job "$gpu" "$precision" "$inputs" "$loop" >"$RUNS/job-gpu$gpu.log" 2>&1 &
 done
 wait
-for spec in $JOBS; do echo "== ${spec}"; cat "$OUT/job-gpu${spec%%:*}.log"; done | tee "$OUT/summary.log"
+for spec in $JOBS; do echo "== ${spec}"; cat "$RUNS/job-gpu${spec%%:*}.log"; done | tee "$OUT/summary.log"
 tar -czf "$OUT/results.tgz" "$RUNS"
