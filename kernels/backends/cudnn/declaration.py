@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ...precision import Precision
 from ...results import KernelResult, Status
-from ..declaration import BackendDeclaration, BackendOptions, PartInfo, info_of
+from ..declaration import BackendDeclaration, BackendOptions, PartInfo, add_choice, info_of
 from ..engine_choice import PIN_ALL, EngineError, check_pin, is_plan_name
 from ..layout_info import NCHW, NHWC
 
@@ -162,11 +162,12 @@ class CudnnDeclaration(BackendDeclaration[CudnnOptions]):
             "does (racing some candidates left later short convolutions ~1 us a call slower on an "
             "H100 for the rest of the process); inline in the measuring process",
         )
-        group.add_argument(
+        add_choice(
+            group,
             "--layout",
-            choices=LAYOUT_CHOICES,
-            default=CudnnOptions.model_fields["layout"].default,
-            help="GPU: the convolution tensors' memory layout: deepbench (default) as DeepBench's "
+            CudnnOptions,
+            "layout",
+            "GPU: the convolution tensors' memory layout: deepbench (default) as DeepBench's "
             "conv_bench.cu handed cuDNN each precision (NHWC for fp16 and bf16, which tensor cores read "
             "natively, and int8; NCHW for fp32 and tf32); nchw or nhwc for every precision; both times "
             "each convolution in DeepBench's layout and again in the other, and the report shows the "
