@@ -55,6 +55,7 @@ class ConvKernel(Kernel):
 
     FIELDS: ClassVar[tuple[str, ...]] = ("w", "h", "c", "n", "k", "s", "r", "pad_w", "pad_h", "stride_w", "stride_h")
     DIRECTIONS: ClassVar[tuple[str, ...]] = ("fwd", "bwd_data", "bwd_filter")
+    INFERENCE_FORWARD_ONLY: ClassVar[bool] = True  # conv_bench.cu: `if (!inference)` guards the backward
     TRAITS: ClassVar[OpTraits | None] = OpTraits(
         "Convolution",
         tolerance=Tolerance.TRANSFORM,

@@ -20,6 +20,8 @@ from .precision import Precision
 # "sparse_2of4": DeepBench's sparse GEMM shapes with 2:4 structured sparsity (suite `sparse-2of4`; not DeepBench's)
 # "collectives": every collective at DeepBench's all-reduce sizes and nccl-tests' sweep (suite `collectives`)
 SetName = Literal["train", "inference_server", "inference_device", "model", "layers", "sparse_2of4", "collectives"]
+# DeepBench's inference sets: its benchmarks ran them with `inference` set.
+INFERENCE_SETS: tuple[str, ...] = ("inference_server", "inference_device")
 
 
 class Kernel(BaseModel):
@@ -30,6 +32,9 @@ class Kernel(BaseModel):
     FIELDS: ClassVar[tuple[str, ...]] = ()
     # Directions timed separately, in report order (their sum is the kernel's total time).
     DIRECTIONS: ClassVar[tuple[str, ...]] = ("fwd",)
+    # Whether DeepBench's inference mode timed only this operation's forward pass (conv_bench.cu:
+    # `if (!inference)` guards the backward passes), so an inference set times `fwd` alone here too.
+    INFERENCE_FORWARD_ONLY: ClassVar[bool] = False
     # What the host needs to know about the operation (kernels/op_traits.py); None: plain traits.
     TRAITS: ClassVar[OpTraits | None] = None
 
@@ -43,6 +48,17 @@ class Kernel(BaseModel):
     def id(self) -> str:
         """Stable identity across runs: op/set/index (DeepBench's order never changes)."""
         return f"{self.op}/{self.set}/{self.index:03d}"
+
+    @property
+    def forward_only(self) -> bool:
+        """Whether this kernel times its forward pass only, as DeepBench's inference did (its
+        operation's INFERENCE_FORWARD_ONLY, in an inference set)."""
+        return self.INFERENCE_FORWARD_ONLY and self.set in INFERENCE_SETS
+
+    def timed(self) -> tuple[str, ...]:
+        """The directions DeepBench timed for this kernel, in report order: its DIRECTIONS, or
+        `fwd` alone where it is forward only."""
+        return self.DIRECTIONS[:1] if self.forward_only else self.DIRECTIONS
 
     def params(self) -> dict:
         """DeepBench's parameters, by DeepBench's field names, in order."""

@@ -43,12 +43,15 @@ def test_the_backends_flags_land_in_their_options_and_are_written_back() -> None
         "conv/train/052/fp32/bwd_filter=34:TILE_SIZE=3",
         "--collective-timing",
         "eager",
+        "--layout",
+        "both",
     ]
     settings = settings_from(_parser().parse_args(["--local", *flags]), get_platform("nvidia"))
     assert settings.backend_options == {
         "cudnn": {
             "engine_race": "inline",
             "engines": {"*": "eng34_k2=3", "conv/train/052/fp32/bwd_filter": "34:TILE_SIZE=3"},
+            "layout": "both",
         },
         "nccl": {"collective_timing": "eager"},
     }
@@ -62,7 +65,7 @@ def test_a_plan_records_the_options_of_the_backends_it_runs_on_and_only_those() 
 
     args = _parser().parse_args(["--local"])
     nvidia = settings_from(args, get_platform("nvidia"), "nvidia")  # it hands convolutions to cudnn
-    assert nvidia.backend_options == {"cudnn": {"engine_race": "apart", "engines": {}}}
+    assert nvidia.backend_options == {"cudnn": {"engine_race": "apart", "engines": {}, "layout": "deepbench"}}
     assert settings_from(args, get_platform("cpu"), "torch").backend_options == {}
     assert settings_from(args, get_platform("nvidia"), "nccl").backend_options == {
         "nccl": {"collective_timing": "graph"}
@@ -73,6 +76,27 @@ def test_a_malformed_engine_is_a_usage_error(capsys) -> None:
     with pytest.raises(SystemExit) as exc:
         _parser().parse_args(["--cudnn-engine", "engine34"])
     assert exc.value.code == 2 and "malformed cuDNN engine" in capsys.readouterr().err
+
+
+def test_a_layout_outside_the_choices_is_a_usage_error_and_help_explains_them(capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        _parser().parse_args(["--layout", "nwhc"])
+    assert exc.value.code == 2 and "--layout: invalid choice: 'nwhc'" in capsys.readouterr().err
+    text = " ".join(_parser().format_help().split())
+    assert "--layout {deepbench,nchw,nhwc,both}" in text and "layout penalty (NCHW time over NHWC time" in text
+
+
+def test_a_plan_with_a_layout_outside_the_choices_is_refused_by_the_options_model() -> None:
+    from deepbench.kernels.backends.declaration import BackendOptionsError
+
+    with pytest.raises(BackendOptionsError, match=r"backend_options\.cudnn\.layout: Input should be 'deepbench'"):
+        CUDNN.options_of(Settings(backend_options={"cudnn": {"layout": "NCHW_VECT_C"}}))
+    assert CUDNN.options_of(Settings()).layout == "deepbench"  # absent (plans written before it): DeepBench's
+
+
+def test_the_layout_goes_back_to_the_command_line_only_where_it_is_not_the_default() -> None:
+    assert CUDNN.to_args(CUDNN.options.model_validate({"layout": "nchw"})) == ["--layout", "nchw"]
+    assert "--layout" not in CUDNN.to_args(CUDNN.options.model_validate({}))
 
 
 def test_settings_written_before_the_move_load_into_backend_options() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from deepbench.kernels import costs
-from deepbench.kernels.catalog import OPS, by_id, catalog
+from deepbench.kernels.catalog import OPS, ConvKernel, by_id, catalog
 from deepbench.kernels.suites import SUITES, SelectionError, parse_where, select, suite_kernels
 
 from .conftest import run_cli
@@ -79,6 +79,19 @@ def test_smoke_covers_every_op_direction_and_cell() -> None:
     assert {k.cell for k in smoke if k.op == "rnn"} == {"vanilla", "lstm", "gru"}
     gemms = {(k.a_t, k.b_t) for k in smoke if k.op == "gemm"}
     assert len(gemms) >= 3
+    timed = {(k.op, d) for k in smoke for d in k.timed()}
+    assert {("conv", d) for d in ConvKernel.DIRECTIONS} <= timed  # a training convolution times the backward
+
+
+def test_inference_convolutions_are_forward_only_and_training_keeps_every_direction() -> None:
+    """DeepBench's conv_bench.cu guarded the backward passes with `if (!inference)`."""
+    convs = [k for k in catalog() if k.op == "conv"]
+    assert {k.set for k in convs} == {"train", "inference_server", "inference_device"}
+    for k in convs:
+        assert k.timed() == (("fwd",) if k.set != "train" else ("fwd", "bwd_data", "bwd_filter")), k.id
+        assert k.forward_only is (k.set != "train")
+    others = [k for k in catalog() if k.op != "conv"]
+    assert all(k.timed() == k.DIRECTIONS and not k.forward_only for k in others)
 
 
 def test_selection_filters_and_limits() -> None:

@@ -136,6 +136,32 @@ def test_cudnn_int8_forward_exact_and_padded(cuda) -> None:
     assert r.check.error == 0.0 and r.parts[0].info["layout"] == "NHWC"
 
 
+@pytest.mark.parametrize(("precision", "layout"), [("fp32", "NCHW"), ("fp16", "NHWC"), ("bf16", "NHWC")])
+def test_cudnn_runs_deepbench_layouts_and_both_times_the_other_beside(cuda, precision: str, layout: str) -> None:
+    """By default each precision runs in DeepBench's layout (conv_bench.cu); --layout both times the
+    other layout beside it, every direction checked, and the layout penalty reads from the record."""
+    from deepbench.kernels.backends.layout_info import LayoutInfo
+    from deepbench.kernels.catalog import by_id
+
+    kernel = by_id()["conv/train/000"]
+    r = _run(_backend("cudnn", cuda), kernel, precision)
+    assert r.status.value == "ok", r.reason
+    assert {p.info["layout"] for p in r.parts} == {layout} and "other_layout" not in r.info
+    both = _run(_backend("cudnn", cuda, backend_options={"cudnn": {"layout": "both"}}), kernel, precision)
+    assert both.status.value == "ok", both.reason
+    other = LayoutInfo.model_validate(both.info)
+    assert other.other_layout.layout != layout and set(other.other_layout.parts) == {p.direction for p in both.parts}
+    assert set(other.penalties(both.parts)) == {"fwd", "bwd_data", "bwd_filter"}
+
+
+def test_cudnn_inference_convolutions_time_the_forward_pass_only(cuda) -> None:
+    from deepbench.kernels.catalog import by_id
+
+    r = _run(_backend("cudnn", cuda), by_id()["conv/inference_server/000"], "fp16")
+    assert r.status.value == "ok", r.reason
+    assert [p.direction for p in r.parts] == ["fwd"] and r.info["directions"] == ["fwd"]
+
+
 def test_cudnn_pinned_engine_reruns_that_engine(cuda) -> None:
     from deepbench.kernels.catalog import by_id
 
@@ -158,7 +184,9 @@ def test_cudnn_races_apart_and_measures_the_plan_chosen_there(cuda) -> None:
     from deepbench.kernels.backends.cudnn.conv import RACED_APART, RACED_HERE
     from deepbench.kernels.catalog import by_id
 
-    kernel = by_id()["conv/inference_server/006"]  # whose backward-data candidates put a process in the slow state
+    # inference_server/006's shape, trained (inference is forward only): its backward-data candidates
+    # put a process in the slow state
+    kernel = by_id()["conv/inference_server/006"].model_copy(update={"set": "train"})
     apart = _backend("cudnn", cuda)
     r = _run(apart, kernel, "fp16")
     assert r.status.value == "ok", r.reason
@@ -186,7 +214,7 @@ def test_cudnn_plan_name_pin_reruns_that_very_plan(cuda) -> None:
     plan, as fast as when it was chosen."""
     from deepbench.kernels.catalog import by_id
 
-    kernel = by_id()["conv/inference_server/015"]
+    kernel = by_id()["conv/inference_server/015"].model_copy(update={"set": "train"})  # with its backward
     first = _run(_backend("cudnn", cuda), kernel, "fp16")
     assert first.status.value == "ok", first.reason
     pins = {f"{first.id}/{p.direction}": p.info["cudnn"]["plan_name"] for p in first.parts}

@@ -387,13 +387,13 @@ def test_the_race_apart_answers_from_a_process_of_its_own_and_starts_again_when_
     kernel = by_id()["conv/train/000"]
     try:
         with pytest.raises((Unsupported, RuntimeError), match=r"cudnn|CUDA"):
-            race.choices(kernel, Precision.FP16, PadMode.DEEPBENCH)
+            race.choices(kernel, Precision.FP16, PadMode.DEEPBENCH, ("NHWC", "test"))
         first = race.pid
         assert first is not None and first != os.getpid()
         os.kill(first, signal.SIGKILL)
         race._process.wait()  # the kill has landed before the next kernel
         with pytest.raises((Unsupported, RuntimeError), match=r"cudnn|CUDA"):
-            race.choices(kernel, Precision.FP16, PadMode.DEEPBENCH)
+            race.choices(kernel, Precision.FP16, PadMode.DEEPBENCH, ("NHWC", "test"))
         assert race.pid not in (None, first)
     finally:
         race.close()

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterable, Mapping
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -33,6 +33,13 @@ class BackendOptions(BaseModel):
     """A backend's own settings: frozen, and nothing it does not know (a misspelt key is an error)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def add_choice(group: argparse._ArgumentGroup, flag: str, model: type[BackendOptions], field: str, text: str) -> None:
+    """A flag that sets one Literal field of a backend's options: its choices and default are the
+    field's own, so the command line and the model that checks a plan cannot drift apart."""
+    info = model.model_fields[field]
+    group.add_argument(flag, choices=get_args(info.annotation), default=info.default, help=text)
 
 
 class NoOptions(BackendOptions):

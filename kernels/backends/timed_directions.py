@@ -12,6 +12,7 @@ from typing import Final
 
 from ..kernel import Kernel
 from ..precision import Precision
+from .declaration import PartInfo, info_of
 
 FWD: Final = "fwd"
 # distributed/common.py: a collective times its in-place call, and the out-of-place one beside it.
@@ -21,6 +22,11 @@ COLLECTIVE_ALLOWED: Final = ("in_place", "out_of_place")
 FORWARD_ONLY_BACKENDS: Final = frozenset({"onnxruntime", "tflite"})
 # cudnn/graphs.py PRECISION_DIRECTIONS: cuDNN's int8 convolution has no backward.
 FORWARD_ONLY_PRECISIONS: Final = {"conv": frozenset({"int8"})}
+# Kernel.forward_only (catalog.py: ConvKernel): an inference set's convolution times its forward pass
+# only, as DeepBench's inference did; the cuDNN and PyTorch backends say so in the result's info.
+INFERENCE_FORWARD_ONLY: Final = (
+    "not timed: DeepBench's inference timed the forward pass only (conv_bench.cu: `if (!inference)`)"
+)
 # pytorch/rnn_cudnn.py: on a GPU, an inference set's RNN runs its forward in inference mode only
 # (pytorch/rnn.py on a CPU times both): the backward is optional there.
 FORWARD_ONLY_SETS: Final = {"rnn": ("inference",)}
@@ -31,16 +37,35 @@ INPUT_PROJECTION_BACKENDS: Final = frozenset({"onnxruntime", "tflite"})
 INPUT_PROJECTION_DEVICES: Final = ("cuda",)  # the torch backend on a GPU: cuDNN's layers
 
 
+class ForwardOnlyInfo(PartInfo):
+    """What a forward-only result says of its directions (its info): those timed, and why the
+    backward passes are not."""
+
+    directions: tuple[str, ...]
+    backward: str = ""
+
+
+def states_forward_only(info: dict) -> bool:
+    """Whether a result's info says it timed the forward pass alone."""
+    stated = info_of(ForwardOnlyInfo, info)
+    return stated is not None and stated.directions == (FWD,)
+
+
 def timed_directions(
-    kernel: Kernel, precision: str, backend: str, device: str
+    kernel: Kernel, precision: str, backend: str, device: str, info: dict | None = None
 ) -> tuple[frozenset[str], tuple[str, ...]]:
-    """(directions a result must hold, directions it may hold)."""
+    """(directions a result must hold, directions it may hold). `info`: the result's own, for an
+    inference set's convolution: one that says it timed the forward pass alone (every result since
+    inference went forward only) may hold nothing else; one that does not (written before, when the
+    backward passes were timed too) must hold the forward pass and may hold the backward ones."""
     if kernel.op == "all_reduce":
         return frozenset(COLLECTIVE_REQUIRED), COLLECTIVE_ALLOWED
     allowed = tuple(kernel.DIRECTIONS)
     forward_only = backend in FORWARD_ONLY_BACKENDS or precision in FORWARD_ONLY_PRECISIONS.get(kernel.op, ())
-    if forward_only:
+    if forward_only or (kernel.forward_only and states_forward_only(info or {})):
         return frozenset({FWD}), (FWD,)
+    if kernel.forward_only:
+        return frozenset({FWD}), allowed
     if any(kernel.set.startswith(s) for s in FORWARD_ONLY_SETS.get(kernel.op, ())) and device.startswith("cuda"):
         return frozenset({FWD}), allowed
     return frozenset(allowed), allowed

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from deepbench.kernels.backends.declaration import info_of
+from deepbench.kernels.backends.layout_info import LayoutInfo
 from deepbench.kernels.catalog import KERNEL_CLASSES, operations, traits_of
 from deepbench.kernels.harness.padding_info import PaddingInfo
 from deepbench.kernels.op_traits import InfoColumn, Rate
@@ -22,6 +23,9 @@ from .collective_table import collective_rows
 
 if TYPE_CHECKING:
     from ..analysis.sources import Entry
+
+
+LAYOUT_PENALTY_HEADER = "NCHW/NHWC"  # the layout penalty's columns, one per direction
 
 
 def op_title(op: str) -> str:
@@ -149,6 +153,10 @@ def op_table(op: str, results: Iterable[KernelResult], ctx: Context | None = Non
     penalties = [_penalty(r) for r in results]
     penalty = any(p is not None for p in penalties)
     extra += ["raw/padded"] if penalty else []
+    # --layout both: each direction's NCHW time over its NHWC time (kernels/backends/layout_info.py)
+    layout_penalties = [_layout_penalties(r) for r in results]
+    layout_dirs = [d for d in cls.DIRECTIONS if any(d in p for p in layout_penalties)]
+    extra += [f"{LAYOUT_PENALTY_HEADER} {d}" for d in layout_dirs]
     entries = [entry_of_result(r) for r in results]
     energy = energy_columns(op, [e.extra for e in entries])
     headers = (
@@ -162,18 +170,20 @@ def op_table(op: str, results: Iterable[KernelResult], ctx: Context | None = Non
         + ["status", "notes"]
     )
     rows = []
-    for r, entry, alignment in zip(results, entries, penalties, strict=True):
+    for r, entry, alignment, by_layout in zip(results, entries, penalties, layout_penalties, strict=True):
         row = [SET_SHORT.get(r.set, r.set)] + [_param(v) for v in r.params.values()] + [r.precision.name.value]
         row += [_part(r, d) for d in directions]
         row += [fmt_us(entry.median_us), iqr_text(entry), fmt_num(r.tflops, 3 if (r.tflops or 0) < 1 else 2)]
         row += [_info_cell(c, r.info) for c in traits.run_columns]
         if penalty:
             row.append(fmt_num(alignment))
+        row += [fmt_num(by_layout.get(d)) for d in layout_dirs]
         row += energy_cells(entry.extra, energy)
         row += [_status(r), notes(entry, ctx)]
         rows.append(row)
     droppable = (
         *energy,
+        *(f"{LAYOUT_PENALTY_HEADER} {d}" for d in layout_dirs),
         "set",
         IQR_HEADER,
         *(c.header for c in traits.run_columns if c.droppable),
@@ -186,6 +196,12 @@ def _penalty(r: KernelResult) -> float | None:
     """--pad both's raw over padded time, where the harness derived one."""
     padding = info_of(PaddingInfo, r.info)
     return padding.alignment_penalty if padding else None
+
+
+def _layout_penalties(r: KernelResult) -> dict[str, float]:
+    """--layout both's NCHW over NHWC time per direction, where the result timed both layouts."""
+    layout = info_of(LayoutInfo, r.info)
+    return layout.penalties(r.parts) if layout else {}
 
 
 def _info_cell(column: InfoColumn, info: dict) -> str:

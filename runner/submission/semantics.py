@@ -66,7 +66,7 @@ def _check_directions(r: KernelResult, device: str, add: Add) -> None:
     if not r.parts:
         return
     names = [p.direction for p in r.parts]
-    required, allowed = timed_directions(r.kernel, r.precision.name.value, r.backend, device)
+    required, allowed = timed_directions(r.kernel, r.precision.name.value, r.backend, device, r.info)
     for d in sorted(set(names)):
         if names.count(d) > 1:
             add(r.id, f"direction {d!r} is timed {names.count(d)} times: each direction is timed once")

@@ -3,6 +3,8 @@ info are declared in declaration.py (importable without cuDNN)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -31,6 +33,18 @@ class CudnnBackend(NativeCudaBackend):
     binding = ("cudnn", "nvidia-cudnn-frontend")
     operations = ("conv",)
     _race_apart: RaceApart | None = None
+    # (layout, why) this process prepares convolutions in instead of --layout's first: the other
+    # layout of --layout both, and the layout the race apart is asked to race in.
+    layout: tuple[str, str] | None = None
+
+    @contextmanager
+    def in_layout(self, layout: str, why: str) -> Iterator[None]:
+        """Convolutions prepared meanwhile run in `layout` (`why` is recorded with it)."""
+        before, self.layout = self.layout, (layout, why)
+        try:
+            yield
+        finally:
+            self.layout = before
 
     def prepare_op(self, kernel: Kernel, precision: Precision) -> Prepared:
         return conv.prepare(self, kernel, precision)  # type: ignore[arg-type]

@@ -1,6 +1,7 @@
 """Convolution on cuDNN's graph API: each direction one graph, one engine, one library call.
 
-The problem is DeepBench's (`conv_bench.cu`): its layouts (graphs.py), its padding (half
+The problem is DeepBench's (`conv_bench.cu`): its layouts by default (declaration.layouts: --layout),
+its directions (forward only in the inference sets, as its `if (!inference)`), its padding (half
 channels to 8; int8 channels, height and width to 4, then channels to 32; kernels/padding.py),
 fp32 accumulation for 16-bit types and int32 for int8. The engine is chosen by ../engine_choice.py (or
 pinned with --cudnn-engine). Checks: sampled output elements recomputed in float64 from the
@@ -18,10 +19,13 @@ from ...precision import Precision
 from ...reference.conv import ConvSampler, padded_conv, transform_aware
 from ...results import Check
 from ...timing.graph_events import quick_us
+from ...timing.stopping import StopRule
 from .. import engine_choice as engines
-from ..base import Prepared, TimedPart, Unsupported
+from ..base import Backend, Prepared, TimedPart, Unsupported
+from ..layout_info import NCHW, NHWC
+from ..timed_directions import INFERENCE_FORWARD_ONLY
 from . import graphs
-from .declaration import CUDNN
+from .declaration import CUDNN, layouts
 
 if TYPE_CHECKING:
     from .backend import CudnnBackend
@@ -29,6 +33,7 @@ if TYPE_CHECKING:
 REFINE_SAMPLES = 4  # a contender's second timing: 4 samples of timing.graph_events.QUICK_SAMPLE_S
 RACED_APART = "a process of its own (--engine-race apart, kernels/backends/cudnn/race_apart.py)"
 RACED_HERE = "the measuring process (--engine-race inline)"
+INT8_NCHW = "cuDNN's int8 convolution runs with channels innermost (NHWC): it has no int8 NCHW path"
 INPUT_ROLES = {"fwd": ("x", "w"), "bwd_data": ("dy", "w"), "bwd_filter": ("x", "dy")}
 OUTPUT_ROLE = {"fwd": "y", "bwd_data": "dx", "bwd_filter": "dw"}
 
@@ -37,9 +42,14 @@ def prepare(backend: CudnnBackend, kernel: ConvKernel, precision: Precision) -> 
     if precision not in graphs.TYPES:
         raise Unsupported(f"cuDNN's convolution has no {precision.value} path here (fp32, tf32, fp16, bf16, int8)")
     ctx = backend.ctx
-    kk, padded = padded_conv(kernel, precision, ctx.pad)
-    directions = graphs.PRECISION_DIRECTIONS.get(precision, graphs.DIRECTIONS)
     options = CUDNN.options_of(backend.settings)
+    timed_layouts = layouts(precision, options.layout)
+    layout, why = backend.layout or timed_layouts[0]  # a layout set on the backend: the other of --layout both
+    if precision is Precision.INT8 and layout == NCHW:
+        raise Unsupported(INT8_NCHW)
+    cl = layout == NHWC
+    kk, padded = padded_conv(kernel, precision, ctx.pad)
+    directions = graphs.PRECISION_DIRECTIONS.get(precision, kernel.timed())
     pins = {d: engines.pin_for(options.engines, f"{kernel.id}/{precision.value}", d) for d in directions}
     races = not all(pins.values())
     apart = races and options.engine_race == "apart"  # race_apart.py says why
@@ -47,10 +57,9 @@ def prepare(backend: CudnnBackend, kernel: ConvKernel, precision: Precision) -> 
     if races:  # candidates are timed on a GPU at its working temperature, as measurements are (here: once a run)
         assert backend.cuda is not None  # set with the binding, which prepare() checked
         backend.cuda.warm(warmed)
-    raced = backend.race_apart.choices(kernel, precision, ctx.pad) if apart else {}  # before this process allocates
-    types = graphs.TYPES[precision]
+    # before this process allocates
+    raced = backend.race_apart.choices(kernel, precision, ctx.pad, (layout, why)) if apart else {}
     dtype = graphs.TORCH_DTYPES[precision]
-    cl = types.channels_last
     data = {
         "x": ctx.random((kk.n, kk.c, kk.h, kk.w), dtype),
         "w": ctx.random((kk.k, kk.c, kk.r, kk.s), dtype, scale=(kk.c * kk.r * kk.s) ** -0.5),
@@ -83,16 +92,47 @@ def prepare(backend: CudnnBackend, kernel: ConvKernel, precision: Precision) -> 
             checks[direction],
             pins[direction],
             raced[direction] if apart and not pins[direction] else None,
+            cl,
         )
         part.flops, part.min_bytes = kernel.flops(direction), kernel.min_bytes(direction, precision)
+        part.info.update(layout=layout, layout_reason=why)
         parts.append(part)
     parts[0].info["cudnn"].update(warmed)
     info: dict[str, Any] = {}
     if precision is Precision.INT8:
-        info["directions"] = (
-            "forward only: cuDNN has no int8 backward convolution (DeepBench timed int8 inference forward)"
-        )
-    return Prepared(parts=parts, padding=padded, info=info)
+        info.update(directions=list(directions), backward=graphs.INT8_FORWARD_ONLY)
+    elif kernel.forward_only:
+        info.update(directions=list(directions), backward=INFERENCE_FORWARD_ONLY)
+    beside = timed_layouts[1:] if backend.layout is None else []
+    after = beside_layout(backend, kernel, precision, *beside[0]) if beside else None
+    return Prepared(parts=parts, padding=padded, info=info, after=after)
+
+
+def beside_layout(
+    backend: CudnnBackend, kernel: ConvKernel, precision: Precision, layout: str, why: str
+) -> Callable[[Backend, StopRule], dict[str, Any]]:
+    """--layout both: the kernel prepared again in `layout`, each direction raced, timed and checked
+    as the result's own were, under the key `other_layout` (layout_info.py reads it back)."""
+
+    def after(_outer: Backend, rule: StopRule) -> dict[str, Any]:
+        record: dict[str, Any] = {"layout": layout}
+        try:
+            with backend.in_layout(layout, why):
+                other = backend.prepare(kernel, precision)
+        except Unsupported as exc:
+            return {"other_layout": {**record, "note": str(exc)}}
+        timed: dict[str, Any] = {}
+        for part in other.parts:
+            part.run()  # warm-up, as the harness's first call
+            stats = (part.timer(part.run, rule) if part.timer else backend.measure(part.run, rule, part)).stats
+            check = part.check()
+            if not check.passed:
+                failed = f"{part.direction}: check failed (error {check.error} > tolerance {check.tolerance})"
+                return {"other_layout": {**record, "failed": failed}}
+            timed[part.direction] = {"time_us": stats.model_dump(), "check": check.model_dump(), **part.info}
+        return {"other_layout": {**record, "parts": timed}}
+
+    return after
 
 
 def _direction(
@@ -105,6 +145,7 @@ def _direction(
     check_out: Callable[[torch.Tensor], Check],
     pin: str | None,
     raced: dict[str, Any] | None,
+    channels_last: bool,
 ) -> TimedPart:
     """The direction's part, on its pinned plan, on the plan chosen by the race apart (`raced`: its
     record, race_apart.py), or on the plan chosen by a race here."""
@@ -116,7 +157,7 @@ def _direction(
 
     def plan(compiled: bool) -> list[engines.Engine]:
         """A fresh graph's candidates (cuDNN plans once per graph); the calls below run on it."""
-        g, roles = graphs.build(cudnn, handle.handle, kk, precision, direction)
+        g, roles = graphs.build(cudnn, handle.handle, kk, precision, direction, channels_last)
         pack = {roles[r]: data[r] for r in INPUT_ROLES[direction]}
         pack[roles[OUTPUT_ROLE[direction]]] = out
         found = [_pinned(cudnn, g, pin, at)] if pin else _candidates(cudnn, g, precision, compiled)
@@ -158,7 +199,6 @@ def _direction(
     info = {
         "library": "cuDNN",
         "api": "graph (cudnn-frontend)",
-        "layout": "NHWC" if graphs.TYPES[precision].channels_last else "NCHW",
         "cudnn": record,
     }
     return TimedPart(direction, run, check_of(run), 0.0, 0.0, info=info, output=out)

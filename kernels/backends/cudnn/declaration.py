@@ -1,6 +1,7 @@
 """What the cuDNN backend declares (backends/declaration.py), importable without cuDNN or torch:
-its options (where engines are raced, engines pinned instead of chosen), their CLI group, the
-engine each part ran (recorded in its info), and the pins `verify` re-runs from that record."""
+its options (where engines are raced, engines pinned instead of chosen, the tensors' layout), their
+CLI group, the engine and layout each part ran (recorded in its info), and the pins `verify`
+re-runs from that record."""
 
 from __future__ import annotations
 
@@ -13,12 +14,16 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ...precision import Precision
 from ...results import KernelResult, Status
-from ..declaration import BackendDeclaration, BackendOptions, PartInfo, info_of
+from ..declaration import BackendDeclaration, BackendOptions, PartInfo, add_choice, info_of
 from ..engine_choice import PIN_ALL, EngineError, check_pin, is_plan_name
+from ..layout_info import NCHW, NHWC
 
 # Where cuDNN's candidate plans are raced (--engine-race's choices; race_apart.py says why apart).
 EngineRace = Literal["apart", "inline"]
 ENGINE_RACES: tuple[str, ...] = get_args(EngineRace)
+# The tensors' memory layout (--layout's choices): DeepBench's per precision, one for all, or both.
+LayoutChoice = Literal["deepbench", "nchw", "nhwc", "both"]
+LAYOUT_CHOICES: tuple[str, ...] = get_args(LayoutChoice)
 
 
 @dataclass(frozen=True)
@@ -26,7 +31,7 @@ class Types:
     io: str  # cudnn.data_type member name of inputs and outputs
     compute: str
     output: str  # of the direction's result (int8 forward: the int32 accumulator)
-    channels_last: bool
+    channels_last: bool  # DeepBench's layout for this precision (conv_bench.cu; deepbench_layout says why)
     excluded_notes: tuple[str, ...] = ()  # cudnn.numerical_note members whose engines are not this precision
 
 
@@ -34,10 +39,26 @@ class Types:
 TYPES = {
     Precision.FP32: Types("FLOAT", "FLOAT", "FLOAT", False, ("TENSOR_CORE", "DOWN_CONVERT_INPUTS")),
     Precision.TF32: Types("FLOAT", "FLOAT", "FLOAT", False),
-    Precision.FP16: Types("HALF", "FLOAT", "HALF", False),
-    Precision.BF16: Types("BFLOAT16", "FLOAT", "BFLOAT16", False),
+    Precision.FP16: Types("HALF", "FLOAT", "HALF", True),
+    Precision.BF16: Types("BFLOAT16", "FLOAT", "BFLOAT16", True),
     Precision.INT8: Types("INT8", "INT32", "INT32", True),
 }
+
+
+# Why each precision's default layout is the one DeepBench's conv_bench.cu handed cuDNN.
+WHY_NHWC_HALF = "deepbench: NHWC, as conv_bench.cu's tensor-core build handed cuDNN half convolutions"
+WHY_NCHW_FLOAT = "deepbench: NCHW, as conv_bench.cu handed cuDNN float convolutions"
+# DeepBench handed int8 in NCHW_VECT_C (CUDNN_DATA_INT8x32) on compute capability 7.5 and later.
+# cudnn-frontend 1.32's graph tensors can say so (tensor.set_vector_count_and_dimension(32, 1)), but
+# cuDNN's engines for such tensors need the filter reordered first (cudnnReorderFilterAndBias, which
+# the Python frontend does not expose) and write int8 outputs, not the int32 accumulator this
+# backend checks exactly; so int8 runs in the layout DeepBench fell back to below 7.5.
+WHY_NHWC_INT8 = (
+    "deepbench: NHWC with channels padded to 32, DeepBench's int8 layout below compute capability 7.5 "
+    "(its NCHW_VECT_C/INT8x32 layout needs a filter reordering that cudnn-frontend's Python graphs do "
+    "not offer, and writes int8, not the int32 accumulator checked here)"
+)
+WHY_CHOSEN = "--layout {choice}: the same layout for every precision"
 
 
 class CudnnOptions(BackendOptions):
@@ -51,6 +72,12 @@ class CudnnOptions(BackendOptions):
         default_factory=dict,
         description="cuDNN engines pinned instead of chosen: '<item id>/<direction>' (or '*') "
         "-> an engine as results record it, e.g. 'eng34_k2=2_k3=0' (verify re-runs the recorded engines)",
+    )
+    layout: LayoutChoice = Field(
+        "deepbench",
+        description="the convolution tensors' memory layout: DeepBench's per precision (NHWC for 16-bit "
+        "and int8, NCHW for fp32 and tf32), NCHW or NHWC for all, or both (DeepBench's, and the other "
+        "timed beside it: the layout penalty)",
     )
 
 
@@ -69,12 +96,34 @@ class CudnnPlan(BaseModel):
 
 
 class CudnnPartInfo(PartInfo):
-    """A part cuDNN ran: the library, its API, the layout, and the plan."""
+    """A part cuDNN ran: the library, its API, the layout and why it is that one, and the plan."""
 
     library: str = ""
     api: str = ""
     layout: str = ""
+    layout_reason: str = ""
     cudnn: CudnnPlan
+
+
+def deepbench_layout(precision: Precision) -> tuple[str, str]:
+    """(the layout DeepBench's conv_bench.cu handed cuDNN for this precision, why)."""
+    if precision is Precision.INT8:
+        return NHWC, WHY_NHWC_INT8
+    if TYPES[precision].channels_last:
+        return NHWC, WHY_NHWC_HALF
+    return NCHW, WHY_NCHW_FLOAT
+
+
+def layouts(precision: Precision, choice: str) -> list[tuple[str, str]]:
+    """The layouts --layout `choice` times for `precision`, each with why, the result's own first
+    (`both`: DeepBench's, then the other, timed beside it for the layout penalty)."""
+    if choice == "deepbench":
+        return [deepbench_layout(precision)]
+    if choice == "both":
+        first, why = deepbench_layout(precision)
+        other = NCHW if first == NHWC else NHWC
+        return [(first, why), (other, f"--layout both: the other layout, timed beside {first}")]
+    return [(choice.upper(), WHY_CHOSEN.format(choice=choice))]
 
 
 def engine_pin(value: str) -> tuple[str, str]:
@@ -113,12 +162,24 @@ class CudnnDeclaration(BackendDeclaration[CudnnOptions]):
             "does (racing some candidates left later short convolutions ~1 us a call slower on an "
             "H100 for the rest of the process); inline in the measuring process",
         )
+        add_choice(
+            group,
+            "--layout",
+            CudnnOptions,
+            "layout",
+            "GPU: the convolution tensors' memory layout: deepbench (default) as DeepBench's "
+            "conv_bench.cu handed cuDNN each precision (NHWC for fp16 and bf16, which tensor cores read "
+            "natively, and int8; NCHW for fp32 and tf32); nchw or nhwc for every precision; both times "
+            "each convolution in DeepBench's layout and again in the other, and the report shows the "
+            "layout penalty (NCHW time over NHWC time, per direction)",
+        )
 
     def options_from(self, args: argparse.Namespace) -> CudnnOptions:
-        return CudnnOptions(engine_race=args.engine_race, engines=dict(args.cudnn_engine or ()))
+        return CudnnOptions(engine_race=args.engine_race, engines=dict(args.cudnn_engine or ()), layout=args.layout)
 
     def to_args(self, options: CudnnOptions) -> list[str]:
         args = [] if options.engine_race == "apart" else ["--engine-race", options.engine_race]
+        args += [] if options.layout == "deepbench" else ["--layout", options.layout]
         for key, engine in sorted(options.engines.items()):
             args += ["--cudnn-engine", engine if key == PIN_ALL else f"{key}={engine}"]
         return args

@@ -1,7 +1,8 @@
 """cuDNN operation graphs for one convolution direction, through cudnn-frontend's Python API.
 
-Layouts are DeepBench's (`conv_bench.cu`): NCHW tensors and KCRS filters in float precisions,
-NHWC and KRSC for int8 (cuDNN's int8 convolutions need channels innermost). Each graph holds
+Layouts are DeepBench's by default (`conv_bench.cu`: NCHW tensors and KCRS filters for float,
+NHWC and KRSC for half and int8; declaration.deepbench_layout), or the one --layout names: the
+graph's strides and the torch tensors bound to it say the same layout. Each graph holds
 one operation (forward, backward-data or backward-filter), so each direction is one library
 call, timed and checked on its own, as DeepBench timed them. The convolution is a
 cross-correlation, as frameworks run it (DeepBench's descriptor said CUDNN_CONVOLUTION, the same
@@ -37,6 +38,7 @@ TORCH_DTYPES = {
 
 # Directions each precision has in cuDNN: int8 convolutions are forward only (inference).
 PRECISION_DIRECTIONS = {Precision.INT8: ("fwd",)}
+INT8_FORWARD_ONLY = "forward only: cuDNN has no int8 backward convolution (DeepBench timed int8 inference forward)"
 
 
 def strides(dims: tuple[int, int, int, int], channels_last: bool) -> list[int]:
@@ -51,9 +53,12 @@ def tensor_for(dims: tuple[int, int, int, int], dtype: torch.dtype, channels_las
     return t.contiguous(memory_format=torch.channels_last) if channels_last else t
 
 
-def build(cudnn: Any, handle: Any, kk: ConvKernel, precision: Precision, direction: str) -> tuple[Any, dict[str, Any]]:
+def build(
+    cudnn: Any, handle: Any, kk: ConvKernel, precision: Precision, direction: str, channels_last: bool
+) -> tuple[Any, dict[str, Any]]:
     """The graph of one direction and its tensors by role (x, w, y: the direction's inputs and
-    output under the names the forward pass gives them), validated and lowered, not yet planned."""
+    output under the names the forward pass gives them), in NHWC/KRSC memory where
+    `channels_last`, else NCHW/KCRS; validated and lowered, not yet planned."""
     types = TYPES[precision]
     dt = cudnn.data_type
     # Inputs name their type; the graph's io type is the output's (int8 in, int32 out).
@@ -67,7 +72,7 @@ def build(cudnn: Any, handle: Any, kk: ConvKernel, precision: Precision, directi
     w_dims = (kk.k, kk.c, kk.r, kk.s)
     y_dims = (kk.n, kk.k, kk.out_h, kk.out_w)
     geometry = dict(padding=[kk.pad_h, kk.pad_w], stride=[kk.stride_h, kk.stride_w], dilation=[1, 1])
-    cl = types.channels_last
+    cl = channels_last
 
     def tensor(name: str, dims: tuple[int, int, int, int]) -> Any:
         return g.tensor(name=name, dim=list(dims), stride=strides(dims, cl), data_type=getattr(dt, types.io))

@@ -70,13 +70,16 @@ class RaceApart:
     def pid(self) -> int | None:
         return self._process.pid if self._process is not None and self._process.poll() is None else None
 
-    def choices(self, kernel: Kernel, precision: Precision, pad: PadMode) -> dict[str, dict[str, Any]]:
-        """{direction: the cuDNN record of its chosen plan}, raced in the child (its pid added: a child
+    def choices(
+        self, kernel: Kernel, precision: Precision, pad: PadMode, layout: tuple[str, str]
+    ) -> dict[str, dict[str, Any]]:
+        """{direction: the cuDNN record of its chosen plan}, raced in the child in `layout` ((layout,
+        why), as the measuring process runs it) (its pid added: a child
         started again mid-run shows as a new one). Raises Unsupported with the child's reason, or
         RuntimeError with its failure (the kernel's result says which)."""
         send, receive = self._connection()
         try:
-            send.send((kernel, precision, pad.value))
+            send.send((kernel, precision, pad.value, layout))
             status, answer = receive.recv()
         except (EOFError, OSError):
             code = self._process.wait() if self._process is not None else None

@@ -1,7 +1,7 @@
 """The child of race_apart.py: races each kernel it is sent, in a process of its own.
 
 `python -m deepbench.kernels.backends.cudnn.race_child IN_FD OUT_FD PARENT_PID`, started by
-race_apart.RaceApart: reads the settings, then (kernel, precision, padding) questions from IN_FD, and
+race_apart.RaceApart: reads the settings, then (kernel, precision, padding, layout) questions from IN_FD, and
 answers each on OUT_FD with race_apart's (OK | UNSUPPORTED | FAILED, ...) until IN_FD closes."""
 
 from __future__ import annotations
@@ -35,24 +35,27 @@ def serve(receive: Connection, send: Connection, parent: int) -> None:
         backend, cannot = None, f"the process racing cuDNN's engines cannot start: {type(exc).__name__}: {exc}"
     while True:
         try:
-            kernel, precision, pad = receive.recv()
+            kernel, precision, pad, layout = receive.recv()
         except (EOFError, OSError):
             return
         if backend is None:
             send.send((FAILED, cannot))
             continue
-        answer = _race(backend, kernel, precision, PadMode(pad))
+        answer = _race(backend, kernel, precision, PadMode(pad), layout)
         if torch.cuda.memory_reserved() > KEEP_CACHED_BYTES:
             torch.cuda.empty_cache()  # the measuring process gets the memory back before it goes on
         send.send(answer)
 
 
-def _race(backend: CudnnBackend, kernel: Kernel, precision: Precision, pad: PadMode) -> tuple[str, Any]:
-    """(OK, {direction: record}), (UNSUPPORTED, reason) or (FAILED, what went wrong)."""
+def _race(
+    backend: CudnnBackend, kernel: Kernel, precision: Precision, pad: PadMode, layout: tuple[str, str]
+) -> tuple[str, Any]:
+    """(OK, {direction: record}), (UNSUPPORTED, reason) or (FAILED, what went wrong), raced in
+    `layout` ((layout, why): the one the measuring process runs the kernel in)."""
     if backend.lib is None:
         return UNSUPPORTED, f"the cudnn backend cannot run here: {backend.missing}"
     try:
-        with backend.ctx.padding(pad):
+        with backend.ctx.padding(pad), backend.in_layout(*layout):
             prepared = backend.prepare(kernel, precision)
         return OK, {p.direction: p.info["cudnn"] for p in prepared.parts}
     except Unsupported as exc:

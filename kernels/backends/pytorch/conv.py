@@ -1,6 +1,7 @@
 """Convolution on PyTorch (oneDNN on CPU, cuDNN on CUDA): forward, backward-data and
 backward-filter, each a separate library call timed separately (aten::convolution_backward with
-one output mask bit set computes only that gradient).
+one output mask bit set computes only that gradient); the forward pass alone in the inference
+sets, as DeepBench's inference timed it (Kernel.forward_only).
 
 The check samples output elements at random and recomputes each exactly in float64 from its
 definition (a dot product over the receptive field), independent of the library under test
@@ -14,6 +15,7 @@ from ...catalog import ConvKernel
 from ...precision import TRANSFORM_TOLERANCE, Precision
 from ...reference.conv import ConvSampler, padded_conv, transform_aware
 from ..base import Prepared, TimedPart, Unsupported
+from ..timed_directions import INFERENCE_FORWARD_ONLY
 from ..torch_context import TorchContext
 
 DILATION = [1, 1]
@@ -79,9 +81,11 @@ def prepare(ctx: TorchContext, kernel: ConvKernel, precision: Precision) -> Prep
             kernel.min_bytes("bwd_filter", precision),
         ),
     ]
+    parts = [p for p in parts if p.direction in kernel.timed()]
     if ctx.is_cuda:
         for p in parts:
             p.info.update(CUDNN_INFO)
             if precision in TRANSFORM_TOLERANCE:
                 p.check = transform_aware(p, precision)
-    return Prepared(parts=parts, padding=padded)
+    info = {"directions": ["fwd"], "backward": INFERENCE_FORWARD_ONLY} if kernel.forward_only else {}
+    return Prepared(parts=parts, padding=padded, info=info)
