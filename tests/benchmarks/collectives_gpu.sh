@@ -14,7 +14,9 @@
 #   RANKS           default: NGPUS; several ("2 4") run everything at each count, on the first GPUs
 #   MODES           default "eager graph": nccl-tests without and with -G, the harness eager and by graphs
 #   NT_REPEATS      default 1: nccl-tests' runs again into nccl-tests-r<N>/ (how far nccl-tests agrees with itself),
-#                   each set beside the harness in side_by_side[_r<N>].txt
+#                   each set beside the harness in side_by_side[_r<N>].txt; the 100,000-float runs in the first only
+#   NT_REPEAT_ARGS  default NCCL_TESTS_ARGS: the repeats' arguments (e.g. -n 1000: is nccl-tests' own figure
+#                   the same over ten times the iterations per launch?)
 #   BUFFERS         default 1: collective_buffers.py (PyTorch's allocator beside ncclMemAlloc) at each rank count
 #   BUDGET_S        default 530: seconds for everything before the tarball
 #   NT_BUDGET_S     default 180: nccl-tests' share of it
@@ -22,6 +24,7 @@
 #   NCCL_TESTS_ARGS default "-b 8 -e 1G -f 2 -n 100 -w 10"
 #   MIN_FLOATS      default 1048576: the harness's sizes besides 100,000 floats (2: the whole suite)
 #   SPLIT_FLOATS    default 16777217: sizes above it are measured (graph only) after the eager latency run
+#   LARGE           default 1; 0: no sizes above SPLIT_FLOATS (give nccl-tests -e to match)
 #   GENCODE         default: the first GPU's compute capability
 # Writes $OUT/collectives47.tgz holding: device.txt, install.log, build.log, nccl-tests/<coll>{,_graph}_n<ranks>.txt,
 # buffers_n<ranks>.log (collective_buffers.py: PyTorch's allocator beside ncclMemAlloc),
@@ -165,9 +168,11 @@ for rep in $(seq 1 "${NT_REPEATS:-1}"); do
         name=${coll}${graph:+_graph}_n$n
         log=nt_${name}_r$rep
         # only what finished goes to the side-by-side (a failed binary's log stays in its step log)
+        args=$NCCL_TESTS_ARGS; [ "$rep" -gt 1 ] && args=${NT_REPEAT_ARGS:-$NCCL_TESTS_ARGS}
         # shellcheck disable=SC2086 # the argument lists are word lists
-        step "$log" "$(nt_cap 60)" "${LAUNCH[@]}" "$BIN/${coll}_perf" -g "$PER_PROCESS" $NCCL_TESTS_ARGS $graph \
+        step "$log" "$(nt_cap 60)" "${LAUNCH[@]}" "$BIN/${coll}_perf" -g "$PER_PROCESS" $args $graph \
           && cat "$WORK/$log.log" >>"$dest/$name.txt"
+        [ "$rep" -gt 1 ] && continue
         # shellcheck disable=SC2086
         step "${log}_latency" "$(nt_cap 30)" "${LAUNCH[@]}" "$BIN/${coll}_perf" -g "$PER_PROCESS" \
           -b $LATENCY_BYTES -e $LATENCY_BYTES -n 100 -w 10 $graph && cat "$WORK/${log}_latency.log" >>"$dest/$name.txt"
@@ -199,9 +204,10 @@ counts=$(echo "$RANKS" | wc -w); i=0
 for n in $RANKS; do
   share=$(($(left) / (counts - i))); i=$((i + 1)); t0=$SECONDS
   harness "$n" graph_latency 90 --collective-timing graph --where floats=100000
-  harness "$n" graph $((share / 3)) --collective-timing graph --where "floats>=$MIN_FLOATS,floats<=$SPLIT_FLOATS"
+  cap=$((share / 3)); [ "${LARGE:-1}" = 1 ] || cap=$((share - (SECONDS - t0) - 5))  # without the large sizes: the rest
+  harness "$n" graph "$cap" --collective-timing graph --where "floats>=$MIN_FLOATS,floats<=$SPLIT_FLOATS"
   case " $MODES " in *" eager "*) harness "$n" eager_latency 90 --collective-timing eager --where floats=100000 ;; esac
-  harness "$n" graph_large $((share - (SECONDS - t0) - 10)) --collective-timing graph --where "floats>$SPLIT_FLOATS"
+  [ "${LARGE:-1}" = 1 ] && harness "$n" graph_large $((share - (SECONDS - t0) - 10)) --collective-timing graph --where "floats>$SPLIT_FLOATS"
   case " $MODES " in *" eager "*)
     harness "$n" eager $((share - (SECONDS - t0))) --collective-timing eager --where "floats>=4194304,floats<=$SPLIT_FLOATS" ;;
   esac
