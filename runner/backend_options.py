@@ -37,7 +37,7 @@ def options_from(args: argparse.Namespace, backend: str | None) -> dict[str, dic
             raise UserError(f"{declared.title} options: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
         if not declared.options.model_fields:  # a backend with no options (one that only delegates)
             continue
-        if declared.name in involved or options != declared.options():
+        if declared.name in involved or options != declared.flag_defaults():
             stored[declared.name] = declared.stored(options)
     return stored
 

@@ -43,6 +43,8 @@ def test_the_backends_flags_land_in_their_options_and_are_written_back() -> None
         "conv/train/052/fp32/bwd_filter=34:TILE_SIZE=3",
         "--collective-timing",
         "eager",
+        "--nccl-comm-config",
+        "nccl-defaults",
         "--layout",
         "both",
     ]
@@ -53,7 +55,7 @@ def test_the_backends_flags_land_in_their_options_and_are_written_back() -> None
             "engines": {"*": "eng34_k2=3", "conv/train/052/fp32/bwd_filter": "34:TILE_SIZE=3"},
             "layout": "both",
         },
-        "nccl": {"collective_timing": "eager"},
+        "nccl": {"collective_timing": "eager", "comm_config": "nccl-defaults"},
     }
     again = settings_from(_parser().parse_args(["--local", *backend_args(settings)]), get_platform("nvidia"))
     assert again.backend_options == settings.backend_options
@@ -68,7 +70,7 @@ def test_a_plan_records_the_options_of_the_backends_it_runs_on_and_only_those() 
     assert nvidia.backend_options == {"cudnn": {"engine_race": "apart", "engines": {}, "layout": "deepbench"}}
     assert settings_from(args, get_platform("cpu"), "torch").backend_options == {}
     assert settings_from(args, get_platform("nvidia"), "nccl").backend_options == {
-        "nccl": {"collective_timing": "graph"}
+        "nccl": {"collective_timing": "graph", "comm_config": "nccl-tests"}
     }
 
 
@@ -110,6 +112,7 @@ def test_settings_written_before_the_move_load_into_backend_options() -> None:
     }
     assert CUDNN.options_of(settings).engines == {"*": "eng1"}
     assert COLLECTIVES.options_of(settings).collective_timing == "eager"
+    assert COLLECTIVES.options_of(settings).comm_config == "nccl-defaults"  # what runs before the option did
     assert CUDNN.options_of(Settings()).engine_race == "apart"  # absent: the defaults
 
 

@@ -278,7 +278,8 @@ def test_pairs_are_like_with_like_and_judged_by_the_targets() -> None:
         ("all_gather", 16_777_216, "in_place"): (True, None),
     }  # 205.0 / 209.19
     line = summary(pairs, len(alone))
-    assert "at >= 4 MiB: 2/3 (lowest 0.892: all_reduce out_of_place eager 16777216 B)" in line
+    assert "at >= 4 MiB: 2/3 (lowest 0.892: all_reduce out_of_place eager 16777216 B; highest" in line
+    assert line.endswith("harness communicators: not recorded")
     assert "within 1.5x: 1/2 (highest 1.52x: all_reduce out_of_place eager); 5 pairs, 3 harness figures" in line
 
 
@@ -422,3 +423,31 @@ def test_min_sample_reaches_the_settings_and_the_reproduce_command() -> None:
     assert settings_from(parser.parse_args(shlex.split(command)[1:]), nvidia).min_sample_s == 0.02
     bad = run_cli("deepbench-run", "--local", "--suite", "smoke", "--min-sample", "5", "--out", "/nonexistent/x")
     assert bad.returncode == 2 and "--min-sample" in bad.stderr and "Traceback" not in bad.stderr
+
+
+@pytest.mark.parametrize(
+    ("asked", "libnccl", "config", "says"),
+    [
+        ("nccl-tests", "2.28.9", {"nvlink_centric_sched": True}, "nccl-tests"),
+        ("nccl-tests", "2.27.7", None, "has no nvlinkCentricSched"),
+        ("nccl-defaults", "2.28.9", None, "NCCL's defaults"),
+    ],
+)
+def test_nccl4py_communicators_are_configured_as_asked(asked: str, libnccl: str, config, says: str) -> None:
+    """--nccl-comm-config: nccl-tests' own communicator settings (nvlinkCentricSched=1 from NCCL
+    2.28.2 on, src/common.cu initComms) or NCCL's defaults, and the record says which (a fake
+    nccl4py module: its real one needs a GPU)."""
+    from types import SimpleNamespace
+
+    from deepbench.kernels.backends.distributed.declaration import COLLECTIVES
+    from deepbench.kernels.backends.distributed.nccl4py_comm import Nccl4pyCommunicator
+    from deepbench.kernels.results import Settings
+
+    comm = Nccl4pyCommunicator.__new__(Nccl4pyCommunicator)  # only _config: no ranks, no NCCL
+    comm.nccl = SimpleNamespace(
+        get_version=lambda: SimpleNamespace(libnccl=SimpleNamespace(version=libnccl)),
+        NCCLConfig=lambda **kw: kw,
+    )
+    settings = Settings(backend_options={"nccl": COLLECTIVES.stored(COLLECTIVES.options(comm_config=asked))})
+    made, record = comm._config(settings)
+    assert made == config and says in record

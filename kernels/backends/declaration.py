@@ -102,6 +102,13 @@ class BackendDeclaration(Generic[Options]):
         """The arguments that ask for `options` again (those that differ from the defaults)."""
         return []
 
+    def flag_defaults(self) -> Options:
+        """The options a command line that names none of this backend's flags asks for (a flag's
+        default may differ from the field's, which is what runs recorded before the option did)."""
+        parser = argparse.ArgumentParser(add_help=False)
+        self.add_arguments(parser.add_argument_group())
+        return self.options_from(parser.parse_args([]))
+
     def replay(self, options: Options, results: Iterable[KernelResult]) -> Options:
         """The options `verify` re-runs a submission with: by default as given; a backend that
         records a choice it made (cuDNN's engine) pins it, so that verify re-runs the same call."""

@@ -53,6 +53,7 @@ class Pair(BaseModel):
     harness_busbw: float
     harness_slowest_us: float  # the harness's headline: median over samples of the slowest rank
     averaged: bool  # whether harness_us is the rank average (False: the headline, all that was recorded)
+    comm_config: str = ""  # the harness's communicator configuration (HarnessFigure.comm_config)
     nccl_tests_us: float
     nccl_tests_busbw: float
 
@@ -96,6 +97,7 @@ class HarnessFigure(BaseModel):
     busbw: float
     slowest_us: float
     averaged: bool
+    comm_config: str = ""  # the communicator's configuration (info.comm_config; '' before it was recorded)
 
 
 def harness_figures(results: Iterable[KernelResult]) -> list[HarnessFigure]:
@@ -131,6 +133,7 @@ def harness_figures(results: Iterable[KernelResult]) -> list[HarnessFigure]:
                         busbw=busbw,  # nccl-tests': S / t x factor, of the time compared
                         slowest_us=median,
                         averaged=bool(average),
+                        comm_config=collective.comm_config,
                     )
                 )
     return out
@@ -165,6 +168,7 @@ def pair_up(figures: Iterable[HarnessFigure], outputs: Iterable[Output]) -> tupl
                 harness_busbw=f.busbw,
                 harness_slowest_us=f.slowest_us,
                 averaged=f.averaged,
+                comm_config=f.comm_config,
                 nccl_tests_us=theirs.time_us,
                 nccl_tests_busbw=theirs.busbw_gbps,
             )
@@ -179,10 +183,11 @@ def summary(pairs: list[Pair], unmatched: int) -> str:
     latency = [p for p in pairs if p.latency_target is not None]
     busbw_ok = sum(1 for p in busbw if p.busbw_target)
     latency_ok = sum(1 for p in latency if p.latency_target)
-    worst = min(busbw, key=lambda p: p.busbw_ratio, default=None)
+    worst, best = (f(busbw, key=lambda p: p.busbw_ratio, default=None) for f in (min, max))
     worst_text = (
-        f" (lowest {worst.busbw_ratio:.3f}: {worst.op} {worst.direction} {worst.method} {worst.bytes} B)"
-        if worst
+        f" (lowest {worst.busbw_ratio:.3f}: {worst.op} {worst.direction} {worst.method} {worst.bytes} B; "
+        f"highest {best.busbw_ratio:.3f}: {best.op} {best.direction} {best.method} {best.bytes} B)"
+        if worst and best
         else ""
     )
     slowest = max(latency, key=lambda p: p.time_ratio, default=None)
@@ -195,5 +200,6 @@ def summary(pairs: list[Pair], unmatched: int) -> str:
         f"{latency_ok}/{len(latency)}{slow_text}; {len(pairs)} pairs"
         + (f" ({off} not on NCCL: shown, not counted)" if (off := sum(1 for p in pairs if not p.on_nccl)) else "")
         + f", {unmatched} harness figures without an nccl-tests figure of the same collective, ranks, size "
-        "and method"
+        "and method; harness communicators: "
+        + (", ".join(sorted({p.comm_config or "not recorded" for p in pairs})) or "-")
     )

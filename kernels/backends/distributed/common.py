@@ -64,6 +64,8 @@ class Communicator(ABC):
     # Where the device buffers come from, for the record ('' for host memory): NCCL moves
     # ncclMemAlloc'd memory faster than cudaMalloc'd (nccl4py_comm.py says why).
     buffers: str = ""
+    # The library's communicator configuration, for the record ('' where there is nothing to say).
+    comm_config: str = ""
     # Set when a collective raised (a rank died or timed out): the group cannot be used again, and
     # the harness restarts every rank (harness __main__, runner/launch/supervise.py).
     broken: str = ""
@@ -289,6 +291,7 @@ class CollectiveRunner:
             "ranks": comm.size,
             "library": comm.library,
             **({"buffers": comm.buffers} if comm.buffers else {}),
+            **({"comm_config": comm.comm_config} if comm.comm_config else {}),
             "bytes": layout.bytes,
             "count": layout.count,
             "bus_factor": factor,

@@ -14,6 +14,11 @@ from ..declaration import BackendDeclaration, BackendOptions, PartInfo
 
 CollectiveTiming = Literal["graph", "eager"]
 COLLECTIVE_TIMINGS: tuple[str, ...] = get_args(CollectiveTiming)
+# How nccl4py's communicators are configured (nccl4py_comm.py): as nccl-tests configures its own,
+# or with NCCL's defaults (what a framework gets that sets nothing).
+CommConfig = Literal["nccl-tests", "nccl-defaults"]
+COMM_CONFIGS: tuple[str, ...] = get_args(CommConfig)
+COMM_CONFIG_FLAG_DEFAULT = "nccl-tests"  # what a new run asks for; the field's default is what older runs did
 
 
 class CollectiveOptions(BackendOptions):
@@ -22,6 +27,13 @@ class CollectiveOptions(BackendOptions):
         description="CUDA collectives: the timed calls captured in a CUDA graph per rank and replayed "
         "together, timed by events (graph, nccl-tests' -G), or launched one by one from Python and timed by the "
         "host clock (eager); host buffers are always eager (kernels/backends/distributed/common.py)",
+    )
+    comm_config: CommConfig = Field(
+        "nccl-defaults",
+        description="nccl4py communicators configured as nccl-tests configures its own (nvlinkCentricSched=1 "
+        "on NCCL 2.28.2 and later: nccl-tests' src/common.cu initComms), or with NCCL's defaults (absent "
+        "from runs made before the option: they ran with NCCL's defaults; --nccl-comm-config's default is "
+        "nccl-tests)",
     )
 
 
@@ -58,6 +70,7 @@ class CollectiveInfo(PartInfo):
     library: str | dict[str, Any] | None = None
     bytes: int | None = None
     timing: str = ""
+    comm_config: str = ""  # the communicator's NCCL configuration, as nccl4py_comm.py set it
     out_of_place: OutOfPlace | None = None
 
     def library_name(self, backend: str) -> str:
@@ -84,12 +97,22 @@ class CollectiveDeclaration(BackendDeclaration[CollectiveOptions]):
             "replays them together, timed by events, as nccl-tests -G does; eager launches each call "
             "from Python and times the loop by the host clock",
         )
+        group.add_argument(
+            "--nccl-comm-config",
+            choices=COMM_CONFIGS,
+            default=COMM_CONFIG_FLAG_DEFAULT,
+            help="GPU collectives through nccl4py: nccl-tests (default) configures the communicators as nccl-tests "
+            "does (nvlinkCentricSched=1 on NCCL 2.28.2 and later), so that its figures compare like with like; "
+            "nccl-defaults leaves NCCL's own defaults, as a framework that sets nothing gets them",
+        )
 
     def options_from(self, args: argparse.Namespace) -> CollectiveOptions:
-        return CollectiveOptions(collective_timing=args.collective_timing)
+        return CollectiveOptions(collective_timing=args.collective_timing, comm_config=args.nccl_comm_config)
 
     def to_args(self, options: CollectiveOptions) -> list[str]:
-        return [] if options.collective_timing == "graph" else ["--collective-timing", options.collective_timing]
+        args = [] if options.collective_timing == "graph" else ["--collective-timing", options.collective_timing]
+        flag = [] if options.comm_config == COMM_CONFIG_FLAG_DEFAULT else ["--nccl-comm-config", options.comm_config]
+        return args + flag
 
 
 COLLECTIVES = CollectiveDeclaration("nccl", CollectiveOptions, title="nccl, rccl backends (collectives)")

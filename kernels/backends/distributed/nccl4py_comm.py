@@ -17,11 +17,18 @@ AllocateBuffs): memory NCCL can map into its peers and, when the calls are captu
 graph, register for zero-copy transfers. PyTorch's caching allocator hands out cudaMalloc'd
 memory, over which NCCL stages every transfer through its own buffers: on two H200s that read
 20-35% below nccl-tests' bus bandwidth for all-gather, all-to-all and send/recv (the evidence and
-the side-by-side A/B are in docs/collectives.md). The record names the allocator (info.buffers)."""
+the side-by-side A/B are in docs/collectives.md). The record names the allocator (info.buffers).
+
+The communicators are configured as nccl-tests configures its own (--nccl-comm-config, default
+nccl-tests: nvlinkCentricSched=1 on NCCL 2.28.2 and later, src/common.cu initComms). With NCCL's
+defaults, 11 of 120 pairs at 4-64 MiB on 2 and 4 H200s read 5-9% *faster* than nccl-tests, even
+against nccl-tests' -n 1000 (docs/collectives.md); the record names the configuration
+(info.comm_config)."""
 
 from __future__ import annotations
 
 import importlib.util
+import re
 
 import numpy as np
 import torch
@@ -29,10 +36,14 @@ import torch.distributed as dist
 
 from ...costs import FLOAT32_BYTES
 from ...results import Settings
+from .declaration import COLLECTIVES
 from .torch_dist import TorchCommunicator
 
 NCCL4PY_LIBRARY = "nccl (nccl4py)"
 NCCL_BUFFERS = "ncclMemAlloc"
+NVLINK_CENTRIC_SCHED_SINCE = (2, 28, 2)  # the NCCL that has ncclConfig_t.nvlinkCentricSched (nccl4py's doc)
+NCCL_TESTS_CONFIG = "nvlinkCentricSched=1, as nccl-tests (src/common.cu initComms)"
+NCCL_DEFAULTS = "NCCL's defaults"
 
 
 def nccl4py_unavailable() -> str:
@@ -58,9 +69,22 @@ class Nccl4pyCommunicator(TorchCommunicator):
         uid = [nccl.get_unique_id().as_bytes if self.rank == 0 else None]
         if self.size > 1:
             dist.broadcast_object_list(uid, src=0, group=self.control)
-        self.nccl_comm = self.guarded(nccl.Communicator.init, self.size, self.rank, nccl.UniqueId.from_bytes(uid[0]))
+        config, self.comm_config = self._config(settings)
+        self.nccl_comm = self.guarded(
+            nccl.Communicator.init, self.size, self.rank, nccl.UniqueId.from_bytes(uid[0]), config
+        )
         self.library = NCCL4PY_LIBRARY
         self.buffers = NCCL_BUFFERS
+
+    def _config(self, settings: Settings) -> tuple[object | None, str]:
+        """The communicators' NCCLConfig (None: NCCL's defaults) and what the record says of it."""
+        if COLLECTIVES.options_of(settings).comm_config != "nccl-tests":
+            return None, NCCL_DEFAULTS
+        lib = self.nccl.get_version().libnccl
+        version = tuple(int(x) for x in re.findall(r"\d+", str(lib.version))[:3]) if lib else ()
+        if version < NVLINK_CENTRIC_SCHED_SINCE:
+            return None, f"{NCCL_DEFAULTS} (NCCL {lib.version if lib else '?'} has no nvlinkCentricSched)"
+        return self.nccl.NCCLConfig(nvlink_centric_sched=True), NCCL_TESTS_CONFIG
 
     def empty(self, floats: int) -> torch.Tensor:
         """`floats` float32 of ncclMemAlloc'd memory (the module says why), as a torch tensor: DLPack
