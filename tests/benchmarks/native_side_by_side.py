@@ -69,7 +69,7 @@ from typing import Any
 
 from deepbench.kernels.backends.engine_choice import is_plan_name
 from deepbench.kernels.results import RESULTS_FILE, KernelResult, Status
-from deepbench.kernels.results_file import read_results
+from deepbench.kernels.results_file import exists, read_results
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_BIN = HERE.parent.parent / "build" / "native"
@@ -257,7 +257,7 @@ def select_results(folders: list[Path], only: str | None, shard: tuple[int, int]
     out = []
     for folder in folders:
         path = folder / RESULTS_FILE
-        if not path.is_file():
+        if not exists(path):  # results.jsonl, or a published run's results.jsonl.gz
             raise UsageError(f"{folder} has no {RESULTS_FILE}: not a deepbench-run results folder")
         try:
             results = read_results(path)
