@@ -5,28 +5,18 @@ against issue 43's target, and usage errors."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
 from deepbench.kernels.precision import Precision, tolerance
 
-BENCHMARKS = Path(__file__).resolve().parent / "benchmarks"
+from .test_interleaved import load
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "conv-find"
 RUN = FIXTURES / "run"
 OUTPUT = FIXTURES / "conv_find-output.txt"
-
-
-def load(name: str):
-    """A script beside the benchmarks, imported by its name (the scripts import each other so)."""
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 load("native_side_by_side")

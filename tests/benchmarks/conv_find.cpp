@@ -67,6 +67,7 @@
 #include <string>
 #include <vector>
 
+#include "loop_lines.h"
 #include "loop_timing.h"
 
 static const int FIELDS = 17;
@@ -89,19 +90,14 @@ struct Problem {
   std::string precision, direction, layout;
   int64_t n, c, h, w, k, r, s, pad_h, pad_w, stride_h, stride_w;
   double tolerance, transform_tolerance, seconds;
-  std::string fields;  // the input fields as given, echoed at the start of every output line
+  std::string fields;  // the input fields as given, echoed at the start of every output line (loop_lines.h)
 };
 
 static bool parse(const std::string& line, Problem& p) {
   std::istringstream in(line);
-  if (!(in >> p.precision >> p.direction >> p.n >> p.c >> p.h >> p.w >> p.k >> p.r >> p.s >> p.pad_h >> p.pad_w >>
-        p.stride_h >> p.stride_w >> p.layout >> p.tolerance >> p.transform_tolerance >> p.seconds))
-    return false;
-  std::istringstream tokens(line);
-  p.fields.clear();
-  std::string token;
-  for (int i = 0; i < FIELDS && tokens >> token; ++i) p.fields += (i ? " " : "") + token;
-  return true;
+  p.fields = loop_lines::echoed(line, FIELDS);
+  return bool(in >> p.precision >> p.direction >> p.n >> p.c >> p.h >> p.w >> p.k >> p.r >> p.s >> p.pad_h >>
+              p.pad_w >> p.stride_h >> p.stride_w >> p.layout >> p.tolerance >> p.transform_tolerance >> p.seconds);
 }
 
 struct Types {
@@ -151,22 +147,7 @@ struct Shape {
   }
 };
 
-// Device memory of one problem, freed however the problem ends.
-struct DeviceMemory {
-  std::vector<void*> blocks;
-  ~DeviceMemory() {
-    for (void* p : blocks) cudaFree(p);
-  }
-  std::string alloc(void** p, size_t bytes) {
-    const cudaError_t e = cudaMalloc(p, std::max<size_t>(bytes, 1));
-    if (e != cudaSuccess) {
-      (void)cudaGetLastError();
-      return std::string("cudaMalloc of ") + std::to_string(bytes) + " bytes: " + cudaGetErrorString(e);
-    }
-    blocks.push_back(*p);
-    return "";
-  }
-};
+using loop_lines::DeviceMemory;
 
 // The descriptors of one problem, destroyed however it ends.
 struct Descriptors {
@@ -625,19 +606,11 @@ int main() {
     return 1;
   }
   unsigned seed = 1;
-  for (std::string line; std::getline(std::cin, line);) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+  loop_lines::each_line(FIELDS, [&](const std::string& line) {
     Problem p;
-    std::string error = "malformed line (" + std::to_string(FIELDS) + " fields: see conv_find.cpp)";
-    p.fields = line;
-    try {
-      if (parse(line, p)) error = run_problem(handle, timer, p, cc, seed);
-    } catch (const std::exception& e) {  // std::bad_alloc of a host copy: this problem fails, the next runs
-      error = std::string("exception: ") + e.what();
-    }
-    if (!error.empty()) std::printf("%s error %s\n", p.fields.c_str(), error.c_str());
-    std::fflush(stdout);
-  }
+    if (!parse(line, p)) return "malformed line (" + std::to_string(FIELDS) + " fields: see conv_find.cpp)";
+    return run_problem(handle, timer, p, cc, seed);
+  });
   cudnnDestroy(handle);
   return 0;
 }

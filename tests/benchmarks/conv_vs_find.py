@@ -112,23 +112,8 @@ class Found(Frozen):
     error: str = ""
 
 
-class Problem(Frozen):
-    """One direction of one result, and conv_find's input line for it."""
-
-    result_id: str
-    precision: str
-    direction: str
-    harness_us: float
-    harness_engine: str
-    harness_plan: str
-    harness_layout: str
-    harness_output: str
-    inputs: str
-    line: str
-
-
-class Row(Frozen):
-    """One direction side by side."""
+class Direction(Frozen):
+    """One direction of one result as the harness recorded it, and conv_find's input line for it."""
 
     id: str
     precision: str
@@ -137,6 +122,19 @@ class Row(Frozen):
     harness_engine: str
     harness_plan: str
     harness_layout: str
+    line: str
+
+
+class Problem(Direction):
+    """A direction to run, with what the row compares beside it."""
+
+    harness_output: str
+    inputs: str
+
+
+class Row(Direction):
+    """One direction side by side."""
+
     find_layout: str = ""
     layout_differs: bool = False
     output_differs: str = ""
@@ -152,7 +150,6 @@ class Row(Frozen):
     correct: int = 0
     entries: tuple[FindEntry, ...] = ()
     error: str = ""
-    line: str
 
 
 class Summary(Frozen):
@@ -212,7 +209,7 @@ def problems_of(r: KernelResult, layout: str, seconds: float, min_us: float) -> 
         line = f"{precision.value} {part.direction} {shape} {find_layout} {tol:.3e} {transform:.3e} {seconds:.3f}"
         problems.append(
             Problem(
-                result_id=r.id,
+                id=r.id,
                 precision=precision.value,
                 direction=part.direction,
                 harness_us=part.measurement.stats.median,
@@ -313,16 +310,11 @@ def header(lines: list[str], name: str) -> str:
 
 
 def make_row(p: Problem, found: Found | None) -> Row:
-    row = Row(
-        id=p.result_id,
-        precision=p.precision,
-        direction=p.direction,
-        harness_us=p.harness_us,
-        harness_engine=p.harness_engine,
-        harness_plan=p.harness_plan,
-        harness_layout=p.harness_layout,
-        inputs_differ="" if p.inputs == "normal" else f"harness {p.inputs}, conv_find normal",
-        line=p.line,
+    row = Row.model_validate(
+        {
+            **p.model_dump(include=set(Direction.model_fields)),
+            "inputs_differ": "" if p.inputs == "normal" else f"harness {p.inputs}, conv_find normal",
+        }
     )
     if found is None:
         return row.model_copy(update={"error": "no output from conv_find"})
