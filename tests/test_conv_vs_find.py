@@ -124,3 +124,20 @@ def test_output_in_another_format_is_refused(tmp_path: Path, capsys) -> None:
 def test_a_folder_without_results_is_refused(tmp_path: Path, capsys) -> None:
     assert cvf.main([str(tmp_path), "--dry-run"]) == 2
     assert "not a deepbench-run results folder" in capsys.readouterr().err
+
+
+def test_an_int8_fallback_voids_the_lines_before_it(tmp_path: Path) -> None:
+    """conv_find's `fallback` line: NCHW_VECT_C could not run, the problem ran again in NHWC."""
+    lines = OUTPUT.read_text().splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("int8 fwd"))
+    head = " ".join(lines[first].split()[: cvf.FIELDS])
+    void = (
+        f"{head} find 0 CUDNN_CONVOLUTION_FWD_ALGO_GEMM CUDNN_STATUS_SUCCESS 50.0 0 CUDNN_TENSOR_OP_MATH x failed 1.0"
+    )
+    lines[first:first] = [void, f"{head} fallback nchw_vect_c no algorithm cudnnFind returned computed it correctly"]
+    lines = [line.replace(" nchw_vect_c 1536", " nhwc 1536") for line in lines]
+    found = cvf.parse_output(lines)[head]
+    assert len(found.entries) == 2 and found.fallback.startswith("nchw_vect_c no algorithm")
+    problems, _ = cvf.build_problems(cvf.sbs.select_results([RUN], "*int8*", (0, 1)), "deepbench", 0.1, 0.0)
+    row = cvf.make_row(problems[0], found)
+    assert row.find_layout == "nhwc" and not row.layout_differs and row.fallback

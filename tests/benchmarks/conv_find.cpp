@@ -31,6 +31,9 @@
 //       one per direction: the fastest correct algorithm (by the better of its two times), the layout
 //       it ran in (nchw|nhwc|nchw_vect_c), the workspace bytes handed to cudnnFind, how many entries
 //       cudnnFind returned, how many ran (SUCCESS) and how many of those computed correctly;
+//   ... fallback nchw_vect_c REASON
+//       int8 under LAYOUT deepbench: NCHW_VECT_C could not run (REASON); the lines before it for this problem are
+//       void, and the problem runs again in NHWC (conv_bench.cu's layout where NCHW_VECT_C is not offered);
 //   ... error REASON
 //       the problem could not run (bad input, no correct algorithm ...); the next line runs.
 // Figures NaN print as `nan`. On stderr first: `# cudnn VERSION` (cudnnGetVersion), `# device NAME cc MAJOR.MINOR`,
@@ -45,7 +48,8 @@
 // Cross-correlation, dilation 1 (the harness's arithmetic; DeepBench's CUDNN_CONVOLUTION reads the filter reversed).
 // Inputs are random as the harness draws them (standard normal, filters scaled by 1/sqrt(C*R*S); int8
 // integers in [-64, 64)), never zeros. The workspace is the largest any algorithm asks
-// (cudnnGetConvolution*WorkspaceSize), bounded by free memory less WORKSPACE_RESERVE.
+// (cudnnGetConvolution*WorkspaceSize, or the estimate of cudnnGetConvolution*Algorithm_v7 where larger), bounded by
+// free memory less WORKSPACE_RESERVE.
 // Check: SAMPLES output elements (pseudo-random positions) recomputed in float64 from the definition
 // on the host; an algorithm's output buffer is filled with 0xFF bytes (NaN / -1) before its run.
 //
@@ -367,13 +371,10 @@ static std::string output_error(const void* out, const Types& t, const Sampled& 
 }
 
 // Find, check and time one direction, printing its lines; "" or why it cannot run.
-static std::string run_problem(cudnnHandle_t handle, loop_timing::Timer& timer, const Problem& p, int cc,
+static std::string run_problem(cudnnHandle_t handle, loop_timing::Timer& timer, const Problem& p, Layout layout,
                                unsigned& seed) {
-  Layout layout = Layout::NCHW;
-  std::string error = layout_of(p, cc, layout);
-  if (!error.empty()) return error;
   Types t;
-  error = types_of(p.precision, layout, t);
+  std::string error = types_of(p.precision, layout, t);
   if (!error.empty()) return error;
   if (p.direction != "fwd" && p.direction != "bwd_data" && p.direction != "bwd_filter")
     return "unknown direction (fwd|bwd_data|bwd_filter)";
@@ -421,40 +422,62 @@ static std::string run_problem(cudnnHandle_t handle, loop_timing::Timer& timer, 
   if (error.empty()) error = upload(mem, &b_ptr, t, b_shape.elements(), fwd || data ? w_scale : 1.0f, seed++, b_host);
   if (error.empty()) error = mem.alloc(&out_ptr, out_shape.elements() * t.bytes);
   if (!error.empty()) return error;
+  // The copies went on the legacy stream, which the timer's non-blocking stream does not wait for.
+  TRY_CUDA("cudaDeviceSynchronize", cudaDeviceSynchronize());
 
   // int8: alpha = 2^-shift brings the int32 accumulator (about 37^2 sqrt(C R S)) to about INT8_TARGET.
   const double reduction = double(p.c * p.r * p.s);
   const int shift = t.integer ? std::max(0, int(std::lround(std::log2(37.0 * 37.0 * std::sqrt(reduction) / INT8_TARGET)))) : 0;
   const float alpha = std::ldexp(1.0f, -shift), beta = 0.0f;
 
-  int max_count = 0;
-  size_t need = 0;  // the largest workspace any algorithm asks for this problem
+  // The largest workspace any algorithm asks for this problem: cudnnGetConvolution*WorkspaceSize per algorithm and
+  // the heuristics' estimates (cudnnGetConvolution*Algorithm_v7), whichever is larger (DeepBench found the former
+  // wrong for int8 and gave int8 1 GiB).
+  int max_count = 0, estimated = 0;
+  size_t need = 0;
+  auto consider = [&](cudnnStatus_t status, size_t bytes) {
+    if (status == CUDNN_STATUS_SUCCESS) need = std::max(need, bytes);
+  };
+  auto estimates = [&](const auto& perf) {
+    for (int i = 0; i < estimated; ++i) consider(perf[i].status, perf[i].memory);
+  };
   if (fwd) {
     TRY_CUDNN("cudnnGetConvolutionForwardAlgorithmMaxCount", cudnnGetConvolutionForwardAlgorithmMaxCount(handle, &max_count));
     for (int a = 0; a < max_count; ++a) {
       size_t bytes = 0;
-      if (cudnnGetConvolutionForwardWorkspaceSize(handle, d.x, d.w, d.conv, d.y, cudnnConvolutionFwdAlgo_t(a), &bytes) ==
-          CUDNN_STATUS_SUCCESS)
-        need = std::max(need, bytes);
+      consider(cudnnGetConvolutionForwardWorkspaceSize(handle, d.x, d.w, d.conv, d.y, cudnnConvolutionFwdAlgo_t(a), &bytes),
+               bytes);
     }
+    std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(max_count);
+    if (cudnnGetConvolutionForwardAlgorithm_v7(handle, d.x, d.w, d.conv, d.y, max_count, &estimated, perf.data()) ==
+        CUDNN_STATUS_SUCCESS)
+      estimates(perf);
   } else if (data) {
     TRY_CUDNN("cudnnGetConvolutionBackwardDataAlgorithmMaxCount",
               cudnnGetConvolutionBackwardDataAlgorithmMaxCount(handle, &max_count));
     for (int a = 0; a < max_count; ++a) {
       size_t bytes = 0;
-      if (cudnnGetConvolutionBackwardDataWorkspaceSize(handle, d.w, d.y, d.conv, d.x, cudnnConvolutionBwdDataAlgo_t(a),
-                                                       &bytes) == CUDNN_STATUS_SUCCESS)
-        need = std::max(need, bytes);
+      consider(cudnnGetConvolutionBackwardDataWorkspaceSize(handle, d.w, d.y, d.conv, d.x,
+                                                            cudnnConvolutionBwdDataAlgo_t(a), &bytes),
+               bytes);
     }
+    std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(max_count);
+    if (cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, d.w, d.y, d.conv, d.x, max_count, &estimated,
+                                                    perf.data()) == CUDNN_STATUS_SUCCESS)
+      estimates(perf);
   } else {
     TRY_CUDNN("cudnnGetConvolutionBackwardFilterAlgorithmMaxCount",
               cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(handle, &max_count));
     for (int a = 0; a < max_count; ++a) {
       size_t bytes = 0;
-      if (cudnnGetConvolutionBackwardFilterWorkspaceSize(handle, d.x, d.y, d.conv, d.w,
-                                                         cudnnConvolutionBwdFilterAlgo_t(a), &bytes) == CUDNN_STATUS_SUCCESS)
-        need = std::max(need, bytes);
+      consider(cudnnGetConvolutionBackwardFilterWorkspaceSize(handle, d.x, d.y, d.conv, d.w,
+                                                              cudnnConvolutionBwdFilterAlgo_t(a), &bytes),
+               bytes);
     }
+    std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(max_count);
+    if (cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle, d.x, d.y, d.conv, d.w, max_count, &estimated,
+                                                      perf.data()) == CUDNN_STATUS_SUCCESS)
+      estimates(perf);
   }
   size_t free_bytes = 0, total_bytes = 0;
   TRY_CUDA("cudaMemGetInfo", cudaMemGetInfo(&free_bytes, &total_bytes));
@@ -609,7 +632,15 @@ int main() {
   loop_lines::each_line(FIELDS, [&](const std::string& line) {
     Problem p;
     if (!parse(line, p)) return "malformed line (" + std::to_string(FIELDS) + " fields: see conv_find.cpp)";
-    return run_problem(handle, timer, p, cc, seed);
+    Layout layout = Layout::NCHW;
+    std::string error = layout_of(p, cc, layout);
+    if (!error.empty()) return error;
+    error = run_problem(handle, timer, p, layout, seed);
+    if (!error.empty() && p.layout == "deepbench" && layout == Layout::VECT_C) {  // conv_bench.cu's "else NHWC"
+      std::printf("%s fallback %s %s\n", p.fields.c_str(), layout_name(layout), error.c_str());
+      error = run_problem(handle, timer, p, Layout::NHWC, seed);
+    }
+    return error;
   });
   cudnnDestroy(handle);
   return 0;

@@ -12,7 +12,8 @@ fastest correct one (a host loop and a CUDA graph, the better of the two counts)
 What each side ran, named in the output and in the JSON (`compared`), and flagged per row where it differs:
   problem     the padded sizes the result records (its `padding`), the direction, the precision;
   layout      the harness's is its record's info.layout; conv_find's is DeepBench's (--layout deepbench:
-              NCHW fp32/tf32, NHWC fp16/bf16, int8 NCHW_VECT_C with INT8x32 from compute capability 7.5)
+              NCHW fp32/tf32, NHWC fp16/bf16, int8 NCHW_VECT_C with INT8x32 from compute capability 7.5, NHWC
+              where that cannot run: the row says `fallback`)
               or the harness's own (--layout harness); each row says both, and `layout_differs`;
   precision   fp32: the harness excludes TF32 engines; conv_find uses CUDNN_FMA_MATH and runs under
               NVIDIA_TF32_OVERRIDE=0 (set here unless a tf32 problem is fed), and every entry records
@@ -110,6 +111,7 @@ class Found(Frozen):
     entries: tuple[FindEntry, ...] = ()
     fastest: Fastest | None = None
     error: str = ""
+    fallback: str = ""  # int8: why DeepBench's NCHW_VECT_C could not run (then NHWC ran)
 
 
 class Direction(Frozen):
@@ -150,6 +152,7 @@ class Row(Direction):
     correct: int = 0
     entries: tuple[FindEntry, ...] = ()
     error: str = ""
+    fallback: str = ""
 
 
 class Summary(Frozen):
@@ -255,6 +258,7 @@ def parse_output(lines: list[str]) -> dict[str, Found]:
     entries: dict[str, list[FindEntry]] = defaultdict(list)
     fastest: dict[str, Fastest] = {}
     errors: dict[str, str] = {}
+    fallbacks: dict[str, str] = {}
     for number, line in enumerate(lines, 1):
         f = line.split()
         if not f or f[0] == "#":
@@ -290,12 +294,23 @@ def parse_output(lines: list[str]) -> dict[str, Found]:
                 )
             elif kind == "error":
                 errors[key] = " ".join(rest)
+            elif kind == "fallback" and rest:  # the lines before it are void: the problem runs again in NHWC
+                fallbacks[key] = " ".join(rest)
+                entries.pop(key, None)
             elif kind != "timed":  # timed lines: the contenders, whose best is the fastest line
                 raise ValueError("unknown kind")
         except ValueError:
             raise ValueError(f"line {number} is not conv_find's output: {line[:200]}") from None
-    keys = set(entries) | set(fastest) | set(errors)
-    return {k: Found(entries=tuple(entries.get(k, ())), fastest=fastest.get(k), error=errors.get(k, "")) for k in keys}
+    keys = set(entries) | set(fastest) | set(errors) | set(fallbacks)
+    return {
+        k: Found(
+            entries=tuple(entries.get(k, ())),
+            fastest=fastest.get(k),
+            error=errors.get(k, ""),
+            fallback=fallbacks.get(k, ""),
+        )
+        for k in keys
+    }
 
 
 def header(lines: list[str], name: str) -> str:
@@ -318,7 +333,7 @@ def make_row(p: Problem, found: Found | None) -> Row:
     )
     if found is None:
         return row.model_copy(update={"error": "no output from conv_find"})
-    row = row.model_copy(update={"entries": found.entries, "error": found.error})
+    row = row.model_copy(update={"entries": found.entries, "error": found.error, "fallback": found.fallback})
     fast = found.fastest
     if fast is None:
         return row
@@ -390,7 +405,10 @@ def print_rows(rows: list[Row]) -> None:
     )
     for r in rows:
         tail = r.error or f"{r.find_layout}, {r.find_algo} ({r.find_math}) [{r.correct}/{r.succeeded}/{r.returned}]"
-        flags = [f for f in ("layout differs" if r.layout_differs else "", r.output_differs, r.inputs_differ) if f]
+        fallback = f"fallback from {r.fallback}" if r.fallback else ""
+        flags = [
+            f for f in ("layout differs" if r.layout_differs else "", r.output_differs, r.inputs_differ, fallback) if f
+        ]
         print(
             f"{r.id:34} {r.direction:10} {fmt(r.harness_us, '10.2f')} {fmt(r.find_us, '10.2f')} "
             f"{fmt(r.ratio, '7.3f')}  {r.harness_layout}/{r.harness_plan or r.harness_engine} | {tail}"
