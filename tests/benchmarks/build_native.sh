@@ -16,8 +16,8 @@
 #   cuBLASLt    beside that libcublas, linked into conv_loop too (below).
 # Each is linked with an rpath to its folder, so no LD_LIBRARY_PATH is needed; the loops print the
 # version they loaded on stderr, and the side-by-side compares it with the results'.
-# conv_find (conv_find.cpp: cuDNN's legacy cudnnFind over every algorithm, for conv_vs_find.py) needs only cudnn.h
-# and libcudnn.
+# conv_find (conv_find.cpp: cuDNN's legacy cudnnFind over every algorithm, for conv_vs_find.py) needs cudnn.h,
+# libcudnn and cuBLASLt (no cudnn-frontend).
 # Overrides: NVCC, CUDA_HOME, ARCH (default sm_90), BUILD_DIR; LOOPS: which loops (default "gemm conv find";
 # LOOPS=gemm builds gemm_loop alone, LOOPS=find conv_find alone: seconds, where conv_loop's compile takes most
 # of a minute of a lent GPU's time).
@@ -107,7 +107,7 @@ eval "$(locate)"
 LOOPS=${LOOPS:-gemm conv find}
 wants() { [[ " $LOOPS " == *" $1 "* ]]; }  # whether LOOPS names this loop
 needed=()
-wants gemm || wants conv && needed+=("CUBLAS_SO:nvidia-cublas (or the CUDA toolkit)")  # conv_loop links cuBLASLt
+needed+=("CUBLAS_SO:nvidia-cublas (or the CUDA toolkit)")  # the convolution loops link cuBLASLt beside it
 wants gemm && needed+=("CUBLAS_H:nvidia-cublas (or the CUDA toolkit)")
 wants conv && needed+=("FRONTEND_H:nvidia-cudnn-frontend==$FRONTEND_VERSION" \
                        "NVRTC_H:the CUDA toolkit or nvidia-cuda-nvrtc" "NVRTC_SO:the CUDA toolkit or nvidia-cuda-nvrtc")
@@ -138,15 +138,15 @@ if wants gemm; then
     -I"$(dirname "$CUBLAS_H")" $CUBLAS_FLAGS -o "$BUILD_DIR/libgemm_loop.so" &
   pids+=($!)
 fi
+# The convolution loops load cuBLASLt up front (--no-as-needed), as the harness's process has it from PyTorch:
+# cuDNN offers its engines that need cuBLASLt (behavior note CUBLASLT_DEPENDENCY) only where it can load it.
+CUBLASLT_SO=$(ls "$(dirname "$CUBLAS_SO")"/libcublasLt.so.* | head -1)
 if wants find; then
   "$NVCC" -O2 -std=c++17 -arch="$ARCH" "$HERE/conv_find.cpp" -I"$(dirname "$CUDNN_H")" -ldl $(lib "$CUDNN_SO") \
-    -o "$BUILD_DIR/conv_find" &
+    -Xlinker --no-as-needed $(lib "$CUBLASLT_SO") -o "$BUILD_DIR/conv_find" &
   pids+=($!)
 fi
 if wants conv; then
-  # conv_loop loads cuBLASLt up front (--no-as-needed), as the harness's process has it from PyTorch:
-  # cuDNN offers its engines that need cuBLASLt (behavior note CUBLASLT_DEPENDENCY) only where it can load it.
-  CUBLASLT_SO=$(ls "$(dirname "$CUBLAS_SO")"/libcublasLt.so.* | head -1)
   CONV_FLAGS="-ldl $(lib "$CUDNN_SO") $(lib "$NVRTC_SO") -Xlinker --no-as-needed $(lib "$CUBLASLT_SO")"
   "$NVCC" -O2 -std=c++17 -arch="$ARCH" "$HERE/conv_loop.cpp" -I"$(dirname "$FRONTEND_H")" -I"$(dirname "$CUDNN_H")" \
     -I"$(dirname "$NVRTC_H")" $CONV_FLAGS -o "$BUILD_DIR/conv_loop" &

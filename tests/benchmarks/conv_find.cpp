@@ -53,7 +53,8 @@
 // Check: SAMPLES output elements (pseudo-random positions) recomputed in float64 from the definition
 // on the host; an algorithm's output buffer is filled with 0xFF bytes (NaN / -1) before its run.
 //
-// Build: build_native.sh (needs cudnn.h and libcudnn; no cudnn-frontend).
+// Build: build_native.sh (needs cudnn.h, libcudnn and cuBLASLt, loaded as the harness's process has it; no
+// cudnn-frontend).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>

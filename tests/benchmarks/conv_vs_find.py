@@ -12,9 +12,9 @@ fastest correct one (a host loop and a CUDA graph, the better of the two counts)
 What each side ran, named in the output and in the JSON (`compared`), and flagged per row where it differs:
   problem     the padded sizes the result records (its `padding`), the direction, the precision;
   layout      the harness's is its record's info.layout; conv_find's is DeepBench's (--layout deepbench:
-              NCHW fp32/tf32, NHWC fp16/bf16, int8 NCHW_VECT_C with INT8x32 from compute capability 7.5, NHWC
-              where that cannot run: the row says `fallback`)
-              or the harness's own (--layout harness); each row says both, and `layout_differs`;
+              NCHW fp32/tf32, NHWC fp16/bf16, int8 NCHW_VECT_C with INT8x32 from compute capability 7.5,
+              NHWC where that cannot run: the row says `fallback`) or the harness's own (--layout harness);
+              each row says both, and `layout_differs`;
   precision   fp32: the harness excludes TF32 engines; conv_find uses CUDNN_FMA_MATH and runs under
               NVIDIA_TF32_OVERRIDE=0 (set here unless a tf32 problem is fed), and every entry records
               the math type cuDNN ran; fp16/bf16: fp32 accumulate on both sides, CUDNN_TENSOR_OP_MATH;
@@ -70,6 +70,8 @@ FIND_OUTPUT = {"int8": "int8"}
 
 
 class Frozen(BaseModel):
+    """This script's records: immutable, nothing unknown."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 

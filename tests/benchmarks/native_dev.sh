@@ -50,7 +50,7 @@ SBS="python3 tests/benchmarks/native_side_by_side.py --min-us 20 --max-seconds 0
 build() {  # once a machine: a later phase of the same call finds the loops built from these sources
   local newest f files=(gemm_loop libgemm_loop.so)  # LOOPS=gemm (build_native.sh) builds these alone
   [ "${LOOPS:-gemm conv}" = gemm ] || files+=(conv_loop libconv_loop.so)
-  newest=$(ls -t tests/benchmarks/{conv_loop.cpp,gemm_loop.cu,loop_timing.h} | head -1)
+  newest=$(ls -t tests/benchmarks/{conv_loop.cpp,gemm_loop.cu,loop_timing.h,loop_lines.h} | head -1)
   for f in "${files[@]}"; do
     [ build/native/$f -nt "$newest" ] && continue
     bash tests/benchmarks/build_native.sh >"$OUT/build.log" 2>&1 || { tail -20 "$OUT/build.log"; exit 1; }
