@@ -72,6 +72,7 @@ def test_rows_flags_and_summary(tmp_path: Path, capsys) -> None:
     fwd = rows[("conv/train/026/fp32", "fwd")]
     assert fwd["ratio"] == pytest.approx(902.176022529602 / 268.9)
     assert fwd["harness_plan"] == "eng70_k2=4_k18=0" and not fwd["layout_differs"]
+    assert fwd["cudnn_find_us"] == pytest.approx(268.5)  # cudnnFind's own figure for the winner
     int8 = rows[("conv/inference_server/028/int8", "fwd")]
     assert int8["layout_differs"] and int8["output_differs"] == "harness int32, conv_find int8"
     assert int8["find_layout"] == "nchw_vect_c"

@@ -148,6 +148,7 @@ class Row(Direction):
     find_us: float | None = None
     find_stream_us: float | None = None
     find_graph_us: float | None = None
+    cudnn_find_us: float | None = None  # the winner's time as cudnnFind itself measured it (a few calls)
     ratio: float | None = None
     returned: int = 0
     succeeded: int = 0
@@ -352,6 +353,9 @@ def make_row(p: Problem, found: Found | None) -> Row:
             "find_us": fast.best_us,
             "find_stream_us": fast.us,
             "find_graph_us": None if math.isnan(fast.graph_us) else fast.graph_us,
+            "cudnn_find_us": next(
+                (e.find_us for e in found.entries if (e.algo, e.math) == (fast.algo, fast.math)), None
+            ),
             "ratio": p.harness_us / fast.best_us,
             "returned": fast.returned,
             "succeeded": fast.succeeded,
