@@ -585,6 +585,7 @@ static std::string run_problem(cudnnHandle_t handle, loop_timing::Timer& timer, 
   const Entry* best = nullptr;
   loop_timing::Times best_times;
   float best_us = INFINITY;
+  std::string untimed;  // why contenders could not be timed (the others still count)
   for (const Entry* e : contenders) {
     TRY_CUDNN("cudnnSetConvolutionMathType", cudnnSetConvolutionMathType(d.conv, e->math));
     cudnnStatus_t failed = CUDNN_STATUS_SUCCESS;
@@ -594,14 +595,18 @@ static std::string run_problem(cudnnHandle_t handle, loop_timing::Timer& timer, 
       return s == CUDNN_STATUS_SUCCESS;
     };
     loop_timing::Times times;
-    if (!timer.time_calls(call, 1000.0 * p.seconds, times))
-      return std::string("timing ") + algo_name(p.direction, e->algo) + ": " + cudnnGetErrorString(failed);
+    if (!timer.time_calls(call, 1000.0 * p.seconds, times)) {
+      untimed += std::string(untimed.empty() ? "" : "; ") + "timing " + algo_name(p.direction, e->algo) + ": " +
+                 cudnnGetErrorString(failed);
+      continue;
+    }
     std::printf("%s timed %s %s %s %s %d %s %s\n", p.fields.c_str(), algo_name(p.direction, e->algo),
                 math_name(e->math), number(times.stream_us).c_str(), number(times.graph_us).c_str(), times.calls,
                 number(times.stream_mhz, "%.0f").c_str(), number(times.graph_mhz, "%.0f").c_str());
     const float us = std::isnan(times.graph_us) ? times.stream_us : std::min(times.stream_us, times.graph_us);
     if (us < best_us) best_us = us, best = e, best_times = times;
   }
+  if (!best) return untimed;
   std::printf("%s fastest %s %s %s %s %s %zu %zu %d %d\n", p.fields.c_str(), algo_name(p.direction, best->algo),
               math_name(best->math), number(best_times.stream_us).c_str(), number(best_times.graph_us).c_str(),
               layout_name(layout), given, entries.size(), succeeded, correct);
