@@ -72,6 +72,7 @@
 #include <string>
 #include <vector>
 
+#include "conv_reference.h"
 #include "loop_lines.h"
 #include "loop_timing.h"
 
@@ -80,20 +81,16 @@ static const int SAMPLES = 128;                             // output elements c
 static const size_t WORKSPACE_RESERVE = size_t(512) << 20;  // free memory left beside the workspace
 static const float CONTENDER_MARGIN = 1.10f;                // cudnnFind times within 10% are timed again
 static const int MAX_CONTENDERS = 3;
-static const int VECT = 32;              // INT8x32: channels per vector
 static const double INT8_LSB = 1.0;      // int8 output: rounding of the scaled accumulator may differ by one
 static const double INT8_TARGET = 32.0;  // int8 output: the scaled accumulator's typical magnitude
 static const int VECT_C_MIN_CC = 75;     // conv_bench.cu: NCHW_VECT_C from compute capability 7.5
 
-enum class Layout { NCHW, NHWC, VECT_C };
+using conv_reference::Layout;
+using conv_reference::Shape;
+using conv_reference::VECT;
 
-static const char* layout_name(Layout l) {
-  return l == Layout::NCHW ? "nchw" : l == Layout::NHWC ? "nhwc" : "nchw_vect_c";
-}
-
-struct Problem {
-  std::string precision, direction, layout;
-  int64_t n, c, h, w, k, r, s, pad_h, pad_w, stride_h, stride_w;
+struct Problem : conv_reference::Conv {
+  std::string precision, layout;
   double tolerance, transform_tolerance, seconds;
   std::string fields;  // the input fields as given, echoed at the start of every output line (loop_lines.h)
 };
@@ -135,22 +132,6 @@ static std::string layout_of(const Problem& p, int cc, Layout& l) {
   else return "unknown layout (deepbench|nchw|nhwc|nchw_vect_c)";
   return "";
 }
-
-// A 4-d tensor's logical sizes (N, C, H, W; a filter's K, C, R, S) and its storage layout.
-struct Shape {
-  int64_t d[4];
-  Layout layout;
-  size_t elements() const { return size_t(d[0]) * d[1] * d[2] * d[3]; }
-  // The storage index of logical element (a, b, y, x).
-  size_t at(int64_t a, int64_t b, int64_t y, int64_t x) const {
-    const int64_t C = d[1], H = d[2], W = d[3];
-    switch (layout) {
-      case Layout::NCHW: return size_t(((a * C + b) * H + y) * W + x);
-      case Layout::NHWC: return size_t(((a * H + y) * W + x) * C + b);
-      default: return size_t((((a * (C / VECT) + b / VECT) * H + y) * W + x) * VECT + b % VECT);
-    }
-  }
-};
 
 using loop_lines::DeviceMemory;
 
@@ -307,48 +288,6 @@ struct Sampled {
   std::vector<size_t> where;  // storage index of each sampled output element
   std::vector<double> ref;    // its float64 value (int8: rounded and saturated as the int8 output is)
 };
-
-// The float64 value of the direction's output element `o` (logical indices) from the host inputs.
-static double reference(const Problem& p, const Shape& xs, const Shape& ws, const Shape& ys,
-                        const std::vector<float>& a, const std::vector<float>& b, const int64_t o[4]) {
-  double sum = 0.0;
-  const int64_t P = ys.d[2], Q = ys.d[3];
-  if (p.direction == "fwd") {  // a = x, b = w; o = (n, k, p, q)
-    for (int64_t c = 0; c < p.c; ++c)
-      for (int64_t r = 0; r < p.r; ++r) {
-        const int64_t ih = o[2] * p.stride_h - p.pad_h + r;
-        if (ih < 0 || ih >= p.h) continue;
-        for (int64_t s = 0; s < p.s; ++s) {
-          const int64_t iw = o[3] * p.stride_w - p.pad_w + s;
-          if (iw < 0 || iw >= p.w) continue;
-          sum += double(a[xs.at(o[0], c, ih, iw)]) * double(b[ws.at(o[1], c, r, s)]);
-        }
-      }
-  } else if (p.direction == "bwd_data") {  // a = dy, b = w; o = (n, c, h, w)
-    for (int64_t k = 0; k < p.k; ++k)
-      for (int64_t r = 0; r < p.r; ++r) {
-        const int64_t th = o[2] + p.pad_h - r;
-        if (th < 0 || th % p.stride_h || th / p.stride_h >= P) continue;
-        for (int64_t s = 0; s < p.s; ++s) {
-          const int64_t tw = o[3] + p.pad_w - s;
-          if (tw < 0 || tw % p.stride_w || tw / p.stride_w >= Q) continue;
-          sum += double(a[ys.at(o[0], k, th / p.stride_h, tw / p.stride_w)]) * double(b[ws.at(k, o[1], r, s)]);
-        }
-      }
-  } else {  // a = x, b = dy; o = (k, c, r, s)
-    for (int64_t n = 0; n < p.n; ++n)
-      for (int64_t oh = 0; oh < P; ++oh) {
-        const int64_t ih = oh * p.stride_h - p.pad_h + o[2];
-        if (ih < 0 || ih >= p.h) continue;
-        for (int64_t ow = 0; ow < Q; ++ow) {
-          const int64_t iw = ow * p.stride_w - p.pad_w + o[3];
-          if (iw < 0 || iw >= p.w) continue;
-          sum += double(a[xs.at(n, o[1], ih, iw)]) * double(b[ys.at(n, o[0], oh, ow)]);
-        }
-      }
-  }
-  return sum;
-}
 
 // The check of the output buffer against the sampled reference: relative Frobenius error (int8: the
 // largest difference in output units); NaN where any sampled element is not finite.
@@ -534,7 +473,7 @@ static std::string run_problem(cudnnHandle_t handle, loop_timing::Timer& timer, 
   for (int i = 0; i < SAMPLES; ++i) {
     const int64_t o[4] = {index_at(i, seed, out_shape.d[0]), index_at(i, seed + 1, out_shape.d[1]),
                           index_at(i, seed + 2, out_shape.d[2]), index_at(i, seed + 3, out_shape.d[3])};
-    double v = reference(p, xs, ws, ys, a_host, b_host, o);
+    double v = conv_reference::value(p, xs, ws, ys, a_host, b_host, o);
     if (t.integer) v = std::min(127.0, std::max(-128.0, std::nearbyint(std::ldexp(v, -shift))));
     sampled.where.push_back(out_shape.at(o[0], o[1], o[2], o[3]));
     sampled.ref.push_back(v);
@@ -609,7 +548,7 @@ static std::string run_problem(cudnnHandle_t handle, loop_timing::Timer& timer, 
   if (!best) return untimed;
   std::printf("%s fastest %s %s %s %s %s %zu %zu %d %d\n", p.fields.c_str(), algo_name(p.direction, best->algo),
               math_name(best->math), number(best_times.stream_us).c_str(), number(best_times.graph_us).c_str(),
-              layout_name(layout), given, entries.size(), succeeded, correct);
+              conv_reference::layout_name(layout), given, entries.size(), succeeded, correct);
   return "";
 }
 
@@ -643,7 +582,7 @@ int main() {
     if (!error.empty()) return error;
     error = run_problem(handle, timer, p, layout, seed);
     if (!error.empty() && p.layout == "deepbench" && layout == Layout::VECT_C) {  // conv_bench.cu's "else NHWC"
-      std::printf("%s fallback %s %s\n", p.fields.c_str(), layout_name(layout), error.c_str());
+      std::printf("%s fallback %s %s\n", p.fields.c_str(), conv_reference::layout_name(layout), error.c_str());
       error = run_problem(handle, timer, p, Layout::NHWC, seed);
     }
     return error;
