@@ -552,13 +552,20 @@ static std::string run_problem(cudnnHandle_t handle, loop_timing::Timer& timer, 
   return "";
 }
 
-int main() {
-  cudnnHandle_t handle;
+// A cuDNN handle on `stream`; nullptr (with why on stderr) where cuDNN cannot start.
+static cudnnHandle_t handle_on(cudaStream_t stream) {
+  cudnnHandle_t handle = nullptr;
   cudnnStatus_t status = cudnnCreate(&handle);
-  if (status != CUDNN_STATUS_SUCCESS) {
-    std::fprintf(stderr, "cudnnCreate: %s\n", cudnnGetErrorString(status));
-    return 1;
-  }
+  if (status == CUDNN_STATUS_SUCCESS && (status = cudnnSetStream(handle, stream)) == CUDNN_STATUS_SUCCESS) return handle;
+  std::fprintf(stderr, "cudnn: %s\n", cudnnGetErrorString(status));
+  if (handle) cudnnDestroy(handle);
+  return nullptr;
+}
+
+int main() {
+  loop_timing::Timer timer;
+  const cudnnHandle_t handle = handle_on(timer.stream);
+  if (!handle) return 1;
   int device = 0;
   cudaDeviceProp prop;
   CHECK_CUDA(cudaGetDevice(&device));
@@ -567,12 +574,6 @@ int main() {
   const char* tf32 = std::getenv("NVIDIA_TF32_OVERRIDE");
   std::fprintf(stderr, "# cudnn %zu\n# device %s cc %d.%d\n# NVIDIA_TF32_OVERRIDE %s\n", cudnnGetVersion(), prop.name,
                prop.major, prop.minor, tf32 ? tf32 : "unset");
-  loop_timing::Timer timer;
-  status = cudnnSetStream(handle, timer.stream);
-  if (status != CUDNN_STATUS_SUCCESS) {
-    std::fprintf(stderr, "cudnnSetStream: %s\n", cudnnGetErrorString(status));
-    return 1;
-  }
   unsigned seed = 1;
   loop_lines::each_line(FIELDS, [&](const std::string& line) {
     Problem p;
