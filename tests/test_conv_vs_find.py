@@ -142,3 +142,19 @@ def test_an_int8_fallback_voids_the_lines_before_it(tmp_path: Path) -> None:
     problems, _ = cvf.build_problems(cvf.sbs.select_results([RUN], "*int8*", (0, 1)), "deepbench", 0.1, 0.0)
     row = cvf.make_row(problems[0], found)
     assert row.find_layout == "nhwc" and not row.layout_differs and row.fallback
+
+
+def test_the_loop_runs_under_tf32_off_and_its_output_is_kept(tmp_path: Path, capsys) -> None:
+    """A stand-in conv_find (a shell script printing the fixture and its environment's TF32 state on stderr, as
+    the loop's header does): conv_vs_find feeds it, sets NVIDIA_TF32_OVERRIDE=0, keeps its output line by line."""
+    stand_in = tmp_path / "conv_find"
+    stand_in.write_text(
+        f'#!/bin/sh\ncat >/dev/null\ngrep -v "^#" {OUTPUT}\necho "# NVIDIA_TF32_OVERRIDE $NVIDIA_TF32_OVERRIDE" >&2\n'
+    )
+    stand_in.chmod(0o755)
+    saved = tmp_path / "saved.txt"
+    assert cvf.main([str(RUN), "--bin", str(tmp_path), "--save-output", str(saved)]) == 1
+    assert "SUMMARY conv fp32: 3 directions" in capsys.readouterr().out
+    kept = saved.read_text().splitlines()
+    assert kept[-1] == "# NVIDIA_TF32_OVERRIDE 0"
+    assert cvf.parse_output(kept).keys() == cvf.parse_output(OUTPUT.read_text().splitlines()).keys()

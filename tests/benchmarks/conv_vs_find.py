@@ -38,6 +38,7 @@ issue 43's target: >= 95% within 1.05x and none above 1.25x.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -478,10 +479,12 @@ def run(args: argparse.Namespace) -> int:
         env = dict(os.environ)
         if not any(p.precision == "tf32" for p in problems):
             env[TF32_ENV] = env_tf32 = "0"  # true fp32: no TF32 anywhere in the loop's process
-        output, stderr = sbs.run_loop(args.bin / "conv_find", lines, "conv_find", env)
-        stderr_lines = [line for line in stderr.splitlines() if line.startswith("# ")]
-        if args.save_output:
-            args.save_output.write_text("".join(f"{line}\n" for line in stderr_lines + output))
+        with contextlib.ExitStack() as stack:  # the saved output grows line by line: a run cut short keeps it
+            sink = stack.enter_context(args.save_output.open("w")) if args.save_output else None
+            output, stderr = sbs.run_loop(args.bin / "conv_find", lines, "conv_find", env, sink)
+            stderr_lines = [line for line in stderr.splitlines() if line.startswith("# ")]
+            if sink:
+                sink.write("".join(f"{line}\n" for line in stderr_lines))
     try:
         found = parse_output(output)
     except ValueError as exc:
