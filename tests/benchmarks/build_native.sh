@@ -16,8 +16,11 @@
 #   cuBLASLt    beside that libcublas, linked into conv_loop too (below).
 # Each is linked with an rpath to its folder, so no LD_LIBRARY_PATH is needed; the loops print the
 # version they loaded on stderr, and the side-by-side compares it with the results'.
-# Overrides: NVCC, CUDA_HOME, ARCH (default sm_90), BUILD_DIR; LOOPS=gemm builds gemm_loop alone (seconds, where
-# conv_loop's compile takes most of a minute of a lent GPU's time).
+# conv_find (conv_find.cpp: cuDNN's legacy cudnnFind over every algorithm, for conv_vs_find.py) needs cudnn.h,
+# libcudnn and cuBLASLt (no cudnn-frontend).
+# Overrides: NVCC, CUDA_HOME, ARCH (default sm_90), BUILD_DIR; LOOPS: which loops (default "gemm conv find";
+# LOOPS=gemm builds gemm_loop alone, LOOPS=find conv_find alone: seconds, where conv_loop's compile takes most
+# of a minute of a lent GPU's time).
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -101,10 +104,16 @@ EOF
 }
 eval "$(locate)"
 
+LOOPS=${LOOPS:-gemm conv find}
+wants() { [[ " $LOOPS " == *" $1 "* ]]; }  # whether LOOPS names this loop
+needed=()
+needed+=("CUBLAS_SO:nvidia-cublas (or the CUDA toolkit)")  # the convolution loops link cuBLASLt beside it
+wants gemm && needed+=("CUBLAS_H:nvidia-cublas (or the CUDA toolkit)")
+wants conv && needed+=("FRONTEND_H:nvidia-cudnn-frontend==$FRONTEND_VERSION" \
+                       "NVRTC_H:the CUDA toolkit or nvidia-cuda-nvrtc" "NVRTC_SO:the CUDA toolkit or nvidia-cuda-nvrtc")
+wants conv || wants find && needed+=("CUDNN_H:nvidia-cudnn-cu13" "CUDNN_SO:nvidia-cudnn-cu13")
 missing=0
-for pair in "FRONTEND_H:nvidia-cudnn-frontend==$FRONTEND_VERSION" "CUDNN_H:nvidia-cudnn-cu13" "CUDNN_SO:nvidia-cudnn-cu13" \
-            "CUBLAS_SO:nvidia-cublas (or the CUDA toolkit)" "CUBLAS_H:nvidia-cublas (or the CUDA toolkit)" \
-            "NVRTC_H:the CUDA toolkit or nvidia-cuda-nvrtc" "NVRTC_SO:the CUDA toolkit or nvidia-cuda-nvrtc"; do
+for pair in "${needed[@]}"; do
   var=${pair%%:*}
   if [ -z "${!var}" ]; then
     echo "build_native: no ${var} found: install ${pair#*:} for $PYTHON, or run with --download DIR" >&2
@@ -117,28 +126,34 @@ done
 # -l:FILE links the versioned library itself (pip wheels ship no unversioned .so symlink).
 lib() { echo "-L$(dirname "$1") -l:$(basename "$1") -Xlinker -rpath=$(dirname "$1")"; }
 CUBLAS_FLAGS="$(lib "$CUBLAS_SO") -ldl"  # -ldl: loop_timing.h loads NVML at run time (glibc < 2.34 keeps dlopen there)
-# conv_loop loads cuBLASLt up front (--no-as-needed), as the harness's process has it from PyTorch:
+mkdir -p "$BUILD_DIR"
+# The builds at once: each cudnn-frontend compile takes most of a minute, and a lent GPU's minutes count.
+set -x
+pids=()
+if wants gemm; then
+  "$NVCC" -O2 -std=c++17 -arch="$ARCH" "$HERE/gemm_loop.cu" -I"$(dirname "$CUBLAS_H")" $CUBLAS_FLAGS -o "$BUILD_DIR/gemm_loop" &
+  pids+=($!)
+  # Each loop also as a library, for timing it inside a Python process (loop_library.py).
+  "$NVCC" -O2 -std=c++17 -arch="$ARCH" -shared -Xcompiler -fPIC -DGEMM_LOOP_LIBRARY "$HERE/gemm_loop.cu" \
+    -I"$(dirname "$CUBLAS_H")" $CUBLAS_FLAGS -o "$BUILD_DIR/libgemm_loop.so" &
+  pids+=($!)
+fi
+# The convolution loops load cuBLASLt up front (--no-as-needed), as the harness's process has it from PyTorch:
 # cuDNN offers its engines that need cuBLASLt (behavior note CUBLASLT_DEPENDENCY) only where it can load it.
 CUBLASLT_SO=$(ls "$(dirname "$CUBLAS_SO")"/libcublasLt.so.* | head -1)
-CONV_FLAGS="-ldl $(lib "$CUDNN_SO") $(lib "$NVRTC_SO") -Xlinker --no-as-needed $(lib "$CUBLASLT_SO")"
-mkdir -p "$BUILD_DIR"
-# The four builds at once: each cudnn-frontend compile takes most of a minute, and a lent GPU's minutes count.
-set -x
-"$NVCC" -O2 -std=c++17 -arch="$ARCH" "$HERE/gemm_loop.cu" -I"$(dirname "$CUBLAS_H")" $CUBLAS_FLAGS -o "$BUILD_DIR/gemm_loop" &
-gemm=$!
-# Each loop also as a library, for timing it inside a Python process (loop_library.py).
-"$NVCC" -O2 -std=c++17 -arch="$ARCH" -shared -Xcompiler -fPIC -DGEMM_LOOP_LIBRARY "$HERE/gemm_loop.cu" \
-  -I"$(dirname "$CUBLAS_H")" $CUBLAS_FLAGS -o "$BUILD_DIR/libgemm_loop.so" &
-gemm_library=$!
-pids=("$gemm" "$gemm_library")
-if [ "${LOOPS:-gemm conv}" != gemm ]; then
+if wants find; then
+  "$NVCC" -O2 -std=c++17 -arch="$ARCH" "$HERE/conv_find.cpp" -I"$(dirname "$CUDNN_H")" -ldl $(lib "$CUDNN_SO") \
+    -Xlinker --no-as-needed $(lib "$CUBLASLT_SO") -o "$BUILD_DIR/conv_find" &
+  pids+=($!)
+fi
+if wants conv; then
+  CONV_FLAGS="-ldl $(lib "$CUDNN_SO") $(lib "$NVRTC_SO") -Xlinker --no-as-needed $(lib "$CUBLASLT_SO")"
   "$NVCC" -O2 -std=c++17 -arch="$ARCH" "$HERE/conv_loop.cpp" -I"$(dirname "$FRONTEND_H")" -I"$(dirname "$CUDNN_H")" \
     -I"$(dirname "$NVRTC_H")" $CONV_FLAGS -o "$BUILD_DIR/conv_loop" &
-  conv=$!
+  pids+=($!)
   "$NVCC" -O2 -std=c++17 -arch="$ARCH" -shared -Xcompiler -fPIC -DCONV_LOOP_LIBRARY "$HERE/conv_loop.cpp" \
     -I"$(dirname "$FRONTEND_H")" -I"$(dirname "$CUDNN_H")" -I"$(dirname "$NVRTC_H")" $CONV_FLAGS -o "$BUILD_DIR/libconv_loop.so" &
-  conv_library=$!
-  pids+=("$conv" "$conv_library")
+  pids+=($!)
 fi
 failed=0
 for pid in "${pids[@]}"; do wait "$pid" || failed=1; done  # every build's errors shown, then one status

@@ -50,6 +50,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "loop_lines.h"
 #include "loop_timing.h"
 
 namespace fe = cudnn_frontend;
@@ -91,11 +92,7 @@ static bool parse(const std::string& line, Problem& p) {
   if (!(in >> p.precision >> p.direction >> p.n >> p.c >> p.h >> p.w >> p.k >> p.r >> p.s >> p.pad_h >> p.pad_w >>
         p.stride_h >> p.stride_w >> p.engine >> p.seconds))
     return false;
-  // The fields as given (not as parsed): the caller finds its problem's lines by them.
-  std::istringstream tokens(line);
-  p.fields.clear();
-  std::string token;
-  for (int i = 0; i < FIELDS && tokens >> token; ++i) p.fields += (i ? " " : "") + token;
+  p.fields = loop_lines::echoed(line, FIELDS);  // as given, not as parsed: the caller finds its lines by them
   return true;
 }
 
@@ -140,20 +137,7 @@ static std::vector<int64_t> strides(const std::vector<int64_t>& d, bool channels
 
 static size_t elements(const std::vector<int64_t>& d) { return size_t(d[0]) * d[1] * d[2] * d[3]; }
 
-// Device memory of one problem, freed however the problem ends.
-struct DeviceMemory {
-  std::vector<void*> blocks;
-  ~DeviceMemory() {
-    for (void* p : blocks) cudaFree(p);
-  }
-  std::string alloc(void** p, size_t bytes) {
-    const cudaError_t e = cudaMalloc(p, std::max<size_t>(bytes, 1));
-    if (e != cudaSuccess)
-      return std::string("cudaMalloc of ") + std::to_string(bytes) + " bytes: " + cudaGetErrorString(e);
-    blocks.push_back(*p);
-    return "";
-  }
-};
+using loop_lines::DeviceMemory;
 
 template <typename T>
 static std::string upload(DeviceMemory& mem, void** p, size_t n, float scale, unsigned seed) {
@@ -393,19 +377,10 @@ static int run_stdin() {
     return 1;
   }
   unsigned seed = 1;
-  for (std::string line; std::getline(std::cin, line);) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+  loop_lines::each_line(FIELDS, [&](const std::string& line) {
     Problem p;
-    std::string error = "malformed line";
-    p.fields = line;
-    try {
-      if (parse(line, p)) error = run_problem(handle, timer, p, seed);
-    } catch (const std::exception& e) {  // the frontend throws on some misuse: this problem fails, the next runs
-      error = std::string("exception: ") + e.what();
-    }
-    if (!error.empty()) std::printf("%s error %s\n", p.fields.c_str(), error.c_str());
-    std::fflush(stdout);
-  }
+    return parse(line, p) ? run_problem(handle, timer, p, seed) : std::string("malformed line");
+  });
   if (!keep_handle) cudnnDestroy(handle);
   return 0;
 }

@@ -33,6 +33,8 @@
 #                                                    # or in one process with them, in turns (ORDERS=interleaved)
 #   bash tests/benchmarks/native_dev.sh in-turns     # the published runs' fp16 GEMMs (IL_SETS) and their loop's code
 #                                                    # in one process, in turns: interleaved.py, set after set
+#   bash tests/benchmarks/native_dev.sh find         # issue 43: a suite's convolutions, then beside cuDNN's legacy
+#                                                    # cudnnFind (conv_vs_find.py), one sitting per FIND_SETS entry
 # Phases that write many files take OUT outside the call's $OUT and tar it: at most 8 files come back.
 # Source it (`. native_dev.sh interleave`) to keep its environment for more commands.
 set -uo pipefail
@@ -48,7 +50,7 @@ SBS="python3 tests/benchmarks/native_side_by_side.py --min-us 20 --max-seconds 0
 build() {  # once a machine: a later phase of the same call finds the loops built from these sources
   local newest f files=(gemm_loop libgemm_loop.so)  # LOOPS=gemm (build_native.sh) builds these alone
   [ "${LOOPS:-gemm conv}" = gemm ] || files+=(conv_loop libconv_loop.so)
-  newest=$(ls -t tests/benchmarks/{conv_loop.cpp,gemm_loop.cu,loop_timing.h} | head -1)
+  newest=$(ls -t tests/benchmarks/{conv_loop.cpp,gemm_loop.cu,loop_timing.h,loop_lines.h} | head -1)
   for f in "${files[@]}"; do
     [ build/native/$f -nt "$newest" ] && continue
     bash tests/benchmarks/build_native.sh >"$OUT/build.log" 2>&1 || { tail -20 "$OUT/build.log"; exit 1; }
@@ -342,5 +344,23 @@ in-turns)  # issue 20's fp16 GEMM side-by-side where both sides run on the same 
     timeout "${IL_LIMIT_S:-300}" python3 tests/benchmarks/interleaved.py "runner/published/nvidia-h100/${set%%:*}" \
       --only "${set#*:}" --no-kernel-time --warm-up 5 ${IL_ARGS:-} --json "$OUT/il-$n.json" >"$OUT/il-$n.log" 2>&1
     echo "$set ($((SECONDS - t0)) s): $(grep -E '^(SUMMARY|CLOCKS)' "$OUT/il-$n.log")"
+  done ;;
+find)  # issue 43's evidence: each FIND_SETS entry SUITE:PRECISIONS (default train:fp32; e.g. train:fp16,
+       # inference-server:fp16,int8) measured by the harness (--ops conv, RUN_LIMIT_S), then at once beside cudnnFind's
+       # fastest correct algorithm for the same problems (conv_vs_find.py, FIND_LIMIT_S, FIND_ARGS more of its
+       # arguments). conv_find is built alone (LOOPS=find: seconds). Per set: <set>.log (rows, SUMMARY), <set>.json,
+       # <set>.txt (conv_find's raw output, for --from-output), <set>-run.tgz (the run and its log).
+  t0=$SECONDS; LOOPS=find bash tests/benchmarks/build_native.sh >"$OUT/build.log" 2>&1 || { tail -20 "$OUT/build.log"; exit 1; }
+  echo "conv_find built: $((SECONDS - t0)) s"
+  for set in ${FIND_SETS:-train:fp32}; do
+    suite=${set%%:*} precision=${set#*:}; name=find-$suite-${precision//,/-}; dir=runs/$name; t0=$SECONDS
+    mkdir -p runs; rm -rf "$dir"  # this phase's own run of an earlier call on the same machine
+    timeout "${RUN_LIMIT_S:-300}" deepbench-run --local --platform nvidia --suite "$suite" --ops conv \
+      --precision "$precision" --quiet --out "$dir" >"$dir.log" 2>&1
+    echo "$name harness: $((SECONDS - t0)) s"; tail -1 "$dir.log"; t0=$SECONDS
+    timeout "${FIND_LIMIT_S:-300}" python3 tests/benchmarks/conv_vs_find.py "$dir" ${FIND_ARGS:-} --json "$OUT/$name.json" \
+      --save-output "$OUT/$name.txt" >"$OUT/$name.log" 2>&1
+    echo "$name conv_vs_find: $((SECONDS - t0)) s"; grep -E '^(SUMMARY|  worst)' "$OUT/$name.log"
+    tar -czf "$OUT/$name-run.tgz" "$dir" "$dir.log"
   done ;;
 esac

@@ -65,11 +65,11 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from deepbench.kernels.backends.engine_choice import is_plan_name
 from deepbench.kernels.results import RESULTS_FILE, KernelResult, Status
-from deepbench.kernels.results_file import read_results
+from deepbench.kernels.results_file import exists, read_results
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_BIN = HERE.parent.parent / "build" / "native"
@@ -257,7 +257,7 @@ def select_results(folders: list[Path], only: str | None, shard: tuple[int, int]
     out = []
     for folder in folders:
         path = folder / RESULTS_FILE
-        if not path.is_file():
+        if not exists(path):  # results.jsonl, or a published run's results.jsonl.gz
             raise UsageError(f"{folder} has no {RESULTS_FILE}: not a deepbench-run results folder")
         try:
             results = read_results(path)
@@ -321,10 +321,13 @@ def loop_inputs(problems: list[Problem], find_first: bool = False) -> tuple[list
 # ----- running the loops ---------------------------------------------------------------------
 
 
-def run_loop(binary: Path, lines: list[str], what: str, env: dict[str, str] | None = None) -> tuple[list[str], str]:
+def run_loop(
+    binary: Path, lines: list[str], what: str, env: dict[str, str] | None = None, sink: TextIO | None = None
+) -> tuple[list[str], str]:
     """The loop's output lines and its stderr, with progress on stderr (`env`: the loop's environment,
-    default this process's). Input is written from a thread so that neither pipe can fill up while
-    the other waits."""
+    default this process's; `sink`: a file each output line is also written to as it comes, so that a
+    run cut short keeps what it measured). Input is written from a thread so that neither pipe can fill
+    up while the other waits."""
     if not binary.is_file():
         raise UsageError(f"no {binary}: build the native loops first (bash tests/benchmarks/build_native.sh)")
     proc = subprocess.Popen(
@@ -350,6 +353,9 @@ def run_loop(binary: Path, lines: list[str], what: str, env: dict[str, str] | No
     started = time.monotonic()
     for line in proc.stdout:
         out.append(line.rstrip("\n"))
+        if sink:
+            sink.write(line)
+            sink.flush()
         if len(out) % PROGRESS_EVERY == 0:
             print(f"# {what}: {len(out)} lines, {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
     proc.wait()
