@@ -56,10 +56,11 @@ from ..results import Check
 MARGIN = 0.01
 REFINE_WINDOW = 0.06  # candidates this close to the fastest are timed again, longer
 # Seconds one direction's race may spend building and quick-timing candidates (the checks of the ones
-# that would be chosen always run). The train suite has 282 convolution directions per precision; at a
-# second each, its fp32 and fp16 races stay under 10 minutes on an H100 (a candidate costs a few ms to
-# build and a few ms to time: a second reaches every engine family of a direction, then knob variants).
-RACE_BUDGET_S = 1.0
+# that would be chosen always run). The train suite has 282 convolution directions per precision: at
+# 0.8 s each, its fp32 and fp16 races take 7.5 minutes, under 10 with their checks on an H100 (a
+# candidate costs a few ms to build and a few to time: the budget reaches one configuration of every
+# engine of a direction first, then knob variants).
+RACE_BUDGET_S = 0.8
 # The later pass over engines cuDNN compiles at run time (NVRTC, seconds each), raced only where no
 # precompiled engine computed the direction correctly (int8 on an H100): a few compilations.
 COMPILED_RACE_BUDGET_S = 30.0

@@ -8,8 +8,7 @@ definition (kernels/reference/conv.py, the sampler the PyTorch backend is checke
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -126,8 +125,8 @@ def _direction(
         at = raced["heuristic_index"]
         chosen = _pinned(backend.lib, race.fresh(), raced["plan_name"], at, raced.get("knobs"))
         record = {**raced, "raced_in": RACED_APART}
-        if chosen.index != at:  # found elsewhere in the graph's list: the two processes' lists differed
-            record["heuristic_index_here"] = chosen.index
+        if raced.get("source", "heuristics") == "heuristics" and chosen.index != at:
+            record["heuristic_index_here"] = chosen.index  # found elsewhere: the two processes' lists differed
     elif pin:
         chosen = _pinned(backend.lib, race.fresh(), pin)
         record = {**chosen.record(), **race.family(chosen), "chosen_by": f"pinned (--cudnn-engine {pin})"}
@@ -277,38 +276,47 @@ def _named_plan(
     cudnn: Any, g: Any, name: str, at: int | None = None, knobs: dict[str, int] | None = None
 ) -> engines.Engine:
     """The plan cuDNN names `name`: the exact plan, every knob included, which re-creating it from
-    cudnn-frontend's knob list cannot promise. Looked for among the plans the heuristics offer for
-    this graph (all of them: a recorded plan may need runtime compilation or a large workspace), `at`
-    first (building only that plan spares building or compiling the ones before it); then, as the
-    race's search enumerates them (search.py), among the configurations of the engine the name gives:
-    the recorded `knobs` first, its default knobs, then its knob grid, for at most PIN_SEARCH_S."""
+    cudnn-frontend's knob list cannot promise. Looked for where the race found it (`at` in the
+    heuristics' list, or re-created from its engine and recorded `knobs`: building only that plan
+    spares building or compiling others), then among all the plans the heuristics offer for this graph
+    (a recorded plan may need runtime compilation or a large workspace), then, as the race's search
+    enumerates them (search.py), among the engine's configurations: its default knobs, then its knob
+    grid, for at most PIN_SEARCH_S."""
     offer_plans(cudnn, g)
     count = g.get_execution_plan_count()
-    order = ([at] if at is not None and 0 <= at < count else []) + list(range(count))
-    for i in order:
-        e = _built_or_none(g, i)
-        if e is not None and e.name == name:
-            return e
     engine_id = int(name[len("eng") :].partition("_")[0])
-    try:
-        grid = knob_grid(knob_ranges(cudnn, g.get_knobs_for_engine(engine_id)))
-    except Exception:  # noqa: BLE001 - the engine does not serve this graph: only the recorded knobs are tried
-        grid = iter(())
-    budget = engines.Budget(PIN_SEARCH_S)
-    for config in itertools.chain([knobs or {}, {}], grid):
-        if budget.exhausted():
-            break
+
+    def created(config: dict[str, int]) -> engines.Engine | None:
         try:
             g.create_execution_plan(engine_id, typed_knobs(cudnn, config))
-        except Exception:  # noqa: BLE001 - a configuration this engine refuses
-            continue
-        e = _built_or_none(g, g.get_execution_plan_count() - 1)
+        except Exception:  # noqa: BLE001 - a configuration this engine refuses (or an engine not for this graph)
+            return None
+        return _built_or_none(g, g.get_execution_plan_count() - 1)
+
+    def places() -> Iterator[engines.Engine | None]:
+        if at is not None and 0 <= at < count:
+            yield _built_or_none(g, at)
+        if knobs is not None:
+            yield created(knobs)
+        yield from (_built_or_none(g, i) for i in range(count))
+        yield created({})
+        try:
+            grid = knob_grid(knob_ranges(cudnn, g.get_knobs_for_engine(engine_id)))
+        except Exception:  # noqa: BLE001 - the engine does not serve this graph, or its knobs are unreadable
+            return
+        budget = engines.Budget(PIN_SEARCH_S)
+        for config in grid:
+            if budget.exhausted():
+                return
+            yield created(config)
+
+    for e in places():
         if e is not None and e.name == name:
             return e
     raise Unsupported(
         f"cuDNN offers no plan named '{name}' for this convolution here, among its heuristics' plans nor "
-        f"engine {engine_id}'s knob choices (searched {budget.spent_s:.0f} s; another cuDNN or GPU than the "
-        "one that recorded it?); pin ENGINE_ID:KNOBS to re-create it from its knobs"
+        f"engine {engine_id}'s knob choices (searched for {PIN_SEARCH_S:.0f} s at most; another cuDNN or GPU "
+        "than the one that recorded it?); pin ENGINE_ID:KNOBS to re-create it from its knobs"
     )
 
 

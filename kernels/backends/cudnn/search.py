@@ -294,10 +294,20 @@ def note_name(note: Any) -> str:
 
 
 def family(cudnn: Any, fresh_graph: Callable[[], Any], e: engines.Engine) -> dict[str, Any]:
-    """The family cuDNN names for the plan's engine: the FAMILY_NOTES it carries (each found by barring
-    that note on a fresh graph holding only this engine) and its behaviour notes; "unnamed" where none."""
+    """The family cuDNN names for the plan's engine: its behaviour notes, and the FAMILY_NOTES it carries
+    (each found by barring that note on a fresh graph holding only this engine: a plan not barred is
+    built, so an engine compiled at run time is named by its behaviour notes alone, sparing a
+    compilation per note); "unnamed" where cuDNN names none."""
+    behavior: list[str] = []
+    try:
+        g = fresh_graph()
+        g.create_execution_plan(e.engine_id, typed_knobs(cudnn, e.knobs))
+        notes = g.get_behavior_notes_for_plan_at_index(g.get_execution_plan_count() - 1)
+        behavior = sorted(n for n in map(note_name, notes) if n not in ("NOT_SET", "TYPE_COUNT"))
+    except Exception:  # noqa: BLE001 - behaviour notes unreadable here: the numerical ones still name it
+        behavior = []
     numerical = []
-    for note in FAMILY_NOTES:
+    for note in FAMILY_NOTES if RUNTIME_COMPILATION not in behavior else ():
         member = getattr(cudnn.numerical_note, note, None)
         if member is None:
             continue
@@ -309,16 +319,6 @@ def family(cudnn: Any, fresh_graph: Callable[[], Any], e: engines.Engine) -> dic
         except Exception as exc:  # noqa: BLE001 - barred by the note's filter: the engine carries it
             if BARRED in str(exc):
                 numerical.append(note)
-    behavior: list[str] = []
-    try:
-        g = fresh_graph()
-        g.create_execution_plan(e.engine_id, {getattr(cudnn.knob_type, n): v for n, v in e.knobs.items()})
-        behavior = sorted(
-            note_name(n) for n in g.get_behavior_notes_for_plan_at_index(g.get_execution_plan_count() - 1)
-        )
-    except Exception:  # noqa: BLE001 - behaviour notes unreadable here: the numerical ones still name it
-        behavior = []
-    behavior = [b for b in behavior if b not in ("NOT_SET", "TYPE_COUNT")]
     names = numerical or behavior
     return {
         "family": ", ".join(names) if names else UNNAMED,
