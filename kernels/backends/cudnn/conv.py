@@ -81,18 +81,10 @@ def prepare(
     parts = []
     for direction in directions:
         out = graphs.tensor_for(out_dims[direction], out_dtype, cl)
-        part = _direction(
-            backend,
-            kk,
-            precision,
-            direction,
-            data,
-            out,
-            checks[direction],
-            pins[direction],
-            raced[direction] if apart and not pins[direction] else None,
-            listing,
-        )
+        race = Race(backend, kk, precision, direction, data, out, checks[direction])
+        if listing is not None:
+            listing.append(race)
+        part = _direction(race, pins[direction], raced[direction] if apart and not pins[direction] else None)
         part.flops, part.min_bytes = kernel.flops(direction), kernel.min_bytes(direction, precision)
         parts.append(part)
     parts[0].info["cudnn"].update(warmed)
@@ -104,23 +96,10 @@ def prepare(
     return Prepared(parts=parts, padding=padded, info=info)
 
 
-def _direction(
-    backend: CudnnBackend,
-    kk: ConvKernel,
-    precision: Precision,
-    direction: str,
-    data: dict[str, torch.Tensor],
-    out: torch.Tensor,
-    check_out: Callable[[torch.Tensor], Check],
-    pin: str | None,
-    raced: dict[str, Any] | None,
-    listing: list[Race] | None = None,
-) -> TimedPart:
+def _direction(race: Race, pin: str | None, raced: dict[str, Any] | None) -> TimedPart:
     """The direction's part, on its pinned plan, on the plan chosen by the race apart (`raced`: its
     record, race_apart.py), or on the plan chosen by a race here."""
-    race = Race(backend, kk, precision, direction, data, out, check_out)
-    if listing is not None:
-        listing.append(race)
+    backend, direction, precision, out = race.backend, race.direction, race.precision, race.out
     if raced is not None:
         at = raced["heuristic_index"]
         chosen = _pinned(backend.lib, race.fresh(), raced["plan_name"], at, raced.get("knobs"))
