@@ -121,7 +121,6 @@ def _listing(race: Any, harness: dict[str, Any], seconds: float, grid: int) -> d
     log: list[dict[str, Any]] = []
     budget = engines.Budget(seconds)
     found = race.search(False, budget, grid_cap=grid, log=log)
-    families: dict[int, dict[str, Any]] = {}
     rows_by_index: dict[int, dict[str, Any]] = {}
     for e in found.candidates():
         row = log[-1]
@@ -131,12 +130,17 @@ def _listing(race: Any, harness: dict[str, Any], seconds: float, grid: int) -> d
         except Exception as exc:  # noqa: BLE001 - listed with why
             row["run_error"] = f"{type(exc).__name__}: {exc}"[:300]
             continue
+        found.census.raced += 1
         check = race.check_engine(e)
         row["check"] = {"passed": check.passed, "error": check.error, "tolerance": check.tolerance}
-        if e.engine_id not in families:
-            families[e.engine_id] = race.family(e)
-        row.update(families[e.engine_id])
         row["harness_pick"] = row.get("plan_name") == harness.get("plan_name")
+    found.census.spent_s = budget.spent_s
+    families: dict[int, dict[str, Any]] = {}  # notes belong to the engine: one probe per engine id
+    for row in log:
+        eid = row["engine_id"]
+        if eid not in families:
+            families[eid] = race.family(engines.Engine(index=-1, engine_id=eid, knobs=row["knobs"]))
+        row.update(families[eid])
     correct = [r for r in log if r.get("check", {}).get("passed")]
     fastest = min(correct, key=lambda r: r["quick_us"], default=None)
     return {
