@@ -370,3 +370,79 @@ def test_the_order_is_exhaustive_and_each_grid_point_appears_once() -> None:
         ("heuristics", 0, {"TILE_SIZE": 1}),
         ("enumeration", 1, {}),
     ]
+
+
+def test_knob_ranges_leave_frontend_only_knobs_out_and_unreadable_ones_are_counted() -> None:
+    cudnn = types.SimpleNamespace(is_frontend_knob_type=lambda k: k.name == "FRONTEND")
+    listed = [
+        _KnobInfo(_Knob("TILE_SIZE"), 0, 6, 2),
+        _KnobInfo(_Knob("FRONTEND"), 0, 3),
+        _KnobInfo(_Knob("NOT_SET"), 0, 0),
+    ]
+    assert search.knob_ranges(cudnn, listed) == [search.KnobRange("TILE_SIZE", range(0, 7, 2))]
+    with pytest.raises(AttributeError, match="min_value"):
+        search.knob_ranges(cudnn, [types.SimpleNamespace(type=_Knob("TILE_SIZE"), lowest=0, max_value=1)])
+
+    class Odd(_Graph):
+        def get_knobs_for_engine(self, eid: int) -> list[Any]:
+            return [types.SimpleNamespace(type=_Knob("TILE_SIZE"))] if eid == 0 else super().get_knobs_for_engine(eid)
+
+    s = search.Search(CUDNN, Odd(_library(), _heuristics(), 6), Precision.FP32, False, 2 * GiB, Budget(math.inf))
+    names = [e.name for e in s.candidates()]
+    assert s.census.knobs_unreadable == 1 and "eng0" in names  # engine 0: its default knobs, no grid
+    assert not [n for n in names if n.startswith("eng0_k1")]
+
+
+class _Race(conv.Race):
+    """conv.Race on the graph double: candidates timed by a table, checked by a rule, no GPU."""
+
+    def __init__(self, library: dict[int, _Engine], wrong: set[int], times: dict[int, float]) -> None:
+        from deepbench.kernels.catalog import by_id
+
+        self.kk, self.precision, self.direction = by_id()["conv/train/000"], Precision.FP32, "fwd"
+        self.library, self.wrong, self.times = library, wrong, times
+        self.passes: list[bool] = []
+
+    def search(self, compiled: bool, budget: Budget, **listing: Any) -> search.Search:
+        self.passes.append(compiled)
+        g = _Graph(self.library, _heuristics(), count=6)
+        return search.Search(CUDNN, g, self.precision, compiled, 2 * GiB, budget, **listing)
+
+    def timed(self, e: Engine, out_of_contest_us: float) -> float:
+        return self.times.get(e.engine_id, 50.0)
+
+    def refined(self, e: Engine) -> float:
+        return self.timed(e, math.inf)
+
+    def check_engine(self, e: Engine) -> Check:
+        return _check(e.engine_id not in self.wrong)
+
+    def family(self, e: Engine) -> dict[str, Any]:
+        return search.family(CUDNN, lambda: _Graph(self.library, [], 6), e)
+
+
+def test_the_race_records_its_census_and_the_winners_family() -> None:
+    race = _Race(_library(), wrong={0}, times={0: 5.0, 2: 10.0})  # engine 0 fastest but wrong
+    chosen, record = race.choose()
+    assert chosen.name == "eng2" and record["family"] == "WINOGRAD, WINOGRAD_TILE_4x4"
+    assert record["source"] == "enumeration" and race.passes == [False]
+    census = record["search"]
+    assert census["raced"] == 8 and census["rejected"]["wrong_output"] >= 1 and census["enumerated"] == 18
+    assert census["spent_s"] >= 0 and census["budget_s"] == engine_choice.RACE_BUDGET_S
+
+
+def test_where_no_precompiled_engine_is_correct_the_runtime_compiled_ones_race() -> None:
+    race = _Race(_library(), wrong={0, 2}, times={})
+    chosen, record = race.choose()
+    assert chosen.name == "eng4" and race.passes == [False, True]
+    assert record["runtime_compiled_allowed"] and record["earlier"][0]["search"]["rejected"]["wrong_output"] > 0
+    assert record["family"] == "RUNTIME_COMPILATION"
+
+
+def test_no_engine_at_all_is_unsupported_and_says_why() -> None:
+    from deepbench.kernels.backends.base import Unsupported
+
+    library = {eid: e for eid, e in _library().items() if eid != 4}  # nothing compiled at run time
+    race = _Race(library, wrong={0, 2}, times={})
+    with pytest.raises(Unsupported, match=r"cuDNN offers no engine for this fp32 fwd convolution.*no cuDNN engine"):
+        race.choose()
