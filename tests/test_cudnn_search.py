@@ -446,3 +446,20 @@ def test_no_engine_at_all_is_unsupported_and_says_why() -> None:
     race = _Race(library, wrong={0, 2}, times={})
     with pytest.raises(Unsupported, match=r"cuDNN offers no engine for this fp32 fwd convolution.*no cuDNN engine"):
         race.choose()
+
+
+def test_a_race_that_stops_drawing_first_still_records_the_spent_budget() -> None:
+    """engine_choice.choose stops drawing once the budget is spent, before the search itself notices:
+    the census still says the budget left configurations untried."""
+    clock = _Clock()
+    budget = Budget(1.0, clock)
+    _, s, _ = _search(budget=budget)
+
+    def quick(e: Engine, _: float) -> float:
+        clock.t += 0.6
+        return 10.0 + e.index
+
+    choice = choose(s.candidates(), quick, lambda e: _check(True), budget=budget)
+    record = s.finish(choice.table)
+    assert record["raced"] == 2 and record["budget_exhausted"]
+    assert record["over_budget"] == record["enumerated"] - record["tried"] > 0 and record["spent_s"] == 1.2

@@ -128,13 +128,15 @@ def _listing(race: Any, harness: dict[str, Any], seconds: float, grid: int) -> d
             row["quick_us"] = race.timed(e, fastest * engines.OUT_OF_CONTEST)
             fastest = min(fastest, row["quick_us"])
         except Exception as exc:  # noqa: BLE001 - listed with why
-            row["run_error"] = f"{type(exc).__name__}: {exc}"[:300]
+            row.update(status="rejected", reason=f"did not run: {type(exc).__name__}: {exc}"[:300])
             continue
-        found.census.raced += 1
         check = race.check_engine(e)
         row["check"] = {"passed": check.passed, "error": check.error, "tolerance": check.tolerance}
+        row["status"] = "passed" if check.passed else "rejected"
+        if not check.passed:
+            row["reason"] = "check failed"
         row["harness_pick"] = row.get("plan_name") == harness.get("plan_name")
-    found.census.spent_s = budget.spent_s
+    census = found.finish([r for r in log if "status" in r])
     families: dict[int, dict[str, Any]] = {}  # notes belong to the engine: one probe per engine id
     for row in log:
         eid = row["engine_id"]
@@ -152,7 +154,7 @@ def _listing(race: Any, harness: dict[str, Any], seconds: float, grid: int) -> d
         # the harness's chosen plan (its race's figure) over the fastest correct configuration listed here
         "harness_over_fastest_listed": (harness.get("fastest_correct_us") or math.nan)
         / (fastest_correct["quick_us"] if fastest_correct else math.nan),
-        "listing_census": found.census.record(),
+        "listing_census": census,
         "configurations": log,
     }
 

@@ -202,17 +202,14 @@ class Race:
                     found.candidates(), self.timed, self.check_engine, refine=self.refined, budget=budget
                 )
             except engines.NoCorrectEngine as exc:
-                found.census.count_race(exc.table)
-                found.census.spent_s = budget.spent_s
+                census = found.finish(exc.table)
                 if compiled and not found.offered:
                     break
                 if compiled:
                     raise
-                first = [{"pass": "precompiled engines", "outcome": str(exc)[:1000], "search": found.census.record()}]
+                first = [{"pass": "precompiled engines", "outcome": str(exc)[:1000], "search": census}]
                 continue
-            found.census.count_race(choice.table)
-            found.census.spent_s = budget.spent_s
-            record = {**choice.record(), **self.family(choice.chosen), "search": found.census.record()}
+            record = {**choice.record(), **self.family(choice.chosen), "search": found.finish(choice.table)}
             if compiled:
                 record.update(runtime_compiled_allowed=True, earlier=first)
             return choice.chosen, record

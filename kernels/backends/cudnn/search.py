@@ -190,6 +190,16 @@ class Search:
         self._seen: set[str] = set()
         self._rank = 0
 
+    def finish(self, table: list[dict[str, Any]]) -> dict[str, Any]:
+        """The census's record once the race over these candidates ended (`table`: engine_choice's rows):
+        what it timed and rejected, the seconds spent, and whether the budget left configurations untried
+        (the race may stop drawing before this search notices)."""
+        census = self.census
+        census.count_race(table)
+        census.spent_s = self.budget.spent_s
+        census.budget_exhausted |= self.budget.exhausted() and census.tried < census.enumerated
+        return census.record()
+
     @property
     def offered(self) -> int:
         """Candidates offered so far."""
