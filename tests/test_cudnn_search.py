@@ -463,3 +463,19 @@ def test_a_race_that_stops_drawing_first_still_records_the_spent_budget() -> Non
     record = s.finish(choice.table)
     assert record["raced"] == 2 and record["budget_exhausted"]
     assert record["over_budget"] == record["enumerated"] - record["tried"] > 0 and record["spent_s"] == 1.2
+
+
+def test_the_engines_grids_are_tried_in_turns() -> None:
+    grids = {
+        0: [search.KnobRange("TILE_SIZE", range(1, 4))],
+        1: [search.KnobRange("STAGES", range(2))],
+        2: [],
+    }
+    points = [(c.engine_id, c.knobs) for c in search.ordered([], [0, 1, 2], grids) if c.knobs]
+    assert points == [
+        (0, {"TILE_SIZE": 1}),
+        (1, {"STAGES": 0}),
+        (0, {"TILE_SIZE": 2}),
+        (1, {"STAGES": 1}),
+        (0, {"TILE_SIZE": 3}),
+    ]

@@ -12,7 +12,9 @@ most 12 plans) missed the Winograd-nonfused engine cudnnFind picked for conv/tra
 3. the heuristics' other plans (the same engines with other knobs, split-K variants among them), then
    the default knobs of the engines they offered;
 4. every engine's knob choices: the grid of each knob's range (cudnn-frontend's `get_knobs_for_engine`:
-   minimum, maximum and stride per knob), engine by engine.
+   minimum, maximum and stride per knob), the engines in turns. Knobs the frontend has no type for
+   (the backend's split-K among them) cannot be set from Python and keep their defaults; the
+   heuristics' plans carry their own values of those (plans are told apart by cuDNN's name).
 
 One configuration of each engine comes first, so that a per-direction time budget
 (engine_choice.RACE_BUDGET_S) reaches every family before it spends on variants of one. A duplicate is
@@ -95,9 +97,16 @@ def ordered(
     yield from (Config("enumeration", eid) for eid in engine_ids if eid not in first_of)
     yield from rest
     yield from (Config("enumeration", eid) for eid in engine_ids if eid in first_of)
-    for eid in engine_ids:
-        for knobs in itertools.islice(knob_grid(grids.get(eid, [])), grid_cap):
-            yield Config("enumeration", eid, knobs)
+    # the engines' grids in turns (one point of each engine, then the next of each): a budget spent in
+    # the grids has sampled every engine's, not exhausted the first engine's
+    turns = [_grid_configs(eid, grids.get(eid, []), grid_cap) for eid in engine_ids]
+    for config in itertools.chain.from_iterable(itertools.zip_longest(*turns)):
+        if config is not None:
+            yield config
+
+
+def _grid_configs(engine_id: int, ranges: list[KnobRange], cap: int | None) -> Iterator[Config]:
+    return (Config("enumeration", engine_id, knobs) for knobs in itertools.islice(knob_grid(ranges), cap))
 
 
 def knob_ranges(cudnn: Any, listed: list[Any]) -> list[KnobRange]:
@@ -166,7 +175,10 @@ class Search:
             except Exception:  # noqa: BLE001 - listed but unreadable: still tried by its index
                 eid, knobs = -1 - i, {}
             heuristic.append(Config("heuristics", int(eid), _knob_names(knobs), i))
-        engine_count = int(g.get_engine_count())
+        try:
+            engine_count = int(g.get_engine_count())
+        except Exception:  # noqa: BLE001 - the graph cannot say: the heuristics' plans alone (engines: 0)
+            engine_count = 0
         grids: dict[int, list[KnobRange]] = {}
         unreadable = 0
         for eid in range(engine_count):
