@@ -127,8 +127,8 @@ class Census:
     duplicates: int = 0  # built, and the same plan (by name) as one tried before
     raced: int = 0  # quick-timed
     rejected: Counter[str] = field(default_factory=Counter)
-    budget_s: float = math.nan
-    spent_s: float = math.nan
+    budget_s: float = 0.0  # (never NaN: a submission's JSON may not hold NaN)
+    spent_s: float = 0.0
     budget_exhausted: bool = False
 
     def reject(self, reason: str) -> None:
