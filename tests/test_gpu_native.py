@@ -203,6 +203,62 @@ def test_cudnn_races_apart_and_measures_the_plan_chosen_there(cuda) -> None:
     assert all(p.info["cudnn"]["raced_in"] == RACED_HERE for p in inline.parts)
 
 
+def test_cudnn_wider_race_never_chooses_a_planted_wrong_candidate_and_counts_its_search(cuda, monkeypatch) -> None:
+    """The race over every configuration (search.py): the first candidate each direction checks (its
+    fastest) is made to fail its check, so it is never chosen and counts as a wrong output; the census
+    says how many configurations existed, were built and raced, the winner's family is named."""
+    from deepbench.kernels.backends.cudnn import conv
+    from deepbench.kernels.catalog import by_id
+
+    planted: dict[str, str] = {}
+    real = conv.Race.check_engine
+
+    def check(race: conv.Race, e):
+        c = real(race, e)
+        if race.direction not in planted:
+            planted[race.direction] = e.name
+            return c.model_copy(update={"passed": False, "error": 1.0})
+        return c
+
+    monkeypatch.setattr(conv.Race, "check_engine", check)
+    backend = _backend("cudnn", cuda, backend_options={"cudnn": {"engine_race": "inline"}})
+    r = _run(backend, by_id()["conv/train/000"], "fp32")
+    assert r.status.value == "ok", r.reason
+    for p in r.parts:
+        record = p.info["cudnn"]
+        assert record["plan_name"] != planted[p.direction]
+        census = record["search"]
+        assert census["enumerated"] >= census["tried"] >= census["built"] >= census["raced"] > 1
+        assert census["engines"] >= census["engines_for_graph"] > 1
+        assert census["rejected"]["wrong_output"] >= 1
+        assert census["over_budget"] == 0 or census["budget_exhausted"]
+        assert record["family"] and "TENSOR_CORE" not in record["numerical_notes"]  # fp32 stays fp32
+
+
+def test_cudnn_plan_from_the_enumeration_is_found_by_its_name(cuda) -> None:
+    """A plan the heuristics do not offer (an engine's default or knob-grid configuration) is pinned by
+    its name as a heuristics plan is."""
+    from deepbench.kernels.backends.cudnn import conv
+    from deepbench.kernels.backends.engine_choice import Budget
+    from deepbench.kernels.catalog import by_id
+    from deepbench.kernels.precision import Precision
+
+    kernel = by_id()["conv/train/000"]
+    backend = _backend("cudnn", cuda, backend_options={"cudnn": {"engine_race": "inline"}})
+    listing: list[conv.Race] = []
+    conv.prepare(backend, kernel, Precision.FP16, listing=listing)
+    race = listing[0]
+    found = race.search(False, Budget(30.0))
+    enumerated = next(e for e in found.candidates() if e.source == "enumeration")
+    pinned = _run(
+        _backend("cudnn", cuda, backend_options={"cudnn": {"engines": {f"{kernel.id}/fp16/fwd": enumerated.name}}}),
+        kernel,
+        "fp16",
+    )
+    assert pinned.status.value == "ok", pinned.reason
+    assert pinned.parts[0].info["cudnn"]["plan_name"] == enumerated.name
+
+
 # Two short measurements of one plan agree far closer than this; the plan re-created from the frontend's
 # knob list (engine 49 without its split-K) ran 4-12x slower than the one measured.
 SAME_PLAN_RATIO = 1.5

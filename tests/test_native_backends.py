@@ -155,25 +155,6 @@ def test_a_pinned_plan_name_is_found_among_the_heuristics_plans() -> None:
         conv._pinned(cudnn, plans, "eng49_k0=1")
 
 
-def test_candidates_are_told_apart_by_plan_name() -> None:
-    """Two plans of one engine with the same listed knobs (one with engine 49's unlisted split-K)
-    are two candidates; the same plan offered by modes A and FALLBACK is one."""
-    pytest.importorskip("torch")
-    from deepbench.kernels.backends.cudnn import conv
-
-    cudnn = types.SimpleNamespace(
-        heur_mode=types.SimpleNamespace(A="A", FALLBACK="FALLBACK"),
-        behavior_note=types.SimpleNamespace(RUNTIME_COMPILATION="rtc"),
-    )
-    plans = _Plans(["eng49_k2=5_k14=4", None, "eng49_k0=43_k2=5_k5=4_k14=4", "eng49_k2=5_k14=4"])
-    found = conv._candidates(cudnn, plans, Precision.FP16, compiled=False)
-    assert [(e.index, e.name, e.rank) for e in found] == [
-        (0, "eng49_k2=5_k14=4", 0),
-        (2, "eng49_k0=43_k2=5_k5=4_k14=4", 1),
-    ]
-    assert found[0].spec == found[1].spec == "49:TILE_SIZE=5"
-
-
 def test_verify_pins_the_recorded_plan_name_where_there_is_one() -> None:
     from deepbench.kernels.backends.cudnn.declaration import CudnnPlan
 

@@ -6,8 +6,10 @@ MIOpen's solutions) can use the same rule, and the rule is tested on the CPU.
 
 PyTorch's `cudnn.benchmark` races cuDNN's algorithms once per shape and keeps the winner without
 saying which it was; two H100s then picked different algorithms for a quarter of the training
-convolutions (times halving or doubling between the machines). Here the candidates are the
-plans cuDNN's heuristics offer (modes A, then FALLBACK), and:
+convolutions (times halving or doubling between the machines). Here the candidates are every
+engine configuration the library can build for the call (cudnn/search.py: cuDNN's heuristics in
+modes A, B and FALLBACK, then every engine of the graph with each of its knob choices), tried in
+that library's order while a per-direction time budget (RACE_BUDGET_S) lasts, and:
 
 1. each candidate is timed briefly by the harness's own GPU timer (a CUDA graph of calls timed
    by events: `timing.graph_events.quick_us`; a call of 100 us or more whose eager figure is
@@ -18,24 +20,29 @@ plans cuDNN's heuristics offer (modes A, then FALLBACK), and:
    whose output fails is never chosen, and the result lists it with its error (cuDNN offered
    int8 engines that computed wrong results on an H100, its default first one included);
 3. every candidate within MARGIN of that fastest correct one is checked too, and of those that
-   pass, the one cuDNN's heuristics rank first is chosen. Timing noise between machines (a few
-   percent) thus cannot flip the choice between two engines of about the same speed, and the
-   choice is never more than MARGIN slower than the fastest correct candidate.
+   pass, the one the search offers first (cuDNN's heuristics' order first) is chosen. Timing
+   noise between machines (a few percent) thus cannot flip the choice between two engines of
+   about the same speed, and the choice is never more than MARGIN slower than the fastest correct candidate.
 
 The engine chosen (its id, knobs and cuDNN's name for the plan) is recorded with every
 direction, and `--cudnn-engine` (and `deepbench verify`) re-runs exactly that engine. The plan's
 name (`eng49_k0=43_k2=5_k5=4_k14=4`: every knob cuDNN set, by the backend's knob numbers) is the
 exact pin: cudnn-frontend's knob list leaves some knobs out (engine 49's split-K of 43 on an H100),
 and a plan re-created from the listed knobs alone ran 12x slower than the one measured.
-Engines that need runtime compilation (NVRTC: seconds per plan) and engines needing more than
-WORKSPACE_LIMIT of workspace are not candidates; fp32 excludes engines that down-convert to TF32.
+Engines that need runtime compilation (NVRTC: seconds per plan) are raced only where no
+precompiled one computes the direction correctly; engines needing more workspace than the GPU can
+give (workspace_limit: a fraction of its free memory) are not candidates; fp32 excludes engines that
+down-convert to TF32. What the search found, built, raced and rejected, and what the budget left
+untried, is counted (Census) and recorded with the choice: a spent budget is never silent.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,14 +55,117 @@ from ..results import Check
 # published with 1% (2026-11-25, GPU-bee61ecf): 413 of 413 directions within 5% of the fastest candidate.
 MARGIN = 0.01
 REFINE_WINDOW = 0.06  # candidates this close to the fastest are timed again, longer
-MAX_CANDIDATES = 12  # plans tried per direction, in cuDNN's heuristic order
+# Seconds one direction's race may spend building and quick-timing candidates (the checks of the ones
+# that would be chosen always run). The train suite has 282 convolution directions per precision: at
+# 0.8 s each, its fp32 and fp16 races take 7.5 minutes, under 10 with their checks on an H100 (a
+# candidate costs a few ms to build and a few to time: the budget reaches one configuration of every
+# engine of a direction first, then knob variants).
+RACE_BUDGET_S = 0.8
+# The later pass over engines cuDNN compiles at run time (NVRTC, seconds each), raced only where no
+# precompiled engine computed the direction correctly (int8 on an H100): a few compilations.
+COMPILED_RACE_BUDGET_S = 30.0
+# A race's table in the record keeps the fastest rows, every checked one and the chosen (the census
+# counts the rest): hundreds of candidates per direction would swell a suite's results tenfold.
+RECORDED_ROWS = 16
 # A candidate whose first eager figure is this many times the fastest figure so far keeps that
 # figure (timing.graph_events.quick_us): far outside REFINE_WINDOW, it cannot be chosen.
 OUT_OF_CONTEST = 1.5
-WORKSPACE_LIMIT = 1 << 30  # DeepBench's int8 convolutions ran with a 1 GiB workspace
+# The share of the GPU's free memory (when a direction's candidates are built) a candidate's workspace
+# may take: DeepBench's 1 GiB limit hid engines cudnnFind times (Winograd nonfused, FFT need more); the
+# rest stays for the direction's tensors and PyTorch's other allocations.
+WORKSPACE_FREE_FRACTION = 0.5
 PIN_ALL = "*"
 SPEC = re.compile(r"^\s*(\d+)\s*(?::\s*(.*))?$")
 PLAN_NAME = re.compile(r"^eng\d+(?:_k\d+=-?\d+)*$")  # cuDNN's name for a plan: engine id, then knob=value by number
+
+
+def workspace_limit(free_bytes: int) -> int:
+    """The most workspace a candidate may need, given the GPU's free memory."""
+    return int(free_bytes * WORKSPACE_FREE_FRACTION)
+
+
+class Budget:
+    """Wall-clock seconds for one direction's race, from its creation (building candidates counts too)."""
+
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.seconds = seconds
+        self._clock = clock
+        self._start = clock()
+
+    @property
+    def spent_s(self) -> float:
+        return self._clock() - self._start
+
+    def exhausted(self) -> bool:
+        return self.spent_s >= self.seconds
+
+
+# Why a configuration is not (or no longer) a candidate, as the census counts it.
+REJECTIONS = (
+    "wrong_output",  # its output failed the check
+    "did_not_run",  # built, but its call failed
+    "failed_to_build",  # the library could not build it for this problem on this GPU
+    "over_workspace",  # needs more than workspace_limit
+    "excluded_numerics",  # carries a numerical note the precision excludes (fp32: TF32 tensor cores)
+    "runtime_compiled",  # compiles at run time: left to the later pass
+    "precompiled",  # in the later pass: precompiled, raced before
+    "excluded_by_notes",  # barred by a note filter whose kind the library did not say
+)
+
+
+@dataclass
+class Census:
+    """How many configurations a direction's search found and what became of each: the record of a
+    race as wide as the library's, so that a spent budget or a narrow list shows."""
+
+    engines: int = 0  # engine ids of the operation graph (the library's global count)
+    engines_for_graph: int = 0  # those that serve this graph (their knobs could be listed)
+    knobs_unreadable: int = 0  # of those, engines whose knob ranges could not be read (default knobs only)
+    enumerated: int = 0  # configurations: heuristics plans + each engine's default + its knob grid
+    tried: int = 0
+    built: int = 0
+    duplicates: int = 0  # built, and the same plan (by name) as one tried before
+    raced: int = 0  # quick-timed
+    rejected: Counter[str] = field(default_factory=Counter)
+    budget_s: float = 0.0  # (never NaN: a submission's JSON may not hold NaN)
+    spent_s: float = 0.0
+    budget_exhausted: bool = False
+
+    def reject(self, reason: str) -> None:
+        if reason not in REJECTIONS:
+            raise ValueError(f"unknown rejection {reason!r} (one of {', '.join(REJECTIONS)})")
+        self.rejected[reason] += 1
+
+    @property
+    def over_budget(self) -> int:
+        """Configurations never tried because the budget was spent."""
+        return self.enumerated - self.tried if self.budget_exhausted else 0
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "engines": self.engines,
+            "engines_for_graph": self.engines_for_graph,
+            "knobs_unreadable": self.knobs_unreadable,
+            "enumerated": self.enumerated,
+            "tried": self.tried,
+            "built": self.built,
+            "duplicates": self.duplicates,
+            "raced": self.raced,
+            "rejected": {r: self.rejected[r] for r in REJECTIONS if self.rejected[r]},
+            "over_budget": self.over_budget,
+            "budget_s": self.budget_s,
+            "spent_s": self.spent_s,
+            "budget_exhausted": self.budget_exhausted,
+        }
+
+    def count_race(self, table: list[dict[str, Any]]) -> None:
+        """Add a race's outcome (engine_choice.choose's table) to the census."""
+        for row in table:
+            if "quick_us" in row:
+                self.raced += 1
+            reason = str(row.get("reason", ""))
+            if row["status"] == "rejected":
+                self.reject("wrong_output" if reason.startswith("check failed") else "did_not_run")
 
 
 class EngineError(ValueError):
@@ -66,12 +176,13 @@ class EngineError(ValueError):
 class Engine:
     """One execution plan: its place in cuDNN's ranked list, and what identifies it anywhere."""
 
-    index: int  # in cuDNN's heuristic list for the graph (modes A, then FALLBACK): the same in every process
+    index: int  # in the graph's plan list (heuristics' plans first: the same in every process)
     engine_id: int
     knobs: dict[str, int]
     name: str = ""
     workspace: int = 0
-    rank: int = 0  # position among the candidates, in cuDNN's heuristic order
+    rank: int = 0  # position among the candidates, in the order the library's search offers them
+    source: str = ""  # where the search found it ("heuristics", "enumeration"); "" for a pin
 
     @property
     def spec(self) -> str:
@@ -87,6 +198,7 @@ class Engine:
             "plan_name": self.name,
             "workspace_bytes": self.workspace,
             "heuristic_index": self.index,
+            **({"source": self.source} if self.source else {}),
         }
 
 
@@ -134,33 +246,49 @@ class Choice:
         rejected = [row for row in self.table if row["status"] == "rejected"]
         return {
             **self.chosen.record(),
-            "chosen_by": f"fastest correct candidate, or one within {MARGIN:.0%} of it that cuDNN's heuristics "
-            "rank higher (kernels/backends/engine_choice.py)",
+            "chosen_by": f"fastest correct candidate, or one within {MARGIN:.0%} of it that the search offers "
+            "earlier (cuDNN's heuristics first; kernels/backends/engine_choice.py)",
             "fastest_correct_us": self.fastest_correct_us,
-            "candidates": self.table,
+            "candidates": recorded_rows(self.table),
             "rejected": len(rejected),
         }
+
+
+def recorded_rows(table: list[dict[str, Any]], keep: int = RECORDED_ROWS) -> list[dict[str, Any]]:
+    """The race's rows worth keeping, in the table's order: the `keep` fastest, and every row that was
+    checked (passed, chosen or rejected by its check)."""
+    timed = sorted((r["quick_us"], i) for i, r in enumerate(table) if "quick_us" in r)
+    fastest = {i for _, i in timed[:keep]}
+    return [r for i, r in enumerate(table) if i in fastest or r["status"] != "unchecked"]
 
 
 class NoCorrectEngine(RuntimeError):
     """Every candidate failed to run or failed its check: the direction fails with this list."""
 
+    def __init__(self, message: str, table: list[dict[str, Any]] | None = None) -> None:
+        super().__init__(message)
+        self.table = table or []  # the race's rows, for the census
+
 
 def choose(
-    engines: list[Engine],
+    engines: Iterable[Engine],
     quick_us: Callable[[Engine, float], float],
     check: Callable[[Engine], Check],
     margin: float = MARGIN,
     refine: Callable[[Engine], float] | None = None,
+    budget: Budget | None = None,
 ) -> Choice:
     """The rule above. `quick_us(e, out_of_contest_us)` times a candidate (raising if it cannot
     run; it may stop at a first figure above `out_of_contest_us`, OUT_OF_CONTEST times the fastest
     so far), `refine` times a contender again for longer, `check` runs a candidate and checks its
-    output."""
+    output. `engines` may be built while they are drawn; none is drawn once `budget` is spent (the
+    caller's census says how many were left), and those timed are checked whatever the budget."""
     rows: dict[int, dict[str, Any]] = {}
     timed: list[tuple[float, Engine]] = []
     fastest_us = math.inf  # the fastest first figure so far
     for e in engines:
+        if budget is not None and budget.exhausted() and timed:
+            break
         row = {"engine": e.spec, "plan_name": e.name, "rank": e.rank, "status": "unchecked"}
         rows[e.index] = row
         try:
@@ -189,7 +317,8 @@ def choose(
     if fastest is None:
         raise NoCorrectEngine(
             "no cuDNN engine computed this direction correctly: "
-            + "; ".join(f"{r['engine']}: {r.get('reason', r['status'])}" for r in rows.values())
+            + "; ".join(f"{r['engine']}: {r.get('reason', r['status'])}" for r in rows.values()),
+            list(rows.values()),
         )
     limit = fastest[0] * (1 + margin)
     eligible = [
@@ -200,4 +329,4 @@ def choose(
     ]
     chosen = min(eligible, key=lambda e: e.rank)
     rows[chosen.index]["status"] = "chosen"
-    return Choice(chosen, [rows[e.index] for e in engines], fastest[0])
+    return Choice(chosen, list(rows.values()), fastest[0])

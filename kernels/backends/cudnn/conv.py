@@ -9,7 +9,7 @@ definition (kernels/reference/conv.py, the sampler the PyTorch backend is checke
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -26,10 +26,14 @@ from ..layout_info import NCHW, NHWC
 from ..timed_directions import INFERENCE_FORWARD_ONLY
 from . import graphs
 from .declaration import CUDNN, layouts
+from .search import Search, built, family, knob_grid, knob_ranges, offer_plans, typed_knobs
 
 if TYPE_CHECKING:
     from .backend import CudnnBackend
 
+# How long a pin by plan name searches its engine's knob choices for the plan (race_apart.py's measuring
+# process finds the child's plan at once by its recorded knobs; a name typed by hand may need the grid).
+PIN_SEARCH_S = 60.0
 REFINE_SAMPLES = 4  # a contender's second timing: 4 samples of timing.graph_events.QUICK_SAMPLE_S
 RACED_APART = "a process of its own (--engine-race apart, kernels/backends/cudnn/race_apart.py)"
 RACED_HERE = "the measuring process (--engine-race inline)"
@@ -38,7 +42,11 @@ INPUT_ROLES = {"fwd": ("x", "w"), "bwd_data": ("dy", "w"), "bwd_filter": ("x", "
 OUTPUT_ROLE = {"fwd": "y", "bwd_data": "dx", "bwd_filter": "dw"}
 
 
-def prepare(backend: CudnnBackend, kernel: ConvKernel, precision: Precision) -> Prepared:
+def prepare(
+    backend: CudnnBackend, kernel: ConvKernel, precision: Precision, listing: list[Race] | None = None
+) -> Prepared:
+    """The kernel's directions, each on its chosen (or pinned) plan; `listing`, where given, receives each
+    direction's Race (tests/benchmarks/conv_engines.py lists every configuration with them)."""
     if precision not in graphs.TYPES:
         raise Unsupported(f"cuDNN's convolution has no {precision.value} path here (fp32, tf32, fp16, bf16, int8)")
     ctx = backend.ctx
@@ -82,18 +90,10 @@ def prepare(backend: CudnnBackend, kernel: ConvKernel, precision: Precision) -> 
     parts = []
     for direction in directions:
         out = graphs.tensor_for(out_dims[direction], out_dtype, cl)
-        part = _direction(
-            backend,
-            kk,
-            precision,
-            direction,
-            data,
-            out,
-            checks[direction],
-            pins[direction],
-            raced[direction] if apart and not pins[direction] else None,
-            cl,
-        )
+        race = Race(backend, kk, precision, direction, data, out, checks[direction], cl)
+        if listing is not None:
+            listing.append(race)
+        part = _direction(race, pins[direction], raced[direction] if apart and not pins[direction] else None)
         part.flops, part.min_bytes = kernel.flops(direction), kernel.min_bytes(direction, precision)
         part.info.update(layout=layout, layout_reason=why)
         parts.append(part)
@@ -135,144 +135,143 @@ def beside_layout(
     return after
 
 
-def _direction(
-    backend: CudnnBackend,
-    kk: ConvKernel,
-    precision: Precision,
-    direction: str,
-    data: dict[str, torch.Tensor],
-    out: torch.Tensor,
-    check_out: Callable[[torch.Tensor], Check],
-    pin: str | None,
-    raced: dict[str, Any] | None,
-    channels_last: bool,
-) -> TimedPart:
+def _direction(race: Race, pin: str | None, raced: dict[str, Any] | None) -> TimedPart:
     """The direction's part, on its pinned plan, on the plan chosen by the race apart (`raced`: its
     record, race_apart.py), or on the plan chosen by a race here."""
-    cudnn, handle = backend.lib, backend.handle
-    at: int | None = None
+    backend, direction, out = race.backend, race.direction, race.out
     if raced is not None:
-        pin, at = raced["plan_name"], raced["heuristic_index"]
-    state: dict[str, Any] = {}
+        at = raced["heuristic_index"]
+        chosen = _pinned(backend.lib, race.fresh(), raced["plan_name"], at, raced.get("knobs"))
+        record = {**raced, "raced_in": RACED_APART}
+        if raced.get("source", "heuristics") == "heuristics" and chosen.index != at:
+            record["heuristic_index_here"] = chosen.index  # found elsewhere: the two processes' lists differed
+    elif pin:
+        chosen = _pinned(backend.lib, race.fresh(), pin)
+        record = {**chosen.record(), **race.family(chosen), "chosen_by": f"pinned (--cudnn-engine {pin})"}
+    else:
+        chosen, record = race.choose()
+        record["raced_in"] = RACED_HERE
+    run = race.runner(chosen)
+    info = {
+        "library": "cuDNN",
+        "api": "graph (cudnn-frontend)",
+        "cudnn": record,
+    }
+    return TimedPart(direction, run, race.check_of(run), 0.0, 0.0, info=info, output=out)
 
-    def plan(compiled: bool) -> list[engines.Engine]:
-        """A fresh graph's candidates (cuDNN plans once per graph); the calls below run on it."""
-        g, roles = graphs.build(cudnn, handle.handle, kk, precision, direction, channels_last)
-        pack = {roles[r]: data[r] for r in INPUT_ROLES[direction]}
-        pack[roles[OUTPUT_ROLE[direction]]] = out
-        found = [_pinned(cudnn, g, pin, at)] if pin else _candidates(cudnn, g, precision, compiled)
-        if found:
-            state.update(graph=g, pack=pack, workspace=backend.workspace_for(max(e.workspace for e in found)))
-        return found
 
-    def runner(e: engines.Engine) -> Callable[[], None]:
-        g, pack, workspace = state["graph"], state["pack"], state["workspace"]
+class Race:
+    """One direction's graph (a fresh one per pass: cuDNN plans once per graph), and how a candidate
+    of it is run, timed and checked; `choose` races them (tests/benchmarks/conv_engines.py lists them)."""
+
+    def __init__(
+        self,
+        backend: CudnnBackend,
+        kk: ConvKernel,
+        precision: Precision,
+        direction: str,
+        data: dict[str, torch.Tensor],
+        out: torch.Tensor,
+        check_out: Callable[[torch.Tensor], Check],
+        channels_last: bool,
+    ) -> None:
+        self.backend, self.kk, self.precision, self.direction = backend, kk, precision, direction
+        self.data, self.out, self.check_out, self.channels_last = data, out, check_out, channels_last
+        self.graph: Any = None
+        self.pack: dict[Any, torch.Tensor] = {}
+
+    def new_graph(self) -> Any:
+        """A fresh graph of the direction, validated and lowered, not yet planned."""
+        return graphs.build(
+            self.backend.lib, self.backend.handle.handle, self.kk, self.precision, self.direction, self.channels_last
+        )
+
+    def fresh(self) -> Any:
+        """A fresh graph, the one the runners below run on from now."""
+        g, roles = self.new_graph()
+        pack = {roles[r]: self.data[r] for r in INPUT_ROLES[self.direction]}
+        pack[roles[OUTPUT_ROLE[self.direction]]] = self.out
+        self.graph, self.pack = g, pack
+        return g
+
+    def search(self, compiled: bool, budget: engines.Budget, **listing: Any) -> Search:
+        """Every configuration of a fresh graph (search.py), engines compiled at run time only when
+        `compiled`; `listing`: Search's grid_cap and log (tests/benchmarks/conv_engines.py)."""
+        g = self.fresh()
+        free, _total = torch.cuda.mem_get_info()
+        return Search(self.backend.lib, g, self.precision, compiled, engines.workspace_limit(free), budget, **listing)
+
+    def runner(self, e: engines.Engine) -> Callable[[], None]:
+        g, pack, handle = self.graph, self.pack, self.backend.handle
+        workspace = self.backend.workspace_for(e.workspace)
 
         def run() -> None:
             g.execute_plan_at_index(pack, workspace, e.index, handle=handle.bind())
 
         return run
 
-    def check_of(run: Callable[[], None]) -> Callable[[], Check]:
+    def check_of(self, run: Callable[[], None]) -> Callable[[], Check]:
         """The check of what `run` last wrote (with Winograd/FFT's tolerance where its kernels are those)."""
-        return transform_aware(TimedPart(direction, run, lambda: check_out(out), 0.0, 0.0), precision)
+        out = self.out
+        return transform_aware(TimedPart(self.direction, run, lambda: self.check_out(out), 0.0, 0.0), self.precision)
 
-    def check_engine(e: engines.Engine) -> Check:
-        out.fill_(0)  # the check must see what this engine wrote, not the previous one's output
-        run = runner(e)
+    def check_engine(self, e: engines.Engine) -> Check:
+        self.out.fill_(0)  # the check must see what this engine wrote, not the previous one's output
+        run = self.runner(e)
         run()
-        return check_of(run)()
+        return self.check_of(run)()
 
-    candidates = plan(compiled=False)
-    if raced is not None:
-        chosen, record = candidates[0], {**raced, "raced_in": RACED_APART}
-        if chosen.index != at:  # found by name elsewhere in cuDNN's list: the two processes' lists differed
-            record["heuristic_index_here"] = chosen.index
-    elif pin:
-        chosen, record = candidates[0], {**candidates[0].record(), "chosen_by": f"pinned (--cudnn-engine {pin})"}
-    else:
-        chosen, record = _choose(
-            candidates, lambda: plan(compiled=True), runner, check_engine, direction, precision, kk
-        )
-        record["raced_in"] = RACED_HERE
-    run = runner(chosen)
-    info = {
-        "library": "cuDNN",
-        "api": "graph (cudnn-frontend)",
-        "cudnn": record,
-    }
-    return TimedPart(direction, run, check_of(run), 0.0, 0.0, info=info, output=out)
+    def timed(self, e: engines.Engine, out_of_contest_us: float) -> float:
+        return quick_us(self.runner(e), out_of_contest_us=out_of_contest_us)
 
+    def refined(self, e: engines.Engine) -> float:
+        return quick_us(self.runner(e), samples=REFINE_SAMPLES)
 
-def _choose(
-    candidates: list[engines.Engine],
-    with_compiled: Callable[[], list[engines.Engine]],
-    runner: Callable[[engines.Engine], Callable[[], None]],
-    check: Callable[[engines.Engine], Check],
-    direction: str,
-    precision: Precision,
-    kk: ConvKernel,
-) -> tuple[engines.Engine, dict[str, Any]]:
-    """engine_choice's rule over the precompiled engines; where none of them computes the direction
-    correctly (or there is none), over the engines cuDNN compiles at run time as well (seconds
-    each: the int8 convolutions on an H100, where the precompiled int8 engines wrote wrong outputs)."""
+    def family(self, e: engines.Engine) -> dict[str, Any]:
+        return family(self.backend.lib, lambda: self.new_graph()[0], e)
 
-    def timed(e: engines.Engine, out_of_contest_us: float) -> float:
-        return quick_us(runner(e), out_of_contest_us=out_of_contest_us)
-
-    def refined(e: engines.Engine) -> float:
-        return quick_us(runner(e), samples=REFINE_SAMPLES)
-
-    first: list[dict[str, Any]] = []
-    if candidates:
-        try:
-            choice = engines.choose(candidates, timed, check, refine=refined)
-            return choice.chosen, choice.record()
-        except engines.NoCorrectEngine as exc:
-            first = [{"pass": "precompiled engines", "outcome": str(exc)[:1000]}]
-    compiled = with_compiled()
-    if not compiled:
+    def choose(self) -> tuple[engines.Engine, dict[str, Any]]:
+        """engine_choice's rule over the precompiled configurations; where none of them computes the
+        direction correctly (or there is none), over the ones cuDNN compiles at run time (seconds
+        each: the int8 convolutions on an H100, where the precompiled int8 engines wrote wrong outputs)."""
+        first: list[dict[str, Any]] = []
+        for compiled, seconds in ((False, engines.RACE_BUDGET_S), (True, engines.COMPILED_RACE_BUDGET_S)):
+            budget = engines.Budget(seconds)
+            found = self.search(compiled, budget)
+            try:
+                choice = engines.choose(
+                    found.candidates(), self.timed, self.check_engine, refine=self.refined, budget=budget
+                )
+            except engines.NoCorrectEngine as exc:
+                census = found.finish(exc.table)
+                if compiled and not found.offered:
+                    break
+                if compiled:
+                    raise
+                first = [{"pass": "precompiled engines", "outcome": str(exc)[:1000], "search": census}]
+                continue
+            record = {**choice.record(), **self.family(choice.chosen), "search": found.finish(choice.table)}
+            if compiled:
+                record.update(runtime_compiled_allowed=True, earlier=first)
+            return choice.chosen, record
+        kk = self.kk
         raise Unsupported(
-            f"cuDNN offers no engine for this {precision.value} {direction} convolution "
+            f"cuDNN offers no engine for this {self.precision.value} {self.direction} convolution "
             f"(n={kk.n} c={kk.c} h={kk.h} w={kk.w} k={kk.k} r={kk.r} s={kk.s})"
             + (f"; {first[0]['outcome']}" if first else "")
         )
-    choice = engines.choose(compiled, timed, check, refine=refined)
-    return choice.chosen, {**choice.record(), "runtime_compiled_allowed": True, "earlier": first}
 
 
-def _candidates(cudnn: Any, g: Any, precision: Precision, compiled: bool) -> list[engines.Engine]:
-    """The plans cuDNN's heuristics offer that build, in its order, at most MAX_CANDIDATES,
-    without duplicates (modes A and FALLBACK overlap); engines compiled at run time only when
-    `compiled`. A duplicate is the same plan name: two plans of one engine and the same listed
-    knobs can differ in a knob the frontend's list leaves out (engine 49's split-K), and are two
-    candidates."""
-    _offer_plans(cudnn, g)
-    if not compiled:
-        g.deselect_behavior_notes([cudnn.behavior_note.RUNTIME_COMPILATION])
-    notes = graphs.TYPES[precision].excluded_notes
-    if notes:
-        g.deselect_numeric_notes([getattr(cudnn.numerical_note, n) for n in notes])
-    g.deselect_workspace_greater_than(engines.WORKSPACE_LIMIT)
-    out: list[engines.Engine] = []
-    seen: set[str] = set()
-    for i in range(g.get_execution_plan_count()):
-        if len(out) >= engines.MAX_CANDIDATES:
-            break
-        e = _built(g, i, rank=len(out))
-        if e is not None and (e.name or e.spec) not in seen:
-            seen.add(e.name or e.spec)
-            out.append(e)
-    return out
-
-
-def _pinned(cudnn: Any, g: Any, spec: str, at: int | None = None) -> engines.Engine:
-    """The plan a pin names (`at`: where cuDNN's heuristic list had it for the race, tried first)."""
+def _pinned(
+    cudnn: Any, g: Any, spec: str, at: int | None = None, knobs: dict[str, int] | None = None
+) -> engines.Engine:
+    """The plan a pin names: a plan name (`at`, `knobs`: where the race found it, tried first), or
+    ENGINE_ID:KNOBS re-created from cudnn-frontend's knobs."""
     if engines.is_plan_name(spec):
-        return _named_plan(cudnn, g, spec.strip(), at)
+        return _named_plan(cudnn, g, spec.strip(), at, knobs)
     engine_id, knobs = engines.parse_spec(spec)
     try:
-        typed = {getattr(cudnn.knob_type, name): value for name, value in knobs.items()}
+        typed = typed_knobs(cudnn, knobs)
     except AttributeError as exc:
         raise Unsupported(f"cuDNN engine '{spec}': unknown knob ({exc})") from None
     g.create_execution_plan(engine_id, typed)
@@ -290,54 +289,57 @@ def _pinned(cudnn: Any, g: Any, spec: str, at: int | None = None) -> engines.Eng
     )
 
 
-def _named_plan(cudnn: Any, g: Any, name: str, at: int | None = None) -> engines.Engine:
-    """The plan cuDNN names `name`, found among the plans its heuristics offer for this graph (all of
-    them: a recorded plan may need runtime compilation or a large workspace): the exact plan, every
-    knob included, which re-creating it from cudnn-frontend's knob list cannot promise. `at` is
-    tried first: building only that plan spares building (or compiling) the ones before it."""
-    _offer_plans(cudnn, g)
+def _named_plan(
+    cudnn: Any, g: Any, name: str, at: int | None = None, knobs: dict[str, int] | None = None
+) -> engines.Engine:
+    """The plan cuDNN names `name`: the exact plan, every knob included, which re-creating it from
+    cudnn-frontend's knob list cannot promise. Looked for where the race found it (`at` in the
+    heuristics' list, or re-created from its engine and recorded `knobs`: building only that plan
+    spares building or compiling others), then among all the plans the heuristics offer for this graph
+    (a recorded plan may need runtime compilation or a large workspace), then, as the race's search
+    enumerates them (search.py), among the engine's configurations: its default knobs, then its knob
+    grid, for at most PIN_SEARCH_S."""
+    offer_plans(cudnn, g)
     count = g.get_execution_plan_count()
-    if at is not None and 0 <= at < count:
-        e = _built(g, at)
-        if e is not None and e.name == name:
-            return e
-    for i in range(count):
-        e = _built(g, i)
+    engine_id = int(name[len("eng") :].partition("_")[0])
+
+    def created(config: dict[str, int]) -> engines.Engine | None:
+        try:
+            g.create_execution_plan(engine_id, typed_knobs(cudnn, config))
+        except Exception:  # noqa: BLE001 - a configuration this engine refuses (or an engine not for this graph)
+            return None
+        return _built_or_none(g, g.get_execution_plan_count() - 1)
+
+    def places() -> Iterator[engines.Engine | None]:
+        if at is not None and 0 <= at < count:
+            yield _built_or_none(g, at)
+        if knobs is not None:
+            yield created(knobs)
+        yield from (_built_or_none(g, i) for i in range(count))
+        yield created({})
+        try:
+            grid = knob_grid(knob_ranges(cudnn, g.get_knobs_for_engine(engine_id)))
+        except Exception:  # noqa: BLE001 - the engine does not serve this graph, or its knobs are unreadable
+            return
+        budget = engines.Budget(PIN_SEARCH_S)
+        for config in grid:
+            if budget.exhausted():
+                return
+            yield created(config)
+
+    for e in places():
         if e is not None and e.name == name:
             return e
     raise Unsupported(
-        f"cuDNN's heuristics offer no plan named '{name}' for this convolution here (another cuDNN "
-        "or GPU than the one that recorded it?); pin ENGINE_ID:KNOBS to re-create it from its knobs"
+        f"cuDNN offers no plan named '{name}' for this convolution here, among its heuristics' plans nor "
+        f"engine {engine_id}'s knob choices (searched for {PIN_SEARCH_S:.0f} s at most; another cuDNN or GPU "
+        "than the one that recorded it?); pin ENGINE_ID:KNOBS to re-create it from its knobs"
     )
 
 
-def _offer_plans(cudnn: Any, g: Any) -> None:
-    """The plans cuDNN's heuristics offer for the graph (modes A, then FALLBACK), not yet built."""
-    g.create_execution_plans([getattr(cudnn.heur_mode, m) for m in graphs.HEURISTICS])
-
-
-def _built(g: Any, index: int, rank: int = 0) -> engines.Engine | None:
-    """The plan at `index`, built: its engine id, listed knobs, cuDNN's name and workspace; None
-    where it was deselected or this GPU cannot build it (not a candidate, not the plan asked for)."""
+def _built_or_none(g: Any, index: int) -> engines.Engine | None:
+    """The plan at `index`, built; None where it was deselected or this GPU cannot build it."""
     try:
-        g.build_plan_at_index(index)
-        engine_id, knobs = g.get_engine_and_knobs_at_index(index)
-        name = str(g.get_plan_name_at_index(index))
+        return built(g, index)
     except Exception:  # noqa: BLE001 - deselected, or a plan this GPU cannot build
         return None
-    return engines.Engine(
-        index=index,
-        engine_id=int(engine_id),
-        knobs=_knob_names(knobs),
-        name=name,
-        workspace=int(g.get_workspace_size_plan_at_index(index)),
-        rank=rank,
-    )
-
-
-def _knob_names(knobs: dict[Any, int]) -> dict[str, int]:
-    """{cudnn.knob_type: value} -> {name: value}, without the NOT_SET entry the frontend reports
-    (which it cannot take back when a plan is re-created from the knobs)."""
-    named = {str(getattr(k, "name", k)).upper(): int(v) for k, v in knobs.items()}
-    named.pop("NOT_SET", None)
-    return named

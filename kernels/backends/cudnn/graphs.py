@@ -26,7 +26,7 @@ from ...precision import Precision
 from .declaration import TYPES
 
 DIRECTIONS = ("fwd", "bwd_data", "bwd_filter")
-HEURISTICS = ("A", "FALLBACK")  # cuDNN's heuristic modes asked for candidates, in order
+HEURISTICS = ("A", "B", "FALLBACK")  # cuDNN's heuristic modes asked for candidates, in order (search.py)
 TORCH_DTYPES = {
     Precision.FP32: torch.float32,
     Precision.TF32: torch.float32,

@@ -6,9 +6,11 @@ Why: racing some candidate plans leaves a process in a state where later 20-45 u
 server-conv-fp16-trigger-h100/; the mechanism is not known). A native loop pinned to the chosen plans
 never enters it, so the harness read the server's short fp16 convolutions ~3% over it. Here a child
 process (one per run, started at the first convolution that needs a race) races each kernel's
-directions by engine_choice.py's rule, checks them, and hands back each direction's record (the chosen
-plan's name and its index in cuDNN's heuristic list among them); the measuring process then builds that
-very plan (conv.py, as a pin) and times it. The child has the same GPU, settings, seed and padding, and
+directions by engine_choice.py's rule over the same search (search.py: every configuration cuDNN can
+build, under the same budget), checks them, and hands back each direction's record (the chosen plan's
+name, its index in cuDNN's heuristic list, its engine and knobs, the search's census among them); the
+measuring process then builds that very plan (conv.py, as a pin: where the heuristics offered it, else
+re-created from its engine and knobs) and times it. The child has the same GPU, settings, seed and padding, and
 never runs while the measuring process does: it works only while the parent waits for its answer.
 
 The child is `python -m` race_child.py (CUDA cannot be forked; multiprocessing's spawn would run the
