@@ -5,7 +5,7 @@ The data moves the time: zeros draw less power than random values, so a GPU hold
 int8 without meaning to: its `rand<uint16_t>` and `rand<int8_t>` (tensor.h) copy uniform floats
 in [0, 1) into integer storage, which truncates every one to 0; its float operands were uniform
 in [0, 1). `deepbench` reproduces that, by the storage type: zeros for types narrower than 32 bits
-(fp16, bf16, int8, fp8), uniform [0, 1) for float32 (fp32 and tf32).
+(fp16, fp16acc16, bf16, int8, fp8), uniform [0, 1) for float32 (fp32 and tf32).
 
 A check on zero inputs is trivial: the reference is zero, so it only shows that the outputs are
 zero. Where the part names its output buffer, the harness poisons it (NaN, or 1 for integers)

@@ -43,7 +43,13 @@ class PadMode(str, Enum):
 
 
 # Elements per 16 bytes: the alignment tensor cores need, per input precision.
-TENSOR_CORE_MULTIPLE = {Precision.FP16: 8, Precision.BF16: 8, Precision.TF32: 4, Precision.FP8: 16}
+TENSOR_CORE_MULTIPLE = {
+    Precision.FP16: 8,
+    Precision.FP16ACC16: 8,
+    Precision.BF16: 8,
+    Precision.TF32: 4,
+    Precision.FP8: 16,
+}
 INT8_GEMM_M_MULTIPLE = 4
 CONV_HALF_CHANNEL_MULTIPLE = 8
 CONV_INT8_SPATIAL_MULTIPLE = 4

@@ -2,7 +2,9 @@
 
 DeepBench's minimums are 16-bit multiply / 32-bit accumulate for training and 8-bit multiply /
 32-bit accumulate for inference; every result records all three types so that "fp16" can never
-mean two different things in two results.
+mean two different things in two results. DeepBench's own half GEMM call (`gemm_bench.cu`:
+`cublasGemmEx` with CUDA_R_16F compute) accumulated in fp16: that arithmetic is a precision of its
+own, `fp16acc16`, asked for by name and made only by the backends that declare it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ class Precision(str, Enum):
     FP32 = "fp32"
     TF32 = "tf32"
     FP16 = "fp16"
+    FP16ACC16 = "fp16acc16"
     BF16 = "bf16"
     INT8 = "int8"
     FP8 = "fp8"
@@ -59,6 +62,14 @@ PRECISIONS: dict[Precision, PrecisionInfo] = {
             description="float16 inputs and outputs, float32 accumulate",
         ),
         PrecisionInfo(
+            name=Precision.FP16ACC16,
+            inputs="float16",
+            accumulate="float16",
+            output="float16",
+            description="float16 inputs, outputs and accumulate: DeepBench gemm_bench.cu's half call "
+            "(cublasGemmEx, CUDA_R_16F compute)",
+        ),
+        PrecisionInfo(
             name=Precision.BF16,
             inputs="bfloat16",
             accumulate="float32",
@@ -87,6 +98,7 @@ INPUT_BYTES = {
     Precision.FP32: 4,
     Precision.TF32: 4,
     Precision.FP16: 2,
+    Precision.FP16ACC16: 2,
     Precision.BF16: 2,
     Precision.INT8: 1,
     Precision.FP8: 1,
@@ -95,6 +107,7 @@ OUTPUT_BYTES = {
     Precision.FP32: 4,
     Precision.TF32: 4,
     Precision.FP16: 2,
+    Precision.FP16ACC16: 2,
     Precision.BF16: 2,
     Precision.INT8: 4,
     Precision.FP8: 2,
@@ -109,6 +122,7 @@ TOLERANCE = {
     Precision.FP32: 1e-4,
     Precision.TF32: 5e-3,
     Precision.FP16: 5e-3,
+    Precision.FP16ACC16: 5e-3,
     Precision.BF16: 2e-2,
     Precision.INT8: 0.0,
     Precision.FP8: 1e-1,
@@ -122,12 +136,15 @@ UNIT_ROUNDOFF = {
     Precision.FP32: 2.0**-24,
     Precision.TF32: 2.0**-11,
     Precision.FP16: 2.0**-11,
+    Precision.FP16ACC16: 2.0**-11,
     Precision.BF16: 2.0**-8,
     Precision.INT8: 0.0,
     Precision.FP8: 2.0**-8,
 }
-# ... and that of the float32 accumulator every floating precision sums in.
-ACCUMULATE_ROUNDOFF = 2.0**-24
+# ... and that of the accumulator it sums in, by the accumulate type PRECISIONS records: float32
+# for every floating precision but fp16acc16, whose float16 accumulator loses 2^-11 per addition
+# (integers accumulate exactly).
+ACCUMULATOR_ROUNDOFF = {"float32": 2.0**-24, "float16": 2.0**-11, "int32": 0.0}
 # The tolerance over the expected error: the largest error seen in any correct computation is at
 # most 1.4 expected errors (the GPU's fp16 vanilla RNN backward that failed a fixed tolerance:
 # 5.39e-3 against 3.9e-3 expected; CPU sweeps over cells, sizes, steps and seeds at most 0.7),
@@ -142,14 +159,14 @@ def tolerance(precision: Precision, reduction: int = 1, steps: int = 0) -> float
     Expected error = u_out (1 + sqrt(steps)) + u_acc sqrt(reduction): a result rounded once to its
     type loses about u_out; one accumulated over `steps` roundings in that type (an RNN's weight
     gradient summed over its time steps, as cuDNN and autograd sum it) gains a random walk of
-    sqrt(steps) more; a dot product of length `reduction` summed in float32 adds sqrt(reduction)
-    accumulator round-offs (errors of random sign add in quadrature, not linearly)."""
+    sqrt(steps) more; a dot product of length `reduction` adds sqrt(reduction) round-offs of the
+    precision's accumulator (errors of random sign add in quadrature, not linearly): 2^-24 for a
+    float32 one, 2^-11 for fp16acc16's float16 one (ACCUMULATOR_ROUNDOFF)."""
     floor = TOLERANCE[precision]
     if floor == 0.0:
         return 0.0
-    expected = UNIT_ROUNDOFF[precision] * (1.0 + math.sqrt(max(steps, 0))) + ACCUMULATE_ROUNDOFF * math.sqrt(
-        max(reduction, 1)
-    )
+    accumulator = ACCUMULATOR_ROUNDOFF[PRECISIONS[precision].accumulate]
+    expected = UNIT_ROUNDOFF[precision] * (1.0 + math.sqrt(max(steps, 0))) + accumulator * math.sqrt(max(reduction, 1))
     return max(floor, TOLERANCE_MARGIN * expected)
 
 
@@ -170,6 +187,12 @@ def recurrence_tolerance(precision: Precision, hidden: int, batch: int, timestep
 # as Winograd or FFT is held to this tolerance instead, and the check's detail says so; it stays
 # below TF32's, so TF32 arithmetic posing as fp32 still fails.
 TRANSFORM_TOLERANCE = {Precision.FP32: 2e-3}
+
+
+# Precisions that name one library call's arithmetic rather than a storage type: only a backend
+# that declares one (backends/declaration.py `precisions`) makes it; every other backend reports it
+# unsupported (backends/base.py `refuse_undeclared`) instead of running its own, different arithmetic.
+DECLARED_ONLY = frozenset({Precision.FP16ACC16})
 
 
 def parse_precisions(text: str) -> list[Precision]:

@@ -76,7 +76,7 @@ def _gemm(m, n, k, a_t, b_t):
     return GemmKernel(set="inference_server", index=0, m=m, n=n, k=k, a_t=a_t, b_t=b_t)
 
 
-@pytest.mark.parametrize("precision", ["fp32", "tf32", "fp16", "bf16", "int8"])
+@pytest.mark.parametrize("precision", ["fp32", "tf32", "fp16", "fp16acc16", "bf16", "int8"])
 @pytest.mark.parametrize("layout", [(False, False), (True, False), (False, True), (True, True)])
 def test_cublas_gemm_ex_every_precision_and_layout(cuda, precision: str, layout) -> None:
     # cublasGemmEx takes int8 only with lda and ldb multiples of 4 (DeepBench's server set is): n = 8 for int8
@@ -88,8 +88,23 @@ def test_cublas_gemm_ex_every_precision_and_layout(cuda, precision: str, layout)
     if precision == "int8":
         assert r.padding == {"m": 36} and call["n"] == 8  # DeepBench's int8 rule only: m to 4, n as listed
         assert r.check.method in ("exact-int", "freivalds-exact")
-    elif precision in ("fp16", "bf16"):
+    elif precision in ("fp16", "fp16acc16", "bf16"):
         assert r.padding["m"] == 40
+
+
+def test_cublas_fp16acc16_is_deepbench_half_call(cuda) -> None:
+    """fp16acc16 makes gemm_bench.cu's half call (fp16 compute, default math) and records it; fp16
+    keeps fp32 accumulate on its own strict handle; the PyTorch backend refuses fp16acc16."""
+    kernel = _gemm(64, 48, 128, False, True)
+    cublas = _backend("cublas", cuda)
+    half16, half32 = _run(cublas, kernel, "fp16acc16"), _run(cublas, kernel, "fp16")
+    assert half16.status.value == "ok" and half32.status.value == "ok", (half16.reason, half32.reason)
+    assert half16.precision.accumulate == "float16" and half32.precision.accumulate == "float32"
+    assert half16.parts[0].info["types"] == "A/B CUDA_R_16F, C CUDA_R_16F, CUBLAS_COMPUTE_16F"
+    assert half16.parts[0].info["math_mode"] == "CUBLAS_DEFAULT_MATH"
+    assert "DISALLOW_REDUCED_PRECISION_REDUCTION" in half32.parts[0].info["math_mode"]
+    refused = _run(_backend("torch", cuda), kernel, "fp16acc16")
+    assert refused.status.value == "unsupported" and "torch backend does not make" in refused.reason
 
 
 def test_cublas_refusal_is_unsupported(cuda) -> None:
@@ -108,7 +123,7 @@ def test_cublas_fp8_tn(cuda) -> None:
     assert r.status.value in ("ok", "unsupported"), r.reason
 
 
-@pytest.mark.parametrize("precision", ["fp32", "fp16", "int8"])
+@pytest.mark.parametrize("precision", ["fp32", "fp16", "fp16acc16", "int8"])
 def test_cublas_wrong_result_fails(cuda, precision: str) -> None:
     _wrong_result_fails(_backend("cublas", cuda), _gemm(64, 32, 128, False, True), precision)
 

@@ -25,6 +25,7 @@ from .conftest import run_cli
     ("setting", "precision", "expected"),
     [
         ("deepbench", Precision.FP16, "zeros"),
+        ("deepbench", Precision.FP16ACC16, "zeros"),
         ("deepbench", Precision.INT8, "zeros"),
         ("deepbench", Precision.BF16, "zeros"),
         ("deepbench", Precision.FP32, "uniform"),

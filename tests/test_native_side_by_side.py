@@ -102,6 +102,18 @@ def test_gemm_line_draws_what_the_harness_drew_and_can_make_deepbenchs_call(inpu
     assert p.precision == "fp16"  # the row still names the harness's precision
 
 
+def test_an_fp16acc16_result_is_gemm_loops_fp16acc16_with_the_recorded_math_mode():
+    """A harness fp16acc16 result (DeepBench's half call) maps to gemm_loop's fp16acc16 as it is, in
+    the default math mode its handle recorded; --deepbench-call leaves it so."""
+    call = {"transa": "N", "transb": "N", "m": 7680, "n": 1, "k": 2560, "lda": 7680, "ldb": 2560, "ldc": 7680}
+    info = {"blas_call": call, "math_mode": "CUBLAS_DEFAULT_MATH"}
+    r = with_parts(result(by_id()["gemm/inference_server/008"], "fp16acc16", lambda d: [1.0]), {"fwd": info})
+    for deepbench_call in (False, True):
+        (p,) = sbs.build_problems([r], 0.1, deepbench_call=deepbench_call)[0]
+        assert p.line == f"fp16acc16 N N 7680 1 2560 {sbs.MIN_SECONDS:.3f} default"
+        assert p.precision == "fp16acc16"
+
+
 def test_gemm_line_is_the_padded_blas_call_with_the_harness_seconds():
     # DeepBench's fp16 4096x7133x4096 NT, n padded to 7136 (NT pads m and n): lda = m, ldb = n, ldc = m.
     call = {"transa": "N", "transb": "T", "m": 4096, "n": 7136, "k": 4096, "lda": 4096, "ldb": 7136, "ldc": 4096}

@@ -9,9 +9,17 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pytest
 
-from deepbench.kernels.precision import TOLERANCE, Precision, recurrence_tolerance, tolerance
+from deepbench.kernels.precision import (
+    ACCUMULATOR_ROUNDOFF,
+    PRECISIONS,
+    TOLERANCE,
+    Precision,
+    recurrence_tolerance,
+    tolerance,
+)
 from deepbench.kernels.results_file import read_bytes
 
 from .conftest import REPO
@@ -96,3 +104,50 @@ def test_tolerance_grows_as_the_model_says() -> None:
     bwd = [recurrence_tolerance(Precision.FP16, 1024, 16, t, "bwd") for t in (50, 200, 800)]
     assert bwd[0] < bwd[1] < bwd[2]
     assert bwd[2] == pytest.approx(4 * (u16 * (1 + math.sqrt(800)) + 2.0**-24 * math.sqrt(16 * 800)))
+
+
+def _fp16_accumulated(a: np.ndarray, b: np.ndarray, terms: int | None = None) -> np.ndarray:
+    """a @ b as fp16acc16 computes it: each product of two float16 numbers exact (float64 holds it),
+    added one k-term at a time to a float16 accumulator, rounded to float16 after every addition
+    (recursive summation, the slowest-growing error a blocked tensor-core sum can beat, never lose
+    to). `terms`: sum only the first so many k-terms (a kernel that skipped part of the reduction)."""
+    acc = np.zeros((a.shape[0], b.shape[1]), np.float16)
+    wide_a, wide_b = a.astype(np.float64), b.astype(np.float64)
+    for i in range(a.shape[1] if terms is None else terms):
+        acc = (acc.astype(np.float64) + np.outer(wide_a[:, i], wide_b[i])).astype(np.float16)
+    return acc
+
+
+def _relative_error(out: np.ndarray, ref: np.ndarray) -> float:
+    return float(np.linalg.norm(out.astype(np.float64) - ref) / np.linalg.norm(ref))
+
+
+@pytest.mark.parametrize("k", [16, 256, 2048, 8192])
+def test_fp16acc16_tolerance_holds_a_real_fp16_accumulated_product_and_rejects_a_wrong_one(k: int) -> None:
+    """Emulated fp16-accumulate GEMMs on random normal inputs stay inside fp16acc16's tolerance with
+    the margin every precision keeps, over several seeds; the same products summed in float16 fail
+    fp16's (fp32-accumulate) tolerance at long reductions, so the accumulate type is what decides;
+    a product that skipped half the reduction or read B's rows in the wrong order fails fp16acc16's."""
+    tol = tolerance(Precision.FP16ACC16, reduction=k)
+    assert tol == pytest.approx(max(TOLERANCE[Precision.FP16ACC16], 4 * 2.0**-11 * (1 + math.sqrt(k))))
+    for seed in range(5):
+        rng = np.random.default_rng(seed)
+        a = rng.standard_normal((16, k)).astype(np.float16)
+        b = rng.standard_normal((k, 16)).astype(np.float16)
+        ref = a.astype(np.float64) @ b.astype(np.float64)
+        error = _relative_error(_fp16_accumulated(a, b), ref)
+        assert error * LEAST_MARGIN <= tol, (seed, error, tol)
+        if k >= 2048:
+            assert error > tolerance(Precision.FP16, reduction=k)  # fp32 accumulate would not lose this much
+        assert _relative_error(_fp16_accumulated(a, b, terms=k // 2), ref) > tol
+        assert _relative_error(_fp16_accumulated(a, b[rng.permutation(k)]), ref) > tol
+
+
+def test_the_accumulator_roundoff_follows_the_recorded_accumulate_type() -> None:
+    """tolerance() takes the accumulator's round-off from the accumulate type PRECISIONS records, for
+    every precision (none is a special case): float16 for fp16acc16, float32 for the other floats."""
+    for precision, info in PRECISIONS.items():
+        assert info.accumulate in ACCUMULATOR_ROUNDOFF, precision
+    assert PRECISIONS[Precision.FP16ACC16].accumulate == "float16"
+    long_k = 1 << 20
+    assert tolerance(Precision.FP16ACC16, long_k) / tolerance(Precision.FP16, long_k) > 10

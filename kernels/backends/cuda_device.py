@@ -32,12 +32,16 @@ from .base import TimedPart
 
 def set_torch_precision_mode(precision: Precision) -> None:
     """TF32 only when asked for; half types accumulate in float32 (no reduced-precision
-    reductions), as DeepBench's 16-bit-multiply / 32-bit-accumulate rule requires."""
+    reductions), as DeepBench's 16-bit-multiply / 32-bit-accumulate rule requires, except in
+    fp16acc16, which asks for fp16 accumulate (PyTorch 2.7's allow_fp16_accumulation, where the build
+    has it: only the ceilings' GEMM is PyTorch's in that precision, cuda_facts.py)."""
     tf32 = precision is Precision.TF32
     torch.backends.cuda.matmul.allow_tf32 = tf32
     torch.backends.cudnn.allow_tf32 = tf32
     torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
     torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
+    if hasattr(torch.backends.cuda.matmul, cuda_facts.FP16_ACCUMULATION):
+        setattr(torch.backends.cuda.matmul, cuda_facts.FP16_ACCUMULATION, precision is Precision.FP16ACC16)
 
 
 class CudaDevice:

@@ -109,12 +109,20 @@ def device_facts(device: torch.device, clocks: ClockReader) -> dict[str, Any]:
     return facts
 
 
+# PyTorch's switch for fp16-accumulate half GEMMs (CUBLAS_COMPUTE_16F), from 2.7 on: the fp16acc16
+# ceiling's GEMM (cuda_device.set_torch_precision_mode sets it).
+FP16_ACCUMULATION = "allow_fp16_accumulation"
+
+
 def _gemm_fn(precision: Precision, device: torch.device) -> Callable[[], object] | None:
     n = CEILING_GEMM
     g = torch.Generator(device=device)
     g.manual_seed(0)
-    if precision in (Precision.FP32, Precision.TF32, Precision.FP16, Precision.BF16):
-        dtype = {Precision.FP16: torch.float16, Precision.BF16: torch.bfloat16}.get(precision, torch.float32)
+    if precision is Precision.FP16ACC16 and not hasattr(torch.backends.cuda.matmul, FP16_ACCUMULATION):
+        return None  # this PyTorch cannot ask for fp16 accumulate: no ceiling rather than fp16's under its name
+    if precision in (Precision.FP32, Precision.TF32, Precision.FP16, Precision.FP16ACC16, Precision.BF16):
+        half = (Precision.FP16, Precision.FP16ACC16)
+        dtype = torch.float16 if precision in half else torch.bfloat16 if precision is Precision.BF16 else torch.float32
         a = torch.randn(n, n, device=device, generator=g).to(dtype)
         b = torch.randn(n, n, device=device, generator=g).to(dtype)
         out = torch.empty(n, n, device=device, dtype=dtype)
@@ -142,7 +150,7 @@ def measure_ceilings(
     """tflops_<precision> for a CEILING_GEMM^3 GEMM and gbps_copy for a device-to-device copy."""
     out: dict[str, float] = {}
     hot = settings.model_copy(update={"cold": False, "verify_timing": False, "kernel_time": False, "energy": False})
-    for precision in (Precision.FP32, Precision.TF32, Precision.FP16, Precision.BF16, Precision.INT8, Precision.FP8):
+    for precision in Precision:
         set_mode(precision)
         try:
             fn = _gemm_fn(precision, device)

@@ -24,8 +24,9 @@ from ..precision import Precision
 from . import BACKENDS, declaration_of
 
 HERE = Path(__file__).resolve().parent
-# Code beside the backends whose Unsupported reasons any backend may pass on (model building).
-SHARED_SOURCES = (HERE.parent / "models" / "instance.py",)
+# Code beside the backends whose Unsupported reasons any backend may pass on (model building), or
+# that the harness gives for any backend (base.py refuse_undeclared: a precision it does not declare).
+SHARED_SOURCES = (HERE.parent / "models" / "instance.py", HERE / "base.py")
 # Fewer literal characters than this and a pattern would accept nearly any text.
 MIN_LITERAL_CHARS = 8
 ANY = "(?s:.+?)"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import traceback
 from typing import Any
 
-from ..backends.base import Backend, Prepared, TimedPart, Unsupported
+from ..backends.base import Backend, Prepared, TimedPart, Unsupported, refuse_undeclared
 from ..backends.declaration import info_of
 from ..backends.dense_info import DenseTwinInfo
 from ..backends.model_info import ModelRunInfo
@@ -54,6 +54,7 @@ def run_item(backend: Backend, item: PlanItem, settings: Settings) -> KernelResu
     base = _base(item, backend, started)
     rule = stop_rule(settings)
     try:
+        refuse_undeclared(item.precision, backend.backend_for(item.kernel, item.precision))
         prepared = backend.prepare(item.kernel, item.precision)
         parts, failed = _measure(backend, prepared, rule, base["inputs"] == "zeros")
         if failed is not None:

@@ -3,6 +3,9 @@
 - Inputs: zeros draw less power than random values, so a GPU holds a higher clock (an H100's large
   fp16 GEMMs ~14% faster on DeepBench's zeros). Two runs that drew different inputs (--inputs,
   recorded per result) are not compared like with like: `input_warnings` names them.
+- Accumulate types: `--any-precision` pairs a kernel across precisions; where the two sides
+  accumulated in different types (fp16 sums in float32, fp16acc16, DeepBench's own half call, in
+  float16: it draws less power and holds a higher clock), `accumulate_warnings` names them.
 - Clocks: two cards of one model disagree through their clocks (the power limiter holds each
   where its own silicon allows). Where both sides recorded their SM clocks, `cycle_ratios` judges
   time x clock (cycles) as well, as nvbench's compare does, when the clocks differ by more than
@@ -19,7 +22,7 @@ import math
 from dataclasses import dataclass
 
 from deepbench.kernels.inputs import drawn_for
-from deepbench.kernels.precision import Precision
+from deepbench.kernels.precision import PRECISIONS, Precision
 
 from .compare import Comparison, Ratio, geomean, speed, verdict
 from .result_extras import MEMORY_BOUND
@@ -61,6 +64,37 @@ def input_warnings(cmp: Comparison) -> list[str]:
             out.append(
                 f"{other.label} drew {other_drew} inputs where {cmp.base.label} drew {base_drew} ({n} kernels): "
                 f"{why}, so these times are not like with like"
+            )
+    return out
+
+
+def accumulate_of(e: Entry) -> str | None:
+    """The type an entry's precision accumulates in (precision.py PRECISIONS); None for a precision
+    this tool does not know."""
+    try:
+        return PRECISIONS[Precision(e.precision)].accumulate
+    except ValueError:
+        return None
+
+
+def accumulate_warnings(cmp: Comparison) -> list[str]:
+    """One line per other source whose kernels were paired (--any-precision) with baseline kernels
+    that accumulated in another type."""
+    out = []
+    for i, other in enumerate(cmp.others):
+        pairs: dict[tuple[str, str, str, str], int] = {}
+        for row in cmp.rows:
+            o = row.others[i]
+            if row.base is None or o is None or row.ratios[i] is None:
+                continue
+            base_acc, other_acc = accumulate_of(row.base), accumulate_of(o)
+            if base_acc and other_acc and base_acc != other_acc:
+                key = (row.base.precision, base_acc, o.precision, other_acc)
+                pairs[key] = pairs.get(key, 0) + 1
+        for (base_p, base_acc, other_p, other_acc), n in sorted(pairs.items()):
+            out.append(
+                f"{other.label}'s {other_p} accumulates in {other_acc} where {cmp.base.label}'s {base_p} "
+                f"accumulates in {base_acc} ({n} kernels): another arithmetic, so these times are not like with like"
             )
     return out
 
@@ -186,4 +220,5 @@ def energy_lines(cmp: Comparison) -> list[str]:
 
 def notes(cmp: Comparison) -> list[str]:
     """Everything this module says about a comparison, warnings first."""
-    return [f"warning: {w}" for w in input_warnings(cmp) + clock_fell_lines(cmp)] + cycle_lines(cmp) + energy_lines(cmp)
+    warnings = accumulate_warnings(cmp) + input_warnings(cmp) + clock_fell_lines(cmp)
+    return [f"warning: {w}" for w in warnings] + cycle_lines(cmp) + energy_lines(cmp)

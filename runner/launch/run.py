@@ -119,8 +119,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--precision",
         metavar="P",
-        help="comma-separated: fp32, tf32, fp16, bf16, int8, fp8 (default: the platform's "
-        "DeepBench precisions for the suite)",
+        help="comma-separated: fp32, tf32, fp16, bf16, int8, fp8, or fp16acc16 (DeepBench's own half GEMM "
+        "call: fp16 accumulate, cublas only) (default: the platform's DeepBench precisions for the suite)",
     )
     m = parser.add_argument_group("measurement")
     mode = m.add_mutually_exclusive_group()

@@ -87,13 +87,16 @@ WARM_UP_LINE = "fp16 N N 8192 8192 8192 {seconds:.1f} default"  # kernels/timing
 GRAPH_FIRST_ENV = "LOOP_GRAPH_FIRST"  # loop_timing.h: time the graph before the host loop (--graph-first)
 PROGRESS_EVERY = 20  # loop output lines between progress lines on stderr
 CONV_FIELDS = 15  # conv_loop's input fields, echoed at the start of its output lines
-GEMM_PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "int8")
+# gemm_loop's precisions, named as the harness names them (fp16acc16: DeepBench's half call, fp16 compute)
+GEMM_PRECISIONS = ("fp32", "tf32", "fp16", "fp16acc16", "bf16", "int8")
 # --deepbench-call: gemm_loop's precision for the call DeepBench's gemm_bench made (half: CUDA_R_16F compute)
 DEEPBENCH_CALL = {"fp16": "fp16acc16"}
 # cuBLAS math mode per harness backend (gemm_loop's MATH field): the PyTorch backend forbids
-# fp16/bf16 split-K reductions (pytorch/context.py), the cuBLAS backend leaves the handle's default.
+# fp16/bf16 split-K reductions (pytorch/context.py), the cuBLAS backend too except in fp16acc16,
+# whose handle keeps the default math (cublas/declaration.py MATH_MODES): the record's math_mode says which.
 GEMM_MATH = {"torch": "strict", "cublas": "strict"}
 GEMM_MATH_DEFAULT = "default"
+RECORDED_MATH = {"CUBLAS_DEFAULT_MATH": "default"}  # a recorded math_mode -> gemm_loop's MATH
 NOT_LISTED = "not in the harness's list"
 
 
@@ -184,7 +187,7 @@ def gemm_problem(
         raise ValueError(f"recorded {recorded} differ from DeepBench's {derived}, which gemm_loop uses")
     if r.precision.name.value not in GEMM_PRECISIONS:
         raise ValueError(f"gemm_loop has no {r.precision.name.value}")
-    math_mode = GEMM_MATH.get(r.backend, GEMM_MATH_DEFAULT)
+    math_mode = RECORDED_MATH.get(part.info.get("math_mode", ""), GEMM_MATH.get(r.backend, GEMM_MATH_DEFAULT))
     precision = r.precision.name.value
     if deepbench_call:
         precision = DEEPBENCH_CALL.get(precision, precision)

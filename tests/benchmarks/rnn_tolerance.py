@@ -21,7 +21,13 @@ import torch
 from deepbench.kernels.backends.pytorch import rnn
 from deepbench.kernels.backends.torch_context import TorchContext
 from deepbench.kernels.catalog import RnnKernel
-from deepbench.kernels.precision import ACCUMULATE_ROUNDOFF, UNIT_ROUNDOFF, Precision, recurrence_tolerance
+from deepbench.kernels.precision import (
+    ACCUMULATOR_ROUNDOFF,
+    PRECISIONS,
+    UNIT_ROUNDOFF,
+    Precision,
+    recurrence_tolerance,
+)
 
 FULL = dict(
     precisions=("fp16", "bf16", "fp32"),
@@ -42,10 +48,10 @@ QUICK = dict(
 
 
 def expected(precision: Precision, hidden: int, batch: int, steps: int, direction: str) -> float:
-    u = UNIT_ROUNDOFF[precision]
+    u, acc = UNIT_ROUNDOFF[precision], ACCUMULATOR_ROUNDOFF[PRECISIONS[precision].accumulate]
     if direction == "fwd":
-        return u * 2 + ACCUMULATE_ROUNDOFF * math.sqrt(hidden)
-    return u * (1 + math.sqrt(steps)) + ACCUMULATE_ROUNDOFF * math.sqrt(batch * steps)
+        return u * 2 + acc * math.sqrt(hidden)
+    return u * (1 + math.sqrt(steps)) + acc * math.sqrt(batch * steps)
 
 
 def errors(precision: Precision, cell: str, hidden: int, batch: int, steps: int, seeds: int) -> dict[str, float]:

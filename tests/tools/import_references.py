@@ -109,7 +109,10 @@ HEADERS = {
 # A sheet's precision text -> our precision per operation (the texts are few; an unknown one
 # stops the tool rather than guessing). fp16 in DeepBench's training sheets means 16-bit inputs
 # with 32-bit accumulation (P100's "pseudo fp16" multiplies in 32 bits: the same arithmetic,
-# since a product of two fp16 numbers is exact in fp32).
+# since a product of two fp16 numbers is exact in fp32). gemm_bench.cu at DeepBench's head asks
+# cuBLAS for fp16 compute (this tool's fp16acc16), but the sheets state 32-bit addition and do not
+# record which call made each figure: the references keep the precision their sheets state, and
+# `compare --any-precision` warns where an fp16acc16 run meets them (docs/measuring.md).
 ALL = ("gemm", "sparse_gemm", "conv", "rnn", "all_reduce")
 PRECISION_TEXTS = {
     "float": dict.fromkeys(ALL, "fp32"),

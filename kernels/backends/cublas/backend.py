@@ -3,11 +3,11 @@ in declaration.py, importable without the library."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from ...catalog import Kernel
 from ...precision import Precision
+from ...results import Settings
 from ..base import Prepared
+from ..cuda_device import CudaDevice
 from ..native import NativeCudaBackend, binding_versions
 from . import gemm
 
@@ -17,6 +17,10 @@ class CublasBackend(NativeCudaBackend):
     binding = ("nvmath.bindings.cublas", "nvmath-python")
     operations = ("gemm",)
 
+    def __init__(self, settings: Settings, cuda: CudaDevice | None = None) -> None:
+        super().__init__(settings, cuda)
+        self._handles: dict[tuple[str, ...], gemm.Handle] = {}
+
     def prepare_op(self, kernel: Kernel, precision: Precision) -> Prepared:
         return gemm.prepare(self, kernel, precision)  # type: ignore[arg-type]
 
@@ -25,9 +29,10 @@ class CublasBackend(NativeCudaBackend):
         versions.update(binding_versions())
         return versions
 
-    @property
-    def handle(self) -> Any:
-        """One cuBLAS handle for the backend's life, made on first use."""
-        if getattr(self, "_handle", None) is None:
-            self._handle = gemm.Handle(self.lib)
-        return self._handle
+    def handle(self, math_flags: tuple[str, ...]) -> gemm.Handle:
+        """The cuBLAS handle of one math mode (declaration.py MATH_MODES) for the backend's life,
+        made on first use: a handle per mode rather than a mode set per call, so that a call
+        captured in a CUDA graph runs with the mode it was prepared with."""
+        if math_flags not in self._handles:
+            self._handles[math_flags] = gemm.Handle(self.lib, math_flags)
+        return self._handles[math_flags]

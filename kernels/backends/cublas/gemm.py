@@ -4,8 +4,9 @@ Column-major C (m x n) = op(A) op(B) with lda = (transa ? k : m), ldb = (transb 
 ldc = m, exactly as `gemm_bench.cu` called it. Two departures, both stated in the result:
 alpha = 1 and beta = 0 (DeepBench passed ints 1 read as floats, a denormal alpha that makes its
 outputs zero; beta = 0 overwrites C instead of accumulating into it, so every call computes the
-same product), and half precision accumulates in fp32 (`CUBLAS_COMPUTE_32F`: DeepBench's stated
-minimum of 16-bit multiply / 32-bit accumulate; its binary asked for fp16 compute).
+same product), and `fp16` accumulates in fp32 (`CUBLAS_COMPUTE_32F`: DeepBench's stated
+minimum of 16-bit multiply / 32-bit accumulate). DeepBench's binary asked for fp16 compute: that call
+is the precision `fp16acc16` (`CUBLAS_COMPUTE_16F`, half alpha and beta), asked for by name.
 
 The operands are PyTorch tensors laid out so that their memory is the column-major matrices
 (kernels/reference/gemm.py `operands`, which also gives the row-major view the float64 check multiplies)."""
@@ -25,7 +26,7 @@ from ...reference.torch_checks import check_matmul
 from ..base import Prepared, TimedPart, Unsupported
 from ..fp8_gemm import prepare_fp8
 from ..native import StreamHandle
-from .declaration import CALLS
+from .declaration import CALLS, MATH_MODES
 
 if TYPE_CHECKING:
     from .backend import CublasBackend
@@ -36,9 +37,15 @@ OUTPUT_DTYPE = {
     Precision.FP32: torch.float32,
     Precision.TF32: torch.float32,
     Precision.FP16: torch.float16,
+    Precision.FP16ACC16: torch.float16,
     Precision.BF16: torch.bfloat16,
     Precision.INT8: torch.int32,
 }
+# The precision whose operands another one's are (fp16acc16 stores float16, as fp16 does): what
+# TorchContext.dtype gives for them, since PyTorch itself has no fp16-accumulate precision.
+STORAGE = {Precision.FP16ACC16: Precision.FP16}
+# alpha and beta have the compute type's scalar type (cublasGemmEx's rule): half for fp16 compute.
+SCALAR = {"COMPUTE_32I": np.int32, "COMPUTE_16F": np.float16}
 
 
 def call_types(cublas: Any, precision: Precision) -> tuple[int, int, int, type]:
@@ -46,7 +53,7 @@ def call_types(cublas: Any, precision: Precision) -> tuple[int, int, int, type]:
     import nvmath
 
     ab, c, compute = CALLS[precision]
-    scalar = np.int32 if compute == "COMPUTE_32I" else np.float32
+    scalar = SCALAR.get(compute, np.float32)
     return (
         int(getattr(nvmath.CudaDataType, ab)),
         int(getattr(nvmath.CudaDataType, c)),
@@ -55,16 +62,22 @@ def call_types(cublas: Any, precision: Precision) -> tuple[int, int, int, type]:
     )
 
 
-class Handle(StreamHandle):
-    """A cuBLAS handle on torch's current stream, with its own workspace."""
+def math_mode_text(flags: tuple[str, ...]) -> str:
+    """The math mode as the result records it: cuBLAS's C names, or-ed."""
+    return " | ".join(f"CUBLAS_{f}" if f == "DEFAULT_MATH" else f"CUBLAS_MATH_{f}" for f in flags)
 
-    def __init__(self, cublas: Any) -> None:
+
+class Handle(StreamHandle):
+    """A cuBLAS handle on torch's current stream, with its own workspace and one math mode
+    (declaration.py MATH_MODES): one handle per mode, so that no call changes another's."""
+
+    def __init__(self, cublas: Any, flags: tuple[str, ...]) -> None:
         super().__init__(cublas.create())
         self.cublas = cublas
-        # 32-bit accumulate means 32-bit all the way: no split-K reduction of partial sums in
-        # fp16/bf16, which cuBLAS's default math allows (PyTorch forbids it the same way).
-        math = cublas.Math
-        cublas.set_math_mode(self.handle, int(math.DEFAULT_MATH) | int(math.DISALLOW_REDUCED_PRECISION_REDUCTION))
+        mode = 0
+        for flag in flags:
+            mode |= int(getattr(cublas.Math, flag))
+        cublas.set_math_mode(self.handle, mode)
         self.workspace = torch.empty(WORKSPACE_BYTES, dtype=torch.uint8, device="cuda")
 
     def on_stream(self, stream: int) -> None:
@@ -89,7 +102,7 @@ def prepare(backend: CublasBackend, kernel: GemmKernel, precision: Precision) ->
     lib = backend.lib
     assert lib is not None, "prepare runs only where the binding loaded (covers() is False without it)"
     ab_type, c_type, compute, scalar = call_types(lib, precision)
-    x, y = operands(ctx, m, n, k, kernel.a_t, kernel.b_t, ctx.dtype(precision))
+    x, y = operands(ctx, m, n, k, kernel.a_t, kernel.b_t, ctx.dtype(STORAGE.get(precision, precision)))
     c = torch.empty((n, m), dtype=OUTPUT_DTYPE[precision], device=ctx.device)  # column-major m x n, ldc = m
     alpha: np.ndarray = np.ones(1, dtype=scalar)
     beta: np.ndarray = np.zeros(1, dtype=scalar)
@@ -99,7 +112,7 @@ def prepare(backend: CublasBackend, kernel: GemmKernel, precision: Precision) ->
     lda, ldb, ldc = (k if kernel.a_t else m), (n if kernel.b_t else k), m
     # y is A's memory (op(A) transposed, row-major), x is B's (see kernels/reference/gemm.py operands).
     a_ptr, b_ptr, c_ptr = y.data_ptr(), x.data_ptr(), c.data_ptr()
-    cublas, handle = lib, backend.handle
+    cublas, handle = lib, backend.handle(MATH_MODES[precision])
 
     def run() -> None:
         cublas.gemm_ex(
@@ -152,7 +165,7 @@ def prepare(backend: CublasBackend, kernel: GemmKernel, precision: Precision) ->
                 "ldc": ldc,
             },
             "types": "A/B {}, C {}, CUBLAS_{}".format(*CALLS[precision]),
-            "math_mode": "CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION",
+            "math_mode": math_mode_text(MATH_MODES[precision]),
             "algo": "CUBLAS_GEMM_DEFAULT (cuBLAS's heuristic; the call does not report its kernel)",
             "alpha": 1,
             "beta": 0,
