@@ -26,6 +26,8 @@
 #   SPLIT_FLOATS    default 16777217: sizes above it are measured (graph only) after the eager latency run
 #   LARGE           default 1; 0: no sizes above SPLIT_FLOATS (give nccl-tests -e to match)
 #   GENCODE         default: the first GPU's compute capability
+#   SKIP_INSTALL    1: the wheels and the package are installed already (PYTHONPATH set by the caller)
+#   WORK            default /tmp/collectives47: the working folder (emptied first)
 # Writes $OUT/collectives47.tgz holding: device.txt, install.log, build.log, nccl-tests/<coll>{,_graph}_n<ranks>.txt,
 # buffers_n<ranks>.log (collective_buffers.py: PyTorch's allocator beside ncclMemAlloc),
 # runs/n<ranks>_{graph_latency,graph,eager_latency,graph_large,eager} (deepbench-run folders, each with a COMMAND file),
@@ -75,8 +77,11 @@ if [ -z "${NCCL_TESTS_SRC:-}" ] || [ ! -d "$NCCL_TESTS_SRC/src" ]; then
   echo "NCCL_TESTS_SRC must name nccl-tests' source folder (with src/)" >&2; exit 2
 fi
 
-# (a) carried wheels: all but cuda_bindings, then the cuda_bindings of torch's CUDA major (if not already there)
-if ls .whl/*.whl >/dev/null 2>&1; then
+# (a) carried wheels: all but cuda_bindings, then the cuda_bindings of torch's CUDA major (if not already there);
+# SKIP_INSTALL=1: the caller installed them and the package (PYTHONPATH set)
+if [ "${SKIP_INSTALL:-0}" = 1 ]; then
+  echo "install skipped (SKIP_INSTALL=1)" >"$WORK/install.log"
+elif ls .whl/*.whl >/dev/null 2>&1; then
   wheels=()
   for w in .whl/*.whl; do [[ $(basename "$w") == cuda_bindings-* ]] || wheels+=("$w"); done
   say python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "${wheels[@]}" \
@@ -95,8 +100,8 @@ if ls .whl/*.whl >/dev/null 2>&1; then
     fi
   fi
 fi
-say python3 -m pip install -q --no-deps --no-build-isolation --no-index -e . >>"$WORK/install.log" 2>&1 \
-  || { cat "$WORK/install.log"; exit 1; }
+[ "${SKIP_INSTALL:-0}" = 1 ] || say python3 -m pip install -q --no-deps --no-build-isolation --no-index -e . \
+  >>"$WORK/install.log" 2>&1 || { cat "$WORK/install.log"; exit 1; }
 python3 -c "from deepbench.kernels.backends.distributed.nccl4py_comm import nccl4py_unavailable as u; \
 print('nccl4py:', u() or 'loads')" | tee -a "$WORK/install.log"
 if [ "$DRY" = 1 ]; then
