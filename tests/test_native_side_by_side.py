@@ -452,3 +452,22 @@ def test_graph_first_reaches_the_loops_environment_and_no_further(tmp_path, monk
         ratios.append(json.loads(out.read_text())["rows"][0]["ratio"])
     assert ratios == [pytest.approx(100.0 / 24.0), pytest.approx(100.0 / 12.0)]
     assert "LOOP_GRAPH_FIRST" not in os.environ  # the loops' environment only, not this process's
+
+
+def test_conv_lines_carry_the_layout_the_result_records_and_outputs_still_match():
+    """conv_loop's optional LAYOUT is the layout the harness's part recorded (info.layout: NHWC for
+    fp16 by default, DeepBench's), never the loop's own guess; its output echoes the 15 fields before
+    it, by which the rows find their lines."""
+    r = result(by_id()["conv/train/017"], "fp16", lambda d: [1.0])
+    infos = {
+        d: {**cudnn_info("eng1", [("eng1", "chosen")]), "layout": "NHWC"} for d in ("fwd", "bwd_data", "bwd_filter")
+    }
+    p = sbs.build_problems([with_parts(r, infos, padding={"c": 8})], 0.25)[0][0]
+    assert p.line.split()[-1] == "nhwc" and p.candidates_line.split()[-1] == "nhwc"
+    assert len(p.line.split()) == sbs.CONV_FIELDS + 1
+    out = [
+        f"{sbs.echoed(p.line)} 1 - eng1 40.0000 39.0000",
+        f"{sbs.echoed(p.candidates_line)} 1 - eng1 40.0000 39.0000",
+    ]
+    row = sbs.make_row(p, {}, sbs.parse_conv_output(out))
+    assert row["native_best_us"] == 39.0 and "error" not in row

@@ -2,10 +2,12 @@
 // the native side-by-side compares the harness's cuDNN backend (kernels/backends/cudnn) with.
 //
 // Input on stdin, one problem a line:
-//   PRECISION DIRECTION N C H W K R S PAD_H PAD_W STRIDE_H STRIDE_W ENGINE SECONDS
+//   PRECISION DIRECTION N C H W K R S PAD_H PAD_W STRIDE_H STRIDE_W ENGINE SECONDS [LAYOUT]
 //   PRECISION fp32|tf32|fp16|bf16|int8; DIRECTION fwd|bwd_data|bwd_filter (int8: fwd only);
-//   ENGINE `-`: every candidate cuDNN's heuristics offer, under the harness's candidate policy
-//          (kernels/backends/cudnn/conv.py _candidates): modes A then FALLBACK, without plans that
+//   LAYOUT nchw|nhwc, the layout the harness's result records (info.layout); without it DeepBench's:
+//          NHWC for fp16, bf16 and int8, NCHW for fp32 and tf32 (not echoed in the output);
+//   ENGINE `-`: every candidate cuDNN's heuristics offer, under the harness's former candidate policy
+//          (before kernels/backends/cudnn/search.py widened it): modes A then FALLBACK, without plans that
 //          need runtime compilation or more than 1 GiB of workspace, for fp32 without plans
 //          whose numerical notes say TENSOR_CORE or DOWN_CONVERT_INPUTS (TF32), at most
 //          MAX_CANDIDATES plans that build, duplicates (the same plan name) dropped;
@@ -20,9 +22,8 @@
 //   ... error REASON                                                (the problem cannot run; the next one does)
 // On stderr first: `# cudnn VERSION` (cudnnGetVersion), the library this binary loaded.
 //
-// The problem is the harness's (kernels/backends/cudnn/graphs.py): NCHW tensors and KCRS filters
-// for float precisions, NHWC and KRSC for int8 (channels innermost, as cuDNN's int8 convolutions
-// need); io FLOAT/HALF/BFLOAT16/INT8, compute FLOAT (int8: INT32, and the int32 accumulator is the
+// The problem is the harness's (kernels/backends/cudnn/graphs.py): NCHW tensors and KCRS filters,
+// or NHWC and KRSC (LAYOUT; int8 always, as cuDNN's int8 convolutions need channels innermost); io FLOAT/HALF/BFLOAT16/INT8, compute FLOAT (int8: INT32, and the int32 accumulator is the
 // output), intermediate FLOAT; cross-correlation, dilation 1. Callers pass the padded sizes.
 // Inputs are random as the harness draws them (standard normal, filters scaled by 1/sqrt(C*R*S);
 // int8 integers in [-64, 64)), never zeros, which would run faster.
@@ -71,15 +72,15 @@ static bool types_of(const std::string& precision, Types& t) {
     t = {D::FLOAT, D::FLOAT, D::FLOAT, 4, 4, false,
          {fe::NumericalNote_t::TENSOR_CORE, fe::NumericalNote_t::DOWN_CONVERT_INPUTS}};
   else if (precision == "tf32") t = {D::FLOAT, D::FLOAT, D::FLOAT, 4, 4, false, {}};
-  else if (precision == "fp16") t = {D::HALF, D::FLOAT, D::HALF, 2, 2, false, {}};
-  else if (precision == "bf16") t = {D::BFLOAT16, D::FLOAT, D::BFLOAT16, 2, 2, false, {}};
+  else if (precision == "fp16") t = {D::HALF, D::FLOAT, D::HALF, 2, 2, true, {}};
+  else if (precision == "bf16") t = {D::BFLOAT16, D::FLOAT, D::BFLOAT16, 2, 2, true, {}};
   else if (precision == "int8") t = {D::INT8, D::INT32, D::INT32, 1, 4, true, {}};
   else return false;
   return true;
 }
 
 struct Problem {
-  std::string precision, direction, engine;
+  std::string precision, direction, engine, layout;  // layout "" : the precision's (types_of)
   int64_t n, c, h, w, k, r, s, pad_h, pad_w, stride_h, stride_w;
   double seconds;
   std::string fields;  // the input fields, echoed at the start of every output line
@@ -92,6 +93,7 @@ static bool parse(const std::string& line, Problem& p) {
   if (!(in >> p.precision >> p.direction >> p.n >> p.c >> p.h >> p.w >> p.k >> p.r >> p.s >> p.pad_h >> p.pad_w >>
         p.stride_h >> p.stride_w >> p.engine >> p.seconds))
     return false;
+  if (!(in >> p.layout)) p.layout.clear();  // optional
   p.fields = loop_lines::echoed(line, FIELDS);  // as given, not as parsed: the caller finds its lines by them
   return true;
 }
@@ -226,6 +228,9 @@ static std::string candidates_of(fe::graph::Graph& g, const Problem& p, const Ty
 static std::string run_problem(cudnnHandle_t handle, loop_timing::Timer& timer, const Problem& p, unsigned& seed) {
   Types t;
   if (!types_of(p.precision, t)) return "unknown precision (fp32|tf32|fp16|bf16|int8)";
+  if (p.layout == "nhwc" || p.layout == "nchw") t.channels_last = p.layout == "nhwc";
+  else if (!p.layout.empty()) return "unknown layout (nchw|nhwc)";
+  if (p.precision == "int8" && !t.channels_last) return "cuDNN's int8 convolution runs NHWC only";
   if (p.direction != "fwd" && p.direction != "bwd_data" && p.direction != "bwd_filter")
     return "unknown direction (fwd|bwd_data|bwd_filter)";
   if (p.precision == "int8" && p.direction != "fwd") return "cuDNN has no int8 backward convolution";

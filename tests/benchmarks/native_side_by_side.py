@@ -87,6 +87,7 @@ WARM_UP_LINE = "fp16 N N 8192 8192 8192 {seconds:.1f} default"  # kernels/timing
 GRAPH_FIRST_ENV = "LOOP_GRAPH_FIRST"  # loop_timing.h: time the graph before the host loop (--graph-first)
 PROGRESS_EVERY = 20  # loop output lines between progress lines on stderr
 CONV_FIELDS = 15  # conv_loop's input fields, echoed at the start of its output lines
+CONV_LAYOUTS = ("nchw", "nhwc")  # conv_loop's optional 16th field (not echoed): the layout the result records
 # gemm_loop's precisions, named as the harness names them (fp16acc16: DeepBench's half call, fp16 compute)
 GEMM_PRECISIONS = ("fp32", "tf32", "fp16", "fp16acc16", "bf16", "int8")
 # --deepbench-call: gemm_loop's precision for the call DeepBench's gemm_bench made (half: CUDA_R_16F compute)
@@ -237,6 +238,8 @@ def conv_problems(
             notes.append(f"{r.id} {part.direction}: no cuDNN plan name in its record (not the cuDNN backend)")
             continue
         head = f"{r.precision.name.value} {part.direction} {shape}"
+        layout = str(part.info.get("layout", "")).lower()  # conv_loop's optional LAYOUT: the harness's
+        tail = f" {layout}" if layout in CONV_LAYOUTS else ""
         problems.append(
             Problem(
                 "conv",
@@ -244,8 +247,8 @@ def conv_problems(
                 r.precision.name.value,
                 part.direction,
                 part.measurement.stats.median,
-                line=f"{head} {plan} {measured_seconds(part, max_seconds):.3f}",
-                candidates_line=f"{head} - {candidate_seconds:.3f}" if candidate_seconds > 0 else "",
+                line=f"{head} {plan} {measured_seconds(part, max_seconds):.3f}{tail}",
+                candidates_line=f"{head} - {candidate_seconds:.3f}{tail}" if candidate_seconds > 0 else "",
                 engine=str(rec.get("engine", "")),
                 plan=plan,
                 candidates={str(c.get("plan_name")): c for c in rec.get("candidates", [])},
@@ -400,6 +403,11 @@ def parse_gemm_output(lines: list[str], inputs: list[str]) -> dict[str, dict[str
     return out
 
 
+def echoed(line: str) -> str:
+    """The fields of a conv_loop input line its output lines start with (not the optional LAYOUT)."""
+    return " ".join(line.split()[:CONV_FIELDS])
+
+
 def parse_conv_output(lines: list[str]) -> dict[str, dict[str, Any]]:
     """conv_loop's lines by their echoed input: {'engines': {plan name: figures}, 'order': [...],
     'error': problem error}. A plan's figures: its engine ('ID KNOBS', numeric knobs), us, graph_us
@@ -407,7 +415,7 @@ def parse_conv_output(lines: list[str]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = defaultdict(lambda: {"engines": {}, "order": []})
     for line in lines:
         f = line.split()
-        key, rest = " ".join(f[:CONV_FIELDS]), f[CONV_FIELDS:]
+        key, rest = echoed(line), f[CONV_FIELDS:]
         entry = out[key]
         if rest and rest[0] == "error":
             entry["error"] = " ".join(rest[1:])
@@ -444,7 +452,7 @@ def make_row(p: Problem, gemm: dict[str, dict], conv: dict[str, dict]) -> dict[s
         figures = gemm.get(p.line, {"error": "no output from gemm_loop"})
         row.update(figures)
     else:
-        entry = conv.get(p.line, {"error": "no output from conv_loop", "engines": {}})
+        entry = conv.get(echoed(p.line), {"error": "no output from conv_loop", "engines": {}})
         pinned = entry["engines"].get(p.plan, {})  # the pinned line times that one plan
         row.update(engine=p.engine, plan_name=p.plan)
         if "us" in pinned:
@@ -452,7 +460,7 @@ def make_row(p: Problem, gemm: dict[str, dict], conv: dict[str, dict]) -> dict[s
         else:
             row["error"] = entry.get("error") or pinned.get("error") or "the pinned engine printed no figures"
         if p.candidates_line:
-            row.update(choice(p, conv.get(p.candidates_line)))
+            row.update(choice(p, conv.get(echoed(p.candidates_line))))
     if "native_us" in row:
         row["native_best_us"] = best(row["native_us"], row["native_graph_us"])
         row["ratio"] = p.harness_us / row["native_best_us"]
