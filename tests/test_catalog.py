@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from deepbench.kernels import costs
-from deepbench.kernels.catalog import OPS, ConvKernel, by_id, catalog
+from deepbench.kernels.catalog import OPS, by_id, catalog
 from deepbench.kernels.suites import SUITES, SelectionError, parse_where, select, suite_kernels
 
 from .conftest import run_cli
@@ -79,8 +79,9 @@ def test_smoke_covers_every_op_direction_and_cell() -> None:
     assert {k.cell for k in smoke if k.op == "rnn"} == {"vanilla", "lstm", "gru"}
     gemms = {(k.a_t, k.b_t) for k in smoke if k.op == "gemm"}
     assert len(gemms) >= 3
-    timed = {(k.op, d) for k in smoke for d in k.timed()}
-    assert {("conv", d) for d in ConvKernel.DIRECTIONS} <= timed  # a training convolution times the backward
+    # smoke's convolutions are inference ones, forward only since DeepBench's inference was (its list is
+    # frozen: a change would leave older smoke bundles' completeness unjudgeable); the train set times all
+    assert {d for k in smoke if k.op == "conv" for d in k.timed()} == {"fwd"}
 
 
 def test_inference_convolutions_are_forward_only_and_training_keeps_every_direction() -> None:

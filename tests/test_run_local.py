@@ -35,9 +35,6 @@ def test_smoke_all_ok_with_checks(tmp_path: Path) -> None:
         assert r.time_us.median > 0
         assert r.time_us.n >= 3 or "unconverged" in r.flags  # a slow kernel on a loaded machine may stop at the cap
         assert r.library["torch"]
-    conv = next(r for r in rs if r.op == "conv" and r.kernel.set == "train")
-    assert [p.direction for p in conv.parts] == ["fwd", "bwd_data", "bwd_filter"]
-    assert conv.time_us.median == pytest.approx(sum(p.measurement.stats.median for p in conv.parts))
     # DeepBench's inference timed the forward pass only (conv_bench.cu: `if (!inference)`), and says so
     inference = next(r for r in rs if r.op == "conv" and r.kernel.set == "inference_server")
     assert [p.direction for p in inference.parts] == ["fwd"] and inference.info["directions"] == ["fwd"]
