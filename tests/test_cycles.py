@@ -79,3 +79,22 @@ def test_clock_fell_names_nvml_reasons() -> None:
     assert clock_fell(steady) is None and clock_fell([ClockReading()]) is None
     fell = clock_fell([*steady, ClockReading(1710.0, ("sw_power_cap", "hw_slowdown")), ClockReading(1755.0, ())])
     assert fell == {"from_mhz": 1980.0, "to_mhz": 1710.0, "readings": 2, "reasons": ["hw_slowdown", "sw_power_cap"]}
+
+
+def test_cycles_agreement_script_takes_the_clocks_out() -> None:
+    """tests/benchmarks/cycles_agreement.py on the recorded GEMMs against the card clocked 8% lower:
+    every compute-bound kernel 8% slower in time and the same in cycles; the memory-bound ones, whose
+    memory clock did not move, stay 8% apart."""
+    from .test_interleaved import load
+
+    script = load("cycles_agreement")
+    run = load_run(PUBLISHED)
+    base = replace(run, label="card A", entries=tuple(e for e in run.entries if e.kernel.op == "gemm" and e.ok))
+    other = replace(base, label="card B", entries=tuple(_slower_card(e) for e in base.entries))
+    found = script.kernels(base, other)
+    compute = [k for k in found if k.clock == "sm"]
+    assert compute and all(abs(k.time - SLOWER_CLOCK) < 0.01 and abs(k.cycles - 1) < 0.01 for k in compute)
+    assert all(abs(k.cycles - SLOWER_CLOCK) < 0.01 for k in found if k.clock == "memory")
+    lines, met = script.summary(found, script.WITHIN, 0.0)
+    assert met and lines[0].startswith(f"SUMMARY compute-bound (SM clock): {len(compute)} kernels")
+    assert f"within 3% in cycles: {len(compute)} (100.0%); in time: 0" in lines[0]

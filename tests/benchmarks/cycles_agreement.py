@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from deepbench.runner.analysis.compare import compare
 from deepbench.runner.analysis.result_extras import MEMORY_BOUND
-from deepbench.runner.analysis.sources import Entry, load_source
+from deepbench.runner.analysis.sources import Entry, Source, load_source
 from deepbench.runner.errors import UserError
 
 WITHIN = 0.03
@@ -51,9 +51,9 @@ class Kernel:
         return self.time
 
 
-def kernels(base: str, other: str) -> list[Kernel]:
+def kernels(base: Source, other: Source) -> list[Kernel]:
     """Every kernel both runs timed, in the comparison's order."""
-    cmp = compare([load_source(base), load_source(other)])
+    cmp = compare([base, other])
     out = []
     for row in cmp.rows:
         a, b, ratio = row.base, row.others[0], row.ratios[0]
@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
     try:
-        found = kernels(args.base, args.other)
+        found = kernels(load_source(args.base), load_source(args.other))
     except (UserError, OSError, ValueError) as exc:
         print(f"cycles_agreement: {exc}", file=sys.stderr)
         return 2
