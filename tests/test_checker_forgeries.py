@@ -266,12 +266,13 @@ def test_no_semantic_forgery_is_accepted(docs: dict[str, Any], tally: dict[str, 
 
 def test_forgery_through_files(base: Path, tmp_path: Path) -> None:
     """The same verdict through check_bundle: doubled FLOPs with the rates re-derived and the
-    manifest re-hashed, and a convolution kept to its fwd part."""
+    manifest re-hashed, and a result of several directions (smoke's: an RNN's fwd and bwd on a CPU) kept
+    to its first."""
     for edit in ("flops", "drop"):
         bundle = tmp_path / edit
         shutil.copytree(base, bundle)
         results = [json.loads(x) for x in (bundle / "results.jsonl").read_text().splitlines() if x.strip()]
-        r = next(x for x in results if x["status"] == "ok" and (edit == "flops" or len(x["parts"]) == 3))
+        r = next(x for x in results if x["status"] == "ok" and (edit == "flops" or len(x["parts"]) >= 2))
         if edit == "flops":
             r["parts"][0]["flops"] *= 2
         else:

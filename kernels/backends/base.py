@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from ..catalog import Kernel
 from ..layers import ElementwiseKernel
-from ..precision import DECLARED_ONLY, PRECISIONS, Precision
+from ..precision import Precision
 from ..results import Check, Measurement, Settings
 from ..timing.stopping import StopRule
 
@@ -24,24 +24,6 @@ from ..timing.stopping import StopRule
 class Unsupported(Exception):
     """Raised by `prepare` when the backend cannot run a kernel in a precision; the message is
     the reason reported to the user, so it must say why (and what would run instead)."""
-
-
-def refuse_undeclared(precision: Precision, backend: str) -> None:
-    """Raise Unsupported where `precision` names one library call's arithmetic (DECLARED_ONLY:
-    fp16acc16, DeepBench's fp16-accumulate cublasGemmEx) and `backend`, the one that would make the
-    kernel, does not declare it: anything it ran instead would be another arithmetic under that name.
-    The harness asks before every `prepare`, so no backend needs to know these precisions."""
-    if precision not in DECLARED_ONLY:
-        return
-    from . import declaration_of, declarations  # the registry imports this module: asked at run time
-
-    if precision in declaration_of(backend).precisions:
-        return
-    makers = ", ".join(d.name for d in declarations() if precision in d.precisions) or "none"
-    raise Unsupported(
-        f"{precision.value} is one library call's arithmetic ({PRECISIONS[precision].description}), "
-        f"which the {backend} backend does not make (backends that do: {makers})"
-    )
 
 
 def elementwise_layout(kernel: ElementwiseKernel) -> tuple[tuple[int, int], tuple[int, ...], tuple[int, ...]]:

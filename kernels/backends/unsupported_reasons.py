@@ -25,8 +25,8 @@ from . import BACKENDS, declaration_of
 
 HERE = Path(__file__).resolve().parent
 # Code beside the backends whose Unsupported reasons any backend may pass on (model building), or
-# that the harness gives for any backend (base.py refuse_undeclared: a precision it does not declare).
-SHARED_SOURCES = (HERE.parent / "models" / "instance.py", HERE / "base.py")
+# that the harness gives for any backend (declared_precisions.py: a precision it does not declare).
+SHARED_SOURCES = (HERE.parent / "models" / "instance.py", HERE / "declared_precisions.py")
 # Fewer literal characters than this and a pattern would accept nearly any text.
 MIN_LITERAL_CHARS = 8
 ANY = "(?s:.+?)"

@@ -8,8 +8,9 @@ from __future__ import annotations
 import traceback
 from typing import Any
 
-from ..backends.base import Backend, Prepared, TimedPart, Unsupported, refuse_undeclared
+from ..backends.base import Backend, Prepared, TimedPart, Unsupported
 from ..backends.declaration import info_of
+from ..backends.declared_precisions import refuse_undeclared
 from ..backends.dense_info import DenseTwinInfo
 from ..backends.model_info import ModelRunInfo
 from ..inputs import drawn_for, poison, zero_input_check
