@@ -35,11 +35,20 @@ class BackendOptions(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-def add_choice(group: argparse._ArgumentGroup, flag: str, model: type[BackendOptions], field: str, text: str) -> None:
-    """A flag that sets one Literal field of a backend's options: its choices and default are the
-    field's own, so the command line and the model that checks a plan cannot drift apart."""
+def add_choice(
+    group: argparse._ArgumentGroup,
+    flag: str,
+    model: type[BackendOptions],
+    field: str,
+    text: str,
+    default: str | None = None,
+) -> None:
+    """A flag that sets one Literal field of a backend's options: its choices are the field's own, so the
+    command line and the model that checks a plan cannot drift apart; its default is the field's, or
+    `default` where a new run asks for another value than the field's (what runs recorded before the
+    flag existed did)."""
     info = model.model_fields[field]
-    group.add_argument(flag, choices=get_args(info.annotation), default=info.default, help=text)
+    group.add_argument(flag, choices=get_args(info.annotation), default=default or info.default, help=text)
 
 
 class NoOptions(BackendOptions):

@@ -20,7 +20,6 @@ from ..layout_info import NCHW, NHWC
 
 # Where cuDNN's candidate plans are raced (--engine-race's choices; race_apart.py says why apart).
 EngineRace = Literal["apart", "inline"]
-ENGINE_RACES: tuple[str, ...] = get_args(EngineRace)
 # The tensors' memory layout (--layout's choices): DeepBench's per precision, one for all, or both.
 LayoutChoice = Literal["deepbench", "nchw", "nhwc", "both"]
 LAYOUT_CHOICES: tuple[str, ...] = get_args(LayoutChoice)
@@ -153,11 +152,12 @@ class CudnnDeclaration(BackendDeclaration[CudnnOptions]):
             "direction of one kernel with 'conv/train/052/fp32/bwd_filter=eng34_k2=3' (repeatable), "
             "else for every convolution",
         )
-        group.add_argument(
+        add_choice(
+            group,
             "--engine-race",
-            choices=ENGINE_RACES,
-            default=CudnnOptions.model_fields["engine_race"].default,
-            help="GPU: where cuDNN's candidate plans are raced: apart (default) in a process of its own, so "
+            CudnnOptions,
+            "engine_race",
+            "GPU: where cuDNN's candidate plans are raced: apart (default) in a process of its own, so "
             "that the measuring process runs only the chosen plans, as a native loop pinned to them "
             "does (racing some candidates left later short convolutions ~1 us a call slower on an "
             "H100 for the rest of the process); inline in the measuring process",

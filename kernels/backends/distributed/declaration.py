@@ -6,18 +6,16 @@ facts each collective result records (`CollectiveInfo`, `CollectivePartInfo`).""
 from __future__ import annotations
 
 import argparse
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..declaration import BackendDeclaration, BackendOptions, PartInfo
+from ..declaration import BackendDeclaration, BackendOptions, PartInfo, add_choice
 
 CollectiveTiming = Literal["graph", "eager"]
-COLLECTIVE_TIMINGS: tuple[str, ...] = get_args(CollectiveTiming)
 # How nccl4py's communicators are configured (nccl4py_comm.py): as nccl-tests configures its own,
 # or with NCCL's defaults (what a framework gets that sets nothing).
 CommConfig = Literal["nccl-tests", "nccl-defaults"]
-COMM_CONFIGS: tuple[str, ...] = get_args(CommConfig)
 COMM_CONFIG_FLAG_DEFAULT = "nccl-tests"  # what a new run asks for; the field's default is what older runs did
 
 
@@ -89,21 +87,24 @@ class CollectiveDeclaration(BackendDeclaration[CollectiveOptions]):
     part_info = CollectivePartInfo
 
     def add_arguments(self, group: argparse._ArgumentGroup) -> None:
-        group.add_argument(
+        add_choice(
+            group,
             "--collective-timing",
-            choices=COLLECTIVE_TIMINGS,
-            default=CollectiveOptions.model_fields["collective_timing"].default,
-            help="GPU collectives: graph (default) captures the timed calls in a CUDA graph per rank and "
+            CollectiveOptions,
+            "collective_timing",
+            "GPU collectives: graph (default) captures the timed calls in a CUDA graph per rank and "
             "replays them together, timed by events, as nccl-tests -G does; eager launches each call "
             "from Python and times the loop by the host clock",
         )
-        group.add_argument(
+        add_choice(
+            group,
             "--nccl-comm-config",
-            choices=COMM_CONFIGS,
-            default=COMM_CONFIG_FLAG_DEFAULT,
-            help="GPU collectives through nccl4py: nccl-tests (default) configures the communicators as nccl-tests "
+            CollectiveOptions,
+            "comm_config",
+            "GPU collectives through nccl4py: nccl-tests (default) configures the communicators as nccl-tests "
             "does (nvlinkCentricSched=1 on NCCL 2.28.2 and later), so that its figures compare like with like; "
             "nccl-defaults leaves NCCL's own defaults, as a framework that sets nothing gets them",
+            default=COMM_CONFIG_FLAG_DEFAULT,
         )
 
     def options_from(self, args: argparse.Namespace) -> CollectiveOptions:
