@@ -24,8 +24,8 @@ RUN_S=${RUN_S:-390}
 LOOP_S=${LOOP_S:-120}
 OUT=${OUT:-$PWD/gpu-out}; mkdir -p "$OUT"
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-RUNS=runs
-rm -rf "$RUNS"; mkdir -p "$RUNS"
+WORK=$(mktemp -d)  # a fresh folder: nothing of the caller's is removed or overwritten
+RUNS=$WORK/runs; mkdir -p "$RUNS"
 if [ "${SKIP_INSTALL:-0}" != 1 ]; then
   OUT=$RUNS bash "$HERE/gpu_session.sh" install >"$RUNS/gpu-session.log" 2>&1 || { cat "$RUNS/gpu-session.log"; exit 1; }
   [ -d /tmp/site ] && export PYTHONPATH=/tmp/site
@@ -66,4 +66,4 @@ for spec in $JOBS; do
 done
 wait
 for spec in $JOBS; do echo "== ${spec}"; cat "$RUNS/job-gpu${spec%%:*}.log"; done | tee "$OUT/summary.log"
-tar -czf "$OUT/results.tgz" "$RUNS"
+tar -C "$WORK" -czf "$OUT/results.tgz" runs
