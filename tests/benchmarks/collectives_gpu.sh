@@ -27,7 +27,8 @@
 #   LARGE           default 1; 0: no sizes above SPLIT_FLOATS (give nccl-tests -e to match)
 #   GENCODE         default: the first GPU's compute capability
 #   SKIP_INSTALL    1: the wheels and the package are installed already (PYTHONPATH set by the caller)
-#   WORK            default /tmp/collectives47: the working folder (emptied first)
+#   WORK            default /tmp/collectives47: the working folder (emptied first if this script made it;
+#                   a folder of other files is refused)
 # Writes $OUT/collectives47.tgz holding: device.txt, install.log, build.log, nccl-tests/<coll>{,_graph}_n<ranks>.txt,
 # buffers_n<ranks>.log (collective_buffers.py: PyTorch's allocator beside ncclMemAlloc),
 # runs/n<ranks>_{graph_latency,graph,eager_latency,graph_large,eager} (deepbench-run folders, each with a COMMAND file),
@@ -35,7 +36,12 @@
 # step's log; also $OUT/side_by_side.txt and $OUT/steps.log apart, and the side-by-side on stdout.
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu-out}; mkdir -p "$OUT"
-WORK=${WORK:-/tmp/collectives47}; rm -rf "$WORK"; mkdir -p "$WORK/nccl-tests" "$WORK/runs"
+WORK=${WORK:-/tmp/collectives47}
+# Emptied first only where it is this script's own (its steps.log) or empty: never a folder it did not write.
+if [ -d "$WORK" ] && [ -n "$(ls -A "$WORK")" ] && [ ! -f "$WORK/steps.log" ]; then
+  echo "WORK=$WORK holds files this script did not write: name an empty or new folder" >&2; exit 2
+fi
+rm -rf "$WORK"; mkdir -p "$WORK/nccl-tests" "$WORK/runs"; : >"$WORK/steps.log"  # its mark
 # NVLink multicast stays off on shared hosts (KINDS.md): NCCL, PyTorch and NVSHMEM.
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 DRY=${DRY_RUN:-0}
