@@ -20,7 +20,10 @@ from .conftest import REPO, run_cli
 H100_TRAIN = REPO / "runner" / "published" / "nvidia-h100" / "train"
 # A tracked file over this size must be compressed result data; all tracked files together stay under the total.
 LARGEST_PLAIN_FILE = 1_000_000
-TREE_LIMIT = 15_000_000
+# A clone travels to a lent GPU machine whose limit is 64 MiB (67.1 MB) with the wheels it needs beside it (at
+# most 41 MB so far: NCCL's, MPICH's, cudnn-frontend's...). 16 MB leaves them room; raised from 15 when the H200's
+# inference-server was re-published with the cuDNN backend's records (issue 43).
+TREE_LIMIT = 16_000_000
 COMPRESSED_DATA = (".jsonl.gz", ".json.gz")
 
 
@@ -89,8 +92,8 @@ def _tracked() -> list[Path]:
 
 
 def test_the_repository_holds_the_tool_not_the_lab() -> None:
-    """Result data over 1 MB is stored compressed, and the tracked tree stays under 15 MB (a clone travels
-    to a GPU machine whose limit is 64 MiB, with wheels beside it)."""
+    """Result data over 1 MB is stored compressed, and the tracked tree stays under TREE_LIMIT (a clone
+    travels to a GPU machine whose limit is 64 MiB, with wheels beside it)."""
     tracked = _tracked()
     big = [
         str(p.relative_to(REPO))

@@ -59,7 +59,8 @@ _KNOB_NUMBERS = ("TILE_SIZE", "SPLIT_K_BUF", "STAGES")
 
 
 class _Graph:
-    """cudnn-frontend's pygraph as the search sees it: heuristics' plans, the engine enumeration, plans
+    """cudnn-frontend 1.32's pygraph as the search sees it (it has no select_behavior_notes): heuristics'
+    plans, the engine enumeration, plans
     created from (engine, knobs), note filters that bar plans ("Deselecting execution plan"), engines
     that do not serve the graph, knob values that do not build (TILE_SIZE 3)."""
 
@@ -118,9 +119,6 @@ class _Graph:
 
     def get_behavior_notes_for_plan_at_index(self, i: int) -> list[str]:
         return list(self.engines[self.plans[i][0]].behavior)
-
-    def select_behavior_notes(self, notes: list[str]) -> None:
-        self.filters += [("behavior", n, True) for n in notes]
 
     def deselect_behavior_notes(self, notes: list[str]) -> None:
         self.filters += [("behavior", n, False) for n in notes]
@@ -245,6 +243,33 @@ def test_a_spent_budget_stops_the_search_and_is_counted() -> None:
     c = s.census
     assert c.budget_exhausted and c.over_budget == c.enumerated - c.tried > 0
     assert c.record()["over_budget"] == c.over_budget
+
+
+def test_the_first_round_is_raced_whole_whatever_the_budget() -> None:
+    """One configuration of every engine (cudnnFind's breadth) is timed even where the budget is spent
+    before it ends; only the variants after it stop at the budget."""
+    clock = _Clock()
+    budget = Budget(0.3, clock)
+    _, s, _ = _search(budget=budget)
+
+    def quick(e: Engine, _: float) -> float:
+        clock.t += 0.4  # the first candidate alone spends the budget
+        return 1.0 + e.rank
+
+    choice = choose(s.candidates(), quick, lambda e: _check(True), budget=budget)
+    assert [r["plan_name"] for r in choice.table] == ["eng0_k2=1", "eng2"]  # eng0's variants never drawn
+    record = s.finish(choice.table)
+    assert record["budget_exhausted"] and record["raced"] == 2 and not budget.held
+
+
+def test_a_wide_knob_range_is_sampled_at_its_ends_and_powers_of_two() -> None:
+    assert list(search.knob_values(1, 16, 1)) == list(range(1, 17))
+    wide = search.knob_values(0, (1 << 32) - 1, 1)
+    assert wide[0] == 0 and wide[-1] == (1 << 32) - 1 and len(wide) == 34 and 1 << 31 in wide
+    assert list(search.knob_values(0, 100, 2)) == [0, 2, 4, 8, 16, 32, 64, 100]
+    listed = [_KnobInfo(_Knob("TILE_SIZE"), 0, 4), _KnobInfo(_Knob("SPLIT_K_BUF"), 0, 1 << 20)]
+    ranges = search.knob_ranges(CUDNN, listed)
+    assert [r.sampled for r in ranges] == [False, True] and search.grid_size(ranges) == 5 * 22
 
 
 def test_a_budget_spent_before_anything_is_offered_still_offers_one() -> None:

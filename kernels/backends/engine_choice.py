@@ -56,14 +56,17 @@ from ..results import Check
 MARGIN = 0.01
 REFINE_WINDOW = 0.06  # candidates this close to the fastest are timed again, longer
 # Seconds one direction's race may spend building and quick-timing candidates (the checks of the ones
-# that would be chosen always run). The train suite has 282 convolution directions per precision: at
-# 0.8 s each, its fp32 and fp16 races take 7.5 minutes, under 10 with their checks on an H100 (a
-# candidate costs a few ms to build and a few to time: the budget reaches one configuration of every
-# engine of a direction first, then knob variants).
-RACE_BUDGET_S = 0.8
-# The later pass over engines cuDNN compiles at run time (NVRTC, seconds each), raced only where no
-# precompiled engine computed the direction correctly (int8 on an H100): a few compilations.
-COMPILED_RACE_BUDGET_S = 30.0
+# that would be chosen always run), its first round apart: one configuration of every engine (cudnnFind's
+# breadth: each algorithm once) is raced whole, up to FIRST_ROUND_CAP_S, and only the knob variants after
+# it stop at the budget. The train suite has 282 convolution directions per precision; on an H200 the first
+# round took about 0.3 s of a direction's race (call 1 of 2026-11-28, kernels 026, 055, 059, 061).
+RACE_BUDGET_S = 0.4
+FIRST_ROUND_CAP_S = 3.0
+# The later pass over engines cuDNN compiles at run time (NVRTC, ~0.15 s a plan on an H200), raced only
+# where no precompiled engine computed the direction correctly (int8 on an H100 or H200): the engines'
+# defaults and some knob variants. 30 s found int8 conv/inference_server/000's best variant at rank 29
+# (32 us against the default's 147) but cost the 107 int8 convolutions an hour.
+COMPILED_RACE_BUDGET_S = 4.0
 # A race's table in the record keeps the fastest rows, every checked one and the chosen (the census
 # counts the rest): hundreds of candidates per direction would swell a suite's results tenfold.
 RECORDED_ROWS = 16
@@ -85,10 +88,13 @@ def workspace_limit(free_bytes: int) -> int:
 
 
 class Budget:
-    """Wall-clock seconds for one direction's race, from its creation (building candidates counts too)."""
+    """Wall-clock seconds for one direction's race, from its creation (building candidates counts too).
+    While `held` (the search's first round: one configuration per engine), it runs to FIRST_ROUND_CAP_S
+    instead: a short budget must not leave a family untried that cudnnFind would time."""
 
     def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
         self.seconds = seconds
+        self.held = False
         self._clock = clock
         self._start = clock()
 
@@ -97,7 +103,7 @@ class Budget:
         return self._clock() - self._start
 
     def exhausted(self) -> bool:
-        return self.spent_s >= self.seconds
+        return self.spent_s >= (max(self.seconds, FIRST_ROUND_CAP_S) if self.held else self.seconds)
 
 
 # Why a configuration is not (or no longer) a candidate, as the census counts it.
@@ -121,6 +127,8 @@ class Census:
     engines: int = 0  # engine ids of the operation graph (the library's global count)
     engines_for_graph: int = 0  # those that serve this graph (their knobs could be listed)
     knobs_unreadable: int = 0  # of those, engines whose knob ranges could not be read (default knobs only)
+    knobs_sampled: int = 0  # knobs whose range was too wide to try whole (search.KNOB_VALUES_MAX): sampled
+    setup_s: float = 0.0  # of spent_s, building the graph and asking the heuristics and the enumeration
     enumerated: int = 0  # configurations: heuristics plans + each engine's default + its knob grid
     tried: int = 0
     built: int = 0
@@ -146,6 +154,8 @@ class Census:
             "engines": self.engines,
             "engines_for_graph": self.engines_for_graph,
             "knobs_unreadable": self.knobs_unreadable,
+            "knobs_sampled": self.knobs_sampled,
+            "setup_s": self.setup_s,
             "enumerated": self.enumerated,
             "tried": self.tried,
             "built": self.built,

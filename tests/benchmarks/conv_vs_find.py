@@ -42,6 +42,7 @@ import contextlib
 import json
 import math
 import os
+import statistics
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -63,6 +64,10 @@ WITHIN = 1.05  # harness <= 1.05x cudnnFind's fastest correct
 ABOVE = 1.25  # none above
 WITHIN_SHARE = 0.95
 WORST = 5  # the worst directions each SUMMARY names
+# SM clocks this far apart (harness's median while sampled / conv_find's while timing) make a row's time
+# ratio a comparison of unlike things: a sustained fp16 tensor-core loop draws the H200 down to 1.2-1.7 GHz
+# (its power limit), conv_find's short bursts run at 1.98 GHz. Such rows are compared in cycles as well.
+CLOCKS_DIFFER = 0.02
 SECONDS = 0.1  # each timed algorithm, each way (conv_find's SECONDS): at most 3 a direction, 0.6 s
 TF32_ENV = "NVIDIA_TF32_OVERRIDE"
 LAYOUTS = {"NCHW": "nchw", "NHWC": "nhwc", "NCHW_VECT_C": "nchw_vect_c"}  # info.layout -> conv_find's LAYOUT
@@ -101,11 +106,22 @@ class Fastest(Frozen):
     returned: int
     succeeded: int
     correct: int
+    mhz: float | None = None  # SM clock read beside the host loop's and the graph's timing (`timed` line)
+    graph_mhz: float | None = None
+
+    @property
+    def graph_is_best(self) -> bool:
+        return not math.isnan(self.graph_us) and self.graph_us < self.us
 
     @property
     def best_us(self) -> float:
         """The better of the two times (NaN graph: the host loop's)."""
-        return self.us if math.isnan(self.graph_us) else min(self.us, self.graph_us)
+        return self.graph_us if self.graph_is_best else self.us
+
+    @property
+    def best_mhz(self) -> float | None:
+        """The SM clock read while the better of the two was timed (None where unread)."""
+        return self.graph_mhz if self.graph_is_best else self.mhz
 
 
 class Found(Frozen):
@@ -127,6 +143,7 @@ class Direction(Frozen):
     harness_engine: str
     harness_plan: str
     harness_layout: str
+    harness_mhz: float | None = None  # median SM clock beside the harness's samples (None where unread)
     line: str
 
 
@@ -151,6 +168,8 @@ class Row(Direction):
     find_graph_us: float | None = None
     cudnn_find_us: float | None = None  # the winner's time as cudnnFind itself measured it (a few calls)
     ratio: float | None = None
+    find_mhz: float | None = None
+    cycle_ratio: float | None = None  # ratio x harness clock / conv_find clock: the ratio in SM cycles
     returned: int = 0
     succeeded: int = 0
     correct: int = 0
@@ -171,6 +190,10 @@ class Summary(Frozen):
     layout_differs: int
     passed: bool
     worst: tuple[str, ...]
+    clocks_differ: int = 0  # rows whose SM clocks were more than CLOCKS_DIFFER apart
+    within_cycles: int = 0  # the counts again with those rows compared in cycles
+    above_cycles: int = 0
+    passed_cycles: bool = False
 
 
 # ----- from results to conv_find's input ------------------------------------------------------------
@@ -223,6 +246,7 @@ def problems_of(r: KernelResult, layout: str, seconds: float, min_us: float) -> 
                 harness_engine=info.cudnn.engine,
                 harness_plan=info.cudnn.plan_name,
                 harness_layout=info.layout,
+                harness_mhz=statistics.median(part.measurement.clocks_mhz) if part.measurement.clocks_mhz else None,
                 harness_output=r.precision.output,
                 inputs=r.inputs or "normal",
                 line=line,
@@ -263,6 +287,7 @@ def parse_output(lines: list[str]) -> dict[str, Found]:
     fastest: dict[str, Fastest] = {}
     errors: dict[str, str] = {}
     fallbacks: dict[str, str] = {}
+    clocks: dict[tuple[str, str, str], tuple[float, float]] = {}  # (line, algo, math) -> (MHZ, GRAPH_MHZ)
     for number, line in enumerate(lines, 1):
         f = line.split()
         if not f or f[0] == "#":
@@ -284,8 +309,13 @@ def parse_output(lines: list[str]) -> dict[str, Found]:
                         }
                     )
                 )
+            elif kind == "timed" and len(rest) == 7:  # ALGO MATH US GRAPH_US CALLS MHZ GRAPH_MHZ
+                clocks[(key, rest[0], rest[1])] = (_float(rest[5]), _float(rest[6]))
             elif kind == "fastest" and len(rest) == 9:
+                mhz, graph_mhz = clocks.get((key, rest[0], rest[1]), (math.nan, math.nan))
                 fastest[key] = Fastest(
+                    mhz=None if math.isnan(mhz) or mhz <= 0 else mhz,
+                    graph_mhz=None if math.isnan(graph_mhz) or graph_mhz <= 0 else graph_mhz,
                     algo=rest[0],
                     math=rest[1],
                     us=_float(rest[2]),
@@ -301,7 +331,7 @@ def parse_output(lines: list[str]) -> dict[str, Found]:
             elif kind == "fallback" and rest:  # the lines before it are void: the problem runs again in NHWC
                 fallbacks[key] = " ".join(rest)
                 entries.pop(key, None)
-            elif kind != "timed":  # timed lines: the contenders, whose best is the fastest line
+            else:
                 raise ValueError("unknown kind")
         except ValueError:
             raise ValueError(f"line {number} is not conv_find's output: {line[:200]}") from None
@@ -358,11 +388,25 @@ def make_row(p: Problem, found: Found | None) -> Row:
                 (e.find_us for e in found.entries if (e.algo, e.math) == (fast.algo, fast.math)), None
             ),
             "ratio": p.harness_us / fast.best_us,
+            "find_mhz": fast.best_mhz,
+            "cycle_ratio": p.harness_us * p.harness_mhz / (fast.best_us * fast.best_mhz)
+            if p.harness_mhz and fast.best_mhz
+            else None,
             "returned": fast.returned,
             "succeeded": fast.succeeded,
             "correct": fast.correct,
         }
     )
+
+
+def clocks_differ(r: Row) -> bool:
+    """Whether the two sides ran at SM clocks more than CLOCKS_DIFFER apart."""
+    return r.cycle_ratio is not None and r.ratio is not None and abs(r.cycle_ratio / r.ratio - 1) > CLOCKS_DIFFER
+
+
+def like_ratio(r: Row) -> float | None:
+    """The row's ratio in cycles where the clocks differ, else in time."""
+    return r.cycle_ratio if clocks_differ(r) else r.ratio
 
 
 def summarize(rows: list[Row], min_us: float = MIN_US) -> list[Summary]:
@@ -377,6 +421,9 @@ def summarize(rows: list[Row], min_us: float = MIN_US) -> list[Summary]:
         ratios = [r.ratio for r in compared if r.ratio is not None]
         within = sum(x <= WITHIN for x in ratios)
         above = sum(x > ABOVE for x in ratios)
+        cycles = [x for x in map(like_ratio, compared) if x is not None]
+        within_cycles = sum(x <= WITHIN for x in cycles)
+        above_cycles = sum(x > ABOVE for x in cycles)
         worst = sorted(compared, key=lambda r: -(r.ratio or 0.0))[:WORST]
         out.append(
             Summary(
@@ -390,6 +437,13 @@ def summarize(rows: list[Row], min_us: float = MIN_US) -> list[Summary]:
                 passed=bool(ratios)
                 and within >= WITHIN_SHARE * len(group)
                 and above == 0
+                and len(compared) == len(group),
+                clocks_differ=sum(map(clocks_differ, compared)),
+                within_cycles=within_cycles,
+                above_cycles=above_cycles,
+                passed_cycles=bool(cycles)
+                and within_cycles >= WITHIN_SHARE * len(group)
+                and above_cycles == 0
                 and len(compared) == len(group),
                 worst=tuple(
                     f"{r.id} {r.direction} {r.harness_us:.1f} vs {r.find_us:.1f} us ({r.ratio:.2f}x, {r.find_algo})"
@@ -407,7 +461,7 @@ def fmt(x: float | None, spec: str = "9.2f") -> str:
 
 def print_rows(rows: list[Row]) -> None:
     print(
-        f"{'id':34} {'dir':10} {'harness_us':>10} {'find_us':>10} {'h/find':>7}  "
+        f"{'id':34} {'dir':10} {'harness_us':>10} {'find_us':>10} {'h/find':>7} {'MHz h/find':>10} {'cycles':>7}  "
         "harness layout/engine | conv_find layout, fastest correct algorithm (math) [correct/ran/returned]"
     )
     for r in rows:
@@ -418,9 +472,17 @@ def print_rows(rows: list[Row]) -> None:
         ]
         print(
             f"{r.id:34} {r.direction:10} {fmt(r.harness_us, '10.2f')} {fmt(r.find_us, '10.2f')} "
-            f"{fmt(r.ratio, '7.3f')}  {r.harness_layout}/{r.harness_plan or r.harness_engine} | {tail}"
+            f"{fmt(r.ratio, '7.3f')} {clocks(r):>10} {fmt(r.cycle_ratio, '7.3f')}  "
+            f"{r.harness_layout}/{r.harness_plan or r.harness_engine} | {tail}"
             + (f"  [{'; '.join(flags)}]" if flags else "")
         )
+
+
+def clocks(r: Row) -> str:
+    """'HARNESS/FIND' SM clocks in MHz, '*' marking a row compared in cycles."""
+    if not (r.harness_mhz and r.find_mhz):
+        return "-"
+    return f"{r.harness_mhz:.0f}/{r.find_mhz:.0f}" + ("*" if clocks_differ(r) else "")
 
 
 def print_summary(summaries: list[Summary], min_us: float) -> None:
@@ -433,6 +495,13 @@ def print_summary(summaries: list[Summary], min_us: float) -> None:
             f"above {ABOVE}x: {s.above}; conv_find in another layout: {s.layout_differs}  "
             f"{'PASS' if s.passed else 'FAIL'}"
         )
+        if s.clocks_differ:
+            print(
+                f"  like with like: {s.clocks_differ} directions ran at SM clocks more than {CLOCKS_DIFFER:.0%} apart "
+                f"(marked *): compared in cycles, harness <= {WITHIN}x: {s.within_cycles} "
+                f"({100 * s.within_cycles / s.directions:.1f}%); above {ABOVE}x: {s.above_cycles}  "
+                f"{'PASS' if s.passed_cycles else 'FAIL'}"
+            )
         for w in s.worst:
             print(f"  worst: {w}")
 
@@ -470,11 +539,13 @@ def run(args: argparse.Namespace) -> int:
         raise sbs.UsageError("no convolution direction with a cuDNN record to run (see the notes above)")
     env_tf32 = ""
     if args.from_output:
-        try:
-            output = args.from_output.read_text().splitlines()
-        except OSError as exc:
-            raise sbs.UsageError(f"cannot read {args.from_output}: {exc.strerror}") from None
-        stderr_lines = [line for line in output if line.startswith("# ")]
+        outputs = []
+        for path in args.from_output:
+            try:
+                outputs.append(path.read_text().splitlines())
+            except OSError as exc:
+                raise sbs.UsageError(f"cannot read {path}: {exc.strerror}") from None
+        stderr_lines = [line for output in outputs for line in output if line.startswith("# ")]
     else:
         env = dict(os.environ)
         if not any(p.precision == "tf32" for p in problems):
@@ -485,8 +556,11 @@ def run(args: argparse.Namespace) -> int:
             stderr_lines = [line for line in stderr.splitlines() if line.startswith("# ")]
             if sink:
                 sink.write("".join(f"{line}\n" for line in stderr_lines))
+        outputs = [output]
+    found: dict[str, Found] = {}
     try:
-        found = parse_output(output)
+        for output in reversed(outputs):  # a line two outputs hold: the first one's
+            found.update(parse_output(output))
     except ValueError as exc:
         raise sbs.UsageError(str(exc)) from None
     rows = [make_row(p, found.get(p.line)) for p in problems]
@@ -539,7 +613,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dry-run", action="store_true", help="print conv_find's input lines and stop (no GPU needed)")
     ap.add_argument("--save-output", type=Path, metavar="FILE", help="keep conv_find's output (header and lines)")
     ap.add_argument(
-        "--from-output", type=Path, metavar="FILE", help="read conv_find's output saved earlier instead of running it"
+        "--from-output",
+        type=Path,
+        action="append",
+        metavar="FILE",
+        help="read conv_find's output saved earlier instead of running it (repeatable: the outputs of several "
+        "sittings, each beside the harness figures of its own sitting; a line two files hold is the first one's)",
     )
     ap.add_argument("--json", type=Path, metavar="OUT", help="write the rows, the summary and what was compared")
     args = ap.parse_args(argv)

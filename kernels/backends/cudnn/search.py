@@ -16,8 +16,11 @@ most 12 plans) missed the Winograd-nonfused engine cudnnFind picked for conv/tra
    (the backend's split-K among them) cannot be set from Python and keep their defaults; the
    heuristics' plans carry their own values of those (plans are told apart by cuDNN's name).
 
-One configuration of each engine comes first, so that a per-direction time budget
-(engine_choice.RACE_BUDGET_S) reaches every family before it spends on variants of one. A duplicate is
+One configuration of each engine comes first (steps 1 and 2, the first round), raced whole whatever
+the per-direction time budget (engine_choice.RACE_BUDGET_S; up to FIRST_ROUND_CAP_S): every family
+cudnnFind would time is reached before the budget spends on variants of one. A knob whose range holds
+more than KNOB_VALUES_MAX values (cuDNN lists some from 0 to 2^32) is sampled: its ends and the powers
+of two between them (the census counts such knobs). A duplicate is
 the same plan name (cuDNN's name holds every knob it set) and is raced once. A configuration is not a
 candidate where it fails to build, needs more workspace than the GPU can give
 (engine_choice.workspace_limit), carries a numerical note the precision excludes (fp32 stays true fp32:
@@ -33,9 +36,10 @@ engine is barred by that note's filter or not. Notes belong to the engine, not t
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,6 +52,9 @@ BARRED = "Deselect"
 # Numerical notes that name an engine's family (the winner's record says which it carries).
 FAMILY_NOTES = ("WINOGRAD", "WINOGRAD_TILE_4x4", "WINOGRAD_TILE_6x6", "WINOGRAD_TILE_13x13", "FFT", "TENSOR_CORE")
 UNNAMED = "unnamed"
+# A knob's range longer than this is sampled (knob_values): a grid over 2^32 values of one knob is
+# billions of configurations that mostly fail to build, and the budget went to failed builds.
+KNOB_VALUES_MAX = 32
 RUNTIME_COMPILATION = "RUNTIME_COMPILATION"
 
 
@@ -59,6 +66,7 @@ class Config:
     engine_id: int
     knobs: dict[str, int] = field(default_factory=dict)
     index: int | None = None  # in the graph's plan list, for a heuristics plan
+    first_round: bool = False  # one configuration of its engine, raced whatever the budget
 
 
 @dataclass
@@ -66,7 +74,8 @@ class KnobRange:
     """One knob of an engine: cudnn.knob_type member name and its values (minimum to maximum by stride)."""
 
     name: str
-    values: range
+    values: Sequence[int]
+    sampled: bool = False  # the range was wider than KNOB_VALUES_MAX: its ends and powers of two between
 
 
 def knob_grid(ranges: list[KnobRange]) -> Iterator[dict[str, int]]:
@@ -93,8 +102,8 @@ def ordered(
             rest.append(c)
         else:
             first_of[c.engine_id] = c
-    yield from first_of.values()
-    yield from (Config("enumeration", eid) for eid in engine_ids if eid not in first_of)
+    yield from (dataclasses.replace(c, first_round=True) for c in first_of.values())
+    yield from (Config("enumeration", eid, first_round=True) for eid in engine_ids if eid not in first_of)
     yield from rest
     yield from (Config("enumeration", eid) for eid in engine_ids if eid in first_of)
     # the engines' grids in turns (one point of each engine, then the next of each): a budget spent in
@@ -124,8 +133,21 @@ def knob_ranges(cudnn: Any, listed: list[Any]) -> list[KnobRange]:
             continue
         lo, hi = int(_field(k, "min_value", "minValue")), int(_field(k, "max_value", "maxValue"))
         step = int(getattr(k, "stride", 1) or 1)
-        out.append(KnobRange(name, range(lo, hi + 1, max(step, 1))))
+        values = knob_values(lo, hi, max(step, 1))
+        out.append(KnobRange(name, values, sampled=len(values) < len(range(lo, hi + 1, max(step, 1)))))
     return out
+
+
+def knob_values(lo: int, hi: int, step: int) -> Sequence[int]:
+    """A knob's values from `lo` to `hi` by `step`: all of them up to KNOB_VALUES_MAX, else the ends and
+    the powers of two between them that the stride allows (tile sizes, split-K slices and the like are
+    powers of two where they are wide)."""
+    whole = range(lo, hi + 1, step)
+    if len(whole) <= KNOB_VALUES_MAX:
+        return whole
+    powers = (1 << i for i in range(max(hi, 1).bit_length() + 1))
+    inner = [v for v in powers if lo < v < hi and (v - lo) % step == 0]
+    return [lo, *inner, whole[-1]]
 
 
 def _field(obj: Any, *names: str) -> Any:
@@ -159,12 +181,11 @@ class Search:
             budget,
         )
         offer_plans(cudnn, g)
-        rc = [cudnn.behavior_note.RUNTIME_COMPILATION]
-        # first pass: precompiled engines only; later pass: only those that compile at run time
-        if compiled:
-            g.select_behavior_notes(rc)
-        else:
-            g.deselect_behavior_notes(rc)
+        # first pass: precompiled engines only (cuDNN's filter); later pass: only those that compile at run
+        # time. cudnn-frontend 1.32's Python graph has no select_behavior_notes, so that pass reads each
+        # configuration's behaviour notes before building it (_outcome): the precompiled ones were raced before.
+        if not compiled:
+            g.deselect_behavior_notes([cudnn.behavior_note.RUNTIME_COMPILATION])
         notes = graphs.TYPES[precision].excluded_notes
         if notes:
             g.deselect_numeric_notes([getattr(cudnn.numerical_note, n) for n in notes])
@@ -194,8 +215,10 @@ class Search:
             engines=engine_count,
             engines_for_graph=len(grids),
             knobs_unreadable=unreadable,
+            knobs_sampled=sum(r.sampled for ranges in grids.values() for r in ranges),
             enumerated=len(heuristic) + sum(1 + grid_size(r) for r in grids.values()),
             budget_s=budget.seconds,
+            setup_s=budget.spent_s,
         )
         self._configs = ordered(heuristic, sorted(grids), grids, grid_cap)
         self.log = log
@@ -206,6 +229,7 @@ class Search:
         """The census's record once the race over these candidates ended (`table`: engine_choice's rows):
         what it timed and rejected, the seconds spent, and whether the budget left configurations untried
         (the race may stop drawing before this search notices)."""
+        self.budget.held = False  # the race is over: the census reads the budget's own limit
         census = self.census
         census.count_race(table)
         census.spent_s = self.budget.spent_s
@@ -220,6 +244,7 @@ class Search:
     def candidates(self) -> Iterator[engines.Engine]:
         """Each distinct configuration that builds and fits, in the order above, until the budget is spent."""
         for c in self._configs:
+            self.budget.held = c.first_round  # engine_choice.choose asks the same budget between draws
             if self.budget.exhausted() and self._rank:  # at least one candidate, whatever the budget
                 self.census.budget_exhausted = True
                 return
@@ -245,6 +270,9 @@ class Search:
             if index is None:
                 self.g.create_execution_plan(c.engine_id, typed_knobs(self.cudnn, c.knobs))
                 index = self.g.get_execution_plan_count() - 1
+            if self.compiled and not self._compiles_at_run_time(index):
+                census.reject("precompiled")
+                return None, "precompiled"
             e = built(self.g, index, rank=self._rank)
         except Exception as exc:  # noqa: BLE001 - a configuration this GPU or graph cannot build
             why = self._why_not(index, exc)
@@ -262,6 +290,15 @@ class Search:
         e.source = c.source
         self._rank += 1
         return e, "candidate"
+
+    def _compiles_at_run_time(self, index: int) -> bool:
+        """Whether the created (not yet built) plan at `index` carries RUNTIME_COMPILATION; True where its
+        notes cannot be read (the plan is then raced again rather than lost)."""
+        try:
+            notes = {note_name(n) for n in self.g.get_behavior_notes_for_plan_at_index(index)}
+        except Exception:  # noqa: BLE001 - notes unreadable here
+            return True
+        return RUNTIME_COMPILATION in notes
 
     def _why_not(self, index: int | None, exc: Exception) -> str:
         """Why a configuration did not build: barred by a note filter (which, where cuDNN says), or not buildable."""
