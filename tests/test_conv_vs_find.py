@@ -158,3 +158,38 @@ def test_the_loop_runs_under_tf32_off_and_its_output_is_kept(tmp_path: Path, cap
     kept = saved.read_text().splitlines()
     assert kept[-1] == "# NVIDIA_TF32_OVERRIDE 0"
     assert cvf.parse_output(kept).keys() == cvf.parse_output(OUTPUT.read_text().splitlines()).keys()
+
+
+def test_rows_at_clocks_apart_are_compared_in_cycles_too() -> None:
+    """A sustained loop at a power-capped clock against conv_find's burst at full clock: the time ratio
+    counts against the harness, the cycle ratio (time x clock) is the like-with-like one."""
+    found = cvf.parse_output(OUTPUT.read_text().splitlines())
+    fast = found[FP32_FWD].fastest
+    assert fast is not None and fast.best_mhz == 1785  # the clock its `timed` line read
+    base = {"precision": "fp16", "harness_engine": "1", "harness_plan": "eng1", "harness_layout": "NHWC", "line": "x"}
+    capped = cvf.Row(
+        id="a",
+        direction="fwd",
+        harness_us=57.0,
+        ratio=57.0 / 50.0,
+        find_us=50.0,
+        find_mhz=1980.0,
+        harness_mhz=1700.0,
+        cycle_ratio=57.0 * 1700.0 / (50.0 * 1980.0),
+        **base,
+    )
+    same = cvf.Row(
+        id="b",
+        direction="fwd",
+        harness_us=40.0,
+        ratio=1.0,
+        find_us=40.0,
+        find_mhz=1980.0,
+        harness_mhz=1975.0,
+        cycle_ratio=40.0 * 1975.0 / (40.0 * 1980.0),
+        **base,
+    )
+    assert cvf.clocks_differ(capped) and not cvf.clocks_differ(same)
+    (s,) = cvf.summarize([capped, same])
+    assert (s.within, s.clocks_differ, s.within_cycles, s.above_cycles) == (1, 1, 2, 0)
+    assert not s.passed and s.passed_cycles

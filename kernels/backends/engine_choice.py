@@ -58,8 +58,8 @@ REFINE_WINDOW = 0.06  # candidates this close to the fastest are timed again, lo
 # Seconds one direction's race may spend building and quick-timing candidates (the checks of the ones
 # that would be chosen always run), its first round apart: one configuration of every engine (cudnnFind's
 # breadth: each algorithm once) is raced whole, up to FIRST_ROUND_CAP_S, and only the knob variants after
-# it stop at the budget. The train suite has 282 convolution directions per precision; on an H200 the first
-# round took about 0.3 s of a direction's race (call 1 of 2026-11-28, kernels 026, 055, 059, 061).
+# it stop at the budget. The train suite has 282 convolution directions per precision; on H200s its races
+# spent 171 s (fp32) and 149 s (fp16) at 0.4 s, 20 and 9 directions past 1 s (docs/evidence/conv-find-h200.md).
 RACE_BUDGET_S = 0.4
 FIRST_ROUND_CAP_S = 3.0
 # The later pass over engines cuDNN compiles at run time (NVRTC, ~0.15 s a plan on an H200), raced only
