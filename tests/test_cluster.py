@@ -173,6 +173,15 @@ def _log(out: Path) -> str:
 
 
 # ----- failures across hosts ----------------------------------------------------------------------
+def _lines(path: Path) -> int:
+    """Lines written so far; 0 before the file exists. Rank 3's own file can be written before rank 0
+    creates the run's results.jsonl, and a watcher that fails on the missing file never mends the cable."""
+    try:
+        return path.read_text().count("\n")
+    except FileNotFoundError:
+        return 0
+
+
 def _when_rank_3_has_measured(out: Path, then, timeout: float = 300) -> threading.Thread:
     """Act (in a thread) once rank 3, on the second host, has finished its first kernel."""
 
@@ -180,7 +189,7 @@ def _when_rank_3_has_measured(out: Path, then, timeout: float = 300) -> threadin
         deadline = time.monotonic() + timeout
         path = out / "ranks" / "rank-3" / "results.jsonl"
         while time.monotonic() < deadline:
-            if path.exists() and path.read_text().count("\n") >= 1:
+            if _lines(path) >= 1:
                 then()
                 return
             time.sleep(0.05)
@@ -251,11 +260,13 @@ def test_second_host_cut_off_mid_run(cluster: Cluster) -> None:
         cluster.cut(second)
         cut_at.append(time.monotonic())
         deadline = time.monotonic() + 240
-        while time.monotonic() < deadline:  # until rank 0 recorded the broken kernel
-            if (out / "results.jsonl").read_text().count("\n") >= 2:
-                break
-            time.sleep(0.2)
-        cluster.mend(second)
+        try:
+            while time.monotonic() < deadline:  # until rank 0 recorded the broken kernel
+                if _lines(out / "results.jsonl") >= 2:
+                    break
+                time.sleep(0.2)
+        finally:  # a cable left cut stalls the rest of the run until Slurm revokes the job
+            cluster.mend(second)
 
     watcher = _when_rank_3_has_measured(out, cut)
     try:
