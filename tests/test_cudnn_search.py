@@ -454,6 +454,7 @@ def test_the_race_records_its_census_and_the_winners_family() -> None:
     census = record["search"]
     assert census["raced"] == 8 and census["rejected"]["wrong_output"] >= 1 and census["enumerated"] == 18
     assert census["spent_s"] >= 0 and census["budget_s"] == engine_choice.RACE_BUDGET_S
+    assert 0 < census["family_s"] <= census["spent_s"]  # naming the family is part of the race's seconds
 
 
 def test_where_no_precompiled_engine_is_correct_the_runtime_compiled_ones_race() -> None:

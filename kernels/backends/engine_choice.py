@@ -129,6 +129,7 @@ class Census:
     knobs_unreadable: int = 0  # of those, engines whose knob ranges could not be read (default knobs only)
     knobs_sampled: int = 0  # knobs whose range was too wide to try whole (search.KNOB_VALUES_MAX): sampled
     setup_s: float = 0.0  # of spent_s, building the graph and asking the heuristics and the enumeration
+    family_s: float = 0.0  # of spent_s, after the race: naming the winner's family (search.family: a graph per note)
     enumerated: int = 0  # configurations: heuristics plans + each engine's default + its knob grid
     tried: int = 0
     built: int = 0
@@ -156,6 +157,7 @@ class Census:
             "knobs_unreadable": self.knobs_unreadable,
             "knobs_sampled": self.knobs_sampled,
             "setup_s": self.setup_s,
+            "family_s": self.family_s,
             "enumerated": self.enumerated,
             "tried": self.tried,
             "built": self.built,

@@ -22,9 +22,12 @@ from ..timing.cpu import METHOD as CPU_TIMER
 from ..timing.part_notes import TimerNotes
 from ..timing.stopping import CONVERGED, StopRule
 from .padding_info import PaddingInfo
+from .wall_info import PartSeconds, Stopwatch, WallSeconds
 
 NOISY_REL_IQR = 0.10  # flag a kernel whose interquartile range exceeds 10% of its median
 US_PER_S = 1e6
+# The phases of a kernel's wall time (info.wall_s: wall_info.py); a direction's are '<direction>/<phase>'.
+PREPARE, AFTER, FIRST_CALL, TIMING, CHECK = "prepare", "after", "first_call", "timing", "check"
 
 
 def stop_rule(settings: Settings) -> StopRule:
@@ -54,10 +57,12 @@ def run_item(backend: Backend, item: PlanItem, settings: Settings) -> KernelResu
     started = utcnow()
     base = _base(item, backend, started)
     rule = stop_rule(settings)
+    watch = Stopwatch()
     try:
         refuse_undeclared(item.precision, backend.backend_for(item.kernel, item.precision))
-        prepared = backend.prepare(item.kernel, item.precision)
-        parts, failed = _measure(backend, prepared, rule, base["inputs"] == "zeros")
+        with watch.phase(PREPARE):
+            prepared = backend.prepare(item.kernel, item.precision)
+        parts, failed = _measure(backend, prepared, rule, base["inputs"] == "zeros", watch)
         if failed is not None:
             part, check = failed
             return KernelResult(
@@ -67,13 +72,16 @@ def run_item(backend: Backend, item: PlanItem, settings: Settings) -> KernelResu
                 padding=prepared.padding,
                 reason=f"{part.direction}: check failed ({check.method}: error {check.error} "
                 f"> tolerance {check.tolerance}) {check.detail}".strip(),
+                info={"wall_s": wall_seconds(watch).model_dump()},
                 ended_at=utcnow(),
             )
         info = dict(prepared.info)
-        if prepared.after is not None:
-            info.update(prepared.after(backend, rule))
-        if settings.pad == PadMode.BOTH.value and prepared.padding:
-            info["unpadded"] = _unpadded(backend, item, rule)
+        with watch.phase(AFTER):
+            if prepared.after is not None:
+                info.update(prepared.after(backend, rule))
+            if settings.pad == PadMode.BOTH.value and prepared.padding:
+                info["unpadded"] = _unpadded(backend, item, rule)
+        info["wall_s"] = wall_seconds(watch).model_dump()
         return finish(base, parts, prepared.padding, info)
     except Unsupported as exc:
         return KernelResult(**base, status=Status.UNSUPPORTED, reason=str(exc), ended_at=utcnow())
@@ -101,23 +109,26 @@ def failed_result(backend: Backend, item: PlanItem, exc: Exception, started: Any
 
 
 def _measure(
-    backend: Backend, prepared: Prepared, rule: StopRule, zeros: bool = False
+    backend: Backend, prepared: Prepared, rule: StopRule, zeros: bool, watch: Stopwatch
 ) -> tuple[list[PartResult], tuple[TimedPart, Check] | None]:
     """Warm up, time and check each direction; stops at the first failed check (returned).
     `zeros`: the inputs are all zero, so the output is poisoned before one more call and the check
-    says it is trivial (kernels/inputs.py)."""
+    says it is trivial (kernels/inputs.py). `watch` gets each direction's seconds."""
     parts: list[PartResult] = []
     for part in prepared.parts:
-        part.run()  # first call: warm-up, library handle and algorithm selection
+        with watch.phase(f"{part.direction}/{FIRST_CALL}"):
+            part.run()  # first call: warm-up, library handle and algorithm selection
         window = CpuWindow() if backend.settings.device == "cpu" else None
-        measurement = part.timer(part.run, rule) if part.timer else backend.measure(part.run, rule, part)
+        with watch.phase(f"{part.direction}/{TIMING}"):
+            measurement = part.timer(part.run, rule) if part.timer else backend.measure(part.run, rule, part)
         if window is not None and measurement.method == CPU_TIMER:  # who else held the CPUs meanwhile
             spare = max(0, len(window.cpus) - (backend.cpu_threads() or len(window.cpus)))
             measurement = measurement.model_copy(update={"others_cores": window.others_cores(), "spare_cores": spare})
-        poisoned = zeros and poison(part.output)
-        if poisoned:
-            part.run()
-        check = part.check()  # the outputs the last timed call wrote
+        with watch.phase(f"{part.direction}/{CHECK}"):
+            poisoned = zeros and poison(part.output)
+            if poisoned:
+                part.run()
+            check = part.check()  # the outputs the last timed call wrote
         if zeros:
             check = zero_input_check(check, poisoned)
         if not check.passed:
@@ -142,12 +153,24 @@ def _measure(
     return parts, None
 
 
+def wall_seconds(watch: Stopwatch) -> WallSeconds:
+    """The watch's phases as the result records them."""
+    seconds = watch.seconds
+    directions = dict.fromkeys(name.split("/")[0] for name in seconds if "/" in name)
+    parts = {
+        d: PartSeconds(**{phase: seconds.get(f"{d}/{phase}", 0.0) for phase in (FIRST_CALL, TIMING, CHECK)})
+        for d in directions
+    }
+    return WallSeconds(prepare=seconds.get(PREPARE, 0.0), parts=parts, after=seconds.get(AFTER, 0.0))
+
+
 def _unpadded(backend: Backend, item: PlanItem, rule: StopRule) -> dict[str, Any]:
     """--pad both: the kernel at its listed shape, measured and checked as the padded one was."""
     raw = backend.prepare_unpadded(item.kernel, item.precision)
     if raw is None:
         return {"note": f"the {backend.backend_for(item.kernel, item.precision)} backend does not pad"}
-    parts, failed = _measure(backend, raw, rule, drawn_for(backend.settings.inputs, item.precision) == "zeros")
+    zeros = drawn_for(backend.settings.inputs, item.precision) == "zeros"
+    parts, failed = _measure(backend, raw, rule, zeros, Stopwatch())  # its seconds count in the kernel's `after`
     if failed is not None:
         part, check = failed
         return {"failed": f"{part.direction}: check failed (error {check.error} > tolerance {check.tolerance})"}

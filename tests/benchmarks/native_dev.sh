@@ -358,6 +358,7 @@ find)  # issue 43's evidence: each FIND_SETS entry SUITE:PRECISIONS (default tra
     timeout "${RUN_LIMIT_S:-300}" deepbench-run --local --platform nvidia --suite "$suite" --ops conv \
       --precision "$precision" --quiet --out "$dir" >"$dir.log" 2>&1
     echo "$name harness: $((SECONDS - t0)) s"; tail -1 "$dir.log"; t0=$SECONDS
+    python3 tests/benchmarks/where_time_went.py "$dir" | tee -a "$dir.log"  # which phase to cut (issue 43: train < 10 min)
     timeout "${FIND_LIMIT_S:-300}" python3 tests/benchmarks/conv_vs_find.py "$dir" ${FIND_ARGS:-} --json "$OUT/$name.json" \
       --save-output "$OUT/$name.txt" >"$OUT/$name.log" 2>&1
     echo "$name conv_vs_find: $((SECONDS - t0)) s"; grep -E '^(SUMMARY|  worst)' "$OUT/$name.log"

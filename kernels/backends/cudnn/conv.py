@@ -9,6 +9,7 @@ definition (kernels/reference/conv.py, the sampler the PyTorch backend is checke
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -66,7 +67,9 @@ def prepare(
         assert backend.cuda is not None  # set with the binding, which prepare() checked
         backend.cuda.warm(warmed)
     # before this process allocates
+    asked = time.monotonic()
     raced = backend.race_apart.choices(kernel, precision, ctx.pad, (layout, why)) if apart else {}
+    waited_s = time.monotonic() - asked
     dtype = graphs.TORCH_DTYPES[precision]
     data = {
         "x": ctx.random((kk.n, kk.c, kk.h, kk.w), dtype),
@@ -98,6 +101,8 @@ def prepare(
         part.info.update(layout=layout, layout_reason=why)
         parts.append(part)
     parts[0].info["cudnn"].update(warmed)
+    if apart:  # the kernel's whole race, its directions' searches and the child's own inputs and checks
+        parts[0].info["cudnn"]["race_apart_s"] = waited_s
     info: dict[str, Any] = {}
     if precision is Precision.INT8:
         info.update(directions=list(directions), backward=graphs.INT8_FORWARD_ONLY)
@@ -141,8 +146,9 @@ def _direction(race: Race, pin: str | None, raced: dict[str, Any] | None) -> Tim
     backend, direction, out = race.backend, race.direction, race.out
     if raced is not None:
         at = raced["heuristic_index"]
+        asked = time.monotonic()
         chosen = _pinned(backend.lib, race.fresh(), raced["plan_name"], at, raced.get("knobs"))
-        record = {**raced, "raced_in": RACED_APART}
+        record = {**raced, "raced_in": RACED_APART, "rebuild_s": time.monotonic() - asked}
         if raced.get("source", "heuristics") == "heuristics" and chosen.index != at:
             record["heuristic_index_here"] = chosen.index  # found elsewhere: the two processes' lists differed
     elif pin:
@@ -250,7 +256,10 @@ class Race:
                     raise
                 first = [{"pass": "precompiled engines", "outcome": str(exc)[:1000], "search": census}]
                 continue
-            record = {**choice.record(), **self.family(choice.chosen), "search": found.finish(choice.table)}
+            asked = time.monotonic()
+            named = self.family(choice.chosen)
+            found.census.family_s = time.monotonic() - asked
+            record = {**choice.record(), **named, "search": found.finish(choice.table)}
             if compiled:
                 record.update(runtime_compiled_allowed=True, earlier=first)
             return choice.chosen, record
