@@ -289,7 +289,7 @@ def test_forgery_through_files(base: Path, tmp_path: Path) -> None:
 def test_checker_streams_results(base: Path, tmp_path: Path) -> None:
     """A large results file is checked with bounded memory: the checker holds one record at a time
     (a 443 MB file once cost 1.77 GB held as a list). Here 100 records of 20,000 samples each
-    (~45 MB of JSON): the peak stays a small fraction of the file."""
+    (25-40 MB of JSON): the peak stays a small fraction of the file."""
     import tracemalloc
 
     from deepbench.kernels.results import TimeStats
@@ -319,7 +319,11 @@ def test_checker_streams_results(base: Path, tmp_path: Path) -> None:
     finally:
         tracemalloc.stop()
     assert any("has more than one result" in str(p) for p in report.problems)  # it read them all
-    assert peak < size / 8, f"peak {peak / 2**20:.0f} MiB for a {size / 2**20:.0f} MiB results file"
+    # One record at a time peaks at 0.124-0.136 of this 100-record file (measured: the line, its dict and its
+    # model live at once; the share moves with how many digits the median prints). Records held as a list
+    # cost about 4 times their file (1.77 GB for 443 MB). A quarter of the file lies between the two with
+    # room on both sides; an eighth, used before, failed where the median printed short.
+    assert peak < size / 4, f"peak {peak / 2**20:.0f} MiB for a {size / 2**20:.0f} MiB results file"
 
 
 def _forge_files(
