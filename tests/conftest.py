@@ -5,6 +5,7 @@ them. GPU tests skip wherever no GPU is visible (CI has none)."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import signal
@@ -12,6 +13,7 @@ import subprocess
 import sys
 from functools import cache
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -19,6 +21,18 @@ REPO = Path(__file__).resolve().parents[1]
 # DeepBench's kernel tables and published workbooks, as extracted from its repository (Apache-2.0): the
 # input that the catalog and reference tests re-derive the package data from (tests/fixtures/deepbench/README.md).
 DEEPBENCH_DATA = REPO / "tests" / "fixtures" / "deepbench"
+BENCHMARKS = REPO / "tests" / "benchmarks"
+
+
+def load_benchmark(name: str) -> ModuleType:
+    """A script of tests/benchmarks imported by its name, as the scripts import each other (registered
+    in sys.modules first: dataclasses look their module up while the script loads)."""
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def run_cli(

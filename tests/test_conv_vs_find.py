@@ -12,15 +12,15 @@ import pytest
 
 from deepbench.kernels.precision import Precision, tolerance
 
-from .test_interleaved import load
+from .conftest import load_benchmark
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "conv-find"
 RUN = FIXTURES / "run"
 OUTPUT = FIXTURES / "conv_find-output.txt"
 
 
-load("native_side_by_side")
-cvf = load("conv_vs_find")
+load_benchmark("native_side_by_side")
+cvf = load_benchmark("conv_vs_find")
 
 FP32_FWD = "fp32 fwd 16 256 28 28 512 3 3 1 1 1 1 deepbench 1.000e-04 2.000e-03 0.100"
 

@@ -85,9 +85,9 @@ def test_cycles_agreement_script_takes_the_clocks_out() -> None:
     """tests/benchmarks/cycles_agreement.py on the recorded GEMMs against the card clocked 8% lower:
     every compute-bound kernel 8% slower in time and the same in cycles; the memory-bound ones, whose
     memory clock did not move, stay 8% apart."""
-    from .test_interleaved import load
+    from .conftest import load_benchmark
 
-    script = load("cycles_agreement")
+    script = load_benchmark("cycles_agreement")
     run = load_run(PUBLISHED)
     base = replace(run, label="card A", entries=tuple(e for e in run.entries if e.kernel.op == "gemm" and e.ok))
     other = replace(base, label="card B", entries=tuple(_slower_card(e) for e in base.entries))

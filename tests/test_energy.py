@@ -239,9 +239,9 @@ def _energy_run(folder: Path, power_bias: float) -> Path:
 
 
 def test_energy_vs_power_script(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from .test_interleaved import load
+    from .conftest import load_benchmark
 
-    script = load("energy_vs_power")
+    script = load_benchmark("energy_vs_power")
     agreeing = _energy_run(tmp_path / "a", 1.0)
     assert script.main([str(agreeing), "--min-window", "0.5"]) == 0
     out = capsys.readouterr().out

@@ -4,11 +4,9 @@ figures, the 20-us cut on the recorded figure, and usage errors."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import os
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,23 +14,12 @@ import pytest
 from deepbench.kernels.catalog import by_id
 from deepbench.kernels.results import PLAN_FILE, Plan, Settings
 
+from .conftest import load_benchmark
 from .reports_synthetic import result, write_run
 from .test_native_side_by_side import cudnn_info, gemm_result, sbs, with_parts
 
-BENCHMARKS = Path(__file__).resolve().parent / "benchmarks"
-
-
-def load(name: str):
-    """A script beside the benchmarks, imported by its name (the scripts import each other so)."""
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-ll = load("loop_library")
-ci = load("interleaved")
+ll = load_benchmark("loop_library")
+ci = load_benchmark("interleaved")
 
 PLAN = "eng34_k2=1"
 

@@ -6,7 +6,6 @@ fields the cuBLAS and cuDNN backends write, and the loops' output is written her
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import os
@@ -19,13 +18,10 @@ import pytest
 from deepbench.kernels.catalog import by_id
 from deepbench.kernels.results import KernelResult, Measurement, PartResult, TimeStats
 
+from .conftest import load_benchmark
 from .reports_synthetic import result, write_run
 
-SCRIPT = Path(__file__).resolve().parent / "benchmarks" / "native_side_by_side.py"
-spec = importlib.util.spec_from_file_location("native_side_by_side", SCRIPT)
-sbs = importlib.util.module_from_spec(spec)
-sys.modules["native_side_by_side"] = sbs  # dataclasses look their module up while the script loads
-spec.loader.exec_module(sbs)
+sbs = load_benchmark("native_side_by_side")
 
 
 def with_parts(

@@ -3,8 +3,6 @@ run on the CPU, and tests/benchmarks/where_time_went.py's sums of it."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,17 +12,10 @@ from deepbench.kernels.harness.wall_info import WallInfo
 from deepbench.kernels.results import Status
 from deepbench.kernels.results_file import read_results
 
-SCRIPT = Path(__file__).resolve().parent / "benchmarks" / "where_time_went.py"
+from .conftest import load_benchmark
+
 # The result's start and end are wall-clock readings taken outside the phases' monotonic ones.
 CLOCKS_APART_S = 0.01
-
-
-def _script():
-    spec = importlib.util.spec_from_file_location("where_time_went", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["where_time_went"] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_every_measured_kernel_says_where_its_wall_time_went(smoke_run: Path) -> None:
@@ -48,7 +39,7 @@ def test_every_measured_kernel_says_where_its_wall_time_went(smoke_run: Path) ->
 def test_the_script_sums_the_phases_per_operation_and_counts_older_results_apart(
     smoke_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    script = _script()
+    script = load_benchmark("where_time_went")
     results = read_results(smoke_run / "results.jsonl")
     found = script.groups(results)
     ops = {(r.op, r.precision.name.value) for r in results}
