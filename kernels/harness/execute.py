@@ -22,12 +22,10 @@ from ..timing.cpu import METHOD as CPU_TIMER
 from ..timing.part_notes import TimerNotes
 from ..timing.stopping import CONVERGED, StopRule
 from .padding_info import PaddingInfo
-from .wall_info import PartSeconds, Stopwatch, WallSeconds
+from .wall_info import AFTER, CHECK, FIRST_CALL, PREPARE, TIMING, Stopwatch
 
 NOISY_REL_IQR = 0.10  # flag a kernel whose interquartile range exceeds 10% of its median
 US_PER_S = 1e6
-# The phases of a kernel's wall time (info.wall_s: wall_info.py); a direction's are '<direction>/<phase>'.
-PREPARE, AFTER, FIRST_CALL, TIMING, CHECK = "prepare", "after", "first_call", "timing", "check"
 
 
 def stop_rule(settings: Settings) -> StopRule:
@@ -72,7 +70,7 @@ def run_item(backend: Backend, item: PlanItem, settings: Settings) -> KernelResu
                 padding=prepared.padding,
                 reason=f"{part.direction}: check failed ({check.method}: error {check.error} "
                 f"> tolerance {check.tolerance}) {check.detail}".strip(),
-                info={"wall_s": wall_seconds(watch).model_dump()},
+                info={"wall_s": watch.wall_seconds().model_dump()},
                 ended_at=utcnow(),
             )
         info = dict(prepared.info)
@@ -81,7 +79,7 @@ def run_item(backend: Backend, item: PlanItem, settings: Settings) -> KernelResu
                 info.update(prepared.after(backend, rule))
             if settings.pad == PadMode.BOTH.value and prepared.padding:
                 info["unpadded"] = _unpadded(backend, item, rule)
-        info["wall_s"] = wall_seconds(watch).model_dump()
+        info["wall_s"] = watch.wall_seconds().model_dump()
         return finish(base, parts, prepared.padding, info)
     except Unsupported as exc:
         return KernelResult(**base, status=Status.UNSUPPORTED, reason=str(exc), ended_at=utcnow())
@@ -116,15 +114,15 @@ def _measure(
     says it is trivial (kernels/inputs.py). `watch` gets each direction's seconds."""
     parts: list[PartResult] = []
     for part in prepared.parts:
-        with watch.phase(f"{part.direction}/{FIRST_CALL}"):
+        with watch.phase(FIRST_CALL, part.direction):
             part.run()  # first call: warm-up, library handle and algorithm selection
         window = CpuWindow() if backend.settings.device == "cpu" else None
-        with watch.phase(f"{part.direction}/{TIMING}"):
+        with watch.phase(TIMING, part.direction):
             measurement = part.timer(part.run, rule) if part.timer else backend.measure(part.run, rule, part)
         if window is not None and measurement.method == CPU_TIMER:  # who else held the CPUs meanwhile
             spare = max(0, len(window.cpus) - (backend.cpu_threads() or len(window.cpus)))
             measurement = measurement.model_copy(update={"others_cores": window.others_cores(), "spare_cores": spare})
-        with watch.phase(f"{part.direction}/{CHECK}"):
+        with watch.phase(CHECK, part.direction):
             poisoned = zeros and poison(part.output)
             if poisoned:
                 part.run()
@@ -151,17 +149,6 @@ def _measure(
             )
         )
     return parts, None
-
-
-def wall_seconds(watch: Stopwatch) -> WallSeconds:
-    """The watch's phases as the result records them."""
-    seconds = watch.seconds
-    directions = dict.fromkeys(name.split("/")[0] for name in seconds if "/" in name)
-    parts = {
-        d: PartSeconds(**{phase: seconds.get(f"{d}/{phase}", 0.0) for phase in (FIRST_CALL, TIMING, CHECK)})
-        for d in directions
-    }
-    return WallSeconds(prepare=seconds.get(PREPARE, 0.0), parts=parts, after=seconds.get(AFTER, 0.0))
 
 
 def _unpadded(backend: Backend, item: PlanItem, rule: StopRule) -> dict[str, Any]:

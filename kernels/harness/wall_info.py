@@ -46,16 +46,28 @@ class WallInfo(PartInfo):
     wall_s: WallSeconds | None = None
 
 
+# The phases, by their fields' names: the kernel's, and each direction's.
+PREPARE, AFTER = "prepare", "after"
+FIRST_CALL, TIMING, CHECK = "first_call", "timing", "check"
+
+
 class Stopwatch:
-    """Seconds of the named phases, in the order they ran (time.monotonic: immune to the wall clock's steps)."""
+    """Seconds of a kernel's phases and of its directions' (time.monotonic: immune to the wall clock's steps)."""
 
     def __init__(self) -> None:
-        self.seconds: dict[str, float] = {}
+        self._kernel: dict[str, float] = {}
+        self._parts: dict[str, dict[str, float]] = {}  # direction -> its phases, in the order they ran
 
     @contextmanager
-    def phase(self, name: str) -> Iterator[None]:
+    def phase(self, name: str, direction: str | None = None) -> Iterator[None]:
+        """Time the block as the kernel's phase `name`, or as `direction`'s."""
+        into = self._kernel if direction is None else self._parts.setdefault(direction, {})
         start = time.monotonic()
         try:
             yield
         finally:
-            self.seconds[name] = self.seconds.get(name, 0.0) + time.monotonic() - start
+            into[name] = into.get(name, 0.0) + time.monotonic() - start
+
+    def wall_seconds(self) -> WallSeconds:
+        """The phases timed so far, as the result records them."""
+        return WallSeconds(**self._kernel, parts={d: PartSeconds(**p) for d, p in self._parts.items()})
