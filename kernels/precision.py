@@ -190,8 +190,8 @@ TRANSFORM_TOLERANCE = {Precision.FP32: 2e-3}
 
 
 # Precisions that name one library call's arithmetic rather than a storage type: only a backend
-# that declares one (backends/declaration.py `precisions`) makes it; every other backend reports it
-# unsupported (backends/base.py `refuse_undeclared`) instead of running its own, different arithmetic.
+# that declares one (backends/contract/declaration.py `precisions`) makes it; every other backend reports it
+# unsupported (backends/contract/base.py `refuse_undeclared`) instead of running its own, different arithmetic.
 DECLARED_ONLY = frozenset({Precision.FP16ACC16})
 
 

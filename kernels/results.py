@@ -427,7 +427,7 @@ class Settings(Frozen):
     backend_options: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
         description="each backend's own options, by the backend's name (absent: its defaults); the "
-        "backend's declaration validates them (kernels/backends/declaration.py); format /2, /1 files kept "
+        "backend's declaration validates them (kernels/backends/contract/declaration.py); format /2, /1 files kept "
         "cuDNN's and NCCL's at the top level (kernels/format_versions.py moves them)",
     )
 

@@ -1,4 +1,4 @@
-"""Backends' own options, read through their declarations (kernels/backends/declaration.py), so that
+"""Backends' own options, read through their declarations (kernels/backends/contract/declaration.py), so that
 no module of the runner names a library: the option groups of `deepbench-run`, what a plan stores
 (Settings.backend_options), the arguments that ask for it again (the reproduce command), what
 `verify` re-runs with, and the options given with --resume that would change a run."""
@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..kernels.backends import declaration_named, declarations, result_backends
-from ..kernels.backends.declaration import BackendDeclaration, BackendOptionsError
+from ..kernels.backends.contract.declaration import BackendDeclaration, BackendOptionsError
 from ..kernels.results import KernelResult, Settings
 from .errors import UserError
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..kernels.backends.distributed.common import MAX_EXACT_RANKS
+from ..kernels.backends.collectives.common import MAX_EXACT_RANKS
 from ..kernels.results import MAX_SEED, Settings
 from .launch.modes import MODES
 

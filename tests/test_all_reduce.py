@@ -65,7 +65,7 @@ def test_ranks_need_all_reduce_only(tmp_path: Path) -> None:
 
 def test_one_rank_in_process_is_a_real_call() -> None:
     """The torch backend's all-reduce on one rank: a real gloo call, exact, bus bandwidth 0."""
-    from deepbench.kernels.backends.pytorch import TorchBackend
+    from deepbench.kernels.backends.pytorch.backend import TorchBackend
     from deepbench.kernels.harness.execute import run_item
     from deepbench.kernels.results import PlanItem, Settings
 

@@ -1,15 +1,13 @@
 """No backend imports another, read statically as tests/test_import_graph.py reads every import
 (no module is imported, so backends whose libraries are missing here are checked too).
 
-- A backend is the folder (or module) directly under kernels/backends/ that holds a class `BACKENDS`
-  registers (kernels/backends/__init__.py): `pytorch/`, `cublas/`, ..., `nvidia.py`; where one folder
-  holds several backends, one module each (`distributed/`: `torch_backends.py`, `mpi.py`), each such
-  module, and the rest of the folder is what they share (there, the collective layer).
+- A backend is the folder directly under kernels/backends/ that holds a class `BACKENDS` registers
+  (kernels/backends/__init__.py): `pytorch/`, `cublas/`, ..., `nccl/` (which serves nccl and rccl).
 - A backend imports no other backend: what two backends share lives below both, in the reference
   layer (kernels/reference/: float64 references, samplers, checks, operand builders) or in a shared
-  module of kernels/backends/ (base.py, native.py, torch_context.py, ...). A backend that needs
+  layer of kernels/backends/ (contract/, gpu/, cpu/, shared/, collectives/). A backend that needs
   another's results loads it by name through the registry, as a run does.
-- A shared module imports no backend either, and the reference layer imports nothing from
+- A shared layer imports no backend either, and the reference layer imports nothing from
   kernels/backends/: a reference that lived in, or leaned on, a backend could share the blind spot
   of the library it checks.
 """
@@ -48,22 +46,15 @@ def _target_module(entry: str | _HasTarget) -> str:
 
 
 def backend_units(registry: Mapping[str, str | _HasTarget]) -> dict[str, list[str]]:
-    """Each backend of deepbench (dotted name) and the registered names it serves: the folder or module
-    directly under kernels/backends/ that holds a registered class; in a folder that holds several
-    backends' modules (distributed/: one module per communication library), each registered module."""
-    by_top: dict[str, dict[str, list[str]]] = {}
+    """Each backend of deepbench (dotted name of its folder) and the registered names it serves: the
+    folder directly under kernels/backends/ that holds a registered class."""
+    units: dict[str, list[str]] = {}
     for name, entry in registry.items():
         module = _target_module(entry)
         if not under(module, BACKENDS) or module == BACKENDS:
             continue
         top = ".".join(module.split(".")[: BACKENDS.count(".") + 2])
-        by_top.setdefault(top, {}).setdefault(module, []).append(name)
-    units: dict[str, list[str]] = {}
-    for top, modules in by_top.items():
-        if len(modules) == 1:
-            units[top] = next(iter(modules.values()))
-        else:
-            units.update(modules)
+        units.setdefault(top, []).append(name)
     return units
 
 
@@ -98,32 +89,26 @@ def crossings(graph: Mapping[str, set[str]], units: Iterable[str]) -> dict[str, 
 def test_the_registry_names_the_backends_the_rule_is_about() -> None:
     """The test's own reading: each kind of backend is found, and a shared module is not one."""
     units = backend_units(REGISTRY)
-    for unit in ("pytorch", "cublas", "cudnn", "nvidia", "distributed.torch_backends", "distributed.mpi"):
+    for unit in ("pytorch", "cublas", "cudnn", "nvidia", "gloo", "nccl", "mpi", "onnxruntime", "tflite"):
         assert f"{BACKENDS}.{unit}" in units, unit
+    assert units[f"{BACKENDS}.nccl"] == ["nccl", "rccl"]
     assert owner(f"{BACKENDS}.cudnn.race_apart", units) == f"{BACKENDS}.cudnn"
-    assert owner(f"{BACKENDS}.distributed.common", units) is None
-    assert owner(f"{BACKENDS}.native", units) is None
+    assert owner(f"{BACKENDS}.collectives.common", units) is None
+    assert owner(f"{BACKENDS}.gpu.cuda.native", units) is None
 
 
 class _Entry(NamedTuple):
     target: str
 
 
-def test_a_backend_is_its_folder_or_in_a_folder_of_several_its_module() -> None:
+def test_a_backend_is_its_folder() -> None:
     registry: dict[str, str | _HasTarget] = {
-        "a": f"{BACKENDS}.a:A",
+        "a": f"{BACKENDS}.a.backend:A",
         "b": _Entry(f"{BACKENDS}.b.backend:B"),
         "b2": f"{BACKENDS}.b.backend:B",
-        "one": f"{BACKENDS}.several.one:One",
-        "two": f"{BACKENDS}.several.two:Two",
         "plugin": "elsewhere.backend:Plugin",
     }
-    assert backend_units(registry) == {
-        f"{BACKENDS}.a": ["a"],
-        f"{BACKENDS}.b": ["b", "b2"],
-        f"{BACKENDS}.several.one": ["one"],
-        f"{BACKENDS}.several.two": ["two"],
-    }
+    assert backend_units(registry) == {f"{BACKENDS}.a": ["a"], f"{BACKENDS}.b": ["b", "b2"]}
 
 
 def test_the_rule_flags_each_kind_of_crossing() -> None:

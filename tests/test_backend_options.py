@@ -1,4 +1,4 @@
-"""Backends' own options (kernels/backends/declaration.py, runner/backend_options.py): the cuDNN and
+"""Backends' own options (kernels/backends/contract/declaration.py, runner/backend_options.py): the cuDNN and
 collective flags go from the command line to Settings.backend_options and back, plans written before
 they moved there still load, and the runner names no library."""
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from deepbench.kernels.backends.collectives.declaration import COLLECTIVES
 from deepbench.kernels.backends.cudnn.declaration import CUDNN
-from deepbench.kernels.backends.distributed.declaration import COLLECTIVES
 from deepbench.kernels.format_versions import read_model
 from deepbench.kernels.results import Plan, RunRecord, Settings
 
@@ -89,7 +89,7 @@ def test_a_layout_outside_the_choices_is_a_usage_error_and_help_explains_them(ca
 
 
 def test_a_plan_with_a_layout_outside_the_choices_is_refused_by_the_options_model() -> None:
-    from deepbench.kernels.backends.declaration import BackendOptionsError
+    from deepbench.kernels.backends.contract.declaration import BackendOptionsError
 
     with pytest.raises(BackendOptionsError, match=r"backend_options\.cudnn\.layout: Input should be 'deepbench'"):
         CUDNN.options_of(Settings(backend_options={"cudnn": {"layout": "NCHW_VECT_C"}}))

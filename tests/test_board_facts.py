@@ -1,4 +1,4 @@
-"""Board facts and emulation detection (kernels/backends/board.py, throttling.py) on recorded
+"""Board facts and emulation detection (kernels/backends/cpu/board.py, throttling.py) on recorded
 /proc and /sys trees of a Raspberry Pi 4 and a Pi 5 (tests/fixtures/boards), and on this
 machine: an emulated run must never pass for hardware, and a throttled Pi flags its results."""
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from deepbench.kernels.backends import board, throttling
-from deepbench.kernels.backends.base import TimedPart
+from deepbench.kernels.backends.contract.base import TimedPart
+from deepbench.kernels.backends.cpu import board, throttling
 from deepbench.kernels.catalog import by_id
 from deepbench.kernels.harness.execute import finish
 from deepbench.kernels.precision import PRECISIONS, Precision

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from deepbench.kernels.backends.distributed import values
-from deepbench.kernels.backends.distributed.problems import problem
+from deepbench.kernels.backends.collectives import values
+from deepbench.kernels.backends.collectives.problems import problem
 from deepbench.kernels.collective_kernels import COLLECTIVE_KERNELS, COLLECTIVES_BY_OP
 from deepbench.kernels.results import KernelResult, Plan, Status
 from deepbench.kernels.results_file import read_results
@@ -439,8 +439,8 @@ def test_nccl4py_communicators_are_configured_as_asked(asked: str, libnccl: str,
     nccl4py module: its real one needs a GPU)."""
     from types import SimpleNamespace
 
-    from deepbench.kernels.backends.distributed.declaration import COLLECTIVES
-    from deepbench.kernels.backends.distributed.nccl4py_comm import Nccl4pyCommunicator
+    from deepbench.kernels.backends.collectives.declaration import COLLECTIVES
+    from deepbench.kernels.backends.nccl.nccl4py_comm import Nccl4pyCommunicator
     from deepbench.kernels.results import Settings
 
     comm = Nccl4pyCommunicator.__new__(Nccl4pyCommunicator)  # only _config: no ranks, no NCCL

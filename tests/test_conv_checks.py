@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.grad import conv2d_input, conv2d_weight
 
-from deepbench.kernels.backends.torch_context import TorchContext
+from deepbench.kernels.backends.shared.torch_context import TorchContext
 from deepbench.kernels.catalog import ConvKernel
 from deepbench.kernels.precision import Precision
 from deepbench.kernels.reference.conv import CHECK_POINTS, ConvSampler

@@ -9,7 +9,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from deepbench.kernels.backends.base import Unsupported
+from deepbench.kernels.backends.contract.base import Unsupported
+from deepbench.kernels.backends.contract.layout_info import NCHW, NHWC, LayoutInfo
+from deepbench.kernels.backends.contract.timed_directions import timed_directions
+from deepbench.kernels.backends.contract.unsupported_reasons import could_give
 from deepbench.kernels.backends.cudnn.declaration import (
     LAYOUT_CHOICES,
     TYPES,
@@ -19,10 +22,7 @@ from deepbench.kernels.backends.cudnn.declaration import (
     deepbench_layout,
     layouts,
 )
-from deepbench.kernels.backends.layout_info import NCHW, NHWC, LayoutInfo
-from deepbench.kernels.backends.pytorch import TorchBackend
-from deepbench.kernels.backends.timed_directions import timed_directions
-from deepbench.kernels.backends.unsupported_reasons import could_give
+from deepbench.kernels.backends.pytorch.backend import TorchBackend
 from deepbench.kernels.catalog import ConvKernel, by_id
 from deepbench.kernels.harness.execute import run_item
 from deepbench.kernels.precision import Precision

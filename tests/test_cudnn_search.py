@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from deepbench.kernels.backends import engine_choice
-from deepbench.kernels.backends.engine_choice import Budget, Census, Engine, choose
+from deepbench.kernels.backends.cudnn import engine_choice
+from deepbench.kernels.backends.cudnn.engine_choice import Budget, Census, Engine, choose
 from deepbench.kernels.precision import Precision
 from deepbench.kernels.results import Check
 
@@ -362,7 +362,7 @@ def test_the_winners_family_is_the_notes_cudnn_bars_it_for() -> None:
 
 
 def test_a_pinned_plan_name_is_found_among_the_heuristics_plans_or_the_enumeration() -> None:
-    from deepbench.kernels.backends.base import Unsupported
+    from deepbench.kernels.backends.contract.base import Unsupported
 
     def graph() -> _Graph:
         return _Graph(_library(), _heuristics(), count=6)
@@ -466,7 +466,7 @@ def test_where_no_precompiled_engine_is_correct_the_runtime_compiled_ones_race()
 
 
 def test_no_engine_at_all_is_unsupported_and_says_why() -> None:
-    from deepbench.kernels.backends.base import Unsupported
+    from deepbench.kernels.backends.contract.base import Unsupported
 
     library = {eid: e for eid, e in _library().items() if eid != 4}  # nothing compiled at run time
     race = _Race(library, wrong={0, 2}, times={})

@@ -65,7 +65,8 @@ TOY_PACKAGE = {
     "declaration.py": """
         from pydantic import Field
 
-        from deepbench.kernels.backends.declaration import BackendDeclaration, BackendOptions, PartInfo, info_of
+        from deepbench.kernels.backends.contract.declaration import (
+            BackendDeclaration, BackendOptions, PartInfo, info_of)
 
         DEFAULT_FACTOR = 3.0
 
@@ -102,7 +103,7 @@ TOY_PACKAGE = {
         import numpy as np
 
         from deepbench.kernels.backends import register_backend
-        from deepbench.kernels.backends.base import Backend, Prepared, TimedPart
+        from deepbench.kernels.backends.contract.base import Backend, Prepared, TimedPart
         from deepbench.kernels.results import Check
         from deepbench.kernels.timing import cpu as cpu_timer
 
@@ -290,7 +291,7 @@ def test_a_toy_backend_with_an_option_goes_from_the_command_line_to_the_plan_the
         plan_for(parser.parse_args([*asked[:-3], "--toy-factor", "-1"]), get_platform("cpu"))
     # ... and said when the backend loads, before any kernel runs (a plan edited by hand).
     from deepbench.kernels.backends import load_backend
-    from deepbench.kernels.backends.declaration import BackendOptionsError
+    from deepbench.kernels.backends.contract.declaration import BackendOptionsError
 
     with pytest.raises(BackendOptionsError, match=r"backend_options\.toy\.factor"):
         load_backend("toy", settings.model_copy(update={"backend_options": {"toy": {"factor": -1}}}))

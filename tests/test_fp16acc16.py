@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 from deepbench.kernels.backends import BACKENDS, declaration_of
-from deepbench.kernels.backends.base import Unsupported
+from deepbench.kernels.backends.contract.base import Unsupported
+from deepbench.kernels.backends.contract.declared_precisions import refuse_undeclared
+from deepbench.kernels.backends.contract.unsupported_reasons import could_give
 from deepbench.kernels.backends.cublas import gemm
 from deepbench.kernels.backends.cublas.declaration import CALLS, MATH_MODES, STRICT_MATH
-from deepbench.kernels.backends.declared_precisions import refuse_undeclared
-from deepbench.kernels.backends.unsupported_reasons import could_give
 from deepbench.kernels.catalog import by_id
 from deepbench.kernels.precision import (
     DECLARED_ONLY,

@@ -14,7 +14,7 @@ pytestmark = requires_gpu
 
 @pytest.fixture(scope="module")
 def backend():
-    from deepbench.kernels.backends.pytorch import TorchBackend
+    from deepbench.kernels.backends.pytorch.backend import TorchBackend
     from deepbench.kernels.results import Settings
 
     return TorchBackend(Settings(device="cuda", verify_timing=True, kernel_time=True))
@@ -22,7 +22,7 @@ def backend():
 
 def _quick_backend(**settings):
     """A backend with short measurements and no ceilings (they take seconds), for tests of the timer's choice."""
-    from deepbench.kernels.backends.pytorch import TorchBackend
+    from deepbench.kernels.backends.pytorch.backend import TorchBackend
     from deepbench.kernels.results import Settings
 
     b = TorchBackend(Settings(device="cuda", min_samples=5, time_cap_s=0.2, **settings))
@@ -195,7 +195,7 @@ def test_quick_us_reads_the_gpu_not_a_slow_host() -> None:
 
     import torch
 
-    from deepbench.kernels.backends.engine_choice import OUT_OF_CONTEST
+    from deepbench.kernels.backends.cudnn.engine_choice import OUT_OF_CONTEST
     from deepbench.kernels.timing.events import HOLD_CLOCK_HZ
     from deepbench.kernels.timing.graph_events import quick_us
 

@@ -23,7 +23,7 @@ QUICK = dict(device="cuda", min_samples=5, time_cap_s=0.2, warm_up_s=0.0)
 
 @pytest.fixture(scope="module")
 def cuda():
-    from deepbench.kernels.backends.cuda_device import CudaDevice
+    from deepbench.kernels.backends.gpu.cuda.device import CudaDevice
     from deepbench.kernels.results import Settings
 
     device = CudaDevice(Settings(**QUICK))
@@ -155,7 +155,7 @@ def test_cudnn_int8_forward_exact_and_padded(cuda) -> None:
 def test_cudnn_runs_deepbench_layouts_and_both_times_the_other_beside(cuda, precision: str, layout: str) -> None:
     """By default each precision runs in DeepBench's layout (conv_bench.cu); --layout both times the
     other layout beside it, every direction checked, and the layout penalty reads from the record."""
-    from deepbench.kernels.backends.layout_info import LayoutInfo
+    from deepbench.kernels.backends.contract.layout_info import LayoutInfo
     from deepbench.kernels.catalog import by_id
 
     kernel = by_id()["conv/train/000"]
@@ -254,7 +254,7 @@ def test_cudnn_plan_from_the_enumeration_is_found_by_its_name(cuda) -> None:
     """A plan the heuristics do not offer (an engine's default or knob-grid configuration) is pinned by
     its name as a heuristics plan is."""
     from deepbench.kernels.backends.cudnn import conv
-    from deepbench.kernels.backends.engine_choice import Budget
+    from deepbench.kernels.backends.cudnn.engine_choice import Budget
     from deepbench.kernels.catalog import by_id
     from deepbench.kernels.precision import Precision
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from deepbench.kernels.backends.base import Backend, Prepared, TimedPart
-from deepbench.kernels.backends.distributed.common import CollectiveBackend
+from deepbench.kernels.backends.collectives.common import CollectiveBackend
+from deepbench.kernels.backends.contract.base import Backend, Prepared, TimedPart
 from deepbench.kernels.harness.protocol import EVENT_KEY, ErrorKind, Event, ExitCode, event_line, parse_event
 from deepbench.kernels.precision import Precision
 from deepbench.kernels.results import Check, Settings

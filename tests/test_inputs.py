@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from deepbench.kernels.backends.torch_context import TorchContext
+from deepbench.kernels.backends.shared.torch_context import TorchContext
 from deepbench.kernels.inputs import TRIVIAL, draw, drawn_for, poison, zero_input_check
 from deepbench.kernels.precision import Precision
 from deepbench.kernels.reference import int8_operands

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from deepbench.kernels.backends.pytorch import TorchBackend, pointwise
+from deepbench.kernels.backends.pytorch import pointwise
+from deepbench.kernels.backends.pytorch.backend import TorchBackend
 from deepbench.kernels.catalog import KERNEL_ADAPTER
 from deepbench.kernels.harness.execute import run_item
 from deepbench.kernels.layers import (

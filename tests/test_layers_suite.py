@@ -18,7 +18,8 @@ from importlib import resources
 import pytest
 import torch
 
-from deepbench.kernels.backends.pytorch import TorchBackend, attention, batched_gemm
+from deepbench.kernels.backends.pytorch import attention, batched_gemm
+from deepbench.kernels.backends.pytorch.backend import TorchBackend
 from deepbench.kernels.catalog import ConvKernel, GemmKernel, RnnKernel
 from deepbench.kernels.harness.execute import run_item, stop_rule
 from deepbench.kernels.layers import BatchedGemmKernel, ElementwiseKernel

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from deepbench.kernels.backends import engine_choice, native
-from deepbench.kernels.backends.engine_choice import Engine, NoCorrectEngine, choose, parse_spec, pin_for
+from deepbench.kernels.backends.cudnn import engine_choice
+from deepbench.kernels.backends.cudnn.engine_choice import Engine, NoCorrectEngine, choose, parse_spec, pin_for
+from deepbench.kernels.backends.gpu.cuda import native
 from deepbench.kernels.precision import Precision
 from deepbench.kernels.results import Check, Settings
 from deepbench.kernels.suites import select
@@ -138,7 +139,7 @@ class _Plans:
 
 def test_a_pinned_plan_name_is_found_among_the_heuristics_plans() -> None:
     pytest.importorskip("torch")
-    from deepbench.kernels.backends.base import Unsupported
+    from deepbench.kernels.backends.contract.base import Unsupported
     from deepbench.kernels.backends.cudnn import conv
 
     cudnn = types.SimpleNamespace(heur_mode=types.SimpleNamespace(A="A", FALLBACK="FALLBACK"))
@@ -359,7 +360,7 @@ def test_the_race_apart_answers_from_a_process_of_its_own_and_starts_again_when_
     import os
     import signal
 
-    from deepbench.kernels.backends.base import Unsupported
+    from deepbench.kernels.backends.contract.base import Unsupported
     from deepbench.kernels.backends.cudnn.race_apart import RaceApart
     from deepbench.kernels.catalog import by_id
     from deepbench.kernels.padding import PadMode

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from deepbench.kernels.backends import load_backend
-from deepbench.kernels.backends.base import Unsupported
+from deepbench.kernels.backends.contract.base import Unsupported
 from deepbench.kernels.catalog import by_id
 from deepbench.kernels.precision import Precision
 from deepbench.kernels.results import RunRecord, Settings, Status

@@ -88,7 +88,7 @@ def test_deepbench_sets_have_the_kernels_the_issue_counts() -> None:
 
 def test_torch_gemm_records_the_padding_it_ran(tmp_path) -> None:
     torch = pytest.importorskip("torch")
-    from deepbench.kernels.backends.pytorch import TorchBackend
+    from deepbench.kernels.backends.pytorch.backend import TorchBackend
     from deepbench.kernels.catalog import GemmKernel
     from deepbench.kernels.results import Settings
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from deepbench.kernels.backends.distributed import rendezvous
-from deepbench.kernels.backends.distributed.common import check_world
-from deepbench.kernels.backends.distributed.rendezvous import RankPlace, choose_interface, interface_of
+from deepbench.kernels.backends.collectives import rendezvous
+from deepbench.kernels.backends.collectives.common import check_world
+from deepbench.kernels.backends.collectives.rendezvous import RankPlace, choose_interface, interface_of
 from deepbench.kernels.results import Settings
 from deepbench.runner.errors import UserError
 from deepbench.runner.launch import cluster_needs

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from deepbench.kernels.backends import pytorch as torch_backend
-from deepbench.kernels.backends.pytorch import TorchBackend
+from deepbench.kernels.backends.pytorch.backend import TorchBackend
 from deepbench.kernels.catalog import by_id
 from deepbench.kernels.harness.execute import run_item
 from deepbench.kernels.results import PlanItem, RunRecord, Settings, Status

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from deepbench.kernels.backends.distributed.common import CollectiveRunner, Communicator
+from deepbench.kernels.backends.collectives.common import CollectiveRunner, Communicator
 from deepbench.kernels.results import Settings
 from deepbench.kernels.timing import cpu
 from deepbench.kernels.timing.clocked import run_samples

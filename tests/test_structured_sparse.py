@@ -85,7 +85,7 @@ def test_backend_registered_and_chosen_by_nvidia() -> None:
 
 
 def test_precisions_without_a_2of4_product_are_unsupported_with_the_reason() -> None:
-    from deepbench.kernels.backends.base import Unsupported
+    from deepbench.kernels.backends.contract.base import Unsupported
     from deepbench.kernels.backends.cusparselt import structured
 
     assert set(structured.TYPES) == {Precision.FP16, Precision.BF16, Precision.INT8, Precision.FP8}
@@ -96,14 +96,14 @@ def test_precisions_without_a_2of4_product_are_unsupported_with_the_reason() -> 
 
 def test_cusparselt_backend_without_its_binding_says_what_to_install() -> None:
     from deepbench.kernels.backends import load_backend
-    from deepbench.kernels.backends.native import INSTALL_HINT
+    from deepbench.kernels.backends.gpu.cuda.native import INSTALL_HINT
     from deepbench.kernels.results import Settings
 
     backend = load_backend("cusparselt", Settings(device="cpu"))
     if backend.lib is not None:
         pytest.skip("nvmath-python is installed here")
     kernel = suite_kernels(SUITE)[0]
-    from deepbench.kernels.backends.base import Unsupported
+    from deepbench.kernels.backends.contract.base import Unsupported
 
     with pytest.raises(Unsupported, match="nvmath-python") as err:
         backend.prepare(kernel, Precision.FP16)
@@ -149,9 +149,9 @@ def test_cpu_run_reports_in_every_format(cpu_run: Path, tmp_path: Path, fmt: str
 def test_the_dense_twin_runs_the_layout_of_the_2of4_product(monkeypatch: pytest.MonkeyPatch) -> None:
     """cuBLAS's int8 tensor-core GEMM takes TN alone: the dense side of a 2:4 product runs the
     product's layout (A k-contiguous), not the kernel's NN, which would time another GEMM."""
-    from deepbench.kernels.backends.base import Unsupported
+    from deepbench.kernels.backends.contract.base import Unsupported
     from deepbench.kernels.backends.cusparselt.structured import DENSE_LAYOUT
-    from deepbench.kernels.backends.dense_beside import DenseBeside
+    from deepbench.kernels.backends.shared.dense_beside import DenseBeside
     from deepbench.kernels.catalog import GemmKernel
     from deepbench.kernels.results import Settings
 

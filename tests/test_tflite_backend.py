@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from deepbench.kernels.backends import load_backend
-from deepbench.kernels.backends.base import Unsupported
+from deepbench.kernels.backends.contract.base import Unsupported
 from deepbench.kernels.backends.tflite import flatbuffer as F
 from deepbench.kernels.backends.tflite.context import LoadedModel
 from deepbench.kernels.backends.tflite.flatbuffer import schema as S

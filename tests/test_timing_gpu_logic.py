@@ -226,7 +226,7 @@ def test_timings_of_host_launches_say_when_cupti_was_attached(monkeypatch) -> No
 
 
 def _failing_part(error: float):
-    from deepbench.kernels.backends.base import TimedPart
+    from deepbench.kernels.backends.contract.base import TimedPart
     from deepbench.kernels.results import Check
 
     return TimedPart(

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from deepbench.kernels.backends.declaration import info_of
-from deepbench.kernels.backends.dense_info import DenseTwinInfo
-from deepbench.kernels.backends.model_info import ModelRunInfo
+from deepbench.kernels.backends.contract.declaration import info_of
+from deepbench.kernels.backends.contract.dense_info import DenseTwinInfo
+from deepbench.kernels.backends.contract.model_info import ModelRunInfo
 from deepbench.kernels.harness.execute import US_PER_S, finish
 from deepbench.kernels.harness.padding_info import PaddingInfo
 from deepbench.kernels.precision import PRECISIONS

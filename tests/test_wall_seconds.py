@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from deepbench.kernels.backends.declaration import info_of
+from deepbench.kernels.backends.contract.declaration import info_of
 from deepbench.kernels.harness.wall_info import WallInfo
 from deepbench.kernels.results import Status
 from deepbench.kernels.results_file import read_results

@@ -11,8 +11,8 @@ from importlib import import_module
 from typing import Any, NamedTuple
 
 from ..results import Settings
-from .base import Backend
-from .declaration import BackendDeclaration, NoOptions
+from .contract.base import Backend
+from .contract.declaration import BackendDeclaration, NoOptions
 
 
 class Entry(NamedTuple):
@@ -22,26 +22,26 @@ class Entry(NamedTuple):
 
 B = "deepbench.kernels.backends"
 BACKENDS: dict[str, Entry] = {
-    "torch": Entry(f"{B}.pytorch:TorchBackend"),
+    "torch": Entry(f"{B}.pytorch.backend:TorchBackend"),
     # NVIDIA: each operation on its own library (nvidia/declaration.py), or one library forced for every kernel.
     "nvidia": Entry(f"{B}.nvidia.backend:NvidiaBackend", f"{B}.nvidia.declaration:NVIDIA"),
     "cublas": Entry(f"{B}.cublas.backend:CublasBackend", f"{B}.cublas.declaration:CUBLAS"),
     "cudnn": Entry(f"{B}.cudnn.backend:CudnnBackend", f"{B}.cudnn.declaration:CUDNN"),
     "cusparse": Entry(f"{B}.cusparse.backend:CusparseBackend", f"{B}.cusparse.declaration:CUSPARSE"),
     "cusparselt": Entry(f"{B}.cusparselt.backend:CusparseLtBackend", f"{B}.cusparselt.declaration:CUSPARSELT"),
-    # Collectives (all-reduce), one rank per process, started by torchrun / mpirun / srun.
-    "gloo": Entry(f"{B}.distributed.torch_backends:GlooBackend"),
-    "nccl": Entry(f"{B}.distributed.torch_backends:NcclBackend", f"{B}.distributed.declaration:COLLECTIVES"),
-    "rccl": Entry(f"{B}.distributed.torch_backends:NcclBackend", f"{B}.distributed.declaration:COLLECTIVES"),
-    "mpi": Entry(f"{B}.distributed.mpi:MpiBackend"),
-    "onnxruntime": Entry(f"{B}.onnxruntime:OrtBackend"),
-    "tflite": Entry(f"{B}.tflite:TfliteBackend"),
+    # Collectives (all-reduce ...), one rank per process, started by torchrun / mpirun / srun.
+    "gloo": Entry(f"{B}.gloo.backend:GlooBackend"),
+    "nccl": Entry(f"{B}.nccl.backend:NcclBackend", f"{B}.collectives.declaration:COLLECTIVES"),
+    "rccl": Entry(f"{B}.nccl.backend:NcclBackend", f"{B}.collectives.declaration:COLLECTIVES"),
+    "mpi": Entry(f"{B}.mpi.backend:MpiBackend"),
+    "onnxruntime": Entry(f"{B}.onnxruntime.backend:OrtBackend"),
+    "tflite": Entry(f"{B}.tflite.backend:TfliteBackend"),
 }
 
 
 def register_backend(name: str, target: str, declaration: str = "") -> None:
     """Add a backend ("module:class", imported only when a run uses it) and its declaration
-    ("module:NAME", read by the host: options, info; backends/declaration.py): a plugin's or a
+    ("module:NAME", read by the host: options, info; backends/contract/declaration.py): a plugin's or a
     test's backend for an operation registered with kernels.catalog.register_kernel."""
     for what in (target, declaration):
         if what and ":" not in what:

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from ..backends import load_backend
-from ..backends.declaration import BackendOptionsError
-from ..backends.distributed.terminal import TERMINAL_FD_ENV
+from ..backends.collectives.terminal import TERMINAL_FD_ENV
+from ..backends.contract.declaration import BackendOptionsError
 from ..faults import maybe_fail_backend, maybe_inject
 from ..folder_lock import HARNESS_LOCK, FolderLock, Locked
 from ..format_versions import read_model

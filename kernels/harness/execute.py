@@ -8,11 +8,11 @@ from __future__ import annotations
 import traceback
 from typing import Any
 
-from ..backends.base import Backend, Prepared, TimedPart, Unsupported
-from ..backends.declaration import info_of
-from ..backends.declared_precisions import refuse_undeclared
-from ..backends.dense_info import DenseTwinInfo
-from ..backends.model_info import ModelRunInfo
+from ..backends.contract.base import Backend, Prepared, TimedPart, Unsupported
+from ..backends.contract.declaration import info_of
+from ..backends.contract.declared_precisions import refuse_undeclared
+from ..backends.contract.dense_info import DenseTwinInfo
+from ..backends.contract.model_info import ModelRunInfo
 from ..inputs import drawn_for, poison, zero_input_check
 from ..noise import CpuWindow, contended
 from ..padding import PadMode

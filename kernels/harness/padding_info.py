@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from ..backends.declaration import PartInfo
+from ..backends.contract.declaration import PartInfo
 from ..results import TimeStats
 
 

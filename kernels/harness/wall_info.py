@@ -15,7 +15,7 @@ from contextlib import contextmanager
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..backends.declaration import PartInfo
+from ..backends.contract.declaration import PartInfo
 
 
 class PartSeconds(BaseModel):

@@ -22,7 +22,7 @@ import math
 import torch
 from torch import nn
 
-from ..backends.base import Unsupported
+from ..backends.contract.base import Unsupported
 from ..model_kernel import MODEL_TOLERANCE, ModelKernel
 from ..precision import Precision
 from ..results import Check

@@ -1,7 +1,7 @@
 """What the torch references need of a backend's context: the device the tensors live on, the
 seeded generator that picks sampled points, and random operands.
 
-A protocol, not the context itself (kernels/backends/torch_context.py), so that the reference layer
+A protocol, not the context itself (kernels/backends/shared/torch_context.py), so that the reference layer
 imports no backend: any context with these members, of any backend, can be checked against it."""
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ TRANSFORM_MARKERS = ("winograd", "fft")  # in cuDNN's kernel names
 
 
 class CheckedCall(Protocol):
-    """What `transform_aware` reads of a timed part (kernels/backends/base.py TimedPart is one)."""
+    """What `transform_aware` reads of a timed part (kernels/backends/contract/base.py TimedPart is one)."""
 
     @property
     def run(self) -> Callable[[], object]: ...

@@ -14,4 +14,4 @@ and stopping criteria apart.
   clocks (NVML), settling.py judges the readings, warmup.py heats the GPU before the first figure;
 - profiler_check.py: the profiler cross-check (--verify-timing); cupti.py reads CUPTI's records.
 
-The collective timer (backends/distributed/common.py) uses sampling.py and stopping.py too."""
+The collective timer (backends/collectives/common.py) uses sampling.py and stopping.py too."""

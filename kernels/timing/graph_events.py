@@ -23,7 +23,7 @@ from .sampler import Sampler, no_probe
 
 METHOD_GRAPH = "cuda-graph-events"
 # Candidates (cuDNN engines) are first compared by QUICK_SAMPLES replays of QUICK_SAMPLE_S each,
-# after one untimed; the close ones are timed again with more (backends/engine_choice.py).
+# after one untimed; the close ones are timed again with more (backends/cudnn/engine_choice.py).
 QUICK_SAMPLE_S = 0.001
 QUICK_SAMPLES = 1
 QUICK_ESTIMATE_CALLS = 2  # eager calls that size quick_us's graph

@@ -3,10 +3,10 @@
 
 Two writers, one model each, so that a note of an unexpected shape spoils only its own group:
 - `TimerNotes`: what the GPU timer (cuda.py) says of its samples (kept throttled, the clock fell,
-  the profiler's cross-check); the board's throttle watch (backends/throttling.py) marks kept
+  the profiler's cross-check); the board's throttle watch (backends/cpu/throttling.py) marks kept
   throttled samples with the same key;
 - `RooflineInfo`: the part's roofline bound, which the GPU measuring step
-  (backends/cuda_device.py) records from backends/cuda_facts.py's `roofline`.
+  (backends/gpu/cuda/device.py) records from backends/gpu/cuda/facts.py's `roofline`.
 
 Light on purpose (pydantic only): the host's reports import it, and never torch."""
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from ..backends.declaration import PartInfo
+from ..backends.contract.declaration import PartInfo
 
 
 class ClockFell(BaseModel):

@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from deepbench.kernels.backends.declaration import info_of
+from deepbench.kernels.backends.contract.declaration import info_of
 from deepbench.kernels.catalog import traits_of
 from deepbench.kernels.format_versions import FormatVersionError, read_model
 from deepbench.kernels.model_kernel import MODEL_SET

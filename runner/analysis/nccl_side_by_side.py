@@ -24,8 +24,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from deepbench.kernels.backends.declaration import info_of
-from deepbench.kernels.backends.distributed.declaration import CollectiveInfo, CollectivePartInfo
+from deepbench.kernels.backends.collectives.declaration import CollectiveInfo, CollectivePartInfo
+from deepbench.kernels.backends.contract.declaration import info_of
 from deepbench.kernels.results import KernelResult, Status
 
 from .nccl_tests import Figures, Output

@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from deepbench.kernels.backends.declaration import info_of
+from deepbench.kernels.backends.contract.declaration import info_of
 from deepbench.kernels.results import Energy, KernelResult
 from deepbench.kernels.timing.part_notes import RooflineInfo, TimerNotes
 

@@ -15,8 +15,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from deepbench.kernels.backends.declaration import info_of
-from deepbench.kernels.backends.distributed.declaration import CollectiveInfo, CollectivePartInfo
+from deepbench.kernels.backends.collectives.declaration import CollectiveInfo, CollectivePartInfo
+from deepbench.kernels.backends.contract.declaration import info_of
 from deepbench.kernels.catalog import Kernel, traits_of
 from deepbench.kernels.format_versions import FormatVersionError, read_model
 from deepbench.kernels.noise import NoiseRecord

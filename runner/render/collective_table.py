@@ -6,15 +6,15 @@ place; blank where the collective has no in-place form) the median time per call
 sample the slowest rank's: the figure every other view shows) and the slowest rank's mean, named as a
 mean, the algorithm bandwidth S/t and the bus bandwidth S/t * the collective's factor (GB/s, from the
 median; see
-kernels/backends/distributed/common.py); on one rank no bandwidth (nothing crosses a link)."""
+kernels/backends/collectives/common.py); on one rank no bandwidth (nothing crosses a link)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import Any
 
-from deepbench.kernels.backends.declaration import info_of
-from deepbench.kernels.backends.distributed.declaration import CollectiveInfo, CollectivePartInfo
+from deepbench.kernels.backends.collectives.declaration import CollectiveInfo, CollectivePartInfo
+from deepbench.kernels.backends.contract.declaration import info_of
 from deepbench.kernels.catalog import traits_of
 from deepbench.kernels.results import KernelResult, Status
 

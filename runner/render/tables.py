@@ -8,8 +8,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from deepbench.kernels.backends.declaration import info_of
-from deepbench.kernels.backends.layout_info import LayoutInfo
+from deepbench.kernels.backends.contract.declaration import info_of
+from deepbench.kernels.backends.contract.layout_info import LayoutInfo
 from deepbench.kernels.catalog import KERNEL_CLASSES, operations, traits_of
 from deepbench.kernels.harness.padding_info import PaddingInfo
 from deepbench.kernels.op_traits import InfoColumn, Rate
@@ -153,7 +153,7 @@ def op_table(op: str, results: Iterable[KernelResult], ctx: Context | None = Non
     penalties = [_penalty(r) for r in results]
     penalty = any(p is not None for p in penalties)
     extra += ["raw/padded"] if penalty else []
-    # --layout both: each direction's NCHW time over its NHWC time (kernels/backends/layout_info.py)
+    # --layout both: each direction's NCHW time over its NHWC time (kernels/backends/contract/layout_info.py)
     layout_penalties = [_layout_penalties(r) for r in results]
     layout_dirs = [d for d in cls.DIRECTIONS if any(d in p for p in layout_penalties)]
     extra += [f"{LAYOUT_PENALTY_HEADER} {d}" for d in layout_dirs]

@@ -2,7 +2,7 @@
 bytes from its kernel's parameters with the tool's own cost formulas (kernels/costs.py, through
 each operation's class), the directions its backend times (each exactly once), a check's error
 (non-negative), its labels (closed sets), the reason of an `unsupported` result (one its backend
-can give: kernels/backends/unsupported_reasons.py) and the run's settings (the ranges the command
+can give: kernels/backends/contract/unsupported_reasons.py) and the run's settings (the ranges the command
 line accepts: runner/setting_ranges.py). A forger who keeps the manifest, the rates and the counts
 consistent still cannot double a kernel's FLOPs, drop its backward passes or blank it out."""
 
@@ -13,8 +13,8 @@ from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
-from ...kernels.backends.timed_directions import counted_costs, timed_directions
-from ...kernels.backends.unsupported_reasons import could_give
+from ...kernels.backends.contract.timed_directions import counted_costs, timed_directions
+from ...kernels.backends.contract.unsupported_reasons import could_give
 from ...kernels.format_versions import read_model
 from ...kernels.precision import Precision
 from ...kernels.results import (

@@ -108,7 +108,7 @@ elif ls .whl/*.whl >/dev/null 2>&1; then
 fi
 [ "${SKIP_INSTALL:-0}" = 1 ] || say python3 -m pip install -q --no-deps --no-build-isolation --no-index -e . \
   >>"$WORK/install.log" 2>&1 || { cat "$WORK/install.log"; exit 1; }
-python3 -c "from deepbench.kernels.backends.distributed.nccl4py_comm import nccl4py_unavailable as u; \
+python3 -c "from deepbench.kernels.backends.nccl.nccl4py_comm import nccl4py_unavailable as u; \
 print('nccl4py:', u() or 'loads')" | tee -a "$WORK/install.log"
 if [ "$DRY" = 1 ]; then
   NGPUS=${NGPUS:-2}; GENCODE=${GENCODE:--gencode=arch=compute_90,code=sm_90}

@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _listing(race: Any, harness: dict[str, Any], seconds: float, grid: int) -> dict[str, Any]:
     """Every configuration of the direction (a fresh search without the race's budget, `seconds` at most)."""
-    from deepbench.kernels.backends import engine_choice as engines
+    from deepbench.kernels.backends.cudnn import engine_choice as engines
 
     log: list[dict[str, Any]] = []
     budget = engines.Budget(seconds)

@@ -56,7 +56,7 @@
 
 namespace fe = cudnn_frontend;
 
-static const int MAX_CANDIDATES = 12;             // as kernels/backends/engine_choice.py: plans tried per direction
+static const int MAX_CANDIDATES = 12;             // as kernels/backends/cudnn/engine_choice.py: plans tried per direction
 static const int64_t WORKSPACE_LIMIT = int64_t(1) << 30;  // as engine_choice.py (DeepBench's int8 workspace)
 
 struct Types {

@@ -51,8 +51,8 @@ from typing import Literal
 import native_side_by_side as sbs  # beside this file: results folders, running a loop, UsageError
 from pydantic import BaseModel, ConfigDict
 
+from deepbench.kernels.backends.contract.declaration import info_of
 from deepbench.kernels.backends.cudnn.declaration import CudnnPartInfo
-from deepbench.kernels.backends.declaration import info_of
 from deepbench.kernels.precision import TRANSFORM_TOLERANCE, Precision, tolerance
 from deepbench.kernels.results import KernelResult, Status
 

@@ -60,7 +60,7 @@ from typing import Any
 
 import torch
 
-from deepbench.kernels.backends.pytorch import TorchBackend
+from deepbench.kernels.backends.pytorch.backend import TorchBackend
 from deepbench.kernels.harness.execute import stop_rule
 from deepbench.kernels.precision import Precision
 from deepbench.kernels.results import Settings

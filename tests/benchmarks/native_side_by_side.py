@@ -67,7 +67,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from deepbench.kernels.backends.engine_choice import is_plan_name
+from deepbench.kernels.backends.cudnn.engine_choice import is_plan_name
 from deepbench.kernels.results import RESULTS_FILE, KernelResult, Status
 from deepbench.kernels.results_file import exists, read_results
 

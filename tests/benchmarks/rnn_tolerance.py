@@ -19,7 +19,7 @@ import time
 import torch
 
 from deepbench.kernels.backends.pytorch import rnn
-from deepbench.kernels.backends.torch_context import TorchContext
+from deepbench.kernels.backends.shared.torch_context import TorchContext
 from deepbench.kernels.catalog import RnnKernel
 from deepbench.kernels.precision import (
     ACCUMULATOR_ROUNDOFF,

@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from deepbench.kernels.backends.declaration import info_of
+from deepbench.kernels.backends.contract.declaration import info_of
 from deepbench.kernels.harness.wall_info import WallInfo
 from deepbench.kernels.results import KernelResult, RunRecord
 from deepbench.runner.analysis.sources import read_run_folder

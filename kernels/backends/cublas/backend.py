@@ -6,9 +6,9 @@ from __future__ import annotations
 from ...catalog import Kernel
 from ...precision import Precision
 from ...results import Settings
-from ..base import Prepared
-from ..cuda_device import CudaDevice
-from ..native import NativeCudaBackend, binding_versions
+from ..contract.base import Prepared
+from ..gpu.cuda.device import CudaDevice
+from ..gpu.cuda.native import NativeCudaBackend, binding_versions
 from . import gemm
 
 

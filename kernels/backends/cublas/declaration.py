@@ -1,10 +1,10 @@
-"""What the cublas backend declares (backends/declaration.py), importable without the library:
+"""What the cublas backend declares (backends/contract/declaration.py), importable without the library:
 the precisions it covers, with the library's types for each (gemm.py calls it with them)."""
 
 from __future__ import annotations
 
 from ...precision import Precision
-from ..declaration import BackendDeclaration, NoOptions
+from ..contract.declaration import BackendDeclaration, NoOptions
 
 # precision -> (A/B type, C type, compute type): cudaDataType_t and cublasComputeType_t names, as
 # the result records them. fp16 accumulates in fp32 (DeepBench's stated 32-bit accumulate minimum);

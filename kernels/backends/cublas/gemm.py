@@ -23,9 +23,9 @@ from ...catalog import GemmKernel
 from ...precision import Precision
 from ...reference.gemm import operands
 from ...reference.torch_checks import check_matmul
-from ..base import Prepared, TimedPart, Unsupported
-from ..fp8_gemm import prepare_fp8
-from ..native import StreamHandle
+from ..contract.base import Prepared, TimedPart, Unsupported
+from ..gpu.cuda.fp8_gemm import prepare_fp8
+from ..gpu.cuda.native import StreamHandle
 from .declaration import CALLS, MATH_MODES
 
 if TYPE_CHECKING:

@@ -11,8 +11,8 @@ import torch
 
 from ...catalog import Kernel
 from ...precision import Precision
-from ..base import Prepared
-from ..native import NativeCudaBackend, StreamHandle
+from ..contract.base import Prepared
+from ..gpu.cuda.native import NativeCudaBackend, StreamHandle
 from . import conv
 from .race_apart import RaceApart
 

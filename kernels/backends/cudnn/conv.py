@@ -21,10 +21,10 @@ from ...reference.conv import ConvSampler, padded_conv, transform_aware
 from ...results import Check
 from ...timing.graph_events import quick_us
 from ...timing.stopping import StopRule
-from .. import engine_choice as engines
-from ..base import Backend, Prepared, TimedPart, Unsupported
-from ..layout_info import NCHW, NHWC
-from ..timed_directions import INFERENCE_FORWARD_ONLY
+from ..contract.base import Backend, Prepared, TimedPart, Unsupported
+from ..contract.layout_info import NCHW, NHWC
+from ..contract.timed_directions import INFERENCE_FORWARD_ONLY
+from . import engine_choice as engines
 from . import graphs
 from .declaration import CUDNN, layouts
 from .search import Search, built, family, knob_grid, knob_ranges, offer_plans, typed_knobs

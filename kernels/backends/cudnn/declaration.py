@@ -1,4 +1,4 @@
-"""What the cuDNN backend declares (backends/declaration.py), importable without cuDNN or torch:
+"""What the cuDNN backend declares (backends/contract/declaration.py), importable without cuDNN or torch:
 its options (where engines are raced, engines pinned instead of chosen, the tensors' layout), their
 CLI group, the engine and layout each part ran (recorded in its info), and the pins `verify`
 re-runs from that record."""
@@ -14,9 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ...precision import Precision
 from ...results import KernelResult, Status
-from ..declaration import BackendDeclaration, BackendOptions, PartInfo, add_choice, info_of
-from ..engine_choice import PIN_ALL, EngineError, check_pin, is_plan_name
-from ..layout_info import NCHW, NHWC
+from ..contract.declaration import BackendDeclaration, BackendOptions, PartInfo, add_choice, info_of
+from ..contract.layout_info import NCHW, NHWC
+from .engine_choice import PIN_ALL, EngineError, check_pin, is_plan_name
 
 # Where cuDNN's candidate plans are raced (--engine-race's choices; race_apart.py says why apart).
 EngineRace = Literal["apart", "inline"]

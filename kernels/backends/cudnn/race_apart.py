@@ -30,7 +30,7 @@ from ...catalog import Kernel
 from ...padding import PadMode
 from ...precision import Precision
 from ...results import Settings
-from ..base import Unsupported
+from ..contract.base import Unsupported
 from .declaration import CUDNN
 
 CHILD_MODULE = __name__.rpartition(".")[0] + ".race_child"

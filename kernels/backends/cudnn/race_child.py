@@ -18,7 +18,7 @@ from ...lifeline import end_with_parent
 from ...padding import PadMode
 from ...precision import Precision
 from ...results import Settings
-from ..base import Unsupported
+from ..contract.base import Unsupported
 from .backend import CudnnBackend
 from .race_apart import FAILED, KEEP_CACHED_BYTES, OK, UNSUPPORTED
 

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...precision import Precision
-from .. import engine_choice as engines
+from . import engine_choice as engines
 from . import graphs
 
 # What cuDNN's frontend says when building a plan that a note (or workspace) filter barred.

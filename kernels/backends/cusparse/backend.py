@@ -8,9 +8,9 @@ from typing import Any
 
 from ...catalog import Kernel, SparseGemmKernel
 from ...precision import Precision
-from ..base import Prepared
-from ..dense_beside import DenseBeside
-from ..native import NativeCudaBackend
+from ..contract.base import Prepared
+from ..gpu.cuda.native import NativeCudaBackend
+from ..shared.dense_beside import DenseBeside
 from . import spmm
 
 

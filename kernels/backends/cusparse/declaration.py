@@ -1,10 +1,10 @@
-"""What the cusparse backend declares (backends/declaration.py), importable without the library:
+"""What the cusparse backend declares (backends/contract/declaration.py), importable without the library:
 the precisions it covers, with the library's types for each (spmm.py calls it with them)."""
 
 from __future__ import annotations
 
 from ...precision import Precision
-from ..declaration import BackendDeclaration, NoOptions
+from ..contract.declaration import BackendDeclaration, NoOptions
 
 # Value and compute types (cudaDataType_t names) per precision: 16-bit types accumulate in fp32,
 # as DeepBench's training rule asks of them.

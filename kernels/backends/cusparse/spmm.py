@@ -16,8 +16,8 @@ import torch
 from ...catalog import SparseGemmKernel
 from ...precision import Precision
 from ...reference.torch_checks import check_matmul
-from ..base import Prepared, TimedPart
-from ..native import StreamHandle
+from ..contract.base import Prepared, TimedPart
+from ..gpu.cuda.native import StreamHandle
 from .declaration import TYPES
 
 if TYPE_CHECKING:

@@ -8,9 +8,9 @@ from typing import Any
 
 from ...catalog import Kernel, Sparse24GemmKernel
 from ...precision import Precision
-from ..base import Prepared
-from ..dense_beside import DenseBeside
-from ..native import NativeCudaBackend, binding_versions
+from ..contract.base import Prepared
+from ..gpu.cuda.native import NativeCudaBackend, binding_versions
+from ..shared.dense_beside import DenseBeside
 from . import structured
 
 

@@ -1,10 +1,10 @@
-"""What the cusparselt backend declares (backends/declaration.py), importable without the library:
+"""What the cusparselt backend declares (backends/contract/declaration.py), importable without the library:
 the precisions it covers, with the library's types for each (structured.py calls it with them)."""
 
 from __future__ import annotations
 
 from ...precision import Precision
-from ..declaration import BackendDeclaration, NoOptions
+from ..contract.declaration import BackendDeclaration, NoOptions
 
 # precision -> (A/B type, C/D type, compute type): cudaDataType_t and cusparseComputeType names as
 # results record them; the combinations cuSPARSELt lists for sparse tensor cores (fp8 e4m3 from

@@ -29,8 +29,8 @@ from ... import padding
 from ...catalog import Sparse24GemmKernel
 from ...precision import INPUT_BYTES, Precision
 from ...reference.torch_checks import check_matmul
-from ..base import Prepared, TimedPart, Unsupported
-from ..native import StreamHandle
+from ..contract.base import Prepared, TimedPart, Unsupported
+from ..gpu.cuda.native import StreamHandle
 from .declaration import TYPES
 
 if TYPE_CHECKING:

@@ -12,9 +12,9 @@ from ...precision import Precision
 from ...results import Measurement, Settings
 from ...timing.stopping import StopRule
 from .. import load_backend
-from ..base import Backend, Prepared, TimedPart, Unsupported
-from ..cuda_device import CudaDevice
-from ..native import NativeCudaBackend
+from ..contract.base import Backend, Prepared, TimedPart, Unsupported
+from ..gpu.cuda.device import CudaDevice
+from ..gpu.cuda.native import NativeCudaBackend
 from .declaration import NVIDIA
 
 

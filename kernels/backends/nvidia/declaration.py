@@ -1,4 +1,4 @@
-"""What the nvidia backend declares (backends/declaration.py), importable without any library: which
+"""What the nvidia backend declares (backends/contract/declaration.py), importable without any library: which
 backend serves which operation, the one table of it (the checker reads it for the backends a
 result of an nvidia run may name; backend.py for where each kernel goes)."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-from ..declaration import BackendDeclaration, NoOptions
+from ..contract.declaration import BackendDeclaration, NoOptions
 
 
 class NvidiaDeclaration(BackendDeclaration[NoOptions]):

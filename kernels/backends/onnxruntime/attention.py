@@ -13,7 +13,7 @@ from onnx import helper
 from ...layers import AttentionKernel
 from ...precision import Precision
 from ...reference import layers as ref
-from ..base import Prepared, Unsupported
+from ..contract.base import Prepared, Unsupported
 from .context import OrtContext
 from .layers import bind, forward, require_fp32
 

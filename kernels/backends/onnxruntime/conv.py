@@ -13,7 +13,7 @@ from onnx import helper
 from ...catalog import ConvKernel
 from ...precision import Precision
 from ...reference.numpy_checks import check_conv_nchw
-from ..base import Prepared, TimedPart, Unsupported
+from ..contract.base import Prepared, TimedPart, Unsupported
 from .context import OrtContext
 
 OPS = {Precision.FP32: "Conv", Precision.INT8: "ConvInteger"}

@@ -15,7 +15,7 @@ from onnx import helper
 from ...catalog import GemmKernel
 from ...precision import Precision
 from ...reference.numpy_checks import check_matmul
-from ..base import Prepared, TimedPart, Unsupported
+from ..contract.base import Prepared, TimedPart, Unsupported
 from .context import OrtContext
 
 OPS = {Precision.FP32: "MatMul", Precision.INT8: "MatMulInteger"}

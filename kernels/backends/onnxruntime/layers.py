@@ -39,7 +39,7 @@ from ...precision import Precision
 from ...reference import layers as ref
 from ...reference.numpy_checks import check_batched_matmul
 from ...results import Check
-from ..base import Prepared, TimedPart, Unsupported, elementwise_layout
+from ..contract.base import Prepared, TimedPart, Unsupported, elementwise_layout
 from .context import OrtContext
 from .session import OPSET, BoundCall
 

@@ -26,8 +26,8 @@ import numpy as np
 from ...model_kernel import ModelKernel
 from ...precision import Precision
 from ...results import Check
-from ..base import Prepared, TimedPart, Unsupported
-from ..model_info import ModelRunInfo
+from ..contract.base import Prepared, TimedPart, Unsupported
+from ..contract.model_info import ModelRunInfo
 from .context import OrtContext
 from .session import BoundCall
 

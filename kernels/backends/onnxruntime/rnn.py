@@ -19,7 +19,7 @@ from ...catalog import RnnKernel
 from ...precision import Precision
 from ...reference.numpy_checks import relative_error, verdict
 from ...results import Check
-from ..base import Prepared, TimedPart, Unsupported
+from ..contract.base import Prepared, TimedPart, Unsupported
 from .context import OrtContext
 
 OPS = {"vanilla": "RNN", "lstm": "LSTM", "gru": "GRU"}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ...catalog import SparseGemmKernel
 from ...precision import Precision
-from ..base import Prepared, Unsupported
+from ..contract.base import Prepared, Unsupported
 from .context import OrtContext
 
 REASON = (

@@ -19,8 +19,8 @@ from typing import Any
 import torch
 
 from ...precision import Precision
-from .. import board
-from ..base import TimedPart, Unsupported
+from ..contract.base import TimedPart, Unsupported
+from ..cpu import board
 from . import onednn_verbose
 
 ARM_MACHINES = ("aarch64", "arm64")

@@ -21,8 +21,8 @@ from ...precision import Precision
 from ...reference.torch_checks import relative_error, verdict
 from ...results import Check
 from ...timing.stopping import StopRule
-from ..base import Prepared, TimedPart, Unsupported
-from ..torch_context import TorchContext
+from ..contract.base import Prepared, TimedPart, Unsupported
+from ..shared.torch_context import TorchContext
 from .layer_common import forward_part, layer_dtype
 
 # torch.nn.attention.SDPBackend's members, by the name each gets in the result ("fwd_<name>").

@@ -15,8 +15,8 @@ from ...precision import Precision
 from ...reference.numpy_checks import check_batch_ends
 from ...reference.torch_checks import check_matmul
 from ...results import Check
-from ..base import Prepared, TimedPart, Unsupported
-from ..torch_context import TorchContext
+from ..contract.base import Prepared, TimedPart, Unsupported
+from ..shared.torch_context import TorchContext
 
 FLOAT_PRECISIONS = (Precision.FP32, Precision.TF32, Precision.FP16, Precision.BF16)
 

@@ -14,9 +14,9 @@ import torch
 from ...catalog import ConvKernel
 from ...precision import TRANSFORM_TOLERANCE, Precision
 from ...reference.conv import ConvSampler, padded_conv, transform_aware
-from ..base import Prepared, TimedPart, Unsupported
-from ..timed_directions import INFERENCE_FORWARD_ONLY
-from ..torch_context import TorchContext
+from ..contract.base import Prepared, TimedPart, Unsupported
+from ..contract.timed_directions import INFERENCE_FORWARD_ONLY
+from ..shared.torch_context import TorchContext
 
 DILATION = [1, 1]
 OUTPUT_PADDING = [0, 0]

@@ -21,8 +21,8 @@ from ...precision import Precision
 from ...system import last_level_cache_bytes
 from ...timing import cpu as cpu_timer
 from ...timing.stopping import StopRule
-from ..base import Unsupported
-from ..torch_context import TorchContext
+from ..contract.base import Unsupported
+from ..shared.torch_context import TorchContext
 from . import gemm
 
 GEMM_START = 256

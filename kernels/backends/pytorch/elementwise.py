@@ -13,8 +13,8 @@ import torch
 
 from ...layers import ElementwiseKernel
 from ...precision import Precision
-from ..base import Prepared, elementwise_layout
-from ..torch_context import TorchContext
+from ..contract.base import Prepared, elementwise_layout
+from ..shared.torch_context import TorchContext
 from .layer_common import forward_part, layer_dtype
 
 OPS: dict[str, Callable[..., torch.Tensor]] = {"add": torch.add, "mul": torch.mul}

@@ -16,9 +16,9 @@ from ...catalog import GemmKernel
 from ...precision import Precision
 from ...reference.gemm import operands
 from ...reference.torch_checks import check_matmul
-from ..base import Prepared, TimedPart
-from ..fp8_gemm import prepare_fp8
-from ..torch_context import TorchContext
+from ..contract.base import Prepared, TimedPart
+from ..gpu.cuda.fp8_gemm import prepare_fp8
+from ..shared.torch_context import TorchContext
 
 
 def prepare(ctx: TorchContext, kernel: GemmKernel, precision: Precision) -> Prepared:

@@ -12,8 +12,8 @@ from ...catalog import Kernel
 from ...precision import Precision
 from ...reference.torch_checks import relative_error, verdict
 from ...results import Check
-from ..base import Prepared, TimedPart, Unsupported
-from ..torch_context import TorchContext
+from ..contract.base import Prepared, TimedPart, Unsupported
+from ..shared.torch_context import TorchContext
 
 FLOAT_PRECISIONS = (Precision.FP32, Precision.FP16, Precision.BF16)
 

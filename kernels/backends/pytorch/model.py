@@ -16,9 +16,9 @@ from ...model_kernel import MODEL_TOLERANCE, ModelKernel
 from ...models import instance
 from ...precision import Precision
 from ...results import Check
-from ..base import Prepared, TimedPart, Unsupported
-from ..model_info import ModelRunInfo
-from ..torch_context import TorchContext
+from ..contract.base import Prepared, TimedPart, Unsupported
+from ..contract.model_info import ModelRunInfo
+from ..shared.torch_context import TorchContext
 
 DTYPES = {
     Precision.FP32: torch.float32,

@@ -8,8 +8,8 @@ import torch.nn.functional as F
 
 from ...layers import BatchNormKernel, NormKernel
 from ...precision import Precision
-from ..base import Prepared
-from ..torch_context import TorchContext
+from ..contract.base import Prepared
+from ..shared.torch_context import TorchContext
 from .layer_common import forward_part, layer_dtype
 
 EPS = 1e-5  # torch's default; the models use 1e-5 (1e-12 in BERT: the cost is the same)

@@ -11,8 +11,8 @@ import torch.nn.functional as F
 
 from ...layers import ActivationKernel, SoftmaxKernel
 from ...precision import Precision
-from ..base import Prepared
-from ..torch_context import TorchContext
+from ..contract.base import Prepared
+from ..shared.torch_context import TorchContext
 from .layer_common import forward_part, layer_dtype
 
 GELU_TANH_COEFF = 0.044715

@@ -10,8 +10,8 @@ import torch.nn.functional as F
 
 from ...layers import PoolingKernel
 from ...precision import Precision
-from ..base import Prepared
-from ..torch_context import TorchContext
+from ..contract.base import Prepared
+from ..shared.torch_context import TorchContext
 from .layer_common import forward_part, layer_dtype
 
 CHECK_IMAGES = 2  # the reference covers the first and the last image of the batch

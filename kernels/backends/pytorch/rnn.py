@@ -20,8 +20,8 @@ from ...precision import Precision
 from ...reference.rnn import GATES, recurrence, relu_recurrence_masked, rnn_tolerance
 from ...reference.torch_checks import relative_error, verdict
 from ...results import Check
-from ..base import Prepared, TimedPart, Unsupported
-from ..torch_context import TorchContext
+from ..contract.base import Prepared, TimedPart, Unsupported
+from ..shared.torch_context import TorchContext
 from . import rnn_cudnn
 
 

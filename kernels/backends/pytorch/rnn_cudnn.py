@@ -24,8 +24,8 @@ from ...precision import Precision
 from ...reference.rnn import recurrence, relu_recurrence_masked, rnn_tolerance
 from ...reference.torch_checks import relative_error, verdict
 from ...results import Check
-from ..base import Prepared, TimedPart
-from ..torch_context import TorchContext
+from ..contract.base import Prepared, TimedPart
+from ..shared.torch_context import TorchContext
 
 MODULES = {
     "vanilla": lambda h, **kw: torch.nn.RNN(h, h, nonlinearity="relu", **kw),

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from ...catalog import Sparse24GemmKernel
 from ...precision import Precision
-from ..base import Prepared, Unsupported
-from ..torch_context import TorchContext
+from ..contract.base import Prepared, Unsupported
+from ..shared.torch_context import TorchContext
 
 ON_CPU = (
     "2:4 structured sparsity runs on NVIDIA's sparse tensor cores through cuSPARSELt; no CPU library "

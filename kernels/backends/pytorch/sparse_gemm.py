@@ -11,8 +11,8 @@ import torch
 from ...catalog import GemmKernel, SparseGemmKernel
 from ...precision import Precision
 from ...reference.torch_checks import check_matmul
-from ..base import Prepared, TimedPart, Unsupported
-from ..torch_context import TorchContext
+from ..contract.base import Prepared, TimedPart, Unsupported
+from ..shared.torch_context import TorchContext
 from .gemm import prepare as prepare_dense
 
 SPARSE_PRECISIONS = (Precision.FP32, Precision.FP16, Precision.BF16)

@@ -19,7 +19,7 @@ from ...catalog import ConvKernel
 from ...precision import Precision
 from ...reference.numpy_checks import check_conv_nchw, check_requantized, conv_points, conv_reference_at
 from ...results import Check
-from ..base import Prepared, TimedPart, Unsupported
+from ..contract.base import Prepared, TimedPart, Unsupported
 from .context import INT8_MAX, INT8_MIN, TfliteContext, output_scale
 from .flatbuffer import ModelSpec, OpSpec, Quant, TensorSpec
 from .flatbuffer import schema as S

@@ -22,7 +22,7 @@ from ...catalog import GemmKernel
 from ...precision import Precision
 from ...reference.numpy_checks import check_matmul, check_requantized
 from ...results import Check
-from ..base import Prepared, TimedPart, Unsupported
+from ..contract.base import Prepared, TimedPart, Unsupported
 from .context import INT8_MAX, INT8_MIN, TfliteContext, output_scale
 from .flatbuffer import NO_TENSOR, CsrSparsity, ModelSpec, OpSpec, Quant, TensorSpec, schema
 

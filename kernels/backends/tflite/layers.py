@@ -31,7 +31,7 @@ from ...precision import Precision
 from ...reference import layers as ref
 from ...reference.numpy_checks import check_batched_matmul
 from ...results import Check
-from ..base import Prepared, TimedPart, Unsupported, elementwise_layout
+from ..contract.base import Prepared, TimedPart, Unsupported, elementwise_layout
 from .context import LoadedModel, TfliteContext
 from .conv import tflite_padding
 from .flatbuffer import ModelSpec, OpSpec, TensorSpec

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ...model_kernel import ModelKernel
 from ...precision import Precision
-from ..base import Prepared, Unsupported
+from ..contract.base import Prepared, Unsupported
 
 REASON = (
     "a whole model on TFLite must first be converted to a .tflite file, and this backend does not convert: "

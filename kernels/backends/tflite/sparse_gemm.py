@@ -22,7 +22,7 @@ import numpy as np
 from ...catalog import SparseGemmKernel
 from ...precision import Precision
 from ...reference.numpy_checks import check_matmul
-from ..base import Prepared, TimedPart, Unsupported
+from ..contract.base import Prepared, TimedPart, Unsupported
 from .context import TfliteContext
 from .flatbuffer import CsrSparsity
 from .gemm import fc_model

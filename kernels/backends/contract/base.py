@@ -14,11 +14,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..catalog import Kernel
-from ..layers import ElementwiseKernel
-from ..precision import Precision
-from ..results import Check, Measurement, Settings
-from ..timing.stopping import StopRule
+from ...catalog import Kernel
+from ...layers import ElementwiseKernel
+from ...precision import Precision
+from ...results import Check, Measurement, Settings
+from ...timing.stopping import StopRule
 
 
 class Unsupported(Exception):
@@ -80,7 +80,7 @@ class Backend(ABC):
     What the harness asks of a backend beyond preparing and timing kernels is declared here, with
     the answer of a backend that runs as one process: `ranked`, `rank`, `item_barrier` and
     `broken`. A backend whose processes run as ranks of one job (an all-reduce library,
-    kernels/backends/distributed/) overrides them; the harness reads them, never probes for them."""
+    kernels/backends/collectives/) overrides them; the harness reads them, never probes for them."""
 
     name: str = ""
     # One of several ranks of a communicator it set up itself: `rank` is then its rank in it,

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from ..kernel import Kernel
-from ..precision import Precision
+from ...kernel import Kernel
+from ...precision import Precision
 from .declaration import PartInfo, info_of
 
 FWD: Final = "fwd"

@@ -5,7 +5,7 @@ reports read it without loading the backends that write it; the JSON keeps the k
 
 from __future__ import annotations
 
-from ..results import TimeStats
+from ...results import TimeStats
 from .declaration import PartInfo
 
 

@@ -25,8 +25,8 @@ from typing import Any, ClassVar, Generic, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ..precision import Precision
-from ..results import KernelResult, Settings
+from ...precision import Precision
+from ...results import KernelResult, Settings
 
 
 class BackendOptions(BaseModel):

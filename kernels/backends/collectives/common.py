@@ -38,7 +38,7 @@ from ...precision import Precision
 from ...results import Check, Measurement, PartResult, Settings
 from ...timing.sampling import Step, sample_until
 from ...timing.stopping import REPEAT_COUNT, CallBudget, Progress, Stop, StopRule
-from ..base import Backend, Prepared, TimedPart, Unsupported
+from ..contract.base import Backend, Prepared, TimedPart, Unsupported
 from .declaration import COLLECTIVES
 from .problems import Problem, problem
 from .values import MAX_EXACT_RANKS

@@ -4,8 +4,8 @@ base.py, which the registry imports, so that asking the registry here makes no i
 
 from __future__ import annotations
 
-from ..precision import DECLARED_ONLY, PRECISIONS, Precision
-from . import declaration_of, declarations
+from ...precision import DECLARED_ONLY, PRECISIONS, Precision
+from .. import declaration_of, declarations
 from .base import Unsupported
 
 

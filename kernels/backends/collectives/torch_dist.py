@@ -21,7 +21,7 @@ import torch.distributed as dist
 
 from ...launch_rank import launch_rank
 from ...results import Settings
-from ..base import Unsupported
+from ..contract.base import Unsupported
 from . import graph_timing
 from .common import Communicator, check_world
 from .facts import cpu_model

@@ -15,19 +15,19 @@ from typing import Any
 
 import torch
 
-from ..precision import Precision
-from ..results import Measurement, Settings
-from ..timing import cuda as cuda_timer
-from ..timing import cupti
-from ..timing.clock_lock import ClockLock
-from ..timing.clocks import ClockReader
-from ..timing.energy import update_period
-from ..timing.meters import Meter, nvml_meter
-from ..timing.stopping import StopRule
-from ..timing.warmup import warm_up
-from ..timing.work_stream import use_work_stream
-from . import cuda_facts
-from .base import TimedPart
+from ....precision import Precision
+from ....results import Measurement, Settings
+from ....timing import cuda as cuda_timer
+from ....timing import cupti
+from ....timing.clock_lock import ClockLock
+from ....timing.clocks import ClockReader
+from ....timing.energy import update_period
+from ....timing.meters import Meter, nvml_meter
+from ....timing.stopping import StopRule
+from ....timing.warmup import warm_up
+from ....timing.work_stream import use_work_stream
+from ...contract.base import TimedPart
+from . import facts as cuda_facts
 
 
 def set_torch_precision_mode(precision: Precision) -> None:

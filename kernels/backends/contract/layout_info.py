@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict
 
-from ..results import PartResult, TimeStats
+from ...results import PartResult, TimeStats
 from .declaration import PartInfo, info_of
 
 NCHW, NHWC = "NCHW", "NHWC"  # the layouts as results record them (a part's info.layout)

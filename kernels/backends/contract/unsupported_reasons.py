@@ -15,18 +15,19 @@ A site in a module named after an operation (gemm.py, rnn_cudnn.py) applies to t
 from __future__ import annotations
 
 import ast
+import importlib.util
 import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from ..precision import Precision
-from . import BACKENDS, declaration_of
+from ...precision import Precision
+from .. import BACKENDS, declaration_of
 
-HERE = Path(__file__).resolve().parent
+BACKENDS_DIR = Path(__file__).resolve().parents[1]
 # Code beside the backends whose Unsupported reasons any backend may pass on (model building), or
 # that the harness gives for any backend (declared_precisions.py: a precision it does not declare).
-SHARED_SOURCES = (HERE.parent / "models" / "instance.py", HERE / "declared_precisions.py")
+SHARED_SOURCES = (BACKENDS_DIR.parent / "models" / "instance.py", Path(__file__).with_name("declared_precisions.py"))
 # Fewer literal characters than this and a pattern would accept nearly any text.
 MIN_LITERAL_CHARS = 8
 ANY = "(?s:.+?)"
@@ -143,39 +144,75 @@ def reasons_in(path: Path, ops: set[str]) -> list[Reason]:
     return out
 
 
-def _sources(backend: str) -> list[Path]:
-    """The backend's files: its folder (where its class is the folder's own, or in its backend.py),
-    else its one module; and the shared modules beside them."""
-    entry = BACKENDS.get(backend)
-    if entry is None:
-        return []
-    module = entry.target.split(":")[0].split(".")
-    module = module[:-1] if module[-1] == BACKEND_MODULE else module
-    rel = HERE.joinpath(*module[module.index("backends") + 1 :])
-    files = sorted(rel.rglob("*.py")) if rel.is_dir() else [rel.with_suffix(".py")]
-    return files + _shared_modules(files) + list(SHARED_SOURCES)
+def _module_path(module: str) -> Path | None:
+    """The file of `module` (a package: its folder), found without importing it."""
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or spec.origin is None:
+        return None
+    origin = Path(spec.origin)
+    return origin.parent if origin.name == "__init__.py" else origin
 
 
-def _shared_modules(files: list[Path]) -> list[Path]:
-    """The modules beside the backends (base.py, native.py ...) that these files import: their
-    reasons are the backend's too."""
+def _backend_folders() -> set[Path]:
+    """The folders that hold a registered backend's class (their backend.py's folder)."""
     out = set()
-    for path in files:
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.ImportFrom) and node.level >= 1:
-                base = path.parent if node.level == 1 else path.parent.parent
-                names = [node.module] if node.module else [a.name for a in node.names]
-                for name in names:
-                    candidate = base / f"{name.split('.')[0]}.py"
-                    if candidate.parent == HERE and candidate.is_file():
-                        out.add(candidate)
-    return sorted(out - set(files))
+    for entry in BACKENDS.values():
+        module = entry.target.split(":")[0]
+        path = _module_path(module)
+        if path is not None and module.rsplit(".", 1)[-1] == BACKEND_MODULE:
+            out.add(path.parent)
+    return out
+
+
+def _sources(backend: str) -> list[Path]:
+    """The backend's files: its folder (where its class is in the folder's backend.py), else its one
+    module; the modules of the shared layers (contract, gpu, cpu, shared, collectives) that they
+    import, directly or through each other; and the shared sources."""
+    entry = BACKENDS.get(backend)
+    path = _module_path(entry.target.split(":")[0]) if entry is not None else None
+    if path is None:
+        return []
+    module = entry.target.split(":")[0]  # type: ignore[union-attr]
+    files = sorted(path.parent.rglob("*.py")) if module.endswith("." + BACKEND_MODULE) else [path]
+    return files + _layer_modules(files) + list(SHARED_SOURCES)
+
+
+def _imported_files(path: Path) -> set[Path]:
+    """The files under kernels/backends/ that `path`'s relative imports name (a module, or a
+    package's names that are modules)."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if not isinstance(node, ast.ImportFrom) or node.level < 1:
+            continue
+        base = path.parent
+        for _ in range(node.level - 1):
+            base = base.parent
+        target = base.joinpath(*node.module.split(".")) if node.module else base
+        candidates = [target.with_suffix(".py"), *(target / f"{a.name}.py" for a in node.names)]
+        out |= {c.resolve() for c in candidates if c.is_file() and BACKENDS_DIR in c.resolve().parents}
+    return out
+
+
+def _layer_modules(files: list[Path]) -> list[Path]:
+    """The shared layers' modules these files import, and those that those import: their reasons
+    are the backend's too. Another backend's folder is never entered (no backend imports another)."""
+    folders = _backend_folders()
+    seen, todo = set(files), list(files)
+    while todo:
+        for found in _imported_files(todo.pop()):
+            if found not in seen and not any(f in found.parents for f in folders):
+                seen.add(found)
+                todo.append(found)
+    return sorted(seen - set(files))
 
 
 @cache
 def backend_reasons(backend: str) -> tuple[Reason, ...]:
     """Every reason `backend` (and the backends it delegates to) can give."""
-    from ..catalog import operations
+    from ...catalog import operations
 
     ops = set(operations())
     files = {p for b in (backend, *declaration_of(backend).delegates) for p in _sources(b)}

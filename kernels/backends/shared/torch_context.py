@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..inputs import drawn
-from ..padding import PadMode
-from ..precision import Precision
-from .base import Unsupported
-from .cuda_device import set_torch_precision_mode
+from ...inputs import drawn
+from ...padding import PadMode
+from ...precision import Precision
+from ..contract.base import Unsupported
+from ..gpu.cuda.device import set_torch_precision_mode
 
 DTYPES = {
     Precision.FP32: torch.float32,

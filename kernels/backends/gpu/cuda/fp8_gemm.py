@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import torch
 
-from .. import padding
-from ..catalog import GemmKernel
-from ..precision import Precision
-from ..reference.gemm import operands
-from ..reference.torch_checks import check_matmul
-from .base import Prepared, TimedPart, Unsupported
-from .torch_context import TorchContext
+from .... import padding
+from ....catalog import GemmKernel
+from ....precision import Precision
+from ....reference.gemm import operands
+from ....reference.torch_checks import check_matmul
+from ...contract.base import Prepared, TimedPart, Unsupported
+from ...shared.torch_context import TorchContext
 
 FP8_MULTIPLE = 16  # cuBLASLt fp8 GEMM (torch._scaled_mm) needs every dimension a multiple of 16
 FP8_DTYPE = torch.float8_e4m3fn
@@ -25,7 +25,7 @@ def prepare_fp8(ctx: TorchContext, kernel: GemmKernel) -> Prepared:
 
     cuBLASLt's fp8 GEMM accepts only the TN layout (A transposed, B not), so only DeepBench's
     TN kernels are run as DeepBench gave them; other layouts would change the problem."""
-    from .cuda_facts import fp8_supported
+    from .facts import fp8_supported
 
     if not ctx.is_cuda or not fp8_supported(ctx.device):
         raise Unsupported("fp8 GEMM needs an NVIDIA GPU of compute capability 8.9 or newer (cuBLASLt fp8)")

@@ -13,11 +13,11 @@ from typing import Any
 
 import torch
 
-from ..precision import Precision
-from ..results import Settings
-from ..timing import cuda as cuda_timer
-from ..timing.clocks import ClockReader
-from ..timing.stopping import StopRule
+from ....precision import Precision
+from ....results import Settings
+from ....timing import cuda as cuda_timer
+from ....timing.clocks import ClockReader
+from ....timing.stopping import StopRule
 
 CEILING_GEMM = 8192  # square GEMM size for the compute ceilings
 COPY_BYTES = 1 << 30  # device-to-device copy of 1 GiB (read + write counted)

@@ -35,8 +35,8 @@ import torch.distributed as dist
 
 from ...costs import FLOAT32_BYTES
 from ...results import Settings
-from .declaration import COLLECTIVES
-from .torch_dist import TorchCommunicator
+from ..collectives.declaration import COLLECTIVES
+from ..collectives.torch_dist import TorchCommunicator
 
 NCCL4PY_LIBRARY = "nccl (nccl4py)"
 NCCL_BUFFERS = "ncclMemAlloc"

@@ -1,0 +1,1 @@
+"""The gloo backend: collectives through torch.distributed's gloo process group, on host buffers (backend.py)."""

@@ -1,0 +1,1 @@
+"""The mpi backend: collectives through mpi4py on whichever MPI it loads (backend.py)."""
