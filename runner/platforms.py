@@ -2,16 +2,18 @@
 
 A platform names the image (built from images/<vendor>/), how the container reaches the devices
 (NVIDIA GPUs via a device request; ROCm via /dev/kfd and /dev/dri with the video group; Intel
-GPUs via /dev/dri; CPUs need nothing), the backend the harness uses there, and the precisions
-run when the user names none (DeepBench's: training in fp32 and 16-bit; its server inference in
+GPUs via /dev/dri; CPUs need nothing), and the precisions run when the user names none
+(DeepBench's: training in fp32 and 16-bit; its server inference in
 int8 for GEMM and convolution and fp32 for RNN and sparse GEMM, each beside fp16, on GPUs;
-CPUs in fp32)."""
+CPUs in fp32). The backend it runs is not named here: it is the one whose declaration prefers the
+platform most (kernels/backends: `preferred_backend`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from ..kernels import __version__
+from ..kernels.backends import declaration_of, preferred_backend
 from .errors import UserError
 
 ALL_SETS = "*"
@@ -23,7 +25,6 @@ class Platform:
     aliases: tuple[str, ...]
     description: str
     image_dir: str
-    backend: str
     device: str
     # set -> precisions, or set -> operation -> precisions (ALL_SETS: every other set/operation)
     default_precisions: dict[str, tuple[str, ...] | dict[str, tuple[str, ...]]]
@@ -32,6 +33,23 @@ class Platform:
     group_add: tuple[str, ...] = ()
     environment: dict[str, str] = field(default_factory=dict)
     platform_arch: str = "linux/amd64"
+
+    @property
+    def backend(self) -> str:
+        """The backend a plan on this platform names unless --backend says: the one whose
+        declaration prefers this platform most."""
+        chosen = preferred_backend(self.name)
+        if chosen is None:
+            raise UserError(f"no installed backend serves the {self.name} platform (see docs/architecture.md)")
+        return chosen
+
+    def summary(self) -> str:
+        """One line: what the platform is, and the backend and libraries it runs (from declarations)."""
+        declared = declaration_of(self.backend)
+        libraries = declared.libraries or tuple(
+            lib for name in declared.delegates for lib in declaration_of(name).libraries
+        )
+        return f"{self.description}: the {self.backend} backend ({', '.join(libraries)})"
 
     @property
     def image(self) -> str:
@@ -71,18 +89,16 @@ PLATFORMS: dict[str, Platform] = {
         Platform(
             "cpu",
             ("local", "x86", "x86_64"),
-            "any x86-64 CPU through PyTorch (MKL, oneDNN)",
+            "any x86-64 CPU",
             "intel",
-            "torch",
             "cpu",
             CPU_DEFAULTS,
         ),
         Platform(
             "intel",
             ("oneapi", "xeon"),
-            "Intel CPUs through PyTorch's oneDNN/MKL (Intel GPUs via /dev/dri)",
+            "Intel CPUs (Intel GPUs via /dev/dri)",
             "intel",
-            "torch",
             "cpu",
             CPU_DEFAULTS,
             devices=(),
@@ -90,9 +106,7 @@ PLATFORMS: dict[str, Platform] = {
         Platform(
             "nvidia",
             ("cuda", "nv"),
-            "NVIDIA GPUs: NVIDIA's own libraries called directly (the nvidia backend: "
-            "kernels/backends/nvidia/), PyTorch for RNNs, layers and models, NCCL",
-            "nvidia",
+            "NVIDIA GPUs",
             "nvidia",
             "cuda",
             GPU_DEFAULTS,
@@ -101,9 +115,8 @@ PLATFORMS: dict[str, Platform] = {
         Platform(
             "amd",
             ("rocm", "hip"),
-            "AMD GPUs through PyTorch-ROCm: rocBLAS/hipBLASLt, MIOpen, RCCL",
+            "AMD GPUs",
             "amd",
-            "torch",
             "cuda",
             GPU_DEFAULTS,
             devices=("/dev/kfd", "/dev/dri"),
@@ -112,9 +125,8 @@ PLATFORMS: dict[str, Platform] = {
         Platform(
             "arm",
             ("arm64", "aarch64", "raspberry-pi", "rpi"),
-            "ARM boards (Raspberry Pi): LiteRT, onnxruntime, PyTorch (oneDNN+ACL)",
+            "ARM boards (Raspberry Pi)",
             "arm",
-            "tflite",
             "cpu",
             ARM_DEFAULTS,
             platform_arch="linux/arm64",

@@ -29,7 +29,7 @@ def add_selection_arguments(parser: argparse.ArgumentParser, default_suite: str 
         metavar="SUITE",
         help=f"{', '.join(SUITES)}, model:NAME (default: {default_suite}); the first three are DeepBench's "
         "sets; sparse-2of4 is DeepBench's sparse GEMM shapes with 2:4 structured sparsity "
-        "(cuSPARSELt; not part of DeepBench's 629); model:NAME runs a real model's operators "
+        "(not part of DeepBench's 629); model:NAME runs a real model's operators "
         "(deepbench models list)",
     )
     g.add_argument("--ops", metavar="OPS", help=f"comma-separated operations: {', '.join(OPS)} (default: all)")

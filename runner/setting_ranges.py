@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..kernels.backends.collectives.common import MAX_EXACT_RANKS
+from ..kernels.backends import declared
 from ..kernels.results import MAX_SEED, Settings
 from .launch.modes import MODES
 
@@ -22,8 +22,8 @@ MAX_WARM_UP_S = 3600.0
 MAX_ENERGY_WINDOW_S = 60.0  # per part: a longer window is a typo (a suite would take hours more)
 MAX_LOCK_MHZ = 10_000  # no GPU clocks its SMs above this
 MAX_MIN_SAMPLE_S = 1.0  # --min-sample: a longer sample is a typo (the default time cap is 1 s per direction)
-# A collective's check sums small integers exactly in float32 up to this many ranks (distributed/common.py).
-MAX_RANKS = MAX_EXACT_RANKS
+# The most ranks any backend's results can be checked on (a collective's exact sums: its declaration's max_ranks).
+MAX_RANKS = max(d.max_ranks for d in declared().values())
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from deepbench.kernels.results import KernelResult, Plan, Status
 from deepbench.kernels.results_file import read_results
 from deepbench.kernels.suites import parse_where, select
 from deepbench.runner.analysis import nccl_tests
-from deepbench.runner.analysis.nccl_side_by_side import HarnessFigure, harness_figures, pair_up, summary
+from deepbench.runner.analysis.nccl_tests_side_by_side import HarnessFigure, harness_figures, pair_up, summary
 
 from .conftest import has_cuda, requires_gpu, run_cli
 
@@ -304,11 +304,11 @@ def test_report_sets_a_run_beside_nccl_tests(tmp_path: Path) -> None:
     assert pairs[0].harness_slowest_us == in_place.measurement.stats.median
     assert pairs[0].time_ratio == pytest.approx(pairs[0].harness_us / 19.64)
     line = summary(pairs, len(alone))  # gloo beside NCCL: shown, flagged, counted by no target
-    assert not pairs[0].on_nccl and pairs[0].latency_target is None
+    assert not pairs[0].same_library and pairs[0].latency_target is None
     assert line.startswith(
         "SUMMARY: busbw within 5% of nccl-tests at >= 4 MiB: 0/0; time at 400,000 B within 1.5x: 0/0"
     )
-    assert "2 pairs (2 not on NCCL: shown, not counted), 6 harness figures without" in line
+    assert "2 pairs (2 on another library: shown, not counted), 6 harness figures without" in line
     report = run_cli(
         "deepbench",
         "report",

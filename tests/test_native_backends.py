@@ -199,10 +199,10 @@ def _nvidia(monkeypatch: pytest.MonkeyPatch, bindings: bool):
 
     monkeypatch.setattr(nvidia, "CudaDevice", lambda settings: _FakeCuda())
     if bindings:
-        monkeypatch.setattr(native, "load_binding", lambda module, package: (types.ModuleType(module), ""))
+        monkeypatch.setattr(native, "load_binding", lambda module, package, hint: (types.ModuleType(module), ""))
     else:
         monkeypatch.setattr(
-            native, "load_binding", lambda module, package: (None, f"{package} is not installed; {native.INSTALL_HINT}")
+            native, "load_binding", lambda module, package, hint: (None, f"{package} is not installed; {hint}")
         )
     return nvidia.NvidiaBackend(Settings(device="cpu"))
 

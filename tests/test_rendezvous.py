@@ -89,7 +89,7 @@ def test_srun_mpi_plugin_is_tried_not_read_from_the_list(
 ) -> None:
     _fake_srun(tmp_path / "bin", pmix_loads)
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
-    plugin, need = cluster_needs.srun_mpi()
+    plugin, need = cluster_needs.srun_pmi_plugin()
     assert plugin == ("pmix" if pmix_loads else "pmi2") and need.status == "ok"
     if not pmix_loads:
         assert "lacks pmix" in need.text and "can not load PMIx library" in need.text
@@ -101,7 +101,7 @@ def test_needs_said_without_a_cluster(tmp_path: Path, monkeypatch: pytest.Monkey
     assert cluster_needs.filesystem_type(Path("/proc/self")) == "proc"
     need = cluster_needs.shared_folder(tmp_path, 2)
     assert need.status == "unchecked" and "every node must see it" in need.text
-    _plugin, need = cluster_needs.srun_mpi()
+    _plugin, need = cluster_needs.srun_pmi_plugin()
     assert need.status == "unchecked" and "srun is not here" in need.text
     assert cluster_needs.hostfile_need(str(tmp_path / "hosts"), 2).status == "missing"
     (tmp_path / "hosts").write_text("# nodes\nn1:2\nn2:2\nn3:2\n")

@@ -96,7 +96,7 @@ def test_precisions_without_a_2of4_product_are_unsupported_with_the_reason() -> 
 
 def test_cusparselt_backend_without_its_binding_says_what_to_install() -> None:
     from deepbench.kernels.backends import load_backend
-    from deepbench.kernels.backends.gpu.cuda.native import INSTALL_HINT
+    from deepbench.kernels.backends.gpu.cuda.packages import INSTALL_HINT
     from deepbench.kernels.results import Settings
 
     backend = load_backend("cusparselt", Settings(device="cpu"))
@@ -162,7 +162,7 @@ def test_the_dense_twin_runs_the_layout_of_the_2of4_product(monkeypatch: pytest.
             seen.append(kernel)
             raise Unsupported("recorded")
 
-    beside = DenseBeside(Settings(), None)
+    beside = DenseBeside("cusparselt", Settings(), cuda=None)
     monkeypatch.setattr(beside, "_dense", Recorder())
     kernel = suite_kernels(SUITE)[3]
     out = beside.measure(kernel, Precision.INT8, rule=None, layout=DENSE_LAYOUT)  # type: ignore[arg-type]

@@ -22,7 +22,7 @@ class Entry(NamedTuple):
 
 B = "deepbench.kernels.backends"
 BACKENDS: dict[str, Entry] = {
-    "torch": Entry(f"{B}.pytorch.backend:TorchBackend"),
+    "torch": Entry(f"{B}.pytorch.backend:TorchBackend", f"{B}.pytorch.declaration:TORCH"),
     # NVIDIA: each operation on its own library (nvidia/declaration.py), or one library forced for every kernel.
     "nvidia": Entry(f"{B}.nvidia.backend:NvidiaBackend", f"{B}.nvidia.declaration:NVIDIA"),
     "cublas": Entry(f"{B}.cublas.backend:CublasBackend", f"{B}.cublas.declaration:CUBLAS"),
@@ -30,12 +30,12 @@ BACKENDS: dict[str, Entry] = {
     "cusparse": Entry(f"{B}.cusparse.backend:CusparseBackend", f"{B}.cusparse.declaration:CUSPARSE"),
     "cusparselt": Entry(f"{B}.cusparselt.backend:CusparseLtBackend", f"{B}.cusparselt.declaration:CUSPARSELT"),
     # Collectives (all-reduce ...), one rank per process, started by torchrun / mpirun / srun.
-    "gloo": Entry(f"{B}.gloo.backend:GlooBackend"),
-    "nccl": Entry(f"{B}.nccl.backend:NcclBackend", f"{B}.collectives.declaration:COLLECTIVES"),
-    "rccl": Entry(f"{B}.nccl.backend:NcclBackend", f"{B}.collectives.declaration:COLLECTIVES"),
-    "mpi": Entry(f"{B}.mpi.backend:MpiBackend"),
-    "onnxruntime": Entry(f"{B}.onnxruntime.backend:OrtBackend"),
-    "tflite": Entry(f"{B}.tflite.backend:TfliteBackend"),
+    "gloo": Entry(f"{B}.gloo.backend:GlooBackend", f"{B}.gloo.declaration:GLOO"),
+    "nccl": Entry(f"{B}.nccl.backend:NcclBackend", f"{B}.nccl.declaration:NCCL"),
+    "rccl": Entry(f"{B}.nccl.backend:NcclBackend", f"{B}.nccl.declaration:RCCL"),
+    "mpi": Entry(f"{B}.mpi.backend:MpiBackend", f"{B}.mpi.declaration:MPI"),
+    "onnxruntime": Entry(f"{B}.onnxruntime.backend:OrtBackend", f"{B}.onnxruntime.declaration:ONNXRUNTIME"),
+    "tflite": Entry(f"{B}.tflite.backend:TfliteBackend", f"{B}.tflite.declaration:TFLITE"),
 }
 
 
@@ -73,6 +73,21 @@ def declarations(names: Iterable[str] | None = None) -> list[BackendDeclaration[
             declared = declaration_of(name)
             found.setdefault(declared.name, declared)
     return list(found.values())
+
+
+def declared() -> dict[str, BackendDeclaration[Any]]:
+    """Every registered backend's declaration, by the backend's name, in registry order (nccl and rccl
+    each with their own, though their options share one key)."""
+    return {name: declaration_of(name) for name in BACKENDS}
+
+
+def preferred_backend(platform: str) -> str | None:
+    """The backend a platform runs unless --backend names one: the backend whose declaration prefers
+    the platform most (the first registered on a tie); None where no backend serves it."""
+    ranked = [
+        (d.platforms[platform], -i, name) for i, (name, d) in enumerate(declared().items()) if platform in d.platforms
+    ]
+    return max(ranked)[2] if ranked else None
 
 
 def declaration_named(key: str) -> BackendDeclaration[Any] | None:

@@ -14,17 +14,17 @@ from ..backends.contract.declared_precisions import refuse_undeclared
 from ..backends.contract.dense_info import DenseTwinInfo
 from ..backends.contract.model_info import ModelRunInfo
 from ..inputs import drawn_for, poison, zero_input_check
-from ..noise import CpuWindow, contended
+from ..noise import CpuWindow
 from ..padding import PadMode
 from ..precision import PRECISIONS
+from ..result_flags import measured_flags
 from ..results import Check, KernelResult, PartResult, PlanItem, Settings, Status, TimeStats, utcnow
 from ..timing.cpu import METHOD as CPU_TIMER
 from ..timing.part_notes import TimerNotes
-from ..timing.stopping import CONVERGED, StopRule
+from ..timing.stopping import StopRule
 from .padding_info import PaddingInfo
 from .wall_info import AFTER, CHECK, FIRST_CALL, PREPARE, TIMING, Stopwatch
 
-NOISY_REL_IQR = 0.10  # flag a kernel whose interquartile range exceeds 10% of its median
 US_PER_S = 1e6
 
 
@@ -189,17 +189,14 @@ def finish(
     total = TimeStats.total(p.measurement.stats for p in parts)
     seconds = total.median / US_PER_S
     flops = sum(p.flops for p in parts)
-    flags = []
-    if any(p.measurement.stop_reason != CONVERGED for p in parts):
-        flags.append("unconverged")
-    if any(p.measurement.stats.rel_iqr > NOISY_REL_IQR for p in parts):
-        flags.append("noisy")
+    due = measured_flags(p.measurement for p in parts)  # unconverged, noisy, contended (result_flags.py)
+    flags = [flag for flag in ("unconverged", "noisy") if due[flag]]
     notes = [info_of(TimerNotes, p.info) or TimerNotes() for p in parts]
     if any(p.measurement.discarded for p in parts) or any(n.throttled_samples_kept for n in notes):
         flags.append("throttled")
     if any(n.clock_fell is not None for n in notes):
         flags.append("clock-fell")  # the SM clock fell while sampled: info.clock_fell names NVML's reasons
-    if any(contended(p.measurement.others_cores, p.measurement.spare_cores) for p in parts):
+    if due["contended"]:
         flags.append("contended")  # other processes held CPUs its threads used: the figure reads slow
     if any(n.timing_disagrees for n in notes):
         flags.append("timing-disagrees")  # --verify-timing: harness and profiler differ beyond 5%

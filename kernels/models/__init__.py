@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from importlib import import_module
 from typing import Literal
 
+# What extracting a model's operators (extract.py: the model built on PyTorch's meta device) needs.
+EXTRACTION_NEEDS = "PyTorch: pip install 'deepbench[torch]'"
 IMAGE_SIZE = 224  # ImageNet's evaluation crop, which the published FLOP counts use
 
 

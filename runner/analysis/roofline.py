@@ -64,5 +64,5 @@ def no_roof_reason(ceilings: dict[str, float], kind: str) -> str:
     if kind == "reference":
         return "published figures: no measured ceilings"
     if not ceilings:
-        return "this run recorded no measured ceilings (the torch backend measures them on GPUs and CPUs)"
+        return "this run recorded no measured ceilings (its backend measures none)"
     return ""

@@ -51,8 +51,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--wheels",
         type=Path,
         metavar="DIR",
-        help="take what the Dockerfile's extra index holds "
-        "(PyTorch's CPU wheels for intel) from the wheels in DIR instead",
+        help="take what the Dockerfile's extra index holds (the intel image's CPU wheels) from the wheels in "
+        "DIR instead",
     )
     w.add_argument("pip_args", nargs=argparse.REMAINDER, help="after --: more for pip download")
     lk = sub.add_parser(

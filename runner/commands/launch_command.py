@@ -23,7 +23,9 @@ import shlex
 import shutil
 import sys
 
+from ...kernels.backends import declaration_of
 from ...kernels.catalog import operations, traits_of
+from ...kernels.results import Plan
 from ..errors import UserError
 from ..launch.cluster_needs import (
     Need,
@@ -32,20 +34,19 @@ from ..launch.cluster_needs import (
     hostfile_need,
     rendezvous_port,
     shared_folder,
-    srun_mpi,
+    srun_pmi_plugin,
 )
-from ..launch.ranks import IMAGE_PYTHON, find_mpiexec, mpi_flavour
+from ..launch.ranks import IMAGE_PYTHON, find_mpiexec, launcher_of, mpiexec_flavour
 from ..platforms import Platform, get_platform
 
 NAME = "launch-command"
 HELP = "print the mpirun / srun commands for all-reduce across nodes"
 HARNESS = "-m deepbench.kernels.harness"
 DEFAULT_PORT = 29500
-# Variables the torch.distributed ranks need; NVLink multicast stays off where the site asks for it
-# (NCCL_NVLS_ENABLE); one CPU thread per rank unless the user says otherwise, as on one node.
-RENDEZVOUS_ENV = ("MASTER_ADDR", "MASTER_PORT", "NCCL_NVLS_ENABLE")
-# What Open MPI must pass on to its ranks (MPICH's Hydra passes the whole environment).
-OPENMPI_PASS = (*RENDEZVOUS_ENV, "OMP_NUM_THREADS", "PATH", "PYTHONUNBUFFERED", "DEEPBENCH_LAUNCHER")
+# What every rank needs besides the rendezvous and its backend's variables (its declaration's
+# rank_environment): one CPU thread per rank unless the user says otherwise, as on one node. Open MPI
+# must be told to pass these on (MPICH's Hydra passes the whole environment).
+RANK_PASS = ("OMP_NUM_THREADS", "PATH", "PYTHONUNBUFFERED", "DEEPBENCH_LAUNCHER")
 THREADS = "OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}"
 
 
@@ -64,7 +65,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--engine", choices=("mpirun", "srun", "all"), default="all", help="which commands to print")
     g.add_argument("--hostfile", default="hosts", metavar="FILE", help="mpirun's host file (default: hosts)")
-    g.add_argument("--master-port", type=int, default=DEFAULT_PORT, help="torch.distributed rendezvous port")
+    g.add_argument("--master-port", type=int, default=DEFAULT_PORT, help="the ranks' rendezvous port (MASTER_PORT)")
     collectives = ",".join(op for op in operations() if traits_of(op).collective)  # what runs across ranks
     parser.set_defaults(ops=collectives, suite="train", local=True)
 
@@ -80,15 +81,14 @@ def run(args: argparse.Namespace) -> int:
     args.ranks = args.nodes * args.gpus_per_node
     plan, outdir = run_module._new_plan(args, platform)
     out = str(outdir.resolve())
-    mpi = plan.backend == "mpi"
-    layout = Layout(args, platform, out, mpi)
+    layout = Layout(args, platform, out, plan)
     print(
         f"# plan: {out}/plan.json  ({len(plan.items)} collective kernels, backend {plan.backend}, "
         f"{args.ranks} ranks = {args.nodes} nodes x {args.gpus_per_node})"
     )
     print("# what the commands need, checked from here:")
     needs = [shared_folder(outdir.resolve(), args.nodes)]
-    if not mpi:  # the MPI backend meets through its own launcher, not at MASTER_ADDR:MASTER_PORT
+    if not layout.by_engine:  # ranks an engine's own processes meet through it, not at MASTER_ADDR:MASTER_PORT
         needs.append(rendezvous_port(args.master_port, first_node(allocation_nodes(), args.hostfile)))
     print("\n".join(n.line() for n in needs))
     if args.engine in ("mpirun", "all"):
@@ -102,8 +102,15 @@ def run(args: argparse.Namespace) -> int:
 class Layout:
     """The command lines for one plan: N nodes x G ranks, on the nodes or in containers."""
 
-    def __init__(self, args: argparse.Namespace, platform: Platform, out: str, mpi: bool) -> None:
-        self.args, self.platform, self.out, self.mpi = args, platform, out, mpi
+    def __init__(self, args: argparse.Namespace, platform: Platform, out: str, plan: Plan) -> None:
+        self.args, self.platform, self.out, self.backend = args, platform, out, plan.backend
+        launcher, declared = launcher_of(plan.backend), declaration_of(plan.backend)
+        # an engine that is a program of its own (mpirun): the ranks are its processes and meet through it
+        self.by_engine = not launcher.module
+        self.rendezvous = launcher.rendezvous_env  # the variables torchrun's ranks meet through
+        self.rank_env = dict(declared.rank_environment)  # the backend's own, with the default a site's unset gets
+        self.passed = (*self.rendezvous, *self.rank_env, *RANK_PASS)
+        self.install_hint = declared.install_hint
         self.n, self.g = args.ranks, args.gpus_per_node
         self.image = args.image or platform.image
         # on the nodes: this Python (the one with deepbench here; a shared install puts it at the same
@@ -117,36 +124,30 @@ class Layout:
         return f"deepbench-run --resume {shlex.quote(self.out)} --launch {shlex.quote(ranks_command)}"
 
     def exports(self, master: str) -> str:
-        if self.mpi:
+        if not self.rendezvous:
             return f"export {THREADS}"
-        return (
-            f"export MASTER_ADDR={master} MASTER_PORT={self.args.master_port} "
-            f"NCCL_NVLS_ENABLE=${{NCCL_NVLS_ENABLE:-0}} {THREADS}"
-        )
+        own = "".join(f"{name}=${{{name}:-{value}}} " for name, value in self.rank_env.items())
+        return f"export MASTER_ADDR={master} MASTER_PORT={self.args.master_port} {own}{THREADS}"
 
     def mpirun(self) -> str:
         hostfile = self.args.hostfile
         first = "$(head -n1 " + shlex.quote(hostfile) + " | cut -d' ' -f1 | cut -d: -f1)"
         needs = [hostfile_need(hostfile, self.args.nodes)]
         try:
-            mpiexec = find_mpiexec()
-            flavour, version = mpi_flavour(mpiexec)
-            needs.append(
-                Need(
-                    "ok",
-                    f"{mpiexec}: {flavour} {version}".strip() + (" (the MPI mpi4py loads here)" if self.mpi else ""),
-                )
-            )
+            mpiexec = find_mpiexec(self.install_hint)
+            flavour, version = mpiexec_flavour(mpiexec)
+            mine = f" (the MPI the {self.backend} backend loads here)" if self.by_engine else ""
+            needs.append(Need("ok", f"{mpiexec}: {flavour} {version}".strip() + mine))
         except UserError as exc:
             mpiexec, flavour = "mpirun", "unknown"
             needs.append(Need("missing", str(exc)))
-        # the one on PATH by its name, any other by its path (the mpi backend needs the MPI mpi4py loads)
+        # the one on PATH by its name, any other by its path (an MPI backend needs the MPI its binding loads)
         name = os.path.basename(mpiexec)
         shown = name if _same_file(mpiexec, name) else mpiexec
         hydra = f"{shown} -f {shlex.quote(hostfile)} -n {self.n} -ppn {self.g} {self.harness}"
         openmpi = (
             f"{shown if flavour == 'openmpi' else 'mpirun'} --hostfile {shlex.quote(hostfile)} -np {self.n} "
-            f"--map-by ppr:{self.g}:node " + " ".join(f"-x {v}" for v in OPENMPI_PASS) + f" {self.harness}"
+            f"--map-by ppr:{self.g}:node " + " ".join(f"-x {v}" for v in self.passed) + f" {self.harness}"
         )
         main, other, other_name = (
             (openmpi, hydra, "MPICH (Hydra)") if flavour == "openmpi" else (hydra, openmpi, "Open MPI")
@@ -159,17 +160,18 @@ class Layout:
             self.supervised(main),
             f"# with {other_name} instead: {self.supervised(other)}",
         ]
-        if self.mpi:
+        if self.by_engine:
             lines.append(
-                "# the mpi backend in containers needs the MPI's process manager in the container "
+                f"# the {self.backend} backend in containers needs the MPI's process manager in the container "
                 "(PMIx): use srun --mpi=pmix with pyxis"
             )
         else:
             rank_vars = ["OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"]
-            docker = _docker(self.platform, self.image, self.out, [*RENDEZVOUS_ENV, "OMP_NUM_THREADS", *rank_vars])
+            rendezvous = (*self.rendezvous, *self.rank_env)
+            docker = _docker(self.platform, self.image, self.out, [*rendezvous, "OMP_NUM_THREADS", *rank_vars])
             per_rank = (
                 f"mpirun --hostfile {shlex.quote(hostfile)} -np {self.n} --map-by ppr:{self.g}:node "
-                + " ".join(f"-x {v}" for v in RENDEZVOUS_ENV)
+                + " ".join(f"-x {v}" for v in rendezvous)
                 + f" {docker} {self.in_image}"
             )
             lines.append(f"# Open MPI, one container per rank: {self.supervised(per_rank)}")
@@ -182,8 +184,8 @@ class Layout:
     def srun(self) -> str:
         needs: list[Need] = []
         pmi = ""
-        if self.mpi:
-            plugin, need = srun_mpi()
+        if self.by_engine:
+            plugin, need = srun_pmi_plugin()
             needs.append(need)
             pmi = f" --mpi={plugin}"
         gpus = f" --gpus-per-node={self.g}" if self.platform.gpus or self.platform.devices else ""

@@ -19,7 +19,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from ...kernels.models import MODELS
+from ...kernels.models import EXTRACTION_NEEDS, MODELS
 from ...kernels.precision import Precision
 from ..analysis.model_compare import DEPARTURE_FACTOR, ModelComparison, compare_runs
 from ..analysis.model_level import ModelLevel, model_levels
@@ -128,7 +128,7 @@ def _extract(args: argparse.Namespace) -> int:
     try:
         from ...kernels.models.extract import extract
     except ImportError as exc:
-        raise UserError(f"extraction needs torch: pip install 'deepbench[torch]' ({exc})") from None
+        raise UserError(f"extraction needs {EXTRACTION_NEEDS} ({exc})") from None
     from ...kernels.models.suite import dataset_kernels, kernel_for
 
     if args.out:

@@ -13,22 +13,22 @@ the time of each direction, the noise (IQR over the median), the roofline bound 
 measured peak (blank where the run measured no ceilings), status, check and the notes of figures
 that cannot be true as they stand (runner/analysis/sanity.py); then a summary per operation and precision.
 With --nccl-tests, a run's collectives then stand beside nccl-tests' figures for the same collective,
-ranks, size and method (runner/analysis/nccl_side_by_side.py), with a SUMMARY line against the targets."""
+ranks, size and method (runner/analysis/nccl_tests_side_by_side.py), with a SUMMARY line against the targets."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from ..analysis.nccl_side_by_side import harness_figures, pair_up, summary
 from ..analysis.nccl_tests import NcclTestsError, Output
 from ..analysis.nccl_tests import read as read_nccl_tests
+from ..analysis.nccl_tests_side_by_side import harness_figures, pair_up, summary
 from ..analysis.sources import load_source, read_run_folder
 from ..errors import UserError
 from ..outpaths import writable_file
 from ..render import render_formats
 from ..render.display import add_columns_argument, make_console, print_tables
-from ..render.nccl_side_by_side_table import side_by_side_tables
+from ..render.nccl_tests_table import side_by_side_tables
 from ..render.report_render import write_report
 
 NAME = "report"

@@ -171,7 +171,7 @@ def rendezvous_port(port: int, master: str | None) -> Need:
     )
 
 
-def srun_mpi() -> tuple[str, Need]:
+def srun_pmi_plugin() -> tuple[str, Need]:
     """The `srun --mpi=` plugin for MPI ranks: PMIx where Slurm can load it, else PMI-2. Listed
     is not enough (`srun --mpi=list` names pmix where the PMIx library is missing), so each is
     tried on a job that is checked but never submitted (--test-only)."""

@@ -27,6 +27,8 @@ import sys
 import time
 from pathlib import Path
 
+from deepbench.kernels.backends import declaration_of, declared
+from deepbench.kernels.backends.contract.declaration import Launcher
 from deepbench.kernels.catalog import operations, traits_of
 from deepbench.kernels.harness.record import read_facts
 
@@ -35,28 +37,40 @@ from ..option_types import integer
 from ..setting_ranges import MAX_RANKS
 from .local import HARNESS_MODULE, LOG_FILE, LocalHarness
 
-MPI_BACKENDS = ("mpi",)
-TORCH_BACKENDS = ("gloo", "nccl", "rccl", "torch")
-# Backends that run all-reduce through torch.distributed on one device: several ranks pick gloo or NCCL.
-DEVICE_BACKENDS = ("torch", "nvidia")
 KILL_GRACE_S = 3.0
+MPIEXEC_NAMES = ("mpiexec", "mpirun")
 
 
-def engine_for(backend: str) -> str:
-    return "mpirun" if backend in MPI_BACKENDS else "torchrun"
+def launcher_of(backend: str) -> Launcher:
+    """The engine that starts `backend`'s ranks, as its declaration says (a plan with several ranks
+    names a collective backend: plan_backend)."""
+    launcher = declaration_of(backend).launcher
+    if launcher is None:
+        raise UserError(f"the {backend} backend runs as one process: it has no ranks to start")
+    return launcher
 
 
-def find_mpiexec() -> str:
-    """The mpiexec beside this Python first (a pip wheel's: the MPI mpi4py loads here), then PATH."""
+def collective_backends() -> dict[str, list[str]]:
+    """Each engine's name and the collective backends whose ranks it starts (help text, errors)."""
+    out: dict[str, list[str]] = {}
+    for name, declared_ in declared().items():
+        if declared_.launcher is not None:
+            out.setdefault(declared_.launcher.name, []).append(name)
+    return out
+
+
+def find_mpiexec(hint: str = "") -> str:
+    """The mpiexec beside this Python first (a pip wheel's: the MPI mpi4py loads here), then PATH.
+    `hint`: what to install, said where none is found."""
     here = os.path.dirname(sys.executable)
-    for name in ("mpiexec", "mpirun"):
+    for name in MPIEXEC_NAMES:
         found = shutil.which(name, path=here) or shutil.which(name)
         if found:
             return found
-    raise UserError("the mpi backend needs mpiexec: pip install -e '.[mpi]' (MPICH's wheel) or a system MPI")
+    raise UserError(f"no mpiexec or mpirun here: {hint or 'install an MPI library with its launcher'}")
 
 
-def mpi_flavour(mpiexec: str) -> tuple[str, str]:
+def mpiexec_flavour(mpiexec: str) -> tuple[str, str]:
     """('mpich' | 'openmpi' | 'unknown', version) from `mpiexec --version`."""
     try:
         out = subprocess.run([mpiexec, "--version"], capture_output=True, text=True, timeout=30).stdout
@@ -75,9 +89,10 @@ def launch_argv(
     """The engine's command line that starts `ranks` harness ranks on this node, and the
     environment it needs (also what a container runner runs inside the container)."""
     harness = [python, "-m", HARNESS_MODULE, str(plan_path), str(outdir)]
-    if engine_for(backend) == "mpirun":
-        mpiexec = find_mpiexec()
-        flavour, version = mpi_flavour(mpiexec)
+    launcher = launcher_of(backend)
+    if not launcher.module:  # a program of its own: mpiexec
+        mpiexec = find_mpiexec(declaration_of(backend).install_hint)
+        flavour, version = mpiexec_flavour(mpiexec)
         extra = (
             ["--oversubscribe"] + (["--allow-run-as-root"] if os.geteuid() == 0 else []) if flavour == "openmpi" else []
         )
@@ -86,7 +101,7 @@ def launch_argv(
     argv = [
         python,
         "-m",
-        "torch.distributed.run",
+        launcher.module,
         "--standalone",
         f"--nproc-per-node={ranks}",
         "--max-restarts=0",
@@ -95,7 +110,7 @@ def launch_argv(
         str(plan_path),
         str(outdir),
     ]
-    return argv, {"DEEPBENCH_LAUNCHER": f"torchrun --standalone --nproc-per-node={ranks}"}
+    return argv, {"DEEPBENCH_LAUNCHER": f"{launcher.name} --standalone --nproc-per-node={ranks}"}
 
 
 def launched_argv(command: str, plan_path: Path, outdir: Path) -> tuple[list[str], dict[str, str]]:
@@ -127,33 +142,28 @@ IMAGE_PYTHON = "/opt/deepbench/bin/python"
 
 def container_entrypoint(backend: str, ranks: int, python: str = IMAGE_PYTHON) -> tuple[list[str], dict[str, str]]:
     """The engine inside a container: an entrypoint to which docker appends the plan and results
-    paths (the container's command), so one container holds every rank of the node. MPI needs the
-    image built with the `mpi` extra (mpiexec beside the harness's Python)."""
-    if engine_for(backend) == "mpirun":
-        mpiexec = str(Path(python).parent / "mpiexec")
+    paths (the container's command), so one container holds every rank of the node. An engine that is
+    a program of its own (mpiexec) needs the image built with its package (beside the harness's
+    Python); what the ranks need set in a container comes from the launcher's declaration."""
+    launcher = launcher_of(backend)
+    env = dict(launcher.container_env)
+    if not launcher.module:
+        mpiexec = str(Path(python).parent / MPIEXEC_NAMES[0])
         return [mpiexec, "-n", str(ranks), python, "-m", HARNESS_MODULE], {
             "DEEPBENCH_LAUNCHER": f"{mpiexec} (in the container)",
-            "OMP_NUM_THREADS": "1",
-            # MPICH copies between ranks with process_vm_readv (CMA) by default, which needs
-            # CAP_SYS_PTRACE; the container has no capabilities, so use shared memory instead.
-            "MPIR_CVAR_CH4_CMA_ENABLE": "0",
+            **env,
         }
     return [
         python,
         "-m",
-        "torch.distributed.run",
+        launcher.module,
         "--standalone",
         f"--nproc-per-node={ranks}",
         "--max-restarts=0",
         "--local-addr=127.0.0.1",
         "-m",
         HARNESS_MODULE,
-    ], {
-        "DEEPBENCH_LAUNCHER": f"torchrun --nproc-per-node={ranks} (in the container)",
-        # no network but the loopback: the ranks' sockets must use it
-        "GLOO_SOCKET_IFNAME": "lo",
-        "NCCL_SOCKET_IFNAME": "lo",
-    }
+    ], {"DEEPBENCH_LAUNCHER": f"{launcher.name} --nproc-per-node={ranks} (in the container)", **env}
 
 
 def with_ranks(options: dict, plan) -> dict:  # docker create options (runner/launch/container.py), Plan
@@ -265,6 +275,7 @@ def process_alive(pid: int) -> bool:
 
 # ----- command line ---------------------------------------------------------------------------
 def add_rank_arguments(parser) -> None:  # argparse.ArgumentParser
+    engines = "; ".join(f"{engine} (--backend {'/'.join(names)})" for engine, names in collective_backends().items())
     g = parser.add_argument_group("collectives (all-reduce, all-gather, ...: --suite collectives)")
     g.add_argument(
         "--ranks",
@@ -272,7 +283,7 @@ def add_rank_arguments(parser) -> None:  # argparse.ArgumentParser
         default=1,
         metavar="N",
         help="processes for the collectives on this node: one per GPU, or N CPU processes (default 1); "
-        "started by torchrun (--backend gloo/nccl/rccl, the default) or mpirun (--backend mpi)",
+        f"started by {engines}; the platform's backend picks its device's collective backend",
     )
     g.add_argument(
         "--launch",
@@ -283,11 +294,10 @@ def add_rank_arguments(parser) -> None:  # argparse.ArgumentParser
     )
 
 
-def plan_backend(args, platform, kernels) -> str:  # (argparse.Namespace, Platform, list[Kernel])
-    """The backend a plan names. Several ranks run the collective only, through torch.distributed
-    on the platform's device (gloo on CPUs, NCCL on GPUs: RCCL under ROCm) unless --backend says mpi."""
-    backend = args.backend or platform.backend
-    ranks = getattr(args, "ranks", 1)
+def plan_backend(backend: str, ranks: int, platform, kernels) -> str:  # (Platform, list[Kernel])
+    """The backend a plan names for `backend` (asked for, or the platform's) on `ranks` ranks.
+    Several ranks run the collectives only, on a collective backend: the one asked for, or the one
+    the backend's declaration names for the platform's device (NCCL on GPUs, gloo on CPUs ...)."""
     if ranks < 1:
         raise UserError(f"--ranks must be at least 1, not {ranks}")
     if ranks == 1:
@@ -299,13 +309,18 @@ def plan_backend(args, platform, kernels) -> str:  # (argparse.Namespace, Platfo
             f"--ranks {ranks} runs collectives only, and the selection also has {', '.join(others)}: "
             f"add --ops {collectives}"
         )
-    if backend in DEVICE_BACKENDS:
-        return "nccl" if platform.device.startswith("cuda") else "gloo"
-    if backend not in (*MPI_BACKENDS, *TORCH_BACKENDS):
-        raise UserError(f"--ranks needs a collective backend: gloo, nccl, rccl or mpi (not {backend})")
-    return backend
+    declared_ = declaration_of(backend)
+    if declared_.launcher is not None:
+        return backend
+    collective = declared_.collective_backend(platform.device)
+    if collective:
+        return collective
+    names = ", ".join(name for names in collective_backends().values() for name in names)
+    raise UserError(f"--ranks needs a collective backend: {names} (not {backend})")
 
 
 def needs_engine(plan) -> bool:  # Plan
-    """Whether the harness must be started by an engine (several ranks, or MPI at all)."""
-    return plan.settings.ranks > 1 or plan.backend in MPI_BACKENDS
+    """Whether the harness must be started by an engine (several ranks, or a backend whose engine
+    starts even one rank)."""
+    launcher = declaration_of(plan.backend).launcher
+    return plan.settings.ranks > 1 or (launcher is not None and launcher.always)

@@ -23,10 +23,12 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-from deepbench.kernels.backends import declaration_of
+from deepbench.kernels.backends import BACKENDS, declaration_of
+from deepbench.kernels.backends.contract.declared_precisions import makers_of
 from deepbench.kernels.harness.protocol import ExitCode
 from deepbench.kernels.harness.record import build_record, read_facts, write_record
 from deepbench.kernels.padding import PadMode
+from deepbench.kernels.precision import DECLARED_ONLY, PRECISIONS, Precision
 from deepbench.kernels.results import (
     INPUT_DISTRIBUTIONS,
     MAX_SEED,
@@ -77,12 +79,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     where.add_argument(
         "--local", action="store_true", help="run the harness in a subprocess on this machine, with no container"
     )
-    where.add_argument(
-        "--backend",
-        help="harness backend (default: the platform's; on nvidia each operation on the backend of its "
-        f"own library, one of {', '.join(declaration_of(PLATFORMS['nvidia'].backend).delegates)}; name one "
-        "to force it for every kernel)",
-    )
+    where.add_argument("--backend", metavar="B", help=_backend_help())
     image = parser.add_argument_group("container (without --local)")
     image.add_argument(
         "--image",
@@ -116,12 +113,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_selection_arguments(parser)
     add_rank_arguments(parser)
-    parser.add_argument(
-        "--precision",
-        metavar="P",
-        help="comma-separated: fp32, tf32, fp16, bf16, int8, fp8, or fp16acc16 (DeepBench's own half GEMM "
-        "call: fp16 accumulate, cublas only) (default: the platform's DeepBench precisions for the suite)",
-    )
+    parser.add_argument("--precision", metavar="P", help=_precision_help())
     m = parser.add_argument_group("measurement")
     mode = m.add_mutually_exclusive_group()
     mode.add_argument(
@@ -245,6 +237,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     out.add_argument("--quiet", action="store_true", help="no per-kernel lines, only the tables")
     parser.set_defaults(mode="default")
+
+
+def _backend_help() -> str:
+    """--backend's help, from the declarations: each platform's backend (one that routes each operation
+    to another backend's library names those), and every other backend."""
+    chosen = []
+    for platform in PLATFORMS.values():
+        delegates = declaration_of(platform.backend).delegates
+        chosen.append(
+            f"{platform.name}: {platform.backend}"
+            + (f" (each operation on {', '.join(delegates)})" if delegates else "")
+        )
+    return (
+        f"harness backend, one of {', '.join(BACKENDS)} (default: the platform's; {'; '.join(chosen)}); "
+        "name one to force it for every kernel"
+    )
+
+
+def _precision_help() -> str:
+    """--precision's help: every precision, those that name one library call's arithmetic with the
+    backends that declare them (kernels/backends/contract/declared_precisions.py)."""
+    common = ", ".join(p.value for p in Precision if p not in DECLARED_ONLY)
+    declared_only = "; ".join(
+        f"{p.value} ({PRECISIONS[p].description}; the {', '.join(makers_of(p))} backend only)" for p in DECLARED_ONLY
+    )
+    return f"comma-separated: {common}, or {declared_only} (default: the platform's DeepBench precisions for the suite)"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -444,7 +462,7 @@ def plan_for(args: argparse.Namespace, platform: Platform) -> tuple[Plan, Path]:
     run_id = f"{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{platform.name}-{suite_name}"
     outdir = args.out or DEFAULT_RESULTS / run_id
     selection = chosen.record(default_precisions(kernels, platform))
-    backend = plan_backend(args, platform, list(kernels))
+    backend = plan_backend(args.backend or platform.backend, getattr(args, "ranks", 1), platform, list(kernels))
     plan = Plan(
         run_id=run_id,
         suite=args.suite,

@@ -15,6 +15,7 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from deepbench.kernels.noise import NoiseRecord
+from deepbench.kernels.result_flags import NOISY_REL_IQR
 
 from ..errors import UserError
 from .table_fit import Layout, column_widths, fit, footnoted, match_columns
@@ -63,7 +64,7 @@ LEFT = (
     "sources",
 )
 MARKS = (
-    "~ unconverged (stopped at the time cap), ± noisy (IQR over 10% of the median), ! throttled, "
+    f"~ unconverged (stopped at the time cap), ± noisy (IQR over {NOISY_REL_IQR:.0%} of the median), ! throttled, "
     "c contended (other processes held its CPUs), ↓ clock fell while sampled; "
     "times are medians of the samples, IQR their interquartile range over the median"
 )

@@ -42,9 +42,7 @@ from ...kernels import __version__
 from ...kernels.backends import result_backends
 from ...kernels.catalog import traits_of
 from ...kernels.format_versions import FormatVersionError, upgrade
-from ...kernels.harness.execute import NOISY_REL_IQR
 from ...kernels.model_kernel import MODEL_TOLERANCE
-from ...kernels.noise import contended
 from ...kernels.op_traits import Tolerance
 from ...kernels.precision import PRECISIONS, TRANSFORM_TOLERANCE, Precision, recurrence_tolerance, tolerance
 from ...kernels.provenance import (
@@ -55,6 +53,7 @@ from ...kernels.provenance import (
     package_sha256,
     sha256_file,
 )
+from ...kernels.result_flags import measured_flags
 from ...kernels.results import (
     PLAN_SCHEMA,
     RESULT_SCHEMA,
@@ -586,12 +585,7 @@ def tolerance_bound(r: KernelResult, direction: str) -> float:
 
 def _check_flags(r: KernelResult, report: Report) -> None:
     """The flags that follow from the measurements alone must be there exactly when they follow."""
-    derived = {
-        "unconverged": any(p.measurement.stop_reason != "converged" for p in r.parts),
-        "noisy": any(p.measurement.stats.rel_iqr > NOISY_REL_IQR for p in r.parts),
-        "contended": any(contended(p.measurement.others_cores, p.measurement.spare_cores) for p in r.parts),
-    }
-    for flag, due in derived.items():
+    for flag, due in measured_flags(p.measurement for p in r.parts).items():
         if due != (flag in r.flags):
             report.add(
                 r.id,

@@ -8,7 +8,7 @@ time within 1.5x).
 RUN: folders written by `deepbench-run --suite collectives --ranks N` (graph and eager runs may both be
 given); FILE: nccl-tests' text output (several binaries per file allowed). Pairs are made only for the
 same collective, ranks, size (nccl-tests' bytes) and method (nccl-tests -G beside the harness's graph
-timing, plain beside eager): runner/analysis/nccl_side_by_side.py. `deepbench report RUN --nccl-tests
+timing, plain beside eager): runner/analysis/nccl_tests_side_by_side.py. `deepbench report RUN --nccl-tests
 FILE` prints the same for one run."""
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ import json
 import sys
 from pathlib import Path
 
-from deepbench.runner.analysis.nccl_side_by_side import harness_figures, pair_up, summary
 from deepbench.runner.analysis.nccl_tests import NcclTestsError
 from deepbench.runner.analysis.nccl_tests import read as read_nccl_tests
+from deepbench.runner.analysis.nccl_tests_side_by_side import harness_figures, pair_up, summary
 from deepbench.runner.analysis.sources import read_run_folder
 from deepbench.runner.errors import UserError
 from deepbench.runner.render.display import make_console, print_tables
-from deepbench.runner.render.nccl_side_by_side_table import side_by_side_tables
+from deepbench.runner.render.nccl_tests_table import side_by_side_tables
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -39,9 +39,8 @@ from ...results import Check, Measurement, PartResult, Settings
 from ...timing.sampling import Step, sample_until
 from ...timing.stopping import REPEAT_COUNT, CallBudget, Progress, Stop, StopRule
 from ..contract.base import Backend, Prepared, TimedPart, Unsupported
-from .declaration import COLLECTIVES
+from .declaration import COLLECTIVES, MAX_EXACT_RANKS
 from .problems import Problem, problem
-from .values import MAX_EXACT_RANKS
 
 METHOD = "collective-host-clock"
 CHECK_METHOD = "exact-sum"

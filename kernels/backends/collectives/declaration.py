@@ -1,7 +1,9 @@
-"""What the collective backends declare (backends/contract/declaration.py), importable without torch or NCCL:
-how the timed calls of a collective are launched on CUDA (--collective-timing), stored under the
-nccl backend's name and read by every collective backend (host buffers are always eager), and the
-facts each collective result records (`CollectiveInfo`, `CollectivePartInfo`)."""
+"""What the collective layer declares for its backends (gloo/, nccl/, mpi/), importable without torch or
+NCCL: how the timed calls of a collective are launched on CUDA
+(--collective-timing), stored under the nccl backend's name and read by every collective backend (host
+buffers are always eager); the facts each collective result records (`CollectiveInfo`,
+`CollectivePartInfo`); the engines that start their ranks (`TORCHRUN`, `MPIRUN`); and the most ranks
+the exact check can sum."""
 
 from __future__ import annotations
 
@@ -10,7 +12,24 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..contract.declaration import BackendDeclaration, BackendOptions, PartInfo, add_choice
+from ..contract.declaration import BackendDeclaration, BackendOptions, Launcher, PartInfo, add_choice
+
+# Values on each rank are integers in [1, VALUE_MAX] (values.py): sums of up to 2**24 / VALUE_MAX ranks
+# are exact in float32, and they are never zeros or constants.
+VALUE_MAX = 8
+MAX_EXACT_RANKS = 2**24 // VALUE_MAX
+# The engines that start collective ranks (runner/launch/ranks.py drives them): torchrun meets its ranks
+# at MASTER_ADDR:MASTER_PORT across nodes; mpirun (mpiexec) through its own launcher.
+# In a container with no network but the loopback, torchrun's ranks must keep their sockets on it (gloo
+# carries every rank's control messages, NCCL its bootstrap); MPICH's ranks copy through shared memory
+# instead of process_vm_readv (CMA), which needs CAP_SYS_PTRACE, a capability the container lacks.
+TORCHRUN = Launcher(
+    "torchrun",
+    "torch.distributed.run",
+    ("MASTER_ADDR", "MASTER_PORT"),
+    (("GLOO_SOCKET_IFNAME", "lo"), ("NCCL_SOCKET_IFNAME", "lo")),
+)
+MPIRUN = Launcher("mpirun", container_env=(("OMP_NUM_THREADS", "1"), ("MPIR_CVAR_CH4_CMA_ENABLE", "0")), always=True)
 
 CollectiveTiming = Literal["graph", "eager"]
 # How nccl4py's communicators are configured (nccl4py_comm.py): as nccl-tests configures its own,
@@ -44,7 +63,7 @@ class CollectivePartInfo(PartInfo):
     busbw_gbps: float | None = None
     bus_factor: float | None = None
     time_max_over_ranks_us: float | None = None
-    time_mean_over_ranks_us: float | None = None  # what nccl-tests' -a 1 reports (nccl_side_by_side.py)
+    time_mean_over_ranks_us: float | None = None  # what nccl-tests' -a 1 reports (nccl_tests_side_by_side.py)
 
 
 class OutOfPlace(BaseModel):
@@ -84,7 +103,11 @@ class CollectiveInfo(PartInfo):
 
 
 class CollectiveDeclaration(BackendDeclaration[CollectiveOptions]):
+    """A collective backend whose options are the collective layer's (stored under `nccl`)."""
+
     part_info = CollectivePartInfo
+    launcher = TORCHRUN
+    max_ranks = MAX_EXACT_RANKS
 
     def add_arguments(self, group: argparse._ArgumentGroup) -> None:
         add_choice(

@@ -13,10 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-# Values on each rank are integers in [1, VALUE_MAX]: sums of up to 2**24 / VALUE_MAX ranks are
-# exact in float32, and they are never zeros or constants.
-VALUE_MAX = 8
-MAX_EXACT_RANKS = 2**24 // VALUE_MAX
+from .declaration import MAX_EXACT_RANKS, VALUE_MAX  # noqa: F401 - MAX_EXACT_RANKS: the bound these values keep
+
 CHUNK = 1 << 22  # values per generator: large enough to amortise a generator, small enough to share out
 
 

@@ -87,6 +87,8 @@ class Backend(ABC):
     # which the harness trusts over the engine's variables (kernels/launch_rank.py).
     ranked: ClassVar[bool] = False
     rank: int = 0
+    # Why its library cannot be used here ('' where it can): its kernels are then unsupported with it.
+    missing: str = ""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
@@ -94,6 +96,11 @@ class Backend(ABC):
     @abstractmethod
     def prepare(self, kernel: Kernel, precision: Precision) -> Prepared:
         """Allocate inputs and outputs for the kernel; raise Unsupported with the reason."""
+
+    def covers(self, kernel: Kernel, precision: Precision) -> bool:
+        """Whether it runs the kernel in the precision (a router's choice, shared/router.py): by
+        default every kernel, where its library loads."""
+        return not self.missing
 
     def cpu_threads(self) -> int | None:
         """The CPU threads this backend computes with (None: all usable CPUs): the harness counts

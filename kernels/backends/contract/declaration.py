@@ -12,19 +12,29 @@ facts it records. So a backend that has any says them here, in a light module of
   submission recorded (`replay`);
 - the typed `info` it adds to each part (`part_info`), which readers go through (`info_of`);
 - where it hands operations to other backends, which backend serves which operation (`serves`);
-- the precisions it covers, with the library's own type for each (`precisions`).
+- the precisions it covers, with the library's own type for each (`precisions`);
+- what the host decides by, so that no host module names a backend or a library: the platforms it
+  serves and how much it prefers each (`platforms`: a platform's default backend), the libraries it
+  calls (`libraries`: help text), the directions it times (`forward_only`, `forward_only_precisions`,
+  `optional_backward`), whether an RNN's FLOPs count the input projection (`counts_input_projection`),
+  how its ranks are launched (`launcher`, or the collective backend several ranks of it use on each
+  device: `ranked_collectives`), what its ranks must be passed across nodes (`rank_environment`), the
+  original tools its results are set beside (`anchors`), the backend whose dense GEMM is timed
+  beside its sparse one (`dense_backend`) and what to install where its library is missing
+  (`install_hint`).
 
-A backend with nothing to declare needs no declaration (`BackendDeclaration(name, NoOptions)`
-stands in)."""
+Every backend has one, in its folder's declaration.py."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from ...kernel import Kernel
 from ...precision import Precision
 from ...results import KernelResult, Settings
 
@@ -78,6 +88,21 @@ class BackendOptionsError(ValueError):
     """A plan's options for a backend that its declaration does not accept (the message says which)."""
 
 
+@dataclass(frozen=True)
+class Launcher:
+    """An engine that starts a collective backend's ranks (runner/launch/ranks.py drives it): its
+    name, the Python module it runs as (`python -m MODULE`; '' where it is a program of its own, found
+    beside the harness's Python or on PATH), the variables its ranks meet through across nodes, what
+    its ranks need set inside a container (name, value), and whether it starts even a run of one rank
+    (an MPI library's ranks are always the engine's processes)."""
+
+    name: str
+    module: str = ""
+    rendezvous_env: tuple[str, ...] = ()
+    container_env: tuple[tuple[str, str], ...] = ()
+    always: bool = False
+
+
 class BackendDeclaration(Generic[Options]):
     """A backend's self-description; subclass it for a backend with options, info or delegates."""
 
@@ -89,11 +114,46 @@ class BackendDeclaration(Generic[Options]):
     fallback: ClassVar[str] = ""
     # The precisions it covers -> the library's own types for each.
     precisions: ClassVar[Mapping[Precision, object]] = {}
+    # The native libraries it calls, as their makers write them (help text; no host module names them).
+    libraries: ClassVar[tuple[str, ...]] = ()
+    # platform name -> preference: a platform runs the backend that prefers it most unless --backend says.
+    platforms: ClassVar[Mapping[str, int]] = {}
+    # Every kernel times its forward pass alone (an inference engine), or these operations' precisions do.
+    forward_only: ClassVar[bool] = False
+    forward_only_precisions: ClassVar[Mapping[str, frozenset[str]]] = {}
+    # The engine that starts its ranks (a collective backend's); None: it runs as one process, and
+    # several ranks of a run on it use the collective backend named here for the run's device.
+    launcher: ClassVar[Launcher | None] = None
+    max_ranks: ClassVar[int] = 1  # the most ranks its results can be checked on
+    ranked_collectives: ClassVar[Mapping[str, str]] = {}
+    # Variables its ranks must be passed across nodes, with the value a launch command gives them when
+    # the site sets none.
+    rank_environment: ClassVar[Mapping[str, str]] = {}
+    # The original tools its results are set beside (`deepbench report --nccl-tests`).
+    anchors: ClassVar[tuple[str, ...]] = ()
+    # The backend whose dense GEMM of the same shape is timed beside its sparse one ('' : none).
+    dense_backend: ClassVar[str] = ""
+    # What to install where its library is missing ('' : nothing beyond the package's extra).
+    install_hint: ClassVar[str] = ""
 
     def __init__(self, name: str, options: type[Options], title: str = "") -> None:
         self.name = name  # the key of its options in Settings.backend_options
         self.options = options
         self.title = title or f"{name} backend"
+
+    def counts_input_projection(self, device: str) -> bool:
+        """Whether its RNN results on `device` count the input projection's FLOPs (a library that
+        cannot leave W x_t out of the recurrence; DeepBench left it out)."""
+        return False
+
+    def optional_backward(self, kernel: Kernel, device: str) -> bool:
+        """Whether a result of `kernel` on `device` may hold its forward pass alone (the backward
+        passes optional), beyond `forward_only` and an inference set's forward-only kernels."""
+        return False
+
+    def collective_backend(self, device: str) -> str:
+        """The collective backend several ranks of a run of this backend use on `device` ('': none)."""
+        return next((b for prefix, b in self.ranked_collectives.items() if device.startswith(prefix)), "")
 
     @property
     def delegates(self) -> tuple[str, ...]:

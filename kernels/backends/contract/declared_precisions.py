@@ -5,8 +5,13 @@ base.py, which the registry imports, so that asking the registry here makes no i
 from __future__ import annotations
 
 from ...precision import DECLARED_ONLY, PRECISIONS, Precision
-from .. import declaration_of, declarations
+from .. import declaration_of, declared
 from .base import Unsupported
+
+
+def makers_of(precision: Precision) -> list[str]:
+    """The backends that declare `precision` (with their library's own types for it)."""
+    return [name for name, declared_ in declared().items() if precision in declared_.precisions]
 
 
 def refuse_undeclared(precision: Precision, backend: str) -> None:
@@ -18,7 +23,7 @@ def refuse_undeclared(precision: Precision, backend: str) -> None:
         return
     if precision in declaration_of(backend).precisions:
         return
-    makers = ", ".join(d.name for d in declarations() if precision in d.precisions) or "none"
+    makers = ", ".join(makers_of(precision)) or "none"
     raise Unsupported(
         f"{precision.value} is one library call's arithmetic ({PRECISIONS[precision].description}), "
         f"which the {backend} backend does not make (backends that do: {makers})"

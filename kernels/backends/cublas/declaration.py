@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ...precision import Precision
 from ..contract.declaration import BackendDeclaration, NoOptions
+from ..gpu.cuda.packages import INSTALL_HINT
 
 # precision -> (A/B type, C type, compute type): cudaDataType_t and cublasComputeType_t names, as
 # the result records them. fp16 accumulates in fp32 (DeepBench's stated 32-bit accumulate minimum);
@@ -32,6 +33,8 @@ MATH_MODES: dict[Precision, tuple[str, ...]] = dict.fromkeys(CALLS, STRICT_MATH)
 
 class CublasDeclaration(BackendDeclaration[NoOptions]):
     precisions = CALLS
+    libraries = ("cuBLAS", "cuBLASLt")
+    install_hint = INSTALL_HINT
 
 
 CUBLAS = CublasDeclaration("cublas", NoOptions)

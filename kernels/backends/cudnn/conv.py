@@ -204,7 +204,8 @@ class Race:
         """Every configuration of a fresh graph (search.py), engines compiled at run time only when
         `compiled`; `listing`: Search's grid_cap and log (tests/benchmarks/conv_engines.py)."""
         g = self.fresh()
-        free, _total = torch.cuda.mem_get_info()
+        assert self.backend.cuda is not None  # a backend without its GPU prepares nothing
+        free = self.backend.cuda.free_memory_bytes()
         return Search(self.backend.lib, g, self.precision, compiled, engines.workspace_limit(free), budget, **listing)
 
     def runner(self, e: engines.Engine) -> Callable[[], None]:

@@ -6,9 +6,9 @@ re-runs from that record."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import ClassVar, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -16,6 +16,7 @@ from ...precision import Precision
 from ...results import KernelResult, Status
 from ..contract.declaration import BackendDeclaration, BackendOptions, PartInfo, add_choice, info_of
 from ..contract.layout_info import NCHW, NHWC
+from ..gpu.cuda.packages import INSTALL_HINT
 from .engine_choice import PIN_ALL, EngineError, check_pin, is_plan_name
 
 # Where cuDNN's candidate plans are raced (--engine-race's choices; race_apart.py says why apart).
@@ -139,6 +140,10 @@ def engine_pin(value: str) -> tuple[str, str]:
 class CudnnDeclaration(BackendDeclaration[CudnnOptions]):
     part_info = CudnnPartInfo
     precisions = TYPES
+    libraries = ("cuDNN",)
+    install_hint = INSTALL_HINT
+    # graphs.py PRECISION_DIRECTIONS: cuDNN's int8 convolution has no backward.
+    forward_only_precisions: ClassVar[Mapping[str, frozenset[str]]] = {"conv": frozenset({Precision.INT8.value})}
 
     def add_arguments(self, group: argparse._ArgumentGroup) -> None:
         group.add_argument(

@@ -30,7 +30,7 @@ class CusparseBackend(NativeCudaBackend):
 
     @cached_property
     def dense_beside(self) -> DenseBeside:
-        return DenseBeside(self.settings, self.cuda)
+        return DenseBeside(self.name, self.settings, cuda=self.cuda)
 
     @property
     def handle(self) -> Any:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ...precision import Precision
 from ..contract.declaration import BackendDeclaration, NoOptions
+from ..gpu.cuda.packages import INSTALL_HINT
 
 # Value and compute types (cudaDataType_t names) per precision: 16-bit types accumulate in fp32,
 # as DeepBench's training rule asks of them.
@@ -17,6 +18,10 @@ TYPES = {
 
 class CusparseDeclaration(BackendDeclaration[NoOptions]):
     precisions = TYPES
+    libraries = ("cuSPARSE",)
+    install_hint = INSTALL_HINT
+    # DeepBench's sparse_bench.cu timed cuBLAS's dense GEMM of the same shape beside each sparse product.
+    dense_backend = "cublas"
 
 
 CUSPARSE = CusparseDeclaration("cusparse", NoOptions)

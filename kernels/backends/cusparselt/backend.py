@@ -32,7 +32,7 @@ class CusparseLtBackend(NativeCudaBackend):
 
     @cached_property
     def dense_beside(self) -> DenseBeside:
-        return DenseBeside(self.settings, self.cuda)
+        return DenseBeside(self.name, self.settings, cuda=self.cuda)
 
     def library_versions(self) -> dict[str, str]:
         versions = super().library_versions()

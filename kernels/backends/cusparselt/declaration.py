@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ...precision import Precision
 from ..contract.declaration import BackendDeclaration, NoOptions
+from ..gpu.cuda.packages import INSTALL_HINT
 
 # precision -> (A/B type, C/D type, compute type): cudaDataType_t and cusparseComputeType names as
 # results record them; the combinations cuSPARSELt lists for sparse tensor cores (fp8 e4m3 from
@@ -19,6 +20,10 @@ TYPES: dict[Precision, tuple[str, str, str]] = {
 
 class CusparseLtDeclaration(BackendDeclaration[NoOptions]):
     precisions = TYPES
+    libraries = ("cuSPARSELt",)
+    install_hint = INSTALL_HINT
+    # DeepBench's sparse_bench.cu timed cuBLAS's dense GEMM of the same shape beside each sparse product.
+    dense_backend = "cublas"
 
 
 CUSPARSELT = CusparseLtDeclaration("cusparselt", NoOptions)

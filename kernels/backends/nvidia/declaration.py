@@ -20,6 +20,9 @@ class NvidiaDeclaration(BackendDeclaration[NoOptions]):
         "sparse24_gemm": "cusparselt",
     }
     fallback = "torch"
+    platforms: ClassVar[Mapping[str, int]] = {"nvidia": 2}
+    # Several ranks: NCCL (the nccl backend) on the run's GPUs.
+    ranked_collectives: ClassVar[Mapping[str, str]] = {"cuda": "nccl"}
 
 
 NVIDIA = NvidiaDeclaration("nvidia", NoOptions)

@@ -22,7 +22,7 @@ from ...timing import cpu as cpu_timer
 from ...timing.energy import with_cpu_energy
 from ...timing.stopping import StopRule
 from ..contract.base import Backend, Prepared, TimedPart, Unsupported
-from ..gpu.cuda.device import CudaDevice
+from ..gpu.device import GpuDevice, open_gpu
 from ..shared.torch_context import TorchContext
 from . import (
     attention,
@@ -68,11 +68,11 @@ class TorchBackend(Backend):
     def cpu_threads(self) -> int | None:
         return self.threads
 
-    def __init__(self, settings: Settings, cuda: CudaDevice | None = None) -> None:
+    def __init__(self, settings: Settings, cuda: GpuDevice | None = None) -> None:
         """`cuda`: the run's GPU when another backend shares it (kernels/backends/nvidia/)."""
         super().__init__(settings)
         self.device = torch.device(settings.device)
-        self.cuda = cuda or (CudaDevice(settings, self.device) if self.device.type == "cuda" else None)
+        self.cuda = cuda or (open_gpu(settings, self.device) if self.device.type == "cuda" else None)
         # CPU threads: as asked, else one per usable CPU less those other processes keep busy (a
         # thread sharing a core with a busy process waits a scheduler slice, 100x the kernel).
         self.threads = settings.threads or (quiet_threads() if self.device.type == "cpu" else None)

@@ -45,7 +45,8 @@ def set_torch_precision_mode(precision: Precision) -> None:
 
 
 class CudaDevice:
-    """Warm-up, timing, ceilings and facts of one CUDA device, for every backend of a run."""
+    """Warm-up, timing, ceilings and facts of one CUDA device, for every backend of a run: the GPU
+    layer's protocol (gpu/device.py) on CUDA."""
 
     def __init__(self, settings: Settings, device: torch.device | None = None) -> None:
         self.settings = settings
@@ -124,6 +125,10 @@ class CudaDevice:
     def facts_after(self) -> dict[str, Any]:
         """What the run's end changed: whether the locked clocks were given back."""
         return {"clock_lock": dict(self.lock.record)} if self.lock is not None else {}
+
+    def free_memory_bytes(self) -> int:
+        free, _total = torch.cuda.mem_get_info(self.device)
+        return int(free)
 
     def synchronize(self) -> None:
         torch.cuda.synchronize(self.device)

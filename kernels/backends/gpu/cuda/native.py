@@ -21,23 +21,19 @@ from ....padding import PadMode
 from ....precision import Precision
 from ....results import Measurement, Settings
 from ....timing.stopping import StopRule
+from ... import declaration_of
 from ...contract.base import Backend, Prepared, TimedPart, Unsupported
 from ...shared.torch_context import TorchContext
 from .device import CudaDevice
 
-# cuSPARSELt's library itself comes with PyTorch's CUDA 13 wheels (nvidia-cusparselt-cu13), and in NVIDIA's images.
-INSTALL_HINT = (
-    "pip install 'deepbench[nvidia]' (nvmath-python, nvidia-cudnn-frontend; cuSPARSELt: "
-    "nvidia-cusparselt-cu13, which PyTorch's CUDA wheels install)"
-)
 
-
-def load_binding(module: str, package: str) -> tuple[ModuleType | None, str]:
-    """(the module, "") or (None, why it cannot be used): a missing package or library."""
+def load_binding(module: str, package: str, hint: str) -> tuple[ModuleType | None, str]:
+    """(the module, "") or (None, why it cannot be used): a missing package (with `hint`, what to
+    install: the backend's declaration says) or a library that cannot load."""
     try:
         return import_module(module), ""
     except ImportError as exc:
-        return None, f"{package} is not installed ({exc}); {INSTALL_HINT}"
+        return None, f"{package} is not installed ({exc}); {hint}"
     except Exception as exc:  # noqa: BLE001 - a binding that cannot load its shared library
         return None, f"{package} cannot load: {type(exc).__name__}: {exc}"
 
@@ -83,7 +79,7 @@ class NativeCudaBackend(Backend):
 
     def __init__(self, settings: Settings, cuda: CudaDevice | None = None) -> None:
         super().__init__(settings)
-        self.lib, self.missing = load_binding(*self.binding)
+        self.lib, self.missing = load_binding(*self.binding, declaration_of(self.name).install_hint)
         self.cuda: CudaDevice | None = None
         if self.lib is not None:
             self.cuda = cuda or CudaDevice(settings)

@@ -1,5 +1,5 @@
 """The harness's collectives beside nccl-tests' figures, one table per collective
-(runner/analysis/nccl_side_by_side.py pairs them)."""
+(runner/analysis/nccl_tests_side_by_side.py pairs them)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 from deepbench.kernels.catalog import traits_of
 
-from ..analysis.nccl_side_by_side import Pair
+from ..analysis.nccl_tests_side_by_side import Pair
 from .tables import Table
 
 SIDE_BY_SIDE_HEADERS = [
@@ -28,7 +28,7 @@ SIDE_BY_SIDE_HEADERS = [
 
 
 def side_by_side_table(op: str, pairs: Iterable[Pair]) -> Table:
-    """One collective's pairs (nccl_side_by_side.Pair) as a table: both times averaged over ranks (the
+    """One collective's pairs (nccl_tests_side_by_side.Pair) as a table: both times averaged over ranks (the
     harness's slowest rank beside), both busbw, their ratios, and whether the pair meets its target
     ('' where no target covers its size)."""
     rows = []
@@ -50,7 +50,7 @@ def side_by_side_table(op: str, pairs: Iterable[Pair]) -> Table:
                 f"{p.harness_busbw:.2f}",
                 f"{p.nccl_tests_busbw:.2f}",
                 f"{p.busbw_ratio:.3f}",
-                "not NCCL" if not p.on_nccl else "" if target is None else "yes" if target else "NO",
+                "other library" if not p.same_library else "" if target is None else "yes" if target else "NO",
             ]
         )
     return Table(op, f"{traits_of(op).title} beside nccl-tests", SIDE_BY_SIDE_HEADERS, rows, ("library", "method"))

@@ -24,6 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from deepbench.kernels.backends import declared
 from deepbench.kernels.backends.collectives.declaration import CollectiveInfo, CollectivePartInfo
 from deepbench.kernels.backends.contract.declaration import info_of
 from deepbench.kernels.results import KernelResult, Status
@@ -36,7 +37,10 @@ BUSBW_WITHIN = 0.05
 LATENCY_BYTES = 100_000 * 4  # DeepBench's smallest all-reduce, 100,000 floats
 LATENCY_RATIO = 1.5
 GRAPH = "graph"
-NCCL_LIBRARIES = ("nccl", "rccl")  # collective_library names of NCCL through torch or nccl4py, and RCCL
+ANCHOR = "nccl-tests"
+# The libraries nccl-tests measures: the backends that declare it their anchor (a result's collective
+# library starts with the backend's name: through torch.distributed or nccl4py).
+ANCHORED = tuple(name for name, d in declared().items() if ANCHOR in d.anchors)
 
 
 class Pair(BaseModel):
@@ -58,10 +62,10 @@ class Pair(BaseModel):
     nccl_tests_busbw: float
 
     @property
-    def on_nccl(self) -> bool:
-        """Whether the harness's side ran on NCCL (or RCCL), as nccl-tests does: a gloo or MPI figure
-        is shown beside nccl-tests', flagged, and no target counts it."""
-        return self.library.startswith(NCCL_LIBRARIES)
+    def same_library(self) -> bool:
+        """Whether the harness's side ran on a library nccl-tests measures (a backend that declares it
+        its anchor): another library's figure is shown beside nccl-tests', flagged, and no target counts it."""
+        return self.library.startswith(ANCHORED)
 
     @property
     def busbw_ratio(self) -> float:
@@ -74,13 +78,13 @@ class Pair(BaseModel):
     @property
     def busbw_target(self) -> bool | None:
         """Within 5% of nccl-tests' busbw, for sizes the target covers (None elsewhere)."""
-        if not self.on_nccl or self.bytes < BUSBW_MIN_BYTES:
+        if not self.same_library or self.bytes < BUSBW_MIN_BYTES:
             return None
         return abs(self.busbw_ratio - 1.0) <= BUSBW_WITHIN
 
     @property
     def latency_target(self) -> bool | None:
-        if not self.on_nccl or self.bytes != LATENCY_BYTES:
+        if not self.same_library or self.bytes != LATENCY_BYTES:
             return None
         return self.time_ratio <= LATENCY_RATIO
 
@@ -198,7 +202,11 @@ def summary(pairs: list[Pair], unmatched: int) -> str:
         f"SUMMARY: busbw within {BUSBW_WITHIN:.0%} of nccl-tests at >= {BUSBW_MIN_BYTES // 2**20} MiB: "
         f"{busbw_ok}/{len(busbw)}{worst_text}; time at {LATENCY_BYTES:,} B within {LATENCY_RATIO}x: "
         f"{latency_ok}/{len(latency)}{slow_text}; {len(pairs)} pairs"
-        + (f" ({off} not on NCCL: shown, not counted)" if (off := sum(1 for p in pairs if not p.on_nccl)) else "")
+        + (
+            f" ({off} on another library: shown, not counted)"
+            if (off := sum(1 for p in pairs if not p.same_library))
+            else ""
+        )
         + f", {unmatched} harness figures without an nccl-tests figure of the same collective, ranks, size "
         "and method; harness communicators: "
         + (", ".join(sorted({p.comm_config or "not recorded" for p in pairs})) or "-")
