@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from deepbench.kernels.backends import declared
 from deepbench.kernels.catalog import traits_of
 
 from .sources import Entry
@@ -64,5 +65,8 @@ def no_roof_reason(ceilings: dict[str, float], kind: str) -> str:
     if kind == "reference":
         return "published figures: no measured ceilings"
     if not ceilings:
-        return "this run recorded no measured ceilings (its backend measures none)"
+        measuring = "; ".join(
+            f"the {name} backend measures them on {d.ceilings_on}" for name, d in declared().items() if d.ceilings_on
+        )
+        return f"this run recorded no measured ceilings ({measuring or 'no backend here measures them'})"
     return ""

@@ -135,6 +135,8 @@ class BackendDeclaration(Generic[Options]):
     dense_backend: ClassVar[str] = ""
     # What to install where its library is missing ('' : nothing beyond the package's extra).
     install_hint: ClassVar[str] = ""
+    # Where it measures the device's ceilings for the roofline ('' : it measures none).
+    ceilings_on: ClassVar[str] = ""
 
     def __init__(self, name: str, options: type[Options], title: str = "") -> None:
         self.name = name  # the key of its options in Settings.backend_options

@@ -6,6 +6,7 @@ board's facts and its throttling watch (board.py), and the dispatch of each oper
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any, ClassVar
 
 from ...catalog import Kernel
@@ -19,6 +20,23 @@ from ..contract.base import Backend, Prepared, TimedPart, Unsupported
 from .board import BoardMonitor
 
 CPU_DEVICES = ("cpu", "")  # Settings.device of a run on the host's processors
+TOPOLOGY = "/sys/devices/system/cpu/cpu{}/topology/{}"
+
+
+def physical_cores(cpus: tuple[int, ...] | None = None) -> int:
+    """The physical cores among `cpus` (default: the usable CPUs): hyperthreads of one core counted once,
+    by their package and core ids (sysfs); where the topology cannot be read, every CPU counts."""
+    cpus = cpus if cpus is not None else usable_cpus()
+    cores = set()
+    for cpu in cpus:
+        try:
+            ids = tuple(
+                Path(TOPOLOGY.format(cpu, name)).read_text().strip() for name in ("physical_package_id", "core_id")
+            )
+        except OSError:
+            ids = ("cpu", str(cpu))
+        cores.add(ids)
+    return max(1, len(cores))
 
 
 class CpuRuntimeBackend(Backend):

@@ -22,6 +22,7 @@ class TorchDeclaration(BackendDeclaration[NoOptions]):
     # Several ranks: torch.distributed's process group for the device (NCCL, RCCL under ROCm; gloo on CPUs).
     ranked_collectives: ClassVar[Mapping[str, str]] = {GPU: "nccl", "cpu": "gloo"}
     install_hint = "pip install 'deepbench[torch]'"
+    ceilings_on = "GPUs and CPUs"  # a large GEMM per precision and a copy (cpu_ceilings.py, gpu/cuda/facts.py)
 
     def counts_input_projection(self, device: str) -> bool:
         """On a GPU the recurrent layers are cuDNN's (rnn_cudnn.py), which cannot leave the input
