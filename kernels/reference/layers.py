@@ -1,7 +1,7 @@
-"""Float64 numpy references for the layer benchmarks (kernels/layers.py), for the backends that
-hand back numpy arrays (onnxruntime, TFLite): each layer written from its definition, never by
-the runtime under test, so a wrong kernel cannot agree with its own reference. The torch
-backend's references (backends/pytorch/{pooling,norms,pointwise,attention}.py) follow the same formulas.
+"""Float64 numpy references for the layer benchmarks (kernels/layers.py), for every backend (the torch
+backend hands its tensors over as float64 host arrays, pytorch/layer_common.py `host64`): each layer
+written from its definition, never by the runtime under test, so a wrong kernel cannot agree with its
+own reference.
 
 Pooling and attention compare a few images / (batch, head) pairs, as the torch backend does;
 activations compare at most CHECK_ELEMENTS random elements (GELU's erf has no vectorized numpy
@@ -18,7 +18,7 @@ from ..precision import Precision
 from ..results import Check
 from .numpy_checks import compare_points, relative_error, verdict
 
-EPS = 1e-5  # the models' epsilon (torch's default), as backends/pytorch/norms.py
+EPS = 1e-5  # the models' epsilon (torch's default)
 VAR_FLOOR = 0.5  # running variances drawn from [0.5, 1.5): positive, never constant
 GELU_TANH_COEFF = 0.044715
 CHECK_ELEMENTS = 1 << 16
@@ -36,12 +36,17 @@ def check_images(n: int) -> list[int]:
     return sorted({0, n - 1})
 
 
+def embedding(table: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """The rows `ids` of `table`, in float64: a gather."""
+    return table.astype(np.float64)[ids]
+
+
 def attention_pairs(batch: int, heads: int) -> list[tuple[int, int]]:
     return sorted({(0, 0), (batch - 1, heads - 1)})
 
 
-def compare(out: np.ndarray, ref: np.ndarray, precision: Precision, detail: str = "") -> Check:
-    return verdict(relative_error(out, ref), precision, METHOD, detail)
+def compare(out: np.ndarray, ref: np.ndarray, precision: Precision, detail: str = "", method: str = METHOD) -> Check:
+    return verdict(relative_error(out, ref), precision, method, detail)
 
 
 def pool_nchw(

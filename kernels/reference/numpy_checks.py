@@ -118,6 +118,11 @@ def compare_points(got: np.ndarray, ref: np.ndarray, precision: Precision) -> Ch
     return verdict(relative_error(got, ref), precision, "sampled-fp64", f"{len(got)} random elements")
 
 
+def accumulator_rows(x: np.ndarray, w: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The exact accumulator of `rows` of x @ w.T (an integer GEMM's int32 sums, in float64: exact below 2^53)."""
+    return x[rows].astype(np.float64) @ w.T.astype(np.float64)
+
+
 def check_requantized(out_q: np.ndarray, acc: np.ndarray, scale: float, zero_point: int, qmin: int, qmax: int) -> Check:
     """An integer output that the runtime requantized from its int32 accumulator `acc` with the
     multiplier `scale`. The exact value is v = acc * scale + zero_point; a requantization rounds v

@@ -18,6 +18,7 @@ from onnx import helper
 from ...catalog import RnnKernel
 from ...precision import Precision
 from ...reference.numpy_checks import relative_error, verdict
+from ...reference.recurrence import hidden_states
 from ...results import Check
 from ..contract.base import Prepared, TimedPart, Unsupported
 from .context import OrtContext
@@ -27,36 +28,17 @@ GATES = {"vanilla": 1, "lstm": 4, "gru": 3}
 BACKWARD_REASON = "backward unsupported: onnxruntime is an inference runtime"
 
 
-def _sigmoid(v: np.ndarray) -> np.ndarray:
-    return 1.0 / (1.0 + np.exp(-v))
+# ONNX's gate orders (its operators' spec: LSTM i, o, f, c; GRU z, r, h), as kernels/reference/recurrence.py names them.
+GATE_ORDER = {"vanilla": "", "lstm": "iofc", "gru": "zrn"}
 
 
 def reference(
     cell: str, x: np.ndarray, w: np.ndarray, r: np.ndarray, b: np.ndarray, h0: np.ndarray, c0: np.ndarray
 ) -> np.ndarray:
-    """All hidden states (T, N, H) in float64, in ONNX's gate orders (LSTM i,o,f,c; GRU z,r,h)."""
-    w, r, b = (a[0].astype(np.float64) for a in (w, r, b))
-    half = b.shape[0] // 2
-    wb, rb = b[:half], b[half:]
-    h, c = h0[0].astype(np.float64), c0[0].astype(np.float64)
-    hid = h.shape[1]
-    outs = []
-    for xt in x.astype(np.float64):
-        if cell == "vanilla":
-            h = np.maximum(xt @ w.T + wb + h @ r.T + rb, 0.0)
-        elif cell == "lstm":
-            g = xt @ w.T + wb + h @ r.T + rb
-            i, o, f, cc = (g[:, j * hid : (j + 1) * hid] for j in range(4))
-            c = _sigmoid(f) * c + _sigmoid(i) * np.tanh(cc)
-            h = _sigmoid(o) * np.tanh(c)
-        else:
-            px, ph = xt @ w.T + wb, h @ r.T + rb
-            z = _sigmoid(px[:, :hid] + ph[:, :hid])
-            rr = _sigmoid(px[:, hid : 2 * hid] + ph[:, hid : 2 * hid])
-            n = np.tanh(px[:, 2 * hid :] + rr * ph[:, 2 * hid :])
-            h = (1 - z) * n + z * h
-        outs.append(h)
-    return np.stack(outs)
+    """All hidden states (T, N, H) in float64 (the reference layer's recurrence) from ONNX's tensors: one
+    direction's W, R, and the bias Wb and Rb concatenated."""
+    half = b.shape[1] // 2
+    return hidden_states(cell, x, w[0], r[0], b[0, :half], b[0, half:], h0[0], c0[0], GATE_ORDER[cell])
 
 
 def prepare(ctx: OrtContext, kernel: RnnKernel, precision: Precision) -> Prepared:

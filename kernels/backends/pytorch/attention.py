@@ -4,26 +4,26 @@ CPU, the math path otherwise); grouped-query attention (fewer key/value heads) w
 On CUDA each named kernel (flash, efficient, cudnn, math) is also timed and checked on its own,
 in the result's info["sdpa_backends"], or `unsupported` there with PyTorch's reason.
 
-The reference computes softmax(Q K^T / sqrt(d) + causal mask) V in float64 for a few (batch,
-head) pairs, with each query head reading key/value head h // (heads / kv_heads)."""
+The reference (kernels/reference/layers.py) computes softmax(Q K^T / sqrt(d) + causal mask) V in float64
+for a few (batch, head) pairs, with each query head reading key/value head h // (heads / kv_heads)."""
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import torch
 
 from ...layers import AttentionKernel
 from ...precision import Precision
-from ...reference.torch_checks import relative_error, verdict
+from ...reference import layers as ref
 from ...results import Check
 from ...timing.stopping import StopRule
 from ..contract.base import Prepared, TimedPart, Unsupported
 from ..shared.torch_context import TorchContext
-from .layer_common import forward_part, layer_dtype
+from .layer_common import forward_part, host64, layer_dtype
 
 # torch.nn.attention.SDPBackend's members, by the name each gets in the result ("fwd_<name>").
 SDPA_BACKENDS = {
@@ -45,24 +45,14 @@ def prepare(ctx: TorchContext, kernel: AttentionKernel, precision: Precision) ->
     k = ctx.random((kk.batch, kk.kv_heads, kk.seq_kv, kk.head_dim), dtype)
     v = ctx.random((kk.batch, kk.kv_heads, kk.seq_kv, kk.head_dim), dtype)
     gqa = kk.kv_heads != kk.heads
-    group = kk.heads // kk.kv_heads
-    pairs = sorted({(0, 0), (kk.batch - 1, kk.heads - 1)})
+    pairs = ref.attention_pairs(kk.batch, kk.heads)
     out: dict[str, torch.Tensor] = {}
 
     def run() -> None:
         out["y"] = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=kk.causal, enable_gqa=gqa)
 
-    def reference() -> torch.Tensor:
-        rows = []
-        for b, h in pairs:
-            qd, kd, vd = q[b, h].double(), k[b, h // group].double(), v[b, h // group].double()
-            scores = qd @ kd.T / math.sqrt(kk.head_dim)
-            if kk.causal:  # top-left aligned, as SDPA's is_causal
-                keep = torch.ones(kk.seq_q, kk.seq_kv, dtype=torch.bool, device=scores.device).tril()
-                scores = scores.masked_fill(~keep, float("-inf"))
-            weights = torch.exp(scores - scores.amax(-1, keepdim=True))
-            rows.append(weights / weights.sum(-1, keepdim=True) @ vd)
-        return torch.stack(rows)
+    def reference() -> np.ndarray:  # top-left aligned causal mask, as SDPA's is_causal
+        return ref.attention(host64(q), host64(k), host64(v), kk.causal, pairs)
 
     result = lambda: torch.stack([out["y"][b, h] for b, h in pairs])  # noqa: E731
     prepared = forward_part(
@@ -71,7 +61,7 @@ def prepare(ctx: TorchContext, kernel: AttentionKernel, precision: Precision) ->
         run,
         result,
         reference,
-        "reference-fp64",
+        ref.METHOD,
         f"(batch, head) pairs {pairs}",
         info={"api": "torch.nn.functional.scaled_dot_product_attention"},
     )
@@ -79,9 +69,7 @@ def prepare(ctx: TorchContext, kernel: AttentionKernel, precision: Precision) ->
 
         def check(y: torch.Tensor) -> Check:
             got = torch.stack([y[b, h] for b, h in pairs])
-            return verdict(
-                relative_error(got, reference()), precision, "reference-fp64", f"(batch, head) pairs {pairs}"
-            )
+            return ref.compare(host64(got), reference(), precision, f"(batch, head) pairs {pairs}")
 
         call = lambda: torch.nn.functional.scaled_dot_product_attention(  # noqa: E731
             q, k, v, is_causal=kk.causal, enable_gqa=gqa

@@ -3,7 +3,7 @@
 A smaller operand is laid out as the trailing dimension of the output, (elements / n, n) with the
 operand (n,), so PyTorch broadcasts it over the leading rows, as a bias or RoPE's table is. The
 result is written into a preallocated output (out=), so the time is the kernel's and not the
-allocator's; the check recomputes it in float64."""
+allocator's; the check recomputes it in float64 (kernels/reference/layers.py)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ import torch
 
 from ...layers import ElementwiseKernel
 from ...precision import Precision
+from ...reference import layers as ref
 from ..contract.base import Prepared, elementwise_layout
 from ..shared.torch_context import TorchContext
-from .layer_common import forward_part, layer_dtype
+from .layer_common import forward_part, host64, layer_dtype
 
 OPS: dict[str, Callable[..., torch.Tensor]] = {"add": torch.add, "mul": torch.mul}
 
@@ -30,15 +31,12 @@ def prepare(ctx: TorchContext, kernel: ElementwiseKernel, precision: Precision) 
     def run() -> None:
         fn(a, b, out=out)
 
-    def reference() -> torch.Tensor:
-        return fn(a.double(), b.double())
-
     return forward_part(
         kernel,
         precision,
         run,
         lambda: out,
-        reference,
-        "reference-fp64",
+        lambda: ref.elementwise(kernel.function, host64(a), host64(b)),
+        ref.METHOD,
         info={"shapes": {"a": list(a.shape), "b": list(b.shape), "out": list(out.shape)}},
     )

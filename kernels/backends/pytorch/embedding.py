@@ -1,4 +1,4 @@
-"""Embedding lookup (a row gather); the reference gathers the same rows in float64 by indexing."""
+"""Embedding lookup (a row gather); the reference gathers the same rows in float64 by indexing (reference/layers.py)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ import torch.nn.functional as F
 
 from ...layers import EmbeddingKernel
 from ...precision import Precision
+from ...reference import layers as ref
 from ..contract.base import Prepared
 from ..shared.torch_context import TorchContext
-from .layer_common import forward_part, layer_dtype
+from .layer_common import forward_part, host64, layer_dtype
 
 
 def prepare(ctx: TorchContext, kernel: EmbeddingKernel, precision: Precision) -> Prepared:
@@ -20,4 +21,6 @@ def prepare(ctx: TorchContext, kernel: EmbeddingKernel, precision: Precision) ->
     def run() -> None:
         out["y"] = F.embedding(ids, table)
 
-    return forward_part(kernel, precision, run, lambda: out["y"], lambda: table.double()[ids], "reference-fp64")
+    return forward_part(
+        kernel, precision, run, lambda: out["y"], lambda: ref.embedding(host64(table), ids.cpu().numpy()), ref.METHOD
+    )

@@ -1,16 +1,18 @@
 """What the layer benchmarks (pooling, norms, softmax, activations, embedding, attention) share:
-the precisions they run in and their one forward part, checked against a float64 reference
-computed from the layer's definition, not by the library call under test."""
+the precisions they run in and their one forward part, checked against a float64 reference from the
+reference layer (kernels/reference/layers.py: each layer from its definition, not by the library call
+under test), the same one the onnxruntime and tflite backends are checked against."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
 import torch
 
 from ...catalog import Kernel
 from ...precision import Precision
-from ...reference.torch_checks import relative_error, verdict
+from ...reference.layers import compare
 from ...results import Check
 from ..contract.base import Prepared, TimedPart, Unsupported
 from ..shared.torch_context import TorchContext
@@ -31,12 +33,17 @@ def layer_dtype(ctx: TorchContext, kernel: Kernel, precision: Precision, matmul:
     return ctx.dtype(precision)
 
 
+def host64(t: torch.Tensor) -> np.ndarray:
+    """A tensor's values as a float64 numpy array on the host (what the reference layer computes on)."""
+    return t.detach().to(torch.float64).cpu().numpy()
+
+
 def forward_part(
     kernel: Kernel,
     precision: Precision,
     run: Callable[[], None],
     result: Callable[[], torch.Tensor],
-    reference: Callable[[], torch.Tensor],
+    reference: Callable[[], np.ndarray],
     method: str,
     detail: str = "",
     info: dict | None = None,
@@ -44,7 +51,7 @@ def forward_part(
     """One timed forward part; its check compares the last output with the float64 reference."""
 
     def check() -> Check:
-        return verdict(relative_error(result(), reference()), precision, method, detail)
+        return compare(host64(result()), reference(), precision, detail, method)
 
     part = TimedPart("fwd", run, check, kernel.flops("fwd"), kernel.min_bytes("fwd", precision), info=dict(info or {}))
     return Prepared(parts=[part])

@@ -1,19 +1,21 @@
 """Normalization layers: inference batch normalization (running statistics) and layer/RMS
-normalization over the last dimension, checked against their formulas in float64."""
+normalization over the last dimension, checked against their float64 formulas (kernels/reference/layers.py)."""
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
 from ...layers import BatchNormKernel, NormKernel
 from ...precision import Precision
+from ...reference import layers as ref
 from ..contract.base import Prepared
 from ..shared.torch_context import TorchContext
-from .layer_common import forward_part, layer_dtype
+from .layer_common import forward_part, host64, layer_dtype
 
-EPS = 1e-5  # torch's default; the models use 1e-5 (1e-12 in BERT: the cost is the same)
-VAR_FLOOR = 0.5  # running variances drawn from [0.5, 1.5): positive, never constant
+EPS = ref.EPS  # torch's default; the models use 1e-5 (1e-12 in BERT: the cost is the same)
+VAR_FLOOR = ref.VAR_FLOOR  # running variances drawn from [0.5, 1.5): positive, never constant
 
 
 def prepare_batch_norm(ctx: TorchContext, kernel: BatchNormKernel, precision: Precision) -> Prepared:
@@ -27,13 +29,10 @@ def prepare_batch_norm(ctx: TorchContext, kernel: BatchNormKernel, precision: Pr
     def run() -> None:
         out["y"] = F.batch_norm(x, mean, var, weight, bias, training=False, eps=EPS)
 
-    def reference() -> torch.Tensor:
-        per_channel = lambda t: t.double().view(1, -1, 1, 1)  # noqa: E731
-        return (x.double() - per_channel(mean)) / torch.sqrt(per_channel(var) + EPS) * per_channel(
-            weight
-        ) + per_channel(bias)
+    def reference() -> np.ndarray:
+        return ref.batch_norm_nchw(*(host64(t) for t in (x, mean, var, weight, bias)), eps=EPS)
 
-    return forward_part(kk, precision, run, lambda: out["y"], reference, "reference-fp64")
+    return forward_part(kk, precision, run, lambda: out["y"], reference, ref.METHOD)
 
 
 def prepare_norm(ctx: TorchContext, kernel: NormKernel, precision: Precision) -> Prepared:
@@ -49,11 +48,9 @@ def prepare_norm(ctx: TorchContext, kernel: NormKernel, precision: Precision) ->
         else:
             out["y"] = F.rms_norm(x, (kk.cols,), weight, EPS)
 
-    def reference() -> torch.Tensor:
-        xd, wd = x.double(), weight.double()
+    def reference() -> np.ndarray:
         if kk.kind == "layer":
-            centred = xd - xd.mean(-1, keepdim=True)
-            return centred / torch.sqrt((centred**2).mean(-1, keepdim=True) + EPS) * wd + bias.double()
-        return xd / torch.sqrt((xd**2).mean(-1, keepdim=True) + EPS) * wd
+            return ref.layer_norm(host64(x), host64(weight), host64(bias), EPS)
+        return ref.rms_norm(host64(x), host64(weight), EPS)
 
-    return forward_part(kk, precision, run, lambda: out["y"], reference, "reference-fp64")
+    return forward_part(kk, precision, run, lambda: out["y"], reference, ref.METHOD)

@@ -20,7 +20,7 @@ import numpy as np
 
 from ...catalog import GemmKernel
 from ...precision import Precision
-from ...reference.numpy_checks import check_matmul, check_requantized
+from ...reference.numpy_checks import accumulator_rows, check_matmul, check_requantized
 from ...results import Check
 from ..contract.base import Prepared, TimedPart, Unsupported
 from .context import INT8_MAX, INT8_MIN, TfliteContext, output_scale
@@ -75,7 +75,7 @@ def prepare(ctx: TfliteContext, kernel: GemmKernel, precision: Precision) -> Pre
         out = model.output()
         if precision is Precision.INT8:
             rows = np.arange(n) if n <= CHECK_ROWS else np.sort(ctx.rng.choice(n, CHECK_ROWS, replace=False))
-            acc = x[rows].astype(np.float64) @ w.T.astype(np.float64)
+            acc = accumulator_rows(x, w, rows)
             return check_requantized(out[rows], acc, 1.0 / scale, 0, INT8_MIN, INT8_MAX)
         return check_matmul(out, x, w.T, precision, ctx.rng)
 

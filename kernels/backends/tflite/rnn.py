@@ -18,6 +18,7 @@ import numpy as np
 from ...catalog import RnnKernel
 from ...precision import Precision
 from ...reference.numpy_checks import relative_error, verdict
+from ...reference.recurrence import hidden_states
 from ...results import Check
 from ..contract.base import Prepared, TimedPart, Unsupported
 from .context import TfliteContext
@@ -29,27 +30,15 @@ LSTM_GATES = ("input", "forget", "cell", "output")  # TFLite's order of the weig
 LSTM_INPUTS = 24
 
 
-def _sigmoid(v: np.ndarray) -> np.ndarray:
-    return 1.0 / (1.0 + np.exp(-v))
-
-
 def reference(cell: str, x: np.ndarray, w: list[np.ndarray], r: list[np.ndarray], b: list[np.ndarray]) -> np.ndarray:
-    """Hidden states (T, N, H) in float64 from zero initial state; per-gate W, R, b lists."""
-    w64, r64, b64 = ([a.astype(np.float64) for a in group] for group in (w, r, b))
-    _steps, batch = x.shape[:2]
-    hid = r64[0].shape[0]
-    h, c = np.zeros((batch, hid)), np.zeros((batch, hid))
-    outs = []
-    for xt in x.astype(np.float64):
-        pre = [xt @ wg.T + h @ rg.T + bg for wg, rg, bg in zip(w64, r64, b64, strict=False)]
-        if cell == "vanilla":
-            h = np.maximum(pre[0], 0.0)
-        else:
-            i, f, g, o = pre
-            c = _sigmoid(f) * c + _sigmoid(i) * np.tanh(g)
-            h = _sigmoid(o) * np.tanh(c)
-        outs.append(h)
-    return np.stack(outs)
+    """Hidden states (T, N, H) in float64 (the reference layer's recurrence) from zero initial state;
+    TFLite's per-gate W, R, b lists in its order (LSTM_GATES: input, forget, cell, output)."""
+    hid = r[0].shape[0]
+    zeros = np.zeros((x.shape[1], hid))
+    order = "" if cell == "vanilla" else "ifco"
+    return hidden_states(
+        cell, x, np.concatenate(w), np.concatenate(r), np.concatenate(b), np.zeros(len(b) * hid), zeros, zeros, order
+    )
 
 
 def prepare(ctx: TfliteContext, kernel: RnnKernel, precision: Precision) -> Prepared:
