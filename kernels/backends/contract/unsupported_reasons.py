@@ -25,6 +25,7 @@ from ...precision import Precision
 from .. import BACKENDS, declaration_of
 
 BACKENDS_DIR = Path(__file__).resolve().parents[1]
+PACKAGE = "deepbench.kernels.backends"  # what a backend outside the package imports the layers as
 # Code beside the backends whose Unsupported reasons any backend may pass on (model building), or
 # that the harness gives for any backend (declared_precisions.py: a precision it does not declare).
 SHARED_SOURCES = (BACKENDS_DIR.parent / "models" / "instance.py", Path(__file__).with_name("declared_precisions.py"))
@@ -181,16 +182,21 @@ def _sources(backend: str) -> list[Path]:
 
 
 def _imported_files(path: Path) -> set[Path]:
-    """The files under kernels/backends/ that `path`'s relative imports name (a module, or a
-    package's names that are modules)."""
+    """The files under kernels/backends/ that `path`'s imports name (a module, or a package's names that
+    are modules): relative imports, and the absolute ones a backend outside the package makes."""
     out = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if not isinstance(node, ast.ImportFrom) or node.level < 1:
+        if not isinstance(node, ast.ImportFrom):
             continue
-        base = path.parent
-        for _ in range(node.level - 1):
-            base = base.parent
-        target = base.joinpath(*node.module.split(".")) if node.module else base
+        if node.level:
+            base = path.parent
+            for _ in range(node.level - 1):
+                base = base.parent
+            target = base.joinpath(*node.module.split(".")) if node.module else base
+        elif (node.module or "").startswith(PACKAGE + "."):
+            target = BACKENDS_DIR.joinpath(*(node.module or "").split(".")[PACKAGE.count(".") + 1 :])
+        else:
+            continue
         candidates = [target.with_suffix(".py"), *(target / f"{a.name}.py" for a in node.names)]
         out |= {c.resolve() for c in candidates if c.is_file() and BACKENDS_DIR in c.resolve().parents}
     return out
