@@ -20,11 +20,13 @@ import contextlib
 import os
 import signal
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from ..backends import load_backend
 from ..backends.collectives.terminal import TERMINAL_FD_ENV
+from ..backends.contract.base import Backend
 from ..backends.contract.declaration import BackendOptionsError
 from ..faults import maybe_fail_backend, maybe_inject
 from ..folder_lock import HARNESS_LOCK, FolderLock, Locked
@@ -141,6 +143,22 @@ def _run(plan: Plan, run_dir: Path, rank_dir: Path | None) -> int:
     # rank 0's results are the run's; the plan's progress is rank 0's for every rank
     if rank != 0 and rank_dir is None:  # a ranked backend knows better than the engine's variables
         outdir = _rank_folder(run_dir, rank)
+    facts = _start_facts(plan, backend, outdir, started)
+    state = _measure(plan, backend, run_dir, outdir, started, facts)
+    backend.close()
+    _end_facts(plan, backend, outdir, facts, noise_before)
+    record = build_record(plan, outdir, state, started, facts)
+    write_record(outdir, record)
+    with contextlib.suppress(HostGone):
+        emit(Event.END, state=record.state)
+    if lock is not None:
+        lock.release()
+    return ExitCode.INTERRUPTED if state == "interrupted" else ExitCode.OK
+
+
+def _start_facts(plan: Plan, backend: Backend, outdir: Path, started: datetime) -> dict[str, Any]:
+    """What the run ran on and with, read where the kernels run (device, software, ceilings, system
+    description, provenance), written before the first kernel."""
     facts = {"host": host_facts(), "device": backend.device_facts(), "software": backend.library_versions()}
     emit(Event.FACTS, device=facts["device"].get("name", ""))
     try:
@@ -149,11 +167,17 @@ def _run(plan: Plan, run_dir: Path, rank_dir: Path | None) -> int:
     except Exception as exc:  # noqa: BLE001 - ceilings are optional; say why they are missing
         facts["ceilings"] = {}
         facts["device"]["ceilings_error"] = str(exc)
-    # The system description and provenance are collected here, where the kernels run.
     facts["system"] = collect_system(libraries=facts["software"]).model_dump(mode="json")
     facts["provenance"] = harness_provenance(plan, started)
     write_facts(outdir, facts)
+    return facts
 
+
+def _measure(
+    plan: Plan, backend: Backend, run_dir: Path, outdir: Path, started: datetime, facts: dict[str, Any]
+) -> RunState:
+    """Every kernel of the plan not yet in the run's results, each result appended as it is made; the
+    state the run ends in (interrupted: a signal, or a rank lost)."""
     results_path = outdir / RESULTS_FILE
     done = {r.id for r in scan(run_dir / RESULTS_FILE).results}  # damaged lines: measured again
     todo = [item for item in plan.items if item.id not in done]
@@ -192,7 +216,11 @@ def _run(plan: Plan, run_dir: Path, rank_dir: Path | None) -> int:
                 break
     except KeyboardInterrupt:
         state = "interrupted"
-    backend.close()
+    return state
+
+
+def _end_facts(plan: Plan, backend: Backend, outdir: Path, facts: dict[str, Any], noise_before: Any) -> None:
+    """How busy the machine was meanwhile, and what the run's end changed on the device."""
     s = plan.settings
     facts["noise"] = judge(
         noise_before,
@@ -207,13 +235,6 @@ def _run(plan: Plan, run_dir: Path, rank_dir: Path | None) -> int:
         write_facts(outdir, facts)
     except Exception as exc:  # noqa: BLE001 - end-of-run facts are optional; say why they are missing
         facts["device"]["after_error"] = str(exc)
-    record = build_record(plan, outdir, state, started, facts)
-    write_record(outdir, record)
-    with contextlib.suppress(HostGone):
-        emit(Event.END, state=record.state)
-    if lock is not None:
-        lock.release()
-    return ExitCode.INTERRUPTED if state == "interrupted" else ExitCode.OK
 
 
 def _space_for_the_rest(path: Path, left: int, needed: int) -> str:

@@ -33,7 +33,7 @@ import numpy as np
 
 from ... import faults
 from ...catalog import AllReduceKernel, Kernel, catalog
-from ...collective_kernels import CollectiveKernel
+from ...collective_kernels import CollectiveKernel, Layout
 from ...precision import Precision
 from ...results import Check, Measurement, PartResult, Settings
 from ...timing.sampling import Step, sample_until
@@ -225,62 +225,15 @@ class CollectiveRunner:
                 f"{kernel.op} is not a collective: the {self.comm.library} backend runs collectives "
                 "only (use the torch backend for it)"
             )
-        if precision is not Precision.FP32:
-            raise Unsupported("the collectives are measured on float32 elements, as DeepBench's all-reduce")
-        if self.comm.size > MAX_EXACT_RANKS:
-            raise Unsupported(f"more than {MAX_EXACT_RANKS} ranks: the check's sums would not be exact in float32")
-        comm = self.comm
-        layout = kernel.layout(comm.size)
-        if layout.count == 0:
-            raise Unsupported(
-                f"{kernel.floats} floats over {comm.size} ranks leave no 16-byte share per rank "
-                "(nccl-tests rounds each share down to 16 bytes)"
-            )
+        layout = self._layout(kernel, precision)
         if kernel.op not in self.warmed_up:
             self.warm_up(kernel)
-        try:
-            job = problem(kernel, comm, self.settings.seed)
-            send = comm.buffer(job.inputs)
-            recv = comm.empty(layout.recv)
-            pristine = comm.buffer(job.in_place_buffer()) if job.in_place_buffer else None
-            work = comm.buffer(job.in_place_buffer()) if job.in_place_buffer else None
-            failure = ""
-        except Unsupported:
-            raise
-        except Exception as exc:  # noqa: BLE001 - the other ranks must hear of it, or they wait forever
-            failure = f"{type(exc).__name__}: {exc}"
-        failed = [r for r, (ok,) in enumerate(comm.allgather([0.0 if failure else 1.0])) if not ok]
-        if failed:
-            raise RuntimeError(
-                f"rank(s) {', '.join(map(str, failed))} could not allocate the buffers"
-                + (f": {failure}" if failure else " (see their records under ranks/)")
-            )
+        comm, factor = self.comm, kernel.bus_factor(self.comm.size)
+        job, send, recv, pristine, work = self._buffers(kernel, layout)
         corrupt = faults.requested("wrong", kernel.id, comm.rank)
-        factor = kernel.bus_factor(comm.size)
-        max_calls = kernel.repeat
-
-        def part(direction: str, run: Callable[[], object], check: Callable[[], Check], note: str) -> TimedPart:
-            info: dict[str, Any] = {
-                "ranks": comm.size,
-                "bytes": layout.bytes,
-                "count": layout.count,
-                "bus_factor": factor,
-                "timing": self.timing,
-            }
-            if note:
-                info["note"] = note
-            return TimedPart(
-                direction=direction,
-                run=run,
-                check=check,
-                flops=0.0,
-                min_bytes=float(layout.bytes),
-                info=info,
-                capturable=False,
-                timer=lambda fn, rule: self.measure(fn, rule, max_calls, info),
-            )
-
-        out_of_place = part(
+        out_of_place = self._part(
+            kernel,
+            layout,
             OUT_OF_PLACE,
             lambda: job.out_of_place(send, recv),
             lambda: self._check_out_of_place(job, recv, corrupt),
@@ -309,7 +262,7 @@ class CollectiveRunner:
             comm.synchronize()
             return self.agreed_check(result, job.expected, corrupt)
 
-        in_place = part(IN_PLACE, lambda: in_place_call(work), check_in_place, "")
+        in_place = self._part(kernel, layout, IN_PLACE, lambda: in_place_call(work), check_in_place, "")
 
         def after(backend: Any, rule: StopRule) -> dict[str, Any]:
             # The kernel's time is the in-place time (a sum of the two would mean nothing), so the
@@ -318,6 +271,74 @@ class CollectiveRunner:
 
         info["time_is"] = "the in_place part; the out_of_place measurement is in info.out_of_place"
         return Prepared(parts=[in_place], info=info, after=after)
+
+    def _layout(self, kernel: CollectiveKernel, precision: Precision) -> Layout:
+        """The kernel's layout on this communicator's ranks, or why it cannot run here."""
+        if precision is not Precision.FP32:
+            raise Unsupported("the collectives are measured on float32 elements, as DeepBench's all-reduce")
+        if self.comm.size > MAX_EXACT_RANKS:
+            raise Unsupported(f"more than {MAX_EXACT_RANKS} ranks: the check's sums would not be exact in float32")
+        layout = kernel.layout(self.comm.size)
+        if layout.count == 0:
+            raise Unsupported(
+                f"{kernel.floats} floats over {self.comm.size} ranks leave no 16-byte share per rank "
+                "(nccl-tests rounds each share down to 16 bytes)"
+            )
+        return layout
+
+    def _buffers(self, kernel: CollectiveKernel, layout: Layout) -> tuple[Problem, Any, Any, Any, Any]:
+        """The problem and its buffers (send, receive, the in-place inputs and their working copy) on every
+        rank, or a failure every rank hears of (a rank that failed alone would leave the others waiting)."""
+        comm = self.comm
+        try:
+            job = problem(kernel, comm, self.settings.seed)
+            send = comm.buffer(job.inputs)
+            recv = comm.empty(layout.recv)
+            pristine = comm.buffer(job.in_place_buffer()) if job.in_place_buffer else None
+            work = comm.buffer(job.in_place_buffer()) if job.in_place_buffer else None
+            failure = ""
+        except Unsupported:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the other ranks must hear of it, or they wait forever
+            failure = f"{type(exc).__name__}: {exc}"
+        failed = [r for r, (ok,) in enumerate(comm.allgather([0.0 if failure else 1.0])) if not ok]
+        if failed:
+            raise RuntimeError(
+                f"rank(s) {', '.join(map(str, failed))} could not allocate the buffers"
+                + (f": {failure}" if failure else " (see their records under ranks/)")
+            )
+        return job, send, recv, pristine, work
+
+    def _part(
+        self,
+        kernel: CollectiveKernel,
+        layout: Layout,
+        direction: str,
+        run: Callable[[], object],
+        check: Callable[[], Check],
+        note: str,
+    ) -> TimedPart:
+        """One direction, timed by this runner (every rank decides together: measure)."""
+        info: dict[str, Any] = {
+            "ranks": self.comm.size,
+            "bytes": layout.bytes,
+            "count": layout.count,
+            "bus_factor": kernel.bus_factor(self.comm.size),
+            "timing": self.timing,
+        }
+        if note:
+            info["note"] = note
+        max_calls = kernel.repeat
+        return TimedPart(
+            direction=direction,
+            run=run,
+            check=check,
+            flops=0.0,
+            min_bytes=float(layout.bytes),
+            info=info,
+            capturable=False,
+            timer=lambda fn, rule: self.measure(fn, rule, max_calls, info),
+        )
 
     def _check_out_of_place(self, job: Problem, recv: Any, corrupt: bool) -> Check:
         self.comm.synchronize()

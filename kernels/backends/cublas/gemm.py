@@ -151,25 +151,34 @@ def prepare(backend: CublasBackend, kernel: GemmKernel, precision: Precision) ->
         check=lambda: check_matmul(c, x, y, precision, ctx.generator),
         flops=kernel.flops(),
         min_bytes=kernel.min_bytes("fwd", precision),
-        info={
-            "library": "cuBLAS",
-            "call": "cublasGemmEx",
-            "blas_call": {
-                "transa": "T" if kernel.a_t else "N",
-                "transb": "T" if kernel.b_t else "N",
-                "m": m,
-                "n": n,
-                "k": k,
-                "lda": lda,
-                "ldb": ldb,
-                "ldc": ldc,
-            },
-            "types": "A/B {}, C {}, CUBLAS_{}".format(*CALLS[precision]),
-            "math_mode": math_mode_text(MATH_MODES[precision]),
-            "algo": "CUBLAS_GEMM_DEFAULT (cuBLAS's heuristic; the call does not report its kernel)",
-            "alpha": 1,
-            "beta": 0,
-        },
+        info=call_info(kernel, precision, (m, n, k), (lda, ldb, ldc)),
         output=c,
     )
     return Prepared(parts=[part], padding=padding.changed(listed, shape))
+
+
+def call_info(
+    kernel: GemmKernel, precision: Precision, shape: tuple[int, int, int], lds: tuple[int, int, int]
+) -> dict[str, object]:
+    """What a part records of the call: the library's own (transa, transb, m, n, k, leading dimensions),
+    its types and math mode, and the scalars."""
+    (m, n, k), (lda, ldb, ldc) = shape, lds
+    return {
+        "library": "cuBLAS",
+        "call": "cublasGemmEx",
+        "blas_call": {
+            "transa": "T" if kernel.a_t else "N",
+            "transb": "T" if kernel.b_t else "N",
+            "m": m,
+            "n": n,
+            "k": k,
+            "lda": lda,
+            "ldb": ldb,
+            "ldc": ldc,
+        },
+        "types": "A/B {}, C {}, CUBLAS_{}".format(*CALLS[precision]),
+        "math_mode": math_mode_text(MATH_MODES[precision]),
+        "algo": "CUBLAS_GEMM_DEFAULT (cuBLAS's heuristic; the call does not report its kernel)",
+        "alpha": 1,
+        "beta": 0,
+    }

@@ -132,8 +132,22 @@ class StructuredProduct:
         n = b_store.shape[0]
         self.alpha, self.beta = np.ones(1, dtype=np.float32), np.zeros(1, dtype=np.float32)
         self.b_store, self.d_store = b_store, d_store
-        h = handle.handle
-        # A: column-major k x m (lda = k), op(A) = T; B: k x n (ldb = k); C = D: m x n (ldc = m).
+        self._describe(m, n, k, ab_type, cd_type, col)
+        self._plan(op_t, op_n, int(getattr(lt.ComputeType, compute)))
+        self.compressed = self.compress_buffer = self.workspace = torch.empty(0, dtype=torch.uint8)
+
+    def load(self, a: torch.Tensor, a_pruned: torch.Tensor) -> None:
+        """Prune A into a_pruned, check it, compress it, allocate the workspace and let cuSPARSELt
+        choose its configuration: everything before the first timed call."""
+        self.prune(a, a_pruned)
+        self.compressed, self.compress_buffer = self._check_and_compress(a_pruned)
+        self.workspace = self._workspace()
+        self.search()
+
+    def _describe(self, m: int, n: int, k: int, ab_type: int, cd_type: int, col: int) -> None:
+        """The matrices' descriptors: A column-major k x m (lda = k), op(A) = T; B k x n (ldb = k);
+        C = D m x n (ldc = m)."""
+        lt, h = self.lt, self.handle.handle
         self.mat_a = self._own(
             lt.mat_descriptor_destroy,
             call(
@@ -180,6 +194,10 @@ class StructuredProduct:
                 col,
             ),
         )
+
+    def _plan(self, op_a: int, op_b: int, compute: int) -> None:
+        """The matmul's descriptor, its algorithm selection (cuSPARSELt's default) and its plan."""
+        lt, h = self.lt, self.handle.handle
         self.matmul_descr = self._own(
             lt.matmul_descriptor_destroy,
             call(
@@ -187,13 +205,13 @@ class StructuredProduct:
                 "cusparseLtMatmulDescriptorInit",
                 lt.matmul_descriptor_init,
                 h,
-                op_t,
-                op_n,
+                op_a,
+                op_b,
                 self.mat_a,
                 self.mat_b,
                 self.mat_c,
                 self.mat_c,
-                int(getattr(lt.ComputeType, compute)),
+                compute,
             ),
         )
         self.alg_sel = self._own(
@@ -211,15 +229,6 @@ class StructuredProduct:
             lt.matmul_plan_destroy,
             call(lt, "cusparseLtMatmulPlanInit", lt.matmul_plan_init, h, self.matmul_descr, self.alg_sel),
         )
-        self.compressed = self.compress_buffer = self.workspace = torch.empty(0, dtype=torch.uint8)
-
-    def load(self, a: torch.Tensor, a_pruned: torch.Tensor) -> None:
-        """Prune A into a_pruned, check it, compress it, allocate the workspace and let cuSPARSELt
-        choose its configuration: everything before the first timed call."""
-        self.prune(a, a_pruned)
-        self.compressed, self.compress_buffer = self._check_and_compress(a_pruned)
-        self.workspace = self._workspace()
-        self.search()
 
     def _own(self, destroy: Callable[[int], None], ptr: int) -> int:
         """Remember how to free what the binding allocated (destroyed in reverse order)."""

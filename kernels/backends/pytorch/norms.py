@@ -30,7 +30,7 @@ def prepare_batch_norm(ctx: TorchContext, kernel: BatchNormKernel, precision: Pr
         out["y"] = F.batch_norm(x, mean, var, weight, bias, training=False, eps=EPS)
 
     def reference() -> np.ndarray:
-        return ref.batch_norm_nchw(*(host64(t) for t in (x, mean, var, weight, bias)), eps=EPS)
+        return ref.batch_norm_nchw(host64(x), host64(mean), host64(var), host64(weight), host64(bias), EPS)
 
     return forward_part(kk, precision, run, lambda: out["y"], reference, ref.METHOD)
 

@@ -34,14 +34,54 @@ MODULES = {
 }
 
 
+TIMED_NOTE = (
+    "cuDNN computes the input projection inside the layer and needs its data-gradient pass "
+    "for weight gradients; both are timed and the projection's FLOPs counted"
+)
+
+
+def float64_reference(
+    kernel: RnnKernel, layer: torch.nn.RNNBase, x: torch.Tensor, hx: Any, h0: torch.Tensor, d_y: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The hidden states and dW_hh in float64 from the layer's own weights (kernels/reference/rnn.py's
+    recurrence); a ReLU cell's masks fixed by the signs of the library's own hidden states."""
+    hid = kernel.hidden
+    w_ih, w_hh, b_ih, b_hh = (
+        cast(torch.Tensor, p).detach().double()
+        for p in (layer.weight_ih_l0, layer.weight_hh_l0, layer.bias_ih_l0, layer.bias_hh_l0)
+    )
+    proj = x.double() @ w_ih.t() + b_ih
+    if kernel.cell == "gru":  # cuDNN/PyTorch GRU: b_hn sits inside the reset gate
+        proj = proj + torch.cat([b_hh[: 2 * hid], torch.zeros_like(b_hh[2 * hid :])])
+        b_n = b_hh[2 * hid :]
+    else:
+        proj = proj + b_hh
+        b_n = torch.zeros(hid, dtype=torch.float64, device=x.device)
+    r_t = w_hh.t().clone().requires_grad_(True)
+    if kernel.cell == "vanilla":
+        with torch.no_grad():
+            library_h = layer(x, hx)[0].detach()
+        h = relu_recurrence_masked(proj, r_t, h0[0].double(), library_h)
+    else:
+        h = recurrence(kernel.cell, proj, r_t, b_n, h0[0].double())
+    (d_r,) = torch.autograd.grad(h, r_t, d_y.double())
+    return h.detach(), d_r.t()
+
+
+def seeded_layer(ctx: TorchContext, kernel: RnnKernel, dtype: torch.dtype) -> torch.nn.RNNBase:
+    """The layer (cuDNN's under torch.nn), its weights random, seeded, scaled as nn's default init."""
+    layer = MODULES[kernel.cell](kernel.hidden, device=ctx.device, dtype=dtype)
+    with torch.no_grad():
+        for p in layer.parameters():
+            p.copy_(ctx.random(tuple(p.shape), dtype, scale=kernel.hidden**-0.5))
+    layer.flatten_parameters()
+    return layer
+
+
 def prepare(ctx: TorchContext, kernel: RnnKernel, precision: Precision) -> Prepared:
     dtype = ctx.dtype(precision)
     hid, steps, batch = kernel.hidden, kernel.timesteps, kernel.batch
-    layer = MODULES[kernel.cell](hid, device=ctx.device, dtype=dtype)
-    with torch.no_grad():
-        for p in layer.parameters():  # random, seeded, scaled as nn's default init
-            p.copy_(ctx.random(tuple(p.shape), dtype, scale=hid**-0.5))
-    layer.flatten_parameters()
+    layer = seeded_layer(ctx, kernel, dtype)
     x = ctx.random((steps, batch, hid), dtype)
     h0 = ctx.random((1, batch, hid), dtype)
     hx = (h0, h0.clone()) if kernel.cell == "lstm" else h0
@@ -71,31 +111,9 @@ def prepare(ctx: TorchContext, kernel: RnnKernel, precision: Precision) -> Prepa
 
     reference: dict[str, torch.Tensor] = {}
 
-    def library_forward() -> torch.Tensor:
-        """The library's own hidden states, whose signs fix the ReLU masks of the reference."""
-        with torch.no_grad():
-            return layer(x, hx)[0].detach()
-
     def ref() -> tuple[torch.Tensor, torch.Tensor]:
         if not reference:
-            w_ih, w_hh, b_ih, b_hh = (
-                cast(torch.Tensor, p).detach().double()
-                for p in (layer.weight_ih_l0, layer.weight_hh_l0, layer.bias_ih_l0, layer.bias_hh_l0)
-            )
-            proj = x.double() @ w_ih.t() + b_ih
-            if kernel.cell == "gru":  # cuDNN/PyTorch GRU: b_hn sits inside the reset gate
-                proj = proj + torch.cat([b_hh[: 2 * hid], torch.zeros_like(b_hh[2 * hid :])])
-                b_n = b_hh[2 * hid :]
-            else:
-                proj = proj + b_hh
-                b_n = torch.zeros(hid, dtype=torch.float64, device=ctx.device)
-            r_t = w_hh.t().clone().requires_grad_(True)
-            if kernel.cell == "vanilla":
-                h = relu_recurrence_masked(proj, r_t, h0[0].double(), library_forward())
-            else:
-                h = recurrence(kernel.cell, proj, r_t, b_n, h0[0].double())
-            (d_r,) = torch.autograd.grad(h, r_t, d_y.double())
-            reference.update(y=h.detach(), dw_hh=d_r.t())
+            reference.update(zip(("y", "dw_hh"), float64_reference(kernel, layer, x, hx, h0, d_y), strict=True))
         return reference["y"], reference["dw_hh"]
 
     def check_fwd() -> Check:
@@ -120,28 +138,13 @@ def prepare(ctx: TorchContext, kernel: RnnKernel, precision: Precision) -> Prepa
         "forward_mode": "training" if training else "inference",
         "input_projection_timed": True,
         "input_gradient_timed": True,
-        "note": "cuDNN computes the input projection inside the layer and needs its data-gradient pass "
-        "for weight gradients; both are timed and the projection's FLOPs counted",
+        "note": TIMED_NOTE,
     }
+    timed = [("fwd", fwd, check_fwd), *([("bwd", bwd, check_bwd)] if training else [])]
     parts = [
         TimedPart(
-            "fwd",
-            fwd,
-            check_fwd,
-            kernel.flops("fwd", input_projection=True),
-            kernel.min_bytes("fwd", precision),
-            info=dict(info),
+            d, run, check, kernel.flops(d, input_projection=True), kernel.min_bytes(d, precision), info=dict(info)
         )
+        for d, run, check in timed
     ]
-    if training:
-        parts.append(
-            TimedPart(
-                "bwd",
-                bwd,
-                check_bwd,
-                kernel.flops("bwd", input_projection=True),
-                kernel.min_bytes("bwd", precision),
-                info=dict(info),
-            )
-        )
     return Prepared(parts=parts, info=info)
