@@ -7,7 +7,9 @@ the runner adds the host's part (command line, image digest, source-tree state).
 SHA-256 over canonical forms, so two machines with the same code and suite get the same hash:
 
 - `harness_sha256`: every file of the installed `deepbench.kernels` package (code and the suite
-  data), by relative path: `path NUL sha256(content) LF` lines, sorted, hashed again.
+  data), by relative path: `path NUL sha256(content) LF` lines, sorted, hashed again. Only what an
+  installed package holds is hashed (its packages' modules and its data/), so a checkout and an
+  install of the same code agree; `runner_sha256` is the same over `deepbench.runner`.
 - `suite_sha256`: the plan's items (kernel id, DeepBench's parameters, precision), as canonical JSON.
 - `frozen_suite_sha256`: the whole named suite before any --ops/--where/--limit selection. The
   runner hashes the suite it selected from (runner/selection.py) and records it in the plan; the
@@ -21,7 +23,7 @@ import json
 import subprocess
 from collections.abc import Iterable, Iterator
 from datetime import datetime
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -33,6 +35,7 @@ PROVENANCE_SCHEMA: Final = "deepbench.provenance/1"
 GIT_TIMEOUT_S = 10.0
 MAX_CHANGED_PATHS = 50  # a modified tree lists at most this many paths (the count is kept)
 HASHED_SUFFIXES = (".py", ".json", ".md", ".txt", ".toml")  # package data included, bytecode not
+DATA_FOLDER = "data"  # a package's data files (pyproject.toml's package-data) lie under its data/
 PROJECT_NAME_LINE = 'name = "deepbench"'
 # What a run executes: the package, the image recipes and the packaging. A change elsewhere (tests, docs,
 # evidence) changes nothing that ran, so it does not make a run "modified".
@@ -111,8 +114,19 @@ def canonical_json(value: Any) -> bytes:
 
 
 def _package_files(root: Path) -> Iterator[Path]:
+    """The files an installed copy of the package at `root` holds (and hashes): its packages' modules
+    and its data/. A checkout holds more under the same folder (runner/published: runs for the
+    reports, not package data); hashed, they would give a checkout and an install of the same code
+    different hashes, and an installed `deepbench check` would refuse a checkout's run."""
+
+    @cache
+    def in_package(folder: Path) -> bool:  # every folder from the root down holds an __init__.py (setup.py)
+        return (folder / "__init__.py").is_file() and (folder == root or in_package(folder.parent))
+
     for path in sorted(root.rglob("*")):
-        if path.is_file() and "__pycache__" not in path.parts and path.suffix in HASHED_SUFFIXES:
+        if not path.is_file() or "__pycache__" in path.parts or path.suffix not in HASHED_SUFFIXES:
+            continue
+        if path.relative_to(root).parts[0] == DATA_FOLDER or (path.suffix == ".py" and in_package(path.parent)):
             yield path
 
 

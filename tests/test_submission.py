@@ -141,6 +141,13 @@ def test_harness_hash_names_the_package_content(tmp_path: Path) -> None:
     (pkg / "__pycache__").mkdir(exist_ok=True)
     (pkg / "__pycache__" / "x.pyc").write_bytes(b"bytecode is not source")
     assert package_sha256(pkg) == first
+    # what an install does not hold is not hashed: a folder that is no package (runner/published) ...
+    (pkg / "published").mkdir()
+    (pkg / "published" / "run.json").write_text("{}")
+    assert package_sha256(pkg) == first
+    (pkg / "data" / "extra.json").write_text("{}")  # ... but package data is
+    assert package_sha256(pkg) != first
+    (pkg / "data" / "extra.json").unlink()
     with (pkg / "costs.py").open("a") as f:
         f.write("# edited\n")
     assert package_sha256(pkg) != first

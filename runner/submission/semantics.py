@@ -10,12 +10,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from functools import lru_cache
-from pathlib import Path
 
 from ...kernels.backends.contract.timed_directions import counted_costs, timed_directions
 from ...kernels.backends.contract.unsupported_reasons import could_give
-from ...kernels.format_versions import read_model
 from ...kernels.precision import Precision
 from ...kernels.results import (
     CHECK_METHODS,
@@ -28,11 +25,11 @@ from ...kernels.results import (
     Status,
 )
 from ..setting_ranges import out_of_range
+from . import published_ok
 
 # FLOPs and bytes are computed in float64 from integers: the harness's figure and ours agree to
 # the last bits; this leaves room for a JSON round trip and nothing a forger could use.
 COST_RTOL = 1e-9
-PUBLISHED = Path(__file__).resolve().parent.parent / "published"
 
 Add = Callable[[str, str], None]
 
@@ -116,29 +113,12 @@ def check_settings(plan: Plan, add: Add, where: str, cpus: int | None = None) ->
         add(where, f"settings: {problem} (the range deepbench-run accepts)")
 
 
-@lru_cache(maxsize=8)
 def ran_before(platform: str, backend: str) -> dict[str, str]:
-    """Kernel ids (op/set/index/precision) a published run of this tool (runner/published) on
-    `platform` with `backend` measured `ok`, each with the run it was in: a result `unsupported`
-    on such a platform is suspect (check --strict refuses it)."""
-    from ...kernels.results import PLAN_FILE
-    from ..analysis.sources import read_run_folder
-
-    out: dict[str, str] = {}
-    for plan_file in sorted(PUBLISHED.rglob(PLAN_FILE)):
-        try:
-            plan = read_model(Plan, plan_file.read_bytes())
-            if plan.platform != platform or plan.backend != backend:
-                continue
-            results, _record = read_run_folder(plan_file.parent)
-        except (OSError, ValueError):
-            continue
-        for r in results:
-            if r.status is Status.OK:
-                out.setdefault(
-                    f"{r.kernel.id}/{r.precision.name.value}", plan_file.parent.relative_to(PUBLISHED).as_posix()
-                )
-    return out
+    """Kernel ids (op/set/index/precision) a published run of this tool on `platform` with
+    `backend` measured `ok`, each with the run it was in: a result `unsupported` on such a platform
+    is suspect (check --strict refuses it). Read from the index the package ships
+    (published_ok.py), never from runner/published, which only a source checkout holds."""
+    return published_ok.shipped().get(platform, {}).get(backend, {})
 
 
 def unsupported_but_ran(r: KernelResult, plan: Plan) -> str | None:
