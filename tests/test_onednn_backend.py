@@ -88,7 +88,8 @@ def test_convolution_every_direction_passes_or_is_unsupported(backend, precision
         if precision is Precision.INT8:
             assert check.error == 0.0 and check.method == "sampled-exact-int"
         assert part.flops == CONV.flops(part.direction)
-    assert prepared.padding == {} and "std_conv_bench.cpp" in prepared.info["padding"]
+    assert prepared.padding == {}
+    assert all("std_conv_bench.cpp" in part.info["onednn"]["padding"] for part in prepared.parts)
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -404,6 +405,13 @@ def test_the_smoke_suite_runs_and_its_bundle_passes_the_check(tmp_path: Path) ->
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
     record = json.loads((tmp_path / "run" / "run.json").read_text())
     assert record["software"]["oneDNN"].startswith("3.") and record["device"]["onednn"]["threads"] == 1
+    # verify's replay: the implementations the run recorded, pinned, run again
+    replayed = ONEDNN.replay(OnednnOptions(), results)
+    assert replayed.implementations and replayed.implementations == recorded_pins(results)
+    conv = next(r for r in results if r.op == "conv" and r.status is Status.OK)
+    again = _backend(backend_options={"onednn": ONEDNN.stored(replayed)}).prepare(conv.kernel, conv.precision.name)
+    assert [p.info["onednn"]["pin"] for p in again.parts] == [p.info["onednn"]["pin"] for p in conv.parts]
+    assert all(p.info["onednn"]["chosen_by"].startswith("pinned") for p in again.parts)
 
 
 @pytest.mark.slow

@@ -247,7 +247,7 @@ def prepare(ctx: OnednnContext, kernel: ConvKernel, precision: Precision) -> Pre
     directions = ("fwd",) if precision is Precision.INT8 else kernel.timed()
     offers = [_offer(problem, d) for d in directions]  # every direction's offer before any race
     parts = [_part(problem, offer) for offer in offers]
-    info: dict[str, Any] = {"padding": NO_PADDING}
+    info: dict[str, Any] = {}
     if precision is Precision.INT8:
         info.update(directions=list(directions), backward=INT8_FORWARD_ONLY)
     elif kernel.forward_only:
@@ -304,7 +304,12 @@ def _part(problem: Problem, offer: Offer) -> TimedPart:
     runner = Runner(problem, direction, chosen.build)
     transform = chosen.algorithm == "convolution_winograd"
     record.update(
-        implementation=chosen.impl, algorithm=chosen.algorithm, pin=chosen.pin, formats=runner.formats(), **ctx.facts
+        implementation=chosen.impl,
+        algorithm=chosen.algorithm,
+        pin=chosen.pin,
+        formats=runner.formats(),
+        padding=NO_PADDING,
+        **ctx.facts,
     )
     if notes:
         record["not_offered"] = notes

@@ -73,6 +73,7 @@ class OnednnPart(PartInfo):
     threading: str = ""
     threads: int = 0
     candidates: list[dict[str, Any]] = Field(default_factory=list)
+    padding: str = ""  # DeepBench's padding as applied (convolutions: none, as its Intel benchmark)
 
 
 class OnednnPartInfo(PartInfo):
