@@ -39,7 +39,6 @@ class Threading:
     threading: str  # the runtime its kernels thread through
     threads: int
     how: str
-    keep: Any = None  # what must live as long as the limit (TBB's global_control)
 
 
 def limit(cpu_runtime: int, runtime_name: str, threads: int) -> Threading:
@@ -55,17 +54,28 @@ def limit(cpu_runtime: int, runtime_name: str, threads: int) -> Threading:
     )
 
 
+# The process's one global_control: TBB keeps a pointer to it until it is destroyed, and the smallest of the
+# controls alive is in force, so a later backend asking another count replaces it (destroyed through TBB first).
+_ACTIVE: dict[str, Any] = {}
+
+
 def _tbb(runtime_name: str, threads: int) -> Threading:
-    tbb = ctypes.CDLL(str(library_folder() / TBB_LIBRARY) if (library_folder() / TBB_LIBRARY).exists() else TBB_LIBRARY)
+    folder = library_folder()
+    tbb = ctypes.CDLL(str(folder / TBB_LIBRARY) if (folder / TBB_LIBRARY).exists() else TBB_LIBRARY)
     create, destroy, active = (getattr(tbb, name) for name in (TBB_CREATE, TBB_DESTROY, TBB_ACTIVE_VALUE))
     create.argtypes = destroy.argtypes = [ctypes.POINTER(GlobalControl)]
     create.restype = destroy.restype = None
     active.argtypes, active.restype = [ctypes.c_int], ctypes.c_size_t
-    control = GlobalControl(threads, 0, TBB_MAX_ALLOWED_PARALLELISM)
-    create(ctypes.byref(control))
+    current = _ACTIVE.get("control")
+    if current is None or current.value != threads:
+        if current is not None:
+            destroy(ctypes.byref(current))
+        control = GlobalControl(threads, 0, TBB_MAX_ALLOWED_PARALLELISM)
+        create(ctypes.byref(control))
+        _ACTIVE["control"] = control
     in_force = int(active(TBB_MAX_ALLOWED_PARALLELISM))
     how = f"tbb::global_control(max_allowed_parallelism, {threads}); TBB reports {in_force} in force"
-    return Threading(runtime_name, "TBB", in_force, how, keep=(control, destroy))
+    return Threading(runtime_name, "TBB", in_force, how)
 
 
 def _openmp(runtime_name: str, threads: int) -> Threading:
