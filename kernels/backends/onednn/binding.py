@@ -20,6 +20,7 @@ and the backend reports every kernel unsupported with that line."""
 from __future__ import annotations
 
 import ctypes
+import ctypes.util
 import os
 import sys
 from ctypes import POINTER, c_char_p, c_float, c_int, c_int64, c_size_t, c_uint, c_void_p
@@ -177,6 +178,16 @@ def _point_opencl_at(folder: Path) -> None:
         os.environ[OPENCL_ICD_VARIABLE] = str(runtime)
 
 
+def not_installed(install_hint: str) -> str:
+    """Why oneDNN is not installed here ('' where its library is in the environment's lib folder or on the
+    loader's path), found without loading it."""
+    if (library_folder() / LIBRARY).exists() or ctypes.util.find_library("dnnl"):
+        return ""
+    return (
+        f"oneDNN is not installed ({LIBRARY} is neither in {library_folder()} nor on the loader's path); {install_hint}"
+    )
+
+
 def load(install_hint: str) -> Loaded:
     """libdnnl from the environment's lib folder (its runtimes loaded first), else from the loader's path."""
     folder = library_folder()
@@ -191,13 +202,10 @@ def load(install_hint: str) -> Loaded:
             except OSError as exc:
                 return Loaded(missing=f"oneDNN's runtime {name} cannot load: {exc}")
     try:
-        lib = ctypes.CDLL(str(candidates[0]), mode=ctypes.RTLD_GLOBAL)
+        lib = ctypes.CDLL(str(candidates[0]))  # its own symbols stay local: only its runtimes are global
     except OSError as exc:
         if not (folder / LIBRARY).exists():
-            return Loaded(
-                missing=f"oneDNN is not installed ({LIBRARY} is neither in {folder} nor on the loader's path); "
-                f"{install_hint}"
-            )
+            return Loaded(missing=not_installed(install_hint) or f"oneDNN ({LIBRARY}) cannot load: {exc}")
         return Loaded(missing=f"oneDNN ({folder / LIBRARY}) cannot load: {exc}")
     for name, (restype, argtypes) in PROTOTYPES.items():
         try:
