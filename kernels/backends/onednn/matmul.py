@@ -28,7 +28,7 @@ from ..contract.base import Prepared, TimedPart, Unsupported
 from . import constants as C
 from .binding import DnnlError
 from .context import OnednnContext
-from .objects import Attr, Memory, MemoryDesc, Primitive, created_pd, md_format
+from .objects import Attr, Memory, MemoryDesc, Primitive, created_pd, first_offered, md_format
 from .tensors import as_float, stored
 
 # precision -> oneDNN's types of (src, weights, dst)
@@ -95,6 +95,7 @@ def prepare(ctx: OnednnContext, kernel: BatchedGemmKernel, precision: Precision)
         )
     except DnnlError as exc:
         raise Unsupported(f"oneDNN has no {precision.value} matmul for this batched GEMM here: {exc}") from None
+    pd, offered = first_offered(pd)
     primitive = Primitive(ctx.engine, pd, {C.ARG_SRC: src.memory, C.ARG_WEIGHTS: wei.memory, C.ARG_DST: dst.memory})
 
     def check() -> Check:
@@ -104,6 +105,7 @@ def prepare(ctx: OnednnContext, kernel: BatchedGemmKernel, precision: Precision)
     record: dict[str, Any] = {
         "implementation": pd.impl,
         "chosen_by": "oneDNN's first implementation",
+        "candidates": offered,
         "formats": formats,
         **ctx.facts,
     }

@@ -216,6 +216,13 @@ class PrimitiveDesc:
         _destroy(self, "dnnl_primitive_desc_destroy")
 
 
+def first_offered(pd: PrimitiveDesc) -> tuple[PrimitiveDesc, list[dict[str, Any]]]:
+    """(oneDNN's first implementation of a fresh descriptor's problem, every implementation it offers by name and
+    rank): a clone does not iterate, so the list is read from the descriptor as created."""
+    offered = list(pd.implementations())
+    return offered[0], [{"candidate": impl.impl, "rank": rank} for rank, impl in enumerate(offered)]
+
+
 def created_pd(lib: Any, what: str, create: Any, *args: Any) -> PrimitiveDesc:
     """A primitive descriptor from its `create` function (DnnlError, with `what`, where it fails)."""
     handle = ctypes.c_void_p()

@@ -37,7 +37,7 @@ from ..contract.base import Prepared, TimedPart, Unsupported
 from . import constants as C
 from .binding import DnnlError
 from .context import OnednnContext
-from .objects import Attr, MemoryDesc, Primitive, PrimitiveDesc, created_pd
+from .objects import Attr, MemoryDesc, Primitive, PrimitiveDesc, created_pd, first_offered
 from .tensors import PLAIN_TAGS, Placed, as_float, stored
 
 GATES = {"vanilla": 1, "lstm": 4, "gru": 3}
@@ -176,7 +176,7 @@ class Runner:
     def __init__(self, problem: Problem, backward: bool) -> None:
         engine, cell = problem.ctx.engine, problem.kernel.cell
         self.problem = problem
-        self.fwd_pd = problem.descriptor(False)
+        self.fwd_pd, self.offered = first_offered(problem.descriptor(False))
         roles = [r for r in FORWARD_ROLES[cell] if r is not None]
         self.tensors = {r: self._placed(r, self.fwd_pd) for r in roles}
         args = {ARGS[r]: self.tensors[r].memory for r in roles}
@@ -198,7 +198,8 @@ class Runner:
 
     def _backward(self, roles: list[str], forward_args: dict[int, Any]) -> Primitive:
         p = self.problem
-        self.bwd_pd = p.descriptor(True, self.fwd_pd)
+        self.bwd_pd, offered = first_offered(p.descriptor(True, self.fwd_pd))
+        self.offered_bwd = offered
         args = dict(forward_args)
         for r in WEIGHTS_ROLES:  # the backward may want its weights in another layout than the forward's
             self.tensors[f"bwd_{r}"] = self._placed(r, self.bwd_pd)
@@ -259,6 +260,7 @@ def _record(runner: Runner, pd: PrimitiveDesc, mode: str) -> dict[str, Any]:
         "onednn": {
             "implementation": pd.impl,
             "chosen_by": "oneDNN's first implementation",
+            "candidates": runner.offered if pd is runner.fwd_pd else runner.offered_bwd,
             "mode": mode,
             "formats": runner.formats(pd),
             **ctx.facts,
