@@ -235,6 +235,13 @@ def test_the_race_never_keeps_a_wrong_candidate_and_prefers_the_earlier_of_two_t
         race.choose(candidates, timed_all_wrong, check_all_wrong)
 
 
+def test_a_spent_race_budget_leaves_the_rest_listed_not_raced() -> None:
+    candidates, timed, check = _candidate_rows({"jit:avx512_core": 100.0, "jit:avx2": 50.0, "x64:gemm:jit": 20.0})
+    choice = race.choose(candidates, timed, check, budget_s=0.0)
+    assert choice.chosen.impl == "jit:avx512_core"  # the one timed before the budget was found spent
+    assert [row["status"] for row in choice.table] == ["chosen", "not raced", "not raced"]
+
+
 def test_the_race_sets_aside_duplicates_and_reference_loops() -> None:
     names = ["convolution_direct:jit:avx512_core", "convolution_direct:ref:any", "convolution_auto:jit:avx512_core"]
     candidates = [race.Candidate(*n.split(":", 1), i) for i, n in enumerate(names)]
