@@ -8,7 +8,6 @@ from __future__ import annotations
 import itertools
 import math
 import types
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -22,145 +21,18 @@ pytest.importorskip("torch")
 
 from deepbench.kernels.backends.cudnn import conv, search
 
-BARRED = "[cudnn_frontend] Error: Deselecting execution plan"
-
-
-@dataclass(frozen=True)
-class _Knob:
-    """cudnn.knob_type's member (its name), as the frontend's dicts key knobs."""
-
-    name: str
-
-
-@dataclass(frozen=True)
-class _KnobInfo:
-    """What get_knobs_for_engine lists for a knob."""
-
-    type: _Knob
-    min_value: int
-    max_value: int
-    stride: int = 1
-
-
-@dataclass
-class _Engine:
-    numerical: tuple[str, ...] = ()
-    behavior: tuple[str, ...] = ()
-    knobs: dict[str, tuple[int, int]] = field(default_factory=dict)  # name -> (min, max)
-    workspace: int = 0
-    hidden: str = ""  # a knob the frontend does not list, in the plan's name only (engine 49's split-K)
-
-
-def _name(eid: int, knobs: dict[str, int], hidden: str = "") -> str:
-    return f"eng{eid}" + hidden + "".join(f"_k{sorted(_KNOB_NUMBERS).index(k)}={v}" for k, v in sorted(knobs.items()))
-
-
-_KNOB_NUMBERS = ("TILE_SIZE", "SPLIT_K_BUF", "STAGES")
-
-
-class _Graph:
-    """cudnn-frontend 1.32's pygraph as the search sees it (it has no select_behavior_notes): heuristics'
-    plans, the engine enumeration, plans
-    created from (engine, knobs), note filters that bar plans ("Deselecting execution plan"), engines
-    that do not serve the graph, knob values that do not build (TILE_SIZE 3)."""
-
-    def __init__(self, engines: dict[int, _Engine], heuristics: list[tuple[int, dict[str, int], str]], count: int):
-        self.engines, self.heuristics, self.count = engines, heuristics, count
-        self.plans: list[tuple[int, dict[str, int], str]] = []
-        self.filters: list[tuple[str, str, bool]] = []  # (kind, note, keep)
-        self.modes: list[str] = []
-
-    def create_execution_plans(self, modes: list[str]) -> None:
-        assert not self.modes, "planning is one-shot"
-        self.modes = list(modes)
-        self.plans = list(self.heuristics)
-
-    def get_execution_plan_count(self) -> int:
-        return len(self.plans)
-
-    def get_engine_count(self) -> int:
-        return self.count
-
-    def get_knobs_for_engine(self, eid: int) -> list[_KnobInfo]:
-        if eid not in self.engines:
-            raise RuntimeError("CUDNN_STATUS_NOT_SUPPORTED: engine does not serve this graph")
-        return [_KnobInfo(_Knob(n), lo, hi) for n, (lo, hi) in self.engines[eid].knobs.items()]
-
-    def create_execution_plan(self, eid: int, knobs: dict[_Knob, int]) -> None:
-        if eid not in self.engines:
-            raise RuntimeError("CUDNN_STATUS_NOT_SUPPORTED")
-        named = {k.name: v for k, v in knobs.items()}
-        self.plans.append((eid, named, _name(eid, named)))
-
-    def _barred(self, eid: int) -> bool:
-        e = self.engines[eid]
-        for kind, note, keep in self.filters:
-            has = note in (e.behavior if kind == "behavior" else e.numerical)
-            if has != keep:
-                return True
-        return False
-
-    def build_plan_at_index(self, i: int) -> None:
-        eid, knobs, _ = self.plans[i]
-        if self._barred(eid):
-            raise RuntimeError(BARRED)
-        if knobs.get("TILE_SIZE") == 3:
-            raise RuntimeError("CUDNN_STATUS_NOT_SUPPORTED")
-
-    def get_engine_and_knobs_at_index(self, i: int) -> tuple[int, dict[_Knob, int]]:
-        eid, knobs, _ = self.plans[i]
-        return eid, {_Knob(k): v for k, v in knobs.items()} | {_Knob("NOT_SET"): 0}
-
-    def get_plan_name_at_index(self, i: int) -> str:
-        return self.plans[i][2]
-
-    def get_workspace_size_plan_at_index(self, i: int) -> int:
-        return self.engines[self.plans[i][0]].workspace
-
-    def get_behavior_notes_for_plan_at_index(self, i: int) -> list[str]:
-        return list(self.engines[self.plans[i][0]].behavior)
-
-    def deselect_behavior_notes(self, notes: list[str]) -> None:
-        self.filters += [("behavior", n, False) for n in notes]
-
-    def deselect_numeric_notes(self, notes: list[str]) -> None:
-        self.filters += [("numerical", n, False) for n in notes]
-
-
-NOTES = ("TENSOR_CORE", "DOWN_CONVERT_INPUTS", "WINOGRAD", "WINOGRAD_TILE_4x4", "FFT", "WINOGRAD_TILE_6x6")
-CUDNN = types.SimpleNamespace(
-    heur_mode=types.SimpleNamespace(A="A", B="B", FALLBACK="FALLBACK"),
-    behavior_note=types.SimpleNamespace(RUNTIME_COMPILATION="RUNTIME_COMPILATION"),
-    numerical_note=types.SimpleNamespace(**{n: n for n in NOTES}),
-    knob_type=types.SimpleNamespace(**{n: _Knob(n) for n in (*_KNOB_NUMBERS, "NOT_SET")}),
-    is_frontend_knob_type=lambda k: False,
+from .fake_cudnn import (
+    CUDNN,
+    GiB,
+    _check,
+    _Clock,
+    _Graph,
+    _heuristics,
+    _Knob,
+    _KnobInfo,
+    _library,
+    _Race,
 )
-GiB = 1 << 30
-
-
-def _library() -> dict[int, _Engine]:
-    """Engine 0: implicit GEMM with knobs; 1: tensor cores (not fp32); 2: Winograd nonfused, no knobs, which
-    the heuristics never offer; 3: FFT with a workspace beyond the limit; 4: compiled at run time.
-    Engine 5 of the count does not serve the graph."""
-    return {
-        0: _Engine(knobs={"TILE_SIZE": (1, 3), "STAGES": (0, 1)}),
-        1: _Engine(numerical=("TENSOR_CORE",), knobs={"TILE_SIZE": (1, 2)}),
-        2: _Engine(numerical=("WINOGRAD", "WINOGRAD_TILE_4x4")),
-        3: _Engine(numerical=("FFT",), workspace=3 * GiB),
-        4: _Engine(behavior=("RUNTIME_COMPILATION",)),
-    }
-
-
-def _heuristics() -> list[tuple[int, dict[str, int], str]]:
-    """Modes A, B, FALLBACK's list: engine 0 twice with the same listed knobs (one with a hidden split-K),
-    the same plan again (offered by two modes), engine 1 (tensor cores) and engine 4 (compiled)."""
-    return [
-        (0, {"TILE_SIZE": 1}, "eng0_k2=1"),
-        (1, {"TILE_SIZE": 1}, "eng1_k2=1"),
-        (0, {"TILE_SIZE": 1}, "eng0_k0=43_k2=1"),
-        (0, {"TILE_SIZE": 1}, "eng0_k2=1"),
-        (4, {}, "eng4"),
-    ]
 
 
 def _search(precision: Precision = Precision.FP32, compiled: bool = False, budget: Budget | None = None, **kw: Any):
@@ -223,14 +95,6 @@ def test_the_later_pass_holds_only_engines_compiled_at_run_time() -> None:
     assert s.census.rejected["precompiled"] > 0 and s.census.duplicates == 1
 
 
-class _Clock:
-    def __init__(self) -> None:
-        self.t = 0.0
-
-    def __call__(self) -> float:
-        return self.t
-
-
 def test_a_spent_budget_stops_the_search_and_is_counted() -> None:
     clock = _Clock()
     budget = Budget(1.0, clock)
@@ -286,10 +150,6 @@ def test_grid_cap_samples_each_engines_grid() -> None:
     list(s.candidates())
     grid_rows = [r for r in log if r["source"] == "enumeration" and r["knobs"] and r["engine_id"] == 0]
     assert len(grid_rows) == 1
-
-
-def _check(passed: bool) -> Check:
-    return Check(passed=passed, method="fake", error=0.0 if passed else 1.0, tolerance=1e-3)
 
 
 def test_the_race_draws_no_candidate_once_its_budget_is_spent_but_checks_those_timed() -> None:
@@ -416,34 +276,6 @@ def test_knob_ranges_leave_frontend_only_knobs_out_and_unreadable_ones_are_count
     names = [e.name for e in s.candidates()]
     assert s.census.knobs_unreadable == 1 and "eng0" in names  # engine 0: its default knobs, no grid
     assert not [n for n in names if n.startswith("eng0_k1")]
-
-
-class _Race(conv.Race):
-    """conv.Race on the graph double: candidates timed by a table, checked by a rule, no GPU."""
-
-    def __init__(self, library: dict[int, _Engine], wrong: set[int], times: dict[int, float]) -> None:
-        from deepbench.kernels.catalog import by_id
-
-        self.kk, self.precision, self.direction = by_id()["conv/train/000"], Precision.FP32, "fwd"
-        self.library, self.wrong, self.times = library, wrong, times
-        self.passes: list[bool] = []
-
-    def search(self, compiled: bool, budget: Budget, **listing: Any) -> search.Search:
-        self.passes.append(compiled)
-        g = _Graph(self.library, _heuristics(), count=6)
-        return search.Search(CUDNN, g, self.precision, compiled, 2 * GiB, budget, **listing)
-
-    def timed(self, e: Engine, out_of_contest_us: float) -> float:
-        return self.times.get(e.engine_id, 50.0)
-
-    def refined(self, e: Engine) -> float:
-        return self.timed(e, math.inf)
-
-    def check_engine(self, e: Engine) -> Check:
-        return _check(e.engine_id not in self.wrong)
-
-    def family(self, e: Engine) -> dict[str, Any]:
-        return search.family(CUDNN, lambda: _Graph(self.library, [], 6), e)
 
 
 def test_the_race_records_its_census_and_the_winners_family() -> None:

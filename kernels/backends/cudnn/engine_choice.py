@@ -253,6 +253,7 @@ class Choice:
     chosen: Engine
     table: list[dict[str, Any]] = field(default_factory=list)
     fastest_correct_us: float = math.nan
+    drawn: list[Engine] = field(default_factory=list)  # the candidate of each row of `table`, in its order
 
     def record(self) -> dict[str, Any]:
         rejected = [row for row in self.table if row["status"] == "rejected"]
@@ -296,13 +297,14 @@ def choose(
     output. `engines` may be built while they are drawn; none is drawn once `budget` is spent (the
     caller's census says how many were left), and those timed are checked whatever the budget."""
     rows: dict[int, dict[str, Any]] = {}
+    drawn: dict[int, Engine] = {}
     timed: list[tuple[float, Engine]] = []
     fastest_us = math.inf  # the fastest first figure so far
     for e in engines:
         if budget is not None and budget.exhausted() and timed:
             break
         row = {"engine": e.spec, "plan_name": e.name, "rank": e.rank, "status": "unchecked"}
-        rows[e.index] = row
+        rows[e.index], drawn[e.index] = row, e
         try:
             t = quick_us(e, fastest_us * OUT_OF_CONTEST)
         except Exception as exc:  # noqa: BLE001 - a plan that builds but cannot run is not a candidate
@@ -341,4 +343,4 @@ def choose(
     ]
     chosen = min(eligible, key=lambda e: e.rank)
     rows[chosen.index]["status"] = "chosen"
-    return Choice(chosen, list(rows.values()), fastest[0])
+    return Choice(chosen, list(rows.values()), fastest[0], list(drawn.values()))

@@ -52,6 +52,7 @@ BARRED = "Deselect"
 # Numerical notes that name an engine's family (the winner's record says which it carries).
 FAMILY_NOTES = ("WINOGRAD", "WINOGRAD_TILE_4x4", "WINOGRAD_TILE_6x6", "WINOGRAD_TILE_13x13", "FFT", "TENSOR_CORE")
 UNNAMED = "unnamed"
+FAMILY_KEYS = ("family", "numerical_notes", "behavior_notes")  # what `family` records
 # A knob's range longer than this is sampled (knob_values): a grid over 2^32 values of one knob is
 # billions of configurations that mostly fail to build, and the budget went to failed builds.
 KNOB_VALUES_MAX = 32
