@@ -10,7 +10,7 @@ from typing import Any
 
 from deepbench.kernels.backends.cudnn import conv, search
 from deepbench.kernels.backends.cudnn.engine_cache import EngineCache
-from deepbench.kernels.backends.cudnn.engine_choice import Budget, Engine
+from deepbench.kernels.backends.cudnn.engine_choice import Budget, Engine, Screen
 from deepbench.kernels.precision import Precision
 from deepbench.kernels.results import Check
 
@@ -41,6 +41,7 @@ class _Engine:
     knobs: dict[str, tuple[int, int]] = field(default_factory=dict)  # name -> (min, max)
     workspace: int = 0
     hidden: str = ""  # a knob the frontend does not list, in the plan's name only (engine 49's split-K)
+    builds_with: dict[str, int] | None = None  # it builds only with these knob values (None: any; {}: never)
 
 
 def _name(eid: int, knobs: dict[str, int], hidden: str = "") -> str:
@@ -61,6 +62,7 @@ class _Graph:
         self.plans: list[tuple[int, dict[str, int], str]] = []
         self.filters: list[tuple[str, str, bool]] = []  # (kind, note, keep)
         self.modes: list[str] = []
+        self.built: list[int] = []  # the plans built, by index
 
     def create_execution_plans(self, modes: list[str]) -> None:
         assert not self.modes, "planning is one-shot"
@@ -98,6 +100,10 @@ class _Graph:
             raise RuntimeError(BARRED)
         if knobs.get("TILE_SIZE") == 3:
             raise RuntimeError("CUDNN_STATUS_NOT_SUPPORTED")
+        needs = self.engines[eid].builds_with
+        if needs is not None and (not needs or any(knobs.get(k) != v for k, v in needs.items())):
+            raise RuntimeError("CUDNN_STATUS_NOT_SUPPORTED: this engine does not serve the problem")
+        self.built.append(i)
 
     def get_engine_and_knobs_at_index(self, i: int) -> tuple[int, dict[_Knob, int]]:
         eid, knobs, _ = self.plans[i]
@@ -188,6 +194,9 @@ class _Race(conv.Race):
         self.channels_last = False
         self.passes: list[bool] = []
         self.timed_names: list[str] = []
+        self.screened_names: list[str] = []
+        self.screens_by: dict[int | str, float] = {}  # screen figures other than the timed ones
+        self.unbound: set[str] = set()  # plans whose screen figure is the host's (bounds nothing)
 
     def fresh(self) -> _Graph:
         return _Graph(self.library, self.heuristics, count=6)
@@ -202,6 +211,15 @@ class _Race(conv.Race):
     def timed(self, e: Engine, out_of_contest_us: float) -> float:
         self.timed_names.append(e.name)
         return self.times.get(e.name, self.times.get(e.engine_id, 50.0))  # by plan name, else by engine
+
+    def screened(self, e: Engine) -> Screen:
+        """The screen figure: `screens` by plan name or engine where given, else the timed figure; GPU-bound
+        unless the plan is in `unbound`."""
+        self.screened_names.append(e.name)
+        us = self.screens_by.get(e.name, self.screens_by.get(e.engine_id, self.times.get(e.engine_id, 50.0)))
+        if e.name in self.times and e.name not in self.screens_by:
+            us = self.times[e.name]
+        return Screen(us, e.name not in self.unbound)
 
     def refined(self, e: Engine) -> float:
         return self.times.get(e.name, self.times.get(e.engine_id, 50.0))

@@ -26,6 +26,7 @@ from .fake_cudnn import (
     GiB,
     _check,
     _Clock,
+    _Engine,
     _Graph,
     _heuristics,
     _Knob,
@@ -55,16 +56,16 @@ def test_one_configuration_per_engine_first_then_the_rest_deduplicated_by_plan_n
     names = [e.name for e in s.candidates()]
     # first plan of each heuristics engine (eng0), the engines the heuristics never offer with their
     # default knobs (eng2: the Winograd-nonfused engine), the heuristics' other plans (the hidden split-K),
-    # the offered engines' defaults, then the knob grid; tensor-core, runtime-compiled, over-workspace and
-    # unbuildable ones are not candidates
+    # the offered engines' defaults, then the knob grid from its sweep (TILE_SIZE through its values, then
+    # STAGES, then the rest); tensor-core, runtime-compiled, over-workspace and unbuildable ones are not candidates
     assert names == [
         "eng0_k2=1",
         "eng2",
         "eng0_k0=43_k2=1",
         "eng0",
         "eng0_k1=0_k2=1",
-        "eng0_k1=1_k2=1",
         "eng0_k1=0_k2=2",
+        "eng0_k1=1_k2=1",
         "eng0_k1=1_k2=2",
     ]
     assert [e.rank for e in s.candidates()] == []  # drawn once: the generator is spent
@@ -78,6 +79,8 @@ def test_one_configuration_per_engine_first_then_the_rest_deduplicated_by_plan_n
         "failed_to_build": 2,  # engine 0 with TILE_SIZE 3
     }
     assert c.duplicates == 1  # eng0_k2=1, offered again by a second mode
+    # engine 1's default and grid and engine 4's default, barred with their engine's first plan: never built
+    assert c.ruled_out == 3 + 1
     assert c.tried == c.enumerated and not c.budget_exhausted and c.over_budget == 0
     assert c.built == c.duplicates + len(names) + c.rejected["over_workspace"]
     assert c.tried == c.built + c.rejected["excluded_numerics"] + c.rejected["runtime_compiled"] + 2
@@ -337,3 +340,120 @@ def test_the_engines_grids_are_tried_in_turns() -> None:
         (1, {"STAGES": 1}),
         (0, {"TILE_SIZE": 3}),
     ]
+
+
+def test_an_engine_barred_by_a_note_or_building_nothing_is_ruled_out_unbuilt() -> None:
+    """Engine 6 serves nothing: its default and its sweep (4 points of its 2 x 3 grid) fail, and the other 2
+    points are never built; engine 7 builds only with STAGES 2: its default and first sweep points fail, a
+    sweep point builds, and its whole grid is tried; engine 1 (tensor cores, fp32) is barred by its first plan."""
+    library = {
+        **_library(),
+        6: _Engine(knobs={"TILE_SIZE": (1, 2), "STAGES": (0, 2)}, builds_with={}),
+        7: _Engine(knobs={"TILE_SIZE": (1, 2), "STAGES": (0, 2)}, builds_with={"STAGES": 2}),
+    }
+    g = _Graph(library, _heuristics(), count=8)
+    log: list[dict[str, Any]] = []
+    s = search.Search(CUDNN, g, Precision.FP32, False, 2 * GiB, Budget(math.inf), log=log)
+    names = [e.name for e in s.candidates()]
+    rows = {eid: [r for r in log if r["engine_id"] == eid] for eid in (1, 6, 7)}
+    built_by = {eid: sum(g.plans[i][0] == eid for i in g.built) for eid in (1, 6, 7)}
+    assert len(rows[6]) == 1 + 6 and all(r["outcome"] == "failed_to_build" for r in rows[6])
+    assert built_by[6] == 0 and len([i for i, p in enumerate(g.plans) if p[0] == 6]) == 1 + 4  # 2 never created
+    assert len(rows[7]) == 1 + 6 and [n for n in names if n.startswith("eng7")] == ["eng7_k1=2_k2=1", "eng7_k1=2_k2=2"]
+    assert built_by[1] == 0 and all(r["outcome"] == "excluded_numerics" for r in rows[1])
+    assert s.census.ruled_out == 2 + 3 + 1  # engine 6's rest, engine 1's default and grid, engine 4's default
+    assert s.census.tried == s.census.enumerated  # every configuration accounted for
+
+
+def test_the_sweep_tries_every_value_of_every_knob_before_the_rest_of_the_grid() -> None:
+    ranges = [search.KnobRange("TILE_SIZE", range(1, 4)), search.KnobRange("STAGES", range(2))]
+    points = list(search.sweep_first(ranges))
+    assert points[: 1 + 2 + 1] == [
+        {"TILE_SIZE": 1, "STAGES": 0},
+        {"TILE_SIZE": 2, "STAGES": 0},
+        {"TILE_SIZE": 3, "STAGES": 0},
+        {"TILE_SIZE": 1, "STAGES": 1},
+    ]
+    assert sorted(map(sorted, (p.items() for p in points))) == sorted(
+        map(sorted, (p.items() for p in search.knob_grid(ranges)))
+    )
+    assert search.sweep([]) == [] and list(search.sweep_first([])) == []
+
+
+def _planted(n: int, fastest_at: int) -> tuple[list[Engine], dict[int, float]]:
+    """`n` candidates in the search's order, the fastest planted at `fastest_at` (10 us against 20-100 us)."""
+    es = [Engine(index=i, engine_id=i, knobs={}, name=f"eng{i}", rank=i) for i in range(n)]
+    times = {i: 20.0 + 80.0 * ((i * 7) % n) / n for i in range(n)}
+    times[fastest_at] = 10.0
+    return es, times
+
+
+def test_the_early_stop_finds_a_planted_fastest_candidate_late_in_the_list() -> None:
+    es, times = _planted(30, fastest_at=27)
+    timed: list[int] = []
+
+    def quick(e: Engine, _: float) -> float:
+        timed.append(e.index)
+        return times[e.index]
+
+    screen = {i: engine_choice.Screen(t * 1.03, bound=True) for i, t in times.items()}  # eager: 3% over
+    choice = choose(iter(es), quick, lambda e: _check(True), screen=lambda e: screen[e.index])
+    assert choice.chosen.index == 27 and timed[0] == 27  # timed first, wherever the search offered it
+    assert len(timed) < 5  # the others could not come within REFINE_WINDOW of it by the screen's noise
+    out = [r for r in choice.table if r.get("screened_out")]
+    assert len(out) == 30 - len(timed) and all(r["quick_us"] == r["screen_us"] for r in out)
+    census = Census(enumerated=30, tried=30)
+    census.count_race(choice.table)
+    assert census.raced == 30 and census.screened_out == len(out)
+
+
+def test_a_host_bound_screen_bounds_nothing_and_a_loose_screen_widens_the_stop() -> None:
+    """A candidate whose screen figure is the host's is timed whatever it says; where a timed candidate read far
+    below its GPU-bound screen figure, the others are judged with that ratio."""
+    es, times = _planted(12, fastest_at=3)
+    times[9] = 9.0  # the true fastest, its screen figure 40 us but host-bound
+    timed: list[int] = []
+
+    def quick(e: Engine, _: float) -> float:
+        timed.append(e.index)
+        return times[e.index]
+
+    screens = {i: engine_choice.Screen(t, bound=True) for i, t in times.items()}
+    screens[9] = engine_choice.Screen(40.0, bound=False)
+    choice = choose(iter(es), quick, lambda e: _check(True), screen=lambda e: screens[e.index])
+    assert choice.chosen.index == 9 and 9 in timed
+    times[9], times[5] = 50.0, 10.3  # a runner-up within REFINE_WINDOW of the fastest (10 us)
+    loose = {i: engine_choice.Screen(t * 2.5, bound=True) for i, t in times.items()}  # eager 2.5x every figure
+    timed.clear()
+    choice = choose(iter(es), quick, lambda e: _check(True), screen=lambda e: loose[e.index])
+    # the first pair showed a ratio of 0.4: the runner-up's 25.75 us screen is not taken at SCREEN_TRUST's word
+    assert timed == [3, 5] and choice.chosen.index == 3 and choice.table[5]["quick_us"] == 10.3
+
+
+def test_where_every_timed_candidate_is_wrong_those_screened_out_race_among_themselves() -> None:
+    es, times = _planted(10, fastest_at=2)
+    timed: list[int] = []
+
+    def quick(e: Engine, _: float) -> float:
+        timed.append(e.index)
+        return times[e.index]
+
+    screen = {i: engine_choice.Screen(t, bound=True) for i, t in times.items()}
+    choice = choose(iter(es), quick, lambda e: _check(e.index != 2), screen=lambda e: screen[e.index])
+    second = min((i for i in times if i != 2), key=times.get)
+    assert choice.chosen.index == second and second in timed  # chosen on a timed figure, not its screen's
+    row = next(r for r in choice.table if r["plan_name"] == f"eng{second}")
+    assert "screened_out" not in row and row["status"] == "chosen"
+
+
+def test_screening_stops_drawing_at_the_budget_but_races_the_first_round_whole() -> None:
+    clock = _Clock()
+    budget = Budget(0.3, clock)
+    _, s, _ = _search(budget=budget)
+
+    def screen(e: Engine) -> engine_choice.Screen:
+        clock.t += 0.4  # the first candidate alone spends the budget
+        return engine_choice.Screen(1.0 + e.rank, bound=True)
+
+    choice = choose(s.candidates(), lambda e, _: 1.0 + e.rank, lambda e: _check(True), budget=budget, screen=screen)
+    assert [r["plan_name"] for r in choice.table] == ["eng0_k2=1", "eng2"]  # eng0's variants never drawn

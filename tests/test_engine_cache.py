@@ -67,7 +67,8 @@ def test_a_warm_race_races_only_the_cached_leaders_and_chooses_as_the_cold_one(t
     warm_race, warm, warm_record = _raced(_cache(tmp_path))
     assert warm.name == cold.name and warm_record["engine_from"] == "cache"
     leaders = warm_record["engine_cache"]["leaders"]
-    assert leaders == engine_cache.LEADERS and len(warm_race.timed_names) == leaders < len(cold_race.timed_names)
+    assert leaders == engine_cache.LEADERS and len(warm_race.screened_names) == leaders
+    assert len(cold_race.screened_names) > leaders  # the cold race drew the whole search
     assert warm_race.timed_names[0] == "eng2" and set(warm_race.timed_names) <= set(cold_race.timed_names)
     assert warm_record["family"] == cold_record["family"] and warm_record["search"]["enumerated"] == leaders
     assert warm_race.passes == []  # no search at all
@@ -146,7 +147,7 @@ def test_the_shipped_db_serves_where_the_user_has_none_and_is_named(tmp_path: Pa
     user = tmp_path / "user"
     race, chosen, record = _raced(_cache(user, shipped=shipped))
     assert record["engine_from"] == "system-db" and str(shipped) in record["engine_cache"]["source"]
-    assert chosen.name == "eng2" and len(race.timed_names) == engine_cache.LEADERS
+    assert chosen.name == "eng2" and len(race.screened_names) == engine_cache.LEADERS
     assert record["engine_cache"]["recorded"]  # the user's db records every find: it takes precedence next time
     _, _, again = _raced(_cache(user, shipped=shipped))
     assert again["engine_from"] == "cache" and str(user) in again["engine_cache"]["source"]
@@ -172,7 +173,7 @@ def test_export_and_import_round_trip(tmp_path: Path) -> None:
     for mine in here.glob("*.json"):
         assert json.loads(mine.read_text())["entries"] == json.loads((there / mine.name).read_text())["entries"]
     race, _, record = _raced(_cache(there))
-    assert record["engine_from"] == "cache" and len(race.timed_names) == engine_cache.LEADERS
+    assert record["engine_from"] == "cache" and len(race.screened_names) == engine_cache.LEADERS
     again = find_db.import_document(find_db.read_export(out), {KIND: FindDb(there, KIND)})
     assert (again.added, again.kept) == (0, 2)  # the folder's own entries kept
     replaced = find_db.import_document(find_db.read_export(out), {KIND: FindDb(there, KIND)}, replace=True)

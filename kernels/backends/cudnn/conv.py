@@ -19,7 +19,7 @@ from ...catalog import ConvKernel
 from ...precision import Precision
 from ...reference.conv import ConvSampler, padded_conv, transform_aware
 from ...results import Check
-from ...timing.graph_events import quick_us
+from ...timing.graph_events import EagerFigure, quick_us, screen_figure
 from ...timing.stopping import StopRule
 from ..contract.base import Backend, Prepared, TimedPart, Unsupported
 from ..contract.layout_info import NCHW, NHWC
@@ -193,6 +193,7 @@ class Race:
         self.data, self.out, self.check_out, self.channels_last = data, out, check_out, channels_last
         self.graph: Any = None
         self.pack: dict[Any, torch.Tensor] = {}
+        self.screens: dict[int, EagerFigure] = {}  # each screened candidate's figure, by its index, until timed
 
     def new_graph(self) -> Any:
         """A fresh graph of the direction, validated and lowered, not yet planned."""
@@ -205,7 +206,7 @@ class Race:
         g, roles = self.new_graph()
         pack = {roles[r]: self.data[r] for r in INPUT_ROLES[self.direction]}
         pack[roles[OUTPUT_ROLE[self.direction]]] = self.out
-        self.graph, self.pack = g, pack
+        self.graph, self.pack, self.screens = g, pack, {}
         return g
 
     def search(self, compiled: bool, budget: engines.Budget, **listing: Any) -> Search:
@@ -239,8 +240,15 @@ class Race:
         run()
         return self.check_of(run)()
 
+    def screened(self, e: engines.Engine) -> engines.Screen:
+        """The candidate's screen figure (graph_events.screen_figure), kept for its timing."""
+        figure = screen_figure(self.runner(e))
+        self.screens[e.index] = figure
+        return engines.Screen(figure.us_per_call, figure.gpu_bound)
+
     def timed(self, e: engines.Engine, out_of_contest_us: float) -> float:
-        return quick_us(self.runner(e), out_of_contest_us=out_of_contest_us)
+        run = self.runner(e)
+        return quick_us(run, out_of_contest_us=out_of_contest_us, estimate=self.screens.pop(e.index, None))
 
     def refined(self, e: engines.Engine) -> float:
         return quick_us(self.runner(e), samples=REFINE_SAMPLES)
@@ -301,7 +309,12 @@ class Race:
             found = self.search(compiled, budget)
             try:
                 choice = engines.choose(
-                    found.candidates(), self.timed, self.check_engine, refine=self.refined, budget=budget
+                    found.candidates(),
+                    self.timed,
+                    self.check_engine,
+                    refine=self.refined,
+                    budget=budget,
+                    screen=self.screened,
                 )
             except engines.NoCorrectEngine as exc:
                 census = found.finish(exc.table)
@@ -350,7 +363,7 @@ class Race:
         if not built:
             return f"none of its {len(entry.leaders)} leaders builds here"
         try:
-            choice = engines.choose(built, self.timed, self.check_engine, refine=self.refined)
+            choice = engines.choose(built, self.timed, self.check_engine, refine=self.refined, screen=self.screened)
         except engines.NoCorrectEngine as exc:
             return f"none of its leaders computed this direction correctly ({str(exc)[:300]})"
         census.count_race(choice.table)
