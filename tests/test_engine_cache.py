@@ -236,3 +236,31 @@ def test_the_cache_command_lists_exports_and_imports(tmp_path: Path, capsys: pyt
     assert "1 entries added" in capsys.readouterr().out
     assert main(["cache", "import", str(tmp_path / "missing.json")]) == 2
     assert "cannot be read" in capsys.readouterr().err
+
+
+def test_the_router_shows_every_routed_backends_end_of_run_warnings() -> None:
+    """The run's device facts come from the router's fallback; a routed backend's warnings (the engine cache's
+    refused files) are joined to the fallback's, so the user sees them."""
+    import types
+
+    from deepbench.kernels.backends.shared.router import RouterBackend
+
+    def facts(**kw: object) -> types.SimpleNamespace:
+        return types.SimpleNamespace(device_facts_after=lambda: dict(kw))
+
+    router = RouterBackend.__new__(RouterBackend)
+    router.fallback = facts(warnings=["the board throttled"], clock_lock={"held": True})
+    router._routed = {"cudnn": facts(warnings=["engine cache: x.json: corrupt"], engine_cache={"folder": "f"})}
+    got = router.device_facts_after()
+    assert got["warnings"] == ["the board throttled", "engine cache: x.json: corrupt"]
+    assert got["engine_cache"] == {"folder": "f"} and got["clock_lock"] == {"held": True}
+
+
+def test_two_writers_of_one_file_lose_no_entry(tmp_path: Path) -> None:
+    """A race apart and a second run on the machine write the same file: each write merges what is there."""
+    a, b = FindDb(tmp_path, KIND), FindDb(tmp_path, KIND)
+    entry = engine_cache.Entry([engine_cache.Leader("eng2", 2, {}, 1, 10.0)]).stored()
+    assert a.record(H200, "k1", entry) == b.record(H200, "k2", entry) == a.record(H200, "k3", entry) == ""
+    (path,) = tmp_path.glob("*.json")
+    assert sorted(json.loads(path.read_text())["entries"]) == ["k1", "k2", "k3"]
+    assert not list(tmp_path.glob(".*.tmp"))  # no temporary file left behind

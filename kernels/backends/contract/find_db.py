@@ -143,6 +143,7 @@ class FindDb:
     kind: str
     writable: bool = True
     _read: dict[str, Document | Refusal | None] = field(default_factory=dict, repr=False)
+    _written: dict[str, tuple[int, int]] = field(default_factory=dict, repr=False)  # file -> (mtime_ns, size)
 
     def path_for(self, library: Mapping[str, str]) -> Path:
         return self.folder / file_name(self.kind, library)
@@ -180,7 +181,7 @@ class FindDb:
         stamped = {**entry, "recorded_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
         try:
             with self._locked(path):
-                current = read_document(path, self.kind, library) if path.exists() else None
+                current = self._current(path, library)
                 document = (
                     current
                     if current is not None
@@ -188,6 +189,8 @@ class FindDb:
                 )
                 document.entries[key] = stamped
                 write_atomic(path, document)
+                stat = path.stat()
+                self._written[path.name] = (stat.st_mtime_ns, stat.st_size)
         except Refusal as exc:
             self._read[path.name] = exc
             return f"{exc}; not recorded (remove the file to record again)"
@@ -195,6 +198,17 @@ class FindDb:
             return f"{path}: cannot be written ({exc.__class__.__name__}: {exc}); not recorded"
         self._read[path.name] = document
         return ""
+
+    def _current(self, path: Path, library: Mapping[str, str]) -> Document | None:
+        """The file as it is now (under the lock): what this process last wrote where nobody wrote since (a
+        suite's hundreds of records need not parse it each time), else read again."""
+        if not path.exists():
+            return None
+        stat = path.stat()
+        known = self._read.get(path.name)
+        if isinstance(known, Document) and self._written.get(path.name) == (stat.st_mtime_ns, stat.st_size):
+            return known
+        return read_document(path, self.kind, library)
 
     @contextlib.contextmanager
     def _locked(self, path: Path) -> Iterator[None]:
@@ -230,7 +244,7 @@ def write_atomic(path: Path, document: BaseModel) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w") as out:
-            out.write(document.model_dump_json(indent=1) + "\n")
+            out.write(document.model_dump_json() + "\n")
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
