@@ -8,6 +8,8 @@
 #   cycles_agreement.py) and the same engine family for every convolution direction (suite_pace.py --families).
 #
 #   bash tests/benchmarks/pace_gpu.sh          # every phase not yet done, in order, within PACE_LIMIT_S
+# (the device call carries .whl, and DEEPBENCH_BIN's folder where it is given; a call that starts on a fresh
+# machine starts over, one on the machine the last call left warm goes on where it stopped)
 #
 # The phases: binaries (DeepBench's own, timed by the shell: deepbench-binaries.tsv), train-cold, train-warm,
 # server-cold, tables. A phase whose run is complete is skipped, so a second call on the same (warm) machine goes on

@@ -53,8 +53,14 @@ except ImportError:  # pragma: no cover - not on the platforms the GPU backends 
 
 
 def user_cache_folder(environ: Mapping[str, str] = os.environ) -> Path:
-    """The user's cache folder for deepbench: XDG_CACHE_HOME/deepbench, else ~/.cache/deepbench."""
-    home = environ.get(CACHE_HOME_ENV) or str(Path.home() / ".cache")
+    """The user's cache folder for deepbench: XDG_CACHE_HOME/deepbench, else ~/.cache/deepbench (a process with
+    no home, as some containers run, the temporary folder's deepbench-cache instead)."""
+    home = environ.get(CACHE_HOME_ENV)
+    if not home:
+        try:
+            home = str(Path.home() / ".cache")
+        except RuntimeError:  # no HOME and no password entry for the user
+            return Path(tempfile.gettempdir()) / f"{CACHE_FOLDER}-cache"
     return Path(home).expanduser() / CACHE_FOLDER
 
 

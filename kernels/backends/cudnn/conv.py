@@ -274,10 +274,12 @@ class Race:
                 raced = self.race_leaders(found)
                 if not isinstance(raced, str):
                     choice, record = raced
-                    return choice.chosen, self._kept(cache, key, choice, record, found.source, found.path, note)
+                    note.update(source=found.path, leaders=len(found.entry.leaders))
+                    return choice.chosen, self._kept(cache, key, choice, record, found.source, note)
                 note["missed"] = f"{found.path}: {raced}; searched whole"
         choice, record = self.search_whole()
-        return choice.chosen, self._kept(cache, key, choice, record, FROM_RACE, "", note)
+        note.update(source="", leaders=0)
+        return choice.chosen, self._kept(cache, key, choice, record, FROM_RACE, note)
 
     def _kept(
         self,
@@ -286,15 +288,15 @@ class Race:
         choice: engines.Choice,
         record: dict[str, Any],
         source: str,
-        path: str,
         note: dict[str, Any],
     ) -> dict[str, Any]:
-        """The record, with where its engine came from; the race's leaders recorded in the user's cache."""
+        """The record, with where its engine came from (`source`; `note`: the cache's part in it); the race's
+        leaders recorded in the user's cache."""
         if cache is not None:
             family = {k: record[k] for k in FAMILY_KEYS if k in record}
             entry = Entry(leaders_of(choice), family, bool(record.get("runtime_compiled_allowed")))
             refused = cache.record(key, entry)
-            note.update(recorded=not refused, source=path, leaders=len(entry.leaders) if path else 0)
+            note["recorded"] = not refused
             if refused:
                 note["warning"] = "; ".join(filter(None, (note.get("warning", ""), refused)))
         return {**record, "engine_from": source, **({"engine_cache": note} if cache is not None else {})}
