@@ -1,7 +1,8 @@
 """cuDNN's engine search as wide as cudnnFind (kernels/backends/cudnn/search.py) and the race's budget,
-census and limits (engine_choice.py), on a test double of cudnn-frontend's graph: what the search
-offers, in which order, what it rejects and why, what a spent budget leaves, what the record says.
-(tests/test_gpu_native.py and tests/benchmarks/conv_engines.py run the real library on a GPU.)"""
+census and limits (engine_choice.py), on a test double of cudnn-frontend's graph (tests/fake_cudnn.py): what the
+search offers, in which order, what it rules out unbuilt and why, what a spent budget leaves, how screening stops
+the race early without missing the fastest, what the record says. (tests/test_gpu_native.py and
+tests/benchmarks/conv_engines.py run the real library on a GPU.)"""
 
 from __future__ import annotations
 
