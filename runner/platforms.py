@@ -15,7 +15,8 @@ import argparse
 from dataclasses import dataclass, field
 
 from ..kernels import __version__
-from ..kernels.backends import BACKENDS, declaration_of, preferred_backend
+from ..kernels import backends as registry  # BACKENDS read through the module: the registry in use when asked
+from ..kernels.backends import declaration_of, preferred_backend
 from .errors import UserError
 
 ALL_SETS = "*"
@@ -169,12 +170,12 @@ def _backend_help() -> str:
             + (f" (each operation on {', '.join(delegates)})" if delegates else "")
         )
     return (
-        f"harness backend, one of {', '.join(BACKENDS)} (default: the platform's; {'; '.join(chosen)}); "
+        f"harness backend, one of {', '.join(registry.BACKENDS)} (default: the platform's; {'; '.join(chosen)}); "
         "name one to force it for every kernel"
     )
 
 
 def check_backend(name: str) -> None:
     """--backend: a registered backend (a plug-in's included), said before anything is planned."""
-    if name not in BACKENDS:
-        raise UserError(f"--backend: unknown backend '{name}' (choose from: {', '.join(BACKENDS)})")
+    if name not in registry.BACKENDS:
+        raise UserError(f"--backend: unknown backend '{name}' (choose from: {', '.join(registry.BACKENDS)})")
