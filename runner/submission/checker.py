@@ -68,7 +68,7 @@ from ...kernels.results import (
 from ...kernels.suites import SelectionError
 from ...kernels.system import SYSTEM_SCHEMA, SystemDescription
 from ..errors import UserError
-from ..launch.planning import declared_items
+from ..launch.running.planning import declared_items
 from . import layout
 from .layout import DEFAULT_LIMITS, Limits, SubmissionIndex
 from .manifest import check_manifest, scan
@@ -707,7 +707,7 @@ def _check_provenance(b: Bundle, report: Report) -> None:
 @lru_cache(maxsize=1)
 def own_hashes() -> dict[str, str]:
     """What this tool computes for its own source: the harness (deepbench.kernels) and runner packages."""
-    from ..launch.provenance import RUNNER_DIR
+    from ..launch.running.provenance import RUNNER_DIR
 
     return {"harness_sha256": harness_sha256(), "runner_sha256": package_sha256(RUNNER_DIR)}
 
