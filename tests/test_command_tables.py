@@ -30,8 +30,8 @@ pytestmark = pytest.mark.skipif(not (H200.exists() and RESNET.exists()), reason=
 COMMANDS = {
     "models report": ["models", "report", str(RESNET)],
     "references": ["references"],
-    "fastest": ["fastest", f"H100={H100}", f"H200={H200}", "--reference", "V100"],
-    "compare A B": ["compare", str(H100), str(H200)],
+    "fastest": ["fastest", f"H100={H100}", f"H200={H200}", "--reference", "V100", "--allow-unlike"],
+    "compare A B": ["compare", str(H100), str(H200), "--allow-unlike"],
     "compare --reference": ["compare", str(H100), "--reference", "V100"],
 }
 

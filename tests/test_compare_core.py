@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import csv
 import io
+import json
+import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +21,7 @@ from deepbench.runner.analysis.bootstrap import bootstrap_medians
 from deepbench.runner.analysis.compare import compare, directions_of
 from deepbench.runner.analysis.fastest import ONE_RANK_NOTE, fastest_tables, wins
 from deepbench.runner.analysis.sources import Entry, Source
+from deepbench.runner.analysis.unlike import differences, refusal
 from deepbench.runner.render.textformats import csv_text
 
 from .conftest import REPO, run_cli
@@ -172,6 +176,7 @@ def test_fastest_on_the_published_runs_names_no_v100_win_on_700x161() -> None:
         "V100",
         "--format",
         "csv",
+        "--allow-unlike",  # the H100's convolutions ran NCHW throughout (older than --layout)
     )
     assert p.returncode == 0, p.stderr
     rows = list(csv.DictReader(io.StringIO(p.stdout)))
@@ -213,6 +218,7 @@ def test_compare_without_labels_names_the_devices() -> None:
         str(PUBLISHED / "nvidia-h200" / "train"),
         "--format",
         "csv",
+        "--allow-unlike",
     )
     assert p.returncode == 0, p.stderr
     header = next(csv.reader(io.StringIO(p.stdout)))
@@ -232,3 +238,55 @@ def test_flags_are_named_in_fastest_and_compare_rows() -> None:
     assert _row(conv, n="8")["note"] == "H200 noisy, unconverged"
     table = next(t for t in compare_tables(compare(sources[:2])) if t.op == "conv")
     assert _row(table, n="8")["note"] == "H200 noisy, unconverged"
+
+
+# ----- like with like by default (issue 58) -----------------------------------------------------------------------
+def _specs(source_: Source, **specs: str) -> Source:
+    return replace(source_, specs={**source_.specs, **specs})
+
+
+def test_compare_names_what_differs_and_leaves_one_rank_collectives_out_of_its_geomeans() -> None:
+    gemm = by_id()["gemm/train/020"]
+    a = _specs(source("A", "run", run_entry(gemm, {"fwd": 100.0}), run_entry(ALL_REDUCE, {"in_place": 10.0}, 1)))
+    b = _specs(source("B", "run", run_entry(gemm, {"fwd": 50.0}), run_entry(ALL_REDUCE, {"in_place": 1.0}, 1)))
+    a, b = _specs(a, **{"library.cuDNN": "9.19"}), _specs(b, **{"library.cuDNN": "9.20", "run.backend": "torch"})
+    cmp = compare([a, b])
+    (all_ops,) = [s for s in cmp.summary() if s["op"] == "all"]
+    assert all_ops["kernels"] == 1 and all_ops["geomean"] == pytest.approx(0.5)  # the one-rank all-reduce left out
+    found = {d.key: d for d in cmp.differences}
+    assert found["run.backend"].changes_problem and not found["library.cuDNN"].changes_problem
+    assert next(d.key for d in cmp.differences) == "run.backend"  # what changes the problem comes first
+    assert "backend: unrecorded" in found["run.backend"].text() and "torch (B)" in found["run.backend"].text()
+    assert refusal(cmp.differences, "compare").startswith("these runs ran different problems (run.backend")
+
+
+def test_runs_alike_in_their_problem_are_not_refused() -> None:
+    gemm = by_id()["gemm/train/020"]
+    a = _specs(
+        source("A", "run", run_entry(gemm, {"fwd": 100.0})), **{"run.backend": "mkl", "settings.pad": "deepbench"}
+    )
+    b = _specs(a, **{"settings.mode": "fast"})
+    found = differences([a, b])
+    assert [d.key for d in found] == ["settings.mode"] and refusal(found, "compare") == ""
+    assert (
+        differences([a, source("V100", "reference", run_entry(gemm, {"fwd": 1.0}))]) == []
+    )  # a reference is DeepBench's
+
+
+def test_compare_and_fastest_refuse_runs_of_two_backends_unless_allowed(smoke_run: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    shutil.copytree(smoke_run, other)
+    record = json.loads((other / "run.json").read_text())
+    record["backend"] = "onnxruntime"  # the same figures, said to come from another backend: the heading must say so
+    (other / "run.json").write_text(json.dumps(record))
+    for command in (["compare"], ["fastest"]):
+        refused = run_cli("deepbench", *command, f"TORCH={smoke_run}", f"ORT={other}", "--format", "md")
+        assert refused.returncode == 2 and "backend: torch (TORCH) vs onnxruntime (ORT)" in refused.stderr, (
+            refused.stderr
+        )
+        assert len(refused.stderr.strip().splitlines()) == 1 and not refused.stdout
+        allowed = run_cli(
+            "deepbench", *command, f"TORCH={smoke_run}", f"ORT={other}", "--format", "md", "--allow-unlike"
+        )
+        assert allowed.returncode == 0, allowed.stderr
+        assert "backend: torch (TORCH) vs onnxruntime (ORT)" in allowed.stdout + allowed.stderr

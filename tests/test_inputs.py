@@ -100,7 +100,9 @@ def test_inputs_recorded_and_compare_warns(tmp_path: Path) -> None:
     assert {r.inputs for r in normal} == {"normal"} and {r.inputs for r in zeros} == {"zeros"}
     assert all(r.status.value == "ok" and TRIVIAL in r.check.detail for r in zeros)
     assert all(TRIVIAL not in r.check.detail for r in normal)
-    proc = run_cli("deepbench", "compare", f"normal={tmp_path / 'normal'}", f"zeros={tmp_path / 'zeros'}")
+    proc = run_cli(
+        "deepbench", "compare", f"normal={tmp_path / 'normal'}", f"zeros={tmp_path / 'zeros'}", "--allow-unlike"
+    )
     assert proc.returncode == 0, proc.stderr
     assert "warning: zeros drew zeros inputs where normal drew normal (2 kernels)" in proc.stderr
     same = run_cli("deepbench", "compare", str(tmp_path / "normal"), str(tmp_path / "normal"))

@@ -34,7 +34,9 @@ import numpy as np
 from deepbench.kernels.catalog import KERNEL_CLASSES
 
 from .bootstrap import bootstrap_medians
+from .sanity import one_rank
 from .sources import PUBLISHED_RESOLUTION_US, Entry, Source
+from .unlike import Difference, differences
 
 DEFAULT_THRESHOLD = 0.05
 BOOTSTRAP_DRAWS = 2000
@@ -79,6 +81,8 @@ class Comparison:
     # per other source: kernels only the baseline has / only that source has
     only_base: list[list[Entry]] = field(default_factory=list)
     only_other: list[list[Entry]] = field(default_factory=list)
+    # what differs between the runs compared (unlike.py), named in every heading
+    differences: list[Difference] = field(default_factory=list)
 
     @property
     def base(self) -> Source:
@@ -89,14 +93,17 @@ class Comparison:
         return self.sources[1:]
 
     def summary(self) -> list[dict]:
-        """Per other source and operation: kernels compared, geometric-mean ratio, verdict counts."""
+        """Per other source and operation: kernels compared, geometric-mean ratio, verdict counts. A
+        collective on one rank moves no data (its time is the library's local cost): in no geomean."""
         out = []
         for i, other in enumerate(self.others):
             for op in (*KERNEL_CLASSES, "all"):
                 rs = [
                     ratio
                     for r in self.rows
-                    if (ratio := r.ratios[i]) is not None and (op == "all" or r.any.kernel.op == op)
+                    if (ratio := r.ratios[i]) is not None
+                    and (op == "all" or r.any.kernel.op == op)
+                    and not one_rank(r.any)
                 ]
                 if not rs:
                     continue
@@ -291,7 +298,9 @@ def compare(
     """Every other source against the first, kernel by kernel, on the directions all the
     sources that ran a kernel timed (so a row's times and its verdicts are of the same work)."""
     by = by or match_mode(sources)
-    cmp = Comparison(sources=sources, by=by, threshold=threshold, any_precision=any_precision)
+    cmp = Comparison(
+        sources=sources, by=by, threshold=threshold, any_precision=any_precision, differences=differences(sources)
+    )
     keyed = match(sources, by, any_precision)
     draws = Draws()
     pending = []

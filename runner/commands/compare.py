@@ -24,6 +24,7 @@ from pathlib import Path
 from ..analysis.compare import DEFAULT_THRESHOLD, compare
 from ..analysis.like_for_like import notes
 from ..analysis.sources import load_source, short_labels
+from ..analysis.unlike import refusal
 from ..errors import UserError
 from ..outpaths import writable_file
 from ..render import render_formats
@@ -76,6 +77,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--out", type=Path, metavar="FILE", help="write here (default: standard output; html: comparison.html)"
     )
+    parser.add_argument(
+        "--allow-unlike",
+        action="store_true",
+        help="compare runs that ran different problems (another backend, padding, inputs or layout): refused "
+        "without it, and named in the heading with it",
+    )
     add_columns_argument(parser)
 
 
@@ -93,6 +100,9 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("compare needs two sources: RUN_A RUN_B, or RUN --reference NAME")
     sources = short_labels(sources)
     cmp = compare(sources, args.threshold, None if args.match == "auto" else args.match, args.any_precision)
+    refused = refusal(cmp.differences, "compare")
+    if refused and not args.allow_unlike:
+        raise UserError(refused)
     if not any(any(x is not None for x in r.others) for r in cmp.rows):
         raise UserError(
             f"no kernel of {sources[0].label} (the baseline) is in the other sources in the same precision "

@@ -11,10 +11,12 @@ with how many kernels each source won, per operation, as a chart and a table."""
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from ..analysis.fastest import MIN_SOURCES, fastest_tables, wins
 from ..analysis.sources import load_source, short_labels
+from ..analysis.unlike import differences, refusal
 from ..errors import UserError
 from ..outpaths import writable_file
 from ..render import render_formats
@@ -40,6 +42,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--format", choices=render_formats.choices(render_formats.FASTEST), default=render_formats.DEFAULT_FORMAT
     )
     parser.add_argument("--out", type=Path, metavar="FILE")
+    parser.add_argument(
+        "--allow-unlike",
+        action="store_true",
+        help="rank runs that ran different problems (another backend, padding, inputs or layout): refused "
+        "without it, and named in the heading with it",
+    )
     add_columns_argument(parser)
 
 
@@ -57,6 +65,12 @@ def run(args: argparse.Namespace) -> int:
             "or add --reference NAME (see deepbench references)"
         )
     sources = short_labels(sources)
+    found = differences(sources)
+    refused = refusal(found, "rank")
+    if refused and not args.allow_unlike:
+        raise UserError(refused)
+    for d in found:  # the heading (standard error: any format stays parseable)
+        print(f"what differs: {d.text()}", file=sys.stderr)
     tables = fastest_tables(sources, None if args.match == "auto" else args.match, args.any_precision, args.all_kernels)
     summary = wins(tables, sources)
     written = render_formats.write(

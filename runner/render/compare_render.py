@@ -233,6 +233,7 @@ def heading(cmp: Comparison) -> str:
             else ""
         )
         + f"; {label_line(cmp.sources)}"
+        + (f"; what differs: {'; '.join(d.text() for d in cmp.differences)}" if cmp.differences else "")
     )
 
 
