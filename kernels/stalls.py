@@ -11,10 +11,11 @@ raw samples keep it (whoever reads them sees what happened), the result is flagg
 The rule: a sample is stalled where it lasted at least STALL_MIN_S longer than the typical sample (the
 lower median of all of them: robust while fewer than half are stalled), and at least STALL_RATIO times it.
 Both must hold. The absolute floor is what tells a pause from noise: contention costs a thread a scheduler
-slice at a time (milliseconds, even a hundred times a short kernel's call), throttling and cache misses
-cost a fraction of the call; neither adds a whole second to one loop of calls that typically lasts a
-millisecond. The ratio keeps a second's jitter on a kernel whose sample lasts minutes from counting as a
-pause. The typical sample is never stalled itself, so at least one sample always remains."""
+slice at a time (milliseconds), cache misses a fraction of a call; neither adds a whole second to one loop
+of calls that typically lasts a millisecond. The ratio keeps what slows every call down (a board that
+throttles runs 3x slower, a noisy kernel's slow mode) from counting as a pause, while a pause of a
+second makes a millisecond's sample a thousand times longer. The typical sample is never
+stalled itself, so at least one sample always remains."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import statistics
 from collections.abc import Sequence
 
 STALL_MIN_S = 1.0  # a sample at least this much longer than the typical one took a pause, not a measurement
-STALL_RATIO = 3.0  # ... and at least this many times the typical one
+STALL_RATIO = 10.0  # ... and at least this many times the typical one
 US_PER_S = 1e6
 
 

@@ -26,11 +26,12 @@ from pydantic import ValidationError
 from ...kernels.backends.collectives.declaration import CollectiveInfo, CollectivePartInfo, collective_figures
 from ...kernels.backends.contract.declaration import info_of
 from ...kernels.backends.contract.dense_info import DenseTwinInfo
+from ...kernels.backends.contract.model_info import ModelRunInfo
 from ...kernels.catalog import GemmKernel, traits_of
 from ...kernels.harness.execute import derived_figures
 from ...kernels.harness.padding_info import PaddingInfo
 from ...kernels.precision import tolerance
-from ...kernels.results import Check, KernelResult, PartResult, Plan, TimeStats
+from ...kernels.results import KernelResult, PartResult, Plan, TimeStats
 from .check_report import Add
 from .loading import describe
 from .result_checks import DERIVED_RTOL, TOLERANCE_SLACK, check_part
@@ -38,8 +39,6 @@ from .semantics import check_part_costs
 
 OUT_OF_PLACE = "out_of_place"
 RANK_TIME_DIGITS = 3  # collectives/declaration.py: time_per_rank_us is rounded to this many decimals
-# The figures the harness derives from the median (derived_figures), each checked where present.
-DERIVED_KEYS = ("alignment_penalty", "speedup_vs_dense", "throughput_per_s")
 
 
 def close(a: float | None, b: float | None) -> bool:
@@ -72,9 +71,8 @@ def check_collective(r: KernelResult, plan: Plan | None, add: Add, warn: Add) ->
         add(r.id, f"info.bytes {info.bytes} is not the {nbytes} bytes kernel {r.kernel.id} moves on {ranks} rank(s)")
     for p in r.parts:
         check_collective_part(r, p, ranks, add)
-    twin = r.info.get(OUT_OF_PLACE)
-    if twin is not None:
-        check_out_of_place(r, twin, ranks, plan, add, warn)
+    if info.out_of_place is not None:
+        check_out_of_place(r, info.out_of_place.model_dump(), ranks, plan, add, warn)
 
 
 def check_out_of_place(r: KernelResult, twin: Any, ranks: int, plan: Plan | None, add: Add, warn: Add) -> None:
@@ -113,33 +111,29 @@ def check_collective_part(r: KernelResult, p: PartResult, ranks: int, add: Add, 
         keys += ["time_per_rank_us", "time_mean_over_ranks_us", "time_max_over_ranks_us"]
     expected.update({k: want[k] for k in keys})
     for key, value in expected.items():
-        recorded = p.info.get(key)
-        if not _same(recorded, value):
+        recorded = getattr(info, key)
+        if recorded is not None and not _same(recorded, value):  # a key older records lack is not shown either
             add(r.id, f"{where}info.{key} {recorded!r} is not the {value!r} its kernel, ranks and samples give")
     if ranks > 1:
-        _check_rank_times(r.id, where, p, ranks, add)
+        _check_rank_times(r.id, where, p, info, ranks, add)
 
 
 def _same(recorded: Any, value: Any) -> bool:
+    """The recorded figure is the derived one: numbers equal to the last bits JSON keeps (an integer
+    written as a float, as older records did, is the same number), lists element by element."""
     if isinstance(value, list):
         return isinstance(recorded, list) and len(recorded) == len(value) and all(map(_same, recorded, value))
-    if isinstance(value, float):
-        return isinstance(recorded, (int, float)) and not isinstance(recorded, bool) and close(float(recorded), value)
-    return recorded == value and type(recorded) is type(value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        number = isinstance(recorded, (int, float)) and not isinstance(recorded, bool)
+        return number and close(float(recorded), float(value))
+    return bool(recorded == value)
 
 
-def _check_rank_times(rid: str, where: str, p: PartResult, ranks: int, add: Add) -> None:
+def _check_rank_times(rid: str, where: str, p: PartResult, info: CollectivePartInfo, ranks: int, add: Add) -> None:
     """With several ranks, each sample is the slowest rank's time: no rank's mean exceeds the samples'
     mean, and together the ranks' means reach it."""
-    per_rank = p.info.get("time_per_rank_us")
-    mean_over, max_over = p.info.get("time_mean_over_ranks_us"), p.info.get("time_max_over_ranks_us")
-    if (
-        not isinstance(per_rank, list)
-        or len(per_rank) != ranks
-        or not all(isinstance(t, (int, float)) for t in per_rank)
-        or not isinstance(mean_over, (int, float))
-        or not isinstance(max_over, (int, float))
-    ):
+    per_rank, mean_over, max_over = info.time_per_rank_us, info.time_mean_over_ranks_us, info.time_max_over_ranks_us
+    if per_rank is None or len(per_rank) != ranks or mean_over is None or max_over is None:
         add(rid, f"{where}info's rank times are not {ranks} numbers with their mean and maximum")
         return
     slowest = sum(p.measurement.kept_us) / len(p.measurement.kept_us)
@@ -164,12 +158,15 @@ def check_derived(r: KernelResult, add: Add) -> None:
     if r.time_us is None:
         return
     want = derived_figures(r.info, r.time_us.median)
-    for key in DERIVED_KEYS:
-        recorded = r.info.get(key)
-        if key not in want and recorded is None:
-            continue
-        if not _same(recorded, want.get(key)):
-            add(r.id, f"info.{key} {recorded!r} does not follow from its median and info ({want.get(key)!r})")
+    padding, dense, model = info_of(PaddingInfo, r.info), info_of(DenseTwinInfo, r.info), info_of(ModelRunInfo, r.info)
+    recorded = {
+        "alignment_penalty": padding.alignment_penalty if padding else None,
+        "speedup_vs_dense": dense.speedup_vs_dense if dense else None,
+        "throughput_per_s": model.throughput_per_s if model else None,
+    }
+    for key, value in recorded.items():
+        if (key in want or value is not None) and not _same(value, want.get(key)):
+            add(r.id, f"info.{key} {value!r} does not follow from its median and info ({want.get(key)!r})")
 
 
 def check_dense_twin(r: KernelResult, add: Add) -> None:
@@ -181,17 +178,12 @@ def check_dense_twin(r: KernelResult, add: Add) -> None:
     _check_order(r.id, "info.dense_time_us", stats, add)
     k = r.kernel
     gemm = GemmKernel(set=k.set, index=k.index, m=k.m, n=k.n, k=k.k, a_t=k.a_t, b_t=k.b_t)
-    rate = r.info.get("dense_tflops")
+    rate = dense.dense_tflops
     if stats.median > 0 and not _same(rate, gemm.flops() / stats.median / 1e6):
         add(r.id, f"info.dense_tflops {rate!r} does not follow from the dense GEMM's FLOPs and median")
-    check = r.info.get("dense_check")
-    try:
-        c = Check.model_validate_json(json.dumps(check), strict=True)
-    except (ValidationError, ValueError, TypeError):
-        add(r.id, "info.dense_check is not a check")
-        return
+    c = dense.dense_check
     bound = tolerance(r.precision.name, reduction=gemm.k) * TOLERANCE_SLACK
-    if not c.passed or c.error is None or not (0 <= c.error <= c.tolerance <= bound):
+    if c is None or not c.passed or c.error is None or not (0 <= c.error <= c.tolerance <= bound):
         add(r.id, f"info.dense_check did not pass within a tolerance this tool allows ({bound:g})")
 
 

@@ -67,6 +67,9 @@ class CollectivePartInfo(PartInfo):
     bus_factor: float | None = None
     time_max_over_ranks_us: float | None = None
     time_mean_over_ranks_us: float | None = None  # what nccl-tests' -a 1 reports (nccl_tests_side_by_side.py)
+    time_per_rank_us: list[float] | None = None  # each rank's mean time per call, rounded (collective_figures)
+    timed_calls: int | None = None
+    repeat_cap: int | None = None
 
 
 def collective_figures(

@@ -9,7 +9,8 @@ A reason's text says what went wrong; the code around its site says for which ke
 
 the reason is given for sparse GEMMs only (the parameter's class), and only for a transposed one (the
 condition). `deepbench check` asks this of every `unsupported` result (unsupported_reasons.py), so a
-reason copied from another kernel, another operation or another precision is refused.
+reason copied from another kernel, another operation or another precision is refused. An `if` whose
+body returns or raises guards what follows it in its block too (with its condition false).
 
 The conditions are evaluated in three values: true, false or unknown. What the checker knows is the
 kernel (its fields: `kernel.a_t`, `kernel.op`), the precision (`precision`, `precision.value`,
@@ -48,6 +49,7 @@ COMPARE = {
     ast.NotIn: lambda a, b: a not in b,
 }
 BUILT = {"frozenset": frozenset, "set": set, "tuple": tuple, "list": list}
+EXITS = (ast.Return, ast.Raise)  # a block ending in one of these leaves the function
 
 
 @dataclass(frozen=True)
@@ -114,15 +116,35 @@ def _visit(
         scope, guards = _scope(node, scope, constants, known), ()
     if isinstance(node, ast.If):
         yield from _visit(node.test, guards, scope, constants, known)
-        for then in node.body:
-            yield from _visit(then, (*guards, Guard(node.test, True)), scope, constants, known)
-        for otherwise in node.orelse:
-            yield from _visit(otherwise, (*guards, Guard(node.test, False)), scope, constants, known)
+        yield from _block(node.body, (*guards, Guard(node.test, True)), scope, constants, known)
+        yield from _block(node.orelse, (*guards, Guard(node.test, False)), scope, constants, known)
         return
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Unsupported" and node.args:
         yield Site(node, guards, scope, constants, known)
-    for child in ast.iter_child_nodes(node):
-        yield from _visit(child, guards, scope, constants, known)
+    for _, value in ast.iter_fields(node):
+        if isinstance(value, list) and value and all(isinstance(v, ast.stmt) for v in value):
+            yield from _block(value, guards, scope, constants, known)
+        elif isinstance(value, list):
+            for item in value:
+                if isinstance(item, ast.AST):
+                    yield from _visit(item, guards, scope, constants, known)
+        elif isinstance(value, ast.AST):
+            yield from _visit(value, guards, scope, constants, known)
+
+
+def _block(
+    stmts: list[ast.stmt],
+    guards: tuple[Guard, ...],
+    scope: Scope,
+    constants: Mapping[str, ast.expr],
+    known: frozenset[str],
+) -> Iterator[Site]:
+    """A block's statements in order: after `if C: ... return` (or raise) the rest runs only where C
+    is false (`if isinstance(kernel, CollectiveKernel): return ...` keeps collectives from what follows)."""
+    for stmt in stmts:
+        yield from _visit(stmt, guards, scope, constants, known)
+        if isinstance(stmt, ast.If) and not stmt.orelse and stmt.body and isinstance(stmt.body[-1], EXITS):
+            guards = (*guards, Guard(stmt.test, False))
 
 
 def _annotation_names(node: ast.expr | None, constants: Mapping[str, ast.expr], depth: int = 0) -> set[str]:
