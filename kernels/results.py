@@ -423,6 +423,13 @@ class Settings(Frozen):
         description="GPU: the minimum time instead, when the power limiter "
         "holds the clock below boost (its swing takes longer to average out)",
     )
+    calm_min_time_s: float | None = Field(
+        None,
+        ge=0,
+        description="GPU: where every clock reading of a stretch is calm (boost clock, no slowdown, power "
+        "under 60% of its limit: kernels/timing/settling.py), the minimum time follows the samples' spread "
+        "down to this (kernels/timing/stopping.py spread_floor); None: min_time_s always",
+    )
     warm_up_s: float = Field(
         0.0,
         ge=0,

@@ -1,7 +1,7 @@
-"""Shared fixtures, and what a test needs from the machine. Tests that need a Docker daemon, ARM
-emulation, a Slurm cluster or a browser run for real under CI=true (.ci/run installs and starts them)
-and fail there if they cannot; elsewhere they skip with one line naming what is missing and how to run
-them. GPU tests skip wherever no GPU is visible (CI has none)."""
+"""Shared fixtures (every test its own user cache folder), and what a test needs from the machine. Tests that
+need a Docker daemon, ARM emulation, a Slurm cluster or a browser run for real under CI=true (.ci/run installs
+and starts them) and fail there if they cannot; elsewhere they skip with one line naming what is missing and how
+to run them. GPU tests skip wherever no GPU is visible (CI has none)."""
 
 from __future__ import annotations
 
@@ -186,6 +186,15 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         from .cluster import missing
 
         require(missing(), "a two-host Slurm cluster built from network namespaces")
+
+
+@pytest.fixture(autouse=True)
+def own_cache_folder(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test its own user cache folder (XDG_CACHE_HOME, which the find-dbs live under: the cuDNN engine
+    cache among them), also for the runs it starts: no test reads what another, or the user, raced."""
+    folder = tmp_path_factory.mktemp("xdg-cache")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(folder))
+    return folder
 
 
 PYTHON = sys.executable

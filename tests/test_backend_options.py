@@ -53,6 +53,7 @@ def test_the_backends_flags_land_in_their_options_and_are_written_back() -> None
         "cudnn": {
             "engine_race": "inline",
             "engines": {"*": "eng34_k2=3", "conv/train/052/fp32/bwd_filter": "34:TILE_SIZE=3"},
+            "engine_cache": "",
             "layout": "both",
         },
         "nccl": {"collective_timing": "eager", "comm_config": "nccl-defaults"},
@@ -67,7 +68,9 @@ def test_a_plan_records_the_options_of_the_backends_it_runs_on_and_only_those() 
 
     args = _parser().parse_args(["--local"])
     nvidia = settings_from(args, get_platform("nvidia"), "nvidia")  # it hands convolutions to cudnn
-    assert nvidia.backend_options == {"cudnn": {"engine_race": "apart", "engines": {}, "layout": "deepbench"}}
+    assert nvidia.backend_options == {
+        "cudnn": {"engine_race": "apart", "engines": {}, "engine_cache": "", "layout": "deepbench"}
+    }
     assert settings_from(args, get_platform("cpu"), "torch").backend_options == {}
     assert settings_from(args, get_platform("nvidia"), "nccl").backend_options == {
         "nccl": {"collective_timing": "graph", "comm_config": "nccl-tests"}

@@ -1,14 +1,14 @@
 """cuDNN's engine search as wide as cudnnFind (kernels/backends/cudnn/search.py) and the race's budget,
-census and limits (engine_choice.py), on a test double of cudnn-frontend's graph: what the search
-offers, in which order, what it rejects and why, what a spent budget leaves, what the record says.
-(tests/test_gpu_native.py and tests/benchmarks/conv_engines.py run the real library on a GPU.)"""
+census and limits (engine_choice.py), on a test double of cudnn-frontend's graph (tests/fake_cudnn.py): what the
+search offers, in which order, what it rules out unbuilt and why, what a spent budget leaves, how screening stops
+the race early without missing the fastest, what the record says. (tests/test_gpu_native.py and
+tests/benchmarks/conv_engines.py run the real library on a GPU.)"""
 
 from __future__ import annotations
 
 import itertools
 import math
 import types
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -22,145 +22,19 @@ pytest.importorskip("torch")
 
 from deepbench.kernels.backends.cudnn import conv, search
 
-BARRED = "[cudnn_frontend] Error: Deselecting execution plan"
-
-
-@dataclass(frozen=True)
-class _Knob:
-    """cudnn.knob_type's member (its name), as the frontend's dicts key knobs."""
-
-    name: str
-
-
-@dataclass(frozen=True)
-class _KnobInfo:
-    """What get_knobs_for_engine lists for a knob."""
-
-    type: _Knob
-    min_value: int
-    max_value: int
-    stride: int = 1
-
-
-@dataclass
-class _Engine:
-    numerical: tuple[str, ...] = ()
-    behavior: tuple[str, ...] = ()
-    knobs: dict[str, tuple[int, int]] = field(default_factory=dict)  # name -> (min, max)
-    workspace: int = 0
-    hidden: str = ""  # a knob the frontend does not list, in the plan's name only (engine 49's split-K)
-
-
-def _name(eid: int, knobs: dict[str, int], hidden: str = "") -> str:
-    return f"eng{eid}" + hidden + "".join(f"_k{sorted(_KNOB_NUMBERS).index(k)}={v}" for k, v in sorted(knobs.items()))
-
-
-_KNOB_NUMBERS = ("TILE_SIZE", "SPLIT_K_BUF", "STAGES")
-
-
-class _Graph:
-    """cudnn-frontend 1.32's pygraph as the search sees it (it has no select_behavior_notes): heuristics'
-    plans, the engine enumeration, plans
-    created from (engine, knobs), note filters that bar plans ("Deselecting execution plan"), engines
-    that do not serve the graph, knob values that do not build (TILE_SIZE 3)."""
-
-    def __init__(self, engines: dict[int, _Engine], heuristics: list[tuple[int, dict[str, int], str]], count: int):
-        self.engines, self.heuristics, self.count = engines, heuristics, count
-        self.plans: list[tuple[int, dict[str, int], str]] = []
-        self.filters: list[tuple[str, str, bool]] = []  # (kind, note, keep)
-        self.modes: list[str] = []
-
-    def create_execution_plans(self, modes: list[str]) -> None:
-        assert not self.modes, "planning is one-shot"
-        self.modes = list(modes)
-        self.plans = list(self.heuristics)
-
-    def get_execution_plan_count(self) -> int:
-        return len(self.plans)
-
-    def get_engine_count(self) -> int:
-        return self.count
-
-    def get_knobs_for_engine(self, eid: int) -> list[_KnobInfo]:
-        if eid not in self.engines:
-            raise RuntimeError("CUDNN_STATUS_NOT_SUPPORTED: engine does not serve this graph")
-        return [_KnobInfo(_Knob(n), lo, hi) for n, (lo, hi) in self.engines[eid].knobs.items()]
-
-    def create_execution_plan(self, eid: int, knobs: dict[_Knob, int]) -> None:
-        if eid not in self.engines:
-            raise RuntimeError("CUDNN_STATUS_NOT_SUPPORTED")
-        named = {k.name: v for k, v in knobs.items()}
-        self.plans.append((eid, named, _name(eid, named)))
-
-    def _barred(self, eid: int) -> bool:
-        e = self.engines[eid]
-        for kind, note, keep in self.filters:
-            has = note in (e.behavior if kind == "behavior" else e.numerical)
-            if has != keep:
-                return True
-        return False
-
-    def build_plan_at_index(self, i: int) -> None:
-        eid, knobs, _ = self.plans[i]
-        if self._barred(eid):
-            raise RuntimeError(BARRED)
-        if knobs.get("TILE_SIZE") == 3:
-            raise RuntimeError("CUDNN_STATUS_NOT_SUPPORTED")
-
-    def get_engine_and_knobs_at_index(self, i: int) -> tuple[int, dict[_Knob, int]]:
-        eid, knobs, _ = self.plans[i]
-        return eid, {_Knob(k): v for k, v in knobs.items()} | {_Knob("NOT_SET"): 0}
-
-    def get_plan_name_at_index(self, i: int) -> str:
-        return self.plans[i][2]
-
-    def get_workspace_size_plan_at_index(self, i: int) -> int:
-        return self.engines[self.plans[i][0]].workspace
-
-    def get_behavior_notes_for_plan_at_index(self, i: int) -> list[str]:
-        return list(self.engines[self.plans[i][0]].behavior)
-
-    def deselect_behavior_notes(self, notes: list[str]) -> None:
-        self.filters += [("behavior", n, False) for n in notes]
-
-    def deselect_numeric_notes(self, notes: list[str]) -> None:
-        self.filters += [("numerical", n, False) for n in notes]
-
-
-NOTES = ("TENSOR_CORE", "DOWN_CONVERT_INPUTS", "WINOGRAD", "WINOGRAD_TILE_4x4", "FFT", "WINOGRAD_TILE_6x6")
-CUDNN = types.SimpleNamespace(
-    heur_mode=types.SimpleNamespace(A="A", B="B", FALLBACK="FALLBACK"),
-    behavior_note=types.SimpleNamespace(RUNTIME_COMPILATION="RUNTIME_COMPILATION"),
-    numerical_note=types.SimpleNamespace(**{n: n for n in NOTES}),
-    knob_type=types.SimpleNamespace(**{n: _Knob(n) for n in (*_KNOB_NUMBERS, "NOT_SET")}),
-    is_frontend_knob_type=lambda k: False,
+from .fake_cudnn import (
+    CUDNN,
+    GiB,
+    _check,
+    _Clock,
+    _Engine,
+    _Graph,
+    _heuristics,
+    _Knob,
+    _KnobInfo,
+    _library,
+    _Race,
 )
-GiB = 1 << 30
-
-
-def _library() -> dict[int, _Engine]:
-    """Engine 0: implicit GEMM with knobs; 1: tensor cores (not fp32); 2: Winograd nonfused, no knobs, which
-    the heuristics never offer; 3: FFT with a workspace beyond the limit; 4: compiled at run time.
-    Engine 5 of the count does not serve the graph."""
-    return {
-        0: _Engine(knobs={"TILE_SIZE": (1, 3), "STAGES": (0, 1)}),
-        1: _Engine(numerical=("TENSOR_CORE",), knobs={"TILE_SIZE": (1, 2)}),
-        2: _Engine(numerical=("WINOGRAD", "WINOGRAD_TILE_4x4")),
-        3: _Engine(numerical=("FFT",), workspace=3 * GiB),
-        4: _Engine(behavior=("RUNTIME_COMPILATION",)),
-    }
-
-
-def _heuristics() -> list[tuple[int, dict[str, int], str]]:
-    """Modes A, B, FALLBACK's list: engine 0 twice with the same listed knobs (one with a hidden split-K),
-    the same plan again (offered by two modes), engine 1 (tensor cores) and engine 4 (compiled)."""
-    return [
-        (0, {"TILE_SIZE": 1}, "eng0_k2=1"),
-        (1, {"TILE_SIZE": 1}, "eng1_k2=1"),
-        (0, {"TILE_SIZE": 1}, "eng0_k0=43_k2=1"),
-        (0, {"TILE_SIZE": 1}, "eng0_k2=1"),
-        (4, {}, "eng4"),
-    ]
 
 
 def _search(precision: Precision = Precision.FP32, compiled: bool = False, budget: Budget | None = None, **kw: Any):
@@ -183,16 +57,16 @@ def test_one_configuration_per_engine_first_then_the_rest_deduplicated_by_plan_n
     names = [e.name for e in s.candidates()]
     # first plan of each heuristics engine (eng0), the engines the heuristics never offer with their
     # default knobs (eng2: the Winograd-nonfused engine), the heuristics' other plans (the hidden split-K),
-    # the offered engines' defaults, then the knob grid; tensor-core, runtime-compiled, over-workspace and
-    # unbuildable ones are not candidates
+    # the offered engines' defaults, then the knob grid from its sweep (TILE_SIZE through its values, then
+    # STAGES, then the rest); tensor-core, runtime-compiled, over-workspace and unbuildable ones are not candidates
     assert names == [
         "eng0_k2=1",
         "eng2",
         "eng0_k0=43_k2=1",
         "eng0",
         "eng0_k1=0_k2=1",
-        "eng0_k1=1_k2=1",
         "eng0_k1=0_k2=2",
+        "eng0_k1=1_k2=1",
         "eng0_k1=1_k2=2",
     ]
     assert [e.rank for e in s.candidates()] == []  # drawn once: the generator is spent
@@ -206,6 +80,8 @@ def test_one_configuration_per_engine_first_then_the_rest_deduplicated_by_plan_n
         "failed_to_build": 2,  # engine 0 with TILE_SIZE 3
     }
     assert c.duplicates == 1  # eng0_k2=1, offered again by a second mode
+    # engine 1's default and grid and engine 4's default, barred with their engine's first plan: never built
+    assert c.ruled_out == 3 + 1
     assert c.tried == c.enumerated and not c.budget_exhausted and c.over_budget == 0
     assert c.built == c.duplicates + len(names) + c.rejected["over_workspace"]
     assert c.tried == c.built + c.rejected["excluded_numerics"] + c.rejected["runtime_compiled"] + 2
@@ -221,14 +97,6 @@ def test_the_later_pass_holds_only_engines_compiled_at_run_time() -> None:
     _, s, _ = _search(compiled=True)
     assert [e.name for e in s.candidates()] == ["eng4"]
     assert s.census.rejected["precompiled"] > 0 and s.census.duplicates == 1
-
-
-class _Clock:
-    def __init__(self) -> None:
-        self.t = 0.0
-
-    def __call__(self) -> float:
-        return self.t
 
 
 def test_a_spent_budget_stops_the_search_and_is_counted() -> None:
@@ -286,10 +154,6 @@ def test_grid_cap_samples_each_engines_grid() -> None:
     list(s.candidates())
     grid_rows = [r for r in log if r["source"] == "enumeration" and r["knobs"] and r["engine_id"] == 0]
     assert len(grid_rows) == 1
-
-
-def _check(passed: bool) -> Check:
-    return Check(passed=passed, method="fake", error=0.0 if passed else 1.0, tolerance=1e-3)
 
 
 def test_the_race_draws_no_candidate_once_its_budget_is_spent_but_checks_those_timed() -> None:
@@ -418,34 +282,6 @@ def test_knob_ranges_leave_frontend_only_knobs_out_and_unreadable_ones_are_count
     assert not [n for n in names if n.startswith("eng0_k1")]
 
 
-class _Race(conv.Race):
-    """conv.Race on the graph double: candidates timed by a table, checked by a rule, no GPU."""
-
-    def __init__(self, library: dict[int, _Engine], wrong: set[int], times: dict[int, float]) -> None:
-        from deepbench.kernels.catalog import by_id
-
-        self.kk, self.precision, self.direction = by_id()["conv/train/000"], Precision.FP32, "fwd"
-        self.library, self.wrong, self.times = library, wrong, times
-        self.passes: list[bool] = []
-
-    def search(self, compiled: bool, budget: Budget, **listing: Any) -> search.Search:
-        self.passes.append(compiled)
-        g = _Graph(self.library, _heuristics(), count=6)
-        return search.Search(CUDNN, g, self.precision, compiled, 2 * GiB, budget, **listing)
-
-    def timed(self, e: Engine, out_of_contest_us: float) -> float:
-        return self.times.get(e.engine_id, 50.0)
-
-    def refined(self, e: Engine) -> float:
-        return self.timed(e, math.inf)
-
-    def check_engine(self, e: Engine) -> Check:
-        return _check(e.engine_id not in self.wrong)
-
-    def family(self, e: Engine) -> dict[str, Any]:
-        return search.family(CUDNN, lambda: _Graph(self.library, [], 6), e)
-
-
 def test_the_race_records_its_census_and_the_winners_family() -> None:
     race = _Race(_library(), wrong={0}, times={0: 5.0, 2: 10.0})  # engine 0 fastest but wrong
     chosen, record = race.choose()
@@ -505,3 +341,120 @@ def test_the_engines_grids_are_tried_in_turns() -> None:
         (1, {"STAGES": 1}),
         (0, {"TILE_SIZE": 3}),
     ]
+
+
+def test_an_engine_barred_by_a_note_or_building_nothing_is_ruled_out_unbuilt() -> None:
+    """Engine 6 serves nothing: its default and its sweep (4 points of its 2 x 3 grid) fail, and the other 2
+    points are never built; engine 7 builds only with STAGES 2: its default and first sweep points fail, a
+    sweep point builds, and its whole grid is tried; engine 1 (tensor cores, fp32) is barred by its first plan."""
+    library = {
+        **_library(),
+        6: _Engine(knobs={"TILE_SIZE": (1, 2), "STAGES": (0, 2)}, builds_with={}),
+        7: _Engine(knobs={"TILE_SIZE": (1, 2), "STAGES": (0, 2)}, builds_with={"STAGES": 2}),
+    }
+    g = _Graph(library, _heuristics(), count=8)
+    log: list[dict[str, Any]] = []
+    s = search.Search(CUDNN, g, Precision.FP32, False, 2 * GiB, Budget(math.inf), log=log)
+    names = [e.name for e in s.candidates()]
+    rows = {eid: [r for r in log if r["engine_id"] == eid] for eid in (1, 6, 7)}
+    built_by = {eid: sum(g.plans[i][0] == eid for i in g.built) for eid in (1, 6, 7)}
+    assert len(rows[6]) == 1 + 6 and all(r["outcome"] == "failed_to_build" for r in rows[6])
+    assert built_by[6] == 0 and len([i for i, p in enumerate(g.plans) if p[0] == 6]) == 1 + 4  # 2 never created
+    assert len(rows[7]) == 1 + 6 and [n for n in names if n.startswith("eng7")] == ["eng7_k1=2_k2=1", "eng7_k1=2_k2=2"]
+    assert built_by[1] == 0 and all(r["outcome"] == "excluded_numerics" for r in rows[1])
+    assert s.census.ruled_out == 2 + 3 + 1  # engine 6's rest, engine 1's default and grid, engine 4's default
+    assert s.census.tried == s.census.enumerated  # every configuration accounted for
+
+
+def test_the_sweep_tries_every_value_of_every_knob_before_the_rest_of_the_grid() -> None:
+    ranges = [search.KnobRange("TILE_SIZE", range(1, 4)), search.KnobRange("STAGES", range(2))]
+    points = list(search.sweep_first(ranges))
+    assert points[: 1 + 2 + 1] == [
+        {"TILE_SIZE": 1, "STAGES": 0},
+        {"TILE_SIZE": 2, "STAGES": 0},
+        {"TILE_SIZE": 3, "STAGES": 0},
+        {"TILE_SIZE": 1, "STAGES": 1},
+    ]
+    assert sorted(map(sorted, (p.items() for p in points))) == sorted(
+        map(sorted, (p.items() for p in search.knob_grid(ranges)))
+    )
+    assert search.sweep([]) == [] and list(search.sweep_first([])) == []
+
+
+def _planted(n: int, fastest_at: int) -> tuple[list[Engine], dict[int, float]]:
+    """`n` candidates in the search's order, the fastest planted at `fastest_at` (10 us against 20-100 us)."""
+    es = [Engine(index=i, engine_id=i, knobs={}, name=f"eng{i}", rank=i) for i in range(n)]
+    times = {i: 20.0 + 80.0 * ((i * 7) % n) / n for i in range(n)}
+    times[fastest_at] = 10.0
+    return es, times
+
+
+def test_the_early_stop_finds_a_planted_fastest_candidate_late_in_the_list() -> None:
+    es, times = _planted(30, fastest_at=27)
+    timed: list[int] = []
+
+    def quick(e: Engine, _: float) -> float:
+        timed.append(e.index)
+        return times[e.index]
+
+    screen = {i: engine_choice.Screen(t * 1.03, bound=True) for i, t in times.items()}  # eager: 3% over
+    choice = choose(iter(es), quick, lambda e: _check(True), screen=lambda e: screen[e.index])
+    assert choice.chosen.index == 27 and timed[0] == 27  # timed first, wherever the search offered it
+    assert len(timed) < 5  # the others could not come within REFINE_WINDOW of it by the screen's noise
+    out = [r for r in choice.table if r.get("screened_out")]
+    assert len(out) == 30 - len(timed) and all(r["quick_us"] == r["screen_us"] for r in out)
+    census = Census(enumerated=30, tried=30)
+    census.count_race(choice.table)
+    assert census.raced == 30 and census.screened_out == len(out)
+
+
+def test_a_host_bound_screen_bounds_nothing_and_a_loose_screen_widens_the_stop() -> None:
+    """A candidate whose screen figure is the host's is timed whatever it says; where a timed candidate read far
+    below its GPU-bound screen figure, the others are judged with that ratio."""
+    es, times = _planted(12, fastest_at=3)
+    times[9] = 9.0  # the true fastest, its screen figure 40 us but host-bound
+    timed: list[int] = []
+
+    def quick(e: Engine, _: float) -> float:
+        timed.append(e.index)
+        return times[e.index]
+
+    screens = {i: engine_choice.Screen(t, bound=True) for i, t in times.items()}
+    screens[9] = engine_choice.Screen(40.0, bound=False)
+    choice = choose(iter(es), quick, lambda e: _check(True), screen=lambda e: screens[e.index])
+    assert choice.chosen.index == 9 and 9 in timed
+    times[9], times[5] = 50.0, 10.3  # a runner-up within REFINE_WINDOW of the fastest (10 us)
+    loose = {i: engine_choice.Screen(t * 2.5, bound=True) for i, t in times.items()}  # eager 2.5x every figure
+    timed.clear()
+    choice = choose(iter(es), quick, lambda e: _check(True), screen=lambda e: loose[e.index])
+    # the first pair showed a ratio of 0.4: the runner-up's 25.75 us screen is not taken at SCREEN_TRUST's word
+    assert timed == [3, 5] and choice.chosen.index == 3 and choice.table[5]["quick_us"] == 10.3
+
+
+def test_where_every_timed_candidate_is_wrong_those_screened_out_race_among_themselves() -> None:
+    es, times = _planted(10, fastest_at=2)
+    timed: list[int] = []
+
+    def quick(e: Engine, _: float) -> float:
+        timed.append(e.index)
+        return times[e.index]
+
+    screen = {i: engine_choice.Screen(t, bound=True) for i, t in times.items()}
+    choice = choose(iter(es), quick, lambda e: _check(e.index != 2), screen=lambda e: screen[e.index])
+    second = min((i for i in times if i != 2), key=times.get)
+    assert choice.chosen.index == second and second in timed  # chosen on a timed figure, not its screen's
+    row = next(r for r in choice.table if r["plan_name"] == f"eng{second}")
+    assert "screened_out" not in row and row["status"] == "chosen"
+
+
+def test_screening_stops_drawing_at_the_budget_but_races_the_first_round_whole() -> None:
+    clock = _Clock()
+    budget = Budget(0.3, clock)
+    _, s, _ = _search(budget=budget)
+
+    def screen(e: Engine) -> engine_choice.Screen:
+        clock.t += 0.4  # the first candidate alone spends the budget
+        return engine_choice.Screen(1.0 + e.rank, bound=True)
+
+    choice = choose(s.candidates(), lambda e, _: 1.0 + e.rank, lambda e: _check(True), budget=budget, screen=screen)
+    assert [r["plan_name"] for r in choice.table] == ["eng0_k2=1", "eng2"]  # eng0's variants never drawn

@@ -1,6 +1,7 @@
 """The stopping criteria as small objects, and StopRule as their composition: each criterion
 alone, their order, and the composed rule against the rule as it was written before it was split
-(a reference kept here), over a grid of sample series, times and limiter states."""
+(a reference kept here), over a grid of sample series, times and limiter states; the floor that follows
+the spread on a calm GPU against the whole floor."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from deepbench.kernels.timing.stopping import (
     CONVERGED,
     MAX_SAMPLES,
     REPEAT_COUNT,
+    SPREAD_SAMPLES,
     TIME_CAP,
     CallBudget,
     MinSamples,
@@ -22,6 +24,8 @@ from deepbench.kernels.timing.stopping import (
     StopRule,
     first_reason,
     relative_precision,
+    relative_spread,
+    spread_floor,
 )
 
 
@@ -118,3 +122,57 @@ def test_hard_limits_cap_samples_and_twice_the_time_cap() -> None:
     assert first_reason(rule.hard_limits, Progress([1.0] * 8, 3.0)) == MAX_SAMPLES  # the cap is named first
     assert first_reason(rule.hard_limits, Progress([1.0], 2.0)) == TIME_CAP
     assert REPEAT_COUNT not in {s.reason for s in rule.criteria}
+
+
+def test_the_floor_follows_the_spread_only_from_enough_samples() -> None:
+    tight = [100.0 + 0.01 * (i % 3) for i in range(SPREAD_SAMPLES)]  # IQR 0.01 us over 100: 0.01%
+    wide = [100.0 + (i % 4) for i in range(SPREAD_SAMPLES)]  # IQR ~1.5 us: past SPREAD_FULL_FLOOR
+    assert spread_floor(tight, 0.2, 0.02) == 0.02  # the least
+    assert spread_floor(wide, 0.2, 0.02) == 0.2  # the whole floor
+    assert spread_floor(tight[:-1], 0.2, 0.02) == 0.2  # too few samples to say
+    middling = [100.0 + 0.2 * (i % 4) for i in range(40)]  # IQR 0.3 us: 0.3% -> 30% of the floor
+    assert 0.02 < spread_floor(middling, 0.2, 0.02) < 0.2
+    assert math.isinf(relative_spread([1.0])) and relative_spread([2.0, 2.0]) == 0.0
+
+
+def test_a_calm_floor_is_never_longer_and_the_limiter_keeps_its_own() -> None:
+    gate = MinTime(0.2, limited_seconds=1.0, calm_seconds=0.02)
+    tight = [5.0] * 30
+    assert gate.met(Progress(tight, 0.03, calm=True)) and not gate.met(Progress(tight, 0.03))
+    assert not gate.met(Progress(tight, 0.5, limited=True, calm=True))  # limited wins over calm
+    assert MinTime(0.2).needed(Progress(tight, 0.0, calm=True)) == 0.2  # no calm floor asked for
+    assert MinTime(0.0, calm_seconds=0.02).needed(Progress(tight, 0.0, calm=True)) == 0.0  # never longer
+
+
+def _stops_at(rule: StopRule, series: list[float], step_s: float, calm: bool) -> tuple[str, int]:
+    """The reason and the samples the rule stops at, samples `step_s` apart."""
+    for n in range(1, len(series) + 1):
+        reason = rule.decide(series[:n], n * step_s, calm=calm)
+        if reason:
+            return reason, n
+    raise AssertionError("the series ended before the rule stopped")
+
+
+def test_a_calm_floor_converges_sooner_and_flags_what_the_whole_floor_flagged() -> None:
+    """Over many series (tight, middling, noisy, drifting): where the whole floor converged, the calm floor
+    converges too, on as many samples or fewer; where the whole floor ran to the time cap, so does the calm
+    one or it converges no later; a tight series converges in a fraction of the samples."""
+    rng = random.Random(56)
+    rule = StopRule(0.01, 5, 1000, 1.0, min_time_s=0.2, limited_min_time_s=1.0, calm_min_time_s=0.02)
+    faster = 0
+    for spread in (0.0001, 0.001, 0.005, 0.02, 0.2):
+        for seed in range(6):
+            rng.seed(seed * 100 + int(spread * 1e4))
+            series = [100.0 * (1 + rng.gauss(0, spread)) for _ in range(2000)]
+            whole, n_whole = _stops_at(rule, series, 0.001, calm=False)
+            calm, n_calm = _stops_at(rule, series, 0.001, calm=True)
+            assert n_calm <= n_whole
+            if whole == CONVERGED:
+                assert calm == CONVERGED
+            if calm == TIME_CAP:
+                assert whole == TIME_CAP
+            faster += n_calm < n_whole
+    tight = [100.0 * (1 + random.Random(1).gauss(0, 0.0001)) for _ in range(400)]
+    assert _stops_at(rule, tight, 0.001, calm=True) == (CONVERGED, 20)  # 0.02 s of 1 ms samples, not 0.2 s
+    assert _stops_at(rule, tight, 0.001, calm=False) == (CONVERGED, 200)
+    assert faster >= 12

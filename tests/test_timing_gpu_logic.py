@@ -1,5 +1,5 @@
 """The GPU timer's decisions that need no GPU: calls per graph, throttled-sample selection,
-settling and the stopping loop, driven by a fake sampler and a fake clock."""
+settling, the calm GPU's floor and the stopping loop, driven by a fake sampler and a fake clock."""
 
 from __future__ import annotations
 
@@ -413,3 +413,72 @@ def test_a_slow_host_is_timed_again_behind_a_longer_hold(monkeypatch) -> None:
     )
     assert not events.held_eager_figure(lambda: None, 2, events.HostPace()).gpu_bound
     assert holds[-1] == events.MAX_HOLD_S
+
+
+def calm_at(mhz: float = 1980.0, share: float | None = 0.3, *reasons: str) -> ClockReading:
+    return ClockReading(mhz, tuple(reasons), share)
+
+
+def test_a_calm_reading_is_at_boost_with_no_reason_and_power_well_under_its_limit() -> None:
+    assert settling.calm(calm_at(), 1980.0)
+    assert not settling.calm(calm_at(share=settling.CALM_POWER_SHARE), 1980.0)  # near the limit: heavy
+    assert not settling.calm(calm_at(share=None), 1980.0)  # no instantaneous power: cannot say
+    assert not settling.calm(calm_at(1700.0), 1980.0)  # below boost
+    assert not settling.calm(calm_at(1980.0, 0.3, "sw_power_cap"), 1980.0)
+    assert not settling.calm(ClockReading(1980.0, None, 0.3), 1980.0)  # reasons unknown
+    assert not settling.calm(calm_at(), 0.0)  # no reference clock yet
+
+
+def test_the_clock_reader_gives_the_power_share_from_the_instantaneous_field_only() -> None:
+    from deepbench.kernels.timing.clocks import ClockReader
+
+    from .fake_nvml import FakeNvml, FakeTime
+
+    reading = ClockReader.of(FakeNvml(FakeTime(), watts=210.0, reasons=0), "handle-0").reading()
+    assert reading.mhz == 1980.0 and reading.reasons == () and reading.power_share == pytest.approx(0.3)
+    averaged_only = ClockReader.of(FakeNvml(FakeTime(), watts=210.0, instant=False), "handle-0")
+    assert averaged_only.reading().power_share is None  # the 1 s average lags a new load: not used
+    assert ClockReader.of(None, None).reading() == ClockReading()
+
+
+def _sampled(readings: list[ClockReading], values: list[float], rule: StopRule) -> clocked.Sampling:
+    """run_samples over a series of 1 ms samples and their readings."""
+    ticks, series, clocks = itertools.count(1), iter(values), iter(readings)
+    sampler = Sampler("fake", 1, take=lambda: next(series))
+    return clocked.run_samples(
+        sampler,
+        rule,
+        lambda: next(clocks),
+        now=lambda: next(ticks) * 0.001,
+        reference=lambda: 1980.0,
+        rest=lambda s: None,
+    )
+
+
+DEFAULT_RULE = StopRule(0.01, 5, 1000, 1.0, min_time_s=0.2, limited_min_time_s=1.0, calm_min_time_s=0.02)
+
+
+def test_a_calm_light_kernel_converges_in_a_tenth_of_the_samples() -> None:
+    tight = [20.0 + 0.001 * (i % 5) for i in range(1000)]
+    calm = _sampled([calm_at()] * 1000, tight, DEFAULT_RULE)
+    assert calm.reason == CONVERGED and calm.calm and len(calm.samples) <= 25
+    unread = _sampled([ClockReading(1980.0, (), None)] * 1000, tight, DEFAULT_RULE)  # no power figure
+    assert unread.reason == CONVERGED and not unread.calm and len(unread.samples) >= 199
+
+
+def test_a_heavy_kernel_keeps_the_whole_floor_and_the_settling_it_protects() -> None:
+    """Near its power limit a kernel is not calm: the whole 0.2 s, and where the limiter then pulls the clock
+    down, the samples before are left out and the limited floor (1 s) counts from the move."""
+    tight = [50.0] * 3000
+    heavy = _sampled([calm_at(share=0.9)] * 3000, tight, DEFAULT_RULE)
+    assert heavy.reason == CONVERGED and not heavy.calm and len(heavy.samples) >= 199
+    readings = [calm_at(share=0.9)] * 30 + [calm_at(1600.0, 1.0, "sw_power_cap")] * 3000
+    limited = _sampled(readings, tight, StopRule(0.01, 5, 5000, 2.0, 0.2, 1.0, 0.02))
+    # the sample the moved reading was taken in is left out too: the stretch begins after it
+    assert limited.settle_samples == 31 and limited.reason == CONVERGED and len(limited.samples) >= 999
+
+
+def test_a_noisy_calm_kernel_still_runs_to_the_time_cap() -> None:
+    noisy = [float(v) for v in itertools.islice(itertools.cycle([10.0, 30.0, 20.0, 50.0]), 3000)]
+    got = _sampled([calm_at()] * 3000, noisy, StopRule(1e-4, 5, 5000, 1.0, 0.2, 1.0, 0.02))
+    assert got.reason == TIME_CAP and got.calm

@@ -35,6 +35,7 @@ def stop_rule(settings: Settings) -> StopRule:
         settings.time_cap_s,
         settings.min_time_s,
         settings.limited_min_time_s,
+        settings.calm_min_time_s,
     )
 
 

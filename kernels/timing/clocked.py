@@ -6,9 +6,10 @@ stopping rule, and the GPU rests RECOVERY_S before the next sample, so a heat-ca
 not decide the figure. At the clock's first move between boost and below (settling.SettleWatch)
 the samples so far are left out and the rule starts over, its minimum time counted from there;
 while a share of the readings since are power_limited (settling.stretch_limited), the rule's
-longer minimum for a limited clock applies. The rule's hard limits (the sample cap, twice the time
-cap) apply to every sample taken, so the loop ends whatever the clocks say (then the result says
-throttled)."""
+longer minimum for a limited clock applies; while every reading since is calm (settling.calm), its
+floor follows the samples' spread (stopping.spread_floor). The rule's hard limits (the sample cap,
+twice the time cap) apply to every sample taken, so the loop ends whatever the clocks say (then the
+result says throttled)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 
 from .sampler import Sampler
 from .sampling import Step, sample_until
-from .settling import ClockReading, SettleWatch, power_limited, stretch_limited, throttled
+from .settling import ClockReading, SettleWatch, calm, power_limited, stretch_limited, throttled
 from .stopping import Progress, StopRule
 
 RECOVERY_S = 0.05  # rest after a throttled sample (nvbench's throttle_recovery_delay)
@@ -47,6 +48,8 @@ class Sampling:
     reason: str
     settle_samples: int = 0
     settle_s: float = 0.0
+    calm: bool = False  # every reading of the stretch was calm: the floor followed the spread
+    stretch_s: float = 0.0  # the seconds the rule judged: from the stretch's start to the last sample
 
 
 class ClockedSamples:
@@ -69,7 +72,9 @@ class ClockedSamples:
         self.watch = SettleWatch()
         self.first = 0  # where the stretch begins
         self.limited = 0  # power-limited readings in the stretch
+        self.restless = 0  # readings of the stretch that were not calm
         self.start = self.stretch = now()
+        self.last = self.start
 
     def take(self) -> Step:
         self.samples.append(self.take_sample())
@@ -79,18 +84,24 @@ class ClockedSamples:
         self.low.append(throttled(reading, ref))
         if self.watch.observe(reading, ref):
             # The reading was taken while this sample ran: the stretch begins with the next one.
-            self.first, self.counted, self.limited, self.stretch = len(self.samples), [], 0, self.now()
+            self.first, self.counted, self.limited, self.restless = len(self.samples), [], 0, 0
+            self.stretch = self.now()
         else:
             self.limited += power_limited(reading, ref)
+            self.restless += not calm(reading, ref)
             if not self.low[-1]:
                 self.counted.append(self.samples[-1])
-        t = self.now()
+        t = self.last = self.now()
         judged = None
         if self.counted:
-            judged = Progress(
-                self.counted, t - self.stretch, stretch_limited(self.limited, len(self.samples) - self.first)
-            )
+            readings = len(self.samples) - self.first
+            judged = Progress(self.counted, t - self.stretch, stretch_limited(self.limited, readings), self.calm)
         return Step(judged, Progress(self.samples, t - self.start))
+
+    @property
+    def calm(self) -> bool:
+        """Every reading of the stretch so far was calm."""
+        return len(self.samples) > self.first and self.restless == 0
 
     def pause(self) -> None:
         if self.low[-1]:
@@ -118,4 +129,6 @@ def run_samples(
         reason,
         first,
         source.stretch - source.start if first else 0.0,
+        calm=source.calm,
+        stretch_s=source.last - source.stretch,
     )

@@ -4,7 +4,9 @@
 The measurement reads the clock during every sample, after the host has enqueued it and before
 it waits for it, so the reading is taken while the GPU runs the sample (a reading after the wait
 would see an idle GPU's clock recovering). A reading is a point, not an average over the sample;
-settling.py decides what the readings mean."""
+settling.py decides what the readings mean. Beside the clock a reading holds the board's
+instantaneous power (NVML_FI_DEV_POWER_INSTANT; never the 1 s average, which lags a new load) over
+its enforced limit, read once: settling.calm reads it."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from typing import Any
 
 import torch
 
+from .meters import MW_PER_W, instant_power_w
 from .settling import ClockReading
 
 # NVML's clock event reason bits that slow the SM clock (idle and application-clock settings left out)
@@ -32,6 +35,7 @@ class ClockReader:
         self.handle: Any = None
         self.nvml: Any = None
         self.max_seen = 0.0
+        self._limit_w: float | None = None
         try:
             import pynvml  # optional: nvidia-ml-py
 
@@ -53,7 +57,7 @@ class ClockReader:
     def of(cls, nvml: Any, handle: Any) -> ClockReader:
         """A reader on an NVML module and device handle already opened (tests pass a fake module)."""
         reader = cls.__new__(cls)
-        reader.nvml, reader.handle, reader.max_seen = nvml, handle, 0.0
+        reader.nvml, reader.handle, reader.max_seen, reader._limit_w = nvml, handle, 0.0, None
         return reader
 
     @property
@@ -96,10 +100,20 @@ class ClockReader:
             return None
         return [name for name, bit in SLOWDOWN_REASONS.items() if mask & bit]
 
+    def power_share(self) -> float | None:
+        """The board's instantaneous power over its enforced limit now; None where NVML gives either not."""
+        if not self.available:
+            return None
+        if self._limit_w is None:
+            limit = self.figure("nvmlDeviceGetEnforcedPowerLimit")
+            self._limit_w = limit / MW_PER_W if limit else 0.0
+        watts = instant_power_w(self.nvml, self.handle) if self._limit_w else None
+        return None if watts is None else watts / self._limit_w
+
     def reading(self) -> ClockReading:
-        """The SM clock and the slowdown reasons now (taken while a sample runs)."""
+        """The SM clock, the slowdown reasons and the power's share of its limit now (taken while a sample runs)."""
         reasons = self.throttle_reasons()
-        return ClockReading(self.sm_mhz(), None if reasons is None else tuple(reasons))
+        return ClockReading(self.sm_mhz(), None if reasons is None else tuple(reasons), self.power_share())
 
     def temperature_c(self) -> float | None:
         return self.figure("nvmlDeviceGetTemperature", self.nvml.NVML_TEMPERATURE_GPU) if self.available else None

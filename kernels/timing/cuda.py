@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from ..results import Energy, Measurement, Settings
-from .clocked import run_samples, select_unthrottled
+from .clocked import Sampling, run_samples, select_unthrottled
 from .clocks import ClockReader
 from .energy import NoEnergy, measure_energy
 from .events import US_PER_S
@@ -20,7 +20,7 @@ from .meters import Meter
 from .profiler_check import verify
 from .sampler import Sampler
 from .settling import ClockReading, clock_fell
-from .stopping import StopRule
+from .stopping import StopRule, spread_floor
 from .strategy import sampler_for
 
 
@@ -60,6 +60,8 @@ def measure(
         notes["clock_fell"] = fell
     if got.settle_samples:
         notes["clock_settle"] = {"samples_left_out": got.settle_samples, "seconds": round(got.settle_s, 3)}
+    if got.calm and rule.calm_min_time_s is not None:  # the floor followed the spread (stopping.spread_floor)
+        notes["calm_floor"] = calm_floor(rule, got)
     if clocks.max_seen:
         notes["sm_clock_reference_mhz"] = clocks.max_seen
     temperature = clocks.temperature_c()
@@ -83,6 +85,13 @@ def measure(
     if settings.verify_timing and sampler.replay is not None:
         notes["profiler"] = verify(sampler, m.stats.median, m.stats.n * m.stats.median * sampler.calls / US_PER_S)
     return m, notes
+
+
+def calm_floor(rule: StopRule, got: Sampling) -> dict[str, float]:
+    """What the floor was for a stretch whose every reading was calm: the seconds it asked, against the
+    whole min_time_s, and the seconds the stretch took."""
+    floor = spread_floor(got.samples, rule.min_time_s, rule.calm_min_time_s or 0.0)
+    return {"floor_s": round(floor, 4), "min_time_s": rule.min_time_s, "stretch_s": round(got.stretch_s, 4)}
 
 
 def _energy(

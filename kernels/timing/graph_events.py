@@ -17,7 +17,16 @@ from typing import Any
 
 import torch
 
-from .events import MS_TO_US, EventPair, calls_for, event_pair, held_eager_figure, hold_stream, time_eager
+from .events import (
+    MS_TO_US,
+    EagerFigure,
+    EventPair,
+    calls_for,
+    event_pair,
+    held_eager_figure,
+    hold_stream,
+    time_eager,
+)
 from .graph import MAX_CALLS_PER_GRAPH, RECAPTURE_FACTOR, CalibratedGraph, capture
 from .sampler import Sampler, no_probe
 
@@ -78,11 +87,20 @@ def graph_events_sampler(
     )
 
 
+def screen_figure(fn: Callable[[], object]) -> EagerFigure:
+    """A candidate's cheap first figure: one untimed call (it loads the candidate's kernels), then
+    QUICK_ESTIMATE_CALLS eager calls behind a hold (events.held_eager_figure); quick_us takes it as its
+    estimate instead of making its own."""
+    fn()
+    return held_eager_figure(fn, QUICK_ESTIMATE_CALLS)
+
+
 def quick_us(
     fn: Callable[[], object],
     min_sample_s: float = QUICK_SAMPLE_S,
     samples: int = QUICK_SAMPLES,
     out_of_contest_us: float = math.inf,
+    estimate: EagerFigure | None = None,
 ) -> float:
     """A short figure for choosing among candidate implementations (cuDNN engines), taken the
     way the measurement takes its samples: a CUDA graph of calls lasting `min_sample_s`, replayed
@@ -93,10 +111,11 @@ def quick_us(
     where eager calls run back to back on the GPU as a graph's do) keeps that estimate as its
     figure: a candidate that much slower than the fastest cannot win, and capturing and replaying
     the slow engines of a training run's convolutions cost seconds. Only an estimate the GPU made
-    counts so (events.EagerFigure.gpu_bound): a slow host's launch time decides nothing."""
-    fn()  # untimed: a candidate's first call also loads its kernels (CUDA's lazy loading), and an
+    counts so (events.EagerFigure.gpu_bound): a slow host's launch time decides nothing. `estimate`:
+    the candidate's screen figure (screen_figure), taken already."""
+    # untimed first: a candidate's first call also loads its kernels (CUDA's lazy loading), and an
     # estimate that counted it put fast engines out of contest (51.8 us timed 115 us eagerly)
-    eager = held_eager_figure(fn, QUICK_ESTIMATE_CALLS)
+    eager = estimate or screen_figure(fn)
     if eager.gpu_bound and eager.us_per_call >= max(out_of_contest_us, EAGER_EXACT_US):
         return eager.us_per_call
     calls = calls_for(eager.us_per_call, min_sample_s, MAX_CALLS_PER_GRAPH)

@@ -65,6 +65,19 @@ class Meter(Protocol):
     def power_limit_w(self) -> float | None: ...
 
 
+def instant_power_w(nvml: Any, handle: Any) -> float | None:
+    """NVML_FI_DEV_POWER_INSTANT in watts; None where the driver or GPU does not give it."""
+    try:
+        (field,) = nvml.nvmlDeviceGetFieldValues(
+            handle, [getattr(nvml, "NVML_FI_DEV_POWER_INSTANT", FI_DEV_POWER_INSTANT)]
+        )
+        if field.nvmlReturn != 0:  # NVML_SUCCESS
+            return None
+        return float(getattr(field.value, NVML_VALUE_MEMBERS[field.valueType])) / MW_PER_W
+    except Exception:  # noqa: BLE001 - an older driver: the averaged reading instead
+        return None
+
+
 class NvmlMeter:
     """An NVIDIA GPU's board energy counter and power reading, on the run's clock reader's NVML handle."""
 
@@ -75,17 +88,7 @@ class NvmlMeter:
         self.power_reading = POWER_INSTANT if self._instant_w() is not None else POWER_AVERAGE
 
     def _instant_w(self) -> float | None:
-        """NVML_FI_DEV_POWER_INSTANT in watts; None where the driver or GPU does not give it."""
-        nvml = self.clocks.nvml
-        try:
-            (field,) = nvml.nvmlDeviceGetFieldValues(
-                self.clocks.handle, [getattr(nvml, "NVML_FI_DEV_POWER_INSTANT", FI_DEV_POWER_INSTANT)]
-            )
-            if field.nvmlReturn != 0:  # NVML_SUCCESS
-                return None
-            return float(getattr(field.value, NVML_VALUE_MEMBERS[field.valueType])) / MW_PER_W
-        except Exception:  # noqa: BLE001 - an older driver: the averaged reading instead
-            return None
+        return instant_power_w(self.clocks.nvml, self.clocks.handle)
 
     def _scaled(self, function: str, per_unit: float) -> float | None:
         value = self.clocks.figure(function)

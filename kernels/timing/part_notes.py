@@ -39,6 +39,16 @@ class ProfilerCheck(BaseModel):
     agrees: bool | None = None
 
 
+class CalmFloor(BaseModel):
+    """Every clock reading of the part's stretch was calm (settling.calm): the floor followed the samples'
+    spread (stopping.spread_floor): the seconds it asked, the whole floor, and the seconds sampled."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+    floor_s: float = 0.0
+    min_time_s: float = 0.0
+    stretch_s: float = 0.0
+
+
 class TimerNotes(PartInfo):
     """What the timer says of a part's samples."""
 
@@ -46,6 +56,7 @@ class TimerNotes(PartInfo):
     throttled_samples_kept: bool | int = False
     clock_fell: ClockFell | None = None
     profiler: ProfilerCheck | None = None
+    calm_floor: CalmFloor | None = None
 
     @property
     def timing_disagrees(self) -> bool:

@@ -20,6 +20,12 @@ which the figure has to average over: while at least LIMITED_SHARE of a stretch'
 power_limited, the stopping rule's longer `limited_min_time_s` applies (stopping.py says why).
 With these rules, the longer minimum under the limiter and the warm-up (warmup.py), two passes
 over the same kernels agree far more often than with every low clock taken as throttled.
+
+Calm: a reading where the limiter has nothing to act on, so no settling is under way: the clock at
+boost, NVML naming no slowdown reason at all, and the board's instantaneous power under CALM_POWER_SHARE
+of its enforced limit. A stretch of calm readings only lets the stopping rule's floor follow the
+samples' spread (stopping.spread_floor); a reading that cannot say (no NVML, no instantaneous power
+field, an unknown reason) is not calm, so such a GPU keeps the whole floor.
 """
 
 from __future__ import annotations
@@ -34,15 +40,20 @@ POWER_CAP = "sw_power_cap"
 # A stretch counts as power-limited when this share of its readings is: a swinging limiter is
 # what the longer minimum is for, and a majority rule missed half-limited stretches.
 LIMITED_SHARE = 0.25
+# A reading is calm below this share of the enforced power limit: the limiter acts near the limit, and the
+# margin covers the instantaneous reading's swing and a chip that leaks more as it heats (warmup.py).
+CALM_POWER_SHARE = 0.6
 
 
 @dataclass(frozen=True)
 class ClockReading:
-    """One NVML reading taken while a sample ran: the SM clock and the active slowdown reasons
-    (None where NVML is missing or did not answer)."""
+    """One NVML reading taken while a sample ran: the SM clock, the active slowdown reasons and the
+    board's instantaneous power over its enforced limit (each None where NVML is missing or did not
+    answer)."""
 
     mhz: float | None = None
     reasons: tuple[str, ...] | None = None
+    power_share: float | None = None
 
     @property
     def power_capped(self) -> bool:
@@ -70,6 +81,19 @@ def power_limited(reading: ClockReading, reference_mhz: float) -> bool:
         and reading.mhz is not None
         and reference_mhz > 0
         and not at_boost(reading.mhz, reference_mhz)
+    )
+
+
+def calm(reading: ClockReading, reference_mhz: float) -> bool:
+    """The limiter has nothing to act on (see the module's docstring): at boost, no slowdown reason,
+    the power under CALM_POWER_SHARE of the limit; False wherever a figure is missing."""
+    return (
+        reading.mhz is not None
+        and reference_mhz > 0
+        and at_boost(reading.mhz, reference_mhz)
+        and reading.reasons == ()
+        and reading.power_share is not None
+        and reading.power_share < CALM_POWER_SHARE
     )
 
 

@@ -2,6 +2,32 @@
 
 To add a command, write its module and list it here."""
 
-from . import check, compare, fastest, images, launch_command, list_kernels, models, references, report, submit, verify
+from . import (
+    cache,
+    check,
+    compare,
+    fastest,
+    images,
+    launch_command,
+    list_kernels,
+    models,
+    references,
+    report,
+    submit,
+    verify,
+)
 
-COMMANDS = [list_kernels, images, submit, check, verify, report, compare, fastest, references, models, launch_command]
+COMMANDS = [
+    list_kernels,
+    images,
+    submit,
+    check,
+    verify,
+    report,
+    compare,
+    fastest,
+    references,
+    models,
+    launch_command,
+    cache,
+]

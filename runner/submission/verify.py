@@ -376,13 +376,15 @@ def verify_bundle(
 
 
 def longer(settings: Settings) -> Settings:
-    """The plan's settings with samples and time cap REMEASURE_FACTOR times longer."""
+    """The plan's settings with samples and time cap REMEASURE_FACTOR times longer (and the whole floor on a
+    calm GPU too)."""
     cap = settings.time_cap_s * REMEASURE_FACTOR
     return settings.model_copy(
         update={
             "time_cap_s": cap,
             "min_sample_s": settings.min_sample_s * REMEASURE_FACTOR,
             "min_time_s": settings.min_time_s * REMEASURE_FACTOR,
+            "calm_min_time_s": None,  # the whole floor: a second look takes no shortcut
             "kernel_timeout_s": max(settings.kernel_timeout_s, cap * REMEASURE_FACTOR * 3),
         }
     )

@@ -20,8 +20,9 @@ facts it records. So a backend that has any says them here, in a light module of
   how its ranks are launched (`launcher`, or the collective backend several ranks of it use on each
   device: `ranked_collectives`), what its ranks must be passed across nodes (`rank_environment`), the
   original tools its results are set beside (`anchors`), the backend whose dense GEMM is timed
-  beside its sparse one (`dense_backend`) and what to install where its library is missing
-  (`install_hint`);
+  beside its sparse one (`dense_backend`), what to install where its library is missing
+  (`install_hint`), and the find-db it keeps its search's findings in between runs (`find_db`:
+  contract/find_db.py; `deepbench cache` lists, exports and imports them);
 - which `unsupported` results it may give (`may_refuse`: `deepbench check` asks it of every one): by
   default where its code raises that reason on a path the kernel and precision can take.
 
@@ -39,6 +40,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from ...kernel import Kernel
 from ...precision import Precision
 from ...results import KernelResult, Settings
+from .find_db import FindDbSpec
 
 
 class BackendOptions(BaseModel):
@@ -147,6 +149,8 @@ class BackendDeclaration(Generic[Options]):
     install_hint: ClassVar[str] = ""
     # Where it measures the device's ceilings for the roofline ('' : it measures none).
     ceilings_on: ClassVar[str] = ""
+    # The find-db its search's findings are kept in between runs (None: it keeps none).
+    find_db: ClassVar[FindDbSpec | None] = None
 
     def __init__(self, name: str, options: type[Options], title: str = "") -> None:
         self.name = name  # the key of its options in Settings.backend_options

@@ -1,5 +1,5 @@
-"""The cuDNN backend: a handle, a workspace and the race apart for conv.py; its options and
-info are declared in declaration.py (importable without cuDNN)."""
+"""The cuDNN backend: a handle, a workspace, the race apart and the engine cache for conv.py; its options
+and info are declared in declaration.py (importable without cuDNN)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ from ...precision import Precision
 from ..contract.base import Prepared
 from ..gpu.cuda.native import NativeCudaBackend, StreamHandle
 from . import conv
+from .declaration import CUDNN
+from .engine_cache import EngineCache, library_key
 from .race_apart import RaceApart
 
 
@@ -48,6 +50,40 @@ class CudnnBackend(NativeCudaBackend):
 
     def prepare_op(self, kernel: Kernel, precision: Precision) -> Prepared:
         return conv.prepare(self, kernel, precision)  # type: ignore[arg-type]
+
+    @property
+    def engine_cache(self) -> EngineCache | None:
+        """The engine cache --engine-cache names, for this GPU model and these libraries (None: off), opened
+        on first use; in the measuring process too, where the race is apart: its refusals are the run's."""
+        return self.open_engine_cache()
+
+    def open_engine_cache(self) -> EngineCache | None:
+        """`engine_cache`, opened (its file read) on the first call."""
+        if not hasattr(self, "_engine_cache"):
+            assert self.lib is not None  # prepare() refused the kernel otherwise
+            options = CUDNN.options_of(self.settings)
+            props = torch.cuda.get_device_properties(self.ctx.device)
+            library = library_key(
+                props.name,
+                f"{props.major}.{props.minor}",
+                str(self.lib.backend_version()),
+                str(getattr(self.lib, "__version__", "")),
+            )
+            self._engine_cache: EngineCache | None = EngineCache.open(options.engine_cache, library)
+        return self._engine_cache
+
+    def device_facts_after(self) -> dict[str, Any]:
+        """Where the engine cache was, and a warning for each of its files that was refused."""
+        facts = super().device_facts_after()
+        cache = getattr(self, "_engine_cache", None)
+        if cache is None:
+            return facts
+        refused = cache.warnings()
+        facts["engine_cache"] = {"folder": str(cache.user.folder) if cache.user else "off"}
+        if refused:
+            facts["engine_cache"]["refused"] = refused
+            facts["warnings"] = [f"engine cache: {line} (searched instead)" for line in refused]
+        return facts
 
     @property
     def race_apart(self) -> RaceApart:

@@ -19,7 +19,7 @@ from ...catalog import ConvKernel
 from ...precision import Precision
 from ...reference.conv import ConvSampler, padded_conv, transform_aware
 from ...results import Check
-from ...timing.graph_events import quick_us
+from ...timing.graph_events import EagerFigure, quick_us, screen_figure
 from ...timing.stopping import StopRule
 from ..contract.base import Backend, Prepared, TimedPart, Unsupported
 from ..contract.layout_info import NCHW, NHWC
@@ -27,7 +27,8 @@ from ..contract.timed_directions import INFERENCE_FORWARD_ONLY
 from . import engine_choice as engines
 from . import graphs
 from .declaration import CUDNN, layouts
-from .search import Search, built, family, knob_grid, knob_ranges, offer_plans, typed_knobs
+from .engine_cache import FROM_PIN, FROM_RACE, EngineCache, Entry, Found, Leader, entry_key, leaders_of
+from .search import FAMILY_KEYS, Search, built, family, knob_grid, knob_ranges, offer_plans, typed_knobs
 
 if TYPE_CHECKING:
     from .backend import CudnnBackend
@@ -63,6 +64,8 @@ def prepare(
     races = not all(pins.values())
     apart = races and options.engine_race == "apart"  # race_apart.py says why
     warmed: dict[str, Any] = {}
+    if races:  # the run's facts say where the cache was and what it refused, also where the race is apart
+        backend.open_engine_cache()
     if races:  # candidates are timed on a GPU at its working temperature, as measurements are (here: once a run)
         assert backend.cuda is not None  # set with the binding, which prepare() checked
         backend.cuda.warm(warmed)
@@ -153,7 +156,12 @@ def _direction(race: Race, pin: str | None, raced: dict[str, Any] | None) -> Tim
             record["heuristic_index_here"] = chosen.index  # found elsewhere: the two processes' lists differed
     elif pin:
         chosen = _pinned(backend.lib, race.fresh(), pin)
-        record = {**chosen.record(), **race.family(chosen), "chosen_by": f"pinned (--cudnn-engine {pin})"}
+        record = {
+            **chosen.record(),
+            **race.family(chosen),
+            "chosen_by": f"pinned (--cudnn-engine {pin})",
+            "engine_from": FROM_PIN,
+        }
     else:
         chosen, record = race.choose()
         record["raced_in"] = RACED_HERE
@@ -185,6 +193,7 @@ class Race:
         self.data, self.out, self.check_out, self.channels_last = data, out, check_out, channels_last
         self.graph: Any = None
         self.pack: dict[Any, torch.Tensor] = {}
+        self.screens: dict[int, EagerFigure] = {}  # each screened candidate's figure, by its index, until timed
 
     def new_graph(self) -> Any:
         """A fresh graph of the direction, validated and lowered, not yet planned."""
@@ -197,16 +206,19 @@ class Race:
         g, roles = self.new_graph()
         pack = {roles[r]: self.data[r] for r in INPUT_ROLES[self.direction]}
         pack[roles[OUTPUT_ROLE[self.direction]]] = self.out
-        self.graph, self.pack = g, pack
+        self.graph, self.pack, self.screens = g, pack, {}
         return g
 
     def search(self, compiled: bool, budget: engines.Budget, **listing: Any) -> Search:
         """Every configuration of a fresh graph (search.py), engines compiled at run time only when
         `compiled`; `listing`: Search's grid_cap and log (tests/benchmarks/conv_engines.py)."""
         g = self.fresh()
+        return Search(self.backend.lib, g, self.precision, compiled, self.workspace_limit(), budget, **listing)
+
+    def workspace_limit(self) -> int:
+        """The most workspace a candidate may take now (engine_choice.workspace_limit of the GPU's free memory)."""
         assert self.backend.cuda is not None  # a backend without its GPU prepares nothing
-        free = self.backend.cuda.free_memory_bytes()
-        return Search(self.backend.lib, g, self.precision, compiled, engines.workspace_limit(free), budget, **listing)
+        return engines.workspace_limit(self.backend.cuda.free_memory_bytes())
 
     def runner(self, e: engines.Engine) -> Callable[[], None]:
         g, pack, handle = self.graph, self.pack, self.backend.handle
@@ -228,8 +240,15 @@ class Race:
         run()
         return self.check_of(run)()
 
+    def screened(self, e: engines.Engine) -> engines.Screen:
+        """The candidate's screen figure (graph_events.screen_figure), kept for its timing."""
+        figure = screen_figure(self.runner(e))
+        self.screens[e.index] = figure
+        return engines.Screen(figure.us_per_call, figure.gpu_bound)
+
     def timed(self, e: engines.Engine, out_of_contest_us: float) -> float:
-        return quick_us(self.runner(e), out_of_contest_us=out_of_contest_us)
+        run = self.runner(e)
+        return quick_us(run, out_of_contest_us=out_of_contest_us, estimate=self.screens.pop(e.index, None))
 
     def refined(self, e: engines.Engine) -> float:
         return quick_us(self.runner(e), samples=REFINE_SAMPLES)
@@ -237,7 +256,52 @@ class Race:
     def family(self, e: engines.Engine) -> dict[str, Any]:
         return family(self.backend.lib, lambda: self.new_graph()[0], e)
 
+    @property
+    def layout(self) -> str:
+        return NHWC if self.channels_last else NCHW
+
     def choose(self) -> tuple[engines.Engine, dict[str, Any]]:
+        """The direction's plan: raced among the leaders the engine cache keeps for it (engine_cache.py),
+        else over cuDNN's whole search (`search_whole`), whose leaders the cache then keeps."""
+        cache = self.backend.engine_cache
+        key = entry_key(self.kk, self.precision, self.layout, self.direction)
+        note: dict[str, Any] = {}
+        if cache is not None:
+            found, warning = cache.lookup(key)
+            if warning:
+                note["warning"] = warning
+            if found is not None:
+                raced = self.race_leaders(found)
+                if not isinstance(raced, str):
+                    choice, record = raced
+                    note.update(source=found.path, leaders=len(found.entry.leaders))
+                    return choice.chosen, self._kept(cache, key, choice, record, found.source, note)
+                note["missed"] = f"{found.path}: {raced}; searched whole"
+        choice, record = self.search_whole()
+        note.update(source="", leaders=0)
+        return choice.chosen, self._kept(cache, key, choice, record, FROM_RACE, note)
+
+    def _kept(
+        self,
+        cache: EngineCache | None,
+        key: str,
+        choice: engines.Choice,
+        record: dict[str, Any],
+        source: str,
+        note: dict[str, Any],
+    ) -> dict[str, Any]:
+        """The record, with where its engine came from (`source`; `note`: the cache's part in it); the race's
+        leaders recorded in the user's cache."""
+        if cache is not None:
+            family = {k: record[k] for k in FAMILY_KEYS if k in record}
+            entry = Entry(leaders_of(choice), family, bool(record.get("runtime_compiled_allowed")))
+            refused = cache.record(key, entry)
+            note["recorded"] = not refused
+            if refused:
+                note["warning"] = "; ".join(filter(None, (note.get("warning", ""), refused)))
+        return {**record, "engine_from": source, **({"engine_cache": note} if cache is not None else {})}
+
+    def search_whole(self) -> tuple[engines.Choice, dict[str, Any]]:
         """engine_choice's rule over the precompiled configurations; where none of them computes the
         direction correctly (or there is none), over the ones cuDNN compiles at run time (seconds
         each: the int8 convolutions on an H100, where the precompiled int8 engines wrote wrong outputs)."""
@@ -247,7 +311,12 @@ class Race:
             found = self.search(compiled, budget)
             try:
                 choice = engines.choose(
-                    found.candidates(), self.timed, self.check_engine, refine=self.refined, budget=budget
+                    found.candidates(),
+                    self.timed,
+                    self.check_engine,
+                    refine=self.refined,
+                    budget=budget,
+                    screen=self.screened,
                 )
             except engines.NoCorrectEngine as exc:
                 census = found.finish(exc.table)
@@ -263,13 +332,78 @@ class Race:
             record = {**choice.record(), **named, "search": found.finish(choice.table)}
             if compiled:
                 record.update(runtime_compiled_allowed=True, earlier=first)
-            return choice.chosen, record
+            return choice, record
         kk = self.kk
         raise Unsupported(
             f"cuDNN offers no engine for this {self.precision.value} {self.direction} convolution "
             f"(n={kk.n} c={kk.c} h={kk.h} w={kk.w} k={kk.k} r={kk.r} s={kk.s})"
             + (f"; {first[0]['outcome']}" if first else "")
         )
+
+    def race_leaders(self, found: Found) -> tuple[engines.Choice, dict[str, Any]] | str:
+        """engine_choice's rule among a cached entry's leaders alone, each rebuilt here by its name (where the
+        heuristics offered it, else from its engine and knobs); why not where none builds here or computes
+        the direction correctly (the caller then searches whole)."""
+        asked = time.monotonic()
+        entry = found.entry
+        g = self.fresh()
+        offer_plans(self.backend.lib, g)
+        limit = self.workspace_limit()
+        census = engines.Census(enumerated=len(entry.leaders), setup_s=time.monotonic() - asked)
+        built: list[engines.Engine] = []
+        for leader in entry.leaders:
+            census.tried += 1
+            e = rebuilt(self.backend.lib, g, leader)
+            if e is None:
+                census.reject("failed_to_build")
+                continue
+            census.built += 1
+            if e.workspace > limit:
+                census.reject("over_workspace")
+                continue
+            built.append(e)
+        if not built:
+            return f"none of its {len(entry.leaders)} leaders builds here"
+        try:
+            choice = engines.choose(built, self.timed, self.check_engine, refine=self.refined, screen=self.screened)
+        except engines.NoCorrectEngine as exc:
+            return f"none of its leaders computed this direction correctly ({str(exc)[:300]})"
+        census.count_race(choice.table)
+        named = entry.family
+        if choice.chosen.name != entry.leaders[0].plan_name or not named:  # another leader won: name its family
+            started = time.monotonic()
+            named = self.family(choice.chosen)
+            census.family_s = time.monotonic() - started
+        census.spent_s = time.monotonic() - asked
+        record = {**choice.record(), **named, "search": census.record()}
+        if entry.compiled:
+            record["runtime_compiled_allowed"] = True
+        return choice, record
+
+
+def rebuilt(cudnn: Any, g: Any, leader: Leader) -> engines.Engine | None:
+    """A cached leader's plan built on `g` (whose heuristics' plans were offered), found by its name: where
+    the heuristics offered it, else re-created from its engine and knobs; None where no plan of that name
+    builds here (a hidden knob the listed ones miss, or a GPU or library that no longer serves it)."""
+    count = g.get_execution_plan_count()
+    e = None
+    if leader.heuristic_index is not None and 0 <= leader.heuristic_index < count:
+        e = _built_or_none(g, leader.heuristic_index)
+        if e is not None and e.name == leader.plan_name:
+            e.source = "heuristics"
+        else:
+            e = None
+    if e is None:
+        try:
+            g.create_execution_plan(leader.engine_id, typed_knobs(cudnn, leader.knobs))
+        except Exception:  # noqa: BLE001 - an engine or knob this graph no longer takes
+            return None
+        e = _built_or_none(g, g.get_execution_plan_count() - 1)
+        if e is None or e.name != leader.plan_name:
+            return None
+        e.source = "enumeration"
+    e.rank = leader.rank
+    return e
 
 
 def _pinned(

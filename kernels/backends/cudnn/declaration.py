@@ -1,13 +1,15 @@
 """What the cuDNN backend declares (backends/contract/declaration.py), importable without cuDNN or torch:
-its options (where engines are raced, engines pinned instead of chosen, the tensors' layout), their
-CLI group, the engine and layout each part ran (recorded in its info), and the pins `verify`
-re-runs from that record."""
+its options (where engines are raced, engines pinned instead of chosen, the tensors' layout, where the
+race's leaders are kept between runs), their CLI group, the engine and layout each part ran and where
+its engine came from (recorded in its info), the pins `verify` re-runs from that record, and its find-db
+(engine_cache.py)."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -17,6 +19,7 @@ from ...results import KernelResult, Status
 from ..contract.declaration import BackendDeclaration, BackendOptions, PartInfo, add_choice, info_of
 from ..contract.layout_info import NCHW, NHWC
 from ..gpu.cuda.packages import INSTALL_HINT
+from .engine_cache import FROM_CACHE, FROM_PIN, FROM_RACE, FROM_SYSTEM, OFF, SPEC
 from .engine_choice import PIN_ALL, EngineError, check_pin, is_plan_name
 
 # Where cuDNN's candidate plans are raced (--engine-race's choices; race_apart.py says why apart).
@@ -24,6 +27,10 @@ EngineRace = Literal["apart", "inline"]
 # The tensors' memory layout (--layout's choices): DeepBench's per precision, one for all, or both.
 LayoutChoice = Literal["deepbench", "nchw", "nhwc", "both"]
 LAYOUT_CHOICES: tuple[str, ...] = get_args(LayoutChoice)
+# Where a direction's engine came from: a race over cuDNN's whole search, a race among the leaders the user's
+# cache or the shipped db named (engine_cache.py), or a pin.
+EngineFrom = Literal["race", "cache", "system-db", "pinned"]
+assert set(get_args(EngineFrom)) == {FROM_RACE, FROM_CACHE, FROM_SYSTEM, FROM_PIN}
 
 
 @dataclass(frozen=True)
@@ -73,6 +80,12 @@ class CudnnOptions(BackendOptions):
         description="cuDNN engines pinned instead of chosen: '<item id>/<direction>' (or '*') "
         "-> an engine as results record it, e.g. 'eng34_k2=2_k3=0' (verify re-runs the recorded engines)",
     )
+    engine_cache: str = Field(
+        "",
+        description="where the engine race's leaders are kept between runs (kernels/backends/cudnn/"
+        "engine_cache.py): '' the user's cache folder (XDG_CACHE_HOME or ~/.cache, then deepbench/cudnn-engines), "
+        "'off' none (every direction searched whole), or a folder",
+    )
     layout: LayoutChoice = Field(
         "deepbench",
         description="the convolution tensors' memory layout: DeepBench's per precision (NHWC for 16-bit "
@@ -81,13 +94,29 @@ class CudnnOptions(BackendOptions):
     )
 
 
+class CacheNote(BaseModel):
+    """What the engine cache had to do with a direction: the db file its leaders came from, how many it raced,
+    whether its race was recorded, and a line where a file was refused (the run searched instead) or the
+    leaders were no longer good (the direction was searched whole)."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+    source: str = ""
+    leaders: int = 0
+    recorded: bool = False
+    warning: str = ""
+    missed: str = ""
+
+
 class CudnnPlan(BaseModel):
-    """The plan a direction ran (engine_choice.Engine.record, and how it was chosen)."""
+    """The plan a direction ran (engine_choice.Engine.record, and how it was chosen and where it came from:
+    records before the cache raced, and say nothing of it)."""
 
     model_config = ConfigDict(frozen=True, extra="allow")
     engine: str
     plan_name: str = ""
     workspace_bytes: int = 0
+    engine_from: EngineFrom = "race"
+    engine_cache: CacheNote | None = None
 
     @property
     def pin(self) -> str:
@@ -137,11 +166,25 @@ def engine_pin(value: str) -> tuple[str, str]:
     return key.strip() or PIN_ALL, spec.strip()
 
 
+def engine_cache_arg(value: str) -> str:
+    """--engine-cache's value: 'off', or a folder (made absolute: the harness may run elsewhere); '' (the
+    flag's default) the user's cache folder."""
+    if not value.strip():
+        return ""
+    if value.strip().lower() == OFF:
+        return OFF
+    folder = Path(value).expanduser().resolve()
+    if folder.exists() and not folder.is_dir():
+        raise argparse.ArgumentTypeError(f"--engine-cache {value}: not a folder (a folder of engine files, or off)")
+    return str(folder)
+
+
 class CudnnDeclaration(BackendDeclaration[CudnnOptions]):
     part_info = CudnnPartInfo
     precisions = TYPES
     libraries = ("cuDNN",)
     install_hint = INSTALL_HINT
+    find_db = SPEC
     # graphs.py PRECISION_DIRECTIONS: cuDNN's int8 convolution has no backward.
     forward_only_precisions: ClassVar[Mapping[str, frozenset[str]]] = {"conv": frozenset({Precision.INT8.value})}
 
@@ -167,6 +210,17 @@ class CudnnDeclaration(BackendDeclaration[CudnnOptions]):
             "does (racing some candidates left later short convolutions ~1 us a call slower on an "
             "H100 for the rest of the process); inline in the measuring process",
         )
+        group.add_argument(
+            "--engine-cache",
+            type=engine_cache_arg,
+            default="",
+            metavar="FOLDER|off",
+            help="GPU: where cuDNN's engine race keeps each direction's leaders (the winner and its runners-up) "
+            "between runs, per GPU model, compute capability and library versions: a second run races only "
+            "those, checked as ever (default: the user's cache folder, XDG_CACHE_HOME or ~/.cache, then "
+            "deepbench/cudnn-engines; off: search every direction whole); `deepbench cache` lists, exports and "
+            "imports it",
+        )
         add_choice(
             group,
             "--layout",
@@ -180,11 +234,17 @@ class CudnnDeclaration(BackendDeclaration[CudnnOptions]):
         )
 
     def options_from(self, args: argparse.Namespace) -> CudnnOptions:
-        return CudnnOptions(engine_race=args.engine_race, engines=dict(args.cudnn_engine or ()), layout=args.layout)
+        return CudnnOptions(
+            engine_race=args.engine_race,
+            engines=dict(args.cudnn_engine or ()),
+            layout=args.layout,
+            engine_cache=args.engine_cache,
+        )
 
     def to_args(self, options: CudnnOptions) -> list[str]:
         args = [] if options.engine_race == "apart" else ["--engine-race", options.engine_race]
         args += [] if options.layout == "deepbench" else ["--layout", options.layout]
+        args += ["--engine-cache", options.engine_cache] if options.engine_cache else []
         for key, engine in sorted(options.engines.items()):
             args += ["--cudnn-engine", engine if key == PIN_ALL else f"{key}={engine}"]
         return args

@@ -11,11 +11,13 @@ engine configuration the library can build for the call (cudnn/search.py: cuDNN'
 modes A, B and FALLBACK, then every engine of the graph with each of its knob choices), tried in
 that library's order while a per-direction time budget (RACE_BUDGET_S) lasts, and:
 
-1. each candidate is timed briefly by the harness's own GPU timer (a CUDA graph of calls timed
-   by events: `timing.graph_events.quick_us`; a call of 100 us or more whose eager figure is
-   already OUT_OF_CONTEST times the fastest so far keeps that figure), and the contenders (within
-   REFINE_WINDOW of the fastest) are timed again, longer, so that the noise of one short figure
-   cannot decide between them;
+1. each candidate is screened by a few eager calls (its screen figure), then timed briefly by the
+   harness's own GPU timer (a CUDA graph of calls timed by events: `timing.graph_events.quick_us`; a
+   call of 100 us or more whose eager figure is already OUT_OF_CONTEST times the fastest so far keeps
+   that figure) in the order of the screen figures, the fastest first wherever the search offered it,
+   until no candidate left can come within REFINE_WINDOW of the fastest by the screen's noise (those keep
+   their screen figure: `_screened_figures`); the contenders (within REFINE_WINDOW of the fastest) are
+   timed again, longer, so that the noise of one short figure cannot decide between them;
 2. candidates are checked in order of speed until one passes its correctness check: an engine
    whose output fails is never chosen, and the result lists it with its error (cuDNN offered
    int8 engines that computed wrong results on an H100, its default first one included);
@@ -55,12 +57,16 @@ from ...results import Check
 # published with 1% (2026-11-25, GPU-bee61ecf): 413 of 413 directions within 5% of the fastest candidate.
 MARGIN = 0.01
 REFINE_WINDOW = 0.06  # candidates this close to the fastest are timed again, longer
-# Seconds one direction's race may spend building and quick-timing candidates (the checks of the ones
+# Seconds one direction's race may spend building and screening candidates (the checks of the ones
 # that would be chosen always run), its first round apart: one configuration of every engine (cudnnFind's
 # breadth: each algorithm once) is raced whole, up to FIRST_ROUND_CAP_S, and only the knob variants after
 # it stop at the budget. The train suite has 282 convolution directions per precision; on H200s its races
-# spent 171 s (fp32) and 149 s (fp16) at 0.4 s, 20 and 9 directions past 1 s (docs/evidence/conv-find-h200.md).
-RACE_BUDGET_S = 0.4
+# spent 171 s (fp32) and 149 s (fp16) at 0.4 s, 20 and 9 directions past 1 s (docs/evidence/conv-find-h200.md),
+# each candidate built and graph-timed (the published server run: 44 raced a direction in 0.46 s, ~10 ms each).
+# A candidate is now screened (a few eager calls) and graph-timed only where it can come near the leader, so
+# 0.15 s should draw about as many as 0.4 s did: a GPU sitting's census says whether it does (tried and built
+# per searched direction: tests/benchmarks/suite_pace.py).
+RACE_BUDGET_S = 0.15
 FIRST_ROUND_CAP_S = 3.0
 # The later pass over engines cuDNN compiles at run time (NVRTC, ~0.15 s a plan on an H200), raced only
 # where no precompiled engine computed the direction correctly (int8 on an H100 or H200): the engines'
@@ -73,6 +79,10 @@ RECORDED_ROWS = 16
 # A candidate whose first eager figure is this many times the fastest figure so far keeps that
 # figure (timing.graph_events.quick_us): far outside REFINE_WINDOW, it cannot be chosen.
 OUT_OF_CONTEST = 1.5
+# A screened candidate's timed figure is taken to read at least this share of its GPU-bound screen figure
+# (a few eager calls: their launch gaps the graph does not have), or the least share the direction's timed
+# candidates showed, where lower: the early stop's noise (_screened_figures).
+SCREEN_TRUST = 0.85
 # The share of the GPU's free memory (when a direction's candidates are built) a candidate's workspace
 # may take: DeepBench's 1 GiB limit hid engines cudnnFind times (Winograd nonfused, FFT need more); the
 # rest stays for the direction's tensors and PyTorch's other allocations.
@@ -134,7 +144,9 @@ class Census:
     tried: int = 0
     built: int = 0
     duplicates: int = 0  # built, and the same plan (by name) as one tried before
+    ruled_out: int = 0  # of `tried`, rejected unbuilt: their engine was barred or built nothing (search.Ruling)
     raced: int = 0  # quick-timed
+    screened_out: int = 0  # of raced, kept the screen figure: they could not come near the fastest
     rejected: Counter[str] = field(default_factory=Counter)
     budget_s: float = 0.0  # (never NaN: a submission's JSON may not hold NaN)
     spent_s: float = 0.0
@@ -162,7 +174,9 @@ class Census:
             "tried": self.tried,
             "built": self.built,
             "duplicates": self.duplicates,
+            "ruled_out": self.ruled_out,
             "raced": self.raced,
+            "screened_out": self.screened_out,
             "rejected": {r: self.rejected[r] for r in REJECTIONS if self.rejected[r]},
             "over_budget": self.over_budget,
             "budget_s": self.budget_s,
@@ -175,6 +189,7 @@ class Census:
         for row in table:
             if "quick_us" in row:
                 self.raced += 1
+            self.screened_out += bool(row.get("screened_out"))
             reason = str(row.get("reason", ""))
             if row["status"] == "rejected":
                 self.reject("wrong_output" if reason.startswith("check failed") else "did_not_run")
@@ -253,6 +268,7 @@ class Choice:
     chosen: Engine
     table: list[dict[str, Any]] = field(default_factory=list)
     fastest_correct_us: float = math.nan
+    drawn: list[Engine] = field(default_factory=list)  # the candidate of each row of `table`, in its order
 
     def record(self) -> dict[str, Any]:
         rejected = [row for row in self.table if row["status"] == "rejected"]
@@ -282,6 +298,16 @@ class NoCorrectEngine(RuntimeError):
         self.table = table or []  # the race's rows, for the census
 
 
+@dataclass(frozen=True)
+class Screen:
+    """A candidate's cheap first figure (a few eager calls after an untimed one: Race.screened): us per call,
+    and whether it is the GPU's own (events.EagerFigure.gpu_bound), which a longer timing cannot read far
+    below; a host-bound figure says nothing of the GPU's time."""
+
+    us: float
+    bound: bool
+
+
 def choose(
     engines: Iterable[Engine],
     quick_us: Callable[[Engine, float], float],
@@ -289,34 +315,136 @@ def choose(
     margin: float = MARGIN,
     refine: Callable[[Engine], float] | None = None,
     budget: Budget | None = None,
+    screen: Callable[[Engine], Screen] | None = None,
 ) -> Choice:
     """The rule above. `quick_us(e, out_of_contest_us)` times a candidate (raising if it cannot
     run; it may stop at a first figure above `out_of_contest_us`, OUT_OF_CONTEST times the fastest
     so far), `refine` times a contender again for longer, `check` runs a candidate and checks its
     output. `engines` may be built while they are drawn; none is drawn once `budget` is spent (the
-    caller's census says how many were left), and those timed are checked whatever the budget."""
-    rows: dict[int, dict[str, Any]] = {}
+    caller's census says how many were left), and those timed are checked whatever the budget.
+    With `screen`, every candidate drawn is screened first and timed in the order of its screen figure
+    until the others cannot come near the fastest (`_screened_figures`)."""
+    race = _Rows()
+    if screen is None:
+        return _chosen(
+            _refined(_drawn_figures(engines, quick_us, budget, race), refine, race.rows), check, margin, race
+        )
+    left = _screened(engines, screen, budget, race)
+    while True:
+        timed, left = _timed_in_screen_order(left, quick_us, race)
+        try:
+            return _chosen(_refined(timed, refine, race.rows), check, margin, race)
+        except NoCorrectEngine:
+            if not left:
+                raise  # every timed one was wrong: those screened out race among themselves, as a race of their own
+
+
+@dataclass
+class _Rows:
+    """A race's table as it fills: a row per candidate drawn, by its index, and the candidate."""
+
+    rows: dict[int, dict[str, Any]] = field(default_factory=dict)
+    drawn: dict[int, Engine] = field(default_factory=dict)
+
+    def add(self, e: Engine) -> dict[str, Any]:
+        row = {"engine": e.spec, "plan_name": e.name, "rank": e.rank, "status": "unchecked"}
+        self.rows[e.index], self.drawn[e.index] = row, e
+        return row
+
+    @staticmethod
+    def failed(row: dict[str, Any], exc: Exception) -> None:
+        row.update(status="rejected", reason=f"did not run: {type(exc).__name__}: {exc}"[:300])
+
+
+def _drawn_figures(
+    engines: Iterable[Engine], quick_us: Callable[[Engine, float], float], budget: Budget | None, race: _Rows
+) -> list[tuple[float, Engine]]:
+    """Each candidate timed as it is drawn, until the budget is spent."""
     timed: list[tuple[float, Engine]] = []
     fastest_us = math.inf  # the fastest first figure so far
     for e in engines:
         if budget is not None and budget.exhausted() and timed:
             break
-        row = {"engine": e.spec, "plan_name": e.name, "rank": e.rank, "status": "unchecked"}
-        rows[e.index] = row
+        row = race.add(e)
         try:
             t = quick_us(e, fastest_us * OUT_OF_CONTEST)
         except Exception as exc:  # noqa: BLE001 - a plan that builds but cannot run is not a candidate
-            row.update(status="rejected", reason=f"did not run: {type(exc).__name__}: {exc}"[:300])
+            race.failed(row, exc)
             continue
         row["quick_us"] = t
         fastest_us = min(fastest_us, t)
         timed.append((t, e))
-    timed.sort(key=lambda te: te[0])
+    return timed
+
+
+def _screened(
+    engines: Iterable[Engine], screen: Callable[[Engine], Screen], budget: Budget | None, race: _Rows
+) -> list[tuple[Screen, Engine]]:
+    """Every candidate drawn while the budget lasts, with its screen figure."""
+    screened: list[tuple[Screen, Engine]] = []
+    for e in engines:
+        if budget is not None and budget.exhausted() and screened:
+            break
+        row = race.add(e)
+        try:
+            first = screen(e)
+        except Exception as exc:  # noqa: BLE001 - a plan that builds but cannot run is not a candidate
+            race.failed(row, exc)
+            continue
+        row["screen_us"] = first.us
+        screened.append((first, e))
+    return screened
+
+
+def _timed_in_screen_order(
+    screened: list[tuple[Screen, Engine]], quick_us: Callable[[Engine, float], float], race: _Rows
+) -> tuple[list[tuple[float, Engine]], list[tuple[Screen, Engine]]]:
+    """The screened candidates timed in the order of their screen figures, the fastest first wherever the
+    search offered it, until no candidate left can beat the leader by the noise: a GPU-bound screen figure
+    times SCREEN_TRUST (or the least timed-over-screen ratio this direction's candidates showed, where
+    lower) above the fastest timed figure by more than REFINE_WINDOW cannot come within it. Those are left
+    (their rows keep the screen figure, `screened_out`, as an out-of-contest figure is kept); a host-bound
+    screen figure bounds nothing, and its candidate is always timed. (timed figures, those left)"""
+    timed: list[tuple[float, Engine]] = []
+    left: list[tuple[Screen, Engine]] = []
+    fastest_us, ratios = math.inf, [SCREEN_TRUST]
+    for first, e in sorted(screened, key=lambda se: se[0].us):
+        row = race.rows[e.index]
+        if first.bound and first.us * min(ratios) > fastest_us * (1 + REFINE_WINDOW):
+            row.update(quick_us=first.us, screened_out=True)
+            left.append((first, e))
+            continue
+        row.pop("screened_out", None)
+        try:
+            t = quick_us(e, fastest_us * OUT_OF_CONTEST)
+        except Exception as exc:  # noqa: BLE001 - a plan that builds but cannot run is not a candidate
+            race.failed(row, exc)
+            continue
+        row["quick_us"] = t
+        if first.bound:
+            ratios.append(t / first.us)
+        fastest_us = min(fastest_us, t)
+        timed.append((t, e))
+    return timed, left
+
+
+def _refined(
+    timed: list[tuple[float, Engine]], refine: Callable[[Engine], float] | None, rows: dict[int, dict[str, Any]]
+) -> list[tuple[float, Engine]]:
+    """The figures sorted, the contenders (within REFINE_WINDOW of the fastest) timed again where `refine`."""
+    timed = sorted(timed, key=lambda te: te[0])
     contenders = [(t, e) for t, e in timed if t <= timed[0][0] * (1 + REFINE_WINDOW)] if timed else []
     if refine is not None and len(contenders) > 1:
         for t, e in contenders:
             rows[e.index].update(first_us=t, quick_us=refine(e))
         timed = sorted(((rows[e.index]["quick_us"], e) for _, e in timed), key=lambda te: te[0])
+    return timed
+
+
+def _chosen(timed: list[tuple[float, Engine]], check: Callable[[Engine], Check], margin: float, race: _Rows) -> Choice:
+    """Checks in order of speed until one passes, every one within `margin` of it too, the earliest offered
+    of those that pass chosen (the module's rules 2 and 3)."""
+    rows = race.rows
 
     def passes(e: Engine) -> bool:
         c = check(e)
@@ -341,4 +469,4 @@ def choose(
     ]
     chosen = min(eligible, key=lambda e: e.rank)
     rows[chosen.index]["status"] = "chosen"
-    return Choice(chosen, list(rows.values()), fastest[0])
+    return Choice(chosen, list(rows.values()), fastest[0], list(race.drawn.values()))

@@ -12,9 +12,23 @@ most 12 plans) missed the Winograd-nonfused engine cudnnFind picked for conv/tra
 3. the heuristics' other plans (the same engines with other knobs, split-K variants among them), then
    the default knobs of the engines they offered;
 4. every engine's knob choices: the grid of each knob's range (cudnn-frontend's `get_knobs_for_engine`:
-   minimum, maximum and stride per knob), the engines in turns. Knobs the frontend has no type for
-   (the backend's split-K among them) cannot be set from Python and keep their defaults; the
-   heuristics' plans carry their own values of those (plans are told apart by cuDNN's name).
+   minimum, maximum and stride per knob), the engines in turns, each engine's grid from its sweep (its
+   first point, then each knob through its values with the others at their first: `sweep_first`). Knobs
+   the frontend has no type for (the backend's split-K among them) cannot be set from Python and keep
+   their defaults; the heuristics' plans carry their own values of those (plans are told apart by cuDNN's
+   name).
+
+What makes most configurations fail, and how they are ruled out before they are built (each counted as
+`ruled_out` beside its reason, so the census still says why): on an H200's fp32 forward of conv/train/026
+(tests/benchmarks/results/conv-find-h200, call1-probe.log), 291 of the listing's 467 configurations failed
+to build; most were the knob variants of the tensor-core engines fp32 excludes (every variant of engines
+22, 23, 35, 38, 41, 45-48 failed, each engine's own configuration barred by the TENSOR_CORE filter), the
+rest the whole of engines that do not serve the problem (5, 58, 79, 80: their default and every variant
+failed). So (1) an engine one configuration of which a note filter bars (the precision's numerical notes,
+or runtime compilation in the first pass) is barred with every knob choice: notes belong to the engine,
+not to its knobs; (2) an engine whose default configuration failed to build and whose sweep built nothing
+is not built further: a knob grid is the product of the values the sweep has each tried. An engine any
+configuration of which built (the heuristics' plans included) keeps its whole grid.
 
 One configuration of each engine comes first (steps 1 and 2, the first round), raced whole whatever
 the per-direction time budget (engine_choice.RACE_BUDGET_S; up to FIRST_ROUND_CAP_S): every family
@@ -52,6 +66,7 @@ BARRED = "Deselect"
 # Numerical notes that name an engine's family (the winner's record says which it carries).
 FAMILY_NOTES = ("WINOGRAD", "WINOGRAD_TILE_4x4", "WINOGRAD_TILE_6x6", "WINOGRAD_TILE_13x13", "FFT", "TENSOR_CORE")
 UNNAMED = "unnamed"
+FAMILY_KEYS = ("family", "numerical_notes", "behavior_notes")  # what `family` records
 # A knob's range longer than this is sampled (knob_values): a grid over 2^32 values of one knob is
 # billions of configurations that mostly fail to build, and the budget went to failed builds.
 KNOB_VALUES_MAX = 32
@@ -115,7 +130,24 @@ def ordered(
 
 
 def _grid_configs(engine_id: int, ranges: list[KnobRange], cap: int | None) -> Iterator[Config]:
-    return (Config("enumeration", engine_id, knobs) for knobs in itertools.islice(knob_grid(ranges), cap))
+    return (Config("enumeration", engine_id, knobs) for knobs in itertools.islice(sweep_first(ranges), cap))
+
+
+def sweep(ranges: list[KnobRange]) -> list[dict[str, int]]:
+    """An engine's sweep: its grid's first point, then each knob through its other values with every other
+    knob at its first value (one knob at a time: every value of every knob tried once)."""
+    if not ranges:
+        return []
+    base = {r.name: r.values[0] for r in ranges}
+    return [base] + [{**base, r.name: v} for r in ranges for v in list(r.values)[1:]]
+
+
+def sweep_first(ranges: list[KnobRange]) -> Iterator[dict[str, int]]:
+    """Every point of the grid once, the sweep's first (knob_grid's order after it)."""
+    first = sweep(ranges)
+    yield from first
+    seen = {tuple(sorted(p.items())) for p in first}
+    yield from (p for p in knob_grid(ranges) if tuple(sorted(p.items())) not in seen)
 
 
 def knob_ranges(cudnn: Any, listed: list[Any]) -> list[KnobRange]:
@@ -224,6 +256,7 @@ class Search:
         self.log = log
         self._seen: set[str] = set()
         self._rank = 0
+        self.ruling = Ruling({eid: len(sweep(r)) for eid, r in grids.items()})
 
     def finish(self, table: list[dict[str, Any]]) -> dict[str, Any]:
         """The census's record once the race over these candidates ended (`table`: engine_choice's rows):
@@ -265,6 +298,11 @@ class Search:
         """The configuration built (where it built) and what became of it: 'candidate', 'duplicate' or a rejection."""
         census = self.census
         census.tried += 1
+        ruled = self.ruling.verdict(c.engine_id)
+        if ruled:
+            census.reject(ruled)
+            census.ruled_out += 1
+            return None, ruled
         index = c.index
         try:
             if index is None:
@@ -272,12 +310,15 @@ class Search:
                 index = self.g.get_execution_plan_count() - 1
             if self.compiled and not self._compiles_at_run_time(index):
                 census.reject("precompiled")
+                self.ruling.barred(c.engine_id, "precompiled")
                 return None, "precompiled"
             e = built(self.g, index, rank=self._rank)
         except Exception as exc:  # noqa: BLE001 - a configuration this GPU or graph cannot build
             why = self._why_not(index, exc)
             census.reject(why)
+            self.ruling.failed(c, why)
             return None, why
+        self.ruling.built(c.engine_id)
         census.built += 1
         key = e.name or e.spec
         if key in self._seen:
@@ -311,6 +352,50 @@ class Search:
         if (RUNTIME_COMPILATION in behavior) != self.compiled:
             return "runtime_compiled" if not self.compiled else "precompiled"
         return "excluded_numerics"
+
+
+# The rejections that are the engine's, whatever its knobs: a note filter barred it (module docstring, rule 1).
+ENGINE_NOTES = ("excluded_numerics", "runtime_compiled", "precompiled", "excluded_by_notes")
+UNBUILDABLE = "failed_to_build"
+
+
+@dataclass
+class Ruling:
+    """Which engines are ruled out before their next configuration is built (the module docstring's two
+    rules): `sweeps` holds each engine's sweep length (search.sweep)."""
+
+    sweeps: dict[int, int]
+    _out: dict[int, str] = field(default_factory=dict)  # engine -> the reason its configurations are rejected
+    _built: set[int] = field(default_factory=set)
+    _default_failed: set[int] = field(default_factory=set)
+    _sweep_failed: dict[int, int] = field(default_factory=dict)
+
+    def verdict(self, engine_id: int) -> str:
+        """The reason the engine's configurations are rejected unbuilt ('' : build this one)."""
+        return self._out.get(engine_id, "")
+
+    def barred(self, engine_id: int, why: str) -> None:
+        if engine_id >= 0:  # a listed plan whose engine could not be read has a negative id: nothing to rule
+            self._out[engine_id] = why
+
+    def built(self, engine_id: int) -> None:
+        self._built.add(engine_id)
+
+    def failed(self, c: Config, why: str) -> None:
+        """A configuration did not build for `why`: its engine is barred where the reason is a note's, and
+        ruled out once its default and whole sweep failed and nothing of it built."""
+        if why in ENGINE_NOTES:
+            self.barred(c.engine_id, why)
+            return
+        if why != UNBUILDABLE or c.source != "enumeration" or c.engine_id in self._built:
+            return
+        if not c.knobs:
+            self._default_failed.add(c.engine_id)
+        else:
+            self._sweep_failed[c.engine_id] = self._sweep_failed.get(c.engine_id, 0) + 1
+        swept = self._sweep_failed.get(c.engine_id, 0) >= self.sweeps.get(c.engine_id, 0)
+        if c.engine_id in self._default_failed and swept:
+            self.barred(c.engine_id, UNBUILDABLE)
 
 
 def offer_plans(cudnn: Any, g: Any) -> None:

@@ -18,7 +18,7 @@ from onnx import helper
 from ...catalog import RnnKernel
 from ...precision import Precision
 from ...reference.numpy_checks import relative_error, verdict
-from ...reference.recurrence import hidden_states
+from ...reference.rnn_numpy import Layer
 from ...results import Check
 from ..contract.base import Prepared, TimedPart, Unsupported
 from .context import OrtContext
@@ -28,17 +28,30 @@ GATES = {"vanilla": 1, "lstm": 4, "gru": 3}
 BACKWARD_REASON = "backward unsupported: onnxruntime is an inference runtime"
 
 
-# ONNX's gate orders (its operators' spec: LSTM i, o, f, c; GRU z, r, h), as kernels/reference/recurrence.py names them.
-GATE_ORDER = {"vanilla": "", "lstm": "iofc", "gru": "zrn"}
+# ONNX's gate blocks (its operators' spec: LSTM i, o, f, c; GRU z, r, h) in the reference layer's order
+# (reference/rnn_numpy.py GATE_ORDER: LSTM i, f, g, o; GRU u, r, n): the blocks to take, in turn.
+REORDER = {"vanilla": (0,), "lstm": (0, 2, 3, 1), "gru": (0, 1, 2)}
+
+
+def _blocks(a: np.ndarray, cell: str, hid: int) -> np.ndarray:
+    """The gate blocks of the last axis (ONNX's order) in the reference layer's order."""
+    return np.concatenate([a[..., j * hid : (j + 1) * hid] for j in REORDER[cell]], axis=-1)
 
 
 def reference(
     cell: str, x: np.ndarray, w: np.ndarray, r: np.ndarray, b: np.ndarray, h0: np.ndarray, c0: np.ndarray
 ) -> np.ndarray:
-    """All hidden states (T, N, H) in float64 (the reference layer's recurrence) from ONNX's tensors: one
-    direction's W, R, and the bias Wb and Rb concatenated."""
-    half = b.shape[1] // 2
-    return hidden_states(cell, x, w[0], r[0], b[0, :half], b[0, half:], h0[0], c0[0], GATE_ORDER[cell])
+    """All hidden states (T, N, H) in float64 (kernels/reference/rnn_numpy.py) from ONNX's tensors: one
+    direction's W, R, and the biases Wb and Rb concatenated. The recurrent bias joins the input
+    projection, but for the GRU's new gate, where it sits inside the reset gate (linear_before_reset)."""
+    hid = r.shape[2]
+    w64, r64, b64 = (a[0].astype(np.float64) for a in (w, r, b))
+    wb, rb = b64[: b64.shape[0] // 2], b64[b64.shape[0] // 2 :]
+    b_n = rb[2 * hid :] if cell == "gru" else None
+    inside = rb if b_n is None else np.concatenate([rb[: 2 * hid], np.zeros(hid)])
+    proj = _blocks(x.astype(np.float64) @ w64.T + wb + inside, cell, hid)
+    layer = Layer(cell, proj, _blocks(r64.T, cell, hid), h0[0].astype(np.float64), c0[0].astype(np.float64), b_n)
+    return layer.forward()
 
 
 def prepare(ctx: OrtContext, kernel: RnnKernel, precision: Precision) -> Prepared:

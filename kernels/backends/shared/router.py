@@ -97,7 +97,16 @@ class RouterBackend(Backend):
         return facts
 
     def device_facts_after(self) -> dict[str, Any]:
-        return self.fallback.device_facts_after()
+        """The fallback's end-of-run facts, and those of each backend this run routed to (a warnings list
+        joined, so that every one is shown)."""
+        facts = self.fallback.device_facts_after()
+        for routed in self._routed.values():
+            extra = routed.device_facts_after()
+            warnings = facts.get("warnings", []) + extra.pop("warnings", [])
+            facts.update(extra)
+            if warnings:
+                facts["warnings"] = warnings
+        return facts
 
     def ceilings(self, precisions: Iterable[Precision] = ()) -> dict[str, float]:
         return self.fallback.ceilings(precisions)

@@ -18,7 +18,7 @@ import numpy as np
 from ...catalog import RnnKernel
 from ...precision import Precision
 from ...reference.numpy_checks import relative_error, verdict
-from ...reference.recurrence import hidden_states
+from ...reference.rnn_numpy import Layer
 from ...results import Check
 from ..contract.base import Prepared, TimedPart, Unsupported
 from .context import TfliteContext
@@ -31,14 +31,12 @@ LSTM_INPUTS = 24
 
 
 def reference(cell: str, x: np.ndarray, w: list[np.ndarray], r: list[np.ndarray], b: list[np.ndarray]) -> np.ndarray:
-    """Hidden states (T, N, H) in float64 (the reference layer's recurrence) from zero initial state;
-    TFLite's per-gate W, R, b lists in its order (LSTM_GATES: input, forget, cell, output)."""
+    """Hidden states (T, N, H) in float64 (kernels/reference/rnn_numpy.py) from zero initial state; TFLite's
+    per-gate W, R, b lists in its order (LSTM_GATES: input, forget, cell, output: the reference's i, f, g, o)."""
     hid = r[0].shape[0]
+    w_all, r_all, b_all = (np.concatenate([a.astype(np.float64) for a in group]) for group in (w, r, b))
     zeros = np.zeros((x.shape[1], hid))
-    order = "" if cell == "vanilla" else "ifco"
-    return hidden_states(
-        cell, x, np.concatenate(w), np.concatenate(r), np.concatenate(b), np.zeros(len(b) * hid), zeros, zeros, order
-    )
+    return Layer(cell, x.astype(np.float64) @ w_all.T + b_all, r_all.T, zeros, zeros).forward()
 
 
 def prepare(ctx: TfliteContext, kernel: RnnKernel, precision: Precision) -> Prepared:
