@@ -310,6 +310,11 @@ INPUT_DISTRIBUTIONS: tuple[str, ...] = get_args(InputDistribution)
 # What one kernel's operands were drawn from (InputDistribution resolved for its precision).
 DrawnInputs = Literal["normal", "uniform", "zeros"]
 
+# How long and how precisely kernels are sampled (Settings.mode; the presets: runner/launch/running/modes.py).
+MeasureMode = Literal["fast", "default", "rigorous"]
+# The problem handed to the library (Settings.pad; kernels/padding.py).
+Padding = Literal["deepbench", "none", "both"]
+
 
 class ResultFields(Frozen):
     """A kernel result's fields and rules, without the reading of its derived keys (KernelResult):
@@ -408,7 +413,7 @@ class KernelResult(ResultFields):
 class Settings(Frozen):
     """How kernels are measured: user tunables, recorded in every plan and run."""
 
-    mode: Literal["fast", "default", "rigorous"] = "default"
+    mode: MeasureMode = "default"
     target_rel_precision: float = Field(
         0.01, gt=0, description="stop when the median's 95% CI half-width is below this"
     )
@@ -448,7 +453,7 @@ class Settings(Frozen):
         "instead of graph replays timed by events (kernels/timing/cupti_kernel.py KernelTimes)",
     )
     ranks: int = Field(1, ge=1, description="processes of a collective (all-reduce), started by torchrun or mpirun")
-    pad: Literal["deepbench", "none", "both"] = Field(
+    pad: Padding = Field(
         "deepbench",
         description="deepbench: pad as DeepBench did (kernels/padding.py); none: the raw shape; "
         "both: the padded shape, and the raw one beside it (the alignment penalty)",

@@ -1,18 +1,20 @@
 """Backends' own options, read through their declarations (kernels/backends/contract/declaration.py), so that
-no module of the runner names a library: the option groups of `deepbench-run`, what a plan stores
-(Settings.backend_options), the arguments that ask for it again (the reproduce command), what
+no module of the runner names a library: the option groups of `deepbench-run`, the options each
+declaration parses from the command line once (`AskedOptions`, part of the run request), what a plan
+stores (Settings.backend_options), the arguments that ask for it again (the reproduce command), what
 `verify` re-runs with, and the options given with --resume that would change a run."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
 
 from ..kernels.backends import declaration_named, declarations, result_backends
-from ..kernels.backends.contract.declaration import BackendDeclaration, BackendOptionsError
+from ..kernels.backends.contract.declaration import BackendDeclaration, BackendOptions, BackendOptionsError
 from ..kernels.results import KernelResult, Settings
 from .errors import UserError
 
@@ -23,22 +25,51 @@ def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
         declared.add_arguments(parser.add_argument_group(declared.title))
 
 
-def options_from(args: argparse.Namespace, backend: str | None) -> dict[str, dict[str, Any]]:
-    """Settings.backend_options for the command line: every option of the backends the plan's
-    backend runs kernels on (a later version may change a default), and any other backend's that
-    the command line sets."""
-    involved = {d.name for d in declarations(result_backends(backend))} if backend else set()
-    stored: dict[str, dict[str, Any]] = {}
+@dataclass(frozen=True)
+class AskedOptions:
+    """One backend's options as the command line asks for them (its declaration parsed them), and
+    which of its options the command line named (what --resume must find unchanged)."""
+
+    declared: BackendDeclaration[Any]
+    options: BackendOptions
+    named: frozenset[str]  # the dests of its options that the command line named
+    flags: tuple[str, ...]  # their flags, for messages
+
+    @property
+    def key(self) -> str:
+        return self.declared.name
+
+
+def asked_options(args: argparse.Namespace, explicit: frozenset[str]) -> tuple[AskedOptions, ...]:
+    """Every registered backend's options from the parsed command line, each parsed and checked by its
+    declaration (a value its model refuses is a UserError naming the backend and the field)."""
+    asked = []
     for declared in declarations():
         try:
             options = declared.options_from(args)
         except ValidationError as exc:
             first = exc.errors()[0]
             raise UserError(f"{declared.title} options: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+        probe = argparse.ArgumentParser(add_help=False)  # the flags and dests this backend adds
+        declared.add_arguments(probe.add_argument_group())
+        named = frozenset(a.dest for a in probe._actions) & explicit
+        flags = tuple(sorted(f for a in probe._actions if a.dest in named for f in a.option_strings))
+        asked.append(AskedOptions(declared, options, named, flags))
+    return tuple(asked)
+
+
+def options_from(asked: Iterable[AskedOptions], backend: str | None) -> dict[str, dict[str, Any]]:
+    """Settings.backend_options for the command line: every option of the backends the plan's
+    backend runs kernels on (a later version may change a default), and any other backend's that
+    the command line sets."""
+    involved = {d.name for d in declarations(result_backends(backend))} if backend else set()
+    stored: dict[str, dict[str, Any]] = {}
+    for one in asked:
+        declared = one.declared
         if not declared.options.model_fields:  # a backend with no options (one that only delegates)
             continue
-        if declared.name in involved or options != declared.flag_defaults():
-            stored[declared.name] = declared.stored(options)
+        if declared.name in involved or one.options != declared.flag_defaults():
+            stored[declared.name] = declared.stored(one.options)
     return stored
 
 
@@ -78,19 +109,16 @@ def replayed(settings: Settings, results: Iterable[KernelResult]) -> Settings:
     return settings.model_copy(update={"backend_options": stored})
 
 
-def option_conflicts(args: argparse.Namespace, explicit: set[str], settings: Settings) -> list[str]:
+def option_conflicts(asked: Iterable[AskedOptions], settings: Settings) -> list[str]:
     """The backend options given with --resume that differ from the run's (nothing may change)."""
     out = []
-    for declared in declarations():
-        probe = argparse.ArgumentParser(add_help=False)  # the flags and dests this backend adds
-        declared.add_arguments(probe.add_argument_group())
-        given_dests = {a.dest for a in probe._actions} & explicit
-        if not given_dests:
+    for one in asked:
+        if not one.named:
             continue
-        given, planned = declared.options_from(args), _options(declared, settings)
-        if given != planned:
-            flags = ", ".join(sorted(f for a in probe._actions if a.dest in given_dests for f in a.option_strings))
-            out.append(f"{flags}: {declared.stored(given)} differs from the run's {declared.stored(planned)}")
+        planned = _options(one.declared, settings)
+        if one.options != planned:
+            given, was = one.declared.stored(one.options), one.declared.stored(planned)
+            out.append(f"{', '.join(one.flags)}: {given} differs from the run's {was}")
     return out
 
 

@@ -18,7 +18,7 @@ from ..kernels.format_versions import FormatVersionError
 from ..kernels.harness.protocol import ExitCode
 from ..kernels.results_file import WriteFailed
 from .errors import UserError
-from .launch.signals import exit_status
+from .launch.running.signals import exit_status
 
 
 class Parser(argparse.ArgumentParser):
@@ -29,15 +29,15 @@ class Parser(argparse.ArgumentParser):
         sys.exit(ExitCode.USAGE)
 
 
-def _guard(fn: Callable[[argparse.Namespace], int], args: argparse.Namespace, prog: str) -> int:
+def _guard(fn: Callable[[], int], prog: str) -> int:
     try:
-        return fn(args)
+        return fn()
     except UserError as exc:
         _error(prog, str(exc))
         return exc.exit_code
     except BrokenPipeError:
         return 0
-    except KeyboardInterrupt as exc:  # Ctrl-C (or SIGTERM/SIGHUP, runner/launch/signals.py) outside a run
+    except KeyboardInterrupt as exc:  # Ctrl-C (or SIGTERM/SIGHUP, runner/launch/running/signals.py) outside a run
         return exit_status(exc)
     except FormatVersionError as exc:  # a file of a newer (or no) format version, wherever a command read it
         _error(prog, str(exc))
@@ -56,33 +56,17 @@ def _error(prog: str, message: str) -> None:
     Console(stderr=True).print(f"[bold red]{prog}: error:[/] {escape(message)}", highlight=False, soft_wrap=True)
 
 
-def explicit_options(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> set[str]:
-    """The options the command line names (not those left at their defaults): parsed once more
-    with every default suppressed. --resume refuses those that would change the run."""
-    saved = [(action, action.default) for action in parser._actions]
-    saved_defaults = dict(parser._defaults)
-    try:
-        for action, _ in saved:
-            action.default = argparse.SUPPRESS
-        parser._defaults.clear()
-        return set(vars(parser.parse_args(argv)))
-    finally:
-        for action, default in saved:
-            action.default = default
-        parser._defaults.update(saved_defaults)
-
-
 def run_main(argv: Sequence[str] | None = None) -> int:
-    from .launch import run
+    """deepbench-run: the command line parsed once into a RunRequest (every mistake one line, before
+    anything is written or started), which is all the run is handed."""
+    from .launch.running import request, run
 
     parser = Parser(
         prog="deepbench-run", description=run.DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--version", action="version", version=f"deepbench {__version__}")
-    run.add_arguments(parser)
-    args = parser.parse_args(argv)
-    args.explicit = explicit_options(parser, argv)
-    return _guard(run.run, args, "deepbench-run")
+    request.add_arguments(parser)
+    return _guard(lambda: run.run(request.parse_request(argv, parser)), "deepbench-run")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -110,7 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "handler", None):
         parser.print_help()
         return ExitCode.USAGE
-    return _guard(args.handler, args, f"deepbench {args.command}")
+    return _guard(lambda: args.handler(args), f"deepbench {args.command}")
 
 
 def _entry(fn: Callable[[], int]) -> None:

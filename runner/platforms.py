@@ -6,13 +6,16 @@ GPUs via /dev/dri; CPUs need nothing), and the precisions run when the user name
 (DeepBench's: training in fp32 and 16-bit; its server inference in
 int8 for GEMM and convolution and fp32 for RNN and sparse GEMM, each beside fp16, on GPUs;
 CPUs in fp32). The backend it runs is not named here: it is the one whose declaration prefers the
-platform most (kernels/backends: `preferred_backend`)."""
+platform most (kernels/backends: `preferred_backend`). `deepbench-run`'s "where to run" options
+(--platform, --local, --backend) are built here."""
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass, field
 
 from ..kernels import __version__
+from ..kernels import backends as registry  # BACKENDS read through the module: the registry in use when asked
 from ..kernels.backends import declaration_of, preferred_backend
 from .errors import UserError
 
@@ -142,3 +145,37 @@ def get_platform(name: str) -> Platform:
             return p
     names = ", ".join(f"{p.name} ({'/'.join(p.aliases)})" for p in PLATFORMS.values())
     raise UserError(f"unknown platform '{name}' (choose from: {names})")
+
+
+def add_where_arguments(parser: argparse.ArgumentParser) -> None:
+    """deepbench-run's "where to run" group: the platform, --local, and the backend."""
+    where = parser.add_argument_group("where to run")
+    where.add_argument(
+        "--platform", metavar="P", help=f"{', '.join(PLATFORMS)} (default: cpu with --local, else required)"
+    )
+    where.add_argument(
+        "--local", action="store_true", help="run the harness in a subprocess on this machine, with no container"
+    )
+    where.add_argument("--backend", metavar="B", help=_backend_help())
+
+
+def _backend_help() -> str:
+    """--backend's help, from the declarations: each platform's backend (one that routes each operation
+    to another backend's library names those), and every other backend."""
+    chosen = []
+    for platform in PLATFORMS.values():
+        delegates = declaration_of(platform.backend).delegates
+        chosen.append(
+            f"{platform.name}: {platform.backend}"
+            + (f" (each operation on {', '.join(delegates)})" if delegates else "")
+        )
+    return (
+        f"harness backend, one of {', '.join(registry.BACKENDS)} (default: the platform's; {'; '.join(chosen)}); "
+        "name one to force it for every kernel"
+    )
+
+
+def check_backend(name: str) -> None:
+    """--backend: a registered backend (a plug-in's included), said before anything is planned."""
+    if name not in registry.BACKENDS:
+        raise UserError(f"--backend: unknown backend '{name}' (choose from: {', '.join(registry.BACKENDS)})")

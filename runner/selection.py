@@ -13,15 +13,19 @@ import argparse
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from ..kernels.backends.contract.declared_precisions import makers_of
 from ..kernels.catalog import OPS, Kernel
-from ..kernels.precision import Precision, parse_precisions
+from ..kernels.precision import DECLARED_ONLY, PRECISIONS, Precision, parse_precisions
 from ..kernels.provenance import kernels_sha256
 from ..kernels.results import Plan, Selection
 from ..kernels.suites import SUITES, Condition, SelectionError, narrow, parse_ops, parse_where, suite_kernels
 from .errors import UserError
 
 
-def add_selection_arguments(parser: argparse.ArgumentParser, default_suite: str | None = "smoke") -> None:
+def add_selection_arguments(
+    parser: argparse.ArgumentParser, default_suite: str | None = "smoke", with_precision: bool = False
+) -> None:
+    """The selection group; `with_precision`: --precision too (deepbench-run's, which runs them)."""
     g = parser.add_argument_group("kernel selection")
     g.add_argument(
         "--suite",
@@ -42,13 +46,25 @@ def add_selection_arguments(parser: argparse.ArgumentParser, default_suite: str 
     g.add_argument("--limit", type=int, metavar="N", help="at most N kernels per operation")
     g.add_argument("--batch", type=int, metavar="N", help="model suites: batch size (default 1)")
     g.add_argument("--seq", type=int, metavar="N", help="model suites: sequence length (default: the model's)")
+    if with_precision:
+        g.add_argument("--precision", metavar="P", help=_precision_help())
+
+
+def _precision_help() -> str:
+    """--precision's help: every precision, those that name one library call's arithmetic with the
+    backends that declare them (kernels/backends/contract/declared_precisions.py)."""
+    common = ", ".join(p.value for p in Precision if p not in DECLARED_ONLY)
+    declared_only = "; ".join(
+        f"{p.value} ({PRECISIONS[p].description}; the {', '.join(makers_of(p))} backend only)" for p in DECLARED_ONLY
+    )
+    return f"comma-separated: {common}, or {declared_only} (default: the platform's DeepBench precisions for the suite)"
 
 
 @dataclass(frozen=True)
 class KernelSelection:
     """A suite and the choice made within it. `where` keeps the filters as written (the plan
     records them so); `conditions` is what they parse to. `precisions` None: the platform's
-    defaults for each operation (runner/launch/planning.py). Raises SelectionError when a filter does
+    defaults for each operation (runner/launch/running/planning.py). Raises SelectionError when a filter does
     not parse; the suite itself is built, and checked, when the kernels are first asked for."""
 
     suite: str

@@ -4,7 +4,7 @@ whose plan holds one, and `verify --local` never runs one (issue 42: a bundle's 
 or `threads: 100000` passed the checker and kept the verifier busy for nothing).
 
 Fields the command line sets only through a mode (--fast, --rigorous) range from the smallest to
-the largest value of the modes' presets (runner/launch/modes.py): what some version of a preset
+the largest value of the modes' presets (runner/launch/running/modes.py): what some version of a preset
 can have made, never more."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ..kernels.backends import declared
 from ..kernels.results import MAX_SEED, Settings
-from .launch.modes import MODES
+from .launch.running.modes import MODES
 
 MAX_KERNEL_TIMEOUT_S = 7 * 24 * 3600.0  # a week: anything longer is a typo, and overflows some timers
 MAX_TIME_CAP_S = 24 * 3600.0

@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from deepbench.runner.launch.ranks import process_alive
+from deepbench.runner.launch.ranks.ranked_harness import process_alive
 
 PREFIX = "deepbench-cl"  # namespace names: PREFIX-switch, PREFIX-dbn1, ...
 SUBNET = "10.77.0"

@@ -22,16 +22,21 @@ RUNNER_DATA = (REPO / "runner" / "published", REPO / "runner" / "data" / "refere
 
 
 def _parser() -> argparse.ArgumentParser:
-    from deepbench.runner.launch.run import add_arguments
+    from deepbench.runner.launch.running.request import add_arguments
 
     parser = argparse.ArgumentParser()
     add_arguments(parser)
     return parser
 
 
+def _request(*argv: str):  # -> RunRequest
+    from deepbench.runner.launch.running.request import parse_request
+
+    return parse_request(list(argv), _parser())
+
+
 def test_the_backends_flags_land_in_their_options_and_are_written_back() -> None:
     from deepbench.runner.backend_options import backend_args
-    from deepbench.runner.launch.run import settings_from
     from deepbench.runner.platforms import get_platform
 
     flags = [
@@ -48,7 +53,7 @@ def test_the_backends_flags_land_in_their_options_and_are_written_back() -> None
         "--layout",
         "both",
     ]
-    settings = settings_from(_parser().parse_args(["--local", *flags]), get_platform("nvidia"))
+    settings = _request("--local", *flags).settings(get_platform("nvidia"))
     assert settings.backend_options == {
         "cudnn": {
             "engine_race": "inline",
@@ -58,21 +63,20 @@ def test_the_backends_flags_land_in_their_options_and_are_written_back() -> None
         },
         "nccl": {"collective_timing": "eager", "comm_config": "nccl-defaults"},
     }
-    again = settings_from(_parser().parse_args(["--local", *backend_args(settings)]), get_platform("nvidia"))
+    again = _request("--local", *backend_args(settings)).settings(get_platform("nvidia"))
     assert again.backend_options == settings.backend_options
 
 
 def test_a_plan_records_the_options_of_the_backends_it_runs_on_and_only_those() -> None:
-    from deepbench.runner.launch.run import settings_from
     from deepbench.runner.platforms import get_platform
 
-    args = _parser().parse_args(["--local"])
-    nvidia = settings_from(args, get_platform("nvidia"), "nvidia")  # it hands convolutions to cudnn
+    request = _request("--local")
+    nvidia = request.settings(get_platform("nvidia"), "nvidia")  # it hands convolutions to cudnn
     assert nvidia.backend_options == {
         "cudnn": {"engine_race": "apart", "engines": {}, "engine_cache": "", "layout": "deepbench"}
     }
-    assert settings_from(args, get_platform("cpu"), "torch").backend_options == {}
-    assert settings_from(args, get_platform("nvidia"), "nccl").backend_options == {
+    assert request.settings(get_platform("cpu"), "torch").backend_options == {}
+    assert request.settings(get_platform("nvidia"), "nccl").backend_options == {
         "nccl": {"collective_timing": "graph", "comm_config": "nccl-tests"}
     }
 

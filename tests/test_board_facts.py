@@ -97,9 +97,9 @@ def test_report_headline_says_emulated() -> None:
 
 def test_emulated_arm_container_gets_an_arm_cpuinfo(tmp_path) -> None:
     """onnxruntime's ARM build cannot start on the host's x86 /proc/cpuinfo under qemu-user: the
-    runner mounts an ARMv8 one for emulated runs only (runner/launch/emulation.py)."""
-    from deepbench.runner.launch.container import run_options
-    from deepbench.runner.launch.emulation import CPUINFO_ENV, is_emulated
+    runner mounts an ARMv8 one for emulated runs only (runner/launch/images/emulation.py)."""
+    from deepbench.runner.launch.images.container import run_options
+    from deepbench.runner.launch.images.emulation import CPUINFO_ENV, is_emulated
     from deepbench.runner.platforms import get_platform
 
     arm, cpu = get_platform("arm"), get_platform("cpu")

@@ -405,22 +405,19 @@ def test_a_planted_wrong_value_fails_on_gpus(tmp_path: Path) -> None:
 def test_min_sample_reaches_the_settings_and_the_reproduce_command() -> None:
     """--min-sample (longer samples: a collective's back-to-back calls overlap as in nccl-tests' 100-call
     launches) is recorded and repeated by a submission's reproduce command; out of range is refused."""
-    import argparse
     import shlex
 
-    from deepbench.runner.launch.run import add_arguments, settings_from
+    from deepbench.runner.launch.running.request import parse_request
     from deepbench.runner.platforms import get_platform
     from deepbench.runner.submission.bundle import reproduce_command
 
-    parser = argparse.ArgumentParser()
-    add_arguments(parser)
     nvidia = get_platform("nvidia")
-    settings = settings_from(parser.parse_args(["--fast", "--min-sample", "0.02"]), nvidia)
+    settings = parse_request(["--platform", "nvidia", "--fast", "--min-sample", "0.02"]).settings()
     assert settings.min_sample_s == 0.02
     plan = Plan(run_id="r", suite="collectives", platform="nvidia", backend=nvidia.backend, settings=settings, items=())
     command = reproduce_command(plan, local=True, image_digest=None)
     assert "--min-sample 0.02" in command
-    assert settings_from(parser.parse_args(shlex.split(command)[1:]), nvidia).min_sample_s == 0.02
+    assert parse_request(shlex.split(command)[1:]).settings(nvidia).min_sample_s == 0.02
     bad = run_cli("deepbench-run", "--local", "--suite", "smoke", "--min-sample", "5", "--out", "/nonexistent/x")
     assert bad.returncode == 2 and "--min-sample" in bad.stderr and "Traceback" not in bad.stderr
 

@@ -27,8 +27,8 @@ from deepbench.kernels.results import RunRecord, Status
 from deepbench.kernels.results_file import read_results
 from deepbench.kernels.suites import suite_kernels
 from deepbench.runner.errors import UserError
-from deepbench.runner.launch import image_archive, image_lock, images
-from deepbench.runner.launch.container import container_user, give_results_folder, run_options
+from deepbench.runner.launch.images import image_archive, image_lock, platform_images
+from deepbench.runner.launch.images.container import container_user, give_results_folder, run_options
 from deepbench.runner.platforms import get_platform
 
 from .conftest import REPO, require, run_cli, start_interruptible
@@ -179,7 +179,7 @@ FREEZE = [
 
 def test_image_holds_the_harness_without_the_host_libraries(client, intel_image, intel_wheelhouse) -> None:
     """The image installs its lock (the harness's packages and its extras'), not the runner's
-    terminal, Docker, workbook and chart libraries (runner/launch/image_lock.py HOST_ONLY), nor the
+    terminal, Docker, workbook and chart libraries (runner/launch/images/image_lock.py HOST_ONLY), nor the
     wheels, the source or setuptools, which stay in the build stage."""
     out = (
         client.containers.run(
@@ -208,7 +208,7 @@ def test_image_holds_the_harness_without_the_host_libraries(client, intel_image,
     assert {"deepbench", "deepbench-harness"} <= set(listing)
     labels = client.images.get(intel_image).labels
     assert labels["org.opencontainers.image.version"] == labels["org.deepbench.version"]
-    assert labels[images.LABEL_LOCK] == image_lock.lock_sha256(get_platform("intel"))
+    assert labels[platform_images.LABEL_LOCK] == image_lock.lock_sha256(get_platform("intel"))
 
 
 def _installed(client, tag: str) -> list[str]:
@@ -659,7 +659,7 @@ def tiny_image(client):
     )
     image_id = client.images.get(tag).id
     yield tag
-    if images.find(client, image_id) is not None:
+    if platform_images.find(client, image_id) is not None:
         client.images.remove(image_id, force=True)  # every tag it has, the registry's too
 
 
@@ -781,7 +781,7 @@ def test_image_pushed_to_a_registry_comes_back_by_digest(client, registry, tiny_
     client.images.remove(image_id, force=True)
     said = []
     assert image_archive.pull_by_digest(client, ref, image_id, said.append).id == image_id
-    assert images.find(client, image_id) is not None and said == [f"pulling {ref} ..."]
+    assert platform_images.find(client, image_id) is not None and said == [f"pulling {ref} ..."]
     with pytest.raises(UserError, match="not the one expected"):
         image_archive.pull_by_digest(client, ref, "sha256:" + "0" * 64, log=lambda line: None)
 
@@ -789,7 +789,7 @@ def test_image_pushed_to_a_registry_comes_back_by_digest(client, registry, tiny_
 def test_base_tags_are_pinned_by_digest(client, registry, tiny_image, tmp_path: Path, monkeypatch) -> None:
     """A base named by tag: `deepbench images lock` asks its registry for the digest (pin_base), and
     a build records the digest a pulled base had (after its first pull); builds then use tag@digest."""
-    from deepbench.runner.launch import image_sources
+    from deepbench.runner.launch.images import image_sources
 
     tag = f"{registry}/deepbench-test/base:1"
     pushed = image_archive.push(client, tiny_image, tag, log=lambda line: None).split("@")[1]
@@ -798,11 +798,11 @@ def test_base_tags_are_pinned_by_digest(client, registry, tiny_image, tmp_path: 
     (tmp_path / "intel" / "Dockerfile").write_text(f"ARG BASE_IMAGE={tag}\nFROM ${{BASE_IMAGE}}\n")
     intel = get_platform("intel")
     assert image_sources.pinned_base(intel, tag) == tag  # nothing recorded yet
-    images.pin_base(client, intel, log=lambda line: None)
+    platform_images.pin_base(client, intel, log=lambda line: None)
     assert image_sources.pinned_base(intel, tag) == f"{tag}@{pushed}"
     (tmp_path / "intel" / image_sources.BASE_LOCK).unlink()
     client.images.remove(tag)
     client.images.pull(tag.rsplit(":", 1)[0], tag="1")  # the first pull: the image now has its repo digest
     said = []
-    images._record_base_digest(client, intel, tag, said.append)
+    platform_images._record_base_digest(client, intel, tag, said.append)
     assert image_sources.pinned_base(intel, tag) == f"{tag}@{pushed}" and "base.lock" in said[0]

@@ -1,4 +1,4 @@
-"""The device check that comes before any build or pull (runner/launch/devices.py): on this host (no
+"""The device check that comes before any build or pull (runner/launch/images/devices.py): on this host (no
 NVIDIA or AMD GPU) `deepbench-run --platform nvidia|amd` must exit 2 with one line within 2 s,
 without a byte to the Docker daemon (a listening socket stands in for it and must see no
 connection) and without writing a results folder. The NVIDIA toolkit and binfmt branches are
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from deepbench.runner.errors import UserError
-from deepbench.runner.launch import devices
+from deepbench.runner.launch.images import devices
 from deepbench.runner.platforms import get_platform
 
 from .conftest import run_cli

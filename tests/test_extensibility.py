@@ -6,7 +6,6 @@ registration hooks only, touching no repository file."""
 
 from __future__ import annotations
 
-import argparse
 import ast
 import shlex
 import shutil
@@ -251,8 +250,8 @@ def test_a_toy_backend_with_an_option_goes_from_the_command_line_to_the_plan_the
     from deepbench.kernels.results_file import read_results
     from deepbench.runner.backend_options import replayed
     from deepbench.runner.cli import main, run_main
-    from deepbench.runner.launch.run import add_arguments, plan_for
-    from deepbench.runner.platforms import get_platform
+    from deepbench.runner.launch.running.new_plan import plan_for
+    from deepbench.runner.launch.running.request import parse_request
     from deepbench.runner.render.tables import tables
     from deepbench.runner.submission.bundle import reproduce_command
 
@@ -261,15 +260,13 @@ def test_a_toy_backend_with_an_option_goes_from_the_command_line_to_the_plan_the
     shown = capsys.readouterr().out
     assert "toy backend:" in shown and "--toy-factor" in shown
 
-    parser = argparse.ArgumentParser()
-    add_arguments(parser)
     asked = ["--local", "--backend", "toy", "--suite", "smoke", "--limit", "1", "--toy-factor", "5", "--fast"]
-    plan, _ = plan_for(parser.parse_args(asked), get_platform("cpu"))
+    plan, _ = plan_for(parse_request(asked))
     assert plan.settings.backend_options["toy"] == {"factor": 5.0}
     assert "cudnn" not in plan.settings.backend_options  # a backend the run does not use keeps its defaults out
     command = reproduce_command(plan, local=True, image_digest=None)
     assert "--toy-factor 5" in command
-    again, _ = plan_for(parser.parse_args(shlex.split(command)[1:]), get_platform("cpu"))
+    again, _ = plan_for(parse_request(shlex.split(command)[1:]))
     assert again.settings.backend_options == plan.settings.backend_options
 
     # The run records the factor in its typed info; verify replays what the results recorded.
@@ -288,7 +285,7 @@ def test_a_toy_backend_with_an_option_goes_from_the_command_line_to_the_plan_the
     from deepbench.runner.errors import UserError
 
     with pytest.raises(UserError, match="toy backend options: factor"):
-        plan_for(parser.parse_args([*asked[:-3], "--toy-factor", "-1"]), get_platform("cpu"))
+        parse_request([*asked[:-3], "--toy-factor", "-1"])
     # ... and said when the backend loads, before any kernel runs (a plan edited by hand).
     from deepbench.kernels.backends import load_backend
     from deepbench.kernels.backends.contract.declaration import BackendOptionsError

@@ -31,7 +31,7 @@ from deepbench.kernels.results_file import read_results
 from deepbench.runner.analysis.compare import compare
 from deepbench.runner.analysis.like_for_like import accumulate_warnings, notes
 from deepbench.runner.analysis.sources import load_run
-from deepbench.runner.launch.planning import plan_items
+from deepbench.runner.launch.running.planning import plan_items
 from deepbench.runner.platforms import get_platform
 from deepbench.runner.submission.checker import check_bundle
 

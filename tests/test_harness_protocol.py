@@ -15,7 +15,7 @@ from deepbench.kernels.harness.protocol import EVENT_KEY, ErrorKind, Event, Exit
 from deepbench.kernels.precision import Precision
 from deepbench.kernels.results import Check, Settings
 from deepbench.runner.errors import UserError
-from deepbench.runner.launch.supervise import Outcome
+from deepbench.runner.launch.running.supervise import Outcome
 
 ROOT = Path(__file__).resolve().parents[1]
 # Harnesses in published images print these names and exit with these numbers: they never change.

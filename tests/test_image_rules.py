@@ -16,8 +16,9 @@ from packaging.utils import canonicalize_name
 from deepbench.kernels import __version__
 from deepbench.kernels.provenance import harness_sha256
 from deepbench.runner.errors import UserError
-from deepbench.runner.launch import image_lock, images
-from deepbench.runner.launch.container import DEFAULT_PIDS_LIMIT, FALLBACK_USER, container_user, run_options
+from deepbench.runner.launch.images import image_lock, platform_images
+from deepbench.runner.launch.images.container import FALLBACK_USER, container_user, run_options
+from deepbench.runner.launch.images.container_options import DEFAULT_PIDS_LIMIT
 from deepbench.runner.platforms import PLATFORMS, get_platform
 
 from .conftest import REPO
@@ -69,7 +70,7 @@ def test_lock_meets_deepbench_declared_requirements(image_dir: str) -> None:
 def test_a_lock_whose_input_moved_is_stale(tmp_path: Path, monkeypatch) -> None:
     import shutil
 
-    from deepbench.runner.launch import image_sources
+    from deepbench.runner.launch.images import image_sources
 
     shutil.copytree(REPO / "images" / "nvidia", tmp_path / "nvidia")
     monkeypatch.setattr(image_sources, "IMAGES_DIR", tmp_path)
@@ -101,35 +102,39 @@ def _image(labels: dict) -> SimpleNamespace:
     return SimpleNamespace(labels=labels)
 
 
-OURS = {images.LABEL_PLATFORM: "intel", images.LABEL_VERSION: __version__, images.LABEL_HARNESS: harness_sha256()}
+OURS = {
+    platform_images.LABEL_PLATFORM: "intel",
+    platform_images.LABEL_VERSION: __version__,
+    platform_images.LABEL_HARNESS: harness_sha256(),
+}
 
 
 @pytest.mark.parametrize(
     "labels, words",
     [
         ({}, "is not a deepbench image"),
-        ({**OURS, images.LABEL_PLATFORM: "arm"}, "for arm, not intel"),
-        ({**OURS, images.LABEL_VERSION: "0.0.1"}, "holds deepbench 0.0.1"),
+        ({**OURS, platform_images.LABEL_PLATFORM: "arm"}, "for arm, not intel"),
+        ({**OURS, platform_images.LABEL_VERSION: "0.0.1"}, "holds deepbench 0.0.1"),
     ],
 )
 def test_image_check_refuses_unless_forced(labels: dict, words: str) -> None:
     intel = get_platform("intel")
     with pytest.raises(UserError, match=words) as err:
-        images.check_image(_image(labels), "some/image:1", intel, own=False)
+        platform_images.check_image(_image(labels), "some/image:1", intel, own=False)
     assert "--force-image" in str(err.value)
     said = []
-    images.check_image(_image(labels), "some/image:1", intel, own=False, force=True, log=said.append)
+    platform_images.check_image(_image(labels), "some/image:1", intel, own=False, force=True, log=said.append)
     assert said and said[0].startswith("warning:") and words in said[0]
 
 
 def test_image_check_harness_source() -> None:
     cpu = get_platform("cpu")  # runs the intel image
-    images.check_image(_image(OURS), "deepbench/cpu:x", cpu, own=True)
-    other = {**OURS, images.LABEL_HARNESS: "0" * 64}
+    platform_images.check_image(_image(OURS), "deepbench/cpu:x", cpu, own=True)
+    other = {**OURS, platform_images.LABEL_HARNESS: "0" * 64}
     with pytest.raises(UserError, match="another deepbench harness"):
-        images.check_image(_image(other), "deepbench/cpu:x", cpu, own=True)
+        platform_images.check_image(_image(other), "deepbench/cpu:x", cpu, own=True)
     said = []
-    images.check_image(_image(other), "mine:1", cpu, own=False, log=said.append)
+    platform_images.check_image(_image(other), "mine:1", cpu, own=False, log=said.append)
     assert "another deepbench harness" in said[0]
 
 

@@ -109,16 +109,13 @@ def test_inputs_recorded_and_compare_warns(tmp_path: Path) -> None:
 
 def test_reproduce_command_keeps_inputs_energy_and_clock_lock() -> None:
     """A bundle's re-run command repeats --inputs, --energy/--energy-window and --lock-clocks."""
-    import argparse
     import shlex
 
     from deepbench.kernels.results import Plan, Settings
-    from deepbench.runner.launch.run import add_arguments, settings_from
+    from deepbench.runner.launch.running.request import parse_request
     from deepbench.runner.platforms import get_platform
     from deepbench.runner.submission.bundle import reproduce_command
 
-    parser = argparse.ArgumentParser()
-    add_arguments(parser)
     for asked in (
         {"inputs": "deepbench", "energy": True, "energy_window_s": 1.0, "lock_clocks": "max"},
         {"inputs": "zeros", "lock_clocks": 1410},
@@ -134,7 +131,7 @@ def test_reproduce_command_keeps_inputs_energy_and_clock_lock() -> None:
             items=(),
         )
         command = reproduce_command(plan, local=True, image_digest=None)
-        again = settings_from(parser.parse_args(shlex.split(command)[1:]), get_platform("nvidia"))
+        again = parse_request(shlex.split(command)[1:]).settings(get_platform("nvidia"))
         assert (again.inputs, again.energy, again.energy_window_s, again.lock_clocks) == (
             settings.inputs,
             settings.energy,

@@ -21,7 +21,7 @@ from deepbench.kernels.results import KernelResult, PlanItem, Settings, Status
 from deepbench.kernels.results_file import read_results
 from deepbench.kernels.suites import parse_where, select
 from deepbench.runner.analysis.model_level import model_levels
-from deepbench.runner.launch.planning import plan_items
+from deepbench.runner.launch.running.planning import plan_items
 from deepbench.runner.platforms import get_platform
 
 from .conftest import REPO, requires_gpu, run_cli

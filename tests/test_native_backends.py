@@ -260,7 +260,7 @@ def test_a_forced_native_backend_without_its_package_says_what_to_install(
 
 
 def test_server_suite_runs_deepbenchs_precisions_per_operation() -> None:
-    from deepbench.runner.launch.planning import default_precisions, plan_items
+    from deepbench.runner.launch.running.planning import default_precisions, plan_items
     from deepbench.runner.platforms import get_platform
 
     nvidia = get_platform("nvidia")

@@ -2,7 +2,8 @@
 load, report and compare byte-for-byte as before"): every published run's Markdown and CSV report and its
 terminal tables at 80 columns, and four comparisons, each held to the SHA-256 of its rendering by the tool as
 it was at commit efa013c (tests/fixtures/published-renderings/sha256.json). A change of what a report shows
-is a change of the tool: regenerate the digests on purpose (the failure says how) and say why."""
+is a change of the tool: regenerate the digests on purpose (the failure says how) and say why. Renewed since:
+nvidia-h200/train's three and compare-train.md, when that run was re-published (2026-12-01, issue 56)."""
 
 from __future__ import annotations
 

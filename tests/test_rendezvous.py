@@ -18,8 +18,9 @@ from deepbench.kernels.backends.collectives.common import check_world
 from deepbench.kernels.backends.collectives.rendezvous import RankPlace, choose_interface, interface_of
 from deepbench.kernels.results import Settings
 from deepbench.runner.errors import UserError
-from deepbench.runner.launch import cluster_needs
-from deepbench.runner.launch.ranks import engine_casualty, launched_argv
+from deepbench.runner.launch.ranks import cluster_needs
+from deepbench.runner.launch.ranks.engines import launched_argv
+from deepbench.runner.launch.ranks.ranked_harness import engine_casualty
 
 from .conftest import run_cli
 

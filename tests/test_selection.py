@@ -1,5 +1,5 @@
 """The selection parsed once (runner/selection.py) and the plan's items derived from it
-(runner/launch/planning.py), shared by deepbench-run, provenance and the submission checker."""
+(runner/launch/running/planning.py), shared by deepbench-run, provenance and the submission checker."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from deepbench.kernels.results import Plan, PlanItem
 from deepbench.kernels.suites import SelectionError, select
 from deepbench.runner import selection as selection_module
 from deepbench.runner.errors import UserError
-from deepbench.runner.launch.planning import declared_items, plan_items
+from deepbench.runner.launch.running.planning import declared_items, plan_items
 from deepbench.runner.platforms import get_platform
 from deepbench.runner.selection import KernelSelection, add_selection_arguments
 
@@ -129,4 +129,4 @@ def test_the_checker_takes_the_plans_scope_from_outside_the_command_line_module(
 
     assert checker.declared_items is declared_items
     source = (ROOT / "runner" / "submission" / "checker.py").read_text()
-    assert "from ..run import" not in source and "runner.launch.run import" not in source
+    assert not any(f"running.{command} import" in source for command in ("run", "request", "new_plan"))

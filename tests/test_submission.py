@@ -472,12 +472,11 @@ def test_verify_of_a_local_submission_needs_local(bundle: Path, tmp_path: Path) 
 def test_reproduce_command_keeps_the_gpu_timing_flags(kernel_time: bool) -> None:
     """--cold, --verify-timing, --no-kernel-time and --engine-race change what a GPU time means: a re-run must
     repeat them."""
-    import argparse
     import shlex
 
     from deepbench.kernels.backends.cudnn.declaration import CUDNN
     from deepbench.kernels.results import Settings
-    from deepbench.runner.launch.run import add_arguments, settings_from
+    from deepbench.runner.launch.running.request import parse_request
     from deepbench.runner.platforms import get_platform
     from deepbench.runner.submission.bundle import reproduce_command
 
@@ -491,17 +490,15 @@ def test_reproduce_command_keeps_the_gpu_timing_flags(kernel_time: bool) -> None
         items=(),
     )
     command = reproduce_command(plan, local=True, image_digest=None)
-    parser = argparse.ArgumentParser()
-    add_arguments(parser)
-    again = settings_from(parser.parse_args(shlex.split(command)[1:]), get_platform("nvidia"))
+    again = parse_request(shlex.split(command)[1:]).settings(get_platform("nvidia"))
     assert (again.cold, again.verify_timing, again.kernel_time) == (True, True, kernel_time)
     inline = plan.model_copy(
         update={"settings": settings.model_copy(update={"backend_options": {"cudnn": {"engine_race": "inline"}}})}
     )
     command = reproduce_command(inline, local=True, image_digest=None)
-    again = settings_from(parser.parse_args(shlex.split(command)[1:]), get_platform("nvidia"))
+    again = parse_request(shlex.split(command)[1:]).settings(get_platform("nvidia"))
     assert CUDNN.options_of(again).engine_race == "inline"
-    assert settings_from(parser.parse_args(["--local", "--platform", "nvidia"]), get_platform("nvidia")).kernel_time
+    assert parse_request(["--local", "--platform", "nvidia"]).settings().kernel_time
 
 
 def test_a_different_image_is_reported_not_run() -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from deepbench.kernels import __version__
-from deepbench.runner.launch.images import LABEL_HARNESS, LABEL_PLATFORM, LABEL_VERSION
+from deepbench.runner.launch.images.platform_images import LABEL_HARNESS, LABEL_PLATFORM, LABEL_VERSION
 from deepbench.runner.platforms import get_platform
 from deepbench.runner.submission.checker import check_bundle
 from deepbench.runner.submission.manifest import write_manifest

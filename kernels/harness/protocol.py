@@ -37,7 +37,7 @@ class ErrorKind(str, Enum):
 class ExitCode(IntEnum):
     """Exit statuses of the harness and of `deepbench-run` (the host maps the harness's onto its
     own: a full disk is 74 for both, a locked folder is the runner's usage error 2). Stopped by a
-    signal, `deepbench-run` exits 128 + its number (runner/launch/signals.py)."""
+    signal, `deepbench-run` exits 128 + its number (runner/launch/running/signals.py)."""
 
     OK = 0
     KERNEL_FAILURES = 1  # deepbench-run: some kernel failed or timed out

@@ -21,8 +21,8 @@ from datetime import datetime
 from pathlib import Path
 
 from ..errors import UserError
-from ..launch import image_archive, image_lock, images
-from ..launch.docker_client import connect
+from ..launch.images import image_archive, image_lock, platform_images
+from ..launch.images.docker_client import connect
 from ..platforms import PLATFORMS, get_platform
 from ..render.display import make_console, print_tables
 from ..render.tables import Table
@@ -114,7 +114,7 @@ def _build(args: argparse.Namespace) -> int:
     platform = get_platform(args.platform)
     tag = args.tag or platform.image
     client = connect()
-    image = images.build(
+    image = platform_images.build(
         client,
         platform,
         tag,
@@ -123,8 +123,8 @@ def _build(args: argparse.Namespace) -> int:
         (lambda line: None) if args.quiet else say,
         no_cache=args.no_cache,
     )
-    info = images.provenance(image, tag)
-    say(f"built {tag}: {info['id']} ({info['architecture']}, on {info['labels'].get(images.LABEL_BASE)})")
+    info = platform_images.provenance(image, tag)
+    say(f"built {tag}: {info['id']} ({info['architecture']}, on {info['labels'].get(platform_images.LABEL_BASE)})")
     return 0
 
 
@@ -160,7 +160,7 @@ def _lock(args: argparse.Namespace) -> int:
         say(f"bases not pinned by digest ({exc})")
         return 0
     for platform in folders.values():
-        images.pin_base(client, platform, log=say)
+        platform_images.pin_base(client, platform, log=say)
     return 0
 
 
@@ -188,17 +188,19 @@ def _list() -> int:
     rows: list[list[str]] = []
     shown = set()
     for p in PLATFORMS.values():
-        image = images.find(client, p.image)
+        image = platform_images.find(client, p.image)
         if image is None:
             rows.append([p.name, p.image, "(not built)", p.platform_arch.split("/")[-1], "", "", ""])
             continue
         shown.add(image.id)
         rows.append(list(_row(p.name, p.image, image)))
-    for image in images.local_images(client):
+    for image in platform_images.local_images(client):
         if image.id in shown:
             continue
         labels = image.labels or {}
-        rows.append(list(_row(labels.get(images.LABEL_PLATFORM, "?"), ", ".join(image.tags) or "(untagged)", image)))
+        rows.append(
+            list(_row(labels.get(platform_images.LABEL_PLATFORM, "?"), ", ".join(image.tags) or "(untagged)", image))
+        )
     print_tables(
         console,
         [
@@ -222,5 +224,5 @@ def _row(platform: str, tag: str, image) -> tuple[str, ...]:
     with contextlib.suppress(ValueError):
         created = datetime.fromisoformat(created).strftime("%Y-%m-%d %H:%M")
     size = f"{attrs.get('Size', 0) / 1e9:.2f} GB"
-    base = (image.labels or {}).get(images.LABEL_BASE, "")
+    base = (image.labels or {}).get(platform_images.LABEL_BASE, "")
     return platform, tag, image.id.removeprefix("sha256:")[:12], attrs.get("Architecture", ""), created, size, base

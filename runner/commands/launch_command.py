@@ -22,12 +22,13 @@ import os
 import shlex
 import shutil
 import sys
+from dataclasses import dataclass, replace
 
 from ...kernels.backends import declaration_of
 from ...kernels.catalog import operations, traits_of
 from ...kernels.results import Plan
 from ..errors import UserError
-from ..launch.cluster_needs import (
+from ..launch.ranks.cluster_needs import (
     Need,
     allocation_nodes,
     first_node,
@@ -36,8 +37,10 @@ from ..launch.cluster_needs import (
     shared_folder,
     srun_pmi_plugin,
 )
-from ..launch.ranks import IMAGE_PYTHON, find_mpiexec, launcher_of, mpiexec_flavour
-from ..platforms import Platform, get_platform
+from ..launch.ranks.engines import IMAGE_PYTHON, find_mpiexec, launcher_of, mpiexec_flavour
+from ..launch.running import request as run_request
+from ..launch.running.new_plan import write_plan
+from ..platforms import Platform
 
 NAME = "launch-command"
 HELP = "print the mpirun / srun commands for all-reduce across nodes"
@@ -51,9 +54,7 @@ THREADS = "OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from ..launch import run
-
-    run.add_arguments(parser)
+    run_request.add_arguments(parser)  # deepbench-run's own options: the plan is the one it would make
     g = parser.add_argument_group("cluster")
     g.add_argument("--nodes", type=int, required=True, metavar="N", help="nodes")
     g.add_argument(
@@ -70,30 +71,46 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(ops=collectives, suite="train", local=True)
 
 
-def run(args: argparse.Namespace) -> int:
-    from ..launch import run as run_module
+@dataclass(frozen=True)
+class Cluster:
+    """The cluster the commands are for: its nodes and ranks per node, which engines' commands, the
+    mpirun host file, and the port torchrun's ranks meet on."""
 
-    if args.nodes < 1 or args.gpus_per_node < 1:
-        raise UserError("--nodes and --gpus-per-node must be at least 1")
-    if args.out is None:
+    nodes: int
+    gpus_per_node: int
+    engine: str
+    hostfile: str
+    master_port: int
+
+    def __post_init__(self) -> None:
+        if self.nodes < 1 or self.gpus_per_node < 1:
+            raise UserError("--nodes and --gpus-per-node must be at least 1")
+
+    @property
+    def ranks(self) -> int:
+        return self.nodes * self.gpus_per_node
+
+
+def run(args: argparse.Namespace) -> int:
+    cluster = Cluster(args.nodes, args.gpus_per_node, args.engine, args.hostfile, args.master_port)
+    request = replace(run_request.RunRequest.from_args(args), ranks=cluster.ranks)  # checked again with the ranks
+    if request.results.out is None:
         raise UserError("say where the plan and results go: --out DIR, on a filesystem every node shares")
-    platform = get_platform(args.platform or "cpu")
-    args.ranks = args.nodes * args.gpus_per_node
-    plan, outdir = run_module._new_plan(args, platform)
+    plan, outdir = write_plan(request)
     out = str(outdir.resolve())
-    layout = Layout(args, platform, out, plan)
+    layout = Layout(cluster, request.run_platform, out, plan, request.container.image)
     print(
         f"# plan: {out}/plan.json  ({len(plan.items)} collective kernels, backend {plan.backend}, "
-        f"{args.ranks} ranks = {args.nodes} nodes x {args.gpus_per_node})"
+        f"{cluster.ranks} ranks = {cluster.nodes} nodes x {cluster.gpus_per_node})"
     )
     print("# what the commands need, checked from here:")
-    needs = [shared_folder(outdir.resolve(), args.nodes)]
+    needs = [shared_folder(outdir.resolve(), cluster.nodes)]
     if not layout.by_engine:  # ranks an engine's own processes meet through it, not at MASTER_ADDR:MASTER_PORT
-        needs.append(rendezvous_port(args.master_port, first_node(allocation_nodes(), args.hostfile)))
+        needs.append(rendezvous_port(cluster.master_port, first_node(allocation_nodes(), cluster.hostfile)))
     print("\n".join(n.line() for n in needs))
-    if args.engine in ("mpirun", "all"):
+    if cluster.engine in ("mpirun", "all"):
         print(layout.mpirun())
-    if args.engine in ("srun", "all"):
+    if cluster.engine in ("srun", "all"):
         print(layout.srun())
     print(f"# afterwards: rank 0 has written {out}/results.jsonl and {out}/run.json, the other ranks {out}/ranks/")
     return 0
@@ -102,8 +119,8 @@ def run(args: argparse.Namespace) -> int:
 class Layout:
     """The command lines for one plan: N nodes x G ranks, on the nodes or in containers."""
 
-    def __init__(self, args: argparse.Namespace, platform: Platform, out: str, plan: Plan) -> None:
-        self.args, self.platform, self.out, self.backend = args, platform, out, plan.backend
+    def __init__(self, cluster: Cluster, platform: Platform, out: str, plan: Plan, image: str | None) -> None:
+        self.cluster, self.platform, self.out, self.backend = cluster, platform, out, plan.backend
         launcher, declared = launcher_of(plan.backend), declaration_of(plan.backend)
         # an engine that is a program of its own (mpirun): the ranks are its processes and meet through it
         self.by_engine = not launcher.module
@@ -111,8 +128,8 @@ class Layout:
         self.rank_env = dict(declared.rank_environment)  # the backend's own, with the default a site's unset gets
         self.passed = (*self.rendezvous, *self.rank_env, *RANK_PASS)
         self.install_hint = declared.install_hint
-        self.n, self.g = args.ranks, args.gpus_per_node
-        self.image = args.image or platform.image
+        self.n, self.g = cluster.ranks, cluster.gpus_per_node
+        self.image = image or platform.image
         # on the nodes: this Python (the one with deepbench here; a shared install puts it at the same
         # path on every node); in a container: the image's
         where = f"{HARNESS} {shlex.quote(out + '/plan.json')} {shlex.quote(out)}"
@@ -127,12 +144,12 @@ class Layout:
         if not self.rendezvous:
             return f"export {THREADS}"
         own = "".join(f"{name}=${{{name}:-{value}}} " for name, value in self.rank_env.items())
-        return f"export MASTER_ADDR={master} MASTER_PORT={self.args.master_port} {own}{THREADS}"
+        return f"export MASTER_ADDR={master} MASTER_PORT={self.cluster.master_port} {own}{THREADS}"
 
     def mpirun(self) -> str:
-        hostfile = self.args.hostfile
+        hostfile = self.cluster.hostfile
         first = "$(head -n1 " + shlex.quote(hostfile) + " | cut -d' ' -f1 | cut -d: -f1)"
-        needs = [hostfile_need(hostfile, self.args.nodes)]
+        needs = [hostfile_need(hostfile, self.cluster.nodes)]
         try:
             mpiexec = find_mpiexec(self.install_hint)
             flavour, version = mpiexec_flavour(mpiexec)
@@ -189,11 +206,11 @@ class Layout:
             needs.append(need)
             pmi = f" --mpi={plugin}"
         gpus = f" --gpus-per-node={self.g}" if self.platform.gpus or self.platform.devices else ""
-        base = f"srun --nodes={self.args.nodes} --ntasks={self.n} --ntasks-per-node={self.g}{gpus}{pmi}"
+        base = f"srun --nodes={self.cluster.nodes} --ntasks={self.n} --ntasks-per-node={self.g}{gpus}{pmi}"
         pyxis = f"{base} --container-image={self.image} --container-mounts={self.out}:{self.out} {self.in_image}"
         return "\n".join(
             [
-                f"# --- Slurm, in an allocation (salloc --nodes={self.args.nodes} --ntasks-per-node={self.g}, "
+                f"# --- Slurm, in an allocation (salloc --nodes={self.cluster.nodes} --ntasks-per-node={self.g}, "
                 "or an sbatch script) ---",
                 *(n.line() for n in needs),
                 self.exports('$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n1)'),

@@ -24,7 +24,7 @@ import argparse
 from pathlib import Path
 
 from ..errors import UserError
-from ..launch.signals import stop_on_signals
+from ..launch.running.signals import stop_on_signals
 from ..option_types import real
 from ..render.display import make_console
 from ..submission.verify import (

@@ -14,7 +14,7 @@ from rich.markup import escape as rich_escape
 
 from deepbench.kernels.catalog import KERNEL_CLASSES, traits_of
 
-from ..analysis.compare import Comparison, Ratio, phrase, versus
+from ..analysis.compare import Comparison, Ratio, Row, phrase, versus
 from ..analysis.flagged import flagged_text
 from ..analysis.like_for_like import energy_ratio
 from ..analysis.sources import Entry, Source, label_line
@@ -47,8 +47,6 @@ def compare_tables(cmp: Comparison) -> list[Table]:
     and a note. When the baseline is a published reference, only the kernels some other source
     has are rows (the reference's other kernels are counted apart)."""
     out = []
-    multi = len(cmp.others) > 1
-    base = cmp.base.label
     for op in KERNEL_CLASSES:
         rows_in = [
             r
@@ -57,74 +55,90 @@ def compare_tables(cmp: Comparison) -> list[Table]:
         ]
         if not rows_in:
             continue
-        collective = traits_of(op).collective  # matched by rank count: the ranks are a column
-        fields = list(KERNEL_CLASSES[op].FIELDS) + (["ranks"] if collective else [])
-        words = cmp.base.kind == "reference"  # a published baseline: its sheet's own precision words beside ours
-        headers = ["set", "application"] + fields + ["prec"] + ([f"{base} prec"] if words else []) + [f"{base} (us)"]
-        droppable = ["set", "application"] + ([f"{base} prec"] if words else [])
         # --energy: the energy-per-call ratio beside the time ratio, for the sides where some row has it on both
         energy = [any(energy_ratio(r.base, r.others[i]) is not None for r in rows_in) for i in range(len(cmp.others))]
-        for o, with_energy in zip(cmp.others, energy, strict=True):
-            tag = f" [{o.label}]" if multi else ""
-            headers += [
-                f"{o.label} prec" if not multi else f"prec{tag}",
-                f"{o.label} (us)",
-                f"ratio {o.label}/{base}",
-                *([energy_header(o.label, base)] if with_energy else []),
-                f"95% interval{tag}",
-                versus(o, cmp.base),
-                f"note{tag}",
-            ]
-            droppable = ([energy_header(o.label, base)] if with_energy else []) + droppable
-            droppable += [
-                f"95% interval{tag}",
-                f"{o.label} prec" if not multi else f"prec{tag}",
-                f"ratio {o.label}/{base}",
-            ]
-        rows = []
-        for r in rows_in:
-            e = r.any
-            app = e.kernel.application or e.extra.get("application", "")
-            row = [SET_SHORT.get(e.kernel.set, e.kernel.set), app] + [_param(v) for v in e.kernel.params().values()]
-            if collective:
-                row.append(str(e.extra.get("ranks", "")))
-            b = r.base
-            compared = next((x for x in r.ratios if x is not None), None)  # every ratio: the same directions
-            row += [b.precision if b else ""] + ([_prec_words(b)] if words else [])
-            row += [_time(b, compared.base_us if compared else None)]
-            for other, ratio, label, with_energy in zip(
-                r.others, r.ratios, (o.label for o in cmp.others), energy, strict=False
-            ):
-                ratio_txt, interval, verdict = _fmt_ratio(ratio)
-                note = (
-                    ratio.note
-                    if ratio
-                    else (
-                        "missing"
-                        if other is None
-                        else f"{other.status}: {other.reason}"
-                        if not other.ok
-                        else f"baseline {b.status}"
-                        if b and not b.ok
-                        else ""
-                    )
-                )
-                prec = ""
-                if other is not None:
-                    prec = other.precision + (
-                        f" ({other.precision_text})"
-                        if other.precision_text and other.precision_text != (b.precision_text if b else "")
-                        else ""
-                    )
-                doubts = "; ".join(d for d in (flagged_text(cmp.base.label, b), flagged_text(label, other)) if d)
-                note = "; ".join(n for n in (note, doubts) if n)
-                joules = energy_ratio(b, other) if with_energy else None
-                energy_txt = [] if not with_energy else ["" if joules is None else f"{joules:.3f}"]
-                row += [prec, _time(other, ratio.other_us if ratio else None), ratio_txt, *energy_txt]
-                row += [interval, verdict, note]
-            rows.append(row)
+        headers, droppable = _headers(cmp, op, energy)
+        rows = [_row(cmp, r, traits_of(op).collective, energy) for r in rows_in]
         out.append(Table(op, traits_of(op).title, headers, rows, tuple(droppable)))
     return out
+
+
+def _headers(cmp: Comparison, op: str, energy: list[bool]) -> tuple[list[str], list[str]]:
+    """An operation's table headers, and those a narrow terminal may drop (least needed first)."""
+    multi, base = len(cmp.others) > 1, cmp.base.label
+    collective = traits_of(op).collective  # matched by rank count: the ranks are a column
+    fields = list(KERNEL_CLASSES[op].FIELDS) + (["ranks"] if collective else [])
+    words = cmp.base.kind == "reference"  # a published baseline: its sheet's own precision words beside ours
+    headers = ["set", "application"] + fields + ["prec"] + ([f"{base} prec"] if words else []) + [f"{base} (us)"]
+    droppable = ["set", "application"] + ([f"{base} prec"] if words else [])
+    for o, with_energy in zip(cmp.others, energy, strict=True):
+        tag = f" [{o.label}]" if multi else ""
+        headers += [
+            f"{o.label} prec" if not multi else f"prec{tag}",
+            f"{o.label} (us)",
+            f"ratio {o.label}/{base}",
+            *([energy_header(o.label, base)] if with_energy else []),
+            f"95% interval{tag}",
+            versus(o, cmp.base),
+            f"note{tag}",
+        ]
+        droppable = ([energy_header(o.label, base)] if with_energy else []) + droppable
+        droppable += [
+            f"95% interval{tag}",
+            f"{o.label} prec" if not multi else f"prec{tag}",
+            f"ratio {o.label}/{base}",
+        ]
+    return headers, droppable
+
+
+def _row(cmp: Comparison, r: Row, collective: bool, energy: list[bool]) -> list[str]:
+    """One kernel's row: its parameters, the baseline's time, then each other source's cells."""
+    e = r.any
+    app = e.kernel.application or e.extra.get("application", "")
+    row = [SET_SHORT.get(e.kernel.set, e.kernel.set), app] + [_param(v) for v in e.kernel.params().values()]
+    if collective:
+        row.append(str(e.extra.get("ranks", "")))
+    b = r.base
+    compared = next((x for x in r.ratios if x is not None), None)  # every ratio: the same directions
+    row += [b.precision if b else ""] + ([_prec_words(b)] if cmp.base.kind == "reference" else [])
+    row += [_time(b, compared.base_us if compared else None)]
+    for other, ratio, label, with_energy in zip(
+        r.others, r.ratios, (o.label for o in cmp.others), energy, strict=False
+    ):
+        row += _other_cells(cmp.base.label, b, other, ratio, label, with_energy)
+    return row
+
+
+def _other_cells(
+    base: str, b: Entry | None, other: Entry | None, ratio: Ratio | None, label: str, with_energy: bool
+) -> list[str]:
+    """One other source's cells in a row: its precision, time, ratio, energy ratio, interval, verdict, note."""
+    ratio_txt, interval, verdict = _fmt_ratio(ratio)
+    note = (
+        ratio.note
+        if ratio
+        else (
+            "missing"
+            if other is None
+            else f"{other.status}: {other.reason}"
+            if not other.ok
+            else f"baseline {b.status}"
+            if b and not b.ok
+            else ""
+        )
+    )
+    prec = ""
+    if other is not None:
+        prec = other.precision + (
+            f" ({other.precision_text})"
+            if other.precision_text and other.precision_text != (b.precision_text if b else "")
+            else ""
+        )
+    doubts = "; ".join(d for d in (flagged_text(base, b), flagged_text(label, other)) if d)
+    note = "; ".join(n for n in (note, doubts) if n)
+    joules = energy_ratio(b, other) if with_energy else None
+    energy_txt = [] if not with_energy else ["" if joules is None else f"{joules:.3f}"]
+    return [prec, _time(other, ratio.other_us if ratio else None), ratio_txt, *energy_txt, interval, verdict, note]
 
 
 def energy_header(label: str, base: str) -> str:

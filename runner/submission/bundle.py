@@ -19,8 +19,9 @@ from ...kernels.results_file import exists, read_bytes, read_results
 from ...kernels.system import SystemDescription, VendorFields
 from ..backend_options import backend_args
 from ..errors import UserError
-from ..launch.local import LOG_FILE
-from ..launch.modes import MODES
+from ..launch.running.local import LOG_FILE
+from ..launch.running.measurement import DEFAULT_KERNEL_TIMEOUT_S
+from ..launch.running.modes import MODES
 from ..outpaths import check_replaceable, remove_own_files, why_failed
 from ..platforms import get_platform
 from . import layout
@@ -28,7 +29,6 @@ from .image import image_source
 from .layout import DEFAULT_LIMITS
 from .manifest import LINE, unsafe_path, write_manifest
 
-DEFAULT_KERNEL_TIMEOUT_S = 600.0
 PARTIAL_SUFFIX = ".partial"  # a bundle is written in .NAME.XXXX.partial, then renamed NAME
 
 

@@ -48,7 +48,7 @@ from ...kernels.suites import SelectionError
 from ...kernels.system import SYSTEM_SCHEMA, SystemDescription
 from ..analysis.flagged import DOUBT_FLAGS
 from ..errors import UserError
-from ..launch.planning import declared_items
+from ..launch.running.planning import declared_items
 from . import layout
 from .check_report import Bundle, Problem, Report
 from .layout import DEFAULT_LIMITS, MANIFEST, Limits, SubmissionIndex

@@ -33,8 +33,8 @@ def image_source(
     # An image that came from a registry can be pulled from there again by the digest it has.
     registry = next((r for r in run_image.get("repo_digests") or [] if "@sha256:" in r), None)
     if archive or push_to:
-        from ..launch import image_archive
-        from ..launch.docker_client import connect
+        from ..launch.images import image_archive
+        from ..launch.images.docker_client import connect
 
         client = connect()
         if archive is not None:

@@ -29,7 +29,7 @@ HEX64 = set("0123456789abcdef")
 @lru_cache(maxsize=1)
 def own_hashes() -> dict[str, str]:
     """What this tool computes for its own source: the harness (deepbench.kernels) and runner packages."""
-    from ..launch.provenance import RUNNER_DIR
+    from ..launch.running.provenance import RUNNER_DIR
 
     return {"harness_sha256": harness_sha256(), "runner_sha256": package_sha256(RUNNER_DIR)}
 

@@ -45,18 +45,18 @@ from ...kernels.results_file import read_results, write_atomic
 from ...kernels.system import SystemDescription
 from ..backend_options import replayed
 from ..errors import UserError
-from ..launch import run_folder
-from ..launch.local import LocalHarness
-from ..launch.provenance import command_line, with_host_facts
-from ..launch.run_folder import RunFolder
-from ..launch.signals import Stopped
-from ..launch.supervise import supervise
+from ..launch.running import run_folder
+from ..launch.running.local import LocalHarness
+from ..launch.running.provenance import command_line, with_host_facts
+from ..launch.running.run_folder import RunFolder
+from ..launch.running.signals import Stopped
+from ..launch.running.supervise import supervise
 from ..option_types import usable_cpus
 from ..platforms import get_platform
 from ..render.display import RunProgress
 from ..setting_ranges import out_of_range
 from . import layout
-from .checker import check_bundle
+from .checker import Bundle, check_bundle
 from .layout import SubmissionIndex
 from .show import print_report
 
@@ -266,7 +266,8 @@ def _container_starter(
     this version's labels and harness hash (a hard refusal otherwise: there is no --force-image
     here). The image the bundle names is never pulled, loaded or run (it is the submitter's code)."""
     try:
-        from ..launch import container
+        from ..launch.images import container
+        from ..launch.images.container_options import ContainerOptions
     except ImportError as exc:
         raise UserError(f"this installation cannot run containers ({exc}): verify with --local") from None
 
@@ -274,7 +275,7 @@ def _container_starter(
         console.print(line, highlight=False, markup=False)
 
     return container.container_starter(
-        plan_path, outdir, get_platform(plan.platform), image=image, own_only=True, log=log
+        plan_path, outdir, get_platform(plan.platform), ContainerOptions(image=image), own_only=True, log=log
     )
 
 
@@ -302,23 +303,8 @@ def verify_bundle(
     image: str | None = None,
     allow_modified: bool = False,
 ) -> VerifyReport:
-    report = check_bundle(root, allow_modified=allow_modified)
-    if not report.ok:
-        print_report(console, report)
-        raise UserError("verify needs a bundle that passes deepbench check (see the problems above)", exit_code=1)
-    bundle = report.bundle
-    assert bundle.plan is not None and bundle.run is not None and bundle.index is not None
-    index = bundle.index  # as narrowed here, for the closure below
-    submitted = read_results(root / layout.RESULTS)  # checked above; verify compares every one
-    if not local and bundle.index.local:
-        raise UserError("this submission was run with --local (no container image): verify it with --local")
-    if local:
-        problems = out_of_range(bundle.plan.settings, cpus=usable_cpus())
-        if problems:
-            raise UserError(
-                f"the bundle's run settings are outside what deepbench-run accepts here "
-                f"({'; '.join(problems)}): not re-run"
-            )
+    bundle, submitted = _checked_bundle(root, local, console, allow_modified)
+    assert bundle.plan is not None and bundle.index is not None  # _checked_bundle's
     stamp = f"{datetime.now(timezone.utc):%Y%m%d-%H%M%S}"
     outdir = out or DEFAULT_VERIFY_DIR / f"{bundle.plan.run_id}-{stamp}"
     # The very choices the submission's backends made (its results name them, e.g. a library's
@@ -356,8 +342,42 @@ def verify_bundle(
         return _rerun(sub, container_for, console, quiet)[1]
 
     comparisons = judge(submitted, rerun, rule, remeasure)
+    differences = environment_differences(bundle.system, record.system)
+    if not local:
+        differences += filter(None, [image_difference(bundle.index, record.provenance.image)])
+    result = _report(root, outdir, local, rule, comparisons, differences)
+    write_atomic(outdir / REPORT_FILE, result.model_dump_json(indent=1) + "\n")
+    return result
+
+
+def _checked_bundle(
+    root: Path, local: bool, console: Console, allow_modified: bool
+) -> tuple[Bundle, list[KernelResult]]:
+    """The bundle and its results, when it passes `deepbench check` and can be re-run here as it ran."""
+    report = check_bundle(root, allow_modified=allow_modified)
+    if not report.ok:
+        print_report(console, report)
+        raise UserError("verify needs a bundle that passes deepbench check (see the problems above)", exit_code=1)
+    bundle = report.bundle
+    assert bundle.plan is not None and bundle.run is not None and bundle.index is not None
+    submitted = read_results(root / layout.RESULTS)  # checked above; verify compares every one
+    if not local and bundle.index.local:
+        raise UserError("this submission was run with --local (no container image): verify it with --local")
+    if local:
+        problems = out_of_range(bundle.plan.settings, cpus=usable_cpus())
+        if problems:
+            raise UserError(
+                f"the bundle's run settings are outside what deepbench-run accepts here "
+                f"({'; '.join(problems)}): not re-run"
+            )
+    return bundle, submitted
+
+
+def _report(
+    root: Path, outdir: Path, local: bool, rule: ToleranceRule, comparisons: list[Comparison], differences: list[str]
+) -> VerifyReport:
     count = Counter(c.verdict for c in comparisons)
-    result = VerifyReport(
+    return VerifyReport(
         bundle=str(root),
         rerun=str(outdir),
         local=local,
@@ -365,14 +385,9 @@ def verify_bundle(
         agree=count["agree"],
         disagree=count["disagree"],
         unverifiable=count["unverifiable"],
-        environment_differences=[
-            *environment_differences(bundle.system, record.system),
-            *filter(None, [None if local else image_difference(index, record.provenance.image)]),
-        ],
+        environment_differences=differences,
         comparisons=comparisons,
     )
-    write_atomic(outdir / REPORT_FILE, result.model_dump_json(indent=1) + "\n")
-    return result
 
 
 def longer(settings: Settings) -> Settings:

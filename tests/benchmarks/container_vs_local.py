@@ -25,8 +25,8 @@ from pathlib import Path
 
 from deepbench.kernels.results import Status
 from deepbench.kernels.results_file import read_results
-from deepbench.runner.launch.container import run_options
-from deepbench.runner.launch.docker_client import connect
+from deepbench.runner.launch.images.container import run_options
+from deepbench.runner.launch.images.docker_client import connect
 from deepbench.runner.platforms import get_platform
 
 GOAL_RATIO = (0.97, 1.03)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 CHILD = r"""
 import json, sys, torch
-from deepbench.kernels.backends.pytorch import TorchBackend
+from deepbench.kernels.backends.pytorch.backend import TorchBackend
 from deepbench.kernels.catalog import by_id
 from deepbench.kernels.precision import Precision
 from deepbench.kernels.results import Settings

@@ -69,7 +69,7 @@ from deepbench.kernels.timing import cuda as cuda_timer
 from deepbench.kernels.timing import cupti
 from deepbench.kernels.timing.cupti_kernel import METHOD_KERNELS
 from deepbench.kernels.timing.warmup import warm_up
-from deepbench.runner.launch.modes import MODES
+from deepbench.runner.launch.running.modes import MODES
 
 HERE = Path(__file__).resolve().parent
 GEMM_PRECISIONS = ("fp32", "tf32", "fp16", "bf16")

@@ -30,6 +30,9 @@ LOG=$OUT/pace.log
 TIMES=$OUT/deepbench-binaries.tsv
 export PYTHONUNBUFFERED=1 XDG_CACHE_HOME=$WORK/xdg
 say() { echo "$*" | tee -a "$LOG"; }
+# A cold sitting starts from no engine db at all: the shipped one (kernels/backends/cudnn/find_db/, filled from
+# earlier sittings) is set aside on this copy of the tree, or its entries would make the cold runs warm.
+mkdir -p "$WORK/shipped-db-aside"; mv kernels/backends/cudnn/find_db/*.json "$WORK/shipped-db-aside/" 2>/dev/null
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
   >>"$LOG" 2>&1 || { say "wheels in .whl/ did not install"; exit 1; }
 export PYTHONPATH=/tmp/site

@@ -65,7 +65,7 @@ class Communicator(ABC):
     # The library's communicator configuration, for the record ('' where there is nothing to say).
     comm_config: str = ""
     # Set when a collective raised (a rank died or timed out): the group cannot be used again, and
-    # the harness restarts every rank (harness __main__, runner/launch/supervise.py).
+    # the harness restarts every rank (harness __main__, runner/launch/running/supervise.py).
     broken: str = ""
 
     def guarded(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

@@ -21,7 +21,7 @@ US_PER_S = 1e6
 # are exact in float32, and they are never zeros or constants.
 VALUE_MAX = 8
 MAX_EXACT_RANKS = 2**24 // VALUE_MAX
-# The engines that start collective ranks (runner/launch/ranks.py drives them): torchrun meets its ranks
+# The engines that start collective ranks (runner/launch/ranks/engines.py drives them): torchrun meets its ranks
 # at MASTER_ADDR:MASTER_PORT across nodes; mpirun (mpiexec) through its own launcher.
 # In a container with no network but the loopback, torchrun's ranks must keep their sockets on it (gloo
 # carries every rank's control messages, NCCL its bootstrap); MPICH's ranks copy through shared memory

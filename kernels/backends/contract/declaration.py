@@ -94,7 +94,7 @@ class BackendOptionsError(ValueError):
 
 @dataclass(frozen=True)
 class Launcher:
-    """An engine that starts a collective backend's ranks (runner/launch/ranks.py drives it): its
+    """An engine that starts a collective backend's ranks (runner/launch/ranks/engines.py drives it): its
     name, the Python module it runs as (`python -m MODULE`; '' where it is a program of its own, found
     beside the harness's Python or on PATH), the variables its ranks meet through across nodes, what
     its ranks need set inside a container (name, value), and whether it starts even a run of one rank

@@ -31,7 +31,7 @@ KERNEL_ARCH = "proc/sys/kernel/arch"
 MEMINFO = "proc/meminfo"
 THERMAL_GLOB = "sys/class/thermal/thermal_zone*"
 POLICY_GLOB = "sys/devices/system/cpu/cpufreq/policy*"
-EMULATED_CPUINFO_ENV = "DEEPBENCH_EMULATED_CPUINFO"  # set by runner/launch/emulation.py
+EMULATED_CPUINFO_ENV = "DEEPBENCH_EMULATED_CPUINFO"  # set by runner/launch/images/emulation.py
 QEMU_CPU_ENV = "QEMU_CPU"
 ARM_MACHINES = ("aarch64", "arm64", "armv7l", "armv8l", "armv6l")
 X86_MACHINES = ("x86_64", "amd64", "i386", "i686")
@@ -110,11 +110,12 @@ def emulation(machine: str | None = None, cpuinfo: str | None = None, kernel_arc
     if seen and seen != mine:
         evidence.append(f"process machine {machine} but /proc/cpuinfo describes {seen} processors")
     substituted = os.environ.get(EMULATED_CPUINFO_ENV)
-    if substituted:  # the runner's emulated-arm64 mount (runner/launch/emulation.py): cpuinfo is not the host's
+    if substituted:  # the runner's emulated-arm64 mount (runner/launch/images/emulation.py): cpuinfo is not the host's
         evidence.append(f"{EMULATED_CPUINFO_ENV}: {substituted}")
     emu = {"emulated": bool(evidence), "evidence": evidence, "process_machine": machine, "kernel_arch": kernel_arch}
     if evidence and os.environ.get(QEMU_CPU_ENV):
-        emu["emulated_cpu"] = os.environ[QEMU_CPU_ENV]  # the processor qemu-user emulates (runner/launch/emulation.py)
+        # the processor qemu-user emulates (runner/launch/images/emulation.py)
+        emu["emulated_cpu"] = os.environ[QEMU_CPU_ENV]
     return emu
 
 

@@ -1,5 +1,5 @@
 """What the mpi backend declares, importable without mpi4py: its binding and the engine of its ranks
-(mpirun or mpiexec, MPICH's or Open MPI's: runner/launch/ranks.py tells them apart)."""
+(mpirun or mpiexec, MPICH's or Open MPI's: runner/launch/ranks/engines.py tells them apart)."""
 
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..platforms import Platform
+from ...platforms import Platform
 
 CPUINFO_ENV = "DEEPBENCH_EMULATED_CPUINFO"
 QEMU_CPU_ENV = "QEMU_CPU"

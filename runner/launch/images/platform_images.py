@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 from deepbench.kernels import __version__
 from deepbench.kernels.provenance import harness_sha256, source_state
 
-from ..errors import UserError
-from ..platforms import PLATFORMS, Platform
+from ...errors import UserError
+from ...platforms import PLATFORMS, Platform
 from . import image_lock
 from .image_sources import COMMON_DIR, REPO, dockerfile, dockerfile_arg, pinned_base, record_base
 

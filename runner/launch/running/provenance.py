@@ -15,7 +15,7 @@ from deepbench.kernels.provenance import merge_provenance, package_sha256, sourc
 from deepbench.kernels.results import Plan, utcnow
 from deepbench.kernels.system import collect_system
 
-RUNNER_DIR = Path(__file__).resolve().parents[1]
+RUNNER_DIR = Path(__file__).resolve().parents[2]
 
 
 def command_line() -> str:

@@ -9,7 +9,7 @@ import os
 import shutil
 from typing import TYPE_CHECKING
 
-from ..errors import UserError
+from ...errors import UserError
 
 if TYPE_CHECKING:
     import docker

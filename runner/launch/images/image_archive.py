@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import UserError
-from .images import find
+from ...errors import UserError
+from .platform_images import find
 
 if TYPE_CHECKING:
     import docker

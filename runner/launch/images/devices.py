@@ -21,8 +21,8 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from ..errors import UserError
-from ..platforms import Platform
+from ...errors import UserError
+from ...platforms import Platform
 from .docker_client import LOCAL_HINT
 from .emulation import is_emulated
 

@@ -25,13 +25,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UserError
-from ..platforms import Platform
-from . import images
+from ...errors import UserError
+from ...platforms import Platform
+from ..running.local import LOG_FILE
+from . import platform_images
+from .container_options import (
+    DEFAULT_PIDS_LIMIT,
+    MEMORY_SHARE,
+    NO_LIMIT,
+    ContainerOptions,
+    check_memory,
+    check_pids_limit,
+)
 from .devices import check_host
 from .docker_client import LOCAL_HINT, connect
 from .emulation import container_additions
-from .local import LOG_FILE
 
 if TYPE_CHECKING:
     import docker
@@ -48,12 +56,8 @@ PASSTHROUGH_ENV = ("DEEPBENCH_FAULT",)
 # Devices used when the host has them; a platform's own `devices` are required.
 OPTIONAL_DEVICES = {"intel": ("/dev/dri",)}
 OOM_NOTE = "the container ran out of memory (its cgroup's out-of-memory killer ended the harness)"
-# Threads count as processes here: a rank's OpenMP and PyTorch pools hold about two threads per core,
-# so this leaves room for 8 ranks on a 512-core host and still stops a process that forks without end.
-DEFAULT_PIDS_LIMIT = 16384
-MEMORY_SHARE = 0.9  # of the host's memory, by default: an out-of-memory kill ends the container, not the host's work
-NO_LIMIT = ("none", "0")
 FALLBACK_USER = "65534:65534"  # nobody: for an image whose own user is root or only a name
+NO_OPTIONS = ContainerOptions()  # the platform's own image, found or built, with the default limits
 NO_NVIDIA_RUNTIME = (
     "could not select device driver",
     "nvidia-container-cli",
@@ -87,17 +91,11 @@ def give_results_folder(outdir: Path, user: str) -> None:
 
 def _memory_limit(memory: str | None) -> str | None:
     """--memory as docker takes it: the default share of this host's memory, none, or SIZE."""
-    from docker.errors import DockerException
-    from docker.utils import parse_bytes
-
     if memory is None:
         return str(int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") * MEMORY_SHARE))
     if memory.strip().lower() in NO_LIMIT:
         return None
-    try:
-        parse_bytes(memory)
-    except DockerException:
-        raise UserError(f"--memory takes a size such as 8g or 512m (or none), not '{memory}'") from None
+    check_memory(memory)
     return memory
 
 
@@ -173,9 +171,8 @@ def run_options(
     if limit:
         opts["mem_limit"] = limit
         opts["memswap_limit"] = limit  # no swap beyond the limit: an OOM is an OOM
+    check_pids_limit(pids_limit)
     pids = DEFAULT_PIDS_LIMIT if pids_limit is None else pids_limit
-    if pids < 0:
-        raise UserError(f"--pids-limit takes a positive number (0: no limit), not {pids}")
     if pids:
         opts["pids_limit"] = pids
     return opts
@@ -290,30 +287,13 @@ class ContainerStarter:
         return ContainerHarness(self.client, self.options, self.outdir)
 
 
-def parse_env(pairs: list[str] | None) -> dict[str, str]:
-    env = {}
-    for pair in pairs or []:
-        name, sep, value = pair.partition("=")
-        if not sep or not name:
-            raise UserError(f"--env takes NAME=VALUE, not '{pair}'")
-        env[name] = value
-    return env
-
-
 def container_starter(
     plan_path: Path,
     outdir: Path,
     platform: Platform,
+    options: ContainerOptions = NO_OPTIONS,
     *,
-    image: str | None = None,
-    want_pull: bool = False,
-    want_build: bool = False,
     env: dict[str, str] | None = None,
-    memory: str | None = None,
-    pids_limit: int | None = None,
-    base_image: str | None = None,
-    wheelhouse: Path | None = None,
-    force_image: bool = False,
     log: Callable[[str], None] = print,
     recorded: dict[str, Any] | None = None,
     own_only: bool = False,
@@ -325,33 +305,49 @@ def container_starter(
     check_host(platform, log)  # before anything is built or pulled
     client = connect()
     if own_only:  # deepbench verify: only an image of this installation's recipe and harness, never pulled
-        return _own_starter(client, plan_path, outdir, platform, image, env, memory, pids_limit, log)
+        img, ref = _own_image(client, platform, options.image, log)
+        return _starter(client, img, ref, plan_path, outdir, platform, options, env)
     recorded = recorded or _recorded(outdir)
-    if recorded and not (image or want_pull or want_build):
-        found = images.find(client, recorded["id"])
-        if found is None:
-            raise UserError(
-                f"this run started in image {recorded['tag']} ({recorded['id'][:19]}), which is no longer "
-                f"here: rebuild or pull it, or continue in another with --image REF"
-            )
-        ref, img = recorded["tag"], found
-    else:
-        ref = image or platform.image
-        existed = not (want_build or want_pull) and images.find(client, ref) is not None
-        img = images.ensure(
-            client,
-            platform,
-            ref,
-            want_pull=want_pull,
-            want_build=want_build,
-            base_image=base_image,
-            wheelhouse=wheelhouse,
-            log=log,
+    wanted = options.image or options.pull or options.build
+    img, ref = (
+        _recorded_image(client, recorded) if recorded and not wanted else _asked_image(client, platform, options, log)
+    )
+    return _starter(client, img, ref, plan_path, outdir, platform, options, env)
+
+
+def _recorded_image(client: Any, recorded: dict[str, Any]) -> tuple[Any, str]:
+    """The image a resumed run started in, by id."""
+    found = platform_images.find(client, recorded["id"])
+    if found is None:
+        raise UserError(
+            f"this run started in image {recorded['tag']} ({recorded['id'][:19]}), which is no longer "
+            f"here: rebuild or pull it, or continue in another with --image REF"
         )
-        built = want_build or (not existed and ref == platform.image)
-        if not built:  # an image built just now is what was asked for
-            images.check_image(img, ref, platform, own=image is None, force=force_image, log=log)
-    return _starter(client, img, ref, plan_path, outdir, platform, env, memory, pids_limit)
+    return found, recorded["tag"]
+
+
+def _asked_image(
+    client: Any, platform: Platform, options: ContainerOptions, log: Callable[[str], None]
+) -> tuple[Any, str]:
+    """The image --image names (or the platform's), pulled or built as asked or where missing, and
+    checked to be one of this platform and version unless it was built just now."""
+    ref = options.image or platform.image
+    existed = not (options.build or options.pull) and platform_images.find(client, ref) is not None
+    img = platform_images.ensure(
+        client,
+        platform,
+        ref,
+        want_pull=options.pull,
+        want_build=options.build,
+        base_image=options.base_image,
+        wheelhouse=options.wheelhouse,
+        log=log,
+    )
+    built = options.build or (not existed and ref == platform.image)
+    if not built:  # an image built just now is what was asked for
+        check = platform_images.check_image
+        check(img, ref, platform, own=options.image is None, force=options.force_image, log=log)
+    return img, ref
 
 
 def _starter(
@@ -361,44 +357,36 @@ def _starter(
     plan_path: Path,
     outdir: Path,
     platform: Platform,
+    asked: ContainerOptions,
     env: dict[str, str] | None,
-    memory: str | None,
-    pids_limit: int | None,
 ) -> ContainerStarter:
     user = container_user((img.attrs.get("Config") or {}).get("User", ""))
-    options = run_options(platform, img.id, plan_path, outdir, env, memory, user=user, pids_limit=pids_limit)
+    options = run_options(
+        platform, img.id, plan_path, outdir, env, asked.memory, user=user, pids_limit=asked.pids_limit
+    )
     give_results_folder(outdir, user)
-    info = {**images.provenance(img, ref), "user": user}
+    info = {**platform_images.provenance(img, ref), "user": user}
     (outdir / CONTAINER_FILE).write_text(json.dumps(info, indent=1) + "\n")
     return ContainerStarter(client, options, outdir, provenance=info)
 
 
-def _own_starter(
-    client: Any,
-    plan_path: Path,
-    outdir: Path,
-    platform: Platform,
-    image: str | None,
-    env: dict[str, str] | None,
-    memory: str | None,
-    pids_limit: int | None,
-    log: Callable[[str], None],
-) -> ContainerStarter:
+def _own_image(client: Any, platform: Platform, image: str | None, log: Callable[[str], None]) -> tuple[Any, str]:
     """The verifier's own image: the platform's tag (built here from the project's recipe when
     missing) or the image the verifier names, present here (never pulled); either must carry this
     version's platform label and harness hash, else a hard refusal (no --force-image)."""
     ref = image or platform.image
     if image is not None:
-        img = images.find(client, ref)
+        img = platform_images.find(client, ref)
         if img is None:
             raise UserError(
                 f"--image {ref} is not here: verify runs only an image built here (deepbench images build "
                 f"--platform {platform.name}), never one it would have to pull"
             )
     else:
-        img = images.ensure(client, platform, ref, log=log)
-    images.check_image(img, ref, platform, own=True, force=False, log=log, hint="verify runs only this tool's image")
-    return _starter(client, img, ref, plan_path, outdir, platform, env, memory, pids_limit)
+        img = platform_images.ensure(client, platform, ref, log=log)
+    hint = "verify runs only this tool's image"
+    platform_images.check_image(img, ref, platform, own=True, force=False, log=log, hint=hint)
+    return img, ref
 
 
 def _recorded(outdir: Path) -> dict[str, Any] | None:

@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ..errors import UserError
-from ..platforms import Platform
+from ...errors import UserError
+from ...platforms import Platform
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 IMAGES_DIR = REPO / "images"
 COMMON_DIR = IMAGES_DIR / "common"
 BASE_LOCK = "base.lock"

@@ -1,6 +1,6 @@
 """A plan's items: the selected kernels, each in the precisions asked for or the platform's.
 
-Kept apart from the `deepbench-run` command (runner/launch/run.py) because the submission checker
+Kept apart from the `deepbench-run` command (runner/launch/running/run.py, request.py) because the submission checker
 re-derives a plan's items the same way (`declared_items`) and must not load a command-line
 module to do so."""
 
@@ -13,8 +13,8 @@ from deepbench.kernels.precision import Precision
 from deepbench.kernels.results import Plan, PlanItem
 from deepbench.kernels.suites import SelectionError
 
-from ..platforms import Platform, get_platform
-from ..selection import KernelSelection
+from ...platforms import Platform, get_platform
+from ...selection import KernelSelection
 
 
 def default_precisions(kernels: Sequence[Kernel], platform: Platform) -> dict[str, tuple[str, ...]]:

@@ -1,4 +1,6 @@
-"""A run's folder, made for a new run or reopened by --resume, with one writer at a time.
+"""A run's folder, made for a new run or reopened by --resume, with one writer at a time; and the
+results options that name it (--out, --resume, --retry, --quiet) with the run's mode they make (a new
+run, or a resume with what it measures again and how its ranks start).
 
 A new run takes the folder's lock, writes plan.json and a first run.json (state `running`, how
 the run is launched: local or container, the plan's SHA-256, its first segment), all atomically.
@@ -6,7 +8,7 @@ the run is launched: local or container, the plan's SHA-256, its first segment),
 
 - plan.json must be the plan the run started with (its SHA-256 against run.json's);
 - options given with --resume must not contradict the run (another suite, --fast, --local on a
-  container run ...): the plan and how it runs are fixed when it starts;
+  container run ...): the plan and how it runs are fixed when it starts (resume_checks.py);
 - results.jsonl must hold one result per kernel, all of the plan: duplicates (two writers) or
   results of kernels the plan lacks stop the resume with exit 2 and what to do;
 - a partial last line (a kill or a full disk mid-write) and damaged lines elsewhere are set aside
@@ -29,15 +31,14 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from deepbench.kernels.folder_lock import HARNESS_LOCK, RUN_LOCK, FolderLock, Locked, describe, probe
 from deepbench.kernels.format_versions import FormatVersionError, read_model
 from deepbench.kernels.harness.protocol import ExitCode
 from deepbench.kernels.harness.record import build_record, read_record, write_record
-from deepbench.kernels.precision import parse_precisions
 from deepbench.kernels.provenance import items_sha256, kernel_identity
-from deepbench.kernels.results import PLAN_FILE, RESULTS_FILE, Plan, RunRecord, Segment, utcnow
+from deepbench.kernels.results import PLAN_FILE, RESULTS_FILE, Plan, RunRecord, Segment, Status, utcnow
 from deepbench.kernels.results_file import (
     COMPRESSED_SUFFIX,
     REJECTED_FILE,
@@ -50,15 +51,92 @@ from deepbench.kernels.results_file import (
     write_atomic,
 )
 from deepbench.kernels.results_file import exists as results_file_exists
-from deepbench.kernels.suites import parse_ops
 
-from ..backend_options import option_conflicts
-from ..errors import UserError
-from ..outpaths import writable_folder
+from ...errors import UserError
+from ...outpaths import writable_folder
+from ..ranks.engines import launched_argv
 from .provenance import command_line, host_provenance
+from .resume_checks import conflicts, launch_mode
 
-LEGACY_LOCAL_MARKER = ".local"  # how folders made before run.json recorded it said --local
+if TYPE_CHECKING:
+    from .request import RunRequest
+
 HARNESS_WAIT_S = 20.0  # a harness left by a killed runner finishes its record within this
+DEFAULT_RESULTS = Path("deepbench-results")
+RETRY_STATUSES = (Status.FAILED.value, Status.TIMEOUT.value)
+
+
+def retry_statuses(text: str) -> tuple[str, ...]:
+    """--retry's value: statuses whose kernels a resume measures again."""
+    names = tuple(dict.fromkeys(x.strip() for x in text.split(",") if x.strip()))
+    wrong = [x for x in names if x not in RETRY_STATUSES]
+    if not names or wrong:
+        raise argparse.ArgumentTypeError(f"choose from {', '.join(RETRY_STATUSES)} (comma-separated), not {text!r}")
+    return names
+
+
+def add_results_arguments(parser: argparse.ArgumentParser) -> None:
+    out = parser.add_argument_group("results")
+    out.add_argument("--out", type=Path, metavar="DIR", help="results folder (default: ./deepbench-results/RUN_ID)")
+    out.add_argument("--resume", type=Path, metavar="DIR", help="continue the run in DIR where it stopped")
+    out.add_argument(
+        "--retry",
+        type=retry_statuses,
+        metavar="STATUSES",
+        help="with --resume: measure again the kernels whose result is one of these (comma-separated: "
+        f"{', '.join(RETRY_STATUSES)}); their old results are kept in {REJECTED_FILE}",
+    )
+    out.add_argument("--quiet", action="store_true", help="no per-kernel lines, only the tables")
+
+
+@dataclass(frozen=True)
+class ResultsOptions:
+    """Where a new run's results go (None: DEFAULT_RESULTS/RUN_ID) and how much is shown meanwhile."""
+
+    out: Path | None
+    quiet: bool
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> ResultsOptions:
+        return cls(out=args.out, quiet=args.quiet)
+
+
+@dataclass(frozen=True)
+class NewRun:
+    """A run planned from the command line, in a new folder."""
+
+
+@dataclass(frozen=True)
+class Resume:
+    """--resume FOLDER: the run in FOLDER continued where it stopped, measuring again the results of
+    the `retry` statuses (--retry), its ranks started by the cluster engine's command `launch`
+    (--launch, checked to run the harness on this folder's plan)."""
+
+    folder: Path
+    retry: tuple[str, ...] = ()
+    launch: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.launch:
+            launched_argv(self.launch, self.folder / PLAN_FILE, self.folder)  # a wrong command: said now
+
+
+RunMode = NewRun | Resume
+
+
+def mode_from(args: argparse.Namespace) -> RunMode:
+    """The run's mode: --launch and --retry continue a run, so they come with --resume."""
+    if args.resume is None:
+        if args.launch:
+            raise UserError(
+                "--launch starts the plan that deepbench launch-command wrote: name its folder with --resume"
+            )
+        if args.retry:
+            raise UserError(
+                "--retry measures again the failed or timed-out kernels of a run: name its folder with --resume"
+            )
+        return NewRun()
+    return Resume(args.resume, tuple(args.retry or ()), args.launch)
 
 
 @dataclass
@@ -150,7 +228,10 @@ def finish(folder: RunFolder, record: RunRecord, state: str) -> RunRecord:
 
 
 # ----- --resume -------------------------------------------------------------------------------
-def reopen(outdir: Path, args: argparse.Namespace, explicit: set[str]) -> RunFolder:
+def reopen(resume: Resume, request: RunRequest) -> RunFolder:
+    """The folder of the run to continue, checked and repaired, with a new segment open; the request
+    must ask nothing the run did not (resume_checks.py)."""
+    outdir = resume.folder
     if not (outdir / PLAN_FILE).exists():
         raise UserError(f"nothing to resume in {outdir}: it has no {PLAN_FILE} (was it made by deepbench-run?)")
     if only_compressed(outdir / RESULTS_FILE):
@@ -169,8 +250,8 @@ def reopen(outdir: Path, args: argparse.Namespace, explicit: set[str]) -> RunFol
         raise UserError(f"{outdir / PLAN_FILE} is not a valid plan: {str(exc).splitlines()[0]}") from None
     prior = read_record(outdir)
     _check_plan(outdir, plan, prior)
-    local = _launch_mode(outdir, prior, args, explicit)
-    problems = conflicts(args, explicit, plan, local, outdir)
+    local = launch_mode(outdir, prior, request, resume.launch)
+    problems = conflicts(request, plan, local, outdir)
     if problems:
         raise UserError(
             f"--resume continues the run as it was planned and launched, but {'; '.join(problems)}: "
@@ -180,7 +261,7 @@ def reopen(outdir: Path, args: argparse.Namespace, explicit: set[str]) -> RunFol
     image = prior.provenance.image if prior is not None else None
     folder.image = image if isinstance(image, dict) and {"id", "tag"} <= set(image) else None
     folder.notes, folder.done = _verify_and_repair(outdir, plan)
-    retry = set(getattr(args, "retry", None) or ())
+    retry = set(resume.retry)
     if retry:
         again = _writing(set_aside_for_retry, outdir / RESULTS_FILE, retry)
         folder.done -= again
@@ -213,101 +294,6 @@ def _check_plan(outdir: Path, plan: Plan, prior: RunRecord | None) -> None:
                 f"{outdir / PLAN_FILE} says {attr} {getattr(plan, attr)!r} but the run recorded "
                 f"{getattr(prior, attr)!r}: {fix}"
             )
-
-
-def _launch_mode(outdir: Path, prior: RunRecord | None, args: argparse.Namespace, explicit: set[str]) -> bool:
-    """Local or container, as the run recorded it (or an older folder's marker)."""
-    if prior is not None and prior.provenance.local is not None:
-        return prior.provenance.local
-    marker = outdir / LEGACY_LOCAL_MARKER
-    if marker.is_file():
-        return marker.read_text().strip() == "1"
-    if "local" in explicit:
-        return bool(args.local)
-    if getattr(args, "launch", None):  # a cluster's engine starts the ranks on its nodes (launch-command's plan)
-        return True
-    if "platform" in explicit:
-        return False
-    raise UserError(
-        f"{outdir} does not say whether it ran locally or in a container (no run.json): resume with "
-        "--local, or with --platform P for a container"
-    )
-
-
-# Options that define the plan: dest -> how the plan holds it.
-def _plan_values(plan: Plan) -> dict[str, Any]:
-    s, sel = plan.settings, plan.selection
-    return {
-        "suite": plan.suite,
-        "platform": plan.platform,
-        "backend": plan.backend,
-        "ops": sel.ops if sel else None,
-        "where": sel.where if sel else (),
-        "limit": sel.limit if sel else None,
-        "precision": sel.precisions if sel else None,
-        "batch": sel.batch if sel else None,
-        "seq": sel.seq if sel else None,
-        "mode": s.mode,
-        "time_cap": s.time_cap_s,
-        "target": s.target_rel_precision,
-        "warm_up": s.warm_up_s,
-        "kernel_timeout": s.kernel_timeout_s,
-        "threads": s.threads,
-        "seed": s.seed,
-        "cold": s.cold,
-        "verify_timing": s.verify_timing,
-        "kernel_time": s.kernel_time,
-        "ranks": s.ranks,
-        "inputs": s.inputs,
-        "energy": s.energy,
-        "energy_window": s.energy_window_s,
-        "lock_clocks": s.lock_clocks,
-    }
-
-
-def _given(dest: str, args: argparse.Namespace) -> Any:
-    value = getattr(args, dest)
-    if dest == "ops":
-        ops = parse_ops(value)
-        return tuple(ops) if ops else None
-    if dest == "where":
-        return tuple(value or ())
-    if dest == "precision":
-        return tuple(p.value for p in parse_precisions(value)) if value else None
-    return value
-
-
-CONTAINER_ONLY = ("image", "pull", "build", "base_image", "wheelhouse", "memory")
-OPTION_NAMES = {"mode": "--fast/--rigorous", "kernel_time": "--kernel-time/--no-kernel-time"}
-
-
-def _flag(dest: str) -> str:
-    return OPTION_NAMES.get(dest, "--" + dest.replace("_", "-"))
-
-
-def conflicts(args: argparse.Namespace, explicit: set[str], plan: Plan, local: bool, outdir: Path) -> list[str]:
-    """What the options given with --resume would change about the run (nothing may change)."""
-    out = []
-    planned = _plan_values(plan)
-    for dest in sorted(explicit & set(planned)):
-        try:
-            given = _given(dest, args)
-        except ValueError as exc:
-            out.append(f"{_flag(dest)}: {exc}")
-            continue
-        if given != planned[dest]:
-            shown = repr(planned[dest]) if planned[dest] not in (None, ()) else "default"
-            out.append(f"{_flag(dest)} {given!r} differs from the run's {shown}")
-    out += option_conflicts(args, explicit, plan.settings)
-    if "local" in explicit and args.local and not local:
-        out.append("--local was given, but the run ran in a container")
-    if local:
-        out += [
-            f"{_flag(d)} applies to container runs, and this run ran locally" for d in CONTAINER_ONLY if d in explicit
-        ]
-    if "out" in explicit and args.out is not None and args.out.resolve() != outdir.resolve():
-        out.append(f"--out {args.out} is not the resumed folder")
-    return out
 
 
 def _verify_and_repair(outdir: Path, plan: Plan) -> tuple[list[str], int]:

@@ -30,8 +30,8 @@ from packaging.markers import default_environment
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from ..errors import UserError
-from ..platforms import Platform
+from ...errors import UserError
+from ...platforms import Platform
 from .image_sources import REPO, dockerfile_arg, vendor_dir
 
 LOCK_FILE = "requirements.lock"
