@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from deepbench.kernels.provenance import sha256_file
 from deepbench.kernels.results import TimeStats
@@ -400,6 +402,28 @@ def test_a_200_mb_results_file_is_checked_in_under_a_minute(base: Path, tmp_path
     took = time.monotonic() - started
     assert any("has more than one result" in str(p) for p in report.problems)  # it read them all
     assert took < CHECK_200MB_S, f"{size / 1e6:.0f} MB checked in {took:.0f} s"
+
+
+# ----- the replay's scan ---------------------------------------------------------------------------------
+@settings(max_examples=300, deadline=None, database=None, derandomize=True)
+@given(
+    deviations=st.lists(st.floats(0.0, 1.0), min_size=2, max_size=600),
+    spread=st.sampled_from([0.001, 0.02, 0.2, 3.0]),
+    target=st.sampled_from([0.001, 0.01, 0.05, 0.3]),
+    start=st.integers(1, 50),
+)
+def test_the_scan_finds_the_prefixes_the_rule_would_stop_on(
+    deviations: list[float], spread: float, target: float, start: int
+) -> None:
+    """The block scan (stop_replay._noise_candidates) proposes exactly the prefixes whose noise the rule's own
+    relative_precision puts within the target: no sort per sample, and nothing missed."""
+    from deepbench.kernels.timing.stopping import relative_precision
+    from deepbench.runner.submission.stop_replay import SCAN_RTOL, _noise_candidates
+
+    samples = [100.0 * (1 + spread * d) for d in deviations]
+    n = len(samples)
+    want = [k for k in range(max(start, 2), n) if relative_precision(samples[:k]) <= target * (1 + SCAN_RTOL)]
+    assert list(_noise_candidates(samples, start, n, target)) == want
 
 
 # ----- no false alarm ----------------------------------------------------------------------------------------
