@@ -6,7 +6,9 @@ measured and a `RunRecord` at the end, and the host validates all of them with t
 
 Like torch.utils.benchmark's Measurement and pyperf's Run, a `Measurement` keeps its raw samples
 and carries statistics derived from them; the validator re-derives the statistics, so a record
-whose figures were edited without its samples fails to load.
+whose figures were edited without its samples fails to load. A sample is a time, so it is positive
+and finite; one taken while the process stood still (a pause: kernels/stalls.py) stays among the raw
+samples, named in `stalled`, and the statistics are made of the others.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import statistics
 from collections.abc import Iterable
 from datetime import datetime, timezone
 from enum import Enum
-from typing import Any, Final, Literal, get_args
+from typing import Annotated, Any, Final, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 from pydantic.fields import FieldInfo
@@ -25,6 +27,7 @@ from .catalog import KERNEL_DISCRIMINATOR, AnyKernel, on_union_change
 from .noise import NoiseRecord
 from .precision import Precision, PrecisionInfo
 from .provenance import Provenance
+from .stalls import kept_samples, stalled_samples
 from .system import SystemDescription
 
 RESULT_SCHEMA: Final = "deepbench.result/2"
@@ -189,6 +192,7 @@ TIMER_METHODS: tuple[str, ...] = (
     "cuda-events-eager",
     "cuda-events-cold",
     "collective-host-clock",
+    "collective-cuda-graph-events",  # backends/collectives/graph_timing.py: a GPU collective's graph replays
 )
 CHECK_METHODS: tuple[str, ...] = (
     "reference-fp64",
@@ -202,7 +206,17 @@ CHECK_METHODS: tuple[str, ...] = (
     "sampled-exact-int",
 )
 # Flags the harness sets (harness/execute.py) and the contention flag (issue 42).
-RESULT_FLAGS: tuple[str, ...] = ("unconverged", "noisy", "throttled", "timing-disagrees", "contended", "clock-fell")
+RESULT_FLAGS: tuple[str, ...] = (
+    "unconverged",
+    "noisy",
+    "throttled",
+    "timing-disagrees",
+    "contended",
+    "clock-fell",
+    "stalled",
+)
+# One sample: a time per call, so positive and finite (a zero, a negative or an infinite time is no measurement).
+SampleUs = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
 
 class Measurement(Frozen):
@@ -214,13 +228,18 @@ class Measurement(Frozen):
     method: str = Field(
         description="timer that made the samples, e.g. cpu-perf-counter, cuda-graph-events, cuda-graph-cupti"
     )
-    samples_us: tuple[float, ...] = Field(min_length=1)
+    samples_us: tuple[SampleUs, ...] = Field(min_length=1)
     calls_per_sample: int = Field(ge=1)
     warmup_calls: int = Field(ge=0)
     stop_reason: StopReason = Field(description="converged, time-cap, max-samples or repeat-count")
     target_rel_precision: float
     stats: TimeStats
     discarded: int = Field(0, ge=0, description="samples dropped (e.g. taken while throttled)")
+    stalled: tuple[int, ...] = Field(
+        (),
+        description="indices of the samples taken while the process stood still (a pause: SIGSTOP, a "
+        "descheduled VM): kept in samples_us, left out of stats (kernels/stalls.py)",
+    )
     clocks_mhz: tuple[float, ...] = Field((), description="SM clock read beside the samples, where readable")
     mem_clock_mhz: float | None = Field(None, description="the memory clock after sampling (NVML), where readable")
     energy: Energy | None = Field(None, description="--energy: the meter read around a loop of calls after sampling")
@@ -234,14 +253,27 @@ class Measurement(Frozen):
 
     @model_validator(mode="after")
     def _stats_match_samples(self) -> Measurement:
-        if not self.stats.close_to(TimeStats.of(self.samples_us)):
-            raise ValueError("stats do not match samples_us")
+        n = len(self.samples_us)
+        if list(self.stalled) != sorted(set(self.stalled)) or any(not 0 <= i < n for i in self.stalled):
+            raise ValueError("stalled names samples that are not there, or one twice")
+        if len(self.stalled) >= n:
+            raise ValueError("every sample is stalled: the statistics would be of none")
+        if not self.stats.close_to(TimeStats.of(self.kept_us)):
+            raise ValueError("stats do not match samples_us (less the stalled ones)")
         return self
 
     @classmethod
     def of(cls, samples_us: Iterable[float], **kw: Any) -> Measurement:
+        """The measurement of these samples: the stalled ones named (kernels/stalls.py) and left out
+        of its statistics."""
         xs = tuple(float(x) for x in samples_us)
-        return cls(samples_us=xs, stats=TimeStats.of(xs), **kw)
+        stalled = stalled_samples(xs, kw.get("calls_per_sample", 1))
+        return cls(samples_us=xs, stalled=stalled, stats=TimeStats.of(kept_samples(xs, stalled)), **kw)
+
+    @property
+    def kept_us(self) -> list[float]:
+        """The samples the statistics are made of (all but the stalled ones)."""
+        return kept_samples(self.samples_us, self.stalled)
 
     @property
     def converged(self) -> bool:

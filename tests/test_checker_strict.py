@@ -4,8 +4,8 @@ tolerance, edited rates or flags, results outside the run's segments, a plan tha
 the run started with, source hashes that are not this version's, and a results file of one huge
 line (read with bounded memory). Then a property-based fuzz test (hypothesis): single-site
 mutations of a valid bundle, the manifest re-hashed as a forger would, must never raise and
-never be accepted; random byte damage must never raise (and without a re-hashed manifest, never
-be accepted).
+never be accepted (a sample made zero or negative among them); random byte damage must never raise
+(and without a re-hashed manifest, never be accepted).
 
     DEEPBENCH_FUZZ_EXAMPLES=10000 python -m pytest tests/test_checker_strict.py -k fuzz   # the long run
 """
@@ -25,6 +25,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from deepbench.kernels.results import TimeStats
 from deepbench.runner.submission.checker import Report, bounded_lines, check_bundle
 from deepbench.runner.submission.layout import MANIFEST, Limits
 from deepbench.runner.submission.manifest import write_manifest
@@ -165,10 +166,16 @@ def test_source_hashes_must_be_this_versions(base: Path, tmp_path: Path, key: st
     assert f"provenance.{key} 0000000000000000... is not what deepbench" in problems(bundle)
 
 
-def test_another_versions_hashes_are_not_verifiable(base: Path, tmp_path: Path) -> None:
+def test_another_releases_hashes_are_not_verifiable(base: Path, tmp_path: Path, monkeypatch) -> None:
+    """A bundle of another release of this tool (one RELEASES names) cannot have its hashes compared: a
+    warning says so. (A version no release had is another matter: tests/test_checker_issue57.py.)"""
+    from deepbench.runner.submission import provenance_checks
+
+    monkeypatch.setattr(provenance_checks, "RELEASES", ("0.0.1", *provenance_checks.RELEASES))
     bundle = copy_of(base, tmp_path)
     docs = load(bundle)
     docs["run.json"]["tool_version"] = docs["run.json"]["provenance"]["tool_version"] = "0.0.1"
+    docs["run.json"]["provenance"]["harness_sha256"] = "0" * 64  # that release's code, not this one's
     save(bundle, docs, "run.json")
     report = check_bundle(bundle)
     assert report.ok, [str(p) for p in report.problems]
@@ -240,6 +247,7 @@ def wrong_bundles(draw: st.DrawFn, docs: dict[str, Any]) -> tuple[str, dict[str,
                 "run-record",
                 "timestamp",
                 "hash",
+                "sign",
             ]
         )
     )
@@ -330,6 +338,12 @@ def wrong_bundles(draw: st.DrawFn, docs: dict[str, Any]) -> tuple[str, dict[str,
         else:
             run["run_id"] += "-x"
         return "run.json", docs, f"run {change}"
+    if kind == "sign":  # a sample made zero or negative, its statistics re-made (issue 57 case 2)
+        m = draw(st.sampled_from(r["parts"]))["measurement"]
+        j = draw(st.integers(0, len(m["samples_us"]) - 1))
+        m["samples_us"][j] = draw(st.sampled_from([0.0, -m["samples_us"][j]]))
+        m["stats"] = TimeStats.of(m["samples_us"]).model_dump(mode="json")
+        return "results.jsonl", docs, "a sample made zero or negative"
     if kind == "timestamp":
         r[draw(st.sampled_from(["started_at", "ended_at"]))] = draw(
             st.sampled_from(["2001-01-01T00:00:00Z", "2999-01-01T00:00:00Z"])

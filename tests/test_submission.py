@@ -26,7 +26,9 @@ from .conftest import run_cli
 # tested on exact statistics in tests/test_verify_noise.py.
 AGREE_TOLERANCE = ("--tolerance", "4.0", "--max-tolerance", "4.0", "--max-noise", "10")
 FLAG_TOLERANCE = ("--tolerance", "2.0", "--max-tolerance", "2.0", "--max-noise", "10")
-ALTERED_FACTOR = 10.0
+# Ten times faster: the forgery worth making. (A slower time shows against the stop rule's time cap, which
+# check replays: runner/submission/stop_replay.py.)
+ALTERED_FACTOR = 0.1
 # One thread: two OpenMP threads on a 2-core VM shared with other processes spin at barriers and
 # read 10-1000x slower at random, which no tolerance can absorb (seen here: 12 us vs 74 ms).
 RUN_ARGS = ("--local", "--suite", "smoke", "--fast", "--threads", "1", "--quiet")
@@ -312,8 +314,12 @@ def test_not_a_bundle_is_a_usage_error(tmp_path: Path) -> None:
 
 # ----- verify -------------------------------------------------------------------------------------
 def scale_times(bundle: Path, factor: float, every: int = 1) -> list[str]:
-    """Make every `every`-th ok kernel `factor` times slower, consistently (samples, statistics,
-    derived figures), and re-hash the manifest: only a re-run can tell. Returns the ids altered."""
+    """Scale the times of every `every`-th ok kernel by `factor`, consistently (samples, statistics, rates,
+    the figures derived from them: a collective's, the harness's derived ratios), and re-hash the manifest:
+    only a re-run can tell. Returns the ids altered."""
+    from deepbench.kernels.backends.collectives.declaration import collective_figures
+    from deepbench.kernels.harness.execute import derived_figures
+
     records = lines(bundle / "results.jsonl")
     altered = []
     ok = [i for i, raw in enumerate(records) if raw["status"] == "ok"]
@@ -325,10 +331,15 @@ def scale_times(bundle: Path, factor: float, every: int = 1) -> list[str]:
         for p in r.parts:
             samples = tuple(x * factor for x in p.measurement.samples_us)
             stats = TimeStats.of(samples)
+            m = p.measurement.model_copy(update={"samples_us": samples, "stats": stats})
+            info = dict(p.info)
+            if "algbw_gbps" in info:  # a collective's figures, from the samples (one rank)
+                info.update(collective_figures(m, [list(samples)], info["bytes"], info["bus_factor"], r.kernel.repeat))
             parts.append(
                 p.model_copy(
                     update={
-                        "measurement": p.measurement.model_copy(update={"samples_us": samples, "stats": stats}),
+                        "measurement": m,
+                        "info": info,
                         "tflops": p.flops / stats.median / 1e6 if p.tflops is not None else None,
                         "gbps": p.min_bytes / stats.median / 1e3 if p.gbps is not None else None,
                     }
@@ -341,6 +352,7 @@ def scale_times(bundle: Path, factor: float, every: int = 1) -> list[str]:
                 "time_us": total,
                 "tflops": r.tflops / factor if r.tflops else r.tflops,
                 "gbps": r.gbps / factor if r.gbps else r.gbps,
+                "info": {**r.info, **derived_figures(r.info, total.median)},
             }
         )
         records[i] = json.loads(KernelResult.model_validate_json(new.model_dump_json()).model_dump_json())

@@ -17,10 +17,9 @@ from ..inputs import drawn_for, poison, zero_input_check
 from ..noise import CpuWindow
 from ..padding import PadMode
 from ..precision import PRECISIONS
-from ..result_flags import measured_flags
+from ..result_flags import due_flags
 from ..results import Check, KernelResult, PartResult, PlanItem, Settings, Status, TimeStats, utcnow
 from ..timing.cpu import METHOD as CPU_TIMER
-from ..timing.part_notes import TimerNotes
 from ..timing.stopping import StopRule
 from .padding_info import PaddingInfo
 from .wall_info import AFTER, CHECK, FIRST_CALL, PREPARE, TIMING, Stopwatch
@@ -169,7 +168,7 @@ def _unpadded(backend: Backend, item: PlanItem, rule: StopRule) -> dict[str, Any
     }
 
 
-def _derived(info: dict[str, Any], median_us: float) -> dict[str, float]:
+def derived_figures(info: dict[str, Any], median_us: float) -> dict[str, float]:
     """What the result's median makes of the info its writers recorded, in the order they are added:
     --pad both's raw over padded time (DeepBench's alignment penalty), a sparse GEMM's speed-up over
     its dense twin, a whole model's inputs (images, sequences) per second."""
@@ -190,18 +189,8 @@ def finish(
     total = TimeStats.total(p.measurement.stats for p in parts)
     seconds = total.median / US_PER_S
     flops = sum(p.flops for p in parts)
-    due = measured_flags(p.measurement for p in parts)  # unconverged, noisy, contended (result_flags.py)
-    flags = [flag for flag in ("unconverged", "noisy") if due[flag]]
-    notes = [info_of(TimerNotes, p.info) or TimerNotes() for p in parts]
-    if any(p.measurement.discarded for p in parts) or any(n.throttled_samples_kept for n in notes):
-        flags.append("throttled")
-    if any(n.clock_fell is not None for n in notes):
-        flags.append("clock-fell")  # the SM clock fell while sampled: info.clock_fell names NVML's reasons
-    if due["contended"]:
-        flags.append("contended")  # other processes held CPUs its threads used: the figure reads slow
-    if any(n.timing_disagrees for n in notes):
-        flags.append("timing-disagrees")  # --verify-timing: harness and profiler differ beyond 5%
-    info.update(_derived(info, total.median))
+    flags = due_flags(parts)  # every flag, from the measurements and the timers' notes (result_flags.py)
+    info.update(derived_figures(info, total.median))
     worst = max(parts, key=lambda p: p.check.error or 0.0).check
     return KernelResult(
         **base,
@@ -212,7 +201,7 @@ def finish(
         check=worst,
         parts=tuple(parts),
         padding=padding,
-        flags=tuple(flags),
+        flags=flags,
         info=info,
         ended_at=utcnow(),
     )

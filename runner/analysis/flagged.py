@@ -30,12 +30,16 @@ def flagged(results: Iterable[KernelResult]) -> dict[str, list[str]]:
 
 def flagged_line(results: list[KernelResult]) -> str:
     """'4 of 10 results are noisy or unconverged: 3 noisy, 2 unconverged' (or that none is)."""
-    by_flag = flagged(results)
+    return tally_line(flagged(results), sum(1 for r in results if r.status is Status.OK))
+
+
+def tally_line(by_flag: dict[str, list[str]], ok: int) -> str:
+    """flagged_line's sentence from the tally itself: per flag the ids of the ok results that carry it
+    (deepbench check makes it on its one pass over the results), and how many results are ok."""
     ids = {i for ids in by_flag.values() for i in ids}
-    ok = sum(1 for r in results if r.status is Status.OK)
     if not ids:
         return f"none of the {ok} ok results is flagged ({', '.join(DOUBT_FLAGS)})"
-    counts = ", ".join(f"{len(v)} {f}" for f, v in by_flag.items() if v)
+    counts = ", ".join(f"{len(by_flag[f])} {f}" for f in DOUBT_FLAGS if by_flag.get(f))
     return f"{len(ids)} of {ok} ok results are flagged, their times less certain: {counts}"
 
 

@@ -16,8 +16,9 @@ from pathlib import Path
 
 from rich.console import Console
 
+from ...kernels.results import Status
 from ...kernels.results_file import read_results
-from ..analysis.flagged import flagged, flagged_line
+from ..analysis.flagged import flagged, tally_line
 from ..render.display import make_console
 from ..submission import layout
 from ..submission.checker import check_bundle
@@ -49,18 +50,24 @@ def run(args: argparse.Namespace) -> int:
     report = check_bundle(args.bundle, allow_modified=args.allow_modified)
     console = make_console()
     passed = print_report(console, report, strict=args.strict)
-    return 0 if passed and flags_pass(console, args.bundle, args.strict) else EXIT_PROBLEMS
+    tallied = tally_pass(console, report.flagged, report.ok_results, args.strict)  # the checker's one pass
+    return 0 if passed and tallied else EXIT_PROBLEMS
 
 
 def flags_pass(console: Console, bundle: Path, strict: bool) -> bool:
-    """Say how many results are flagged (noisy, unconverged, throttled); under --strict any is a
-    problem. Kept apart from the checker (runner/submission/checker.py), which checks that the
-    flags follow from the samples, not whether a submission may carry them."""
+    """Say how many of a bundle's results are flagged (noisy, unconverged, throttled, contended,
+    clock-fell); under --strict any is a problem. Kept apart from the checker's rules
+    (runner/submission/checker.py), which check that the flags follow from the samples, not whether a
+    submission may carry them."""
     try:
         results = read_results(bundle / layout.RESULTS)
     except (OSError, ValueError):
         return True  # an unreadable results file is the checker's problem, already reported
-    line = flagged_line(results)
-    refused = strict and any(flagged(results).values())
-    console.print(("problem (--strict): " if refused else "") + line, highlight=False, markup=False)
+    return tally_pass(console, flagged(results), sum(1 for r in results if r.status is Status.OK), strict)
+
+
+def tally_pass(console: Console, by_flag: dict[str, list[str]], ok: int, strict: bool) -> bool:
+    """flags_pass from a tally (per flag, the ok results that carry it)."""
+    refused = strict and any(by_flag.values())
+    console.print(("problem (--strict): " if refused else "") + tally_line(by_flag, ok), highlight=False, markup=False)
     return not refused

@@ -1,10 +1,11 @@
 """What `deepbench check` recomputes instead of trusting (issue 42): a result's FLOPs and fewest
 bytes from its kernel's parameters with the tool's own cost formulas (kernels/costs.py, through
 each operation's class), the directions its backend times (each exactly once), a check's error
-(non-negative), its labels (closed sets), the reason of an `unsupported` result (one its backend
-can give: kernels/backends/contract/unsupported_reasons.py) and the run's settings (the ranges the command
-line accepts: runner/setting_ranges.py). A forger who keeps the manifest, the rates and the counts
-consistent still cannot double a kernel's FLOPs, drop its backward passes or blank it out."""
+(non-negative), its labels (closed sets), the reason of an `unsupported` result (one its backend's
+declaration says can apply to that kernel and precision on the run's device: `may_refuse`,
+kernels/backends/contract/declaration.py) and the run's settings (the ranges the command line accepts:
+runner/setting_ranges.py). A forger who keeps the manifest, the rates and the counts consistent still
+cannot double a kernel's FLOPs, drop its backward passes or blank it out."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import math
 from collections.abc import Callable
 
 from ...kernels.backends.contract.timed_directions import counted_costs, timed_directions
-from ...kernels.backends.contract.unsupported_reasons import could_give
+from ...kernels.backends.contract.unsupported_reasons import can_refuse
 from ...kernels.precision import Precision
 from ...kernels.results import (
     CHECK_METHODS,
@@ -32,6 +33,7 @@ from . import published_ok
 COST_RTOL = 1e-9
 
 Add = Callable[[str, str], None]
+DEFAULT_DEVICE = "cpu"  # Settings.device's default: what a result judged without its plan ran on
 
 
 def _close(a: float, b: float) -> bool:
@@ -43,17 +45,17 @@ def check_result(r: KernelResult, plan: Plan | None, add: Add) -> None:
     for flag in r.flags:
         if flag not in RESULT_FLAGS:
             add(r.id, f"flag {flag!r} is not one this tool sets ({', '.join(RESULT_FLAGS)})")
+    device = plan.settings.device if plan is not None else DEFAULT_DEVICE
     if r.status is Status.UNSUPPORTED:
         if r.parts or r.time_us is not None:
             add(r.id, "is unsupported but holds measurements")
-        if not could_give(r.backend, r.reason, r.op, r.precision.name.value):
+        if not can_refuse(r.backend, r.kernel, r.precision.name, r.reason, device):
             add(
                 r.id,
-                f"unsupported with a reason backend {r.backend!r} does not give for a {r.precision.name.value} "
-                f"{r.op} kernel ({r.reason[:120]!r})",
+                f"unsupported with a reason backend {r.backend!r} cannot give for this {r.precision.name.value} "
+                f"{r.op} kernel ({r.reason[:120]!r}): its code raises no such reason where this kernel goes",
             )
         return
-    device = plan.settings.device if plan is not None else "cpu"
     _check_directions(r, device, add)
     for p in r.parts:
         _check_part(r, p, device, add)
@@ -89,20 +91,22 @@ def _check_part(r: KernelResult, p: PartResult, device: str, add: Add) -> None:
         add(r.id, f"{p.direction}: check method {p.check.method!r} is not one this tool has")
     if p.check.error is not None and p.check.error < 0:
         add(r.id, f"{p.direction}: its check error {p.check.error:g} is negative: an error is a norm")
+    check_part_costs(r, p, device, add)
+
+
+def check_part_costs(r: KernelResult, p: PartResult, device: str, add: Add, where: str = "") -> None:
+    """The part's FLOPs and fewest bytes against what the kernel's parameters give (kernels/costs.py)."""
+    where = where or f"{p.direction}: "
     try:
         costs = counted_costs(r.kernel, Precision(r.precision.name.value), p.direction, r.backend, device)
     except (KeyError, ValueError, TypeError, NotImplementedError):
         return  # a direction the kernel has no formula for is reported by _check_directions
     if not any(_close(p.flops, f) for f, _ in costs):
-        add(
-            r.id,
-            f"{p.direction}: {p.flops:g} FLOPs is not what its parameters give ({costs[0][0]:g}, kernels/costs.py)",
-        )
+        add(r.id, f"{where}{p.flops:g} FLOPs is not what its parameters give ({costs[0][0]:g}, kernels/costs.py)")
     if not any(_close(p.min_bytes, b) for _, b in costs):
         add(
             r.id,
-            f"{p.direction}: {p.min_bytes:g} fewest bytes is not what its parameters give ({costs[0][1]:g}, "
-            "kernels/costs.py)",
+            f"{where}{p.min_bytes:g} fewest bytes is not what its parameters give ({costs[0][1]:g}, kernels/costs.py)",
         )
 
 

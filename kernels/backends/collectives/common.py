@@ -23,7 +23,6 @@ reach the same one."""
 
 from __future__ import annotations
 
-import statistics
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -39,7 +38,7 @@ from ...results import Check, Measurement, PartResult, Settings
 from ...timing.sampling import Step, sample_until
 from ...timing.stopping import REPEAT_COUNT, CallBudget, Progress, Stop, StopRule
 from ..contract.base import Backend, Prepared, TimedPart, Unsupported
-from .declaration import COLLECTIVES, MAX_EXACT_RANKS
+from .declaration import COLLECTIVES, MAX_EXACT_RANKS, collective_figures
 from .problems import Problem, problem
 
 METHOD = "collective-host-clock"
@@ -432,22 +431,8 @@ class CollectiveRunner:
         budget = (Stop(REPEAT_COUNT, CallBudget(max_calls, calls)),)
         reason = sample_until(source, rule.criteria, budget)
         samples = source.samples
-        means = [statistics.fmean(ts) for ts in source.per_rank]
-        median = statistics.median(samples)
-        algbw = info["bytes"] / (median / US_PER_S) / 1e9  # nccl-tests: S / t
-        info.update(
-            {
-                "time_per_rank_us": [round(m, 3) for m in means],
-                "time_mean_over_ranks_us": statistics.fmean(means),
-                "time_max_over_ranks_us": max(means),
-                "algbw_gbps": algbw,
-                "busbw_gbps": algbw * info["bus_factor"],
-                "timed_calls": len(samples) * calls,
-                "repeat_cap": max_calls,
-            }
-        )
         # The calibration's last loop had the final call count: it is the first sample, not warm-up.
-        return Measurement.of(
+        m = Measurement.of(
             samples,
             method=self.method,
             calls_per_sample=calls,
@@ -455,6 +440,8 @@ class CollectiveRunner:
             stop_reason=reason,
             target_rel_precision=rule.target_rel_precision,
         )
+        info.update(collective_figures(m, source.per_rank, info["bytes"], info["bus_factor"], max_calls))
+        return m
 
     def _calibrate(self, fn: Callable[[], object], max_calls: int) -> tuple[int, int, float]:
         """Calls per sample so that the slowest rank's sample lasts `min_sample_s`; the same

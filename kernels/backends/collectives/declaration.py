@@ -8,12 +8,15 @@ the exact check can sum."""
 from __future__ import annotations
 
 import argparse
+import statistics
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ...results import Measurement
 from ..contract.declaration import BackendDeclaration, BackendOptions, Launcher, PartInfo, add_choice
 
+US_PER_S = 1e6
 # Values on each rank are integers in [1, VALUE_MAX] (values.py): sums of up to 2**24 / VALUE_MAX ranks
 # are exact in float32, and they are never zeros or constants.
 VALUE_MAX = 8
@@ -64,6 +67,29 @@ class CollectivePartInfo(PartInfo):
     bus_factor: float | None = None
     time_max_over_ranks_us: float | None = None
     time_mean_over_ranks_us: float | None = None  # what nccl-tests' -a 1 reports (nccl_tests_side_by_side.py)
+    time_per_rank_us: list[float] | None = None  # each rank's mean time per call, rounded (collective_figures)
+    timed_calls: int | None = None
+    repeat_cap: int | None = None
+
+
+def collective_figures(
+    m: Measurement, per_rank: list[list[float]], nbytes: int, bus_factor: float, max_calls: int
+) -> dict[str, Any]:
+    """What a collective part's info records of its samples (nccl-tests' figures), from the same samples
+    its statistics are of (a stalled one left out: kernels/stalls.py): each rank's mean time per call,
+    their mean and maximum, the algorithm bandwidth S/t at the median and the bus bandwidth."""
+    left_out = set(m.stalled)
+    means = [statistics.fmean([t for i, t in enumerate(ts) if i not in left_out]) for ts in per_rank]
+    algbw = nbytes / (m.stats.median / US_PER_S) / 1e9  # nccl-tests: S / t
+    return {
+        "time_per_rank_us": [round(x, 3) for x in means],
+        "time_mean_over_ranks_us": statistics.fmean(means),
+        "time_max_over_ranks_us": max(means),
+        "algbw_gbps": algbw,
+        "busbw_gbps": algbw * bus_factor,
+        "timed_calls": len(m.samples_us) * m.calls_per_sample,
+        "repeat_cap": max_calls,
+    }
 
 
 class OutOfPlace(BaseModel):

@@ -22,7 +22,9 @@ facts it records. So a backend that has any says them here, in a light module of
   original tools its results are set beside (`anchors`), the backend whose dense GEMM is timed
   beside its sparse one (`dense_backend`), what to install where its library is missing
   (`install_hint`), and the find-db it keeps its search's findings in between runs (`find_db`:
-  contract/find_db.py; `deepbench cache` lists, exports and imports them).
+  contract/find_db.py; `deepbench cache` lists, exports and imports them);
+- which `unsupported` results it may give (`may_refuse`: `deepbench check` asks it of every one): by
+  default where its code raises that reason on a path the kernel and precision can take.
 
 Every backend has one, in its folder's declaration.py."""
 
@@ -31,7 +33,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Generic, TypeVar, get_args
+from typing import Any, ClassVar, Generic, Protocol, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -105,6 +107,14 @@ class Launcher:
     always: bool = False
 
 
+class RaiseSites(Protocol):
+    """The `raise Unsupported(...)` sites of a backend's code, as unsupported_reasons.py reads them."""
+
+    def give(self, reason: str, kernel: Kernel, precision: Precision) -> bool:
+        """Whether a site gives `reason` on a path this kernel and precision can take."""
+        ...
+
+
 class BackendDeclaration(Generic[Options]):
     """A backend's self-description; subclass it for a backend with options, info or delegates."""
 
@@ -156,6 +166,15 @@ class BackendDeclaration(Generic[Options]):
         """Whether a result of `kernel` on `device` may hold its forward pass alone (the backward
         passes optional), beyond `forward_only` and an inference set's forward-only kernels."""
         return False
+
+    def may_refuse(self, kernel: Kernel, precision: Precision, reason: str, device: str, sites: RaiseSites) -> bool:
+        """Whether a result of `kernel` in `precision` on `device` may be `unsupported` for `reason`:
+        `deepbench check` accepts one only then. By default, where a site of this backend's code (its
+        package and the shared layers it imports: `sites`) raises Unsupported with that text on a path
+        the kernel and precision can take (the kernel class its function takes, the conditions above
+        it: reason_guards.py). A backend that knows more of where a reason applies (a device it needs)
+        answers with that too."""
+        return sites.give(reason, kernel, precision)
 
     def collective_backend(self, device: str) -> str:
         """The collective backend several ranks of a run of this backend use on `device` ('': none)."""

@@ -5,7 +5,7 @@ reports read it without loading the backends that write it; the JSON keeps the k
 
 from __future__ import annotations
 
-from ...results import TimeStats
+from ...results import Check, TimeStats
 from .declaration import PartInfo
 
 
@@ -13,6 +13,8 @@ class DenseTwinInfo(PartInfo):
     """A sparse result's dense twin: its time (absent where the dense GEMM could not run)."""
 
     dense_time_us: TimeStats | None = None
+    dense_tflops: float | None = None
+    dense_check: Check | None = None
     speedup_vs_dense: float | None = None
 
     def speedup(self, sparse_median_us: float) -> float | None:

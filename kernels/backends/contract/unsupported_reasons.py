@@ -10,6 +10,12 @@ result's precision, `{kernel.op}` as its operation, any other placeholder as som
 refers to the module's string constant (or to every value of a constant dict). A site whose text
 is all placeholders (`Unsupported(str(exc))`) gives no pattern: nothing could be checked against it.
 A site in a module named after an operation (gemm.py, rnn_cudnn.py) applies to that operation only.
+
+The text is not enough: "transposed sparse operands are not in DeepBench's sparse sets" is a reason the
+torch backend gives, but only for a sparse GEMM, and only a transposed one. So each site also keeps where
+it is (reason_guards.py): the kernel class its function takes and the `if` conditions on the way to it,
+evaluated on the result's own kernel and precision (`can_refuse`). A backend's declaration answers the
+checker's question with this by default (declaration.py `may_refuse`), and may answer it itself.
 """
 
 from __future__ import annotations
@@ -21,8 +27,10 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from ...kernel import Kernel
 from ...precision import Precision
 from .. import BACKENDS, declaration_of
+from .reason_guards import Site, reachable, sites
 
 BACKENDS_DIR = Path(__file__).resolve().parents[1]
 PACKAGE = "deepbench.kernels.backends"  # what a backend outside the package imports the layers as
@@ -45,6 +53,7 @@ class Reason:
     truncated: bool
     where: str
     precisions: frozenset[str] = frozenset()  # precisions its fixed text names (none: any precision)
+    site: Site | None = None  # where it is raised: its function's kernel class and the conditions on the way
 
     def matches(self, reason: str, op: str, precision: str) -> bool:
         if self.op is not None and self.op != op:
@@ -55,6 +64,13 @@ class Reason:
         if re.fullmatch(regex, reason):
             return True
         return self.truncated and re.match(regex.split(ANY)[0], reason) is not None
+
+    def applies(self, reason: str, kernel: Kernel, precision: Precision) -> bool:
+        """Whether this site can give `reason` for this very kernel and precision: its text matches,
+        and the code on the way to it can be reached by them (reason_guards.reachable)."""
+        if not self.matches(reason, kernel.op, precision.value):
+            return False
+        return self.site is None or reachable(self.site, kernel, precision)
 
 
 _PRECISION, _OP = "\x00P\x00", "\x00O\x00"
@@ -132,16 +148,11 @@ def reasons_in(path: Path, ops: set[str]) -> list[Reason]:
     consts = _constants(tree)
     op = _op_of(path, ops)
     out = []
-    for node in ast.walk(tree):
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id == "Unsupported"
-            and node.args
-        ):
-            for pattern, truncated in _patterns(node.args[0], consts):
-                if _literal_chars(pattern) >= MIN_LITERAL_CHARS:
-                    out.append(Reason(pattern, op, truncated, f"{path.name}:{node.lineno}", _named(pattern)))
+    for site in sites(tree):
+        node = site.call
+        for pattern, truncated in _patterns(node.args[0], consts):
+            if _literal_chars(pattern) >= MIN_LITERAL_CHARS:
+                out.append(Reason(pattern, op, truncated, f"{path.name}:{node.lineno}", _named(pattern), site))
     return out
 
 
@@ -226,5 +237,22 @@ def backend_reasons(backend: str) -> tuple[Reason, ...]:
 
 
 def could_give(backend: str, reason: str, op: str, precision: str) -> bool:
-    """Whether `backend` can give `reason` for an `op` kernel in `precision`."""
+    """Whether `backend` can give `reason` for some `op` kernel in `precision` (by the text and the
+    operation alone: can_refuse asks of one kernel)."""
     return any(r.matches(reason, op, precision) for r in backend_reasons(backend))
+
+
+@dataclass(frozen=True)
+class BackendSites:
+    """A backend's raise sites (declaration.RaiseSites): what its declaration's `may_refuse` asks."""
+
+    backend: str
+
+    def give(self, reason: str, kernel: Kernel, precision: Precision) -> bool:
+        return any(r.applies(reason, kernel, precision) for r in backend_reasons(self.backend))
+
+
+def can_refuse(backend: str, kernel: Kernel, precision: Precision, reason: str, device: str = "cpu") -> bool:
+    """Whether a result of `backend` may be unsupported for `reason` with this kernel in this precision
+    on `device`: what its declaration answers (`may_refuse`), by default from its code's raise sites."""
+    return declaration_of(backend).may_refuse(kernel, precision, reason, device, BackendSites(backend))
