@@ -36,6 +36,7 @@ BACKENDS: dict[str, Entry] = {
     "mpi": Entry(f"{B}.mpi.backend:MpiBackend", f"{B}.mpi.declaration:MPI"),
     "onnxruntime": Entry(f"{B}.onnxruntime.backend:OrtBackend", f"{B}.onnxruntime.declaration:ONNXRUNTIME"),
     "tflite": Entry(f"{B}.tflite.backend:TfliteBackend", f"{B}.tflite.declaration:TFLITE"),
+    "mkl": Entry(f"{B}.mkl.backend:MklBackend", f"{B}.mkl.declaration:MKL"),
 }
 
 
