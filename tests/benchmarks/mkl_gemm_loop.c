@@ -17,11 +17,14 @@
  * Unlike bench.cpp, each problem gets buffers of its own size (bench.cpp sized B by the largest A).
  *
  * Output: '#' lines saying what MKL runs (version, instruction set, threads), then one line per problem:
- *   PREC TRANSA TRANSB M N K LDA LDB LDC MEDIAN_US US_1 ... US_N
- * or "error PREC TRANSA TRANSB M N K: why". Exit status 0, or 2 on a bad command line. */
+ *   PREC TRANSA TRANSB M N K LDA LDB LDC MEDIAN_US CPU_SHARE US_1 ... US_N
+ * or "error PREC TRANSA TRANSB M N K: why". CPU_SHARE is the process's CPU time over the timed calls divided
+ * by their wall time times MKL's threads: about 1 where its threads had the cores to themselves (idle
+ * OpenMP threads spin), less where other processes took them. Exit status 0, or 2 on a bad command line. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <mkl.h>
 
@@ -126,6 +129,12 @@ static void call(const problem_t *p, const options_t *o, const buffers_t *buf) {
                     buf->b, buf->ldb, o->beta, buf->c, buf->ldc);
 }
 
+static double seconds(clockid_t clock) {
+    struct timespec t;
+    clock_gettime(clock, &t);
+    return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
 static int by_value(const void *x, const void *y) {
     double a = *(const double *)x, b = *(const double *)y;
     return (a > b) - (a < b);
@@ -140,17 +149,22 @@ static void run(const problem_t *p, const options_t *o) {
         release(&buf);
         return;
     }
+    double cpu = 0, wall = 0;
     for (int t = 0; t < o->trials; ++t) {
         call(p, o, &buf); /* warm-up */
+        double cpu_start = seconds(CLOCK_PROCESS_CPUTIME_ID);
         double start = dsecnd();
         for (int j = 0; j < REPEAT; ++j) call(p, o, &buf);
-        us[t] = 1e6 * (dsecnd() - start) / REPEAT;
+        double end = dsecnd();
+        cpu += seconds(CLOCK_PROCESS_CPUTIME_ID) - cpu_start;
+        wall += end - start;
+        us[t] = 1e6 * (end - start) / REPEAT;
     }
     memcpy(sorted, us, sizeof(double) * o->trials);
     qsort(sorted, o->trials, sizeof(double), by_value);
     double median = o->trials % 2 ? sorted[o->trials / 2] : 0.5 * (sorted[o->trials / 2 - 1] + sorted[o->trials / 2]);
-    printf("%s %c %c %d %d %d %d %d %d %.3f", p->prec, p->transa, p->transb, (int)p->m, (int)p->n, (int)p->k,
-           (int)buf.lda, (int)buf.ldb, (int)buf.ldc, median);
+    printf("%s %c %c %d %d %d %d %d %d %.3f %.3f", p->prec, p->transa, p->transb, (int)p->m, (int)p->n, (int)p->k,
+           (int)buf.lda, (int)buf.ldb, (int)buf.ldc, median, cpu / (wall * mkl_get_max_threads()));
     for (int t = 0; t < o->trials; ++t) printf(" %.3f", us[t]);
     printf("\n");
     fflush(stdout);

@@ -20,12 +20,16 @@ issue 55's goal: 95% or more. Then `deepbench compare` of the last round's mkl r
     python tests/benchmarks/mkl_side_by_side.py [--suite inference-server] [--where m=5124] [--limit 10]
         [--precision fp32,int8] [--rounds 3] [--threads N] [--mkl-gemm packed] [--keep DIR] [--no-torch]
 
-The CPU's load (load average, and the cores other processes kept busy while the harness measured) is
-printed beside the figures: on a shared machine the two sides' times wander apart for reasons of neither."""
+The CPU's load is printed beside the figures, since on a shared machine the two sides' times wander apart
+for reasons of neither: per kernel the loop's CPU share (its CPU time over wall time x threads; MKL's idle
+OpenMP threads spin, so about 1 when its threads had the cores) and the cores other processes kept busy while
+the harness measured (the result's others_cores); a second SUMMARY holds only the kernels both sides of every
+round measured undisturbed (CPU share >= 0.9, others <= 0.2 cores)."""
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import shutil
 import statistics
@@ -49,7 +53,11 @@ MIN_US = 1000.0  # the goal holds for GEMMs of 1 ms or more
 WITHIN = (0.95, 1.05)
 GOAL_SHARE = 0.95
 PRECISIONS = ("fp32", "int8")  # the loop's
-LOOP_FIELDS = 10  # PREC TA TB M N K LDA LDB LDC MEDIAN, then each trial's time
+LOOP_FIELDS = 11  # PREC TA TB M N K LDA LDB LDC MEDIAN CPU_SHARE, then each trial's time
+# A pair measured undisturbed: the loop's threads had the cores (its CPU share) and the harness's measurement
+# saw other processes keep at most this many cores busy.
+QUIET_SHARE = 0.9
+QUIET_OTHERS = 0.2
 RUN_TIMEOUT_S = 6 * 3600
 
 
@@ -68,6 +76,16 @@ class Kernel:
     harness_us: list[float] = field(default_factory=list)
     loop_us: list[float] = field(default_factory=list)
     others_cores: list[float] = field(default_factory=list)
+    loop_share: list[float] = field(default_factory=list)
+
+    @property
+    def quiet(self) -> bool:
+        """Both sides of every round measured undisturbed (QUIET_SHARE, QUIET_OTHERS)."""
+        return (
+            len(self.others_cores) == len(self.harness_us)
+            and all(x >= QUIET_SHARE for x in self.loop_share)
+            and all(x <= QUIET_OTHERS for x in self.others_cores)
+        )
 
     @property
     def ratio(self) -> float:
@@ -149,14 +167,17 @@ def kernels_of(results: list[KernelResult]) -> dict[str, Kernel]:
     return out
 
 
-def run_loop(binary: Path, args: argparse.Namespace, problems: list[tuple[str, ...]]) -> dict[tuple, list[str]]:
-    """The loop's output fields by problem."""
+def run_loop(
+    binary: Path, args: argparse.Namespace, problems: list[tuple[str, ...]], out: Path
+) -> dict[tuple, list[str]]:
+    """The loop's output fields by problem (its output kept in `out`)."""
     cmd = [str(binary), "--threads", str(args.threads), "--trials", str(args.trials)]
     cmd += ["--beta", "1" if args.deepbench_beta else "0"] + (["--packed"] if args.mkl_gemm == "packed" else [])
     stdin = "".join(" ".join(p) + "\n" for p in problems)
     proc = subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
     if proc.returncode != 0:
         raise UsageError(f"the loop failed ({proc.returncode}): {proc.stderr.strip()[-600:]}")
+    out.write_text(proc.stdout)
     found = {}
     for line in proc.stdout.splitlines():
         fields = line.split()
@@ -175,6 +196,7 @@ def record_round(kernels: dict[str, Kernel], harness: list[KernelResult], loop: 
             continue
         k.harness_us.append(r.time_us.median)
         k.loop_us.append(float(fields[9]))
+        k.loop_share.append(float(fields[10]))
         others = r.parts[0].measurement.others_cores
         if others is not None:
             k.others_cores.append(others)
@@ -206,7 +228,8 @@ def rounds(args: argparse.Namespace, binary: Path, root: Path) -> tuple[dict[str
                     if not kernels:
                         raise UsageError(f"no ok fp32 or int8 GEMM in {last}: nothing to hold against the loop")
             else:
-                loop = run_loop(binary, args, sorted({k.problem for k in kernels.values()}))
+                problems = sorted({k.problem for k in kernels.values()})
+                loop = run_loop(binary, args, problems, root / f"loop-{r}.txt")
         if r == 0:
             for line in ld_mismatches(kernels, loop):
                 print(f"LEADING DIMENSIONS DIFFER {line}")
@@ -219,38 +242,52 @@ def rounds(args: argparse.Namespace, binary: Path, root: Path) -> tuple[dict[str
 
 def report(kernels: dict[str, Kernel], args: argparse.Namespace) -> None:
     measured = [k for k in kernels.values() if k.loop_us and k.harness_us]
-    print(f"\n{'kernel':34} {'problem':28} {'lda/ldb/ldc':18} {'loop us':>12} {'harness us':>12} {'ratio':>7}")
+    head = f"{'kernel':34} {'problem':28} {'lda/ldb/ldc':18} {'loop us':>12} {'harness us':>12} {'ratio':>7}"
+    print(f"\n{head} {'loop cpu':>8} {'others':>6}")
     for k in sorted(measured, key=lambda k: (k.precision, k.id)):
         problem = " ".join(k.problem[1:])
         lds = "/".join(str(x) for x in k.lds)
         loop, harness = statistics.median(k.loop_us), statistics.median(k.harness_us)
+        share = min(k.loop_share)
+        others = max(k.others_cores) if k.others_cores else math.nan
         mark = "" if WITHIN[0] <= k.ratio <= WITHIN[1] else "  *"
-        print(f"{k.id:34} {problem:28} {lds:18} {loop:12.1f} {harness:12.1f} {k.ratio:7.3f}{mark}")
-    groups: dict[str, list[Kernel]] = defaultdict(list)
-    for k in measured:
-        if statistics.median(k.loop_us) >= args.min_us:
-            groups[k.precision].append(k)
-            groups["all"].append(k)
-    for name in [*PRECISIONS, "all"]:
-        group = groups.get(name, [])
-        if not group:
-            print(f"SUMMARY {name}: no GEMM of {args.min_us:g} us or more")
-            continue
-        ratios = [k.ratio for k in group]
-        within = sum(WITHIN[0] <= x <= WITHIN[1] for x in ratios)
-        met = within >= GOAL_SHARE * len(group)
-        print(
-            f"SUMMARY {name}: {within} of {len(group)} GEMMs of {args.min_us:g} us or more within "
-            f"[{WITHIN[0]}, {WITHIN[1]}] ({100 * within / len(group):.0f}%; goal {100 * GOAL_SHARE:.0f}%: "
-            f"{'met' if met else 'NOT met'}); harness / loop min {min(ratios):.3f}, median "
-            f"{statistics.median(ratios):.3f}, max {max(ratios):.3f}"
-        )
+        row = f"{k.id:34} {problem:28} {lds:18} {loop:12.1f} {harness:12.1f} {k.ratio:7.3f}"
+        print(f"{row} {share:8.2f} {others:6.2f}{mark}")
+    long = [k for k in measured if statistics.median(k.loop_us) >= args.min_us]
+    summary("", long, args.min_us)
+    summary(
+        f" (quiet: loop CPU share >= {QUIET_SHARE}, others <= {QUIET_OTHERS} cores, every round)",
+        [k for k in long if k.quiet],
+        args.min_us,
+    )
     others = [x for k in measured for x in k.others_cores]
     busy = f"{statistics.mean(others):.2f}" if others else "unknown"
     print(
         f"cpu: {os.cpu_count()} CPUs, --threads {args.threads}, {args.rounds} rounds; load average now "
         f"{os.getloadavg()[0]:.2f}; other processes kept {busy} cores busy on average while the harness measured"
     )
+
+
+def summary(label: str, kernels: list[Kernel], min_us: float) -> None:
+    """SUMMARY lines per precision and for all: how many ratios lie within WITHIN, against the goal."""
+    groups: dict[str, list[Kernel]] = defaultdict(list)
+    for k in kernels:
+        groups[k.precision].append(k)
+        groups["all"].append(k)
+    for name in [*PRECISIONS, "all"]:
+        group = groups.get(name, [])
+        if not group:
+            print(f"SUMMARY {name}{label}: no GEMM of {min_us:g} us or more")
+            continue
+        ratios = [k.ratio for k in group]
+        within = sum(WITHIN[0] <= x <= WITHIN[1] for x in ratios)
+        met = within >= GOAL_SHARE * len(group)
+        print(
+            f"SUMMARY {name}{label}: {within} of {len(group)} GEMMs of {min_us:g} us or more within "
+            f"[{WITHIN[0]}, {WITHIN[1]}] ({100 * within / len(group):.0f}%; goal {100 * GOAL_SHARE:.0f}%: "
+            f"{'met' if met else 'NOT met'}); harness / loop min {min(ratios):.3f}, median "
+            f"{statistics.median(ratios):.3f}, max {max(ratios):.3f}"
+        )
 
 
 def compare_with_torch(args: argparse.Namespace, mkl_run: Path, root: Path) -> None:

@@ -94,8 +94,13 @@ class MklBackend(CpuRuntimeBackend):
         return DenseBeside(self.name, self.settings)
 
     def library_versions(self) -> dict[str, str]:
-        if self.mkl is None:
-            return {}
+        return dict(self._versions) if self.mkl is not None else {}
+
+    @cached_property
+    def _versions(self) -> dict[str, str]:
+        """MKL's release and the wheels that carry it and its threading runtimes (read once: every result
+        records them)."""
+        assert self.mkl is not None
         versions = {"mkl": self.mkl.release_number(), "numpy": np.__version__}
         for wheel in WHEELS:
             try:

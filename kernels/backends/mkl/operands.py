@@ -29,6 +29,7 @@ ALIGNMENT = 4096  # bench.cpp's MKL_MEM_ALIGNMENT
 LD_BLOCK, LD_EXTRA = 128, 16  # FIX_LD's multiple and the 16 elements past it
 UINT8_HIGH = 128  # B's values: [0, 127] (exclusive bound); the module's docstring says why
 BF16_SHIFT = 16
+DRAW_BLOCK_BYTES = 64 << 20  # operands are drawn this much at a time
 STORAGE = {
     Precision.FP32: (np.float32, np.float32, np.float32),
     Precision.INT8: (np.int8, np.uint8, np.int32),
@@ -102,7 +103,11 @@ class Draw:
         return to_bf16_bits(floats) if precision is Precision.BF16 else floats.astype(store)
 
     def into(self, buffer: np.ndarray, precision: Precision, operand: str) -> None:
-        buffer[...] = self.values(buffer.shape, precision, operand)
+        """Fill a 2-D buffer a block of rows at a time: a 1024 x 500000 operand (2 GB) needs no copy of itself."""
+        rows = max(1, DRAW_BLOCK_BYTES // max(1, buffer[:1].nbytes))
+        for start in range(0, buffer.shape[0], rows):
+            block = buffer[start : start + rows]
+            block[...] = self.values(block.shape, precision, operand)
 
 
 def as_numbers(stored: np.ndarray, precision: Precision) -> np.ndarray:
