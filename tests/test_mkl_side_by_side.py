@@ -50,7 +50,7 @@ def test_the_loop_makes_deepbenchs_calls_on_its_command_line_and_stdin(tmp_path:
     assert argv.returncode == 0, argv.stderr
     lines = [x.split() for x in argv.stdout.splitlines() if not x.startswith("#")]
     assert lines[0][:9] == ["fp32", "T", "N", "200", "3", "130", "272", "272", "272"] and len(lines[0]) == 13
-    assert float(lines[0][10]) > 0  # the loop's CPU share: its CPU time over wall x threads
+    assert float(lines[0][10]) >= 0  # the cores other processes kept busy meanwhile
     assert "# mode direct beta 1 trials 2 repeat 10" in argv.stdout  # bench.cpp's beta unless told
     stdin = "int8 N N 64 1 1216\nnot a problem\n"
     piped = subprocess.run([str(binary), "--packed", "--beta", "0"], input=stdin, capture_output=True, text=True)

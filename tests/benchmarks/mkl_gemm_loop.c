@@ -17,14 +17,16 @@
  * Unlike bench.cpp, each problem gets buffers of its own size (bench.cpp sized B by the largest A).
  *
  * Output: '#' lines saying what MKL runs (version, instruction set, threads), then one line per problem:
- *   PREC TRANSA TRANSB M N K LDA LDB LDC MEDIAN_US CPU_SHARE US_1 ... US_N
- * or "error PREC TRANSA TRANSB M N K: why". CPU_SHARE is the process's CPU time over the timed calls divided
- * by their wall time times MKL's threads: about 1 where its threads had the cores to themselves (idle
- * OpenMP threads spin), less where other processes took them. Exit status 0, or 2 on a bad command line. */
+ *   PREC TRANSA TRANSB M N K LDA LDB LDC MEDIAN_US OTHERS US_1 ... US_N
+ * or "error PREC TRANSA TRANSB M N K: why". OTHERS: the CPU cores other processes kept busy on average while
+ * the calls were timed, as the harness reckons it for its samples (kernels/noise.py CpuWindow): /proc/stat's
+ * busy time (user, nice, system, irq, softirq, steal) less this process's own CPU time, over the wall time.
+ * Exit status 0, or 2 on a bad command line. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <mkl.h>
 
@@ -129,6 +131,18 @@ static void call(const problem_t *p, const options_t *o, const buffers_t *buf) {
                     buf->b, buf->ldb, o->beta, buf->c, buf->ldc);
 }
 
+/* /proc/stat's busy seconds of every CPU since boot (noise.py BUSY_FIELDS), or -1 where it cannot be read. */
+static double busy_seconds(void) {
+    unsigned long long v[8] = {0};
+    FILE *f = fopen("/proc/stat", "r");
+    if (!f) return -1;
+    int got = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+                     &v[6], &v[7]);
+    fclose(f);
+    if (got < 8) return -1;
+    return (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / sysconf(_SC_CLK_TCK);
+}
+
 static double seconds(clockid_t clock) {
     struct timespec t;
     clock_gettime(clock, &t);
@@ -149,14 +163,14 @@ static void run(const problem_t *p, const options_t *o) {
         release(&buf);
         return;
     }
-    double cpu = 0, wall = 0;
+    double others = 0, wall = 0;
     for (int t = 0; t < o->trials; ++t) {
         call(p, o, &buf); /* warm-up */
-        double cpu_start = seconds(CLOCK_PROCESS_CPUTIME_ID);
+        double busy_start = busy_seconds(), cpu_start = seconds(CLOCK_PROCESS_CPUTIME_ID);
         double start = dsecnd();
         for (int j = 0; j < REPEAT; ++j) call(p, o, &buf);
         double end = dsecnd();
-        cpu += seconds(CLOCK_PROCESS_CPUTIME_ID) - cpu_start;
+        others += (busy_seconds() - busy_start) - (seconds(CLOCK_PROCESS_CPUTIME_ID) - cpu_start);
         wall += end - start;
         us[t] = 1e6 * (end - start) / REPEAT;
     }
@@ -164,7 +178,7 @@ static void run(const problem_t *p, const options_t *o) {
     qsort(sorted, o->trials, sizeof(double), by_value);
     double median = o->trials % 2 ? sorted[o->trials / 2] : 0.5 * (sorted[o->trials / 2 - 1] + sorted[o->trials / 2]);
     printf("%s %c %c %d %d %d %d %d %d %.3f %.3f", p->prec, p->transa, p->transb, (int)p->m, (int)p->n, (int)p->k,
-           (int)buf.lda, (int)buf.ldb, (int)buf.ldc, median, cpu / (wall * mkl_get_max_threads()));
+           (int)buf.lda, (int)buf.ldb, (int)buf.ldc, median, others > 0 ? others / wall : 0.0);
     for (int t = 0; t < o->trials; ++t) printf(" %.3f", us[t]);
     printf("\n");
     fflush(stdout);

@@ -21,10 +21,11 @@ issue 55's goal: 95% or more. Then `deepbench compare` of the last round's mkl r
         [--precision fp32,int8] [--rounds 3] [--threads N] [--mkl-gemm packed] [--keep DIR] [--no-torch]
 
 The CPU's load is printed beside the figures, since on a shared machine the two sides' times wander apart
-for reasons of neither: per kernel the loop's CPU share (its CPU time over wall time x threads; MKL's idle
-OpenMP threads spin, so about 1 when its threads had the cores) and the cores other processes kept busy while
-the harness measured (the result's others_cores); a second SUMMARY holds only the kernels both sides of every
-round measured undisturbed (CPU share >= 0.9, others <= 0.2 cores)."""
+for reasons of neither: per kernel the cores other processes kept busy while each side timed it (the largest
+over rounds; both reckon it as kernels/noise.py's CpuWindow does), and a second SUMMARY holds only the
+kernels neither side of any round measured contended by the harness's rule (others kept busy more cores than
+the threads left free, by more than 0.25: kernels/noise.py `contended`). On 2 CPUs, --threads 1 leaves a core
+to a neighbour."""
 
 from __future__ import annotations
 
@@ -42,6 +43,7 @@ from pathlib import Path
 
 from deepbench.kernels.backends.cpu.runtime import physical_cores
 from deepbench.kernels.backends.mkl.binding import LIBRARY, library_dirs
+from deepbench.kernels.noise import OTHERS_CORES_WARN, contended, usable_cpus
 from deepbench.kernels.results import KernelResult, Status
 from deepbench.kernels.results_file import read_results
 
@@ -53,11 +55,10 @@ MIN_US = 1000.0  # the goal holds for GEMMs of 1 ms or more
 WITHIN = (0.95, 1.05)
 GOAL_SHARE = 0.95
 PRECISIONS = ("fp32", "int8")  # the loop's
-LOOP_FIELDS = 11  # PREC TA TB M N K LDA LDB LDC MEDIAN CPU_SHARE, then each trial's time
-# A pair measured undisturbed: the loop's threads had the cores (its CPU share) and the harness's measurement
-# saw other processes keep at most this many cores busy.
-QUIET_SHARE = 0.9
-QUIET_OTHERS = 0.2
+LOOP_FIELDS = 11  # PREC TA TB M N K LDA LDB LDC MEDIAN OTHERS, then each trial's time
+# A pair measured uncontended: while either side timed it, other processes kept busy no more cores than the run's
+# threads left free, by the harness's own rule (kernels/noise.py `contended`); both sides reckon the others'
+# cores alike (/proc/stat's busy time less their own CPU time, noise.py CpuWindow).
 RUN_TIMEOUT_S = 6 * 3600
 
 
@@ -76,16 +77,12 @@ class Kernel:
     harness_us: list[float] = field(default_factory=list)
     loop_us: list[float] = field(default_factory=list)
     others_cores: list[float] = field(default_factory=list)
-    loop_share: list[float] = field(default_factory=list)
+    loop_others: list[float] = field(default_factory=list)
 
-    @property
-    def quiet(self) -> bool:
-        """Both sides of every round measured undisturbed (QUIET_SHARE, QUIET_OTHERS)."""
-        return (
-            len(self.others_cores) == len(self.harness_us)
-            and all(x >= QUIET_SHARE for x in self.loop_share)
-            and all(x <= QUIET_OTHERS for x in self.others_cores)
-        )
+    def uncontended(self, spare: int) -> bool:
+        """Neither side of any round was contended (noise.contended) with `spare` CPUs beside the threads."""
+        sides = (self.others_cores, self.loop_others)
+        return all(len(s) == len(self.harness_us) and not any(contended(x, spare) for x in s) for s in sides)
 
     @property
     def ratio(self) -> float:
@@ -196,7 +193,7 @@ def record_round(kernels: dict[str, Kernel], harness: list[KernelResult], loop: 
             continue
         k.harness_us.append(r.time_us.median)
         k.loop_us.append(float(fields[9]))
-        k.loop_share.append(float(fields[10]))
+        k.loop_others.append(float(fields[10]))
         others = r.parts[0].measurement.others_cores
         if others is not None:
             k.others_cores.append(others)
@@ -243,21 +240,22 @@ def rounds(args: argparse.Namespace, binary: Path, root: Path) -> tuple[dict[str
 def report(kernels: dict[str, Kernel], args: argparse.Namespace) -> None:
     measured = [k for k in kernels.values() if k.loop_us and k.harness_us]
     head = f"{'kernel':34} {'problem':28} {'lda/ldb/ldc':18} {'loop us':>12} {'harness us':>12} {'ratio':>7}"
-    print(f"\n{head} {'loop cpu':>8} {'others':>6}")
+    print(f"\n{head} {'others: loop':>12} {'harness':>7}")
     for k in sorted(measured, key=lambda k: (k.precision, k.id)):
         problem = " ".join(k.problem[1:])
         lds = "/".join(str(x) for x in k.lds)
         loop, harness = statistics.median(k.loop_us), statistics.median(k.harness_us)
-        share = min(k.loop_share)
+        loop_others = max(k.loop_others)
         others = max(k.others_cores) if k.others_cores else math.nan
         mark = "" if WITHIN[0] <= k.ratio <= WITHIN[1] else "  *"
         row = f"{k.id:34} {problem:28} {lds:18} {loop:12.1f} {harness:12.1f} {k.ratio:7.3f}"
-        print(f"{row} {share:8.2f} {others:6.2f}{mark}")
+        print(f"{row} {loop_others:12.2f} {others:7.2f}{mark}")
     long = [k for k in measured if statistics.median(k.loop_us) >= args.min_us]
     summary("", long, args.min_us)
+    spare = max(0, len(usable_cpus()) - args.threads)
     summary(
-        f" (quiet: loop CPU share >= {QUIET_SHARE}, others <= {QUIET_OTHERS} cores, every round)",
-        [k for k in long if k.quiet],
+        f" (uncontended: others kept <= {spare + OTHERS_CORES_WARN:g} cores busy beside both sides, every round)",
+        [k for k in long if k.uncontended(spare)],
         args.min_us,
     )
     others = [x for k in measured for x in k.others_cores]
