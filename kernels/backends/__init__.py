@@ -36,6 +36,9 @@ BACKENDS: dict[str, Entry] = {
     "mpi": Entry(f"{B}.mpi.backend:MpiBackend", f"{B}.mpi.declaration:MPI"),
     "onnxruntime": Entry(f"{B}.onnxruntime.backend:OrtBackend", f"{B}.onnxruntime.declaration:ONNXRUNTIME"),
     "tflite": Entry(f"{B}.tflite.backend:TfliteBackend", f"{B}.tflite.declaration:TFLITE"),
+    # Intel: each operation on its own library (oneapi/declaration.py), or one library forced for every kernel.
+    "oneapi": Entry(f"{B}.oneapi.backend:OneapiBackend", f"{B}.oneapi.declaration:ONEAPI"),
+    "mkl": Entry(f"{B}.mkl.backend:MklBackend", f"{B}.mkl.declaration:MKL"),
     "onednn": Entry(f"{B}.onednn.backend:OnednnBackend", f"{B}.onednn.declaration:ONEDNN"),
 }
 
