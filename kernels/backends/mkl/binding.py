@@ -23,6 +23,11 @@ THREADING_ENV = "MKL_THREADING_LAYER"
 INTERFACE_LP64 = 0
 THREADING_LAYERS = {"intel": 0, "sequential": 1, "gnu": 3, "tbb": 4}
 DEFAULT_THREADING = "intel"
+# With GNU OpenMP already in the process (PyTorch's libgomp: the oneapi backend runs what MKL and oneDNN do not on
+# PyTorch), MKL's Intel OpenMP layer gives wrong results (measured here: a sparse product off by 0.9 in relative
+# error, then a crash, with libgomp and libiomp5 both loaded); its GNU layer shares the runtime that is there.
+GNU_OPENMP = "libgomp"
+PROC_MAPS = "/proc/self/maps"
 VERSION_CHARS = 256
 
 # mkl_cblas.h enums.
@@ -131,6 +136,14 @@ class Runtime:
     library: str  # the file loaded
 
 
+def gnu_openmp_loaded() -> bool:
+    """Whether this process has GNU's OpenMP runtime mapped (PyTorch imported)."""
+    try:
+        return GNU_OPENMP in Path(PROC_MAPS).read_text()
+    except OSError:  # not Linux
+        return False
+
+
 def library_dirs() -> list[Path]:
     """Where the `mkl` wheel puts its libraries: the interpreter's prefix (a virtual environment's,
     then its base's), before the loader's own search path."""
@@ -158,8 +171,10 @@ class Mkl:
         self.threading_layer = self._set_threading_layer()
 
     def _set_threading_layer(self) -> str:
-        """MKL_THREADING_LAYER's layer (DeepBench's Intel OpenMP where unset), set before any other call."""
-        asked = os.environ.get(THREADING_ENV, DEFAULT_THREADING).strip().lower()
+        """MKL_THREADING_LAYER's layer, set before any other call; where unset, DeepBench's Intel OpenMP, or GNU
+        OpenMP where the process already holds it (GNU_OPENMP says why)."""
+        default = "gnu" if gnu_openmp_loaded() else DEFAULT_THREADING
+        asked = os.environ.get(THREADING_ENV, default).strip().lower()
         if asked not in THREADING_LAYERS:
             raise MklMissing(f"{THREADING_ENV}={asked!r} is not one of MKL's layers ({', '.join(THREADING_LAYERS)})")
         code = self.lib.MKL_Set_Threading_Layer(THREADING_LAYERS[asked])
