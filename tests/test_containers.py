@@ -193,7 +193,7 @@ def test_image_holds_the_harness_without_the_host_libraries(client, intel_image,
     )
     assert out == "[]"
     wheels = {w.name.split("-")[0].lower() for w in intel_wheelhouse.glob("*.whl")}
-    assert {"torch", "mpi4py", "pydantic", "numpy"} <= wheels and not wheels & image_lock.HOST_ONLY
+    assert {"torch", "mpi4py", "pydantic", "numpy", "mkl", "onednn", "tbb"} <= wheels and not wheels & image_lock.HOST_ONLY
     listing = (
         client.containers.run(
             intel_image,
@@ -249,18 +249,21 @@ def _expected_uid() -> int:
 
 @pytest.mark.slow
 def test_smoke_suite_in_a_container(client, intel_image, tmp_path: Path) -> None:
-    """The smoke suite in the image; started as root (CI), it runs as the image's non-root user."""
+    """The smoke suite in the image, on Intel's libraries called directly (the intel platform's oneapi backend:
+    MKL and oneDNN from the image's wheels); started as root (CI), it runs as the image's non-root user."""
     out = tmp_path / "smoke"
     proc = _run(intel_image, out, "--suite", "smoke")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
-    assert "(container, backend torch)" in proc.stdout
+    assert "(container, backend oneapi)" in proc.stdout
     rs = read_results(out / "results.jsonl")  # validated by the result model
     assert len(rs) == len(suite_kernels("smoke"))
+    served = {"gemm": "mkl", "sparse_gemm": "mkl", "conv": "onednn", "rnn": "onednn"}
     for r in rs:
         if r.op == "all_reduce" and r.status is Status.UNSUPPORTED:
             continue
         assert r.status is Status.OK, (r.id, r.reason)
         assert r.check.passed and r.time_us.median > 0
+        assert r.backend == served.get(r.op, "torch"), (r.id, r.backend, r.info.get("native_unavailable"))
     record = RunRecord.model_validate_json((out / "run.json").read_text())
     assert record.state == "complete" and record.platform == "intel"
     image = record.provenance["image"]
