@@ -185,6 +185,16 @@ def test_the_record_keeps_every_build_and_survives_damage(own_state: Path) -> No
     assert own_images.recorded("sha256:" + "1" * 64) is not None
 
 
+def test_a_record_that_cannot_be_written_is_said_not_fatal(own_state: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    blocked = own_state.parent / "a-file"
+    blocked.write_text("x\n")
+    monkeypatch.setenv(own_images.STATE_HOME_ENV, str(blocked))  # the state folder's place is a file
+    said: list[str] = []
+    own_images.record_build(FORGED_ID, CPU, "evil:x", log=said.append)
+    assert len(said) == 1 and said[0].startswith("warning: built evil:x") and "verify will not take it" in said[0]
+    assert own_images.recorded(FORGED_ID) is None
+
+
 def test_the_harness_is_unpacked_as_plain_files_only(tmp_path: Path) -> None:
     link = tarfile.TarInfo("kernels/escape")
     link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"

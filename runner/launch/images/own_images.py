@@ -25,7 +25,7 @@ import os
 import shutil
 import tarfile
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Final, Literal
@@ -91,9 +91,20 @@ def recorded(image_id: str) -> BuiltImage | None:
     return _read(record_path()).images.get(image_id)
 
 
-def record_build(image_id: str, platform: Platform, tag: str) -> None:
-    """Add an image built here just now (under a lock: two builds at once both stay recorded)."""
+def record_build(image_id: str, platform: Platform, tag: str, log: Callable[[str], None] = print) -> None:
+    """Add an image built here just now (under a lock: two builds at once both stay recorded). A record
+    that cannot be written is said, not fatal: the image runs, only verify will not take it."""
     path = record_path()
+    try:
+        _add(path, image_id, platform, tag)
+    except OSError as exc:
+        log(
+            f"warning: built {tag}, but it could not be recorded in {path} ({exc.strerror or exc}): deepbench "
+            "verify will not take it for its own until a build here is recorded"
+        )
+
+
+def _add(path: Path, image_id: str, platform: Platform, tag: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     entry = BuiltImage(
         platform=platform.name,
@@ -169,18 +180,23 @@ def harness_in(client: docker.DockerClient, image: Image, platform: Platform) ->
     created and removed, never started; None when it holds none there."""
     from docker.errors import APIError, NotFound
 
-    container = client.containers.create(
-        image.id,
-        entrypoint=["/deepbench-never-started"],
-        network_disabled=True,
-        labels={"org.deepbench.role": "harness-read"},
-        platform=platform.platform_arch,
-    )
+    try:
+        container = client.containers.create(
+            image.id,
+            entrypoint=["/deepbench-never-started"],
+            network_disabled=True,
+            labels={"org.deepbench.role": "harness-read"},
+            platform=platform.platform_arch,
+        )
+    except APIError as exc:
+        raise UserError(f"cannot read the harness out of {image.id[:19]}: {_first_line(exc)}") from None
     try:
         try:
             chunks, _ = container.get_archive(HARNESS_IN_IMAGE)
         except NotFound:
             return None
+        except APIError as exc:
+            raise UserError(f"cannot read the harness out of {image.id[:19]}: {_first_line(exc)}") from None
         with tempfile.TemporaryDirectory(prefix="deepbench-harness-") as folder:
             _unpack(chunks, Path(folder))
             root = Path(folder) / PurePosixPath(HARNESS_IN_IMAGE).name
@@ -188,6 +204,11 @@ def harness_in(client: docker.DockerClient, image: Image, platform: Platform) ->
     finally:
         with contextlib.suppress(APIError):
             container.remove(force=True)
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(getattr(exc, "explanation", None) or exc)
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def check_own(client: docker.DockerClient, image: Image, ref: str, platform: Platform) -> None:

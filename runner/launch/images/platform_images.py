@@ -169,7 +169,7 @@ def build(
         raise _build_failure(platform, tag, base, error or "the builder returned no image")
     _record_base_digest(client, platform, asked, log)
     image = client.images.get(image_id)
-    own_images.record_build(image.id, platform, tag)  # what verify may run: this machine's own build
+    own_images.record_build(image.id, platform, tag, log)  # what verify may run: this machine's own build
     return image
 
 
