@@ -108,3 +108,20 @@ def probe(folder: Path, name: str) -> dict | None:
             return None
     except Locked as exc:
         return exc.holder
+
+
+def peek(folder: Path, name: str) -> dict | None:
+    """Who holds the lock `folder/name` now (None: nobody), read without writing a byte: a shared lock
+    tried on a read-only descriptor and dropped (for readers of a folder, which must leave it as it is,
+    and may not be allowed to write there)."""
+    try:
+        fd = os.open(folder / name, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return _read(fd)
+    finally:
+        os.close(fd)  # drops the shared lock, if it was taken
+    return None

@@ -17,6 +17,7 @@ from ..kernels import __version__
 from ..kernels.format_versions import FormatVersionError
 from ..kernels.harness.protocol import ExitCode
 from ..kernels.results_file import WriteFailed
+from .argv_text import require_text_arguments
 from .errors import UserError
 from .launch.running.signals import exit_status
 
@@ -27,6 +28,19 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         sys.stderr.write(f"{self.prog}: error: {message} (see {self.prog} --help)\n")
         sys.exit(ExitCode.USAGE)
+
+
+def _text_only(argv: Sequence[str] | None, fn: Callable[[], int]) -> Callable[[], int]:
+    """`fn`, once every argument is known to be text: those parsed (`argv`) and the process's own, which
+    the plan and the run record keep (runner/argv_text.py)."""
+
+    def checked() -> int:
+        require_text_arguments(sys.argv)
+        if argv is not None:
+            require_text_arguments(["", *argv])
+        return fn()
+
+    return checked
 
 
 def _guard(fn: Callable[[], int], prog: str) -> int:
@@ -66,7 +80,7 @@ def run_main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--version", action="version", version=f"deepbench {__version__}")
     request.add_arguments(parser)
-    return _guard(lambda: run.run(request.parse_request(argv, parser)), "deepbench-run")
+    return _guard(_text_only(argv, lambda: run.run(request.parse_request(argv, parser))), "deepbench-run")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -94,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "handler", None):
         parser.print_help()
         return ExitCode.USAGE
-    return _guard(lambda: args.handler(args), f"deepbench {args.command}")
+    return _guard(_text_only(argv, lambda: args.handler(args)), f"deepbench {args.command}")
 
 
 def _entry(fn: Callable[[], int]) -> None:

@@ -1,13 +1,20 @@
 """Where a command writes, checked before anything is measured or rendered: a folder that is a
 file, a read-only place, one without permission or without space is one line and exit status
 2, for every command that writes (deepbench-run, verify, submit, report, compare, fastest,
-models extract)."""
+models extract).
+
+A run writes its files (plan.json, run.json, results.jsonl, harness.log, facts.json, its locks)
+straight into its folder, so that folder is never one of the places no tool should fill
+(`guarded_place`: the root, the system's own folders, the user's home and the folders above it)
+nor a folder that holds other things (`refuse_foreign`): `deepbench-run --local --out /` once wrote
+all of them into `/`."""
 
 from __future__ import annotations
 
 import errno
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from ..kernels.results_file import free_bytes
@@ -16,6 +23,13 @@ from .errors import UserError
 # Less free space than this is refused at the door: a run's plan, record and first results need
 # about 20 KB; a folder on a full disk would fail at the first write.
 MIN_FREE_BYTES = 1 << 20
+# The operating system's own trees (the Filesystem Hierarchy Standard's): neither they nor anything
+# inside them is a place for results.
+SYSTEM_TREES = ("/bin", "/boot", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/sbin", "/sys", "/usr")
+# Folders that hold others' folders (users', mounts', packages', every user's scratch): a run may go
+# inside them, never straight into them.
+SYSTEM_FOLDERS = ("/dev", "/home", "/media", "/mnt", "/opt", "/root", "/run", "/srv", "/tmp", "/var", "/var/tmp")
+LISTED = 3  # foreign entries a refusal names
 
 
 def why_failed(exc: OSError) -> str:
@@ -73,9 +87,68 @@ def writable_file(path: Path, option: str = "--out") -> Path:
     return path
 
 
-# ----- replacing a folder the tool wrote (--force) ----------------------------------------------
+# ----- where a folder of the tool's own files may go -----------------------------------------------
 def _within(inner: Path, outer: Path) -> bool:
     return inner == outer or inner.is_relative_to(outer)
+
+
+def guarded_place(path: Path) -> str | None:
+    """What `path` is, when no command may write its own files straight into it: the root folder, a
+    system folder (or one inside the system's trees), the user's home or a folder that holds it; None
+    for any other place."""
+    real = path.resolve()
+    if real == Path("/").resolve():
+        return "the root folder"
+    try:
+        home: Path | None = Path.home().resolve()
+    except RuntimeError:  # no HOME and no password entry: there is no home folder to guard
+        home = None
+    if real == home:
+        return "your home folder"
+    if home is not None and _within(home, real):
+        return f"a folder that holds your home folder ({home})"
+    for tree in SYSTEM_TREES:
+        if _within(real, Path(tree).resolve()):
+            return f"a system folder (inside {tree})"
+    if any(real == Path(folder).resolve() for folder in SYSTEM_FOLDERS):
+        return "a system folder"
+    return None
+
+
+def refuse_guarded(path: Path, option: str = "--out") -> None:
+    """One line (exit 2) when `path` is a guarded place (guarded_place), before anything is made."""
+    place = guarded_place(path)
+    if place is not None:
+        raise UserError(
+            f"{option} {path} is {place}: a run writes plan.json, run.json, results.jsonl, its logs and "
+            f"its locks straight into {option}; give a new or empty folder for them (nothing was written)"
+        )
+
+
+def _listed(names: list[str]) -> str:
+    shown = ", ".join(name.encode("utf-8", "backslashreplace").decode() for name in names[:LISTED])
+    return shown + (f" and {len(names) - LISTED} more" if len(names) > LISTED else "")
+
+
+def refuse_foreign(path: Path, is_own: Callable[[str], bool], option: str = "--out") -> None:
+    """One line (exit 2) when the folder `path` exists and holds an entry that is not one of the tool's
+    own (`is_own`, by name): a run's files are never mixed into a folder of other things."""
+    if not path.is_dir():
+        return
+    try:
+        names = sorted(os.listdir(path))
+    except OSError as exc:
+        raise UserError(f"{option} {path}: cannot read the folder ({why_failed(exc)})") from None
+    other = [name for name in names if not is_own(name)]
+    if other:
+        raise UserError(
+            f"{option} {path} already holds files that are not a deepbench run's ({_listed(other)}): a run "
+            f"goes into a new or empty folder (or continues its own with --resume); choose another {option} "
+            "(nothing was written)"
+        )
+
+
+# ----- replacing a folder the tool wrote (--force) ----------------------------------------------
 
 
 def check_replaceable(

@@ -1,21 +1,33 @@
-"""`deepbench verify` runs only code the verifier trusts (issue 42): never the image a bundle names,
-and only an image of this installation's recipe (its labels and harness hash checked, a hard
-refusal otherwise). A container bundle names a hostile image; verify is given a non-deepbench
-image and a deepbench-labelled image that is not the verifier's own: both are refused in one line
-before anything runs, and no container of any of them was started. (Docker tests: CI starts
-dockerd; elsewhere they fail without one, as tests/test_containers.py does.)"""
+"""`deepbench verify` runs only code the verifier trusts (issues 42 and 57): never the image a bundle
+names, and only an image this machine built from this checkout, proven by the id recorded at its build
+and the harness read out of it unstarted, never by its labels (runner/launch/images/own_images.py). A
+container bundle names a hostile image; verify is given a non-deepbench image, a deepbench-labelled image
+that is not the verifier's own, and (issue 57, case 1) a forged one: deepbench's labels copied with the
+true harness hash, this checkout's harness files inside, and an entrypoint that is a shell script writing
+into the results folder, which the code before started. Each is refused in one line before anything runs:
+no verify folder is made, no container of any of them was created, and nothing was written. The forged
+image loaded from an archive under the platform's own tag, as a reviewer's `docker load` of a submitter's
+archive leaves it, is refused the same way without --image, and `image_archive.load` refuses to give it
+that tag. (Docker tests: CI starts dockerd; elsewhere they skip with one line, as tests/test_containers.py
+does.)"""
 
 from __future__ import annotations
 
 import io
 import json
 import os
+import re
+import subprocess
 import tarfile
 from pathlib import Path
 
 import pytest
 
+from deepbench import kernels
 from deepbench.kernels import __version__
+from deepbench.kernels.provenance import harness_sha256
+from deepbench.runner.errors import UserError
+from deepbench.runner.launch.images import image_archive, own_images
 from deepbench.runner.launch.images.platform_images import LABEL_HARNESS, LABEL_PLATFORM, LABEL_VERSION
 from deepbench.runner.platforms import get_platform
 from deepbench.runner.submission.checker import check_bundle
@@ -25,6 +37,9 @@ from .conftest import local_bundle, run_cli
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
 EXIT_USAGE = 2
+NOT_OURS = "was not built on this machine"
+WRITES_RESULTS = b"#!/bin/sh\necho forged > /results/forged\n"
+HARNESS_DIR = Path(kernels.__file__).resolve().parent
 
 
 @pytest.fixture(scope="module")
@@ -32,18 +47,39 @@ def client(docker_client):
     return docker_client
 
 
-def _image(client, tag: str, labels: dict[str, str]) -> str:
-    """A one-file image with these labels (made here, nothing pulled); returns its id."""
+def _add(tar: tarfile.TarFile, source: Path, name: str) -> None:
+    """`source`'s content at `name` in the image (links followed: an imported image has no host to point at)."""
+    info = tar.gettarinfo(str(source.resolve()), arcname=name.lstrip("/"))
+    with source.resolve().open("rb") as f:
+        tar.addfile(info, f)
+
+
+def _add_shell(tar: tarfile.TarFile) -> None:
+    """The host's /bin/sh with the libraries ldd names for it, at the paths it loads them from."""
+    sh = Path("/bin/sh")
+    listed = subprocess.run(["ldd", str(sh.resolve())], capture_output=True, text=True, check=True).stdout
+    for path in {"/bin/sh", *re.findall(r"(/\S+)", listed)}:
+        _add(tar, Path(path), path)
+
+
+def _image(client, tag: str, labels: dict[str, str], *, shell: bool = False, harness: bool = False) -> str:
+    """An image made here (nothing pulled) with these labels, whose entrypoint is a script writing into
+    the results folder; with `shell`, a shell to run it, with `harness` this checkout's harness where
+    deepbench's images hold theirs. Returns its id."""
     data = io.BytesIO()
     with tarfile.open(fileobj=data, mode="w") as tar:
         entry = tarfile.TarInfo("run.sh")
-        script = b"#!/bin/sh\necho forged > /results/forged\n"
-        entry.size, entry.mode = len(script), 0o755
-        tar.addfile(entry, io.BytesIO(script))
+        entry.size, entry.mode = len(WRITES_RESULTS), 0o755
+        tar.addfile(entry, io.BytesIO(WRITES_RESULTS))
+        if shell:
+            _add_shell(tar)
+        if harness:
+            for path in sorted(HARNESS_DIR.rglob("*.py")) + sorted((HARNESS_DIR / "data").glob("*")):
+                if "__pycache__" not in path.parts:
+                    _add(tar, path, f"{own_images.HARNESS_IN_IMAGE}/{path.relative_to(HARNESS_DIR).as_posix()}")
     repo, name = tag.rsplit(":", 1)
-    client.api.import_image_from_data(
-        data.getvalue(), repository=repo, tag=name, changes=[f"LABEL {k}={v}" for k, v in labels.items()]
-    )
+    changes = [f"LABEL {k}={v}" for k, v in labels.items()] + ['ENTRYPOINT ["/run.sh"]']
+    client.api.import_image_from_data(data.getvalue(), repository=repo, tag=name, changes=changes)
     return client.images.get(tag).id
 
 
@@ -57,6 +93,13 @@ def hostile(client):
             client,
             f"deepbench-test/labelled:{os.getpid()}",
             {LABEL_PLATFORM: "cpu", LABEL_VERSION: __version__, LABEL_HARNESS: "0" * 64},
+        ),
+        "forged": _image(
+            client,
+            f"deepbench-test/forged:{os.getpid()}",
+            {LABEL_PLATFORM: "cpu", LABEL_VERSION: __version__, LABEL_HARNESS: harness_sha256()},
+            shell=True,
+            harness=True,
         ),
     }
     yield {k: f"deepbench-test/{k}:{os.getpid()}" for k in made} | {f"{k}_id": v for k, v in made.items()}
@@ -93,15 +136,17 @@ def _containers_of(client, image_ids: list[str]) -> list[str]:
     return [c.id for c in client.containers.list(all=True) if c.image.id in image_ids]
 
 
-@pytest.mark.parametrize(
-    "which, words",
-    [
-        ("plain", "is not a deepbench image"),
-        ("labelled", "holds another deepbench harness"),
-    ],
-)
+def _hostile_ids(hostile: dict[str, str]) -> list[str]:
+    return [hostile["plain_id"], hostile["labelled_id"], hostile["forged_id"]]
+
+
+def _written_by_an_image(root: Path) -> list[Path]:
+    return list(root.rglob("forged"))
+
+
+@pytest.mark.parametrize("which", ["plain", "labelled", "forged"])
 def test_verify_refuses_an_image_that_is_not_its_own(
-    client, hostile: dict[str, str], container_bundle: Path, tmp_path: Path, which: str, words: str
+    client, hostile: dict[str, str], container_bundle: Path, tmp_path: Path, which: str
 ) -> None:
     out = tmp_path / "again"
     proc = run_cli(
@@ -109,25 +154,49 @@ def test_verify_refuses_an_image_that_is_not_its_own(
     )
     assert proc.returncode == EXIT_USAGE, proc.stdout + proc.stderr
     lines = [x for x in proc.stderr.splitlines() if x.strip()]
-    assert len(lines) == 1 and words in lines[0] and "Traceback" not in proc.stderr, proc.stderr
-    assert "--force-image" not in lines[0]  # no way around it
-    assert not (out / "results.jsonl").exists()
-    assert _containers_of(client, [hostile["plain_id"], hostile["labelled_id"]]) == []
+    assert len(lines) == 1 and NOT_OURS in lines[0] and "Traceback" not in proc.stderr, proc.stderr
+    assert "--force-image" not in lines[0] and "deepbench images build --platform cpu" in lines[0]
+    assert not out.exists() and _written_by_an_image(tmp_path) == []  # no folder: nothing it could write into
+    assert _containers_of(client, _hostile_ids(hostile)) == []  # none created, let alone started
+
+
+def test_the_forged_image_holds_this_harness_read_without_starting_it(client, hostile: dict[str, str]) -> None:
+    """What makes the forgery a forgery is not its files: its harness, read out of a container that is
+    created and removed unstarted, is this checkout's; only the build record tells it apart."""
+    image = client.images.get(hostile["forged"])
+    assert own_images.harness_in(client, image, get_platform("cpu")) == harness_sha256()
+    assert _containers_of(client, _hostile_ids(hostile)) == []
 
 
 def test_verify_never_takes_the_bundles_image_for_its_own(
     client, hostile: dict[str, str], container_bundle: Path, tmp_path: Path
 ) -> None:
-    """The hostile labelled image under the platform's own tag (as if the verifier had it): the
-    default path checks it as strictly and refuses it; the bundle's image id is never run."""
+    """The forged image under the platform's own tag, as a reviewer's `docker load` of a submitter's
+    archive leaves it: the default path proves it as strictly and refuses it; the bundle's image id is
+    never run. `image_archive.load` itself refuses to give the platform's tag to an image not built here."""
     own = get_platform("cpu").image
     if any(own in (i.tags or []) for i in client.images.list()):
         pytest.skip(f"{own} is a real image here: not re-tagged by a test")
-    client.images.get(hostile["labelled"]).tag(*own.rsplit(":", 1))
+    forged = client.images.get(hostile["forged"])
+    forged.tag(*own.rsplit(":", 1))
+    archive = tmp_path / "submitted.tar"
     try:
-        proc = run_cli("deepbench", "verify", str(container_bundle), "--allow-modified", "--out", str(tmp_path / "o"))
+        with archive.open("wb") as f:
+            for chunk in client.images.get(own).save(named=own):
+                f.write(chunk)
+    finally:
+        client.images.remove(own)
+    with pytest.raises(UserError, match=f"this tool's own name {own}"):
+        image_archive.load(client, archive, hostile["forged_id"], log=lambda line: None)
+    assert not any(own in (i.tags or []) for i in client.images.list())
+    with archive.open("rb") as f:
+        client.images.load(f.read())  # what `docker load -i submitted.tar` does
+    try:
+        out = tmp_path / "o"
+        proc = run_cli("deepbench", "verify", str(container_bundle), "--allow-modified", "--out", str(out))
     finally:
         client.images.remove(own)
     assert proc.returncode == EXIT_USAGE, proc.stdout + proc.stderr
-    assert "holds another deepbench harness" in proc.stderr, proc.stderr
-    assert _containers_of(client, [hostile["labelled_id"]]) == []
+    assert NOT_OURS in proc.stderr and f"{own} (" in proc.stderr, proc.stderr
+    assert not out.exists() and _written_by_an_image(tmp_path) == []
+    assert _containers_of(client, _hostile_ids(hostile)) == []

@@ -169,8 +169,8 @@ def _export(args: argparse.Namespace) -> int:
     archive = image_archive.export(connect(), args.image, args.out, log=say)
     say(
         f"wrote {archive.path} ({archive.bytes / 1e6:.0f} MB, sha256 {archive.sha256}) holding image "
-        f"{archive.image_id}; elsewhere: docker load -i {archive.path.name}, or deepbench verify BUNDLE "
-        f"--image-archive {archive.path.name}"
+        f"{archive.image_id}; elsewhere: docker load -i {archive.path.name} (deepbench verify never runs it: "
+        "it re-runs in the verifier's own image)"
     )
     return 0
 

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from ...kernels.system import VendorFields
 from ..analysis.flagged import flagged_line
 from ..analysis.sources import read_run_folder
+from ..argv_text import require_text
 from ..errors import UserError
 from ..outpaths import writable_folder
 from ..render.display import make_console
@@ -74,6 +75,9 @@ def vendor_fields(args: argparse.Namespace) -> VendorFields:
     for key in ("submitter", "system_name", "notes"):
         if getattr(args, key) is not None:
             data[key] = getattr(args, key)
+    for key, value in data.items():  # a JSON escape (\udcff) makes text no UTF-8 writer takes
+        if isinstance(value, str):
+            require_text(value, f"vendor field {key}")
     try:
         return VendorFields.model_validate(data)
     except ValidationError as exc:

@@ -4,7 +4,7 @@
   deepbench verify BUNDLE                         # in a container on this installation's own image
                                                   # (built here from the project's recipe; never the
                                                   # image the bundle names: a submission is data)
-  deepbench verify BUNDLE --image REF             # an image built here, with this version's labels
+  deepbench verify BUNDLE --image REF             # an image deepbench built here from this checkout
   deepbench verify BUNDLE --local --tolerance 0.2 --noise-factor 3 --max-tolerance 1
 
 Per kernel: agree when the ratio of medians is within
@@ -24,7 +24,7 @@ import argparse
 from pathlib import Path
 
 from ..errors import UserError
-from ..launch.running.signals import stop_on_signals
+from ..launch.running.signals import exit_status, stop_on_signals
 from ..option_types import real
 from ..render.display import make_console
 from ..submission.verify import (
@@ -82,9 +82,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--image",
         metavar="REF",
-        help="re-run in this image, present here and built from this "
-        "tool's recipe (its labels and harness hash are checked; default: the platform's own image, "
-        "built here when missing). The image a bundle names is never pulled, loaded or run",
+        help="re-run in this image, present here and built here by deepbench images build from this "
+        "checkout (proven by the id recorded at its build and the harness read out of it, never by its labels; "
+        "default: the platform's own image, built here when missing). The image a bundle names is never "
+        "pulled, loaded or run",
     )
     parser.add_argument(
         "--allow-modified",
@@ -101,15 +102,19 @@ def run(args: argparse.Namespace) -> int:
         floor=args.tolerance, noise_factor=args.noise_factor, cap=args.max_tolerance, max_noise=args.max_noise
     )
     with stop_on_signals():
-        result = verify_bundle(
-            args.bundle,
-            local=args.local,
-            out=args.out,
-            rule=rule,
-            console=console,
-            quiet=args.quiet,
-            image=args.image,
-            allow_modified=args.allow_modified,
-        )
+        try:
+            result = verify_bundle(
+                args.bundle,
+                local=args.local,
+                out=args.out,
+                rule=rule,
+                console=console,
+                quiet=args.quiet,
+                image=args.image,
+                allow_modified=args.allow_modified,
+            )
+        except KeyboardInterrupt as exc:
+            console.print("[yellow]interrupted: nothing was judged (what was re-run so far stays in its folder)[/]")
+            return exit_status(exc)
     print_verify(console, result)
     return 0 if not result.disagree and not result.unverifiable else EXIT_DISAGREE

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ...kernels import __version__
+from ...kernels.folder_lock import HARNESS_LOCK, RUN_LOCK, describe, peek
 from ...kernels.format_versions import FormatVersionError, read_model
 from ...kernels.harness.protocol import ExitCode
 from ...kernels.results import PLAN_FILE, RESULTS_FILE, RUN_FILE, Plan, RunRecord, utcnow
@@ -85,10 +86,37 @@ def reproduce_command(plan: Plan, local: bool, image_digest: str | None) -> str:
     return shlex.join(args)
 
 
+def _writer(run_dir: Path) -> dict | None:
+    """Who writes the run now (its deepbench-run, or a harness it left), or None; read without a byte
+    written (a lock this process may not open shows no writer)."""
+    for name in (RUN_LOCK, HARNESS_LOCK):
+        try:
+            holder = peek(run_dir, name)
+        except OSError:
+            continue
+        if holder is not None:
+            return holder
+    return None
+
+
+def _refuse_live(run_dir: Path) -> None:
+    """A run still being written is said as such, with what works: --resume refuses a live folder."""
+    holder = _writer(run_dir)
+    if holder is None:
+        return
+    pid = holder.get("pid", "PID")
+    raise UserError(
+        f"the run in {run_dir} is still going: {describe(holder)} writes it; wait for it to end, or stop it "
+        f"(kill {pid}: every finished kernel is kept) and finish it with deepbench-run --resume "
+        f"{shlex.quote(str(run_dir))}; then submit"
+    )
+
+
 def load_run(run_dir: Path) -> tuple[Plan, RunRecord]:
     """The run's plan and record, validated; a user's mistake is one line."""
     if not run_dir.is_dir():
         raise UserError(f"{run_dir} is not a run folder (give the --out folder of deepbench-run)")
+    _refuse_live(run_dir)
     for name in (PLAN_FILE, RUN_FILE, RESULTS_FILE):
         if not exists(run_dir / name):
             raise UserError(f"{run_dir} has no {name}: is it a deepbench-run results folder?")
@@ -135,9 +163,11 @@ def make_bundle(
         out.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=PARTIAL_SUFFIX, dir=out.parent))
         index = _write_bundle(staging, run_dir, plan, record, vendor, source)
-    except OSError as exc:
+    except BaseException as exc:  # a full disk, text no writer takes, a signal: no partial bundle stays
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)  # the tool's own temporary folder, made just above
+        if not isinstance(exc, OSError):
+            raise
         kept = "" if replacing is None else " (the bundle there is kept)"
         raise UserError(
             f"--out {out}: the bundle could not be written ({why_failed(exc)}); its partial copy was "

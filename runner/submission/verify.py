@@ -3,9 +3,11 @@
 The bundle must first pass `deepbench check`. Its plan.json is run again exactly (same kernels,
 precisions, settings and seed) on this machine, by code the verifier trusts: in a container on
 the verifier's own image (the platform's image built here from this tool's recipe, or --image REF
-built here; labels and harness hash checked, never the image the bundle names, which is the
-submitter's code), or with --local in a subprocess of this installation (the only way for a
---local submission; settings outside deepbench-run's ranges are refused). Then, per kernel:
+built here: proven by the id this machine recorded when it built it and by the harness read out of
+it unstarted, never by its labels; never the image the bundle names, which is the submitter's code:
+runner/launch/images/own_images.py), or with --local in a subprocess of this installation (the only
+way for a --local submission; settings outside deepbench-run's ranges are refused). The image is
+proven, and --out checked, before the re-run's folder is made. Then, per kernel:
 
   ratio      = re-run median / submitted median
   noise      = sqrt(rel_iqr_submitted^2 + rel_iqr_rerun^2)      (rel_iqr = (p75 - p25) / median)
@@ -40,7 +42,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ...kernels.harness.record import build_record, read_facts, write_record
-from ...kernels.results import RESULTS_FILE, KernelResult, Plan, RunRecord, Settings, Status, TimeStats
+from ...kernels.results import RESULTS_FILE, KernelResult, RunRecord, Settings, Status, TimeStats
 from ...kernels.results_file import read_results, write_atomic
 from ...kernels.system import SystemDescription
 from ..backend_options import replayed
@@ -73,6 +75,9 @@ DEFAULT_VERIFY_DIR = Path("deepbench-verify")
 REMEASURE_DIR = "remeasure"
 REMEASURE_FACTOR = 4.0  # the second measurement's samples and time cap, against the plan's
 NOISY_RERUN = 0.10  # a re-run noisier than this (relative IQR) is measured again before judging
+VERIFY_FILES = frozenset({REPORT_FILE, REMEASURE_DIR})  # what verify writes beside the re-run's own files
+# The starter of the re-run's harness containers on a plan in its folder (None: --local).
+ContainerFor = Callable[[Path, Path], Callable[[], Any]]
 
 
 @dataclass(frozen=True)
@@ -258,25 +263,22 @@ def environment_differences(submitted: SystemDescription | None, here: SystemDes
     return out
 
 
-def _container_starter(
-    plan: Plan, plan_path: Path, outdir: Path, console: Console, image: str | None
-) -> Callable[[], Any]:
-    """A container on the verifier's own image: the platform's image this installation built (or
-    pulled) from the project's recipe, or the one the verifier names with --image; either must carry
-    this version's labels and harness hash (a hard refusal otherwise: there is no --force-image
-    here). The image the bundle names is never pulled, loaded or run (it is the submitter's code)."""
+def _own_container(platform: str, console: Console, image: str | None) -> ContainerFor:
+    """How the re-runs start their containers: on the verifier's own image, proven before any folder
+    is made (the platform's image this machine built from this tool's recipe, built when missing, or
+    the one --image names, present here): a hard refusal otherwise, with no --force-image. The image
+    the bundle names is never pulled, loaded or run (it is the submitter's code)."""
     try:
         from ..launch.images import container
-        from ..launch.images.container_options import ContainerOptions
     except ImportError as exc:
         raise UserError(f"this installation cannot run containers ({exc}): verify with --local") from None
 
     def log(line: str) -> None:
         console.print(line, highlight=False, markup=False)
 
-    return container.container_starter(
-        plan_path, outdir, get_platform(plan.platform), ContainerOptions(image=image), own_only=True, log=log
-    )
+    where = get_platform(platform)
+    chosen = container.own_image(where, image, log)
+    return lambda plan_path, outdir: container.start_in(chosen, plan_path, outdir, where)
 
 
 def image_difference(index: SubmissionIndex, ours: dict[str, Any] | None) -> str | None:
@@ -303,6 +305,8 @@ def verify_bundle(
     image: str | None = None,
     allow_modified: bool = False,
 ) -> VerifyReport:
+    if out is not None:
+        run_folder.check_place(out, VERIFY_FILES)  # before the bundle is read or an image built
     bundle, submitted = _checked_bundle(root, local, console, allow_modified)
     assert bundle.plan is not None and bundle.index is not None  # _checked_bundle's
     stamp = f"{datetime.now(timezone.utc):%Y%m%d-%H%M%S}"
@@ -313,11 +317,8 @@ def verify_bundle(
     plan = bundle.plan.model_copy(
         update={"run_id": f"{bundle.plan.run_id}-verify-{stamp}", "command": command_line(), "settings": settings}
     )
-    folder = run_folder.create(outdir, plan, local, role="deepbench verify", resume_hint=False)
-
-    def container_for(plan: Plan, plan_path: Path, outdir: Path) -> Callable[[], Any]:
-        return _container_starter(plan, plan_path, outdir, console, image)
-
+    container_for = None if local else _own_container(plan.platform, console, image)
+    folder = run_folder.create(outdir, plan, local, role="deepbench verify", resume_hint=False, also=VERIFY_FILES)
     console.print(
         f"[bold]deepbench verify[/] re-running {len(plan.items)} kernels of {escape(bundle.plan.run_id)} "
         f"({'local' if local else 'container'}) -> {escape(str(outdir))}",
@@ -406,16 +407,17 @@ def longer(settings: Settings) -> Settings:
 
 
 def _rerun(
-    folder: RunFolder, container_for: Callable[[Plan, Path, Path], Callable[[], Any]], console: Console, quiet: bool
+    folder: RunFolder, container_for: ContainerFor | None, console: Console, quiet: bool
 ) -> tuple[RunRecord, list[KernelResult]]:
-    """Run a plan in its folder to the end (or the user's stop), in a container on the submission's
+    """Run a plan in its folder to the end (or the user's stop), in a container on the verifier's own
     image unless the folder is local; its record and results."""
     plan, outdir = folder.plan, folder.path
-    start = (
-        (lambda: LocalHarness(folder.plan_path, outdir))
-        if folder.local
-        else container_for(plan, folder.plan_path, outdir)
-    )
+    start: Callable[[], Any]
+    if folder.local:
+        start = lambda: LocalHarness(folder.plan_path, outdir)  # noqa: E731 - the supervisor's starter
+    else:
+        assert container_for is not None  # made, and its image proven, for every container verify
+        start = container_for(folder.plan_path, outdir)
     with RunProgress(console, total=len(plan.items)) as progress:
         if quiet:
             progress.finished = lambda event: progress.bar.advance(progress.task)  # type: ignore[method-assign]

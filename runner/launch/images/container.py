@@ -14,7 +14,11 @@ The harness prints one JSON event per line on stdout (streamed to the supervisor
 appended to OUTDIR/harness.log when it exits. An init process (docker's tini) is PID 1, so a
 kernel that kills the harness (a crash, the out-of-memory killer) ends the container with the
 harness's signal status, which the supervisor records as that kernel's failure before it starts
-a new container for the rest."""
+a new container for the rest.
+
+The image is chosen before the run's folder is made (`choose_image`; for verify `own_image`, which
+proves it this machine's own build: own_images.py), so that no Docker, no image or a refused one leaves
+no folder; `start_in` then prepares the containers on the plan in that folder."""
 
 from __future__ import annotations
 
@@ -28,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from ...errors import UserError
 from ...platforms import Platform
 from ..running.local import LOG_FILE
-from . import platform_images
+from . import own_images, platform_images
 from .container_options import (
     DEFAULT_PIDS_LIMIT,
     MEMORY_SHARE,
@@ -58,6 +62,7 @@ OPTIONAL_DEVICES = {"intel": ("/dev/dri",)}
 OOM_NOTE = "the container ran out of memory (its cgroup's out-of-memory killer ended the harness)"
 FALLBACK_USER = "65534:65534"  # nobody: for an image whose own user is root or only a name
 NO_OPTIONS = ContainerOptions()  # the platform's own image, found or built, with the default limits
+Log = Callable[[str], None]
 NO_NVIDIA_RUNTIME = (
     "could not select device driver",
     "nvidia-container-cli",
@@ -287,6 +292,47 @@ class ContainerStarter:
         return ContainerHarness(self.client, self.options, self.outdir)
 
 
+@dataclass(frozen=True)
+class ChosenImage:
+    """The image a run will start its containers from, found (or built, or pulled) and checked before
+    its results folder is made, with the daemon's client that found it and the name it was asked by."""
+
+    client: Any
+    image: Any
+    ref: str
+
+
+def choose_image(platform: Platform, options: ContainerOptions = NO_OPTIONS, log: Log = print) -> ChosenImage:
+    """A new run's image: reach Docker, find (or build, or pull) the image --image names or the
+    platform's, and check it (its labels: the user's own choice of image). The host's devices are
+    checked first by the caller (devices.check_host), before anything is built or pulled."""
+    client = connect()
+    img, ref = _asked_image(client, platform, options, log)
+    return ChosenImage(client, img, ref)
+
+
+def own_image(platform: Platform, image: str | None, log: Log = print) -> ChosenImage:
+    """deepbench verify's image, proven before anything is made: the host's devices checked, Docker
+    reached, and the image (the platform's tag, built here when missing, or --image, present here and
+    never pulled) proven to be this machine's own build of this checkout (own_images.py)."""
+    check_host(platform, log)
+    client = connect()
+    img, ref = _own_image(client, platform, image, log)
+    return ChosenImage(client, img, ref)
+
+
+def start_in(
+    chosen: ChosenImage,
+    plan_path: Path,
+    outdir: Path,
+    platform: Platform,
+    options: ContainerOptions = NO_OPTIONS,
+    env: dict[str, str] | None = None,
+) -> ContainerStarter:
+    """The starter of harness containers from `chosen` on the plan in its results folder."""
+    return _starter(chosen.client, chosen.image, chosen.ref, plan_path, outdir, platform, options, env)
+
+
 def container_starter(
     plan_path: Path,
     outdir: Path,
@@ -294,25 +340,23 @@ def container_starter(
     options: ContainerOptions = NO_OPTIONS,
     *,
     env: dict[str, str] | None = None,
-    log: Callable[[str], None] = print,
+    log: Log = print,
     recorded: dict[str, Any] | None = None,
-    own_only: bool = False,
 ) -> ContainerStarter:
     """Check the host's devices, reach Docker, find (or build, or pull) the image and check it,
     and prepare the container's options. A resumed run uses the very image its first part ran in
     (by id: `recorded`, from its run.json, else the folder's older .container.json), unless
     --image says otherwise."""
     check_host(platform, log)  # before anything is built or pulled
-    client = connect()
-    if own_only:  # deepbench verify: only an image of this installation's recipe and harness, never pulled
-        img, ref = _own_image(client, platform, options.image, log)
-        return _starter(client, img, ref, plan_path, outdir, platform, options, env)
     recorded = recorded or _recorded(outdir)
     wanted = options.image or options.pull or options.build
-    img, ref = (
-        _recorded_image(client, recorded) if recorded and not wanted else _asked_image(client, platform, options, log)
-    )
-    return _starter(client, img, ref, plan_path, outdir, platform, options, env)
+    if recorded and not wanted:
+        client = connect()
+        img, ref = _recorded_image(client, recorded)
+        chosen = ChosenImage(client, img, ref)
+    else:
+        chosen = choose_image(platform, options, log)
+    return start_in(chosen, plan_path, outdir, platform, options, env)
 
 
 def _recorded_image(client: Any, recorded: dict[str, Any]) -> tuple[Any, str]:
@@ -326,9 +370,7 @@ def _recorded_image(client: Any, recorded: dict[str, Any]) -> tuple[Any, str]:
     return found, recorded["tag"]
 
 
-def _asked_image(
-    client: Any, platform: Platform, options: ContainerOptions, log: Callable[[str], None]
-) -> tuple[Any, str]:
+def _asked_image(client: Any, platform: Platform, options: ContainerOptions, log: Log) -> tuple[Any, str]:
     """The image --image names (or the platform's), pulled or built as asked or where missing, and
     checked to be one of this platform and version unless it was built just now."""
     ref = options.image or platform.image
@@ -370,10 +412,11 @@ def _starter(
     return ContainerStarter(client, options, outdir, provenance=info)
 
 
-def _own_image(client: Any, platform: Platform, image: str | None, log: Callable[[str], None]) -> tuple[Any, str]:
+def _own_image(client: Any, platform: Platform, image: str | None, log: Log) -> tuple[Any, str]:
     """The verifier's own image: the platform's tag (built here from the project's recipe when
-    missing) or the image the verifier names, present here (never pulled); either must carry this
-    version's platform label and harness hash, else a hard refusal (no --force-image)."""
+    missing) or the image the verifier names, present here (never pulled); either must be this
+    machine's own build of this checkout, proven by its id and the harness read out of it, never by
+    its labels (own_images.py): a hard refusal otherwise (no --force-image)."""
     ref = image or platform.image
     if image is not None:
         img = platform_images.find(client, ref)
@@ -384,8 +427,7 @@ def _own_image(client: Any, platform: Platform, image: str | None, log: Callable
             )
     else:
         img = platform_images.ensure(client, platform, ref, log=log)
-    hint = "verify runs only this tool's image"
-    platform_images.check_image(img, ref, platform, own=True, force=False, log=log, hint=hint)
+    own_images.check_own(client, img, ref, platform)
     return img, ref
 
 

@@ -6,8 +6,11 @@ digest, so whichever way the image comes back, comparing ids says whether it is 
   export   docker save of the image into FILE (.tar; .tar.gz compressed), and FILE.sha256
            beside it (sha256sum -c checks it without deepbench). Docker 25 and later write the
            OCI image layout in it; older daemons their own format. docker load takes both.
-  load     the archive's image id is read from its manifest.json before anything is loaded: an
-           archive of another image is refused untouched; then docker load, and the id checked
+  load     the archive's image id and names are read from its manifest.json before anything is
+           loaded: an archive of another image is refused untouched, and so is one that would give
+           this tool's own image name (deepbench/<platform>:<version>) to an image this machine did
+           not build (own_images.py: deepbench-run would take it for the platform's image); then
+           docker load, and the id checked
   push     to a registry the user names (the docker SDK): tag, push, REF@sha256:<manifest digest>
   pull     by digest, the id checked: a different image is refused.
 A submission's image comes back this way for a reader to inspect; `deepbench verify` never runs
@@ -26,6 +29,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ...errors import UserError
+from ...platforms import PLATFORMS
+from . import own_images
 from .platform_images import find
 
 if TYPE_CHECKING:
@@ -35,6 +40,7 @@ if TYPE_CHECKING:
 CHUNK = 1 << 21
 GZIP_LEVEL = 6  # gzip's own default: about a third of the size of an image's tar
 SHA_SUFFIX = ".sha256"
+DEFAULT_REGISTRY = ("docker.io/library/", "docker.io/", "index.docker.io/")  # what a short name stands for
 
 Log = Callable[[str], None]
 
@@ -85,18 +91,41 @@ def export(client: docker.DockerClient, ref: str, out: Path, log: Log = print) -
     return Archive(out, hexdigest, out.stat().st_size, image.id)
 
 
-def archive_image_id(path: Path) -> str:
-    """The id of the image in a docker save archive, from its manifest.json (nothing is loaded)."""
+def _manifest(path: Path) -> list[dict]:
+    """The archive's manifest.json (docker save writes it in both of its formats), nothing loaded."""
     try:
         with tarfile.open(path, "r:*") as tar:
             member = tar.extractfile("manifest.json")
             manifest = json.load(member) if member else None
     except (OSError, tarfile.TarError, KeyError, ValueError) as exc:
         raise UserError(f"{path} is not an image archive of docker save / deepbench images export ({exc})") from None
-    configs = {Path(m.get("Config", "")).name.removesuffix(".json") for m in manifest or [] if isinstance(m, dict)}
+    return [m for m in manifest if isinstance(m, dict)] if isinstance(manifest, list) else []
+
+
+def archive_image_id(path: Path) -> str:
+    """The id of the image in a docker save archive, from its manifest.json (nothing is loaded)."""
+    configs = {Path(str(m.get("Config", ""))).name.removesuffix(".json") for m in _manifest(path)}
     if len(configs) != 1:
         raise UserError(f"{path} holds {len(configs)} images; an archive of one image is expected")
     return "sha256:" + configs.pop()
+
+
+def archive_tags(path: Path) -> list[str]:
+    """The names `docker load` would give the archive's image (its RepoTags), short form."""
+    tags = [t for m in _manifest(path) for t in (m.get("RepoTags") or []) if isinstance(t, str)]
+    return [next((t[len(p) :] for p in DEFAULT_REGISTRY if t.startswith(p)), t) for t in tags]
+
+
+def _refuse_own_names(path: Path, image_id: str) -> None:
+    """An archive that would name its image as one of this tool's platforms' own, when this machine did
+    not build that image: loading it would make the platform's name mean the submitter's code."""
+    own = {p.image for p in PLATFORMS.values()}
+    taken = [t for t in archive_tags(path) if t in own]
+    if taken and own_images.recorded(image_id) is None:
+        raise UserError(
+            f"{path} would give its image {image_id[:19]}, which was not built here, this tool's own name "
+            f"{taken[0]} (deepbench-run would take it for that platform's image): refused, nothing was loaded"
+        )
 
 
 def load(
@@ -113,6 +142,7 @@ def load(
     held = archive_image_id(path)
     if held != expect_id:
         raise UserError(f"{path} holds image {held[:19]}, not the one expected ({expect_id[:19]}): refused")
+    _refuse_own_names(path, held)
     log(f"loading {path} ...")
     with path.open("rb") as f:
         client.images.load(f)

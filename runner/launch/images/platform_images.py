@@ -24,7 +24,7 @@ from deepbench.kernels.provenance import harness_sha256, source_state
 
 from ...errors import UserError
 from ...platforms import PLATFORMS, Platform
-from . import image_lock
+from . import image_lock, own_images
 from .image_sources import COMMON_DIR, REPO, dockerfile, dockerfile_arg, pinned_base, record_base
 
 if TYPE_CHECKING:
@@ -168,7 +168,9 @@ def build(
     if error or not image_id:
         raise _build_failure(platform, tag, base, error or "the builder returned no image")
     _record_base_digest(client, platform, asked, log)
-    return client.images.get(image_id)
+    image = client.images.get(image_id)
+    own_images.record_build(image.id, platform, tag, log)  # what verify may run: this machine's own build
+    return image
 
 
 def _record_base_digest(client: docker.DockerClient, platform: Platform, ref: str, log: Log) -> None:
@@ -308,10 +310,11 @@ def check_image(
     log: Log = print,
     hint: str = "or pass --force-image to run it anyway",
 ) -> None:
-    """An image this host may run the plan in: a deepbench image (its labels), for this platform,
-    from this deepbench version. --force-image runs any image anyway. The harness source itself
-    must match for the platform's own tag (rebuild it); an image the user named that holds
-    other source of the same version is run with a warning."""
+    """An image this host may run the plan in, for deepbench-run: a deepbench image (its labels), for
+    this platform, from this deepbench version. --force-image runs any image anyway. The harness source
+    itself must match for the platform's own tag (rebuild it); an image the user named that holds
+    other source of the same version is run with a warning. Labels say what an image claims, so this
+    catches mistakes; they prove nothing, and verify never relies on them (own_images.py)."""
     labels = image.labels or {}
     theirs = labels.get(LABEL_PLATFORM)
     rebuild = (

@@ -16,7 +16,7 @@ from ...outpaths import writable_folder
 from .planning import default_precisions, plan_items
 from .provenance import command_line
 from .request import RunRequest
-from .run_folder import DEFAULT_RESULTS
+from .run_folder import DEFAULT_RESULTS, check_place
 
 
 def plan_for(request: RunRequest) -> tuple[Plan, Path]:
@@ -45,6 +45,7 @@ def write_plan(request: RunRequest) -> tuple[Plan, Path]:
     """The plan, written into its folder for harnesses that an engine starts without deepbench-run
     (deepbench launch-command)."""
     plan, outdir = plan_for(request)
+    check_place(outdir)
     writable_folder(outdir)
     for name in (RESULTS_FILE, PLAN_FILE):
         if results_file_exists(outdir / name):

@@ -22,9 +22,10 @@ from typing import Any
 from rich.console import Console
 
 from deepbench.kernels.harness.protocol import ExitCode
-from deepbench.kernels.harness.record import build_record, read_facts, write_record
-from deepbench.kernels.results import RESULTS_FILE, RunRecord
+from deepbench.kernels.harness.record import build_record, read_facts, read_record, write_record
+from deepbench.kernels.results import RESULTS_FILE, RUN_FILE, RunRecord
 from deepbench.kernels.results_file import WriteFailed, read_results
+from deepbench.kernels.results_file import exists as results_file_exists
 
 from ...analysis.sanity import context_of
 from ...analysis.sources import load_run
@@ -33,8 +34,9 @@ from ...errors import UserError
 from ...platforms import Platform, get_platform
 from ...render.display import RunProgress, make_console, print_noise, print_tables
 from ...render.tables import tables
-from ..images.container import container_starter
+from ..images.container import ChosenImage, choose_image, container_starter, start_in
 from ..images.devices import check_host
+from ..images.docker_client import connect
 from ..ranks.engines import with_ranks
 from ..ranks.rank_plan import needs_engine
 from ..ranks.ranked_harness import RankedHarness
@@ -54,21 +56,49 @@ def run(request: RunRequest) -> int:
     console = make_console()
     with stop_on_signals():
         try:
-            folder = _open_folder(request)
+            folder, chosen = _open_folder(request)
         except KeyboardInterrupt as exc:
-            console.print("[yellow]interrupted before the run started: nothing was measured[/]")
+            console.print(f"[yellow]{_not_begun(request)}[/]", highlight=False)
             return exit_status(exc)
-        return _run(folder, request, console)
+        return _run(folder, chosen, request, console)
 
 
-def _open_folder(request: RunRequest) -> RunFolder:
+def _not_begun(request: RunRequest) -> str:
+    """What a stop before the run began leaves: nothing for a new run (create undoes its folder), the
+    folder as it was for a resume."""
     if isinstance(request.mode, Resume):
-        return run_folder.reopen(request.mode, request)
+        folder = shlex.quote(str(request.mode.folder))
+        return f"interrupted before the run resumed: nothing was measured; continue: deepbench-run --resume {folder}"
+    return "interrupted before the run started: nothing was measured, and no results folder was left"
+
+
+def _open_folder(request: RunRequest) -> tuple[RunFolder, ChosenImage | None]:
+    """The run's folder, and for a new container run its image: the host's devices, Docker and the image
+    (found, built or pulled, and checked) come before the folder, so that a run that cannot start
+    leaves none."""
+    if isinstance(request.mode, Resume):
+        if not request.local:  # --local on a container run: the conflict is said by reopen
+            _reach_docker_first(request.mode)
+        return run_folder.reopen(request.mode, request), None
     platform = request.run_platform
     if not request.local:
         check_host(platform, log=make_console().print)  # its devices, before a plan, a build or a pull
     plan, outdir = plan_for(request)
-    return run_folder.create(outdir, plan, request.local)
+    chosen = None if request.local else choose_image(platform, request.container, log=_say)
+    return run_folder.create(outdir, plan, request.local), chosen
+
+
+def _reach_docker_first(resume: Resume) -> None:
+    """A container run resumed: its devices and Docker, before its folder is reopened and written."""
+    prior = read_record(resume.folder) if (resume.folder / RUN_FILE).is_file() else None
+    if prior is None or prior.provenance.local is not False or resume.launch:
+        return
+    check_host(get_platform(prior.platform), log=make_console().print)
+    connect()
+
+
+def _say(line: str) -> None:
+    make_console().print(line, highlight=False, markup=False)
 
 
 def _launch_of(request: RunRequest) -> str | None:
@@ -76,14 +106,46 @@ def _launch_of(request: RunRequest) -> str | None:
     return request.mode.launch if isinstance(request.mode, Resume) else None
 
 
-def _run(folder: RunFolder, request: RunRequest, console: Console) -> int:
-    plan, outdir = folder.plan, folder.path
-    platform = get_platform(plan.platform)
+def _run(folder: RunFolder, chosen: ChosenImage | None, request: RunRequest, console: Console) -> int:
+    outdir = folder.path
     for note in folder.notes:
         console.print(f"[yellow]repaired: {note}[/]", highlight=False)
+    outcome, start = _measure(folder, chosen, request, console)
+    record, late = _close(folder, outcome, start)
+    if outcome.state == "failed":
+        raise UserError(outcome.message or "the harness could not start", exit_code=outcome.exit_code)
+    try:
+        _show(folder, record, console)
+    except KeyboardInterrupt as exc:  # the first stop came as the tables were drawn: the run was not stopped
+        late = late or exc
+    if record.state == "interrupted":
+        launch = _launch_of(request)
+        console.print(
+            f"[yellow]interrupted: {sum(record.counts.values())} of {record.planned} kernels done; "
+            f"continue with: deepbench-run --resume {shlex.quote(str(outdir))}"
+            + (f" --launch {shlex.quote(launch)}" if launch else "")
+            + "[/]"
+        )
+        return exit_status(signum=outcome.signum)
+    if late is not None:
+        console.print(
+            f"[yellow]stopped after the run ended: it is {record.state}, its record written; its tables: "
+            f"deepbench report {shlex.quote(str(outdir))}[/]"
+        )
+        return exit_status(late)
+    return ExitCode.KERNEL_FAILURES if record.counts.get("failed") or record.counts.get("timeout") else ExitCode.OK
+
+
+def _measure(
+    folder: RunFolder, chosen: ChosenImage | None, request: RunRequest, console: Console
+) -> tuple[Outcome, Any]:
+    """Start the harness and supervise it to the end of the plan (or the user's stop); how it ended,
+    and the starter (a container's says which image ran)."""
+    plan, outdir = folder.plan, folder.path
+    platform = get_platform(plan.platform)
     start = None
     try:
-        start = _starter(folder, platform, request)
+        start = _starter(folder, chosen, platform, request)
         console.print(
             f"[bold]deepbench-run[/] {plan.suite} on {platform.name} "
             f"({_where(request, folder.local)}, backend {plan.backend}): "
@@ -99,25 +161,25 @@ def _run(folder: RunFolder, request: RunRequest, console: Console) -> int:
         outcome = Outcome("failed", str(run_folder.write_failure(outdir, exc)), exit_code=ExitCode.WRITE_FAILED)
     except UserError as exc:  # Docker, the image ... (the run record says the run failed, then the message)
         outcome = Outcome("failed", str(exc), exit_code=exc.exit_code)
-    record = _final_record(folder, outcome, start)
-    if outcome.state == "failed":
-        raise UserError(outcome.message or "the harness could not start", exit_code=outcome.exit_code)
-    _show(folder, record, console)
-    if record.state == "interrupted":
-        launch = _launch_of(request)
-        console.print(
-            f"[yellow]interrupted: {sum(record.counts.values())} of {record.planned} kernels done; "
-            f"continue with: deepbench-run --resume {shlex.quote(str(outdir))}"
-            + (f" --launch {shlex.quote(launch)}" if launch else "")
-            + "[/]"
-        )
-        return exit_status(signum=outcome.signum)
-    return ExitCode.KERNEL_FAILURES if record.counts.get("failed") or record.counts.get("timeout") else ExitCode.OK
+    return outcome, start
+
+
+def _close(folder: RunFolder, outcome: Outcome, start: Any) -> tuple[RunRecord, KeyboardInterrupt | None]:
+    """The final run record, written whatever comes: a first stop signal that lands while it is
+    written (the run had ended) is kept to be said, and the record written again (a later signal is
+    only noted: signals.py)."""
+    try:
+        return _final_record(folder, outcome, start), None
+    except KeyboardInterrupt as exc:
+        return _final_record(folder, outcome, start), exc
 
 
 def _show(folder: RunFolder, record: RunRecord, console: Console) -> None:
-    """The run's tables, its summary line, its warnings and how busy the machine was."""
+    """The run's tables, its summary line, its warnings and how busy the machine was (none before
+    its first result: a run stopped that early has nothing to show)."""
     outdir = folder.path
+    if not results_file_exists(outdir / RESULTS_FILE):
+        return
     results = read_results(outdir / RESULTS_FILE)
     source = load_run(outdir)
     ctx = context_of(source)
@@ -152,7 +214,7 @@ def _where(request: RunRequest, local: bool) -> str:
     return "local" if local else "container"
 
 
-def _starter(folder: RunFolder, platform: Platform, request: RunRequest) -> Starter:
+def _starter(folder: RunFolder, chosen: ChosenImage | None, platform: Platform, request: RunRequest) -> Starter:
     plan, outdir, plan_path = folder.plan, folder.path, folder.plan_path
     env, launch = dict(request.env), _launch_of(request)
     threads = plan.settings.threads
@@ -162,15 +224,11 @@ def _starter(folder: RunFolder, platform: Platform, request: RunRequest) -> Star
         return lambda: RankedHarness(plan.backend, plan.settings.ranks, plan_path, outdir, threads, env)
     if folder.local:
         return lambda: LocalHarness(plan_path, outdir, env)
-    starter = container_starter(
-        plan_path,
-        outdir,
-        platform,
-        request.container,
-        env=env,
-        recorded=folder.image,
-        log=lambda line: make_console().print(line, highlight=False, markup=False),
-    )
+    if chosen is not None:  # a new run: its image was found before its folder was made
+        starter = start_in(chosen, plan_path, outdir, platform, request.container, env)
+    else:  # a resume: the image the run started in
+        asked = request.container
+        starter = container_starter(plan_path, outdir, platform, asked, env=env, recorded=folder.image, log=_say)
     run_folder.record_image(folder, starter.provenance)
     if needs_engine(plan):  # all ranks of this node in the one container, under torchrun or mpiexec
         with_ranks(starter.options, plan)

@@ -18,12 +18,19 @@ Each start and resume is a segment of the run (start, end, how it ended) in run.
 left open by a killed runner is closed at its last result when the run resumes, so every result
 lies inside a segment (what `deepbench check` requires). Older folders, which said how they were
 launched in a hidden `.local` file, are still read.
+
+A new run's folder is new, empty, or one that holds only a run's own files (`check_place`): never the
+root, a system folder, the home folder or one above it, nor a folder of other things, so that a run's
+files are never mixed in among someone else's. What `create` made before it failed or was stopped (a
+signal, a full disk) it removes again: a run that did not start leaves no folder behind.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
+import os
 import re
 import shlex
 import time
@@ -36,9 +43,10 @@ from typing import TYPE_CHECKING, Any
 from deepbench.kernels.folder_lock import HARNESS_LOCK, RUN_LOCK, FolderLock, Locked, describe, probe
 from deepbench.kernels.format_versions import FormatVersionError, read_model
 from deepbench.kernels.harness.protocol import ExitCode
-from deepbench.kernels.harness.record import build_record, read_record, write_record
+from deepbench.kernels.harness.ranks import RANKS_DIR
+from deepbench.kernels.harness.record import FACTS_FILE, build_record, read_record, write_record
 from deepbench.kernels.provenance import items_sha256, kernel_identity
-from deepbench.kernels.results import PLAN_FILE, RESULTS_FILE, Plan, RunRecord, Segment, Status, utcnow
+from deepbench.kernels.results import PLAN_FILE, RESULTS_FILE, RUN_FILE, Plan, RunRecord, Segment, Status, utcnow
 from deepbench.kernels.results_file import (
     COMPRESSED_SUFFIX,
     REJECTED_FILE,
@@ -53,10 +61,12 @@ from deepbench.kernels.results_file import (
 from deepbench.kernels.results_file import exists as results_file_exists
 
 from ...errors import UserError
-from ...outpaths import writable_folder
+from ...outpaths import refuse_foreign, refuse_guarded, writable_folder
+from ..images.container import CONTAINER_FILE
 from ..ranks.engines import launched_argv
+from .local import LOG_FILE
 from .provenance import command_line, host_provenance
-from .resume_checks import conflicts, launch_mode
+from .resume_checks import LEGACY_LOCAL_MARKER, conflicts, launch_mode
 
 if TYPE_CHECKING:
     from .request import RunRequest
@@ -64,6 +74,25 @@ if TYPE_CHECKING:
 HARNESS_WAIT_S = 20.0  # a harness left by a killed runner finishes its record within this
 DEFAULT_RESULTS = Path("deepbench-results")
 RETRY_STATUSES = (Status.FAILED.value, Status.TIMEOUT.value)
+# What a run's folder holds, by name: its documents, locks and logs, its other ranks' folder, the
+# image it ran in, older folders' marker; and (ATOMIC_TEMP) what write_atomic renames into place.
+OWN_NAMES = frozenset(
+    {
+        PLAN_FILE,
+        RUN_FILE,
+        RESULTS_FILE,
+        RESULTS_FILE + COMPRESSED_SUFFIX,
+        REJECTED_FILE,
+        RUN_LOCK,
+        HARNESS_LOCK,
+        LOG_FILE,
+        FACTS_FILE,
+        RANKS_DIR,
+        CONTAINER_FILE,
+        LEGACY_LOCAL_MARKER,
+    }
+)
+ATOMIC_TEMP = re.compile(r"\.(?P<name>.+)\.\d+\.tmp")
 
 
 def retry_statuses(text: str) -> tuple[str, ...]:
@@ -91,10 +120,15 @@ def add_results_arguments(parser: argparse.ArgumentParser) -> None:
 
 @dataclass(frozen=True)
 class ResultsOptions:
-    """Where a new run's results go (None: DEFAULT_RESULTS/RUN_ID) and how much is shown meanwhile."""
+    """Where a new run's results go (None: DEFAULT_RESULTS/RUN_ID) and how much is shown meanwhile;
+    --out is checked to be a place for a run when it is read (check_place)."""
 
     out: Path | None
     quiet: bool
+
+    def __post_init__(self) -> None:
+        if self.out is not None:
+            check_place(self.out)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ResultsOptions:
@@ -191,9 +225,74 @@ def _writing(fn: Any, path: Path, *args: Any) -> Any:
 
 
 # ----- a new run ------------------------------------------------------------------------------
-def create(outdir: Path, plan: Plan, local: bool, role: str = "deepbench-run", resume_hint: bool = True) -> RunFolder:
-    writable_folder(outdir)
-    lock = _lock(outdir, role)
+def is_own(name: str, also: frozenset[str] = frozenset()) -> bool:
+    """Whether a folder's entry `name` is one a run (and, `also`, the command that makes it) writes."""
+    temp = ATOMIC_TEMP.fullmatch(name)
+    own = OWN_NAMES | also
+    return name in own or (temp is not None and temp["name"] in own)
+
+
+def check_place(outdir: Path, also: frozenset[str] = frozenset(), option: str = "--out") -> None:
+    """Where a new run's folder may go, checked before anything is made: not a guarded place (the root,
+    a system folder, the home folder or one above it), and new, empty or holding only a run's own files
+    (`also`: those of the command that makes it, e.g. verify's report). A folder that holds a run is
+    left to `create`, which says how to continue it."""
+    refuse_guarded(outdir, option)
+    if any(results_file_exists(outdir / name) for name in (RESULTS_FILE, PLAN_FILE)):
+        return
+    refuse_foreign(outdir, lambda name: is_own(name, also), option)
+
+
+def _missing(path: Path) -> list[Path]:
+    """The folders from `path` up that do not exist yet (deepest first): what making it makes."""
+    out = []
+    while not path.exists() and not path.is_symlink() and path != path.parent:
+        out.append(path)
+        path = path.parent
+    return out
+
+
+def _undo(outdir: Path, before: set[str], made: list[Path], lock: FolderLock | None) -> None:
+    """Remove what `create` wrote (the files that were not there `before`, the lock last) and the
+    folders it made, when it failed or was stopped before the run began. Without the lock nothing is
+    removed but the folders left empty: what is there may be another run's."""
+    if lock is not None:
+        for name in (PLAN_FILE, RUN_FILE, RUN_LOCK):
+            if name not in before:
+                with contextlib.suppress(OSError):
+                    (outdir / name).unlink()  # the lock's file while still held: no one takes it meanwhile
+        lock.release()
+    for folder in made:
+        with contextlib.suppress(OSError):
+            folder.rmdir()  # only if empty: nothing but ours was there
+
+
+def create(
+    outdir: Path,
+    plan: Plan,
+    local: bool,
+    role: str = "deepbench-run",
+    resume_hint: bool = True,
+    also: frozenset[str] = frozenset(),
+) -> RunFolder:
+    """A new run's folder, locked, with its plan and first record; nothing stays when this fails or
+    is stopped (a signal, a full disk, a folder another run holds)."""
+    check_place(outdir, also)
+    made = _missing(outdir)
+    before: set[str] = set()
+    lock = None
+    try:
+        writable_folder(outdir)
+        before = set(os.listdir(outdir))
+        lock = _lock(outdir, role)
+        return _begin(outdir, plan, local, lock, resume_hint)
+    except BaseException:
+        _undo(outdir, before, made, lock)
+        raise
+
+
+def _begin(outdir: Path, plan: Plan, local: bool, lock: FolderLock, resume_hint: bool) -> RunFolder:
+    """The plan and the first run record, written into the locked folder."""
     for name in (RESULTS_FILE, PLAN_FILE):
         if results_file_exists(outdir / name):
             hint = f"continue it with --resume {shlex.quote(str(outdir))}, or " if resume_hint else ""

@@ -7,6 +7,10 @@ A signal raises `Stopped` (a KeyboardInterrupt, so every place that already hand
 handles these too) once; further signals while the run winds down are noted and otherwise
 ignored, so that a second Ctrl-C or a systemd stop-then-kill cannot cut the run record short.
 A signal the process was started ignoring (SIGHUP under nohup) stays ignored.
+
+Where a stop must not cut a step in two (a harness started but not yet known to the supervisor, which
+would then never be told to stop), the step runs `held()`: a stop signal that comes within it is raised
+at its end.
 """
 
 from __future__ import annotations
@@ -14,10 +18,22 @@ from __future__ import annotations
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 SIGNAL_EXIT_BASE = 128
+
+
+@dataclass
+class _Hold:
+    """How many `held()` blocks are open, and the stop signal that came meanwhile."""
+
+    depth: int = 0
+    pending: int | None = None
+
+
+_HOLD = _Hold()
 
 
 class Stopped(KeyboardInterrupt):
@@ -41,6 +57,9 @@ def stop_on_signals() -> Iterator[list[int]]:
     def handler(signum: int, frame: Any) -> None:
         received.append(signum)
         if len(received) == 1:
+            if _HOLD.depth:
+                _HOLD.pending = signum  # raised when the held step ends
+                return
             raise Stopped(signum)
 
     previous = {}
@@ -56,3 +75,20 @@ def stop_on_signals() -> Iterator[list[int]]:
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
+
+
+@contextmanager
+def held() -> Iterator[None]:
+    """Within the block, a stop signal waits: it is raised as Stopped when the block ends (unless the
+    block itself fails: its error goes on, and the signal is spent, as it would be on any error)."""
+    _HOLD.depth += 1
+    try:
+        yield
+    except BaseException:
+        _HOLD.pending = None
+        raise
+    finally:
+        _HOLD.depth -= 1
+    if not _HOLD.depth and _HOLD.pending is not None:
+        signum, _HOLD.pending = _HOLD.pending, None
+        raise Stopped(signum)

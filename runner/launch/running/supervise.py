@@ -27,6 +27,7 @@ from deepbench.kernels.results import RESULTS_FILE, KernelResult, Plan, PlanItem
 from deepbench.kernels.results_file import append_result, scan
 
 from .run_folder import write_failure
+from .signals import held
 
 GRACE_S = 30.0
 POLL_S = 0.5
@@ -125,20 +126,27 @@ class _Supervisor:
             if all(item.id in done for item in self.plan.items):
                 return Outcome("complete")
             started = time.time()  # before the start: rank failures it records are after this
-            harness = _Harness(proc=self.start(), started=started)
-            threading.Thread(target=_reader, args=(harness.proc, harness.lines), daemon=True).start()
+            harness = None
             try:
+                with held():  # a stop while it starts waits until the harness is known, to be told
+                    harness = _Harness(proc=self.start(), started=started)
+                threading.Thread(target=_reader, args=(harness.proc, harness.lines), daemon=True).start()
                 outcome = self._follow(harness)
             except KeyboardInterrupt as exc:
-                self.progress.note("interrupted: stopping the harness, keeping every finished kernel ...")
-                harness.proc.interrupt()
-                try:
-                    harness.proc.wait(GRACE_S)
-                except Exception:  # noqa: BLE001 - it did not stop in time: kill it
-                    harness.proc.kill()
+                if harness is not None:
+                    self._stop(harness)
                 return Outcome("interrupted", signum=getattr(exc, "signum", None))
             if outcome is not None:
                 return outcome
+
+    def _stop(self, harness: _Harness) -> None:
+        """Ask the harness to stop (it writes its record), and kill it if it does not in time."""
+        self.progress.note("interrupted: stopping the harness, keeping every finished kernel ...")
+        harness.proc.interrupt()
+        try:
+            harness.proc.wait(GRACE_S)
+        except Exception:  # noqa: BLE001 - it did not stop in time: kill it
+            harness.proc.kill()
 
     def _follow(self, h: _Harness) -> Outcome | None:
         """Read one start's events to its end: the run's outcome, or None to start the harness again."""
