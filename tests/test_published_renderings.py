@@ -8,7 +8,8 @@ comparisons' when compare named what differs between runs and left one-rank coll
 58: the two GPU comparisons now need --allow-unlike, the H100's convolutions being NCHW throughout); the 80-column
 tables and the comparisons' when a newcomer's terminal was fitted (issue 58: footnotes and warnings wrapped under their
 label, a folded row's values justified as their own columns, compare's summary without its geomean ratio at 80
-columns)."""
+columns); the Markdown reports' when the kernels closest to and furthest from the roof became those at or under it
+(issue 58: "closest 246%" was a kernel past its ceiling)."""
 
 from __future__ import annotations
 
