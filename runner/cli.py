@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from rich.console import Console
 from rich.markup import escape
@@ -19,11 +19,17 @@ from ..kernels.harness.protocol import ExitCode
 from ..kernels.results_file import WriteFailed
 from .argv_text import require_text_arguments
 from .errors import UserError
+from .help_format import HelpFormatter
 from .launch.running.signals import exit_status
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse with one-line errors (no usage dump) and exit status 2."""
+    """argparse with one-line errors (no usage dump) and exit status 2, and help fitted to the terminal
+    (runner/help_format.py), the nested commands' (images build ...) too."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         sys.stderr.write(f"{self.prog}: error: {message} (see {self.prog} --help)\n")
@@ -75,9 +81,7 @@ def run_main(argv: Sequence[str] | None = None) -> int:
     anything is written or started), which is all the run is handed."""
     from .launch.running import request, run
 
-    parser = Parser(
-        prog="deepbench-run", description=run.DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = Parser(prog="deepbench-run", description=run.DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"deepbench {__version__}")
     request.add_arguments(parser)
     return _guard(_text_only(argv, lambda: run.run(request.parse_request(argv, parser))), "deepbench-run")
@@ -100,7 +104,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             module.NAME,
             help=module.HELP,
             description=module.__doc__,
-            formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         module.add_arguments(p)
         p.set_defaults(handler=module.run)

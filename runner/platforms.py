@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass, field
+from platform import machine
 
 from ..kernels import __version__
 from ..kernels import backends as registry  # BACKENDS read through the module: the registry in use when asked
@@ -20,6 +21,7 @@ from ..kernels.backends import declaration_of, preferred_backend
 from .errors import UserError
 
 ALL_SETS = "*"
+LOCAL_DEFAULT = "cpu"  # the platform of --local without --platform: any CPU
 
 
 @dataclass(frozen=True)
@@ -138,6 +140,11 @@ PLATFORMS: dict[str, Platform] = {
 }
 
 
+def platform_names() -> str:
+    """Every name --platform takes, each platform with its aliases: "amd (rocm, hip)"."""
+    return ", ".join(f"{p.name} ({', '.join(p.aliases)})" if p.aliases else p.name for p in PLATFORMS.values())
+
+
 def get_platform(name: str) -> Platform:
     key = name.strip().lower()
     for p in PLATFORMS.values():
@@ -150,9 +157,7 @@ def get_platform(name: str) -> Platform:
 def add_where_arguments(parser: argparse.ArgumentParser) -> None:
     """deepbench-run's "where to run" group: the platform, --local, and the backend."""
     where = parser.add_argument_group("where to run")
-    where.add_argument(
-        "--platform", metavar="P", help=f"{', '.join(PLATFORMS)} (default: cpu with --local, else required)"
-    )
+    where.add_argument("--platform", metavar="P", help=f"{platform_names()} (default: cpu with --local, else required)")
     where.add_argument(
         "--local", action="store_true", help="run the harness in a subprocess on this machine, with no container"
     )
@@ -172,6 +177,34 @@ def _backend_help() -> str:
     return (
         f"harness backend, one of {', '.join(registry.BACKENDS)} (default: the platform's; {'; '.join(chosen)}); "
         "name one to force it for every kernel"
+    )
+
+
+# The CPU families a platform's image is built for (Platform.platform_arch) and the machine names a host
+# reports for them (platform.machine()).
+FAMILY_OF_ARCH = {"linux/amd64": "x86-64", "linux/arm64": "ARM"}
+FAMILY_OF_MACHINE = {"x86_64": "x86-64", "amd64": "x86-64", "aarch64": "ARM", "arm64": "ARM"}
+
+
+def host_family(name: str) -> str | None:
+    """The CPU family of a machine name (aarch64, armv7l: ARM; x86_64: x86-64); None when unknown."""
+    low = name.lower()
+    return FAMILY_OF_MACHINE.get(low) or ("ARM" if low.startswith("arm") else None)
+
+
+def check_local_host(platform: Platform, host_machine: str | None = None) -> None:
+    """--local runs the harness on this machine's own CPU: a CPU platform of another family (--platform arm
+    on an x86-64 host) would record a platform that did not run, so it is refused, saying how to run it.
+    The generic `cpu` platform runs anywhere, and GPU platforms run on hosts of either family (a GH200 is
+    ARM)."""
+    want = FAMILY_OF_ARCH.get(platform.platform_arch)
+    here = host_family(host_machine or machine())
+    if platform.device != "cpu" or platform.name == LOCAL_DEFAULT or want is None or here is None or want == here:
+        return
+    raise UserError(
+        f"--local --platform {platform.name} runs the harness on this {here} CPU ({host_machine or machine()}), "
+        f"not on {platform.description}: run it on such a machine, or here in the platform's image without "
+        f"--local (emulated: the emulator's times), or on this CPU as it is: --local --backend {platform.backend}"
     )
 
 

@@ -293,11 +293,11 @@ def test_rank_that_cannot_join_stops_every_rank(cluster: Cluster) -> None:
     assert not read_results(out / "results.jsonl")
     _nothing_left(cluster, out)
     # the command inside --launch alone: every rank's stderr is the terminal
-    launch = next(
-        line for line in (out.parent / "nojoin.sh").read_text().splitlines() if line.startswith("deepbench-run ")
-    )
+    # the script's lines as the shell reads them: a backslash-newline continues a command (at any width)
+    script = (out.parent / "nojoin.sh").read_text().replace("\\\n", "").splitlines()
+    launch = next(line for line in script if line.startswith("deepbench-run "))
     bare = shlex.split(launch)[shlex.split(launch).index("--launch") + 1]
-    exports = next(line for line in (out.parent / "nojoin.sh").read_text().splitlines() if line.startswith("export "))
+    exports = next(line for line in script if line.startswith("export "))
     started = time.monotonic()
     proc = _login(cluster, f"{ALLOC} bash -c {shlex.quote(exports + ' && ' + bare)}", GLOO_SOCKET_IFNAME="lo")
     took = time.monotonic() - started

@@ -193,3 +193,180 @@ def test_install_line_is_the_same_everywhere_and_names_what_exists() -> None:
     extras = set(re.findall(r"^([a-z0-9-]+) = \[", optional.group(1), re.M))
     named = re.findall(r"-e '\.\[([a-z0-9,]+)\]'", README.read_text() + (ROOT / ".ci" / "run").read_text())
     assert named and all(set(group.split(",")) <= extras for group in named), named
+
+
+# ----- what the documentation says can be run, and what it counts (issue 58) -----------------------------
+DOCUMENTS = [README, *sorted((ROOT / "docs").rglob("*.md"))]
+FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
+PROMPT = "$ "
+EVIDENCE = ROOT / "docs" / "evidence"  # dated records of a sitting: what they counted then stays
+# A doc's placeholders, and a value each parses as (a command is parsed, not run, with them).
+DOC_PLACEHOLDERS = {"<run id>": "RUN_ID", "<version>": "0.1.0"}
+# Commands that read only what ships with the repository and finish in seconds: run for real from the checkout.
+READS_SHIPPED = ("runner/published/", "references", "models list", "list --suite")
+
+
+def doc_commands() -> list[tuple[str, list[str]]]:
+    """Every deepbench / deepbench-run command the README and docs/ show in a code block, as (where, argv):
+    in a block of a terminal session only the lines after a "$ " prompt (the rest is output), elsewhere every
+    line; backslash continuations joined, comments dropped, && and | split."""
+    found = []
+    for path in DOCUMENTS:
+        for tag, block in FENCE.findall(path.read_text()):
+            for key, value in DOC_PLACEHOLDERS.items():
+                block = block.replace(key, value)
+            lines = block.replace("\\\n", " ").splitlines()
+            session = any(line.startswith(PROMPT) for line in lines)
+            if tag == "text" and not session:
+                continue  # printed output
+            for line in lines:
+                if session and not line.startswith(PROMPT):
+                    continue
+                for segment in re.split(r"&&|\|", line.removeprefix(PROMPT).split(" > ")[0]):
+                    argv = shlex.split(segment, comments=True)
+                    if argv and argv[0] in PROGRAMS:
+                        found.append((str(path.relative_to(ROOT)), [PLACEHOLDERS.get(w, w) for w in argv]))
+    return found
+
+
+def test_every_command_the_docs_show_parses() -> None:
+    """Each command of the README and docs/ names a program, subcommand, options and choices that exist today
+    (a newcomer pastes them: an option renamed, or '[--format json]' typed as the doc wrote it, stops there)."""
+    from deepbench.runner import cli
+
+    hook = _hook()
+    parsers = {"deepbench-run": hook.built_parser(cli.run_main), "deepbench": hook.built_parser(cli.main)}
+    commands = doc_commands()
+    assert len(commands) > 60, len(commands)
+    for where, argv in commands:
+        try:
+            argparse.ArgumentParser.parse_args(parsers[argv[0]], argv[1:])
+        except SystemExit as exc:
+            pytest.fail(f"{where}: the command does not parse (exit {exc.code}): {shlex.join(argv)}")
+
+
+@pytest.mark.slow
+def test_the_docs_commands_that_read_shipped_results_run(tmp_path: Path) -> None:
+    """The commands that need nothing but the checkout (reports and comparisons of the published runs, the
+    references, the lists) run from it as written and exit 0; an --out goes to a temporary folder."""
+    ran = set()
+    for where, argv in doc_commands():
+        line = shlex.join(argv)
+        if argv[0] != "deepbench" or not any(s in line for s in READS_SHIPPED) or line in ran:
+            continue
+        ran.add(line)
+        if "--out" in argv:
+            at = argv.index("--out") + 1
+            argv = [*argv[:at], str(tmp_path / Path(argv[at]).name), *argv[at + 1 :]]
+        p = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
+        assert p.returncode == 0, f"{where}: {line}: exit {p.returncode}: {p.stderr[-500:]}"
+    assert len(ran) >= 8, ran
+
+
+LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)|!\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def test_every_link_resolves_in_the_checkout() -> None:
+    """A relative link (or image) of the README or docs/ names a file of the repository, as a reader of the
+    checkout or of the repository's pages follows it: not one the site build makes (cli.md)."""
+    for path in DOCUMENTS:
+        for match in LINK.finditer(path.read_text()):
+            target = (match.group(1) or match.group(2)).split("#")[0]
+            if not target or re.match(r"[a-z]+:", target):
+                continue
+            assert (path.parent / target).exists(), f"{path.relative_to(ROOT)} links {target}, not in the checkout"
+
+
+REPO_PATH = re.compile(r"`((?:runner|kernels|tests|images|docs|\.ci)/[\w./-]+)`")
+
+
+def test_every_repository_path_the_docs_name_exists() -> None:
+    """A path of this repository the docs name in code (`runner/render/table_fit.py`) is there."""
+    for path in DOCUMENTS:
+        for name in REPO_PATH.findall(path.read_text()):
+            if any(c in name for c in "<>*") or name.endswith("/"):
+                continue
+            assert (ROOT / name).exists() or (ROOT / name.rstrip(".")).exists(), f"{path.relative_to(ROOT)}: {name}"
+
+
+def _catalog_counts() -> dict[str, int]:
+    from deepbench.kernels.suites import suite_kernels
+    from deepbench.runner.analysis.references import references
+
+    device = [k.op for k in suite_kernels("inference-device")]
+    collectives = suite_kernels("collectives")
+    return {
+        "deepbench": sum(len(suite_kernels(s)) for s in ("train", "inference-server", "inference-device")),
+        "smoke": len(suite_kernels("smoke")),
+        "references": len(references()),
+        "device gemm": device.count("gemm"),
+        "device conv": device.count("conv"),
+        "collective sizes": len({k.params()["floats"] for k in collectives}),
+        "collectives": len(collectives),
+        "device gemm and conv, two precisions": 2 * (device.count("gemm") + device.count("conv")),
+    }
+
+
+# Counts the prose states of the code's own things, each with where it comes from: every match must equal it.
+CLAIMS = {
+    r"DeepBench's (\d+) kernels": ("deepbench",),
+    r"(\d+) kernels \(GEMMs, convolutions": ("smoke",),
+    r"\((\d+) kernels: GEMMs, convolutions": ("smoke",),
+    r"smoke: (\d+) kernels \(": ("smoke",),
+    r"DeepBench's (\d+) published": ("references",),
+    r"(\d+) GEMMs, (\d+) convolutions,": ("device gemm", "device conv"),
+    r"(\d+) sizes, (\d+) kernels": ("collective sizes", "collectives"),
+    r"GEMMs and convolutions in fp32 and int8 \((\d+) kernel runs\)": ("device gemm and conv, two precisions",),
+}
+
+
+def test_counts_in_prose_come_from_the_code() -> None:
+    """Every count of the code's own things the README and docs/ state (DeepBench's 629 kernels, the smoke
+    suite's 10, the 18 references, the device suite's GEMMs and convolutions, the collectives suite) is the
+    code's, and each claim is still made somewhere (a reworded one is checked again, not forgotten); counts of
+    a moment (tests passed) are not stated as the tool's outside the evidence pages, which record their date."""
+    counts = _catalog_counts()
+    text = {path: path.read_text() for path in DOCUMENTS}
+    for pattern, keys in CLAIMS.items():
+        seen = [(p, m) for p, t in text.items() for m in re.finditer(pattern, t)]
+        assert seen, f"no document states {pattern!r} any more: drop it from CLAIMS"
+        for path, match in seen:
+            said = [int(g.replace(",", "")) for g in match.groups()]
+            assert said == [counts[k] for k in keys], f"{path.relative_to(ROOT)}: {match.group(0)!r} {counts}"
+    for path, t in text.items():
+        if EVIDENCE in path.parents:
+            continue
+        stale = re.search(r"\d+ passed, \d+ skipped", t)
+        assert stale is None, f"{path.relative_to(ROOT)} states a test run's tally: {stale.group(0)}"
+
+
+def _sample_blocks() -> list[tuple[Path, list[str]]]:
+    """The README's and Getting started's sample output of a first run (the text block that starts with
+    deepbench-run's first line)."""
+    out = []
+    for path in (README, ROOT / "docs" / "getting-started.md"):
+        for tag, block in FENCE.findall(path.read_text()):
+            if tag == "text" and block.startswith("deepbench-run smoke on cpu"):
+                out.append((path, block.splitlines()))
+    return out
+
+
+def test_the_sample_output_is_what_a_run_prints() -> None:
+    """The sample of a first run shows today's output: a kernel's line as the progress prints it, the GEMM
+    table's header as the run's table has it (median and IQR, not the older 'time'), the legend of marks
+    word for word (the 'c contended' mark included)."""
+    from deepbench.kernels.results_file import read_results
+    from deepbench.runner.render.display import MARKS
+    from deepbench.runner.render.tables import op_table
+
+    headers = op_table("gemm", read_results(ROOT / "runner/published/nvidia-h100/train/results.jsonl.gz")).headers
+    samples = _sample_blocks()
+    assert len(samples) == 2, [p for p, _ in samples]
+    for path, lines in samples:
+        where = path.relative_to(ROOT)
+        assert any(re.fullmatch(r"ok {10}gemm/\S+/fp32  median [\d,.]+ us", line) for line in lines), where
+        header = next(line for line in lines if line.startswith("set "))
+        assert [h.strip() for h in header.split("│")] == headers, where
+        start = next(i for i, line in enumerate(lines) if line.startswith("~ unconverged"))
+        legend = " ".join(lines[start : start + 3])
+        assert " ".join(legend.split()) == " ".join(MARKS.split()), where

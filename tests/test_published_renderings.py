@@ -5,7 +5,11 @@ it was at commit efa013c (tests/fixtures/published-renderings/sha256.json). A ch
 is a change of the tool: regenerate the digests on purpose (the failure says how) and say why. Renewed since:
 nvidia-h200/train's three and compare-train.md, when that run was re-published (2026-12-01, issue 56); the
 comparisons' when compare named what differs between runs and left one-rank collectives out of its geomeans (issue
-58: the two GPU comparisons now need --allow-unlike, the H100's convolutions being NCHW throughout)."""
+58: the two GPU comparisons now need --allow-unlike, the H100's convolutions being NCHW throughout); the 80-column
+tables and the comparisons' when a newcomer's terminal was fitted (issue 58: footnotes and warnings wrapped under their
+label, a folded row's values justified as their own columns, compare's summary without its geomean ratio at 80
+columns); the Markdown reports' when the kernels closest to and furthest from the roof became those at or under it
+(issue 58: "closest 246%" was a kernel past its ceiling)."""
 
 from __future__ import annotations
 

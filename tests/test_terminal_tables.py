@@ -22,7 +22,7 @@ from deepbench.runner.analysis.summary import groups, summary_table
 from deepbench.runner.render.display import print_tables
 from deepbench.runner.render.report_render import tables_of
 from deepbench.runner.render.table_fit import fit, footnoted
-from deepbench.runner.render.tables import Table, fmt_us, tables
+from deepbench.runner.render.tables import Table, fmt_num, fmt_sig, fmt_us, tables
 
 from .conftest import REPO, run_cli
 
@@ -229,3 +229,36 @@ def test_long_reasons_become_footnotes() -> None:
     text = draw(t, 80)
     assert text.count("unsupported [1]") == 2 and text.count(reason) == 1
     check_table(t, 80)
+
+
+def test_a_measured_figure_never_reads_zero() -> None:
+    """A figure rounded to its decimals keeps three significant digits where the decimals would read 0 (a
+    CPU's 0.000386 TFLOP/s, a slow link's 0.004 GB/s); a zero stays a zero."""
+    assert fmt_num(0.000386, 3) == "0.000386" and fmt_num(0.004) == "0.004" and fmt_num(-0.0001) == "-0.0001"
+    assert fmt_num(0.0) == "0.00" and fmt_num(1.234) == "1.23" and fmt_num(None) == ""
+
+
+@pytest.mark.slow
+def test_the_run_end_throughput_is_the_reports(smoke_run: Path) -> None:
+    """The table a run ends with shows each kernel's throughput as `report` does (three significant digits:
+    issue 58's vanilla RNN read 0.000 TFLOPS there and 0.000386 in the report), and never 0 for a kernel
+    that ran."""
+    source = load_run(smoke_run)
+    results = read_results(smoke_run / "results.jsonl")
+    report = {t.op: t for t in tables_of(source)}
+    for t in tables(results, context_of(source)):
+        if "TFLOPS" not in t.headers:
+            continue
+        mine, theirs = t.headers.index("TFLOPS"), report[t.op].headers.index("TFLOPS")
+        by_kernel = {_kernel_key(report[t.op], row): row[theirs] for row in report[t.op].rows}
+        for row, r in zip(t.rows, [r for r in results if r.op == t.op], strict=True):
+            assert row[mine] == fmt_sig(r.tflops) == by_kernel[_kernel_key(t, row)], (r.id, row[mine])
+            if r.tflops:
+                assert float(row[mine]) > 0, r.id
+
+
+def _kernel_key(t: Table, row: list[str]) -> tuple[str, ...]:
+    """A row's parameters and precision, by header (the run's table and the report's order columns alike)."""
+    from deepbench.kernels.catalog import KERNEL_CLASSES
+
+    return tuple(row[t.headers.index(h)] for h in (*KERNEL_CLASSES[t.op].FIELDS, "prec"))

@@ -5,8 +5,9 @@
 #
 #   images/tools/local-base.sh [NAME] [ARCH]      # defaults: deepbench-local/debian:bookworm amd64
 #
-# For ARM64 under emulation (qemu-user-static, binfmt-support): ARCH=arm64, NAME e.g.
-# deepbench-local/debian:bookworm-arm64.
+# For ARM64 under emulation (qemu-user-static, binfmt-support): the second argument arm64, e.g.
+#   images/tools/local-base.sh deepbench-local/debian:bookworm-arm64 arm64
+# (the architecture is read from the arguments only: an ARCH variable in the environment is not used).
 #
 # The new root is removed on every exit, but never while anything is mounted inside it: debootstrap
 # mounts proc and sys there, and when it fails (a fork limit under load, say) it can leave them

@@ -50,8 +50,16 @@ COPY_FACTOR = 2.0  # a copy reads and writes every byte (as the bandwidth ceilin
 
 @dataclass(frozen=True)
 class Flag:
+    """`reason`: the whole explanation (a table's notes); `cause`: its few words, where a summary names
+    it beside the figure it explains (the HTML report's first screen); the reason where none is shorter."""
+
     name: str
     reason: str
+    cause: str = ""
+
+    @property
+    def short(self) -> str:
+        return self.cause or self.reason
 
 
 @dataclass(frozen=True)
@@ -163,7 +171,7 @@ def flags(entry: Entry, ctx: Context) -> tuple[Flag, ...]:
         )
     r = roof(entry, ctx.ceilings)
     if r is not None and r.pct_of_peak > PEAK_PCT:
-        out.append(Flag(ABOVE_PEAK, _above_peak_reason(entry, r.bound, ctx)))
+        out.append(Flag(ABOVE_PEAK, *_above_peak_reason(entry, r.bound, ctx)))
     trend = ctx.trend.get((entry.kernel.id, entry.precision))
     if trend:
         out.append(Flag(TREND, trend))
@@ -183,18 +191,23 @@ def flags(entry: Entry, ctx: Context) -> tuple[Flag, ...]:
     return tuple(out)
 
 
-def _above_peak_reason(entry: Entry, bound: str, ctx: Context) -> str:
+def _above_peak_reason(entry: Entry, bound: str, ctx: Context) -> tuple[str, str]:
+    """Why a kernel is above its ceiling, whole and in a few words."""
     if bound == "memory":
         if ctx.cache_bytes and entry.min_bytes <= ctx.cache_bytes:
+            cache = f"{ctx.cache_bytes / MB:,.0f} MB {ctx.cache_name}"
             return (
-                f"above the measured bandwidth: its data fit the {ctx.cache_bytes / MB:,.0f} MB {ctx.cache_name} "
-                "and stay there between calls, while the ceiling is a copy from memory"
+                f"above the measured bandwidth: its data fit the {cache} and stay there between calls, while the "
+                "ceiling is a copy from memory",
+                f"memory-bound, its data fit the {cache} (the bandwidth ceiling copies from memory)",
             )
         return (
             "above the measured bandwidth: the copy ceiling was measured too low, or the kernel moves "
-            "fewer bytes than its fewest-bytes count (operands reused from cache)"
+            "fewer bytes than its fewest-bytes count (operands reused from cache)",
+            "memory-bound: the copy ceiling was measured low, or operands are reused from cache",
         )
     return (
         f"above the measured {entry.precision} compute ceiling: the ceiling's GEMM ran slower than this "
-        "shape (measured too low in a clock or power state of that moment, or a faster algorithm here)"
+        "shape (measured too low in a clock or power state of that moment, or a faster algorithm here)",
+        f"compute-bound: the {entry.precision} GEMM ceiling was measured low, or this shape ran a faster algorithm",
     )

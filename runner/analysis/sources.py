@@ -335,28 +335,46 @@ def load_source(spec: str, prefer_set: str | None = None) -> Source:
 
 
 # Words of a device's name that say who made it, not which it is ("NVIDIA H100 80GB HBM3" is "H100").
-VENDOR_WORDS = frozenset({"nvidia", "amd", "intel", "intel(r)", "instinct", "radeon", "geforce", "tesla"})
+VENDOR_WORDS = frozenset({"nvidia", "amd", "intel", "instinct", "radeon", "geforce", "tesla", "arm", "apple"})
+# Words of a CPU's name that say what it is, not which ("Intel(R) Xeon(R) Processor" is "Xeon").
+GENERIC_WORDS = frozenset({"processor", "cpu", "core", "device", "graphics", "accelerator", "gpu", "with"})
+TRADEMARKS = ("(R)", "(r)", "(TM)", "(tm)", "®", "™")
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _words(name: str) -> list[str]:
+    """The words of a device's name less their trademark marks ("Xeon(R)" is "Xeon")."""
+    for mark in TRADEMARKS:
+        name = name.replace(mark, "")
+    return name.split()
 
 
 def short_device(name: str) -> str | None:
     """The model in a device's name: its first word with both letters and digits that is not a
-    vendor's word or a memory size ("NVIDIA H100 80GB HBM3" -> "H100", "AMD Instinct MI300X" ->
-    "MI300X"); None when the name has none ("synthetic device")."""
-    for word in name.split():
+    vendor's word, a memory size or a core count ("NVIDIA H100 80GB HBM3" -> "H100", "AMD Instinct
+    MI300X" -> "MI300X"); else its family, the first capitalised word that is neither a vendor's nor
+    a generic one, with the number that follows it ("Intel(R) Xeon(R) Processor" -> "Xeon", "AMD EPYC
+    7763 64-Core Processor" -> "EPYC 7763"); None when the name has neither ("synthetic device")."""
+    words = _words(name)
+    for word in words:
         low = word.lower()
-        if low in VENDOR_WORDS or low.rstrip("b").rstrip("gm").isdigit():
+        if low in VENDOR_WORDS or low.rstrip("b").rstrip("gm").isdigit() or low.endswith("-core"):
             continue
         if any(c.isalpha() for c in word) and any(c.isdigit() for c in word):
             return word
+    for i, word in enumerate(words):
+        if word[:1].isupper() and word.isalpha() and word.lower() not in VENDOR_WORDS | GENERIC_WORDS:
+            number = words[i + 1] if i + 1 < len(words) and words[i + 1][:1].isdigit() else ""
+            return f"{word} {number}" if number and not number.lower().endswith("-core") else word
     return None
 
 
 def short_labels(sources: list[Source]) -> list[Source]:
-    """Short, unique labels for tables and headings: a run's device model ("H100") or its run id
-    when the device has no model in its name; sources the user named (LABEL=FOLDER) keep their
-    names. Labels still equal get " A", " B" ... in the order given ("H100 A", "H100 B"); the
-    headings name each label's folder. Two equal names the user gave are a usage error."""
+    """Short, unique labels for tables and headings (an 80-column table has room for "Xeon (us)", not
+    for "20261201-223632-cpu-smoke (us)"): a run's device model ("H100") or family ("Xeon"), or its run
+    id when the device's name has neither; sources the user named (LABEL=FOLDER) keep their names.
+    Labels still equal get " A", " B" ... in the order given ("H100 A", "H100 B"); the headings name
+    each label's folder. Two equal names the user gave are a usage error."""
     labels = []
     for s in sources:
         device = s.specs.get("device.name", "") if s.kind == "run" and not s.named else ""

@@ -17,7 +17,7 @@ from deepbench.kernels.op_traits import Rate
 
 from ..render.tables import Table, fmt_sig
 from .roofline import roof
-from .sanity import Context, one_rank
+from .sanity import ABOVE_PEAK, PEAK_PCT, Context, one_rank
 from .sanity import flags as sanity_flags
 from .sources import Entry, precision_order
 
@@ -34,8 +34,13 @@ class Group:
     geomean_rate: float | None
     geomean_pct: float | None
     flags: Counter
-    closest: tuple[Entry, float] | None  # highest % of the measured peak
+    # the kernels at or under their measured ceiling closest to it and furthest from it: one above it is not
+    # close to the roof but past it, which its flag explains (above_peak)
+    closest: tuple[Entry, float] | None
     furthest: tuple[Entry, float] | None
+    # the kernels above their measured ceiling, by the reason their above-peak flag gives: (reason, count,
+    # highest % of the peak)
+    above_peak: tuple[tuple[str, int, float], ...] = ()
 
 
 def geomean(values: list[float]) -> float | None:
@@ -56,6 +61,7 @@ def groups(entries: list[Entry], ctx: Context) -> list[Group]:
         rate = traits_of(op).rated_in
         rates = [e.gbps if rate is Rate.GBPS else e.tflops for e in ok if not one_rank(e)]
         pcts = [(e, r.pct_of_peak) for e in ok for r in [roof(e, ctx.ceilings)] if r]
+        credible = [(e, p) for e, p in pcts if p <= PEAK_PCT]
         marks = Counter(f for e in ok for f in e.flags)
         marks.update(f.name for e in ok for f in sanity_flags(e, ctx))
         out.append(
@@ -68,11 +74,28 @@ def groups(entries: list[Entry], ctx: Context) -> list[Group]:
                 geomean([r for r in rates if r]),
                 geomean([p for _, p in pcts]),
                 marks,
-                max(pcts, key=lambda t: t[1]) if pcts else None,
-                min(pcts, key=lambda t: t[1]) if pcts else None,
+                max(credible, key=lambda t: t[1]) if credible else None,
+                min(credible, key=lambda t: t[1]) if credible else None,
+                above_peak([(e, p) for e, p in pcts if p > PEAK_PCT], ctx),
             )
         )
     return out
+
+
+def above_peak(above: list[tuple[Entry, float]], ctx: Context) -> tuple[tuple[str, int, float], ...]:
+    """The kernels above their ceiling grouped by their above-peak flag's cause, the most first."""
+    by_reason: dict[str, list[float]] = {}
+    for e, pct in above:
+        for f in sanity_flags(e, ctx):
+            if f.name == ABOVE_PEAK:
+                by_reason.setdefault(f.short, []).append(pct)
+    return tuple(sorted(((r, len(p), max(p)) for r, p in by_reason.items()), key=lambda t: -t[1]))
+
+
+def above_peak_text(g: Group) -> str:
+    """Why a group's figures pass 100% of the peak, beside them: "3 up to 1128%: memory-bound, its data fit
+    the 315 MB last-level cache (the bandwidth ceiling copies from memory)"."""
+    return "; ".join(f"{n} up to {_pct(top)}: {reason}" for reason, n, top in g.above_peak)
 
 
 def flags_text(counts: Counter) -> str:
@@ -83,8 +106,13 @@ def _pct(value: float | None) -> str:
     return "" if value is None else f"{value:.1f}%" if value < 10 else f"{value:.0f}%"
 
 
-def summary_table(gs: list[Group]) -> Table:
-    """Counts of a status left blank where none (a column of blanks is left out of a narrow terminal)."""
+ABOVE_HEADER = "above 100% of peak"
+
+
+def summary_table(gs: list[Group], explain: bool = False) -> Table:
+    """Counts of a status left blank where none (a column of blanks is left out of a narrow terminal).
+    `explain`: a last column says, beside a share of the peak over 100%, which kernels passed their
+    ceiling and why (the HTML report's first screen)."""
     headers = ["op", "prec", "kernels", "ok", "unsupported", "failed", "timeout", "TFLOP/s", "GB/s", "% peak", "flags"]
     rows = [
         [g.op, g.precision, str(len(g.entries)), str(g.counts.get("ok", 0))]
@@ -95,19 +123,21 @@ def summary_table(gs: list[Group]) -> Table:
             _pct(g.geomean_pct),
             flags_text(g.flags),
         ]
+        + ([above_peak_text(g)] if explain else [])
         for g in gs
     ]
     return Table(
         "summary",
         "Summary per operation and precision (TFLOP/s, GB/s, % peak: geometric means)",
-        headers,
+        headers + ([ABOVE_HEADER] if explain else []),
         rows,
-        wrap=("flags",),
+        wrap=("flags", ABOVE_HEADER),
     )
 
 
 def roof_table(gs: list[Group]) -> Table:
-    """Per operation and precision, the kernel closest to the roof and the one furthest from it."""
+    """Per operation and precision, the kernel closest to the roof and the one furthest from it, among those
+    at or under it (the summary says which passed it, and why)."""
     rows = [
         [
             g.op,
@@ -122,7 +152,7 @@ def roof_table(gs: list[Group]) -> Table:
     ]
     return Table(
         "roof",
-        "Closest to and furthest from the roof (% of the measured peak)",
+        "Closest to and furthest from the roof (% of the measured peak, kernels at or under it)",
         ["op", "prec", "closest % peak", "closest kernel", "furthest % peak", "furthest kernel"],
         rows,
     )

@@ -18,7 +18,6 @@ machine (its run.json's noise record) is named at the top."""
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from ..analysis.compare import DEFAULT_THRESHOLD, compare
@@ -29,7 +28,7 @@ from ..errors import UserError
 from ..outpaths import writable_file
 from ..render import render_formats
 from ..render.compare_render import render
-from ..render.display import add_columns_argument
+from ..render.display import add_columns_argument, make_console, print_entry
 
 NAME = "compare"
 HELP = "compare runs and references kernel by kernel, with noise"
@@ -111,6 +110,11 @@ def run(args: argparse.Namespace) -> int:
     written = render(cmp, args.format, args.out, max_only=TERMINAL_ONLY_ROWS, columns=args.columns)
     if written:
         print(f"wrote {written}")
+    err = make_console(stderr=True)
     for line in notes(cmp):  # inputs and clocks beside the times (standard error: any format stays parseable)
-        print(line, file=sys.stderr)
+        label, sep, text = line.partition(": ")
+        if sep and label == "warning":
+            print_entry(err, "[yellow]warning:[/]", text)
+        else:
+            print_entry(err, "", line)
     return 0

@@ -11,7 +11,6 @@ with how many kernels each source won, per operation, as a chart and a table."""
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from ..analysis.fastest import MIN_SOURCES, fastest_tables, wins
@@ -20,7 +19,7 @@ from ..analysis.unlike import differences, refusal
 from ..errors import UserError
 from ..outpaths import writable_file
 from ..render import render_formats
-from ..render.display import add_columns_argument
+from ..render.display import add_columns_argument, make_console, print_entry
 
 NAME = "fastest"
 HELP = "the fastest run or reference per kernel"
@@ -69,8 +68,9 @@ def run(args: argparse.Namespace) -> int:
     refused = refusal(found, "rank")
     if refused and not args.allow_unlike:
         raise UserError(refused)
+    err = make_console(stderr=True)
     for d in found:  # the heading (standard error: any format stays parseable)
-        print(f"what differs: {d.text()}", file=sys.stderr)
+        print_entry(err, "what differs:", d.text())
     tables = fastest_tables(sources, None if args.match == "auto" else args.match, args.any_precision, args.all_kernels)
     summary = wins(tables, sources)
     written = render_formats.write(

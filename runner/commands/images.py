@@ -23,7 +23,7 @@ from pathlib import Path
 from ..errors import UserError
 from ..launch.images import image_archive, image_lock, platform_images
 from ..launch.images.docker_client import connect
-from ..platforms import PLATFORMS, get_platform
+from ..platforms import PLATFORMS, get_platform, platform_names
 from ..render.display import make_console, print_tables
 from ..render.tables import Table
 
@@ -35,7 +35,7 @@ ALL = "all"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="images_command", metavar="ACTION", parser_class=type(parser))
     b = sub.add_parser("build", help="build a platform's image")
-    b.add_argument("--platform", required=True, metavar="P", help=", ".join(PLATFORMS))
+    b.add_argument("--platform", required=True, metavar="P", help=platform_names())
     b.add_argument(
         "--base-image", metavar="IMAGE", help="base to build on (default: the Dockerfile's pinned vendor image)"
     )
@@ -44,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     b.add_argument("--no-cache", action="store_true", help="build every step again, reusing no cached layer")
     b.add_argument("--quiet", action="store_true", help="do not show the builder's output")
     w = sub.add_parser("wheelhouse", help="download the locked wheels an offline build needs")
-    w.add_argument("--platform", required=True, metavar="P", help=", ".join(PLATFORMS))
+    w.add_argument("--platform", required=True, metavar="P", help=platform_names())
     w.add_argument("--out", type=Path, required=True, metavar="DIR", help="folder for the wheels")
     w.add_argument("--python", metavar="X.Y", help="CPython version of the image (default: the lock's, uv.toml)")
     w.add_argument(
@@ -60,7 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="re-lock a platform image's packages (uv pip compile --generate-hashes) and "
         "pin its base by digest when its registry answers",
     )
-    lk.add_argument("--platform", required=True, metavar="P", help=f"{', '.join(PLATFORMS)} or {ALL}")
+    lk.add_argument("--platform", required=True, metavar="P", help=f"{platform_names()} or {ALL}")
     lk.add_argument(
         "--upgrade",
         action="store_true",

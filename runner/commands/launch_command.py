@@ -41,6 +41,8 @@ from ..launch.ranks.engines import IMAGE_PYTHON, find_mpiexec, launcher_of, mpie
 from ..launch.running import request as run_request
 from ..launch.running.new_plan import write_plan
 from ..platforms import Platform
+from ..render.display import make_console
+from ..render.shell_lines import COMMENT, command, comment, one_word, quoted
 
 NAME = "launch-command"
 HELP = "print the mpirun / srun commands for all-reduce across nodes"
@@ -98,29 +100,49 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("say where the plan and results go: --out DIR, on a filesystem every node shares")
     plan, outdir = write_plan(request)
     out = str(outdir.resolve())
-    layout = Layout(cluster, request.run_platform, out, plan, request.container.image)
-    print(
-        f"# plan: {out}/plan.json  ({len(plan.items)} collective kernels, backend {plan.backend}, "
-        f"{cluster.ranks} ranks = {cluster.nodes} nodes x {cluster.gpus_per_node})"
-    )
-    print("# what the commands need, checked from here:")
+    width = make_console().width  # the terminal's; piped: COLUMNS, else one line per command
+    layout = Layout(cluster, request.run_platform, out, plan, request.container.image, width)
+    lines = [
+        comment(
+            f"plan: {out}/plan.json  ({len(plan.items)} collective kernels, backend {plan.backend}, "
+            f"{cluster.ranks} ranks = {cluster.nodes} nodes x {cluster.gpus_per_node})",
+            width,
+        ),
+        comment("what the commands need, checked from here:", width),
+    ]
     needs = [shared_folder(outdir.resolve(), cluster.nodes)]
     if not layout.by_engine:  # ranks an engine's own processes meet through it, not at MASTER_ADDR:MASTER_PORT
         needs.append(rendezvous_port(cluster.master_port, first_node(allocation_nodes(), cluster.hostfile)))
-    print("\n".join(n.line() for n in needs))
+    lines += [layout.need(n) for n in needs]
     if cluster.engine in ("mpirun", "all"):
-        print(layout.mpirun())
+        lines += layout.mpirun()
     if cluster.engine in ("srun", "all"):
-        print(layout.srun())
-    print(f"# afterwards: rank 0 has written {out}/results.jsonl and {out}/run.json, the other ranks {out}/ranks/")
+        lines += layout.srun()
+    lines.append(
+        comment(
+            f"afterwards: rank 0 has written {out}/results.jsonl and {out}/run.json, the other ranks {out}/ranks/",
+            width,
+        )
+    )
+    print("\n".join(lines))
     return 0
 
 
-class Layout:
-    """The command lines for one plan: N nodes x G ranks, on the nodes or in containers."""
+ALONE = (
+    "(the command inside --launch alone starts the same ranks, without deepbench-run's progress, per-kernel "
+    "timeout and restarts)"
+)
 
-    def __init__(self, cluster: Cluster, platform: Platform, out: str, plan: Plan, image: str | None) -> None:
+
+class Layout:
+    """The command lines for one plan: N nodes x G ranks, on the nodes or in containers, each fitted to
+    `width` (runner/render/shell_lines.py)."""
+
+    def __init__(
+        self, cluster: Cluster, platform: Platform, out: str, plan: Plan, image: str | None, width: int
+    ) -> None:
         self.cluster, self.platform, self.out, self.backend = cluster, platform, out, plan.backend
+        self.width = width
         launcher, declared = launcher_of(plan.backend), declaration_of(plan.backend)
         # an engine that is a program of its own (mpirun): the ranks are its processes and meet through it
         self.by_engine = not launcher.module
@@ -132,21 +154,26 @@ class Layout:
         self.image = image or platform.image
         # on the nodes: this Python (the one with deepbench here; a shared install puts it at the same
         # path on every node); in a container: the image's
-        where = f"{HARNESS} {shlex.quote(out + '/plan.json')} {shlex.quote(out)}"
-        self.harness = f"{shlex.quote(sys.executable)} {where}"
-        self.in_image = f"{IMAGE_PYTHON} {where}"
+        where = [HARNESS, *quoted([out + "/plan.json", out])]  # units a line may break between
+        self.harness = [shlex.quote(sys.executable), *where]
+        self.in_image = [IMAGE_PYTHON, *where]
 
-    def supervised(self, ranks_command: str) -> str:
+    def need(self, need: Need) -> str:
+        return comment(f"{need.status}: {need.text}", self.width, indent=3)
+
+    def supervised(self, ranks_command: list[str], prefix: str = "") -> str:
         """deepbench-run starting the ranks (progress, per-kernel timeout, restarts, tables)."""
-        return f"deepbench-run --resume {shlex.quote(self.out)} --launch {shlex.quote(ranks_command)}"
+        words = ["deepbench-run", f"--resume {shlex.quote(self.out)}", "--launch", *one_word(ranks_command)]
+        return command(words, self.width, prefix)
 
     def exports(self, master: str) -> str:
         if not self.rendezvous:
-            return f"export {THREADS}"
-        own = "".join(f"{name}=${{{name}:-{value}}} " for name, value in self.rank_env.items())
-        return f"export MASTER_ADDR={master} MASTER_PORT={self.cluster.master_port} {own}{THREADS}"
+            return command(["export", THREADS], self.width)
+        own = [f"{name}=${{{name}:-{value}}}" for name, value in self.rank_env.items()]
+        words = ["export", f"MASTER_ADDR={master}", f"MASTER_PORT={self.cluster.master_port}", *own, THREADS]
+        return command(words, self.width)
 
-    def mpirun(self) -> str:
+    def mpirun(self) -> list[str]:
         hostfile = self.cluster.hostfile
         first = "$(head -n1 " + shlex.quote(hostfile) + " | cut -d' ' -f1 | cut -d: -f1)"
         needs = [hostfile_need(hostfile, self.cluster.nodes)]
@@ -161,66 +188,80 @@ class Layout:
         # the one on PATH by its name, any other by its path (an MPI backend needs the MPI its binding loads)
         name = os.path.basename(mpiexec)
         shown = name if _same_file(mpiexec, name) else mpiexec
-        hydra = f"{shown} -f {shlex.quote(hostfile)} -n {self.n} -ppn {self.g} {self.harness}"
-        openmpi = (
-            f"{shown if flavour == 'openmpi' else 'mpirun'} --hostfile {shlex.quote(hostfile)} -np {self.n} "
-            f"--map-by ppr:{self.g}:node " + " ".join(f"-x {v}" for v in self.passed) + f" {self.harness}"
-        )
+        hydra = [shown, f"-f {shlex.quote(hostfile)}", f"-n {self.n}", f"-ppn {self.g}", *self.harness]
+        openmpi = [
+            shown if flavour == "openmpi" else "mpirun",
+            *self._open_mpi_placement(),
+            *(f"-x {v}" for v in self.passed),
+            *self.harness,
+        ]
         main, other, other_name = (
             (openmpi, hydra, "MPICH (Hydra)") if flavour == "openmpi" else (hydra, openmpi, "Open MPI")
         )
         lines = [
-            "# --- mpirun over ssh, with a host file (one line per node; MPICH: 'node:G', Open MPI: "
-            "'node slots=G') ---",
-            *(n.line() for n in needs),
+            comment(
+                "--- mpirun over ssh, with a host file (one line per node; MPICH: 'node:G', Open MPI: "
+                "'node slots=G') ---",
+                self.width,
+            ),
+            *(self.need(n) for n in needs),
             self.exports(first),
             self.supervised(main),
-            f"# with {other_name} instead: {self.supervised(other)}",
+            comment(f"with {other_name} instead:", self.width),
+            self.supervised(other, COMMENT + " "),
         ]
         if self.by_engine:
             lines.append(
-                f"# the {self.backend} backend in containers needs the MPI's process manager in the container "
-                "(PMIx): use srun --mpi=pmix with pyxis"
+                comment(
+                    f"the {self.backend} backend in containers needs the MPI's process manager in the container "
+                    "(PMIx): use srun --mpi=pmix with pyxis",
+                    self.width,
+                )
             )
         else:
             rank_vars = ["OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"]
             rendezvous = (*self.rendezvous, *self.rank_env)
             docker = _docker(self.platform, self.image, self.out, [*rendezvous, "OMP_NUM_THREADS", *rank_vars])
-            per_rank = (
-                f"mpirun --hostfile {shlex.quote(hostfile)} -np {self.n} --map-by ppr:{self.g}:node "
-                + " ".join(f"-x {v}" for v in rendezvous)
-                + f" {docker} {self.in_image}"
-            )
-            lines.append(f"# Open MPI, one container per rank: {self.supervised(per_rank)}")
-        lines.append(
-            "# (the command inside --launch alone starts the same ranks, without deepbench-run's "
-            "progress, per-kernel timeout and restarts)"
-        )
-        return "\n".join(lines)
+            per_rank = [
+                "mpirun",
+                *self._open_mpi_placement(),
+                *(f"-x {v}" for v in rendezvous),
+                *docker,
+                *self.in_image,
+            ]
+            lines += [
+                comment("Open MPI, one container per rank:", self.width),
+                self.supervised(per_rank, COMMENT + " "),
+            ]
+        return [*lines, comment(ALONE, self.width)]
 
-    def srun(self) -> str:
+    def _open_mpi_placement(self) -> list[str]:
+        return [f"--hostfile {shlex.quote(self.cluster.hostfile)}", f"-np {self.n}", f"--map-by ppr:{self.g}:node"]
+
+    def srun(self) -> list[str]:
         needs: list[Need] = []
-        pmi = ""
+        pmi = []
         if self.by_engine:
             plugin, need = srun_pmi_plugin()
             needs.append(need)
-            pmi = f" --mpi={plugin}"
-        gpus = f" --gpus-per-node={self.g}" if self.platform.gpus or self.platform.devices else ""
-        base = f"srun --nodes={self.cluster.nodes} --ntasks={self.n} --ntasks-per-node={self.g}{gpus}{pmi}"
-        pyxis = f"{base} --container-image={self.image} --container-mounts={self.out}:{self.out} {self.in_image}"
-        return "\n".join(
-            [
-                f"# --- Slurm, in an allocation (salloc --nodes={self.cluster.nodes} --ntasks-per-node={self.g}, "
+            pmi = [f"--mpi={plugin}"]
+        gpus = [f"--gpus-per-node={self.g}"] if self.platform.gpus or self.platform.devices else []
+        base = ["srun", f"--nodes={self.cluster.nodes}", f"--ntasks={self.n}", f"--ntasks-per-node={self.g}", *gpus]
+        base += pmi
+        pyxis = [*base, f"--container-image={self.image}", f"--container-mounts={self.out}:{self.out}", *self.in_image]
+        return [
+            comment(
+                f"--- Slurm, in an allocation (salloc --nodes={self.cluster.nodes} --ntasks-per-node={self.g}, "
                 "or an sbatch script) ---",
-                *(n.line() for n in needs),
-                self.exports('$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n1)'),
-                self.supervised(f"{base} {self.harness}"),
-                "# in the image, through enroot/pyxis (ranks read SLURM_PROCID / SLURM_LOCALID): "
-                f"{self.supervised(pyxis)}",
-                "# (the command inside --launch alone starts the same ranks, without deepbench-run's progress, "
-                "per-kernel timeout and restarts)",
-            ]
-        )
+                self.width,
+            ),
+            *(self.need(n) for n in needs),
+            self.exports('$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n1)'),
+            self.supervised([*base, *self.harness]),
+            comment("in the image, through enroot/pyxis (ranks read SLURM_PROCID / SLURM_LOCALID):", self.width),
+            self.supervised(pyxis, COMMENT + " "),
+            comment(ALONE, self.width),
+        ]
 
 
 def _same_file(path: str, name: str) -> bool:
@@ -230,13 +271,15 @@ def _same_file(path: str, name: str) -> bool:
     return os.path.realpath(found) == os.path.realpath(path)
 
 
-def _docker(platform: Platform, image: str, out: str, env: list[str]) -> str:
-    parts = [
-        "docker run --rm --network host --ipc host",
-        "--gpus all" if platform.gpus else " ".join(f"--device {d}" for d in platform.devices),
-        " ".join(f"--group-add {g}" for g in platform.group_add),
+def _docker(platform: Platform, image: str, out: str, env: list[str]) -> list[str]:
+    """docker run's words for one rank's container, an option and its value one unit."""
+    return [
+        "docker run --rm",
+        "--network host",
+        "--ipc host",
+        *(["--gpus all"] if platform.gpus else [f"--device {d}" for d in platform.devices]),
+        *(f"--group-add {g}" for g in platform.group_add),
         f"-v {out}:{out}",
-        " ".join(f"-e {v}" for v in env),
+        *(f"-e {v}" for v in env),
         image,
     ]
-    return " ".join(p for p in parts if p)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -22,6 +23,7 @@ from ..argv_text import require_text
 from ..errors import UserError
 from ..outpaths import writable_folder
 from ..render.display import make_console
+from ..render.shell_lines import command, option_units
 from ..submission.bundle import make_bundle
 from ..submission.checker import check_bundle, describe
 from ..submission.show import print_report
@@ -100,10 +102,9 @@ def run(args: argparse.Namespace) -> int:
         push_to=args.push,
         log=lambda line: console.print(line, highlight=False, markup=False),
     )
-    console.print(
-        f"wrote submission {index.run_id} to {args.out}; reproduce with: {index.reproduce}",
-        highlight=False,
-        soft_wrap=True,
-    )
+    console.print(f"wrote submission {index.run_id} to {args.out}", highlight=False, markup=False)
+    console.print("reproduce with:", highlight=False)
+    reproduce = command(option_units(shlex.split(index.reproduce)), console.width)
+    console.print(reproduce, highlight=False, markup=False, soft_wrap=True)  # broken only between its words
     console.print(flagged_line(read_run_folder(args.run_dir)[0]), highlight=False, markup=False)
     return 0 if print_report(console, check_bundle(args.out)) else EXIT_PROBLEMS

@@ -27,13 +27,13 @@ from ..errors import UserError
 from ..launch.running.signals import exit_status, stop_on_signals
 from ..option_types import real
 from ..render.display import make_console
+from ..render.verify_render import print_verify
 from ..submission.verify import (
     DEFAULT_CAP,
     DEFAULT_FLOOR,
     DEFAULT_MAX_NOISE,
     DEFAULT_NOISE_FACTOR,
     ToleranceRule,
-    print_verify,
     verify_bundle,
 )
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import sys
+import textwrap
 from types import TracebackType
 from typing import IO, Any
 
 from rich import box
-from rich.console import Console
+from rich.cells import cell_len
+from rich.console import Console, Group, RenderableType
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table as RichTable
@@ -69,6 +71,7 @@ MARKS = (
     "times are medians of the samples, IQR their interquartile range over the median"
 )
 HOW_TO_SEE = "--columns all, or --format md|csv"
+MIN_ROOM = 20  # an entry's text gets at least this many columns, however long its label
 
 
 def add_columns_argument(parser: Any) -> None:
@@ -93,11 +96,28 @@ def check_columns(tables: list[Table], names: list[str] | None) -> None:
         raise UserError(f"--columns: no column named {', '.join(unknown)} (choose 'all' or from: {', '.join(choices)})")
 
 
+def _left(header: str) -> bool:
+    """Words (a kernel id, a verdict) sit left in their column, numbers right."""
+    return header.split(" ")[0] in LEFT
+
+
+def _stacked(texts: list[str], headers: list[str], no_wrap: bool) -> RenderableType:
+    """A folded row's cell: one line per band, each justified as its own column is (a count under a
+    name's column still sits right), so every value lines up with its header."""
+    return Group(
+        *(
+            Text(text, justify="left" if _left(h) else "right", no_wrap=no_wrap, overflow="fold")
+            for text, h in zip(texts, headers, strict=True)
+        )
+    )
+
+
 def rich_table(t: Table, layout: Layout) -> RichTable:
     """`t` drawn in `layout`: every column exactly as wide as its widest value (no_wrap, never
     narrowed: fit() chose columns that fit); folded rows stack their bands in each cell."""
     bands = layout.band_columns()
     natural = column_widths(t)
+    folded = layout.bands > 1
     rt = RichTable(
         title=t.title,
         title_justify="left",
@@ -106,24 +126,33 @@ def rich_table(t: Table, layout: Layout) -> RichTable:
         show_edge=False,
         pad_edge=False,
         padding=(0, 0 if layout.compact else 1),
-        show_lines=layout.bands > 1,
+        show_lines=folded,
     )
-    for i in range(len(bands[0])):
-        cols = [band[i] for band in bands if i < len(band)]
-        left = t.headers[cols[0]].split(" ")[0] in LEFT
-        fixed = any(c in layout.widths for c in cols)
-        width = max(layout.widths.get(c, natural[c]) for c in cols) if fixed else None
+    # per shown column, the table's column of each band (None where the last band is shorter)
+    columns = [[band[i] if i < len(band) else None for band in bands] for i in range(len(bands[0]))]
+    for cols in columns:
+        present = [c for c in cols if c is not None]
+        fixed = any(c in layout.widths for c in present)
+        width = max(layout.widths.get(c, natural[c]) for c in present) if fixed else None
+        words = any(t.headers[c] in t.wrap for c in present)
+        heads = ["" if c is None else t.headers[c] for c in cols]
         # A header may wrap at its spaces; values never wrap, except columns of words (Table.wrap).
-        header = Text(
-            "\n".join(t.headers[band[i]] if i < len(band) else "" for band in bands),
-            no_wrap=layout.bands > 1,
-            overflow="fold",
+        header = _stacked(heads, heads, no_wrap=True) if folded else Text(heads[0], no_wrap=False, overflow="fold")
+        rt.add_column(
+            header, justify="left" if _left(heads[0]) else "right", no_wrap=not words, overflow="fold", width=width
         )
-        words = any(t.headers[c] in t.wrap for c in cols)
-        rt.add_column(header, justify="left" if left else "right", no_wrap=not words, overflow="fold", width=width)
-    for row in t.rows:  # cells are data (reasons hold brackets), not markup
+    for row in t.rows:  # cells are data (reasons hold brackets): Text, never markup
         rt.add_row(
-            *("\n".join(escape(row[band[i]]) if i < len(band) else "" for band in bands) for i in range(len(bands[0])))
+            *(
+                _stacked(
+                    ["" if c is None else row[c] for c in cols],
+                    ["" if c is None else t.headers[c] for c in cols],
+                    False,
+                )
+                if folded
+                else Text(row[cols[0] or 0])
+                for cols in columns
+            )
         )
     return rt
 
@@ -139,8 +168,8 @@ def print_tables(
         wanted = None if columns is None else set(t.headers) if columns == ["all"] else match_columns(t, columns)
         layout = fit(shown, console.width, wanted)
         console.print(rich_table(shown, layout))
-        for n, text in enumerate(notes, 1):
-            console.print(f"[dim]\\[{n}] {escape(text)}[/]")
+        for n, text in enumerate(notes, 1):  # a footnote's lines after the first hang under its text
+            print_entry(console, f"[dim]\\[{n}][/]", text, text_style="dim")
         if layout.dropped:
             why = f" to fit {console.width} columns" if columns is None else ""
             console.print(
@@ -192,14 +221,28 @@ class RunProgress:
         self.console.print(f"[yellow]{escape(text)}[/]")
 
 
+def print_entry(console: Console, label: str, text: str, style: str = "", text_style: str = "") -> None:
+    """One entry of a list (a warning, a problem, a footnote): `label` (markup) then `text` (data, never
+    markup), wrapped at its spaces to the console's width with its lines after the first indented under
+    the text's first word, so that each entry still reads as one; piped without COLUMNS it is one line.
+    A word wider than the room left (a long path) stays whole."""
+    head = Text.from_markup(label, style=style)
+    indent = cell_len(head.plain) + 1 if head.plain else 0
+    room = max(console.width - indent, MIN_ROOM)
+    lines = textwrap.wrap(text, room, break_long_words=False, break_on_hyphens=False) or [""]
+    for i, line in enumerate(lines):
+        start = (head + " ") if i == 0 and indent else Text(" " * indent)
+        console.print(start + Text(line, style=text_style), soft_wrap=True, highlight=False)
+
+
 def print_noise(console: Console, noise: NoiseRecord | None) -> None:
     """The system-noise verdict of a run (kernels/noise.py): warnings, then pyperf-style notes."""
     if noise is None:
         return
     for text in noise.warnings:
-        console.print(f"[yellow]warning: {escape(text)}[/]")
+        print_entry(console, "warning:", text, style="yellow", text_style="yellow")
     for text in noise.notes:
-        console.print(f"[dim]note: {escape(text)}[/]")
+        print_entry(console, "note:", text, style="dim", text_style="dim")
 
 
 # Output to a file or pipe with no COLUMNS set: as wide as the widest table (nothing folds or is

@@ -22,9 +22,11 @@ th,td{border:1px solid #ddd;padding:2px 4px;text-align:right;white-space:nowrap}
 th{background:#f2f2f2;cursor:pointer;user-select:none;position:sticky;top:0;white-space:normal;vertical-align:bottom}
 th.text,th.wrap{text-align:left}
 th.asc::after{content:" \\25B2"}th.desc::after{content:" \\25BC"}
-td.text{text-align:left}td.wrap{white-space:normal;min-width:10em;max-width:28em;text-align:left}
+td.text{text-align:left;white-space:normal}td.wrap{white-space:normal;min-width:7em;max-width:28em;text-align:left}
 tr:nth-child(even) td{background:#fafafa}
 .charts{display:flex;flex-wrap:wrap;gap:1em;align-items:flex-start}
+figure.chart{margin:0;max-width:100%}figure.chart figcaption{font-size:.9em;font-weight:600;margin:.2em 0 0 .3em}
+.first{display:flex;flex-wrap:wrap;gap:1.2em;align-items:flex-start}.first-tables{flex:1 1 36em;min-width:0}
 .note{color:#555;font-size:.9em;margin:.3em 0}.faster{color:#2a7d2a;font-weight:bold}
 .slower{color:#c0392b;font-weight:bold}.unclear{color:#8a7a00}.scroll{overflow-x:auto;max-height:80vh}
 .warning{background:#fff4ce;border:1px solid #e0c060;padding:.3em .6em;margin:.3em 0}
@@ -132,7 +134,7 @@ TEXT_COLUMNS = {
     "against",
     "answer",
 }
-WRAP_COLUMNS = {"notes", "flags", "note", "value", "answer"}
+WRAP_COLUMNS = {"notes", "flags", "note", "value", "answer", "above"}
 FILTER_MIN_ROWS = 8  # tables shorter than this need no filter box
 VERDICT_CELL = re.compile(r"^(?:[\d,.]+x (faster|slower)|(unclear) \()")
 
@@ -147,8 +149,13 @@ class Section:
 
 
 def _cell_class(header: str, text: str) -> str:
-    first = header.split(" ")[0].lower()
-    cls = ["wrap" if first in WRAP_COLUMNS or " vs " in header else "text" if first in TEXT_COLUMNS else ""]
+    """A column of words (its header's first or last word names one: "closest kernel", "H100 prec") is text:
+    left, and wrapping at its spaces where the page is narrow, so that a table never scrolls sideways to
+    cut a kernel's parameters; numbers stay on one line."""
+    words = header.lower().split(" ")
+    first, last = words[0], words[-1]
+    text_column = first in TEXT_COLUMNS or last in TEXT_COLUMNS
+    cls = ["wrap" if first in WRAP_COLUMNS or " vs " in header else "text" if text_column else ""]
     verdict = VERDICT_CELL.match(text)
     if verdict:  # "6.30x faster", "unclear (1.08x slower?)" (runner/analysis/compare.py phrase)
         cls.append(verdict.group(1) or verdict.group(2))
@@ -157,8 +164,9 @@ def _cell_class(header: str, text: str) -> str:
 
 
 def _header(h: str) -> str:
-    """A header that may break after its underscores (stride_w), so that narrow numbers keep narrow columns."""
-    return escape(h).replace("_", "_<wbr>")
+    """A header that may break after its underscores and slashes (stride_w, ratio H100/DeepBench V100), so
+    that narrow numbers keep narrow columns."""
+    return escape(h).replace("_", "_<wbr>").replace("/", "/<wbr>")
 
 
 def table_html(headers: list[str], rows: list[list[str]], table_id: str) -> str:

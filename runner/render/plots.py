@@ -16,16 +16,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from html import escape
 
 import plotly.graph_objects as go
 
 from deepbench.kernels.catalog import traits_of
 from deepbench.kernels.op_traits import Rate
 
-from ..analysis.roofline import bandwidth, compute_peak, intensity, roof
-from ..analysis.sanity import Context
+from ..analysis.roofline import Roof, bandwidth, compute_peak, intensity, roof
+from ..analysis.sanity import ABOVE_PEAK, PEAK_PCT, Context
 from ..analysis.sanity import flags as sanity_flags
 from ..analysis.sources import Entry, precision_order
+from ..analysis.summary import Group
 
 WIDTH = 660
 HEIGHT = 460
@@ -44,18 +46,28 @@ COLORS = {
 VERDICT_COLORS = {"faster": "#2ca02c", "slower": "#d62728", "same": "#7f7f7f", "unclear": "#bcbd22"}
 CONFIG = {"displaylogo": False, "responsive": True, "modeBarButtonsToRemove": ["select2d", "lasso2d"]}
 TEMPLATE = "plotly_white"
+TOOLBAR_PX = 28  # the chart's top margin: plotly's toolbar sits there, over nothing
+OVERVIEW_WIDTH = 560
+OVERVIEW_PX, ROW_PX, OVERVIEW_MIN_PX = 150, 34, 300  # the overview's height: frame, per operation and precision, least
+OVERVIEW_MARGIN = 1.5  # the overview's axis reaches this factor past its lowest and highest share
+OVERVIEW_LEGEND_Y = -0.25  # its legend under the axis
+ABOVE_COLOR = "#b22222"
 
 
 def div(fig: go.Figure, div_id: str) -> str:
-    """The chart as a <div> and the script that draws it (the bundle is in the page once)."""
+    """The chart as a <figure>: its title a caption above it, in the page's own text (plotly's toolbar
+    covers a title drawn inside the chart, and a caption wraps where a plotly title runs out of the
+    frame), then the <div> and the script that draws it (the bundle is in the page once)."""
+    title = fig.layout.title.text or ""
     fig.update_layout(
         template=TEMPLATE,
-        margin={"l": 60, "r": 20, "t": 50, "b": 50},
+        title=None,
+        margin={"l": 60, "r": 20, "t": TOOLBAR_PX, "b": 50},
         hovermode="closest",
         font={"size": 11},
         legend={"font": {"size": 10}},
     )
-    return fig.to_html(
+    chart = fig.to_html(
         full_html=False,
         include_plotlyjs=False,
         div_id=div_id,
@@ -63,6 +75,9 @@ def div(fig: go.Figure, div_id: str) -> str:
         default_width=f"{fig.layout.width or WIDTH}px",
         default_height=f"{fig.layout.height or HEIGHT}px",
     )
+    caption = "<br>".join(escape(part) for part in title.split("<br>"))
+    width = fig.layout.width or WIDTH
+    return f'<figure class="chart" style="width:{width}px"><figcaption>{caption}</figcaption>{chart}</figure>'
 
 
 def short_label(e: Entry) -> str:
@@ -136,6 +151,64 @@ def roofline(op: str, entries: list[Entry], ctx: Context, div_id: str) -> str | 
     roofs = "measured roof dashed, x: flagged (see notes)" if any(peaks) else "no measured ceilings in this source"
     fig.update_layout(title=f"{op}: roofline of {len(points)} kernels ({roofs})", width=WIDTH, height=HEIGHT)
     return div(fig, div_id)
+
+
+def peak_overview(groups: Sequence[Group], ctx: Context, div_id: str) -> str | None:
+    """The report's first chart: every kernel's share of its measured ceiling, one row per operation and
+    precision, on a log axis through the roof (100%, the dashed line); the kernels past it drawn apart,
+    hover saying why (their above-peak flag). None where no kernel has a ceiling to be held against."""
+    rows = [
+        (f"{g.op} {g.precision}", [(e, r) for e in g.entries if e.ok for r in [roof(e, ctx.ceilings)] if r])
+        for g in groups
+    ]
+    rows = [(label, pts) for label, pts in rows if pts]
+    if not rows:
+        return None
+    points = [(label, e, r) for label, pts in rows for e, r in pts]
+    fig = go.Figure()
+    for past in (False, True):
+        shown = [p for p in points if (p[2].pct_of_peak > PEAK_PCT) == past]
+        if shown:
+            fig.add_trace(_overview_trace(shown, past, ctx))
+    xs = [r.pct_of_peak for _, _, r in points]
+    fig.add_vline(x=PEAK_PCT, line={"color": "#444", "width": 1, "dash": "dash"})
+    fig.update_xaxes(
+        type="log",
+        title="% of the measured peak (the dashed roof: 100%)",
+        range=_log_range(min(xs) / OVERVIEW_MARGIN, max(*xs, PEAK_PCT) * OVERVIEW_MARGIN),
+    )
+    fig.update_yaxes(categoryorder="array", categoryarray=[label for label, _ in rows][::-1], automargin=True)
+    fig.update_layout(
+        title=f"Every kernel against its roof ({len(points)} kernels with a measured ceiling)",
+        width=OVERVIEW_WIDTH,
+        height=max(OVERVIEW_MIN_PX, OVERVIEW_PX + ROW_PX * len(rows)),
+        showlegend=True,
+        legend={"orientation": "h", "y": OVERVIEW_LEGEND_Y},
+    )
+    return div(fig, div_id)
+
+
+def _overview_trace(points: list[tuple[str, Entry, Roof]], past: bool, ctx: Context) -> go.Scatter:
+    """The overview's kernels under their roof (coloured by precision), or past it (x, hover: the reason)."""
+
+    def why(e: Entry) -> str:
+        return "; ".join(f.reason for f in sanity_flags(e, ctx) if f.name == ABOVE_PEAK) if past else ""
+
+    return go.Scatter(
+        x=[r.pct_of_peak for _, _, r in points],
+        y=[label for label, _, _ in points],
+        mode="markers",
+        name="past the roof: hover says why" if past else "kernels at or under the roof",
+        marker={
+            "color": ABOVE_COLOR if past else [COLORS.get(e.precision, "#555") for _, e, _ in points],
+            "symbol": "x" if past else "circle",
+            "size": 7,
+            "opacity": 0.7,
+        },
+        text=[hover(e) for _, e, _ in points],
+        customdata=[[r.bound, why(e)] for _, e, r in points],
+        hovertemplate="%{text}<br>%{x:.3g}% of the %{customdata[0]} roof<br>%{customdata[1]}<extra></extra>",
+    )
 
 
 def perf_per_watt(op: str, entries: list[Entry], div_id: str) -> str | None:

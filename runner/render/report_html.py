@@ -1,9 +1,10 @@
 """`deepbench report --format html`: a page that starts with the answer.
 
-First the summary (per operation and precision: kernels, geometric-mean throughput, % of the
-measured peak, flags; the kernels closest to and furthest from the roof; what each sanity flag
-means), then a table of contents, then per operation an interactive roofline, the longest
-kernels' times and, where the run measured --energy, throughput against power
+The first screen holds the summary (per operation and precision: kernels, geometric-mean throughput, % of
+the measured peak, flags, and beside a share over 100% which kernels passed their ceiling and why) next to
+a chart of every kernel against its roof; under them the kernels closest to and furthest from the roof
+(among those under it) and what each sanity flag means. Then per operation an interactive roofline, the
+longest kernels' times and, where the run measured --energy, throughput against power
 (runner/render/plots.py) above a table that sorts and filters, then the specs."""
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from ..analysis.sanity import flags as sanity_flags
 from ..analysis.sources import Source
 from ..analysis.summary import groups, roof_table, summary_line, summary_table
 from .html import Section, page, table_html, table_section, warnings_html
-from .plots import perf_per_watt, roofline, time_bars
+from .plots import peak_overview, perf_per_watt, roofline, time_bars
 from .report_render import LEGEND, headline, suite_of, tables_of
 from .tables import without_empty_columns
 
@@ -32,8 +33,10 @@ def flag_reasons(source: Source) -> list[list[str]]:
 def render_html(source: Source) -> str:
     ctx = context_of(source)
     gs = groups(list(source.entries), ctx)
-    summary, roof = without_empty_columns(summary_table(gs)), roof_table(gs)
-    parts = [table_html(summary.headers, summary.rows, "table-summary")]
+    summary, roof = without_empty_columns(summary_table(gs, explain=True)), roof_table(gs)
+    overview = peak_overview(gs, ctx, "overview")
+    first = table_html(summary.headers, summary.rows, "table-summary")
+    parts = [f'<div class="first"><div class="first-tables">{first}</div>{overview or ""}</div>']
     if roof.rows:
         parts += [f"<h3>{escape(roof.title)}</h3>", table_html(roof.headers, roof.rows, "table-roof")]
     reasons = flag_reasons(source)

@@ -32,7 +32,8 @@ GAP = {False: 3, True: 1}  # " │ " between cells, or "│" alone (compact)
 MAX_BANDS = 6
 WRAP_WIDTH = 24  # a column of words wraps at this width when the table does not fit
 # Cells of these columns longer than this become a footnote reference: "failed [1]".
-FOOTNOTE_COLUMNS = ("status", "notes", "note")
+FOOTNOTE_COLUMNS = ("status", "notes", "note", "verdict")
+VERDICT_COLUMNS = ("status", "verdict")  # "failed: reason" -> "failed [1]"
 FOOTNOTE_AT = 20
 
 
@@ -140,7 +141,7 @@ def footnoted(t: Table) -> tuple[Table, list[str]]:
             if len(text) <= FOOTNOTE_AT:
                 continue
             head, sep, rest = text.partition(": ")
-            if t.headers[i].startswith("status") and sep:  # "failed: reason" -> "failed [1]"
+            if t.headers[i].startswith(VERDICT_COLUMNS) and sep:  # "failed: reason" -> "failed [1]"
                 row[i] = f"{head} {notes.ref(rest)}"
             else:
                 row[i] = "".join(notes.ref(part) for part in text.split("; "))

@@ -65,7 +65,12 @@ def fmt_us(value: float | None) -> str:
 
 
 def fmt_num(value: float | None, digits: int = 2) -> str:
-    return "" if value is None else f"{value:.{digits}f}"
+    """`digits` decimals, or three significant digits where those would read 0 for a figure that is not
+    (a CPU's 0.000386 TFLOP/s, a slow link's 0.004 GB/s): a measured figure never reads 0.000."""
+    if value is None:
+        return ""
+    text = f"{value:.{digits}f}"
+    return fmt_sig(value) if value and not text.strip("-0.") else text
 
 
 # --energy: each kernel's average power, energy per call and work per joule (result_extras.py),
@@ -173,7 +178,7 @@ def op_table(op: str, results: Iterable[KernelResult], ctx: Context | None = Non
     for r, entry, alignment, by_layout in zip(results, entries, penalties, layout_penalties, strict=True):
         row = [SET_SHORT.get(r.set, r.set)] + [_param(v) for v in r.params.values()] + [r.precision.name.value]
         row += [_part(r, d) for d in directions]
-        row += [fmt_us(entry.median_us), iqr_text(entry), fmt_num(r.tflops, 3 if (r.tflops or 0) < 1 else 2)]
+        row += [fmt_us(entry.median_us), iqr_text(entry), fmt_sig(r.tflops)]  # as `report` shows it
         row += [_info_cell(c, r.info) for c in traits.run_columns]
         if penalty:
             row.append(fmt_num(alignment))

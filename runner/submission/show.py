@@ -1,21 +1,40 @@
-"""Printing a check report: every problem on its own line, then a one-line verdict."""
+"""Printing a check report: every problem as one entry (its lines after the first indented under it on a
+narrow terminal), the same message for several files or kernels once with all of them, then a one-line
+verdict."""
 
 from __future__ import annotations
 
 from rich.console import Console
 from rich.markup import escape
 
-from .checker import Report
+from ..render.display import print_entry
+from .check_report import Problem, Report
+
+# A message shared by more kernels than this names the first ones and counts the rest.
+NAMED_AT_MOST = 8
+
+
+def grouped(problems: list[Problem]) -> list[str]:
+    """Each distinct message once, after every place it concerns, in the order first seen ("a, b: contended:
+    ..."): a contended CPU run's 600 kernels make one entry, not 600."""
+    where: dict[str, list[str]] = {}
+    for p in problems:
+        where.setdefault(p.message, []).append(p.where)
+    out = []
+    for message, places in where.items():
+        shown = ", ".join(places[:NAMED_AT_MOST])
+        more = f" and {len(places) - NAMED_AT_MOST} more" if len(places) > NAMED_AT_MOST else ""
+        out.append(f"{shown}{more}: {message}")
+    return out
 
 
 def print_report(console: Console, report: Report, strict: bool = False) -> bool:
     """Print the report; True when the bundle passes (with --strict, warnings fail it too)."""
     b = report.bundle
-    for p in report.problems:
-        console.print(f"[red]PROBLEM[/] {escape(str(p))}", highlight=False, soft_wrap=True)
-    for p in report.warnings:
-        label = "[red]PROBLEM[/] (strict)" if strict else "[yellow]warning[/]"
-        console.print(f"{label} {escape(str(p))}", highlight=False, soft_wrap=True)
+    for text in grouped(report.problems):
+        print_entry(console, "[red]PROBLEM[/]", text)
+    for text in grouped(report.warnings):
+        print_entry(console, "[red]PROBLEM[/] (strict)" if strict else "[yellow]warning[/]", text)
     failed = bool(report.problems) or (strict and bool(report.warnings))
     if failed:
         n = len(report.problems) + (len(report.warnings) if strict else 0)

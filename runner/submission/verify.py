@@ -39,7 +39,6 @@ from typing import Any, Final, Literal, TypedDict
 from pydantic import BaseModel, ConfigDict
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from ...kernels.harness.record import build_record, read_facts, write_record
 from ...kernels.results import RESULTS_FILE, KernelResult, RunRecord, Settings, Status, TimeStats
@@ -434,38 +433,3 @@ def _rerun(
     if outcome.state == "interrupted":
         raise Stopped(outcome.signum or signal.SIGINT)
     return record, read_results(outdir / RESULTS_FILE)
-
-
-def print_verify(console: Console, result: VerifyReport) -> None:
-    table = Table(title="re-run vs submission", title_justify="left", header_style="bold")
-    for col in ("kernel", "submitted us", "re-run us", "ratio", "tolerance", "verdict"):
-        table.add_column(col, justify="left" if col in ("kernel", "verdict") else "right")
-    for c in result.comparisons:
-        style = {"agree": "green", "disagree": "red"}.get(c.verdict, "yellow")
-        table.add_row(
-            c.id + (" *" if c.remeasured else ""),
-            _fmt(c.submitted_us),
-            _fmt(c.rerun_us),
-            f"{c.ratio:.3f}" if c.ratio else "",
-            f"±{c.tolerance:.0%}" if c.tolerance is not None else "",
-            f"[{style}]{c.verdict}[/]" + (f" ({escape(c.reason)})" if c.reason else ""),
-        )
-    console.print(table)
-    if any(c.remeasured for c in result.comparisons):
-        console.print("* measured again with longer samples; the quieter re-run is compared", highlight=False)
-    for d in result.environment_differences:
-        console.print(f"[yellow]warning[/] this machine differs from the submission's: {escape(d)}", highlight=False)
-    verified = not result.disagree and not result.unverifiable
-    verdict = "[bold green]verified[/]" if verified else "[bold red]not verified[/]"
-    console.print(
-        f"{verdict}: {result.agree} agree, {result.disagree} disagree, {result.unverifiable} unverifiable "
-        f"(tolerance: max({result.rule['floor']:.0%}, {result.rule['noise_factor']:g} x combined relative "
-        f"IQR), at most {result.rule['cap']:.0%}; unverifiable above {result.rule['max_noise']:.0%} combined "
-        f"relative IQR); report in {escape(result.rerun)}/{REPORT_FILE}",
-        highlight=False,
-        soft_wrap=True,
-    )
-
-
-def _fmt(us: float | None) -> str:
-    return "" if us is None else f"{us:.1f}"

@@ -15,7 +15,8 @@ if TYPE_CHECKING:
     import docker
 
 DEFAULT_SOCKET = "/var/run/docker.sock"
-LOCAL_HINT = "or run on this machine without a container: --local"
+# The way around, named with its command: `deepbench images build` has no --local (an image needs Docker).
+LOCAL_HINT = "or run on this machine without a container: deepbench-run --local (with the same options)"
 
 
 def _socket_path() -> str:

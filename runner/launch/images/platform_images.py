@@ -60,7 +60,7 @@ PULL_FAILURES = (
 )
 NO_REGISTRY_HINT = (
     "build it on a local base instead: deepbench images build --platform {p} --base-image LOCAL "
-    "--wheelhouse DIR (docs/containers.md), or run without a container: --local"
+    "--wheelhouse DIR (docs/containers.md), or run without a container: deepbench-run --local"
 )
 
 Log = Callable[[str], None]
@@ -219,7 +219,7 @@ def _build_failure(platform: Platform, tag: str, base: str, error: str) -> UserE
         )
     return UserError(
         f"building {tag} failed: {first} (the build output above says where); fix it, pass another "
-        f"--base-image, or run without a container: --local"
+        f"--base-image, or run without a container: deepbench-run --local"
     )
 
 

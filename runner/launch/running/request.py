@@ -23,7 +23,15 @@ from deepbench.kernels.suites import SelectionError
 
 from ...backend_options import AskedOptions, add_backend_arguments, asked_options, options_from
 from ...errors import UserError
-from ...platforms import PLATFORMS, Platform, add_where_arguments, check_backend, get_platform
+from ...platforms import (
+    LOCAL_DEFAULT,
+    PLATFORMS,
+    Platform,
+    add_where_arguments,
+    check_backend,
+    check_local_host,
+    get_platform,
+)
 from ...selection import KernelSelection, add_selection_arguments
 from ..images.container_options import CONTAINER_ONLY, ContainerOptions, add_container_arguments, parse_env
 from ..ranks.rank_plan import add_rank_arguments, plan_backend
@@ -33,7 +41,7 @@ from .run_folder import NewRun, ResultsOptions, RunMode, add_results_arguments, 
 if TYPE_CHECKING:
     from deepbench.kernels.catalog import Kernel
 
-LOCAL_PLATFORM = "cpu"  # --local without --platform
+LOCAL_PLATFORM = LOCAL_DEFAULT  # --local without --platform
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -79,6 +87,8 @@ class RunRequest:
                 raise UserError(f"{flags} {verb} to container runs, and --local runs the harness without one")
         if isinstance(self.mode, NewRun):
             platform = self.run_platform
+            if self.local:
+                check_local_host(platform)  # --local --platform arm on an x86-64 host records what did not run
             self.measurement.check_platform(platform)
             self.plan_backend(platform)  # several ranks: collectives only, on a collective backend
 

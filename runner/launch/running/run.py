@@ -32,7 +32,7 @@ from ...analysis.sources import load_run
 from ...analysis.summary import groups, summary_line
 from ...errors import UserError
 from ...platforms import Platform, get_platform
-from ...render.display import RunProgress, make_console, print_noise, print_tables
+from ...render.display import RunProgress, make_console, print_entry, print_noise, print_tables
 from ...render.tables import tables
 from ..images.container import ChosenImage, choose_image, container_starter, start_in
 from ..images.devices import check_host
@@ -186,7 +186,7 @@ def _show(folder: RunFolder, record: RunRecord, console: Console) -> None:
     print_tables(console, tables(results, ctx), how_to_see=f"deepbench report {shlex.quote(str(outdir))} --columns all")
     console.print(f"{summary_line(groups(list(source.entries), ctx), folder.plan.suite)}; results in {outdir}")
     for warning in record.device.get("warnings", []):  # e.g. emulation, a throttled board
-        console.print(f"[yellow]warning: {warning}[/]")
+        print_entry(console, "warning:", warning, style="yellow", text_style="yellow")
     print_noise(console, record.noise)
 
 
