@@ -259,15 +259,17 @@ def contended(others: float | None, spare: int | None) -> bool:
     return others is not None and spare is not None and others > spare + OTHERS_CORES_WARN
 
 
-def quiet_threads(cpus: tuple[int, ...] | None = None, window_s: float = QUIET_PROBE_S) -> int:
-    """The default CPU thread count: one per usable CPU, less the cores other processes keep busy
-    (measured over `window_s` while this process waits), so that a run leaves a busy core alone;
-    at least one."""
+def quiet_threads(
+    cpus: tuple[int, ...] | None = None, window_s: float = QUIET_PROBE_S, cores: int | None = None
+) -> int:
+    """The default CPU thread count: one per usable CPU (or per core of `cores`, a library that wants
+    one thread per physical core), less the cores other processes keep busy (measured over `window_s`
+    while this process waits), so that a run leaves a busy core alone; at least one."""
     cpus = cpus if cpus is not None else usable_cpus()
     window = CpuWindow(cpus)
     time.sleep(window_s)
     others = window.others_cores() or 0.0
-    return max(1, len(cpus) - max(0, math.ceil(others - OTHERS_CORES_WARN)))
+    return max(1, (cores or len(cpus)) - max(0, math.ceil(others - OTHERS_CORES_WARN)))
 
 
 # ----- the verdict --------------------------------------------------------------------------

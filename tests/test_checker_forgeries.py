@@ -50,10 +50,13 @@ from .conftest import local_bundle, run_cli
 FORGERIES = int(os.environ.get("DEEPBENCH_FORGERIES", "10000"))
 NOWHERE = Path("/nonexistent-bundle")  # no plan.json to hash: the forger re-made plan_sha256
 
+# The forgeries below give the torch backend's own reasons, so the bundle is the torch backend's.
+TORCH_SMOKE = ("--suite", "smoke", "--backend", "torch", "--fast", "--threads", "1", "--quiet")
+
 
 @pytest.fixture(scope="module")
 def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return local_bundle(tmp_path_factory.mktemp("forge"), "--suite", "smoke", "--fast", "--threads", "1", "--quiet")
+    return local_bundle(tmp_path_factory.mktemp("forge"), *TORCH_SMOKE)
 
 
 @pytest.fixture(scope="module")

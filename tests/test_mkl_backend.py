@@ -203,9 +203,15 @@ def test_sparse_gemm_has_its_dense_twin_on_mkl() -> None:
 
 
 @needs_mkl
-def test_threads_default_to_the_physical_cores_and_mkl_is_told() -> None:
+def test_threads_default_to_the_physical_cores_and_mkl_is_told(monkeypatch) -> None:
+    from deepbench.kernels import noise
+
+    monkeypatch.setattr(noise.CpuWindow, "others_cores", lambda self: 0.0)  # a quiet machine: every core free
     default = load_backend("mkl", Settings())
     assert default.threads == physical_cores() == default.context.runtime.threads
+    monkeypatch.setattr(noise.CpuWindow, "others_cores", lambda self: 1.0)  # one core kept busy by others
+    if physical_cores() > 1:
+        assert load_backend("mkl", Settings()).threads == physical_cores() - 1
     one = load_backend("mkl", Settings(threads=1))
     assert one.context.runtime.threads == 1 == one.device_facts()["mkl_threads"]
     assert one.device_facts()["cpu_vendor"] == this_cpu().vendor

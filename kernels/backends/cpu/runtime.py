@@ -1,5 +1,5 @@
 """The base of the backends over a CPU runtime library (onnxruntime, LiteRT, MKL, oneDNN): what they
-share besides their calls. Threads (as asked, else the backend's default: one per usable CPU), the host
+share besides their calls. Threads (as asked, else the backend's default: one per usable CPU that others leave free), the host
 clock's calibrated loops (kernels/timing/cpu.py) with the energy meter around them under --energy, the
 board's facts and its throttling watch (board.py), and the dispatch of each operation to its module."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ...catalog import Kernel
-from ...noise import usable_cpus
+from ...noise import quiet_threads, usable_cpus
 from ...precision import Precision
 from ...results import Measurement, Settings
 from ...timing import cpu as cpu_timer
@@ -55,8 +55,9 @@ class CpuRuntimeBackend(Backend):
         self.board = BoardMonitor()
 
     def default_threads(self) -> int:
-        """Settings.threads unset: one thread per usable CPU (recorded in the facts, not guessed)."""
-        return len(usable_cpus())
+        """Settings.threads unset: one thread per usable CPU less those other processes keep busy
+        (noise.quiet_threads; recorded in the facts, not guessed)."""
+        return quiet_threads()
 
     def cpu_threads(self) -> int | None:
         return self.threads

@@ -18,6 +18,7 @@ from ...padding import PadMode
 from ...precision import Precision
 from ...results import Settings
 from ..contract.base import Prepared, Unsupported
+from ...noise import quiet_threads
 from ..cpu.runtime import CpuRuntimeBackend, physical_cores
 from ..shared.dense_beside import DenseBeside
 from . import binding, gemm, sparse_gemm
@@ -62,8 +63,8 @@ class MklBackend(CpuRuntimeBackend):
 
     def default_threads(self) -> int:
         """One thread per physical core (hyperthreads leave MKL's kernels no faster), as DeepBench's Intel
-        scripts set OMP_NUM_THREADS to the cores."""
-        return physical_cores()
+        scripts set OMP_NUM_THREADS to the cores; less the cores other processes keep busy."""
+        return quiet_threads(cores=physical_cores())
 
     def _runtime_info(self) -> MklRuntimeInfo:
         assert self.mkl is not None

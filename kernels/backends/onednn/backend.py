@@ -13,6 +13,7 @@ from ...catalog import Kernel
 from ...precision import Precision
 from ...results import Settings
 from ..contract.base import Prepared, Unsupported
+from ...noise import quiet_threads
 from ..cpu.runtime import CpuRuntimeBackend, physical_cores
 from . import conv, matmul, rnn
 from .binding import DnnlError, load, text
@@ -60,8 +61,8 @@ class OnednnBackend(CpuRuntimeBackend):
 
     def default_threads(self) -> int:
         """Settings.threads unset: one thread per physical core, as Intel advises for oneDNN (hyperthreads
-        share a core's vector units)."""
-        return physical_cores()
+        share a core's vector units); less the cores other processes keep busy."""
+        return quiet_threads(cores=physical_cores())
 
     def covers(self, kernel: Kernel, precision: Precision) -> bool:
         return self.lib is not None and kernel.op in self.operations
