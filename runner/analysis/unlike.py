@@ -24,7 +24,9 @@ NAMED_PREFIXES = ("run.tool", "run.platform", "settings.", "library.", "software
 # Named nowhere: what differs between any two runs without meaning anything for their figures (the seed draws
 # other values of the same distribution; a cache's path is where it lay, not what it held).
 IGNORED = (re.compile(r"settings\.(seed|kernel_timeout_s)$"), re.compile(r"\.engine_cache$"))
-UNRECORDED = "unrecorded (the run is older than the option)"
+# A spec one run records and another does not: its backend did not load that library, or the run predates
+# the field; the record cannot tell which, so the heading claims neither.
+UNRECORDED = "unrecorded"
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,7 @@ def _named(key: str) -> bool:
 
 def differences(sources: list[Source]) -> list[Difference]:
     """Each spec that differs between the runs among `sources` (problem-changing ones first); a run that did
-    not record a spec another did reads as UNRECORDED (it ran before the option existed)."""
+    not record a spec another did reads as UNRECORDED."""
     runs = [s for s in sources if s.kind == "run"]
     if len(runs) < 2:
         return []
