@@ -463,3 +463,26 @@ def test_every_published_result_passes_the_re_derivations() -> None:
         found += [f"{folder.relative_to(PUBLISHED)}: {p}" for p in report.problems]
     assert not found, found[:20]
     assert measured > 4000
+
+
+def test_a_collective_spends_its_time_cap_on_rank_0s_clock(base: Path) -> None:
+    """A collective's stop rule reads rank 0's clock through each sample's exchange, so the time cap it spent is
+    its timing phase's wall time (info.wall_s), which the samples alone may not show (four ranks on two busy CPUs:
+    0.016 s of samples for a 0.02 s cap); any other kernel's spent time is its samples'."""
+    from deepbench.kernels.results import KernelResult
+    from deepbench.runner.submission.result_checks import sampling_seconds
+
+    lines = (base / "results.jsonl").read_text().splitlines()
+    rows = [KernelResult.model_validate_json(x) for x in lines if x.strip()]
+    collective = next(r for r in rows if r.op == "all_reduce")
+    part = collective.parts[0]
+    samples_s = sum(part.measurement.samples_us) * part.measurement.calls_per_sample / 1e6
+    wall = collective.info["wall_s"]["parts"][part.direction]["timing"]
+    assert sampling_seconds(collective, part) == max(samples_s, wall)
+    longer = {**collective.info, "wall_s": {"parts": {part.direction: {"timing": samples_s + 5.0}}}}
+    assert sampling_seconds(collective.model_copy(update={"info": longer}), part) == samples_s + 5.0
+    forged = {**collective.info, "wall_s": {"parts": {part.direction: "5"}}}  # not a number: the samples count
+    assert sampling_seconds(collective.model_copy(update={"info": forged}), part) == samples_s
+    gemm = next(r for r in rows if r.op == "gemm")
+    g = gemm.parts[0]
+    assert sampling_seconds(gemm, g) == sum(g.measurement.samples_us) * g.measurement.calls_per_sample / 1e6

@@ -9,7 +9,8 @@ comparisons' when compare named what differs between runs and left one-rank coll
 tables and the comparisons' when a newcomer's terminal was fitted (issue 58: footnotes and warnings wrapped under their
 label, a folded row's values justified as their own columns, compare's summary without its geomean ratio at 80
 columns); the Markdown reports' when the kernels closest to and furthest from the roof became those at or under it
-(issue 58: "closest 246%" was a kernel past its ceiling)."""
+(issue 58: "closest 246%" was a kernel past its ceiling); the two GPU comparisons' when a spec one run did not
+record read "unrecorded" instead of claiming the run older than the option (2026-12-02)."""
 
 from __future__ import annotations
 

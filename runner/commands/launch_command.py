@@ -191,7 +191,7 @@ class Layout:
         hydra = [shown, f"-f {shlex.quote(hostfile)}", f"-n {self.n}", f"-ppn {self.g}", *self.harness]
         openmpi = [
             shown if flavour == "openmpi" else "mpirun",
-            *self._open_mpi_placement(),
+            *self._hostfile_placement(),
             *(f"-x {v}" for v in self.passed),
             *self.harness,
         ]
@@ -224,7 +224,7 @@ class Layout:
             docker = _docker(self.platform, self.image, self.out, [*rendezvous, "OMP_NUM_THREADS", *rank_vars])
             per_rank = [
                 "mpirun",
-                *self._open_mpi_placement(),
+                *self._hostfile_placement(),
                 *(f"-x {v}" for v in rendezvous),
                 *docker,
                 *self.in_image,
@@ -235,7 +235,8 @@ class Layout:
             ]
         return [*lines, comment(ALONE, self.width)]
 
-    def _open_mpi_placement(self) -> list[str]:
+    def _hostfile_placement(self) -> list[str]:
+        """Open MPI's mpirun placement: the host file, the rank count and G ranks per node."""
         return [f"--hostfile {shlex.quote(self.cluster.hostfile)}", f"-np {self.n}", f"--map-by ppr:{self.g}:node"]
 
     def srun(self) -> list[str]:

@@ -179,6 +179,26 @@ def check_stop_reason(r: KernelResult, where: str, m: Measurement, info: dict[st
         add(r.id, f"{where}{why}")
 
 
+def sampling_seconds(r: KernelResult, p: PartResult) -> float:
+    """The seconds the stop rule saw a direction sample for: its samples' sum; for a collective, whose rule
+    reads rank 0's clock across the exchange after every sample (collectives/common.py _RankSamples), the
+    wall time its timing took where the result records it (info.wall_s: the direction's timing phase, or the
+    phase after the parts for the out-of-place twin). Four ranks on two busy CPUs once spent the 0.02 s cap
+    with 0.016 s in their samples."""
+    m = p.measurement
+    spent = sum(m.samples_us) * m.calls_per_sample / 1e6
+    wall = r.info.get("wall_s") if traits_of(r.op).collective else None
+    if not isinstance(wall, dict):
+        return spent
+    parts = wall.get("parts")
+    entry = parts.get(p.direction) if isinstance(parts, dict) else None
+    if p.direction.startswith("info."):
+        timed = wall.get("after")
+    else:
+        timed = entry.get("timing") if isinstance(entry, dict) else None
+    return max(spent, timed) if isinstance(timed, float) and math.isfinite(timed) else spent
+
+
 def check_samples(r: KernelResult, p: PartResult, plan: Plan | None, add: Add, warn: Add) -> None:
     """Enough samples: what the run's stop rule requires (--min-samples), checked from the samples
     themselves. The rule stops a kernel too slow for that many samples at twice the time cap:
@@ -190,7 +210,7 @@ def check_samples(r: KernelResult, p: PartResult, plan: Plan | None, add: Add, w
         if n < layout.SUBMISSION_MIN_SAMPLES:
             warn(r.id, f"{p.direction} rests on only {n} sample(s)")
         return
-    spent_s = sum(m.samples_us) * m.calls_per_sample / 1e6
+    spent_s = sampling_seconds(r, p)
     if m.stop_reason == "time-cap" and spent_s >= TIME_CAP_EVIDENCE * plan.settings.time_cap_s:
         warn(
             r.id,
