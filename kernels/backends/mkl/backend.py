@@ -14,11 +14,11 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ...catalog import Kernel, SparseGemmKernel
+from ...noise import quiet_threads
 from ...padding import PadMode
 from ...precision import Precision
 from ...results import Settings
 from ..contract.base import Prepared, Unsupported
-from ...noise import quiet_threads
 from ..cpu.runtime import CpuRuntimeBackend, physical_cores
 from ..shared.dense_beside import DenseBeside
 from . import binding, gemm, sparse_gemm

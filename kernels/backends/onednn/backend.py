@@ -10,10 +10,10 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any, ClassVar
 
 from ...catalog import Kernel
+from ...noise import quiet_threads
 from ...precision import Precision
 from ...results import Settings
 from ..contract.base import Prepared, Unsupported
-from ...noise import quiet_threads
 from ..cpu.runtime import CpuRuntimeBackend, physical_cores
 from . import conv, matmul, rnn
 from .binding import DnnlError, load, text
