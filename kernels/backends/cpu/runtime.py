@@ -1,7 +1,8 @@
 """The base of the backends over a CPU runtime library (onnxruntime, LiteRT, MKL, oneDNN): what they
 share besides their calls. Threads (as asked, else the backend's default: one per usable CPU that others
-leave free), the host clock's calibrated loops (kernels/timing/cpu.py) with the energy meter around them under --energy, the
-board's facts and its throttling watch (board.py), and the dispatch of each operation to its module."""
+leave free), the host clock's calibrated loops (kernels/timing/cpu.py) with the energy meter around them
+under --energy, the board's facts and its throttling watch (board.py), and the dispatch of each operation
+to its module."""
 
 from __future__ import annotations
 
