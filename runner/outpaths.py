@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..kernels.results_file import free_bytes
+from .argv_text import shown
 from .errors import UserError
 
 # Less free space than this is refused at the door: a run's plan, record and first results need
@@ -126,8 +127,8 @@ def refuse_guarded(path: Path, option: str = "--out") -> None:
 
 
 def _listed(names: list[str]) -> str:
-    shown = ", ".join(name.encode("utf-8", "backslashreplace").decode() for name in names[:LISTED])
-    return shown + (f" and {len(names) - LISTED} more" if len(names) > LISTED else "")
+    listed = ", ".join(shown(name) for name in names[:LISTED])  # a name of other bytes as the shell writes it
+    return listed + (f" and {len(names) - LISTED} more" if len(names) > LISTED else "")
 
 
 def refuse_foreign(path: Path, is_own: Callable[[str], bool], option: str = "--out") -> None:

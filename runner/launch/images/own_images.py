@@ -130,9 +130,9 @@ def _build_hint(platform: Platform, ref: str) -> str:
     )
 
 
-def unproven(image_id: str, ref: str, platform: Platform) -> str | None:
+def unproven(image_id: str, ref: str, platform: Platform, ours: str) -> str | None:
     """Why the build record does not prove `image_id` this machine's own build of the platform's
-    recipe with this checkout's harness (None: it does)."""
+    recipe with this checkout's harness, whose hash is `ours` (None: it does)."""
     entry = recorded(image_id)
     short = f"{ref} ({image_id[:19]})"
     if entry is None:
@@ -142,7 +142,6 @@ def unproven(image_id: str, ref: str, platform: Platform) -> str | None:
         )
     if entry.image_dir != platform.image_dir:
         return f"{short} was built here for {entry.platform}, not {platform.name}; " + _build_hint(platform, ref)
-    ours = harness_sha256()
     if entry.harness_sha256 != ours:
         return (
             f"{short} was built here from another harness ({entry.harness_sha256[:12]}) than this checkout's "
@@ -214,10 +213,11 @@ def _first_line(exc: Exception) -> str:
 def check_own(client: docker.DockerClient, image: Image, ref: str, platform: Platform) -> None:
     """`image` is this machine's own build of the platform's recipe holding this checkout's harness, or
     a UserError that says which part fails and how to make one. Nothing of the image is started."""
-    why = unproven(image.id, ref, platform)
+    ours = harness_sha256()  # hashed once: the record and the image's files are both held to it
+    why = unproven(image.id, ref, platform, ours)
     if why is not None:
         raise UserError(why)
-    found, ours = harness_in(client, image, platform), harness_sha256()
+    found = harness_in(client, image, platform)
     if found != ours:
         held = f"a harness {found[:12]}" if found else f"no harness at {HARNESS_IN_IMAGE}"
         raise UserError(
