@@ -17,7 +17,7 @@ from deepbench.kernels.op_traits import Rate
 
 from ..render.tables import Table, fmt_sig
 from .roofline import roof
-from .sanity import ABOVE_PEAK, PEAK_PCT, Context, one_rank
+from .sanity import ABOVE_PEAK, PEAK_PCT, Context, Flag, one_rank
 from .sanity import flags as sanity_flags
 from .sources import Entry, precision_order
 
@@ -62,8 +62,9 @@ def groups(entries: list[Entry], ctx: Context) -> list[Group]:
         rates = [e.gbps if rate is Rate.GBPS else e.tflops for e in ok if not one_rank(e)]
         pcts = [(e, r.pct_of_peak) for e in ok for r in [roof(e, ctx.ceilings)] if r]
         credible = [(e, p) for e, p in pcts if p <= PEAK_PCT]
+        checked = {id(e): sanity_flags(e, ctx) for e in ok}  # once per kernel: the marks and the causes read them
         marks = Counter(f for e in ok for f in e.flags)
-        marks.update(f.name for e in ok for f in sanity_flags(e, ctx))
+        marks.update(f.name for fs in checked.values() for f in fs)
         out.append(
             Group(
                 op,
@@ -76,17 +77,18 @@ def groups(entries: list[Entry], ctx: Context) -> list[Group]:
                 marks,
                 max(credible, key=lambda t: t[1]) if credible else None,
                 min(credible, key=lambda t: t[1]) if credible else None,
-                above_peak([(e, p) for e, p in pcts if p > PEAK_PCT], ctx),
+                above_peak([(checked[id(e)], p) for e, p in pcts if p > PEAK_PCT]),
             )
         )
     return out
 
 
-def above_peak(above: list[tuple[Entry, float]], ctx: Context) -> tuple[tuple[str, int, float], ...]:
-    """The kernels above their ceiling grouped by their above-peak flag's cause, the most first."""
+def above_peak(above: list[tuple[tuple[Flag, ...], float]]) -> tuple[tuple[str, int, float], ...]:
+    """The kernels above their ceiling (each its flags and % of the peak) grouped by their above-peak flag's
+    cause, the most first."""
     by_reason: dict[str, list[float]] = {}
-    for e, pct in above:
-        for f in sanity_flags(e, ctx):
+    for flags, pct in above:
+        for f in flags:
             if f.name == ABOVE_PEAK:
                 by_reason.setdefault(f.short, []).append(pct)
     return tuple(sorted(((r, len(p), max(p)) for r, p in by_reason.items()), key=lambda t: -t[1]))
