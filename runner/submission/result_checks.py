@@ -13,6 +13,7 @@ from typing import Any
 from ...kernels.backends.contract.declaration import info_of
 from ...kernels.catalog import traits_of
 from ...kernels.harness.execute import stop_rule
+from ...kernels.harness.wall_info import WallInfo
 from ...kernels.model_kernel import MODEL_TOLERANCE
 from ...kernels.op_traits import Tolerance
 from ...kernels.precision import TRANSFORM_TOLERANCE, recurrence_tolerance, tolerance
@@ -187,16 +188,16 @@ def sampling_seconds(r: KernelResult, p: PartResult) -> float:
     with 0.016 s in their samples."""
     m = p.measurement
     spent = sum(m.samples_us) * m.calls_per_sample / 1e6
-    wall = r.info.get("wall_s") if traits_of(r.op).collective else None
-    if not isinstance(wall, dict):
+    recorded = info_of(WallInfo, r.info) if traits_of(r.op).collective else None
+    wall = recorded.wall_s if recorded is not None else None
+    if wall is None:
         return spent
-    parts = wall.get("parts")
-    entry = parts.get(p.direction) if isinstance(parts, dict) else None
     if p.direction.startswith("info."):
-        timed = wall.get("after")
+        timed = wall.after
     else:
-        timed = entry.get("timing") if isinstance(entry, dict) else None
-    return max(spent, timed) if isinstance(timed, float) and math.isfinite(timed) else spent
+        part = wall.parts.get(p.direction)
+        timed = part.timing if part is not None else 0.0
+    return max(spent, timed) if math.isfinite(timed) else spent
 
 
 def check_samples(r: KernelResult, p: PartResult, plan: Plan | None, add: Add, warn: Add) -> None:
