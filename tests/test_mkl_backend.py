@@ -5,6 +5,7 @@ seeds, the sparse product runs with its dense twin, and a smoke run ends in a bu
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,10 +16,12 @@ from deepbench.kernels.backends.contract.base import Prepared, Unsupported
 from deepbench.kernels.backends.contract.declaration import BackendOptionsError
 from deepbench.kernels.backends.contract.unsupported_reasons import could_give
 from deepbench.kernels.backends.cpu.runtime import physical_cores
+from deepbench.kernels.backends.cpu.wheel_libraries import wheel_library_dirs
 from deepbench.kernels.backends.mkl import binding
 from deepbench.kernels.backends.mkl.cpu_isa import CpuIsa, parse, this_cpu
 from deepbench.kernels.backends.mkl.declaration import CALLS, MklOptions, MklPartInfo
 from deepbench.kernels.backends.mkl.operands import fix_ld, from_bf16_bits, to_bf16_bits
+from deepbench.kernels.backends.onednn import binding as onednn_binding
 from deepbench.kernels.catalog import GemmKernel, SparseGemmKernel, by_id
 from deepbench.kernels.precision import Precision
 from deepbench.kernels.results import Settings, Status
@@ -233,6 +236,22 @@ def test_without_the_library_every_kernel_is_unsupported_with_what_to_install(mo
     assert "\n" not in reason and "libmkl_rt_absent.so.3 is not installed" in reason
     assert reason.endswith("pip install 'deepbench[intel]'")
     assert could_give("mkl", reason, "gemm", "fp32")
+
+
+def test_both_intel_bindings_look_in_the_environment_then_its_base(monkeypatch, tmp_path: Path) -> None:
+    """A venv's lib folder first, then its base Python's (where --system-site-packages finds the wheels), once each:
+    MKL and oneDNN read the same list (cpu/wheel_libraries.py)."""
+    venv, base = tmp_path / "venv", tmp_path / "base"
+    for prefix in (venv, base):
+        (prefix / "lib").mkdir(parents=True)
+    monkeypatch.setattr(sys, "prefix", str(venv))
+    monkeypatch.setattr(sys, "base_prefix", str(base))
+    assert wheel_library_dirs() == [venv / "lib", base / "lib"]
+    assert onednn_binding.library_folder() == venv / "lib"  # libdnnl in neither: where a wheel would put it
+    (base / "lib" / onednn_binding.LIBRARY).touch()
+    assert onednn_binding.library_folder() == base / "lib"
+    monkeypatch.setattr(sys, "base_prefix", str(venv))
+    assert wheel_library_dirs() == [venv / "lib"]
 
 
 def test_the_gemm_option_round_trips_and_a_wrong_one_is_refused() -> None:

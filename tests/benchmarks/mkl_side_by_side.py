@@ -42,7 +42,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from deepbench.kernels.backends.cpu.runtime import physical_cores
-from deepbench.kernels.backends.mkl.binding import LIBRARY, library_dirs
+from deepbench.kernels.backends.cpu.wheel_libraries import wheel_library_dirs
+from deepbench.kernels.backends.mkl.binding import LIBRARY
 from deepbench.kernels.noise import OTHERS_CORES_WARN, contended, usable_cpus
 from deepbench.kernels.results import KernelResult, Status
 from deepbench.kernels.results_file import read_results
@@ -91,8 +92,8 @@ class Kernel:
 
 def mkl_dirs() -> tuple[Path, Path]:
     """(include, lib) of the mkl-devel and mkl wheels: the folder the backend loads libmkl_rt from
-    (binding.library_dirs) and the include folder beside it."""
-    dirs = library_dirs()
+    (cpu/wheel_libraries.py) and the include folder beside it."""
+    dirs = wheel_library_dirs()
     lib = next((d for d in dirs if (d / LIBRARY).is_file()), dirs[0])
     return lib.parent / "include", lib
 

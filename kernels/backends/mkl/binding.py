@@ -1,6 +1,6 @@
 """MKL's C API through ctypes, over its single dynamic library `libmkl_rt.so.3` as the `mkl` wheel lays it out
-(`sys.prefix/lib`): no compiler at install time, and the library receives exactly the arguments DeepBench's
-Intel benchmarks passed it (the CBLAS and sparse routines below, with MKL's own C types).
+(`<prefix>/lib`, cpu/wheel_libraries.py): no compiler at install time, and the library receives exactly the
+arguments DeepBench's Intel benchmarks passed it (the CBLAS and sparse routines below, with MKL's own C types).
 
 The single dynamic library picks its interface and threading layers at the first call: LP64 (32-bit MKL_INT,
 which every prototype here assumes), and the threading layer MKL_THREADING_LAYER names, else Intel's OpenMP
@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import ctypes
 import os
-import sys
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+
+from ..cpu.wheel_libraries import wheel_library_dirs
 
 LIBRARY = "libmkl_rt.so.3"
 THREADING_ENV = "MKL_THREADING_LAYER"
@@ -144,12 +145,6 @@ def gnu_openmp_loaded() -> bool:
         return False
 
 
-def library_dirs() -> list[Path]:
-    """Where the `mkl` wheel puts its libraries: the interpreter's prefix (a virtual environment's,
-    then its base's), before the loader's own search path."""
-    return list(dict.fromkeys(Path(p) / "lib" for p in (sys.prefix, sys.base_prefix)))
-
-
 class Mkl:
     """The loaded library: each routine with its prototype, and the service calls the backend makes."""
 
@@ -224,11 +219,11 @@ def general_descr() -> MatrixDescr:
 @cache
 def load() -> Mkl:
     """The library from the wheel's folder, else wherever the loader finds it; MklMissing says where it looked."""
-    for folder in library_dirs():
+    for folder in wheel_library_dirs():
         if (folder / LIBRARY).is_file():
             return Mkl(str(folder / LIBRARY))
     try:
         return Mkl(LIBRARY)  # LD_LIBRARY_PATH, the system's MKL
     except MklMissing:
-        looked = ", ".join(str(d) for d in library_dirs())
+        looked = ", ".join(str(d) for d in wheel_library_dirs())
         raise MklMissing(f"MKL's {LIBRARY} is not installed (looked in {looked} and the loader's path)") from None

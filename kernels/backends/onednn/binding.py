@@ -1,7 +1,7 @@
 """oneDNN's C API through ctypes: the library found and loaded, its functions typed, and every
 status checked.
 
-Where the library is: Intel's `onednn` wheel puts libdnnl.so.3 in `sys.prefix/lib`, beside the
+Where the library is: Intel's `onednn` wheel puts libdnnl.so.3 in `<prefix>/lib` (cpu/wheel_libraries.py), beside the
 runtimes it links (libtbb.so.12 from the `tbb` wheel, Intel's compiler runtime libintlc, libsvml,
 libirng, libimf, the memory framework libumf, and, for a SYCL build, libsycl.so.9 from
 `intel-sycl-rt`). That folder is not on the loader's path, so each is loaded first by its full path
@@ -22,12 +22,12 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
-import sys
 from ctypes import POINTER, c_char_p, c_float, c_int, c_int64, c_size_t, c_uint, c_void_p
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..cpu.wheel_libraries import wheel_library_folder
 from . import constants as C
 
 LIBRARY = "libdnnl.so.3"
@@ -167,8 +167,8 @@ class Loaded:
 
 
 def library_folder() -> Path:
-    """Where pip's wheels put the shared libraries: the environment's lib folder."""
-    return Path(sys.prefix) / "lib"
+    """Where pip's wheels put libdnnl and its runtimes (cpu/wheel_libraries.py: the environment's, then its base's)."""
+    return wheel_library_folder(LIBRARY)
 
 
 def _point_opencl_at(folder: Path) -> None:
