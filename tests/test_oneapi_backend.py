@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from deepbench.kernels.backends import declaration_of
-from deepbench.kernels.backends.cpu.wheel_libraries import wheel_library_dirs
+from deepbench.kernels.backends.cpu.wheel_libraries import wheel_library_folder
 from deepbench.kernels.backends.mkl import binding as mkl_binding
 from deepbench.kernels.backends.oneapi.declaration import ONEAPI
 from deepbench.kernels.backends.onednn import binding as onednn_binding
@@ -21,7 +21,7 @@ from deepbench.runner.platforms import get_platform
 
 from .conftest import local_run, run_cli
 
-HAS_MKL = any((folder / mkl_binding.LIBRARY).is_file() for folder in wheel_library_dirs())
+HAS_MKL = (wheel_library_folder(mkl_binding.LIBRARY) / mkl_binding.LIBRARY).is_file()
 MISSING = onednn_binding.not_installed(ONEAPI.install_hint) or ("" if HAS_MKL else f"no {mkl_binding.LIBRARY}")
 needs_intel = pytest.mark.skipif(bool(MISSING), reason=f"needs Intel's wheels: {MISSING}")
 SERVED = {"gemm": "mkl", "sparse_gemm": "mkl", "conv": "onednn", "rnn": "onednn"}

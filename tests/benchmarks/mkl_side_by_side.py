@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from deepbench.kernels.backends.cpu.runtime import physical_cores
-from deepbench.kernels.backends.cpu.wheel_libraries import wheel_library_dirs
+from deepbench.kernels.backends.cpu.wheel_libraries import wheel_library_folder
 from deepbench.kernels.backends.mkl.binding import LIBRARY
 from deepbench.kernels.noise import OTHERS_CORES_WARN, contended, usable_cpus
 from deepbench.kernels.results import KernelResult, Status
@@ -93,8 +93,7 @@ class Kernel:
 def mkl_dirs() -> tuple[Path, Path]:
     """(include, lib) of the mkl-devel and mkl wheels: the folder the backend loads libmkl_rt from
     (cpu/wheel_libraries.py) and the include folder beside it."""
-    dirs = wheel_library_dirs()
-    lib = next((d for d in dirs if (d / LIBRARY).is_file()), dirs[0])
+    lib = wheel_library_folder(LIBRARY)
     return lib.parent / "include", lib
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from ..cpu.wheel_libraries import wheel_library_dirs
+from ..cpu.wheel_libraries import wheel_library_dirs, wheel_library_folder
 
 LIBRARY = "libmkl_rt.so.3"
 THREADING_ENV = "MKL_THREADING_LAYER"
@@ -219,9 +219,9 @@ def general_descr() -> MatrixDescr:
 @cache
 def load() -> Mkl:
     """The library from the wheel's folder, else wherever the loader finds it; MklMissing says where it looked."""
-    for folder in wheel_library_dirs():
-        if (folder / LIBRARY).is_file():
-            return Mkl(str(folder / LIBRARY))
+    wheel = wheel_library_folder(LIBRARY) / LIBRARY
+    if wheel.is_file():
+        return Mkl(str(wheel))
     try:
         return Mkl(LIBRARY)  # LD_LIBRARY_PATH, the system's MKL
     except MklMissing:
